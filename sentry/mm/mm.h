@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A guest address space: its VMAs, brk, and the platform address space that mirrors them.
+ *
+ * Every VMA is backed by memory-file pages (private anonymous memory and private file mappings
+ * alike: file contents are copied in when the mapping is made). The platform space is told
+ * about every change, so guest accesses to mapped memory never fault into the sentry.
+ *
+ * copy_in/copy_out go through the sentry's mapping of the memory file after checking the
+ * VMAs and their protections (DESIGN.md rule 6), and fail with -EFAULT on bad guest pointers.
+ *
+ * Locking: mm->lock (a mutex) protects the VMA set, brk and the layout fields.
+ */
+#ifndef HUSK_SENTRY_MM_H
+#define HUSK_SENTRY_MM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "common/refcount.h"
+
+struct kernel;
+struct file;
+struct platform_as;
+
+struct mm {
+	struct refcount ref;
+	struct kernel *k;
+	struct platform_as *as; /* owned */
+	pthread_mutex_t lock;
+	void *vmas; /* VMA set, private to sentry/mm; protected by lock */
+
+	/* Layout, set by the loader; protected by lock. */
+	uint64_t start_brk, brk;
+	uint64_t mmap_base; /* top of the area for mappings without a hint (grows down) */
+	uint64_t stack_top;
+	uint64_t arg_start, arg_end, env_start, env_end;
+	uint64_t auxv[64]; /* copy of the auxv pairs, for /proc/self/auxv later */
+	int auxv_len;
+};
+
+/*
+ * Creates an empty address space and its platform space. The calling thread becomes the owner
+ * of the platform space (see platform.h). Returns the mm or ERR_PTR(-errno).
+ */
+struct mm *mm_create(struct kernel *k);
+void mm_get(struct mm *mm);
+/* Drops a reference; the last one unmaps everything, frees memory-file pages, destroys as. */
+void mm_put(struct mm *mm);
+
+/*
+ * mmap(2) semantics: prot PROT_*, flags MAP_* (MAP_PRIVATE|MAP_ANONYMOUS, MAP_PRIVATE with file,
+ * MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_GROWSDOWN, MAP_NORESERVE, MAP_POPULATE accepted;
+ * MAP_SHARED of a file returns -ENODEV until the filesystem issue). file may be NULL for
+ * anonymous memory; it is read with its ops, not kept open after the call unless needed.
+ * Returns the address or -errno.
+ */
+long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, struct file *file,
+	     uint64_t off);
+int mm_munmap(struct mm *mm, uint64_t addr, uint64_t len);
+int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot);
+/* brk(2): returns the new (or unchanged, on failure) break, never -errno. */
+uint64_t mm_brk(struct mm *mm, uint64_t addr);
+long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_len, int flags,
+	       uint64_t new_addr);
+int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
+
+/*
+ * Copies len bytes between guest memory at addr and sentry memory. The guest range must be
+ * mapped readable (copy_in) or writable (copy_out). Returns the number of bytes copied if at
+ * least one was, else -EFAULT (partial progress beats an error).
+ */
+ssize_t mm_copy_in(struct mm *mm, void *dst, uint64_t addr, size_t len);
+ssize_t mm_copy_out(struct mm *mm, uint64_t addr, const void *src, size_t len);
+/* Like mm_copy_out but ignores protections (the loader writing read-only pages). */
+ssize_t mm_poke(struct mm *mm, uint64_t addr, const void *src, size_t len);
+/* Copies a NUL-terminated string of at most max bytes (NUL included). Returns its length
+ * without the NUL, -EFAULT, or -ENAMETOOLONG if no NUL within max bytes. */
+ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max);
+
+/*
+ * Translates the guest range [addr, addr+len) into sentry pointers (one iovec per contiguous
+ * piece of the memory file), checking that it is readable (write == false) or writable
+ * (write == true). Stops at the first bad page. Returns the number of iovecs filled (0 if the
+ * first byte is bad), at most maxiov; *covered gets the number of bytes they cover.
+ * Lets read(2)/write(2) move data between a host FD and guest memory without a bounce buffer.
+ */
+int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		 int maxiov, size_t *covered);
+
+#endif

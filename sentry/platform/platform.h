@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The platform: how guest code runs and how control comes back to the sentry.
+ *
+ * Three backends fit this interface: ptrace (PTRACE_SYSEMU, the reference), seccomp (user
+ * notification, later) and kvm (later). The sentry never calls a backend directly; it goes
+ * through struct platform_ops.
+ *
+ * Objects:
+ *  - struct platform: one per sandbox; knows the memory file.
+ *  - struct platform_as: one guest address space (for ptrace: one stub process). Guest memory is
+ *    only ever ranges of the memory file mapped at guest addresses.
+ *  - struct platform_ctx: one guest thread in an address space (for ptrace: one stub thread).
+ *
+ * Threading: a ctx is driven by exactly one sentry host thread, the one that created it (ptrace
+ * requires that the tracer thread issue every request). as_map/as_unmap/as_protect may be called
+ * from any thread that owns a ctx of that address space; backends may queue the change and apply
+ * it before the next ctx_switch of any ctx of that space (ptrace does).
+ */
+#ifndef HUSK_SENTRY_PLATFORM_H
+#define HUSK_SENTRY_PLATFORM_H
+
+#include <stdint.h>
+#include <sys/user.h>
+
+struct platform;
+struct platform_as;
+struct platform_ctx;
+
+/* Guest registers: x86-64 general-purpose registers, fs_base/gs_base included. */
+typedef struct user_regs_struct arch_regs_t;
+
+enum platform_event_kind {
+	PLATFORM_EV_SYSCALL, /* guest executed `syscall`; regs->orig_rax is the number */
+	PLATFORM_EV_FAULT, /* synchronous fault: signo/code/addr describe it */
+	PLATFORM_EV_INTERRUPT, /* ctx_interrupt() was called */
+	PLATFORM_EV_DIED, /* the backing host thread/process is gone (killed from outside) */
+};
+
+struct platform_event {
+	enum platform_event_kind kind;
+	int signo; /* FAULT: SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP */
+	int code; /* FAULT: si_code */
+	uint64_t addr; /* FAULT: si_addr */
+	int trapno; /* FAULT: hardware trap number when known, else -1 */
+};
+
+struct platform_ops {
+	const char *name;
+
+	/*
+	 * Creates an address space with nothing mapped. The calling thread becomes its owner:
+	 * for ptrace it is the tracer of the stub. Returns 0 and *out, or -errno.
+	 */
+	int (*as_create)(struct platform *p, struct platform_as **out);
+	/* Destroys the space and every ctx still in it (kills the stub). */
+	void (*as_destroy)(struct platform_as *as);
+
+	/*
+	 * Maps [addr, addr+len) to memory-file offset off with prot (PROT_* bits), replacing
+	 * whatever was there. addr, len and off are page aligned. Returns 0 or -errno.
+	 */
+	int (*as_map)(struct platform_as *as, uint64_t addr, uint64_t len, int prot, uint64_t off);
+	/* Removes any mapping in [addr, addr+len). */
+	int (*as_unmap)(struct platform_as *as, uint64_t addr, uint64_t len);
+	/* Changes protections of the mappings in [addr, addr+len). */
+	int (*as_protect)(struct platform_as *as, uint64_t addr, uint64_t len, int prot);
+
+	/*
+	 * Creates a guest thread in as. The first ctx of a new space is the stub's initial thread;
+	 * later ones are new stub threads (not needed before the processes issue: may return
+	 * -ENOSYS). The calling thread becomes the ctx's owner.
+	 */
+	int (*ctx_create)(struct platform_as *as, struct platform_ctx **out);
+	void (*ctx_destroy)(struct platform_ctx *ctx);
+
+	/*
+	 * Runs the guest thread with *regs until the next event, then stores the guest's registers
+	 * back in *regs and describes the event in *ev. On PLATFORM_EV_SYSCALL the guest resumes
+	 * after the `syscall` instruction with rax as left in *regs at the next switch.
+	 * Returns 0, or -errno if the switch itself failed.
+	 */
+	int (*ctx_switch)(struct platform_ctx *ctx, arch_regs_t *regs, struct platform_event *ev);
+
+	/* Makes a running (or the next) ctx_switch return PLATFORM_EV_INTERRUPT. Any thread. */
+	void (*ctx_interrupt)(struct platform_ctx *ctx);
+};
+
+struct platform {
+	const struct platform_ops *ops;
+	int memfd; /* the memory file; stubs map ranges of it */
+};
+
+/*
+ * Creates the platform called name ("ptrace") over the memory file memfd (not owned).
+ * Returns 0 and *out, -ENOENT for an unknown name, or -errno.
+ */
+int platform_create(const char *name, int memfd, struct platform **out);
+
+/* Guest address range usable by guest mappings: [PLATFORM_GUEST_MIN, PLATFORM_GUEST_MAX). */
+#define PLATFORM_GUEST_MIN 0x10000ULL
+/* Above this the stub keeps its code page and nothing of the guest may be mapped. */
+#define PLATFORM_GUEST_MAX 0x7ffe00000000ULL
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Install what husk needs to build, test and benchmark, from Debian's archive.
+# Does nothing (and needs no network) when everything is already there.
+set -eu
+
+PKGS="meson ninja-build pkg-config gcc clang make python3 strace
+libseccomp-dev libcap-dev libelf-dev libdw-dev libunwind-dev
+libprotobuf-c-dev protobuf-c-compiler libcriterion-dev libbpf-dev libjansson-dev
+libclang-rt-14-dev clang-format"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing
