@@ -34,11 +34,11 @@ static inline void cleanup_fclosep(FILE **f)
 #define _cleanup_fclose_ _cleanup_(cleanup_fclosep)
 
 /* Returns *pp and sets it to NULL, moving ownership out of a cleanup variable. */
-#define steal_pointer(pp)                                                                          \
-	({                                                                                         \
-		__typeof__(*(pp)) _tmp = *(pp);                                                    \
-		*(pp) = NULL;                                                                      \
-		_tmp;                                                                              \
+#define steal_pointer(pp)                       \
+	({                                      \
+		__typeof__(*(pp)) _tmp = *(pp); \
+		*(pp) = NULL;                   \
+		_tmp;                           \
 	})
 
 /* Returns *fdp and sets it to -1. */

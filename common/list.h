@@ -10,7 +10,10 @@ struct list_head {
 	struct list_head *next, *prev;
 };
 
-#define LIST_HEAD_INIT(name) { &(name), &(name) }
+#define LIST_HEAD_INIT(name)     \
+	{                        \
+		&(name), &(name) \
+	}
 
 static inline void list_init(struct list_head *h)
 {
@@ -54,13 +57,14 @@ static inline bool list_empty(const struct list_head *h)
 #define list_entry(ptr, type, member) container_of(ptr, type, member)
 #define list_first_entry(h, type, member) list_entry((h)->next, type, member)
 
-#define list_for_each_entry(pos, head, member)                                                     \
-	for (pos = list_entry((head)->next, __typeof__(*pos), member); &pos->member != (head);     \
+#define list_for_each_entry(pos, head, member)                                                 \
+	for (pos = list_entry((head)->next, __typeof__(*pos), member); &pos->member != (head); \
 	     pos = list_entry(pos->member.next, __typeof__(*pos), member))
 
-#define list_for_each_entry_safe(pos, n, head, member)                                             \
-	for (pos = list_entry((head)->next, __typeof__(*pos), member),                             \
-	    n = list_entry(pos->member.next, __typeof__(*pos), member);                            \
-	     &pos->member != (head); pos = n, n = list_entry(n->member.next, __typeof__(*n), member))
+#define list_for_each_entry_safe(pos, n, head, member)                  \
+	for (pos = list_entry((head)->next, __typeof__(*pos), member),  \
+	    n = list_entry(pos->member.next, __typeof__(*pos), member); \
+	     &pos->member != (head);                                    \
+	     pos = n, n = list_entry(n->member.next, __typeof__(*n), member))
 
 #endif

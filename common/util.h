@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -15,7 +15,7 @@
 
 #define PAGE_SIZE 4096UL
 #define PAGE_MASK (~(PAGE_SIZE - 1))
-#define PAGE_ALIGN_DOWN(x) ((uint64_t)(x) & PAGE_MASK)
+#define PAGE_ALIGN_DOWN(x) ((uint64_t)(x)&PAGE_MASK)
 #define PAGE_ALIGN_UP(x) (((uint64_t)(x) + PAGE_SIZE - 1) & PAGE_MASK)
 #define IS_PAGE_ALIGNED(x) (((uint64_t)(x) & (PAGE_SIZE - 1)) == 0)
 

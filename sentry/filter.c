@@ -1,2 +1,121 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The sentry seccomp allow-list (coming). */
+/*
+ * The sentry's seccomp allow-list (DESIGN.md rule 3). Everything not listed kills the sentry.
+ * Each entry says why the sentry needs it. Notably absent: open/openat and every other call
+ * that names a host path, socket/connect, execve, mount, and module or BPF loading.
+ *
+ * Stubs are forked from the sentry and inherit this filter (stacked under their own), so the
+ * stub's own calls must be allowed here too: they are marked "stub".
+ */
+#include <errno.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include "common/util.h"
+#include "sentry/confine.h"
+
+struct filter_rule {
+	int nr;
+	const char *why;
+};
+
+#define ALLOW(name, reason)            \
+	{                              \
+		SCMP_SYS(name), reason \
+	}
+
+static const struct filter_rule rules[] = {
+	/* Data to and from files the sentry holds: donated gofer FDs and the caller's stdio. */
+	ALLOW(read, "read(2) of host stdio and donated files"),
+	ALLOW(write, "write(2) to host stdio, logs"),
+	ALLOW(readv, "read(2)/readv(2) into guest memory through iovecs"),
+	ALLOW(writev, "write(2)/writev(2) from guest memory through iovecs"),
+	ALLOW(pread64, "file_pread of donated files (loader)"),
+	ALLOW(pwrite64, "pwrite of donated files"),
+	ALLOW(preadv, "positioned reads of donated files into guest memory"),
+	ALLOW(pwritev, "positioned writes of donated files from guest memory"),
+	ALLOW(lseek, "host file offsets of donated files"),
+	ALLOW(close, "closing donated FDs"),
+	ALLOW(fstat, "attributes of host stdio"),
+	ALLOW(newfstatat, "glibc's fstat() is newfstatat(fd, \"\", AT_EMPTY_PATH)"),
+	ALLOW(fcntl, "FD flags of donated FDs"),
+	ALLOW(dup, "stdio FDs for the guest's FD table"),
+	ALLOW(getdents64, "reading donated directory FDs"),
+	/* The gofer connection. */
+	ALLOW(sendmsg, "gofer requests"),
+	ALLOW(recvmsg, "gofer replies with donated FDs (SCM_RIGHTS)"),
+	/* Memory: the sentry's heap and the memory file. */
+	ALLOW(mmap, "sentry heap, thread stacks; stub: mapping memory-file ranges"),
+	ALLOW(munmap, "sentry heap; stub: unmapping guest ranges and its inherited memory"),
+	ALLOW(mprotect, "thread stack guards; stub: guest protections"),
+	ALLOW(mremap, "realloc of large blocks"),
+	ALLOW(madvise, "malloc trimming"),
+	ALLOW(brk, "malloc"),
+	ALLOW(fallocate, "punching freed guest memory out of the memory file"),
+	/* Threads, stubs and tracing. */
+	ALLOW(clone, "sentry threads; forking stubs"),
+	ALLOW(clone3, "glibc's pthread_create uses clone3"),
+	ALLOW(ptrace, "the ptrace platform drives stubs"),
+	ALLOW(wait4, "waiting for stub stops and exits"),
+	ALLOW(waitid, "waiting for stub stops and exits"),
+	ALLOW(kill, "killing stubs; stub: stopping itself"),
+	ALLOW(tgkill, "interrupting a stub thread; raise()"),
+	ALLOW(getpid, "raise(); stub: kill(getpid(), SIGSTOP)"),
+	ALLOW(gettid, "raise(), logging"),
+	ALLOW(futex, "mutexes and condition variables"),
+	ALLOW(set_robust_list, "glibc thread start"),
+	ALLOW(rseq, "glibc thread start"),
+	ALLOW(sched_yield, "sched_yield(2) for the guest; spinning"),
+	ALLOW(sched_getaffinity, "sched_getaffinity(2) for the guest"),
+	ALLOW(prctl, "stub: PR_SET_NAME, PR_SET_PDEATHSIG in a new stub"),
+	ALLOW(close_range, "stub: closing every FD but the memory file"),
+	ALLOW(dup2, "stub: moving the memory file to its fixed FD"),
+	ALLOW(dup3, "stub: moving the memory file to its fixed FD"),
+	ALLOW(seccomp, "stub: installing the stub's own filter on top of this one"),
+	ALLOW(rt_sigaction, "signal handling"),
+	ALLOW(rt_sigprocmask, "signal masks of sentry threads"),
+	ALLOW(rt_sigreturn, "return from sentry signal handlers"),
+	ALLOW(sigaltstack, "glibc"),
+	ALLOW(exit, "sentry threads ending"),
+	ALLOW(exit_group, "the sentry ending"),
+	/* Time, randomness, information answered for the guest from the host's. */
+	ALLOW(clock_gettime, "clocks for the guest"),
+	ALLOW(clock_getres, "clock_getres(2) for the guest"),
+	ALLOW(gettimeofday, "gettimeofday(2) for the guest"),
+	ALLOW(clock_nanosleep, "sleeping for the guest"),
+	ALLOW(nanosleep, "sleeping for the guest"),
+	ALLOW(getrandom, "AT_RANDOM, getrandom(2), /dev/urandom for the guest"),
+	ALLOW(sysinfo, "sysinfo(2) for the guest: host memory figures"),
+	ALLOW(prlimit64, "getrlimit"),
+	ALLOW(getrusage, "CPU clocks for the guest"),
+};
+
+int sentry_install_filter(void)
+{
+	scmp_filter_ctx ctx;
+	int ret;
+
+	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	if (!ctx)
+		return -ENOMEM;
+	for (size_t i = 0; i < ARRAY_SIZE(rules); i++) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, rules[i].nr, 0);
+		if (ret < 0)
+			goto out;
+	}
+	/* ioctl only for the terminal queries the guest may make of the caller's stdio. */
+	static const unsigned long ioctls[] = { TCGETS, TIOCGWINSZ, TIOCGPGRP, FIONREAD };
+	for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]));
+		if (ret < 0)
+			goto out;
+	}
+	ret = seccomp_load(ctx);
+out:
+	seccomp_release(ctx);
+	return ret;
+}

@@ -1,0 +1,49 @@
+# husk: the two commands are `make run` and `make check` (see README.md).
+# Everything is built with meson in build/ (warnings as errors) and, for the sanitizer run of the
+# unit tests, build-asan/.
+
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMD ?= echo "hello from husk: $$(uname -sr) pid $$$$"; ls / | head -n 5
+MESON_OPTS ?= -Dwerror=true
+
+.PHONY: all deps build run check format format-check fuzz bench clean
+
+all: build
+
+deps:
+	./tools/install-deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+# The main job: a shell command in a sandbox over the host's root (read-only).
+run: build
+	./$(BUILD)/husk do -- /bin/sh -c '$(CMD)'
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) $(MESON_OPTS) -Db_sanitize=address,undefined -Db_lundef=false
+
+# Every test: unit, conformance (native and in husk), integration; then the unit tests again
+# under AddressSanitizer + UBSan. The last line is the summary of all of them.
+check: build $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	./tools/check.sh $(BUILD) $(ASAN_BUILD)
+
+format:
+	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
+
+fuzz: deps
+	./tests/fuzz/gofer/run.sh 60
+
+bench: build
+	./bench/run
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The husk CLI: one file per verb, plus the sandbox launcher. */
+#ifndef HUSK_RUNTIME_H
+#define HUSK_RUNTIME_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Each verb gets its arguments from the verb name on (argv[0] is the verb). */
+int cmd_do(int argc, char **argv);
+int cmd_syscalls(int argc, char **argv);
+
+/* What one sandbox runs, as given on the command line. */
+struct launch_spec {
+	const char *rootfs; /* served by the gofer */
+	bool rootfs_writable;
+	const char *cwd;
+	const char *platform;
+	const char *hostname;
+	bool strace;
+	char **env; /* K=V, NULL-terminated */
+	char **argv; /* the program and its arguments, NULL-terminated */
+};
+
+/*
+ * Path of a husk helper binary (husk-sentry, husk-gofer): $HUSK_SENTRY / $HUSK_GOFER if set,
+ * else next to the running husk binary (or in a sibling build folder). Returns a malloc'd path
+ * or NULL if it cannot be found.
+ */
+char *runtime_find_helper(const char *name);
+
+/*
+ * Starts a gofer serving spec->rootfs and a sentry running spec->argv with the caller's stdio,
+ * waits for the sentry, and returns husk's exit status: the guest's exit code, 128+N if it was
+ * killed by signal N, or 125 if the sandbox could not be set up. Leaves no process behind.
+ */
+int launch_and_wait(const struct launch_spec *spec);
+
+#endif

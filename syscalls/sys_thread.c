@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* System calls about the calling task itself: TLS, tids, robust lists, rseq, exit. */
+#include <asm/prctl.h>
+
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/platform/platform.h"
+#include "syscalls/handlers.h"
+
+/* Canonical user addresses are below 2^47 on x86-64 without 5-level paging. */
+#define USER_ADDR_LIMIT 0x800000000000ULL
+
+/* arch_prctl(2): FS/GS base only; CET, AMX and CPUID faulting requests get -EINVAL. */
+long sys_arch_prctl(struct task *t, const struct syscall_args *args)
+{
+	int code = (int)args->a[0];
+	uint64_t addr = args->a[1];
+	uint64_t v;
+
+	switch (code) {
+	case ARCH_SET_FS:
+		if (addr >= USER_ADDR_LIMIT)
+			return -EPERM;
+		t->regs.fs_base = addr;
+		return 0;
+	case ARCH_SET_GS:
+		if (addr >= USER_ADDR_LIMIT)
+			return -EPERM;
+		t->regs.gs_base = addr;
+		return 0;
+	case ARCH_GET_FS:
+		v = t->regs.fs_base;
+		return mm_copy_out(t->mm, addr, &v, sizeof(v)) == sizeof(v) ? 0 : -EFAULT;
+	case ARCH_GET_GS:
+		v = t->regs.gs_base;
+		return mm_copy_out(t->mm, addr, &v, sizeof(v)) == sizeof(v) ? 0 : -EFAULT;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* set_tid_address(2) */
+long sys_set_tid_address(struct task *t, const struct syscall_args *args)
+{
+	t->clear_child_tid = args->a[0];
+	return t->tid;
+}
+
+/* set_robust_list(2): recorded; walked at thread exit once threads exist. */
+long sys_set_robust_list(struct task *t, const struct syscall_args *args)
+{
+	/* sizeof(struct robust_list_head) on x86-64 */
+	if (args->a[1] != 24)
+		return -EINVAL;
+	t->robust_list = args->a[0];
+	t->robust_len = args->a[1];
+	return 0;
+}
+
+/* get_robust_list(2): the calling thread (pid 0 or its own tid) only. */
+long sys_get_robust_list(struct task *t, const struct syscall_args *args)
+{
+	int pid = (int)args->a[0];
+	uint64_t head = t->robust_list, len = t->robust_len;
+
+	if (pid != 0 && pid != t->tid)
+		return -ESRCH;
+	if (mm_copy_out(t->mm, args->a[1], &head, sizeof(head)) != sizeof(head))
+		return -EFAULT;
+	if (mm_copy_out(t->mm, args->a[2], &len, sizeof(len)) != sizeof(len))
+		return -EFAULT;
+	return 0;
+}
+
+/* rseq(2): not supported; glibc registers nothing and carries on when it gets -ENOSYS. */
+long sys_rseq(struct task *t, const struct syscall_args *args)
+{
+	return -ENOSYS;
+}
+
+/* exit(2): with one thread per process, the same as exit_group. */
+long sys_exit(struct task *t, const struct syscall_args *args)
+{
+	task_exit_group(t, ((int)args->a[0] & 0xff) << 8);
+	return 0;
+}
+
+/* exit_group(2) */
+long sys_exit_group(struct task *t, const struct syscall_args *args)
+{
+	task_exit_group(t, ((int)args->a[0] & 0xff) << 8);
+	return 0;
+}
+
+/* getpid(2): the pid in the sandbox's pid namespace. */
+long sys_getpid(struct task *t, const struct syscall_args *args)
+{
+	return task_pid(t);
+}
+
+/* getppid(2): 0 for pid 1, as in a new pid namespace. */
+long sys_getppid(struct task *t, const struct syscall_args *args)
+{
+	return t->tg->ppid;
+}
+
+/* gettid(2) */
+long sys_gettid(struct task *t, const struct syscall_args *args)
+{
+	return t->tid;
+}

@@ -1,0 +1,55 @@
+# Shared helpers for integration tests (sourced). $HUSK is the husk binary under test.
+# Each check prints "ok - NAME" or "not ok - NAME" plus what it saw; finish prints the summary.
+
+: "${HUSK:?set HUSK to the husk binary}"
+passed=0
+failed=0
+
+pass() {
+	passed=$((passed + 1))
+	echo "ok - $1"
+}
+
+fail() {
+	failed=$((failed + 1))
+	echo "not ok - $1"
+	shift
+	for line in "$@"; do
+		echo "    $line"
+	done
+}
+
+# expect_output NAME EXPECTED-STDOUT EXPECTED-STATUS -- COMMAND...
+expect_output() {
+	name=$1 want_out=$2 want_st=$3
+	shift 4
+	out=$("$@" 2>/tmp/husk-it-err.$$)
+	st=$?
+	if [ "$out" = "$want_out" ] && [ "$st" = "$want_st" ]; then
+		pass "$name"
+	else
+		fail "$name" "expected status $want_st, stdout: $want_out" \
+			"got status $st, stdout: $out" "stderr: $(head -c 600 /tmp/husk-it-err.$$)"
+	fi
+	rm -f /tmp/husk-it-err.$$
+}
+
+# expect_status NAME EXPECTED-STATUS -- COMMAND...
+expect_status() {
+	name=$1 want_st=$2
+	shift 3
+	"$@" >/tmp/husk-it-out.$$ 2>&1
+	st=$?
+	if [ "$st" = "$want_st" ]; then
+		pass "$name"
+	else
+		fail "$name" "expected status $want_st, got $st" "output: $(head -c 600 /tmp/husk-it-out.$$)"
+	fi
+	rm -f /tmp/husk-it-out.$$
+}
+
+finish() {
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit $?
+}

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Runs every test suite and ends with one summary line: "N passed, M failed".
+#   tools/check.sh BUILD_DIR ASAN_BUILD_DIR
+set -u
+build=${1:-build}
+asan=${2:-build-asan}
+status=0
+
+echo "== tests ($build)"
+meson test -C "$build" --print-errorlogs --num-processes 2 || status=1
+echo "== unit tests under AddressSanitizer + UBSan ($asan)"
+ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	meson test -C "$asan" --suite unit --print-errorlogs --num-processes 2 || status=1
+echo "== format"
+if command -v clang-format >/dev/null && git rev-parse --git-dir >/dev/null 2>&1; then
+	if git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror >/tmp/husk-format.log 2>&1; then
+		fmt_ok=1
+	else
+		fmt_ok=0
+		head -n 40 /tmp/husk-format.log
+	fi
+else
+	fmt_ok=1
+fi
+
+python3 - "$build" "$asan" "$fmt_ok" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for d in sys.argv[1:3]:
+    try:
+        lines = open(f"{d}/meson-logs/testlog.json").read().splitlines()
+    except OSError:
+        failed += 1
+        print(f"no test log in {d}")
+        continue
+    for line in lines:
+        r = json.loads(line)
+        res = r.get("result")
+        if res in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif res == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+            print(f"FAILED: {d}: {r.get('name')} ({res})")
+if sys.argv[3] == "1":
+    passed += 1
+else:
+    failed += 1
+    print("FAILED: clang-format check")
+print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+sys.exit(1 if failed else 0)
+PY
+rc=$?
+[ $status -ne 0 ] && [ $rc -eq 0 ] && exit 1
+exit $rc
