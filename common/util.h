@@ -13,8 +13,13 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* <sys/user.h> defines these too (same values); keep whichever came first. */
+#ifndef PAGE_SIZE
 #define PAGE_SIZE 4096UL
+#endif
+#ifndef PAGE_MASK
 #define PAGE_MASK (~(PAGE_SIZE - 1))
+#endif
 #define PAGE_ALIGN_DOWN(x) ((uint64_t)(x)&PAGE_MASK)
 #define PAGE_ALIGN_UP(x) (((uint64_t)(x) + PAGE_SIZE - 1) & PAGE_MASK)
 #define IS_PAGE_ALIGNED(x) (((uint64_t)(x) & (PAGE_SIZE - 1)) == 0)

@@ -329,9 +329,13 @@ int main(int argc, char **argv)
 	}
 
 	ret = exec_init(init, o.argv, guest_env(&o));
-	if (ret != 0)
+	if (ret != 0) {
+		task_release(init);
 		return ret;
+	}
 	status = task_run(init);
+	/* Kill and reap the stub before the sentry goes, so nothing outlives the sandbox. */
+	task_release(init);
 	if (status & 0x7f)
 		return 128 + (status & 0x7f);
 	return (status >> 8) & 0xff;

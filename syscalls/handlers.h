@@ -63,6 +63,9 @@ SYSCALL_DECL(getpid);
 SYSCALL_DECL(getppid);
 SYSCALL_DECL(gettid);
 
+/* sys_futex.c: futexes (single-threaded for now) */
+SYSCALL_DECL(futex);
+
 /* sys_id.c: credentials */
 SYSCALL_DECL(getuid);
 SYSCALL_DECL(geteuid);

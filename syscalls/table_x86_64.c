@@ -71,6 +71,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getppid),
 	FULL(gettid),
 
+	/* futexes: sys_futex.c */
+	PARTIAL(futex, "WAIT, WAKE and their BITSET forms, for one thread: no other waiter exists yet"),
+
 	/* credentials: sys_id.c */
 	FULL(getuid),
 	FULL(geteuid),

@@ -131,6 +131,26 @@ out_put_mm:
 	return ret;
 }
 
+void task_release(struct task *t)
+{
+	if (t->ctx) {
+		t->k->platform->ops->ctx_destroy(t->ctx);
+		t->ctx = NULL;
+	}
+	if (t->mm) {
+		mm_put(t->mm);
+		t->mm = NULL;
+	}
+	if (t->fdt) {
+		fdtable_put(t->fdt);
+		t->fdt = NULL;
+	}
+	if (t->fs) {
+		fs_context_put(t->fs);
+		t->fs = NULL;
+	}
+}
+
 void task_exit_group(struct task *t, int status)
 {
 	pthread_mutex_lock(&t->tg->lock);

@@ -96,6 +96,12 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 /* Runs t until it exits; returns its wait status (exit code << 8, or the killing signal). */
 int task_run(struct task *t);
 
+/*
+ * Releases what a task that has finished running holds: its platform context, mm (and with
+ * it the stub, killed and reaped), fd table and fs context.
+ */
+void task_release(struct task *t);
+
 /* Ends the task's thread group with the given wait status (exit_group semantics). */
 void task_exit_group(struct task *t, int status);
 

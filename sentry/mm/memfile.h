@@ -11,6 +11,7 @@
 #define HUSK_SENTRY_MM_MEMFILE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct memfile {
@@ -27,8 +28,28 @@ void memfile_destroy(struct memfile *mf);
 
 /* Allocates len bytes (page multiple). Returns the offset (>= 0) or -ENOMEM. Contents are zero. */
 int64_t memfile_alloc(struct memfile *mf, uint64_t len);
-/* Returns [off, off+len) to the allocator and releases its memory to the host. */
+/*
+ * Returns [off, off+len) to the allocator and releases its memory to the host. Any page-aligned
+ * sub-range of allocated space may be freed on its own; each page must be freed exactly once.
+ */
 void memfile_free(struct memfile *mf, uint64_t off, uint64_t len);
+
+/*
+ * Allocates exactly [off, off+len) if all of it is free (sentry/mm uses it to keep a growing
+ * mapping's pages contiguous). Returns 0, -ENOMEM if any of it is in use, -EINVAL if the range
+ * is unaligned, empty or past the end of the file. Contents are zero.
+ */
+int memfile_alloc_at(struct memfile *mf, uint64_t off, uint64_t len);
+/*
+ * Zeroes allocated pages [off, off+len) by punching a hole (their memory returns to the host;
+ * every mapping of them reads zero). Returns 0, or -errno if the hole could not be punched (the
+ * range is then cleared with memset, so it reads zero either way).
+ */
+int memfile_zero(struct memfile *mf, uint64_t off, uint64_t len);
+/* Bytes currently free in the allocator. */
+uint64_t memfile_free_bytes(struct memfile *mf);
+/* Number of disjoint free extents (1 when nothing is allocated: frees coalesce). */
+size_t memfile_free_extents(struct memfile *mf);
 
 /* Sentry pointer to offset off. */
 static inline void *memfile_ptr(struct memfile *mf, uint64_t off)

@@ -92,4 +92,33 @@ ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max);
 int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
 		 int maxiov, size_t *covered);
 
+/* --- inspection (for /proc/PID/maps, core dumps, tests) --- */
+
+/* Kinds of VMA, in struct mm_vma_info.flags. */
+#define MM_VMA_PRIVATE 0x01u /* MAP_PRIVATE */
+#define MM_VMA_SHARED 0x02u /* MAP_SHARED|MAP_ANONYMOUS (private to this mm until fork exists) */
+#define MM_VMA_ANON 0x04u /* no file behind it */
+#define MM_VMA_FILE 0x08u /* contents were copied from file at file_off */
+#define MM_VMA_GROWSDOWN 0x10u /* MAP_GROWSDOWN */
+#define MM_VMA_HEAP 0x20u /* made by brk(2): [heap] */
+
+/* A snapshot of one VMA. file is not referenced: valid only during the callback. */
+struct mm_vma_info {
+	uint64_t start, end;
+	int prot; /* PROT_READ|PROT_WRITE|PROT_EXEC */
+	unsigned int flags; /* MM_VMA_* */
+	struct file *file; /* file mappings, else NULL */
+	uint64_t file_off; /* offset in file of start */
+	uint64_t mf_off; /* memory-file offset of start */
+};
+
+/*
+ * Calls fn for every VMA in address order, under mm->lock (fn must not call back into mm).
+ * Adjacent VMAs are merged when they are compatible and their memory-file pages are
+ * contiguous, so there may be more VMAs than Linux would show. Stops early and returns fn's
+ * value when it is non-zero; returns 0 otherwise.
+ */
+int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg),
+		    void *arg);
+
 #endif

@@ -20,6 +20,7 @@
 #ifndef HUSK_SENTRY_PLATFORM_H
 #define HUSK_SENTRY_PLATFORM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/user.h>
 
@@ -84,6 +85,26 @@ struct platform_ops {
 
 	/* Makes a running (or the next) ctx_switch return PLATFORM_EV_INTERRUPT. Any thread. */
 	void (*ctx_interrupt)(struct platform_ctx *ctx);
+
+	/* Members below were added after the first interface; callers may test them for NULL. */
+
+	/* Frees the platform (platform_destroy() calls it). Every space must be destroyed first. */
+	void (*destroy)(struct platform *p);
+
+	/*
+	 * Copies the guest thread's floating-point and vector state into buf, in the layout of
+	 * an x86 XSAVE area (the layout of PTRACE_GETREGSET NT_X86_XSTATE: 512-byte legacy FXSAVE
+	 * area, 64-byte header, extended components). len must be at least
+	 * platform_fpstate_size(). Owner thread only, between switches. Returns the number of
+	 * bytes written, -ENOSPC if len is too small, or -errno.
+	 */
+	int (*ctx_get_fpstate)(struct platform_ctx *ctx, void *buf, size_t len);
+	/*
+	 * Replaces the guest thread's floating-point and vector state with buf (same layout;
+	 * len must be exactly platform_fpstate_size()). Owner thread only, between switches.
+	 * Returns 0, -EINVAL for a malformed area or a wrong len, or -errno.
+	 */
+	int (*ctx_set_fpstate)(struct platform_ctx *ctx, const void *buf, size_t len);
 };
 
 struct platform {
@@ -91,11 +112,30 @@ struct platform {
 	int memfd; /* the memory file; stubs map ranges of it */
 };
 
+/* Base of every backend's address space; backends embed it first (container_of). */
+struct platform_as {
+	struct platform *p;
+};
+
+/* Base of every backend's guest thread; backends embed it first (container_of). */
+struct platform_ctx {
+	struct platform_as *as;
+};
+
 /*
  * Creates the platform called name ("ptrace") over the memory file memfd (not owned).
  * Returns 0 and *out, -ENOENT for an unknown name, or -errno.
  */
 int platform_create(const char *name, int memfd, struct platform **out);
+
+/* Frees a platform from platform_create() (NULL is accepted). Its spaces must be gone. */
+void platform_destroy(struct platform *p);
+
+/*
+ * Size in bytes of the XSAVE area ctx_get_fpstate/ctx_set_fpstate move on this machine
+ * (CPUID leaf 0xD, sub-leaf 0, EBX: the size for the features the kernel enabled in XCR0).
+ */
+size_t platform_fpstate_size(void);
 
 /* Guest address range usable by guest mappings: [PLATFORM_GUEST_MIN, PLATFORM_GUEST_MAX). */
 #define PLATFORM_GUEST_MIN 0x10000ULL

@@ -25,6 +25,7 @@ struct file;
 struct vfs_node;
 struct vfs_mount;
 struct gofer_client;
+struct linux_statfs;
 
 /* Attributes of a file, filesystem-neutral; turned into struct stat / statx by the syscalls. */
 struct vfs_attr {
@@ -87,8 +88,10 @@ int file_getattr(struct file *f, struct vfs_attr *attr);
 
 /*
  * A file over a host FD the sentry holds (the caller's stdin/stdout/stderr). Takes ownership
- * of hostfd. Reads and writes are host read/write on that FD; ioctl answers TCGETS/TIOCGWINSZ
- * from the host FD only when it is a terminal. Returns NULL when out of memory.
+ * of hostfd on success (on failure the caller still owns it). Reads and writes are host
+ * read/write on that FD; ioctl answers TCGETS/TIOCGWINSZ from the host FD only when it is a
+ * terminal (TIOCGPGRP then gives the guest's own process group), FIONREAD from the host.
+ * Returns NULL when out of memory.
  */
 struct file *hostfile_create(int hostfd, int flags);
 
@@ -112,6 +115,10 @@ struct file *fdtable_lookup(struct fdtable *t, int fd);
 int fdtable_close(struct fdtable *t, int fd);
 int fdtable_get_cloexec(struct fdtable *t, int fd); /* 0/1 or -EBADF */
 int fdtable_set_cloexec(struct fdtable *t, int fd, bool cloexec);
+/* A new table with the same files at the same fds (new references), for fork. NULL: ENOMEM. */
+struct fdtable *fdtable_dup(struct fdtable *t);
+/* Closes every fd marked close-on-exec (execve). */
+void fdtable_close_on_exec(struct fdtable *t);
 
 /* --- filesystem contexts and resolution --- */
 
@@ -128,6 +135,30 @@ void fs_context_get(struct fs_context *fs);
 void fs_context_put(struct fs_context *fs);
 /* chdir(2) with a sentry string, for the initial task's --cwd. Returns 0 or -errno. */
 int fs_context_chdir(struct task *t, const char *path);
+/* A new context with the same root, cwd and umask (fork without CLONE_FS). NULL: ENOMEM. */
+struct fs_context *fs_context_copy(struct fs_context *fs);
+/* Sets the umask to mask & 0777 and returns the previous one (umask(2)). */
+unsigned int fs_context_set_umask(struct fs_context *fs, unsigned int mask);
+unsigned int fs_context_umask(struct fs_context *fs);
+/* fchdir(2): makes the directory f was opened on t's cwd. Returns 0, -ENOTDIR or -EACCES. */
+int fs_context_fchdir(struct task *t, struct file *f);
+/*
+ * getcwd(2) into a sentry buffer: writes t's cwd as seen from its root, NUL-terminated.
+ * Returns the length with the NUL, -ERANGE when size is too small, -ENAMETOOLONG.
+ */
+int vfs_getcwd(struct task *t, char *buf, size_t size);
+/*
+ * faccessat2(2) with a sentry string: mode is F_OK or R_OK|W_OK|X_OK; flags AT_EACCESS,
+ * AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH. Checks with the real uid/gid unless AT_EACCESS.
+ * Returns 0 or -errno (-EINVAL for bad mode or flags, -EACCES, -EROFS, lookup errors).
+ */
+int vfs_access(struct task *t, int dirfd, const char *path, int mode, int flags);
+
+/*
+ * Mounts the minimal /dev (null, zero, full, random, urandom) on the root's /dev directory, if
+ * the root has one (else does nothing). Call after vfs_mount_root. Returns 0 or -errno.
+ */
+int vfs_mount_dev(struct kernel *k);
 
 /*
  * openat(2) with a sentry string: resolves path relative to dirfd (AT_FDCWD or an fd of t),
@@ -135,5 +166,44 @@ int fs_context_chdir(struct task *t, const char *path);
  */
 int vfs_open(struct task *t, int dirfd, const char *path, int flags, unsigned int mode,
 	     struct file **out);
+
+/* A position in the mount tree: a mount and a node of its filesystem (both referenced). */
+struct vfs_path {
+	struct vfs_mount *mnt;
+	struct vfs_node *node;
+};
+
+/* Drops the references a vfs_path holds and clears it. */
+void vfs_path_put(struct vfs_path *p);
+
+/*
+ * Resolves path for the *at(2) family: relative to dirfd (AT_FDCWD or an fd of t), following a
+ * final symlink unless at_flags has AT_SYMLINK_NOFOLLOW; an empty path means dirfd itself when
+ * at_flags has AT_EMPTY_PATH, else -ENOENT. Returns 0 and *out (referenced) or -errno
+ * (-ENOENT, -ENOTDIR, -ELOOP, -ENAMETOOLONG, -EACCES for a directory without search
+ * permission, -EBADF).
+ */
+int vfs_lookup_at(struct task *t, int dirfd, const char *path, int at_flags, struct vfs_path *out);
+/* Attributes of the node at p. */
+int vfs_path_getattr(const struct vfs_path *p, struct vfs_attr *attr);
+/* statfs(2) of the filesystem holding p. */
+int vfs_path_statfs(const struct vfs_path *p, struct linux_statfs *st);
+/* The mount id of p's mount, for statx's stx_mnt_id. */
+uint64_t vfs_path_mnt_id(const struct vfs_path *p);
+/*
+ * access(2)-style check of p for t's filesystem credentials: may is R_OK|W_OK|X_OK. Gives
+ * -EROFS for W_OK on a read-only mount (regular files, directories, symlinks), -EACCES when the
+ * mode bits refuse. For execve, the loader also needs a regular file on a mount without
+ * MS_NOEXEC: vfs_path_may_exec checks all of that. Returns 0 or -errno.
+ */
+int vfs_path_permission(struct task *t, const struct vfs_path *p, int may);
+int vfs_path_may_exec(struct task *t, const struct vfs_path *p);
+/*
+ * Copies the target of the symlink at p into buf (no NUL, truncated to len). Returns the
+ * number of bytes copied or -EINVAL when p is not a symlink.
+ */
+ssize_t vfs_path_readlink(const struct vfs_path *p, char *buf, size_t len);
+/* The path of an open file (new references): f->mnt/f->node. -EBADF for a file with none. */
+int vfs_file_path(struct file *f, struct vfs_path *out);
 
 #endif

@@ -56,7 +56,7 @@ else
 	else
 		fail "the sentry's root directory is empty" "it lists: $root_list"
 	fi
-	stub_fds=$(ls -l /proc/$stub/fd | awk 'NR > 1 {print $NF}')
+	stub_fds=$(for f in /proc/$stub/fd/*; do readlink "$f"; done)
 	if echo "$stub_fds" | grep -q passwd; then
 		fail "the stub holds no FD to the guest's files" "stub FDs: $stub_fds"
 	else

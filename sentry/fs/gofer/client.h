@@ -14,20 +14,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* struct gofer_attr, struct gofer_statfs and struct gofer_dirent are the protocol's. */
+#include "gofer/proto.h"
+
 struct gofer_client;
-
-struct gofer_attr {
-	uint64_t dev, ino, nlink;
-	uint32_t mode, uid, gid;
-	uint64_t rdev;
-	int64_t size, blksize, blocks;
-	int64_t atime_sec, mtime_sec, ctime_sec;
-	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
-};
-
-struct gofer_statfs {
-	uint64_t type, bsize, blocks, bfree, bavail, files, ffree, namelen, frsize, flags;
-};
 
 /* Takes ownership of sock. Returns 0 and *out or -errno. */
 int gofer_client_create(int sock, struct gofer_client **out);
@@ -41,6 +31,11 @@ int gofer_mount(struct gofer_client *c, uint64_t *root, struct gofer_attr *attr)
  * first missing component. Fills handles[i] and attrs[i] for each component reached. Returns
  * the number of components reached (0..n; fewer than n means the next was missing: the
  * caller knows why from that), or -errno for a failure of the walk itself (-ENOTDIR, -EACCES).
+ * A walk that reached a symlink stops after it (attrs[i] says S_IFLNK) even when names remain;
+ * otherwise fewer than n means names[return value] does not exist. Names must be single
+ * components: -EINVAL for "", ".", "..", or one holding '/' or NUL; -ENAMETOOLONG past 255
+ * bytes. n may exceed GOFER_WALK_MAX (several messages are sent). On failure no handle is left
+ * to close. attrs may be NULL.
  */
 int gofer_walk(struct gofer_client *c, uint64_t dir, const char *const *names, int n,
 	       uint64_t *handles, struct gofer_attr *attrs);
@@ -51,22 +46,24 @@ int gofer_open(struct gofer_client *c, uint64_t h, int flags);
 /* Reads the target of symlink h into buf (not NUL-terminated). Returns its length or -errno. */
 ssize_t gofer_readlink(struct gofer_client *c, uint64_t h, char *buf, size_t len);
 
-struct gofer_dirent {
-	uint64_t ino;
-	int64_t next; /* cookie of the following entry */
-	uint8_t type; /* DT_* */
-	uint16_t namelen;
-	const char *name; /* not NUL-terminated, valid until the next call on c */
-};
 /*
  * Reads entries of directory h starting at cookie off (0 for the start), calling fn for each
  * until fn returns non-zero or the reply's entries are used up. Returns the number of entries
- * passed to fn (0 at the end of the directory) or -errno.
+ * passed to fn (0 at the end of the directory) or -errno. The entry for which fn returned
+ * non-zero counts as passed; fn runs without the client's lock held. "." and ".." are never
+ * listed.
  */
 int gofer_getdents(struct gofer_client *c, uint64_t h, int64_t off,
 		   int (*fn)(void *arg, const struct gofer_dirent *d), void *arg);
+/*
+ * As gofer_getdents, asking for at most max bytes of encoded entries (gofer_dirent_size() of
+ * each; 1..GOFER_GETDENTS_MAX). -EINVAL when the next entry does not fit in max.
+ */
+int gofer_getdents_max(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg);
 int gofer_statfs(struct gofer_client *c, uint64_t h, struct gofer_statfs *st);
-/* Releases handles; batched in one message. Errors are logged, not returned. */
+/* Releases handles; batched in one message (GOFER_CLOSE_MAX handles each). Errors are logged,
+ * not returned. */
 void gofer_close(struct gofer_client *c, const uint64_t *handles, int n);
 
 #endif

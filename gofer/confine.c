@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The gofer's confinement (DESIGN.md rule 4). Each step says why it is there and why it is safe.
+ * It runs before the first message is read: until then the gofer trusts only its command line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "gofer/confine.h"
+
+int gofer_close_fds_except(const int *keep, int nkeep)
+{
+	int sorted[16];
+	unsigned int next = 0;
+
+	if (nkeep < 0 || nkeep > (int)ARRAY_SIZE(sorted))
+		return -EINVAL;
+	memcpy(sorted, keep, sizeof(int) * (size_t)nkeep);
+	for (int i = 1; i < nkeep; i++) {
+		for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+			int tmp = sorted[j];
+
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = tmp;
+		}
+	}
+	for (int i = 0; i < nkeep; i++) {
+		if (sorted[i] < 0 || (unsigned int)sorted[i] < next)
+			continue;
+		if ((unsigned int)sorted[i] > next &&
+		    syscall(SYS_close_range, next, (unsigned int)sorted[i] - 1, 0) < 0)
+			return -errno;
+		next = (unsigned int)sorted[i] + 1;
+	}
+	if (syscall(SYS_close_range, next, ~0U, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+#define STEP(what, call)                                                                           \
+	do {                                                                                       \
+		if ((call) < 0) {                                                                  \
+			int _e = errno;                                                            \
+			log_error("confine: %s: %s", what, strerror(_e));                         \
+			return -_e;                                                                \
+		}                                                                                  \
+	} while (0)
+
+int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd)
+{
+	static const char *const scratch_candidates[] = { "/tmp", "/mnt", "/run", "/var/tmp" };
+	_cleanup_close_ int proc = -1;
+	_cleanup_close_ int old_root = -1;
+	const char *scratch = NULL;
+	char newroot[64], source[64];
+	unsigned long flags;
+	struct stat st;
+	int fd;
+
+	/* Opened before the pivot, it is the gofer's way to reopen an O_PATH FD as a file. It
+	 * reaches nothing by name but the gofer's own /proc entries: the processes outside are
+	 * hidden behind ptrace access checks the gofer fails once its capabilities are gone. */
+	proc = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0) {
+		log_error("confine: /proc/self/fd: %s", strerror(errno));
+		return -errno;
+	}
+	/* Our own mount namespace, private, so that nothing we mount is seen by the host. */
+	STEP("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS));
+	STEP("making / private", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	/* Opened in the new namespace (a bind source must be in it), before the scratch tmpfs
+	 * below can hide it (root may be under /tmp). */
+	old_root = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (old_root < 0) {
+		log_error("confine: %s: %s", root, strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(scratch_candidates); i++) {
+		if (stat(scratch_candidates[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			scratch = scratch_candidates[i];
+			break;
+		}
+	}
+	if (!scratch) {
+		log_error("confine: no directory to mount a scratch tmpfs on (tried /tmp, /mnt, "
+			  "/run, /var/tmp)");
+		return -ENOENT;
+	}
+	/* A fresh directory to bind the root onto; this tmpfs only exists in our namespace and
+	 * goes away with the old root below. */
+	STEP("mounting a scratch tmpfs",
+	     mount("husk-gofer-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		   "size=4k,nr_inodes=8,mode=0700"));
+	snprintf(newroot, sizeof(newroot), "%s/root", scratch);
+	STEP("mkdir in the scratch tmpfs", mkdir(newroot, 0700));
+	/* Non-recursive: mounts under root (a host's /proc, /sys, /dev when root is /) are not
+	 * part of the bind, so they are not served; their mount points show as empty dirs. */
+	snprintf(source, sizeof(source), "/proc/self/fd/%d", old_root);
+	STEP("bind-mounting the root", mount(source, newroot, NULL, MS_BIND, NULL));
+	/* Read-only in the kernel too (DESIGN.md rule 4); set-uid bits and device nodes of the
+	 * served tree mean nothing to the gofer. */
+	flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0);
+	STEP("remounting the root", mount(NULL, newroot, NULL, flags, NULL));
+	STEP("chdir to the new root", chdir(newroot));
+	/* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the
+	 * bind mount alone in the namespace. */
+	STEP("pivot_root", syscall(SYS_pivot_root, ".", "."));
+	STEP("detaching the old root", umount2(".", MNT_DETACH));
+	STEP("chdir /", chdir("/"));
+	/* old_root still points into the detached tree: closed on return. */
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		log_error("confine: opening the new root: %s", strerror(errno));
+		return -errno;
+	}
+	*root_fd = fd;
+	*proc_fd = steal_fd(&proc);
+	return 0;
+}
+
+int gofer_drop_capabilities(bool readonly)
+{
+	static const cap_value_t read_caps[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH };
+	static const cap_value_t write_caps[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+						  CAP_FOWNER,	    CAP_CHOWN,
+						  CAP_FSETID,	    CAP_MKNOD };
+	const cap_value_t *keep = readonly ? read_caps : write_caps;
+	int nkeep = readonly ? (int)ARRAY_SIZE(read_caps) : (int)ARRAY_SIZE(write_caps);
+	cap_t caps;
+	int ret = 0;
+
+	/* The bounding set first: dropping from it needs CAP_SETPCAP, which goes last. */
+	for (int c = 0; c <= CAP_LAST_CAP || c < (int)cap_max_bits(); c++) {
+		bool kept = false;
+
+		for (int i = 0; i < nkeep; i++)
+			kept |= keep[i] == c;
+		if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	caps = cap_init();
+	if (!caps)
+		return -ENOMEM;
+	if (cap_set_flag(caps, CAP_PERMITTED, nkeep, keep, CAP_SET) < 0 ||
+	    cap_set_flag(caps, CAP_EFFECTIVE, nkeep, keep, CAP_SET) < 0 || cap_set_proc(caps) < 0)
+		ret = -errno;
+	cap_free(caps);
+	return ret;
+}
+
+int gofer_lock_down(bool readonly)
+{
+	int ret;
+
+	ret = gofer_drop_capabilities(readonly);
+	if (ret < 0) {
+		log_error("confine: dropping capabilities: %s", strerror(-ret));
+		return ret;
+	}
+	/* No exec could ever gain privilege (and seccomp needs it without CAP_SYS_ADMIN). */
+	STEP("no_new_privs", prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	/* No core dumps of served data, and no ptrace by processes of the same uid. */
+	STEP("not dumpable", prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
+	ret = gofer_install_filter(readonly);
+	if (ret < 0) {
+		log_error("confine: seccomp filter: %s", strerror(-ret));
+		return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The gofer's confinement (DESIGN.md rule 4): mount namespace and pivot_root, capabilities,
+ * seccomp. gofer/README.md lists the steps in order. */
+#ifndef HUSK_GOFER_CONFINE_H
+#define HUSK_GOFER_CONFINE_H
+
+#include <stdbool.h>
+
+/* Closes every FD but those in keep[0..nkeep) (at most 16). Returns 0 or -errno. */
+int gofer_close_fds_except(const int *keep, int nkeep);
+
+/*
+ * Puts the calling process in a new mount namespace whose root is a non-recursive bind mount of
+ * root (read-only when readonly; nosuid and nodev always), with the old root detached.
+ * Returns 0 with *root_fd, an O_PATH FD of the new root, and *proc_fd, an FD of /proc/self/fd
+ * opened before the pivot (the only way out of the new root, used to reopen handles); or -errno,
+ * after logging which step failed.
+ */
+int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd);
+
+/*
+ * Drops every capability but the few the gofer uses, from the bounding set too: DAC_OVERRIDE
+ * and DAC_READ_SEARCH (serving files whatever their owner and mode), plus FOWNER, CHOWN, FSETID
+ * and MKNOD when not readonly (for the write messages to come). Returns 0 or -errno.
+ */
+int gofer_drop_capabilities(bool readonly);
+
+/*
+ * Installs the gofer's seccomp allow-list (gofer/filter.c); anything else kills the process.
+ * With readonly, openat is allowed only without write access, O_CREAT, O_TRUNC or O_TMPFILE.
+ * Returns 0 or -errno.
+ */
+int gofer_install_filter(bool readonly);
+
+/*
+ * All of the above after the pivot, in order: capabilities, no_new_privs, not dumpable,
+ * seccomp. Returns 0 or -errno, after logging which step failed.
+ */
+int gofer_lock_down(bool readonly);
+
+#endif

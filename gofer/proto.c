@@ -1,0 +1,643 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Encoding, decoding and validation of gofer messages (gofer/proto.h). Pure functions: no
+ * allocation, no system calls. Decoders read through a bounds-checked cursor, so a hostile
+ * length or count can make a message invalid but never make them read past the packet.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gofer/proto.h"
+
+/* A write cursor: overflow is sticky and checked once at the end. */
+struct wcur {
+	uint8_t *p;
+	size_t len, cap;
+	bool overflow;
+};
+
+/* A read cursor: bad is sticky; reads past the end give zeros and set it. */
+struct rcur {
+	const uint8_t *p;
+	size_t left;
+	bool bad;
+};
+
+static uint8_t *w_take(struct wcur *w, size_t n)
+{
+	uint8_t *r;
+
+	if (w->overflow || n > w->cap - w->len) {
+		w->overflow = true;
+		return NULL;
+	}
+	r = w->p + w->len;
+	w->len += n;
+	return r;
+}
+
+static void w_u8(struct wcur *w, uint8_t v)
+{
+	uint8_t *p = w_take(w, 1);
+
+	if (p)
+		*p = v;
+}
+
+static void w_u16(struct wcur *w, uint16_t v)
+{
+	uint8_t *p = w_take(w, 2);
+
+	if (p)
+		gofer_put_u16(p, v);
+}
+
+static void w_u32(struct wcur *w, uint32_t v)
+{
+	uint8_t *p = w_take(w, 4);
+
+	if (p)
+		gofer_put_u32(p, v);
+}
+
+static void w_u64(struct wcur *w, uint64_t v)
+{
+	uint8_t *p = w_take(w, 8);
+
+	if (p)
+		gofer_put_u64(p, v);
+}
+
+static void w_bytes(struct wcur *w, const void *src, size_t n)
+{
+	uint8_t *p = w_take(w, n);
+
+	if (p && n)
+		memcpy(p, src, n);
+}
+
+static const uint8_t *r_take(struct rcur *r, size_t n)
+{
+	const uint8_t *p;
+
+	if (r->bad || n > r->left) {
+		r->bad = true;
+		return NULL;
+	}
+	p = r->p;
+	r->p += n;
+	r->left -= n;
+	return p;
+}
+
+static uint8_t r_u8(struct rcur *r)
+{
+	const uint8_t *p = r_take(r, 1);
+
+	return p ? *p : 0;
+}
+
+static uint16_t r_u16(struct rcur *r)
+{
+	const uint8_t *p = r_take(r, 2);
+
+	return p ? gofer_get_u16(p) : 0;
+}
+
+static uint32_t r_u32(struct rcur *r)
+{
+	const uint8_t *p = r_take(r, 4);
+
+	return p ? gofer_get_u32(p) : 0;
+}
+
+static uint64_t r_u64(struct rcur *r)
+{
+	const uint8_t *p = r_take(r, 8);
+
+	return p ? gofer_get_u64(p) : 0;
+}
+
+/* Reads a padding field that must be zero. */
+static void r_pad32(struct rcur *r)
+{
+	if (r_u32(r) != 0)
+		r->bad = true;
+}
+
+GOFER_PROTO_API int gofer_name_check(const char *name, size_t len)
+{
+	if (!name || len == 0 || len > GOFER_NAME_MAX)
+		return -EINVAL;
+	if (memchr(name, '/', len) || memchr(name, '\0', len))
+		return -EINVAL;
+	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
+		return -EINVAL;
+	return 0;
+}
+
+static bool attr_valid(const struct gofer_attr *a)
+{
+	switch (a->mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		break;
+	default:
+		return false;
+	}
+	if (a->mode & ~(uint32_t)(S_IFMT | 07777))
+		return false;
+	return a->atime_nsec < 1000000000u && a->mtime_nsec < 1000000000u &&
+	       a->ctime_nsec < 1000000000u;
+}
+
+static void w_attr(struct wcur *w, const struct gofer_attr *a)
+{
+	w_u64(w, a->dev);
+	w_u64(w, a->ino);
+	w_u64(w, a->nlink);
+	w_u32(w, a->mode);
+	w_u32(w, a->uid);
+	w_u32(w, a->gid);
+	w_u32(w, 0);
+	w_u64(w, a->rdev);
+	w_u64(w, (uint64_t)a->size);
+	w_u64(w, (uint64_t)a->blksize);
+	w_u64(w, (uint64_t)a->blocks);
+	w_u64(w, (uint64_t)a->atime_sec);
+	w_u64(w, (uint64_t)a->mtime_sec);
+	w_u64(w, (uint64_t)a->ctime_sec);
+	w_u32(w, a->atime_nsec);
+	w_u32(w, a->mtime_nsec);
+	w_u32(w, a->ctime_nsec);
+	w_u32(w, 0);
+}
+
+static void r_attr(struct rcur *r, struct gofer_attr *a)
+{
+	a->dev = r_u64(r);
+	a->ino = r_u64(r);
+	a->nlink = r_u64(r);
+	a->mode = r_u32(r);
+	a->uid = r_u32(r);
+	a->gid = r_u32(r);
+	r_pad32(r);
+	a->rdev = r_u64(r);
+	a->size = (int64_t)r_u64(r);
+	a->blksize = (int64_t)r_u64(r);
+	a->blocks = (int64_t)r_u64(r);
+	a->atime_sec = (int64_t)r_u64(r);
+	a->mtime_sec = (int64_t)r_u64(r);
+	a->ctime_sec = (int64_t)r_u64(r);
+	a->atime_nsec = r_u32(r);
+	a->mtime_nsec = r_u32(r);
+	a->ctime_nsec = r_u32(r);
+	r_pad32(r);
+	if (!r->bad && !attr_valid(a))
+		r->bad = true;
+}
+
+static void w_statfs(struct wcur *w, const struct gofer_statfs *s)
+{
+	w_u64(w, s->type);
+	w_u64(w, s->bsize);
+	w_u64(w, s->blocks);
+	w_u64(w, s->bfree);
+	w_u64(w, s->bavail);
+	w_u64(w, s->files);
+	w_u64(w, s->ffree);
+	w_u64(w, s->namelen);
+	w_u64(w, s->frsize);
+	w_u64(w, s->flags);
+}
+
+static void r_statfs(struct rcur *r, struct gofer_statfs *s)
+{
+	s->type = r_u64(r);
+	s->bsize = r_u64(r);
+	s->blocks = r_u64(r);
+	s->bfree = r_u64(r);
+	s->bavail = r_u64(r);
+	s->files = r_u64(r);
+	s->ffree = r_u64(r);
+	s->namelen = r_u64(r);
+	s->frsize = r_u64(r);
+	s->flags = r_u64(r);
+}
+
+GOFER_PROTO_API void gofer_hdr_encode(void *buf, const struct gofer_hdr *h)
+{
+	uint8_t *p = buf;
+
+	gofer_put_u32(p, h->len);
+	gofer_put_u16(p + 4, h->type);
+	gofer_put_u16(p + 6, h->flags);
+	gofer_put_u32(p + 8, h->tag);
+	gofer_put_u32(p + 12, h->error);
+}
+
+GOFER_PROTO_API int gofer_hdr_decode(const void *buf, size_t len, struct gofer_hdr *h)
+{
+	const uint8_t *p = buf;
+
+	if (!buf || len < GOFER_HDR_SIZE || len > GOFER_MSG_MAX)
+		return -EINVAL;
+	h->len = gofer_get_u32(p);
+	h->type = gofer_get_u16(p + 4);
+	h->flags = gofer_get_u16(p + 6);
+	h->tag = gofer_get_u32(p + 8);
+	h->error = gofer_get_u32(p + 12);
+	if (h->len != len || h->flags != 0)
+		return -EINVAL;
+	return 0;
+}
+
+static bool open_flags_valid(uint32_t flags)
+{
+	return !(flags & ~(uint32_t)GOFER_OPEN_FLAGS) && (flags & 03) != 03;
+}
+
+GOFER_PROTO_API ssize_t gofer_req_encode(const struct gofer_req *req, void *buf, size_t cap)
+{
+	struct wcur w = { .p = buf, .len = GOFER_HDR_SIZE, .cap = cap };
+	struct gofer_hdr h = { .type = req->type, .tag = req->tag };
+
+	if (!buf || cap < GOFER_HDR_SIZE)
+		return -EMSGSIZE;
+	switch (req->type) {
+	case GOFER_MSG_MOUNT:
+		w_u32(&w, req->mount.version);
+		w_u32(&w, 0);
+		break;
+	case GOFER_MSG_WALK:
+		if (req->walk.n < 1 || req->walk.n > GOFER_WALK_MAX)
+			return -EINVAL;
+		w_u64(&w, req->walk.dir);
+		w_u32(&w, req->walk.n);
+		for (uint32_t i = 0; i < req->walk.n; i++) {
+			const struct gofer_name *nm = &req->walk.names[i];
+
+			if (gofer_name_check(nm->name, nm->len) < 0)
+				return -EINVAL;
+			w_u16(&w, nm->len);
+			w_bytes(&w, nm->name, nm->len);
+		}
+		break;
+	case GOFER_MSG_STAT:
+	case GOFER_MSG_READLINK:
+	case GOFER_MSG_STATFS:
+		w_u64(&w, req->node.handle);
+		break;
+	case GOFER_MSG_OPEN:
+		if (!open_flags_valid(req->open.flags))
+			return -EINVAL;
+		w_u64(&w, req->open.handle);
+		w_u32(&w, req->open.flags);
+		w_u32(&w, 0);
+		break;
+	case GOFER_MSG_GETDENTS:
+		if (req->getdents.max < 1)
+			return -EINVAL;
+		w_u64(&w, req->getdents.handle);
+		w_u64(&w, (uint64_t)req->getdents.cookie);
+		w_u32(&w, req->getdents.max);
+		w_u32(&w, 0);
+		break;
+	case GOFER_MSG_CLOSE:
+		if (req->close.n < 1 || req->close.n > GOFER_CLOSE_MAX)
+			return -EINVAL;
+		w_u32(&w, req->close.n);
+		w_u32(&w, 0);
+		for (uint32_t i = 0; i < req->close.n; i++)
+			w_u64(&w, req->close.handles[i]);
+		break;
+	default:
+		if (!gofer_msg_reserved(req->type))
+			return -EINVAL;
+		break;
+	}
+	if (w.overflow || w.len > GOFER_MSG_MAX)
+		return -EMSGSIZE;
+	h.len = (uint32_t)w.len;
+	gofer_hdr_encode(buf, &h);
+	return (ssize_t)w.len;
+}
+
+GOFER_PROTO_API int gofer_req_decode(const void *buf, size_t len, struct gofer_req *req)
+{
+	struct gofer_hdr h;
+	struct rcur r;
+
+	req->type = 0;
+	req->tag = 0;
+	if (gofer_hdr_decode(buf, len, &h) < 0)
+		return -EINVAL;
+	req->type = h.type;
+	req->tag = h.tag;
+	if ((h.type & GOFER_REPLY) || h.error != 0)
+		return -EINVAL;
+	if (gofer_msg_reserved(h.type))
+		return -ENOSYS;
+	r = (struct rcur){ .p = (const uint8_t *)buf + GOFER_HDR_SIZE, .left = len - GOFER_HDR_SIZE };
+	switch (h.type) {
+	case GOFER_MSG_MOUNT:
+		req->mount.version = r_u32(&r);
+		r_pad32(&r);
+		break;
+	case GOFER_MSG_WALK:
+		req->walk.dir = r_u64(&r);
+		req->walk.n = r_u32(&r);
+		if (req->walk.n < 1 || req->walk.n > GOFER_WALK_MAX)
+			return -EINVAL;
+		for (uint32_t i = 0; i < req->walk.n; i++) {
+			struct gofer_name *nm = &req->walk.names[i];
+
+			nm->len = r_u16(&r);
+			nm->name = (const char *)r_take(&r, nm->len);
+			if (r.bad || gofer_name_check(nm->name, nm->len) < 0)
+				return -EINVAL;
+		}
+		break;
+	case GOFER_MSG_STAT:
+	case GOFER_MSG_READLINK:
+	case GOFER_MSG_STATFS:
+		req->node.handle = r_u64(&r);
+		break;
+	case GOFER_MSG_OPEN:
+		req->open.handle = r_u64(&r);
+		req->open.flags = r_u32(&r);
+		r_pad32(&r);
+		if (!open_flags_valid(req->open.flags))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_GETDENTS:
+		req->getdents.handle = r_u64(&r);
+		req->getdents.cookie = (int64_t)r_u64(&r);
+		req->getdents.max = r_u32(&r);
+		r_pad32(&r);
+		if (req->getdents.max < 1)
+			return -EINVAL;
+		break;
+	case GOFER_MSG_CLOSE:
+		req->close.n = r_u32(&r);
+		r_pad32(&r);
+		if (req->close.n < 1 || req->close.n > GOFER_CLOSE_MAX)
+			return -EINVAL;
+		/* Check the size before reading n handles. */
+		if (r.left != (size_t)req->close.n * 8)
+			return -EINVAL;
+		for (uint32_t i = 0; i < req->close.n; i++)
+			req->close.handles[i] = r_u64(&r);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (r.bad || r.left != 0)
+		return -EINVAL;
+	return 0;
+}
+
+static bool dirent_type_valid(uint8_t type)
+{
+	/* DT_UNKNOWN, DT_FIFO, DT_CHR, DT_DIR, DT_BLK, DT_REG, DT_LNK, DT_SOCK, DT_WHT */
+	return type <= 14 && (type == 0 || type == 1 || !(type & 1));
+}
+
+GOFER_PROTO_API int gofer_dirent_encode(const struct gofer_dirent *d, uint8_t *p, size_t cap)
+{
+	struct wcur w = { .p = p, .cap = cap };
+
+	if (gofer_name_check(d->name, d->namelen) < 0 || !dirent_type_valid(d->type))
+		return -EINVAL;
+	w_u64(&w, d->ino);
+	w_u64(&w, (uint64_t)d->next);
+	w_u8(&w, d->type);
+	w_u8(&w, 0);
+	w_u16(&w, d->namelen);
+	w_bytes(&w, d->name, d->namelen);
+	if (w.overflow)
+		return -EMSGSIZE;
+	return (int)w.len;
+}
+
+GOFER_PROTO_API int gofer_dirent_decode(const uint8_t *p, size_t left, struct gofer_dirent *d)
+{
+	struct rcur r = { .p = p, .left = left };
+
+	d->ino = r_u64(&r);
+	d->next = (int64_t)r_u64(&r);
+	d->type = r_u8(&r);
+	if (r_u8(&r) != 0)
+		return -EINVAL;
+	d->namelen = r_u16(&r);
+	d->name = (const char *)r_take(&r, d->namelen);
+	if (r.bad || gofer_name_check(d->name, d->namelen) < 0 || !dirent_type_valid(d->type))
+		return -EINVAL;
+	return (int)(left - r.left);
+}
+
+/* Checks that raw[0..size) is exactly n valid dirents. */
+static bool dirents_valid(const uint8_t *raw, size_t size, uint32_t n)
+{
+	struct gofer_dirent d;
+	size_t off = 0;
+
+	if (size && !raw)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		int used = gofer_dirent_decode(raw + off, size - off, &d);
+
+		if (used < 0)
+			return false;
+		off += (size_t)used;
+	}
+	return off == size;
+}
+
+/* The checks on a WALK reply that do not depend on the request. */
+static bool walk_valid(uint32_t n, uint32_t flags, const struct gofer_walk_entry *e)
+{
+	if (n > GOFER_WALK_MAX || (flags & ~GOFER_WALK_ENOENT))
+		return false;
+	/* Nothing reached: only a missing first name explains it. */
+	if (n == 0)
+		return flags & GOFER_WALK_ENOENT;
+	for (uint32_t i = 0; i < n; i++) {
+		if (e[i].handle == 0 || !attr_valid(&e[i].attr))
+			return false;
+		/* A walk goes on only through directories. */
+		if (i + 1 < n && !S_ISDIR(e[i].attr.mode))
+			return false;
+	}
+	/* A name was missing in the last directory reached. */
+	if ((flags & GOFER_WALK_ENOENT) && !S_ISDIR(e[n - 1].attr.mode))
+		return false;
+	return true;
+}
+
+static bool target_valid(const char *target, size_t len)
+{
+	return target && len >= 1 && len <= GOFER_PATH_MAX && !memchr(target, '\0', len);
+}
+
+GOFER_PROTO_API ssize_t gofer_rep_encode(const struct gofer_rep *rep, void *buf, size_t cap)
+{
+	struct wcur w = { .p = buf, .len = GOFER_HDR_SIZE, .cap = cap };
+	struct gofer_hdr h = { .type = (uint16_t)(rep->type | GOFER_REPLY),
+			       .tag = rep->tag,
+			       .error = rep->error };
+
+	if (!buf || cap < GOFER_HDR_SIZE)
+		return -EMSGSIZE;
+	if (rep->type & GOFER_REPLY)
+		return -EINVAL;
+	/* An error may answer any type, even one that could not be parsed (type 0). */
+	if (rep->error) {
+		if (rep->error > 4095)
+			return -EINVAL;
+		goto out;
+	}
+	switch (rep->type) {
+	case GOFER_MSG_MOUNT:
+		if (rep->mount.root == 0 || (rep->mount.flags & ~GOFER_MOUNT_READONLY) ||
+		    !attr_valid(&rep->mount.attr))
+			return -EINVAL;
+		w_u64(&w, rep->mount.root);
+		w_u32(&w, rep->mount.flags);
+		w_u32(&w, 0);
+		w_attr(&w, &rep->mount.attr);
+		break;
+	case GOFER_MSG_WALK:
+		if (!walk_valid(rep->walk.n, rep->walk.flags, rep->walk.entries))
+			return -EINVAL;
+		w_u32(&w, rep->walk.n);
+		w_u32(&w, rep->walk.flags);
+		for (uint32_t i = 0; i < rep->walk.n; i++) {
+			w_u64(&w, rep->walk.entries[i].handle);
+			w_attr(&w, &rep->walk.entries[i].attr);
+		}
+		break;
+	case GOFER_MSG_STAT:
+		if (!attr_valid(&rep->stat))
+			return -EINVAL;
+		w_attr(&w, &rep->stat);
+		break;
+	case GOFER_MSG_OPEN:
+	case GOFER_MSG_CLOSE:
+		break;
+	case GOFER_MSG_READLINK:
+		if (!target_valid(rep->readlink.target, rep->readlink.len))
+			return -EINVAL;
+		w_u16(&w, rep->readlink.len);
+		w_bytes(&w, rep->readlink.target, rep->readlink.len);
+		break;
+	case GOFER_MSG_GETDENTS:
+		if (!dirents_valid(rep->getdents.raw, rep->getdents.size, rep->getdents.n))
+			return -EINVAL;
+		w_u32(&w, rep->getdents.n);
+		w_u32(&w, 0);
+		w_bytes(&w, rep->getdents.raw, rep->getdents.size);
+		break;
+	case GOFER_MSG_STATFS:
+		w_statfs(&w, &rep->statfs);
+		break;
+	default:
+		return -EINVAL;
+	}
+out:
+	if (w.overflow || w.len > GOFER_MSG_MAX)
+		return -EMSGSIZE;
+	h.len = (uint32_t)w.len;
+	gofer_hdr_encode(buf, &h);
+	return (ssize_t)w.len;
+}
+
+GOFER_PROTO_API int gofer_rep_decode(const void *buf, size_t len, struct gofer_rep *rep)
+{
+	struct gofer_hdr h;
+	struct rcur r;
+
+	if (gofer_hdr_decode(buf, len, &h) < 0 || !(h.type & GOFER_REPLY))
+		return -EINVAL;
+	rep->type = (uint16_t)(h.type & ~GOFER_REPLY);
+	rep->tag = h.tag;
+	rep->error = h.error;
+	r = (struct rcur){ .p = (const uint8_t *)buf + GOFER_HDR_SIZE, .left = len - GOFER_HDR_SIZE };
+	/* An error may answer any type, even one that could not be parsed (type 0). */
+	if (h.error) {
+		if (h.error > 4095 || r.left != 0)
+			return -EINVAL;
+		return 0;
+	}
+	switch (rep->type) {
+	case GOFER_MSG_MOUNT:
+		rep->mount.root = r_u64(&r);
+		rep->mount.flags = r_u32(&r);
+		r_pad32(&r);
+		r_attr(&r, &rep->mount.attr);
+		if (rep->mount.root == 0 || (rep->mount.flags & ~GOFER_MOUNT_READONLY))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_WALK:
+		rep->walk.n = r_u32(&r);
+		rep->walk.flags = r_u32(&r);
+		if (rep->walk.n > GOFER_WALK_MAX || r.left != rep->walk.n * GOFER_WALK_ENTRY_SIZE)
+			return -EINVAL;
+		for (uint32_t i = 0; i < rep->walk.n; i++) {
+			rep->walk.entries[i].handle = r_u64(&r);
+			r_attr(&r, &rep->walk.entries[i].attr);
+		}
+		if (r.bad || !walk_valid(rep->walk.n, rep->walk.flags, rep->walk.entries))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_STAT:
+		r_attr(&r, &rep->stat);
+		break;
+	case GOFER_MSG_OPEN:
+	case GOFER_MSG_CLOSE:
+		break;
+	case GOFER_MSG_READLINK:
+		rep->readlink.len = r_u16(&r);
+		rep->readlink.target = (const char *)r_take(&r, rep->readlink.len);
+		if (r.bad || !target_valid(rep->readlink.target, rep->readlink.len))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_GETDENTS:
+		rep->getdents.n = r_u32(&r);
+		r_pad32(&r);
+		if (r.bad)
+			return -EINVAL;
+		rep->getdents.raw = r.p;
+		rep->getdents.size = r.left;
+		if (!dirents_valid(r.p, r.left, rep->getdents.n))
+			return -EINVAL;
+		r_take(&r, r.left);
+		break;
+	case GOFER_MSG_STATFS:
+		r_statfs(&r, &rep->statfs);
+		break;
+	default:
+		/* A reserved type can only have failed. */
+		return -EINVAL;
+	}
+	if (r.bad || r.left != 0)
+		return -EINVAL;
+	return 0;
+}
+
+GOFER_PROTO_API size_t gofer_rep_error(void *buf, uint16_t type, uint32_t tag, int error)
+{
+	struct gofer_hdr h = { .len = GOFER_HDR_SIZE,
+			       .type = (uint16_t)(type | GOFER_REPLY),
+			       .tag = tag,
+			       .error = (uint32_t)(error < 0 ? -error : error) };
+
+	gofer_hdr_encode(buf, &h);
+	return GOFER_HDR_SIZE;
+}

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The gofer's dispatcher: a table of handles (O_PATH FDs) and one function per message.
+ *
+ * The sentry is hostile (DESIGN.md rule 4). Requests are validated by gofer_req_decode (sizes,
+ * counts, names that are single components); here every handle is checked against the table,
+ * every lookup is openat(parent, name, O_PATH|O_NOFOLLOW) of one component, so no request can
+ * name anything outside the served tree: there is no "..", no path, and symlinks are never
+ * followed (a walk stops on them and hands back the symlink itself). Files are opened by
+ * reopening the handle's O_PATH FD through /proc/self/fd, which opens exactly that inode.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "gofer/server.h"
+#include "include/abi/linux/stat.h"
+
+/* One handle. A free slot has fd -1 and sits on the free list. */
+struct gofer_node {
+	int fd; /* O_PATH|O_NOFOLLOW FD of the node */
+	int dirfd; /* directories: an O_RDONLY FD for GETDENTS, opened on first use, or -1 */
+	uint32_t gen; /* generation, the high half of the handle; changes when the slot is freed */
+	uint32_t type; /* S_IFMT bits (an inode's type never changes) */
+	uint32_t next_free; /* free slots: index + 1 of the next free slot, or 0 */
+};
+
+struct gofer_server {
+	int root_fd;
+	int proc_fd; /* /proc/self/fd, to reopen O_PATH FDs */
+	bool readonly;
+	uint32_t max_handles;
+	uint32_t live; /* handles in use */
+	struct gofer_node *nodes;
+	uint32_t nslots; /* slots ever used */
+	uint32_t cap; /* slots allocated */
+	uint32_t free_head; /* index + 1 of the first free slot, or 0 */
+	/* Decoded request and reply, too big for the stack of a fuzzer. */
+	struct gofer_req req;
+	struct gofer_rep rep;
+	uint8_t scratch[GOFER_MSG_MAX]; /* encoded dirents, symlink targets */
+	uint8_t dents[32768] __attribute__((aligned(8))); /* host getdents64 records */
+	uint8_t in[GOFER_MSG_MAX]; /* gofer_server_serve's request */
+	uint8_t out[GOFER_MSG_MAX]; /* gofer_server_serve's reply */
+};
+
+static uint64_t node_handle(const struct gofer_server *s, uint32_t idx)
+{
+	return ((uint64_t)s->nodes[idx].gen << 32) | (idx + 1);
+}
+
+/* The node of handle h, or NULL when h is not a live handle. */
+static struct gofer_node *node_get(struct gofer_server *s, uint64_t h)
+{
+	uint32_t low = (uint32_t)h;
+	struct gofer_node *n;
+
+	if (low == 0 || low > s->nslots)
+		return NULL;
+	n = &s->nodes[low - 1];
+	if (n->fd < 0 || n->gen != (uint32_t)(h >> 32))
+		return NULL;
+	return n;
+}
+
+/* Adds a node for fd (taken over, closed on failure). Returns its handle or -errno. */
+static int64_t node_add(struct gofer_server *s, int fd, uint32_t type)
+{
+	uint32_t idx;
+
+	if (s->live >= s->max_handles) {
+		close(fd);
+		return -ENFILE;
+	}
+	if (s->free_head) {
+		idx = s->free_head - 1;
+		s->free_head = s->nodes[idx].next_free;
+	} else {
+		if (s->nslots == s->cap) {
+			uint32_t ncap = s->cap ? s->cap * 2 : 64;
+			struct gofer_node *n = realloc(s->nodes, ncap * sizeof(*n));
+
+			if (!n) {
+				close(fd);
+				return -ENOMEM;
+			}
+			s->nodes = n;
+			s->cap = ncap;
+		}
+		idx = s->nslots++;
+		s->nodes[idx].gen = 1;
+	}
+	s->nodes[idx].fd = fd;
+	s->nodes[idx].dirfd = -1;
+	s->nodes[idx].type = type & S_IFMT;
+	s->nodes[idx].next_free = 0;
+	s->live++;
+	return (int64_t)node_handle(s, idx);
+}
+
+static void node_release(struct gofer_server *s, struct gofer_node *n)
+{
+	uint32_t idx = (uint32_t)(n - s->nodes);
+
+	close(n->fd);
+	if (n->dirfd >= 0)
+		close(n->dirfd);
+	n->fd = -1;
+	n->dirfd = -1;
+	/* A stale handle to this slot must not name the next node put in it. */
+	if (++n->gen == 0)
+		n->gen = 1;
+	n->next_free = s->free_head;
+	s->free_head = idx + 1;
+	s->live--;
+}
+
+/* Opens the node itself with flags (never a path lookup: the /proc link is to its inode). */
+static int node_reopen(struct gofer_server *s, const struct gofer_node *n, int flags)
+{
+	char name[16];
+	int fd;
+
+	snprintf(name, sizeof(name), "%d", n->fd);
+	fd = openat(s->proc_fd, name, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static void attr_from_stat(struct gofer_attr *a, const struct stat *st)
+{
+	a->dev = st->st_dev;
+	a->ino = st->st_ino;
+	a->nlink = st->st_nlink;
+	a->mode = st->st_mode;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->rdev = st->st_rdev;
+	a->size = st->st_size;
+	a->blksize = st->st_blksize;
+	a->blocks = st->st_blocks;
+	a->atime_sec = st->st_atim.tv_sec;
+	a->atime_nsec = (uint32_t)st->st_atim.tv_nsec;
+	a->mtime_sec = st->st_mtim.tv_sec;
+	a->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	a->ctime_sec = st->st_ctim.tv_sec;
+	a->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
+}
+
+static int fd_attr(int fd, struct gofer_attr *a)
+{
+	struct stat st;
+
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	attr_from_stat(a, &st);
+	return 0;
+}
+
+static int do_mount(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	int64_t h;
+	int fd, ret;
+
+	if (req->mount.version != GOFER_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	fd = openat(s->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = fd_attr(fd, &rep->mount.attr);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	h = node_add(s, fd, S_IFDIR);
+	if (h < 0)
+		return (int)h;
+	rep->mount.root = (uint64_t)h;
+	rep->mount.flags = s->readonly ? GOFER_MOUNT_READONLY : 0;
+	return 0;
+}
+
+static int do_walk(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *dir = node_get(s, req->walk.dir);
+	uint32_t n = 0;
+	int cur, ret = 0;
+
+	if (!dir)
+		return -EBADF;
+	if (!S_ISDIR(dir->type))
+		return -ENOTDIR;
+	/* The table may move as nodes are added: keep the FD, not the node. */
+	cur = dir->fd;
+	rep->walk.flags = 0;
+	for (uint32_t i = 0; i < req->walk.n; i++) {
+		struct gofer_walk_entry *e = &rep->walk.entries[n];
+		char name[GOFER_NAME_MAX + 1];
+		int64_t h;
+		int fd;
+
+		memcpy(name, req->walk.names[i].name, req->walk.names[i].len);
+		name[req->walk.names[i].len] = '\0';
+		/* One component, relative to the directory reached, never following a symlink. */
+		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOENT) {
+				rep->walk.flags = GOFER_WALK_ENOENT;
+				break;
+			}
+			ret = -errno;
+			goto fail;
+		}
+		ret = fd_attr(fd, &e->attr);
+		if (ret < 0) {
+			close(fd);
+			goto fail;
+		}
+		h = node_add(s, fd, e->attr.mode);
+		if (h < 0) {
+			ret = (int)h;
+			goto fail;
+		}
+		e->handle = (uint64_t)h;
+		n++;
+		if (S_ISLNK(e->attr.mode))
+			break; /* the sentry resolves symlinks itself */
+		if (!S_ISDIR(e->attr.mode) && i + 1 < req->walk.n) {
+			ret = -ENOTDIR;
+			goto fail;
+		}
+		cur = fd;
+	}
+	rep->walk.n = n;
+	return 0;
+
+fail:
+	/* All or nothing: the sentry learns of no handle from a failed walk. */
+	for (uint32_t i = 0; i < n; i++)
+		node_release(s, node_get(s, rep->walk.entries[i].handle));
+	return ret;
+}
+
+static int do_stat(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *node = node_get(s, req->node.handle);
+
+	if (!node)
+		return -EBADF;
+	return fd_attr(node->fd, &rep->stat);
+}
+
+static int do_open(struct gofer_server *s, const struct gofer_req *req, int *out_fd)
+{
+	const struct gofer_node *node = node_get(s, req->open.handle);
+	uint32_t flags = req->open.flags;
+	int acc = (int)(flags & O_ACCMODE);
+	int host, fd;
+
+	if (!node)
+		return -EBADF;
+	if (S_ISLNK(node->type))
+		return -ELOOP;
+	/* Devices, FIFOs and sockets are not served: opening them could block the gofer or reach
+	 * host devices. The sentry provides its own. */
+	if (!S_ISREG(node->type) && !S_ISDIR(node->type))
+		return -EPERM;
+	if ((flags & O_DIRECTORY) && !S_ISDIR(node->type))
+		return -ENOTDIR;
+	/* As Linux: O_TRUNC asks for write access, and a directory is never writable. */
+	if (S_ISDIR(node->type) && (acc != O_RDONLY || (flags & O_TRUNC)))
+		return -EISDIR;
+	if (s->readonly && (acc != O_RDONLY || (flags & O_TRUNC)))
+		return -EROFS;
+	host = (int)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC |
+			      O_DIRECT | O_DIRECTORY));
+	fd = node_reopen(s, node, host | O_NOCTTY);
+	if (fd < 0)
+		return fd;
+	*out_fd = fd;
+	return 0;
+}
+
+static int do_readlink(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *node = node_get(s, req->node.handle);
+	char *buf = (char *)s->scratch;
+	ssize_t n;
+
+	if (!node)
+		return -EBADF;
+	if (!S_ISLNK(node->type))
+		return -EINVAL;
+	n = readlinkat(node->fd, "", buf, GOFER_PATH_MAX + 1);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EIO;
+	if ((size_t)n > GOFER_PATH_MAX)
+		return -ENAMETOOLONG;
+	rep->readlink.target = buf;
+	rep->readlink.len = (uint16_t)n;
+	return 0;
+}
+
+static int do_getdents(struct gofer_server *s, const struct gofer_req *req,
+		       struct gofer_rep *rep)
+{
+	struct gofer_node *node = node_get(s, req->getdents.handle);
+	size_t budget = MIN((size_t)req->getdents.max, (size_t)GOFER_GETDENTS_MAX);
+	size_t used = 0;
+	uint32_t count = 0;
+	bool full = false;
+
+	if (!node)
+		return -EBADF;
+	if (!S_ISDIR(node->type))
+		return -ENOTDIR;
+	if (node->dirfd < 0) {
+		/* One open directory per handle; its offset is set from the cookie each time. */
+		int fd = node_reopen(s, node, O_RDONLY | O_DIRECTORY);
+
+		if (fd < 0)
+			return fd;
+		node->dirfd = fd;
+	}
+	if (lseek(node->dirfd, req->getdents.cookie, SEEK_SET) < 0)
+		return -errno;
+	while (!full) {
+		ssize_t nread = getdents64(node->dirfd, s->dents, sizeof(s->dents));
+		size_t off = 0;
+
+		if (nread < 0) {
+			if (count)
+				break; /* what was read is progress */
+			return -errno;
+		}
+		if (nread == 0)
+			break;
+		while (off + offsetof(struct linux_dirent64, d_name) < (size_t)nread) {
+			const struct linux_dirent64 *d = (const void *)(s->dents + off);
+			size_t maxlen = (size_t)nread - off - offsetof(struct linux_dirent64, d_name);
+			struct gofer_dirent ge;
+			int len;
+
+			if (d->d_reclen == 0 || d->d_reclen > (size_t)nread - off)
+				return -EIO;
+			off += d->d_reclen;
+			ge.name = d->d_name;
+			ge.namelen = (uint16_t)strnlen(d->d_name, MIN(maxlen, GOFER_NAME_MAX + 1));
+			/* "." and ".." are the sentry's to make up; skip anything unnamable. */
+			if (gofer_name_check(ge.name, ge.namelen) < 0)
+				continue;
+			ge.ino = d->d_ino;
+			ge.next = d->d_off;
+			ge.type = d->d_type;
+			if (used + gofer_dirent_size(ge.namelen) > budget) {
+				full = true;
+				break;
+			}
+			len = gofer_dirent_encode(&ge, s->scratch + used, budget - used);
+			if (len < 0)
+				continue; /* a d_type this protocol does not know */
+			used += (size_t)len;
+			count++;
+		}
+	}
+	/* As getdents64(2): a buffer too small for the next entry is EINVAL. */
+	if (count == 0 && full)
+		return -EINVAL;
+	rep->getdents.n = count;
+	rep->getdents.raw = s->scratch;
+	rep->getdents.size = used;
+	return 0;
+}
+
+static int do_statfs(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *node = node_get(s, req->node.handle);
+	struct statfs st;
+
+	if (!node)
+		return -EBADF;
+	if (fstatfs(node->fd, &st) < 0)
+		return -errno;
+	rep->statfs = (struct gofer_statfs){
+		.type = (uint64_t)st.f_type,
+		.bsize = (uint64_t)st.f_bsize,
+		.blocks = st.f_blocks,
+		.bfree = st.f_bfree,
+		.bavail = st.f_bavail,
+		.files = st.f_files,
+		.ffree = st.f_ffree,
+		.namelen = (uint64_t)st.f_namelen,
+		.frsize = (uint64_t)st.f_frsize,
+		.flags = (uint64_t)st.f_flags,
+	};
+	return 0;
+}
+
+static int do_close(struct gofer_server *s, const struct gofer_req *req)
+{
+	int ret = 0;
+
+	/* Close every valid handle; report EBADF if any was not. */
+	for (uint32_t i = 0; i < req->close.n; i++) {
+		struct gofer_node *node = node_get(s, req->close.handles[i]);
+
+		if (node)
+			node_release(s, node);
+		else
+			ret = -EBADF;
+	}
+	return ret;
+}
+
+size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, void *rep,
+			   int *fd)
+{
+	struct gofer_hdr h;
+	ssize_t n;
+	int ret;
+
+	*fd = -1;
+	if (gofer_hdr_decode(req, len, &h) < 0)
+		return gofer_rep_error(rep, 0, 0, EINVAL);
+	ret = gofer_req_decode(req, len, &s->req);
+	if (ret < 0)
+		return gofer_rep_error(rep, h.type, h.tag, -ret);
+	memset(&s->rep, 0, sizeof(s->rep));
+	s->rep.type = h.type;
+	s->rep.tag = h.tag;
+	switch (h.type) {
+	case GOFER_MSG_MOUNT:
+		ret = do_mount(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_WALK:
+		ret = do_walk(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_STAT:
+		ret = do_stat(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_OPEN:
+		ret = do_open(s, &s->req, fd);
+		break;
+	case GOFER_MSG_READLINK:
+		ret = do_readlink(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_GETDENTS:
+		ret = do_getdents(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_STATFS:
+		ret = do_statfs(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_CLOSE:
+		ret = do_close(s, &s->req);
+		break;
+	default:
+		ret = -ENOSYS; /* gofer_req_decode let only known types through */
+		break;
+	}
+	if (ret < 0)
+		return gofer_rep_error(rep, h.type, h.tag, -ret);
+	n = gofer_rep_encode(&s->rep, rep, GOFER_MSG_MAX);
+	if (n < 0) {
+		/* Only an attribute this protocol cannot carry gets here. */
+		log_warn("cannot encode the reply to message type %u: %s", h.type, strerror((int)-n));
+		if (*fd >= 0) {
+			close(*fd);
+			*fd = -1;
+		}
+		return gofer_rep_error(rep, h.type, h.tag, EIO);
+	}
+	return (size_t)n;
+}
+
+/* Closes the FDs of the SCM_RIGHTS messages in msg; returns how many there were. */
+static int close_passed_fds(struct msghdr *msg)
+{
+	int count = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		size_t nfds;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfds; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			close(fd);
+			count++;
+		}
+	}
+	return count;
+}
+
+static int send_reply(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+int gofer_server_serve(struct gofer_server *s, int sock)
+{
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(16 * sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { .iov_base = s->in, .iov_len = sizeof(s->in) };
+		struct msghdr msg = { .msg_iov = &iov,
+				      .msg_iovlen = 1,
+				      .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		struct gofer_hdr h;
+		size_t replen;
+		ssize_t n;
+		int fd = -1, ret;
+
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECONNRESET)
+				return 0;
+			return -errno;
+		}
+		if (n == 0)
+			return 0;
+		if (msg.msg_flags & MSG_TRUNC) {
+			/* Longer than any message: its length cannot match its header. */
+			close_passed_fds(&msg);
+			replen = gofer_rep_error(s->out, 0, 0, EINVAL);
+		} else if (close_passed_fds(&msg) > 0 || (msg.msg_flags & MSG_CTRUNC)) {
+			/* No request carries FDs. */
+			if (gofer_hdr_decode(s->in, (size_t)n, &h) < 0)
+				h = (struct gofer_hdr){ 0 };
+			replen = gofer_rep_error(s->out, h.type, h.tag, EINVAL);
+		} else {
+			replen = gofer_server_handle(s, s->in, (size_t)n, s->out, &fd);
+		}
+		ret = send_reply(sock, s->out, replen, fd);
+		if (fd >= 0)
+			close(fd);
+		if (ret == -EPIPE || ret == -ECONNRESET)
+			return 0;
+		if (ret < 0)
+			return ret;
+	}
+}
+
+int gofer_server_create(int root_fd, int proc_fd, const struct gofer_server_config *cfg,
+			struct gofer_server **out)
+{
+	struct gofer_server *s;
+
+	if (root_fd < 0 || proc_fd < 0) {
+		if (root_fd >= 0)
+			close(root_fd);
+		if (proc_fd >= 0)
+			close(proc_fd);
+		return -EBADF;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(root_fd);
+		close(proc_fd);
+		return -ENOMEM;
+	}
+	s->root_fd = root_fd;
+	s->proc_fd = proc_fd;
+	s->readonly = cfg && cfg->readonly;
+	s->max_handles = cfg && cfg->max_handles ? cfg->max_handles : GOFER_MAX_HANDLES;
+	*out = s;
+	return 0;
+}
+
+void gofer_server_destroy(struct gofer_server *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		if (s->nodes[i].fd >= 0)
+			node_release(s, &s->nodes[i]);
+	}
+	free(s->nodes);
+	close(s->root_fd);
+	close(s->proc_fd);
+	free(s);
+}
+
+uint32_t gofer_server_live_handles(const struct gofer_server *s)
+{
+	return s->live;
+}

@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sentry's gofer client (sentry/fs/gofer/client.h): synchronous requests over the
+ * SOCK_SEQPACKET socket, one at a time under c->lock.
+ *
+ * The gofer is a separate process and the sentry does not trust its replies more than it must:
+ * each reply is decoded and validated by gofer_rep_decode (lengths, counts, names, attributes),
+ * then checked against the request (tag, type, counts); FDs are accepted only in a successful
+ * OPEN reply, exactly one, and any other FD is closed at once. A malformed reply is -EIO. A reply
+ * with the wrong tag or type means the two sides no longer agree on what answers what: the
+ * client is then broken and every later call is -EIO, as it is once the gofer is gone.
+ *
+ * Lock: c->lock protects everything in struct gofer_client but sock (constant) and is held from
+ * sending a request to decoding its reply. Callbacks (gofer_getdents) run without it.
+ */
+
+/*
+ * This file is compiled alone into the sentry's VFS library (sentry/fs/meson.build lists only
+ * client.c), so it carries its own copy of the protocol codec, with internal linkage: no binary
+ * can then get two definitions of the gofer_* codec functions, whatever else it links.
+ */
+#define GOFER_PROTO_API static __attribute__((unused))
+#include "sentry/fs/gofer/client.h"
+#include "gofer/proto.c"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* Room for more FDs than a reply may carry, so that extra ones are received and closed. */
+#define CLIENT_MAX_FDS 8
+/* Errors the gofer may report: real errnos, not the kernel-internal restart codes (512+). */
+#define GOFER_ERRNO_MAX 511
+
+struct gofer_client {
+	int sock;
+	pthread_mutex_t lock;
+	uint32_t next_tag; /* never 0: tag 0 answers an unparsable message */
+	bool broken;
+	uint8_t *sbuf; /* encoded request */
+	uint8_t *rbuf; /* received reply (not GETDENTS) */
+	uint8_t *dents_keep; /* the last GETDENTS reply: its names stay valid until the next */
+	struct gofer_req req;
+	struct gofer_rep rep;
+};
+
+int gofer_client_create(int sock, struct gofer_client **out)
+{
+	struct gofer_client *c;
+
+	if (sock < 0)
+		return -EBADF;
+	c = calloc(1, sizeof(*c));
+	if (c) {
+		c->sbuf = malloc(GOFER_MSG_MAX);
+		c->rbuf = malloc(GOFER_MSG_MAX);
+	}
+	if (!c || !c->sbuf || !c->rbuf) {
+		if (c) {
+			free(c->sbuf);
+			free(c->rbuf);
+			free(c);
+		}
+		close(sock);
+		return -ENOMEM;
+	}
+	c->sock = sock;
+	c->next_tag = 1;
+	pthread_mutex_init(&c->lock, NULL);
+	*out = c;
+	return 0;
+}
+
+void gofer_client_destroy(struct gofer_client *c)
+{
+	if (!c)
+		return;
+	close(c->sock);
+	pthread_mutex_destroy(&c->lock);
+	free(c->sbuf);
+	free(c->rbuf);
+	free(c->dents_keep);
+	free(c);
+}
+
+static void close_fds(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Collects the FDs of the SCM_RIGHTS messages in msg (closing any past max). */
+static int collect_fds(struct msghdr *msg, int *fds, int max)
+{
+	int n = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		size_t count;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < count; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
+/*
+ * Sends c->req (its tag is set here) and receives the reply into rbuf (GOFER_MSG_MAX bytes),
+ * decoded into c->rep. With fd_out, a successful reply must carry exactly one FD, stored there;
+ * otherwise any FD is unexpected. Returns 0, the gofer's -errno, -EINVAL when the request
+ * cannot be encoded (bad arguments), or -EIO. Called with c->lock held.
+ */
+static int rpc(struct gofer_client *c, uint8_t *rbuf, int *fd_out)
+{
+	union {
+		char buf[CMSG_SPACE(CLIENT_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov;
+	struct msghdr msg;
+	int fds[CLIENT_MAX_FDS];
+	int nfds = 0;
+	const char *why;
+	ssize_t n;
+
+	if (c->broken)
+		return -EIO;
+	c->req.tag = c->next_tag++;
+	if (c->next_tag == 0)
+		c->next_tag = 1;
+	n = gofer_req_encode(&c->req, c->sbuf, GOFER_MSG_MAX);
+	if (n < 0)
+		return n == -EMSGSIZE ? -EINVAL : (int)n;
+
+	iov = (struct iovec){ .iov_base = c->sbuf, .iov_len = (size_t)n };
+	msg = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1 };
+	while (sendmsg(c->sock, &msg, MSG_NOSIGNAL) < 0) {
+		if (errno != EINTR) {
+			log_warn("gofer: sending a request: %s", strerror(errno));
+			c->broken = true;
+			return -EIO;
+		}
+	}
+
+	iov = (struct iovec){ .iov_base = rbuf, .iov_len = GOFER_MSG_MAX };
+	msg = (struct msghdr){ .msg_iov = &iov,
+			       .msg_iovlen = 1,
+			       .msg_control = ctl.buf,
+			       .msg_controllen = sizeof(ctl.buf) };
+	while ((n = recvmsg(c->sock, &msg, MSG_CMSG_CLOEXEC)) < 0) {
+		if (errno != EINTR)
+			break;
+	}
+	if (n <= 0) {
+		log_warn("gofer: no reply: %s", n == 0 ? "connection closed" : strerror(errno));
+		c->broken = true;
+		return -EIO;
+	}
+	nfds = collect_fds(&msg, fds, CLIENT_MAX_FDS);
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		why = "truncated";
+		goto bad;
+	}
+	if (gofer_rep_decode(rbuf, (size_t)n, &c->rep) < 0) {
+		why = "malformed";
+		goto bad;
+	}
+	if (c->rep.tag != c->req.tag || c->rep.type != c->req.type) {
+		c->broken = true;
+		why = "for another request";
+		goto bad;
+	}
+	if (c->rep.error) {
+		if (nfds || c->rep.error > GOFER_ERRNO_MAX) {
+			why = "an error with FDs or a bad errno";
+			goto bad;
+		}
+		return -(int)c->rep.error;
+	}
+	if (fd_out) {
+		if (nfds != 1) {
+			why = "without exactly one FD";
+			goto bad;
+		}
+		*fd_out = fds[0];
+		return 0;
+	}
+	if (nfds) {
+		why = "with unexpected FDs";
+		goto bad;
+	}
+	return 0;
+
+bad:
+	close_fds(fds, nfds);
+	log_warn("gofer: reply to message type %u %s", c->req.type, why);
+	return -EIO;
+}
+
+int gofer_mount(struct gofer_client *c, uint64_t *root, struct gofer_attr *attr)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_MOUNT;
+	c->req.mount.version = GOFER_PROTO_VERSION;
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret == 0 && !S_ISDIR(c->rep.mount.attr.mode))
+		ret = -EIO;
+	if (ret == 0) {
+		*root = c->rep.mount.root;
+		if (attr)
+			*attr = c->rep.mount.attr;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* Sends CLOSE for handles[0..n) in batches. Returns 0 or the first error. c->lock held. */
+static int close_locked(struct gofer_client *c, const uint64_t *handles, int n)
+{
+	int ret = 0;
+
+	for (int done = 0; done < n;) {
+		uint32_t chunk = (uint32_t)MIN(n - done, (int)GOFER_CLOSE_MAX);
+		int r;
+
+		c->req.type = GOFER_MSG_CLOSE;
+		c->req.close.n = chunk;
+		memcpy(c->req.close.handles, handles + done, chunk * sizeof(uint64_t));
+		r = rpc(c, c->rbuf, NULL);
+		if (r < 0 && ret == 0)
+			ret = r;
+		done += (int)chunk;
+	}
+	return ret;
+}
+
+/* Checks a WALK reply against a request for want names. */
+static bool walk_reply_matches(const struct gofer_rep *rep, uint32_t want)
+{
+	uint32_t n = rep->walk.n;
+
+	if (n > want)
+		return false;
+	if (rep->walk.flags & GOFER_WALK_ENOENT)
+		return n < want;
+	/* Short without a missing name: only a symlink stops a walk. */
+	return n == want || (n > 0 && S_ISLNK(rep->walk.entries[n - 1].attr.mode));
+}
+
+int gofer_walk(struct gofer_client *c, uint64_t dir, const char *const *names, int n,
+	       uint64_t *handles, struct gofer_attr *attrs)
+{
+	uint64_t cur = dir;
+	int done = 0, ret = 0;
+
+	if (n < 0 || (n > 0 && (!names || !handles)))
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		size_t len;
+
+		if (!names[i])
+			return -EINVAL;
+		len = strlen(names[i]);
+		if (len > GOFER_NAME_MAX)
+			return -ENAMETOOLONG;
+		if (gofer_name_check(names[i], len) < 0)
+			return -EINVAL;
+	}
+
+	pthread_mutex_lock(&c->lock);
+	while (done < n) {
+		uint32_t chunk = (uint32_t)MIN(n - done, (int)GOFER_WALK_MAX);
+		const struct gofer_walk_entry *last;
+		uint32_t got;
+
+		c->req.type = GOFER_MSG_WALK;
+		c->req.walk.dir = cur;
+		c->req.walk.n = chunk;
+		for (uint32_t i = 0; i < chunk; i++) {
+			c->req.walk.names[i].name = names[done + (int)i];
+			c->req.walk.names[i].len = (uint16_t)strlen(names[done + (int)i]);
+		}
+		ret = rpc(c, c->rbuf, NULL);
+		if (ret < 0)
+			goto fail;
+		got = c->rep.walk.n;
+		if (!walk_reply_matches(&c->rep, chunk)) {
+			log_warn("gofer: WALK reply does not match its request");
+			for (uint32_t i = 0; i < got; i++)
+				handles[done + (int)i] = c->rep.walk.entries[i].handle;
+			done += (int)got;
+			ret = -EIO;
+			goto fail;
+		}
+		for (uint32_t i = 0; i < got; i++) {
+			handles[done + (int)i] = c->rep.walk.entries[i].handle;
+			if (attrs)
+				attrs[done + (int)i] = c->rep.walk.entries[i].attr;
+		}
+		done += (int)got;
+		if (got < chunk)
+			break;
+		last = &c->rep.walk.entries[got - 1];
+		if (S_ISLNK(last->attr.mode))
+			break;
+		/* Past a non-directory the gofer's next WALK fails with ENOTDIR, as it should. */
+		cur = last->handle;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return done;
+
+fail:
+	/* On failure the caller owns no handle: give back those of earlier messages. */
+	if (done > 0)
+		close_locked(c, handles, done);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_stat(struct gofer_client *c, uint64_t h, struct gofer_attr *attr)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_STAT;
+	c->req.node.handle = h;
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret == 0)
+		*attr = c->rep.stat;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_open(struct gofer_client *c, uint64_t h, int flags)
+{
+	int fd = -1, ret;
+
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_OPEN;
+	c->req.open.handle = h;
+	c->req.open.flags = (uint32_t)flags;
+	ret = rpc(c, c->rbuf, &fd);
+	pthread_mutex_unlock(&c->lock);
+	return ret < 0 ? ret : fd;
+}
+
+ssize_t gofer_readlink(struct gofer_client *c, uint64_t h, char *buf, size_t len)
+{
+	ssize_t ret;
+
+	if (!buf || len == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_READLINK;
+	c->req.node.handle = h;
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret == 0) {
+		/* As readlink(2): the target is cut to the buffer. */
+		size_t n = MIN(len, (size_t)c->rep.readlink.len);
+
+		memcpy(buf, c->rep.readlink.target, n);
+		ret = (ssize_t)n;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_getdents_max(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg)
+{
+	uint8_t *buf;
+	const uint8_t *raw;
+	size_t size, pos = 0;
+	uint32_t n;
+	int count = 0, ret;
+
+	if (!fn || max < 1 || max > GOFER_GETDENTS_MAX)
+		return -EINVAL;
+	/* A buffer of this call's own, so that fn can run unlocked. */
+	buf = malloc(GOFER_MSG_MAX);
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_GETDENTS;
+	c->req.getdents.handle = h;
+	c->req.getdents.cookie = off;
+	c->req.getdents.max = max;
+	ret = rpc(c, buf, NULL);
+	n = c->rep.getdents.n;
+	raw = c->rep.getdents.raw;
+	size = c->rep.getdents.size;
+	if (ret == 0 && size > max) {
+		log_warn("gofer: GETDENTS reply larger than asked");
+		ret = -EIO;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct gofer_dirent d;
+		/* Decoded once already by gofer_rep_decode: cannot fail here. */
+		int used = gofer_dirent_decode(raw + pos, size - pos, &d);
+
+		if (used < 0)
+			break;
+		pos += (size_t)used;
+		count++;
+		if (fn(arg, &d))
+			break;
+	}
+	pthread_mutex_lock(&c->lock);
+	free(c->dents_keep);
+	c->dents_keep = buf;
+	pthread_mutex_unlock(&c->lock);
+	return count;
+}
+
+int gofer_getdents(struct gofer_client *c, uint64_t h, int64_t off,
+		   int (*fn)(void *arg, const struct gofer_dirent *d), void *arg)
+{
+	return gofer_getdents_max(c, h, off, GOFER_GETDENTS_MAX, fn, arg);
+}
+
+int gofer_statfs(struct gofer_client *c, uint64_t h, struct gofer_statfs *st)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_STATFS;
+	c->req.node.handle = h;
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret == 0)
+		*st = c->rep.statfs;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+void gofer_close(struct gofer_client *c, const uint64_t *handles, int n)
+{
+	int ret;
+
+	if (n <= 0 || !handles)
+		return;
+	pthread_mutex_lock(&c->lock);
+	ret = close_locked(c, handles, n);
+	pthread_mutex_unlock(&c->lock);
+	if (ret < 0)
+		log_warn("gofer: closing %d handles: %s", n, strerror(-ret));
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Files over host FDs the sentry was given at start (the caller's stdin, stdout, stderr):
+ * stream files (no position) read and written with readv/writev on the host FD. Their node
+ * lives in the anonymous filesystem, so fstat and AT_EMPTY_PATH work on them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "include/abi/linux/errno.h"
+#include "include/abi/linux/stat.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/fs.h"
+
+/* Linux's struct termios as TCGETS writes it (not glibc's, which has speed fields). */
+#define LINUX_TERMIOS_SIZE 36
+
+struct hostfile_node {
+	struct vfs_node base;
+	int fd; /* owned */
+};
+
+static int host_fd(struct file *f)
+{
+	return ((struct hostfile_node *)f->priv)->fd;
+}
+
+static int host_errno(int e)
+{
+	return e == EINTR ? -ERESTARTSYS : -e;
+}
+
+/* For a guest O_NONBLOCK file over a blocking host FD: is it ready for events now? */
+static bool host_ready(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+static ssize_t host_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	int fd = host_fd(f);
+	ssize_t n;
+
+	/* The host FD's own O_NONBLOCK is shared with the caller's terminal: never set it. */
+	if ((__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) && iovcnt &&
+	    !host_ready(fd, POLLIN))
+		return -EAGAIN;
+	n = readv(fd, iov, iovcnt);
+	return n < 0 ? host_errno(errno) : n;
+}
+
+static ssize_t host_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	int fd = host_fd(f);
+	ssize_t n;
+
+	if ((__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) && iovcnt &&
+	    !host_ready(fd, POLLOUT))
+		return -EAGAIN;
+	n = writev(fd, iov, iovcnt);
+	return n < 0 ? host_errno(errno) : n;
+}
+
+/* Copies n bytes of buf out to the guest at arg. */
+static long copy_out_exact(struct task *t, uint64_t arg, const void *buf, size_t n)
+{
+	ssize_t r = mm_copy_out(t->mm, arg, buf, n);
+
+	return r == (ssize_t)n ? 0 : -EFAULT;
+}
+
+static long host_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
+{
+	int fd = host_fd(f);
+	/* Large enough for any of the structures below; the host writes into sentry memory. */
+	uint8_t buf[64];
+	int val;
+
+	memset(buf, 0, sizeof(buf));
+	switch (cmd) {
+	case TCGETS:
+		if (ioctl(fd, TCGETS, buf) < 0)
+			return -ENOTTY;
+		return copy_out_exact(t, arg, buf, LINUX_TERMIOS_SIZE);
+	case TIOCGWINSZ:
+		if (ioctl(fd, TIOCGWINSZ, buf) < 0)
+			return -ENOTTY;
+		return copy_out_exact(t, arg, buf, sizeof(struct winsize));
+	case TIOCGPGRP:
+		/*
+		 * Only a terminal has a foreground group. The host's answer is a host process
+		 * group the guest cannot name; the guest's own group is the foreground one.
+		 */
+		if (ioctl(fd, TCGETS, buf) < 0)
+			return -ENOTTY;
+		pthread_mutex_lock(&t->tg->lock);
+		val = t->tg->pgid;
+		pthread_mutex_unlock(&t->tg->lock);
+		return copy_out_exact(t, arg, &val, sizeof(val));
+	case FIONREAD:
+		if (ioctl(fd, FIONREAD, &val) < 0)
+			return errno == EINVAL || errno == ENOTTY ? -ENOTTY : -errno;
+		return copy_out_exact(t, arg, &val, sizeof(val));
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_ops hostfile_ops = {
+	.read = host_read,
+	.write = host_write,
+	.ioctl = host_ioctl,
+};
+
+static int hostnode_getattr(struct vfs_node *n, struct vfs_attr *attr)
+{
+	struct hostfile_node *hn = container_of(n, struct hostfile_node, base);
+	struct stat st;
+
+	if (fstat(hn->fd, &st) < 0)
+		return -errno;
+	*attr = (struct vfs_attr){
+		.dev = n->fs->dev,
+		.ino = st.st_ino,
+		.nlink = st.st_nlink,
+		.mode = st.st_mode,
+		.uid = st.st_uid,
+		.gid = st.st_gid,
+		.rdev = st.st_rdev,
+		.size = st.st_size,
+		.blksize = st.st_blksize,
+		.blocks = st.st_blocks,
+		.atime = st.st_atim,
+		.mtime = st.st_mtim,
+		.ctime = st.st_ctim,
+	};
+	return 0;
+}
+
+static int hostnode_statfs(struct vfs_node *n, struct linux_statfs *out)
+{
+	struct hostfile_node *hn = container_of(n, struct hostfile_node, base);
+	struct statfs st;
+
+	if (fstatfs(hn->fd, &st) < 0)
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	out->f_type = st.f_type;
+	out->f_bsize = st.f_bsize;
+	out->f_blocks = st.f_blocks;
+	out->f_bfree = st.f_bfree;
+	out->f_bavail = st.f_bavail;
+	out->f_files = st.f_files;
+	out->f_ffree = st.f_ffree;
+	out->f_namelen = st.f_namelen;
+	out->f_frsize = st.f_frsize;
+	return 0;
+}
+
+static void hostnode_release(struct vfs_node *n)
+{
+	struct hostfile_node *hn = container_of(n, struct hostfile_node, base);
+
+	if (hn->fd >= 0)
+		close(hn->fd);
+	free(hn);
+}
+
+static const struct vfs_node_ops hostnode_ops = {
+	.getattr = hostnode_getattr,
+	.statfs = hostnode_statfs,
+	.release = hostnode_release,
+};
+
+struct file *hostfile_create(int hostfd, int flags)
+{
+	struct hostfile_node *hn = calloc(1, sizeof(*hn));
+	struct stat st;
+	struct file *f;
+
+	if (!hn)
+		return NULL;
+	/* Until it succeeds the caller keeps hostfd: the node must not close it. */
+	hn->fd = -1;
+	if (vfs_anon_node_init(&hn->base, &hostnode_ops,
+			       fstat(hostfd, &st) == 0 ? st.st_mode : S_IFCHR) < 0) {
+		free(hn);
+		return NULL;
+	}
+	/* As Linux on x86-64, where every open file has O_LARGEFILE (F_GETFL shows it). */
+	f = file_alloc(&hostfile_ops, flags | 0100000, hn);
+	if (!f) {
+		vfs_node_put(&hn->base);
+		return NULL;
+	}
+	hn->fd = hostfd;
+	f->node = &hn->base; /* the node's first reference moves to the file */
+	f->mnt = vfs_anon_mount();
+	vfs_mount_get(f->mnt);
+	return f;
+}

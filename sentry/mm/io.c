@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Guest memory access from the sentry (DESIGN.md rule 6): every access walks the VMAs under
+ * mm->lock, checks protections, and copies through the sentry's mapping of the memory file.
+ * One binary search per call, then one step per VMA crossed; no allocation.
+ *
+ * "Readable" means PROT_READ or PROT_WRITE: on x86-64 a writable page is readable, so a guest
+ * may write(2) from a PROT_WRITE-only buffer, as on Linux. PROT_EXEC alone is not readable
+ * (execute-only, as Linux makes it with protection keys).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/util.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/mm/memfile.h"
+#include "sentry/mm/mm.h"
+#include "sentry/mm/vma.h"
+#include "sentry/platform/platform.h"
+
+enum io_mode {
+	IO_READ, /* guest -> sentry; needs a readable page */
+	IO_WRITE, /* sentry -> guest; needs PROT_WRITE */
+	IO_POKE, /* sentry -> guest; any mapped page */
+};
+
+static bool access_ok(int prot, enum io_mode mode)
+{
+	switch (mode) {
+	case IO_READ:
+		return prot & (PROT_READ | PROT_WRITE);
+	case IO_WRITE:
+		return prot & PROT_WRITE;
+	case IO_POKE:
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Clamps the guest range [addr, addr+len) to the guest address space. Returns false when its
+ * first byte is not a guest address or the range wraps around.
+ */
+static bool guest_range(uint64_t addr, size_t len, uint64_t *end)
+{
+	if (addr >= PLATFORM_GUEST_MAX || add_overflow(addr, (uint64_t)len, end))
+		return false;
+	*end = MIN(*end, PLATFORM_GUEST_MAX);
+	return true;
+}
+
+static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, enum io_mode mode)
+{
+	const struct vma_set *s = mm->vmas;
+	struct memfile *mf = &mm->k->mf;
+	uint64_t end, cur = addr;
+
+	if (len == 0)
+		return 0;
+	if (!guest_range(addr, len, &end))
+		return -EFAULT;
+	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
+		const struct vma *v = &s->v[i];
+		if (v->start > cur || !access_ok(v->prot, mode))
+			break;
+		size_t n = MIN(end, v->end) - cur;
+		uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
+		uint8_t *b = (uint8_t *)buf + (cur - addr);
+		if (mode == IO_READ)
+			memcpy(b, p, n);
+		else
+			memcpy(p, b, n);
+		cur += n;
+	}
+	return cur > addr ? (ssize_t)(cur - addr) : -EFAULT;
+}
+
+static ssize_t copy(struct mm *mm, uint64_t addr, void *buf, size_t len, enum io_mode mode)
+{
+	pthread_mutex_lock(&mm->lock);
+	ssize_t r = copy_locked(mm, addr, buf, len, mode);
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+ssize_t mm_copy_in(struct mm *mm, void *dst, uint64_t addr, size_t len)
+{
+	return copy(mm, addr, dst, len, IO_READ);
+}
+
+ssize_t mm_copy_out(struct mm *mm, uint64_t addr, const void *src, size_t len)
+{
+	return copy(mm, addr, (void *)src, len, IO_WRITE);
+}
+
+ssize_t mm_poke(struct mm *mm, uint64_t addr, const void *src, size_t len)
+{
+	return copy(mm, addr, (void *)src, len, IO_POKE);
+}
+
+ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max)
+{
+	uint64_t end, cur = addr;
+	ssize_t r = -EFAULT;
+
+	if (max == 0)
+		return -ENAMETOOLONG;
+	if (!guest_range(addr, max, &end)) {
+		/* A wrapping max only bounds the search: clamp it to the guest space. */
+		if (addr >= PLATFORM_GUEST_MAX)
+			return -EFAULT;
+		end = PLATFORM_GUEST_MAX;
+	}
+
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = mm->vmas;
+	struct memfile *mf = &mm->k->mf;
+	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
+		const struct vma *v = &s->v[i];
+		if (v->start > cur || !access_ok(v->prot, IO_READ))
+			break;
+		size_t n = MIN(end, v->end) - cur;
+		const uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
+		const uint8_t *nul = memchr(p, 0, n);
+		if (nul)
+			n = (size_t)(nul - p) + 1;
+		memcpy(dst + (cur - addr), p, n);
+		cur += n;
+		if (nul) {
+			r = (ssize_t)(cur - addr - 1);
+			goto out_unlock;
+		}
+	}
+	/* Every byte up to max was readable and none was NUL. */
+	if (cur - addr == max)
+		r = -ENAMETOOLONG;
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		 int maxiov, size_t *covered)
+{
+	enum io_mode mode = write ? IO_WRITE : IO_READ;
+	uint64_t end, cur = addr;
+	int n_iov = 0;
+
+	*covered = 0;
+	if (len == 0 || maxiov <= 0 || !guest_range(addr, len, &end))
+		return 0;
+
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = mm->vmas;
+	struct memfile *mf = &mm->k->mf;
+	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
+		const struct vma *v = &s->v[i];
+		if (v->start > cur || !access_ok(v->prot, mode))
+			break;
+		size_t n = MIN(end, v->end) - cur;
+		uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
+		/* Adjacent VMAs over adjacent pages make one iovec. */
+		if (n_iov > 0 && (uint8_t *)iov[n_iov - 1].iov_base + iov[n_iov - 1].iov_len == p) {
+			iov[n_iov - 1].iov_len += n;
+		} else {
+			if (n_iov == maxiov)
+				break;
+			iov[n_iov++] = (struct iovec){ .iov_base = p, .iov_len = n };
+		}
+		cur += n;
+	}
+	pthread_mutex_unlock(&mm->lock);
+	*covered = cur - addr;
+	return n_iov;
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The memory file and its extent allocator.
+ *
+ * Free space is a sorted array of disjoint, non-adjacent free extents (adjacent ones are always
+ * coalesced). Allocation is first fit from the lowest offset, so live memory packs at the start
+ * of the file; freeing inserts by binary search and merges with both neighbours. The allocator
+ * only knows free space: a caller may free any page-aligned sub-range of what it allocated
+ * (sentry/mm frees the pages of a VMA piece by piece).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sentry/mm/memfile.h"
+
+struct free_extent {
+	uint64_t off, len;
+};
+
+struct memfile_alloc_state {
+	struct free_extent *v; /* sorted by off; disjoint and never adjacent */
+	size_t n, cap;
+	uint64_t free_bytes;
+};
+
+static struct memfile_alloc_state *state(struct memfile *mf)
+{
+	return mf->alloc;
+}
+
+/* Makes room for one more entry. Returns 0 or -ENOMEM. */
+static int reserve_one(struct memfile_alloc_state *s)
+{
+	if (s->n < s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap * 2 : 64;
+	struct free_extent *v = realloc(s->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->v = v;
+	s->cap = cap;
+	return 0;
+}
+
+/* Index of the first free extent whose off is > off. */
+static size_t upper_bound(const struct memfile_alloc_state *s, uint64_t off)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void remove_at(struct memfile_alloc_state *s, size_t i)
+{
+	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(s->v[0]));
+	s->n--;
+}
+
+static void alloc_state_freep(struct memfile_alloc_state **sp)
+{
+	if (*sp) {
+		free((*sp)->v);
+		free(*sp);
+	}
+}
+
+int memfile_init(struct memfile *mf, uint64_t size)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_(alloc_state_freep) struct memfile_alloc_state *s = NULL;
+
+	if (size == 0 || !IS_PAGE_ALIGNED(size) || size > INT64_MAX)
+		return -EINVAL;
+
+	s = calloc(1, sizeof(*s));
+	if (!s || reserve_one(s) < 0)
+		return -ENOMEM;
+	s->v[0] = (struct free_extent){ .off = 0, .len = size };
+	s->n = 1;
+	s->free_bytes = size;
+
+	fd = memfd_create("husk-memory", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		return -errno;
+	/*
+	 * The size never changes: sealing it means no holder of the FD (a stub running guest code
+	 * included) can shrink the file under the sentry's mapping and make the sentry fault.
+	 */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	int r = pthread_mutex_init(&mf->lock, NULL);
+	if (r) {
+		munmap(base, size);
+		return -r;
+	}
+	mf->fd = steal_fd(&fd);
+	mf->base = base;
+	mf->size = size;
+	mf->alloc = steal_pointer(&s);
+	return 0;
+}
+
+void memfile_destroy(struct memfile *mf)
+{
+	struct memfile_alloc_state *s = state(mf);
+
+	if (!s)
+		return;
+	munmap(mf->base, mf->size);
+	close(mf->fd);
+	pthread_mutex_destroy(&mf->lock);
+	free(s->v);
+	free(s);
+	mf->alloc = NULL;
+	mf->base = NULL;
+	mf->fd = -1;
+}
+
+int64_t memfile_alloc(struct memfile *mf, uint64_t len)
+{
+	struct memfile_alloc_state *s = state(mf);
+	int64_t off = -ENOMEM;
+
+	if (len == 0 || !IS_PAGE_ALIGNED(len))
+		return -EINVAL;
+
+	pthread_mutex_lock(&mf->lock);
+	for (size_t i = 0; i < s->n; i++) {
+		struct free_extent *e = &s->v[i];
+		if (e->len < len)
+			continue;
+		off = (int64_t)e->off;
+		e->off += len;
+		e->len -= len;
+		if (e->len == 0)
+			remove_at(s, i);
+		s->free_bytes -= len;
+		break;
+	}
+	pthread_mutex_unlock(&mf->lock);
+	return off;
+}
+
+int memfile_alloc_at(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	struct memfile_alloc_state *s = state(mf);
+	uint64_t end;
+	int r = -ENOMEM;
+
+	if (len == 0 || !IS_PAGE_ALIGNED(len) || !IS_PAGE_ALIGNED(off) ||
+	    add_overflow(off, len, &end) || end > mf->size)
+		return -EINVAL;
+
+	pthread_mutex_lock(&mf->lock);
+	size_t i = upper_bound(s, off);
+	if (i == 0)
+		goto out_unlock;
+	struct free_extent *e = &s->v[i - 1];
+	uint64_t e_end = e->off + e->len;
+	if (e_end < end)
+		goto out_unlock;
+	if (e->off == off) {
+		e->off += len;
+		e->len -= len;
+		if (e->len == 0)
+			remove_at(s, i - 1);
+	} else if (e_end == end) {
+		e->len -= len;
+	} else {
+		/* Splitting a free extent in two needs one more slot. */
+		if (reserve_one(s) < 0)
+			goto out_unlock;
+		e = &s->v[i - 1];
+		memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(s->v[0]));
+		s->n++;
+		s->v[i] = (struct free_extent){ .off = end, .len = e_end - end };
+		e->len = off - e->off;
+	}
+	s->free_bytes -= len;
+	r = 0;
+out_unlock:
+	pthread_mutex_unlock(&mf->lock);
+	return r;
+}
+
+int memfile_zero(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	/*
+	 * Punching a hole in a memfd drops the pages from every mapping of the file (the sentry's
+	 * and the stubs'): the next access of either sees fresh zero pages.
+	 */
+	if (fallocate(mf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) <
+	    0) {
+		int r = -errno;
+		/* Without the hole the pages still hold data: clear them by hand. */
+		memset(memfile_ptr(mf, off), 0, len);
+		return r;
+	}
+	return 0;
+}
+
+void memfile_free(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	struct memfile_alloc_state *s = state(mf);
+
+	if (len == 0)
+		return;
+	assert(IS_PAGE_ALIGNED(off) && IS_PAGE_ALIGNED(len) && off + len <= mf->size);
+
+	/* The range is still ours until it is on the free list: punch it outside the lock. */
+	int r = memfile_zero(mf, off, len);
+	if (r < 0)
+		log_warn("memfile: punching [%#lx, +%#lx) failed: %d", (unsigned long)off,
+			 (unsigned long)len, r);
+
+	pthread_mutex_lock(&mf->lock);
+	size_t i = upper_bound(s, off);
+	struct free_extent *prev = i > 0 ? &s->v[i - 1] : NULL;
+	struct free_extent *next = i < s->n ? &s->v[i] : NULL;
+
+	/* A double free is a bug in sentry/mm, not guest input. */
+	assert(!prev || prev->off + prev->len <= off);
+	assert(!next || off + len <= next->off);
+
+	bool join_prev = prev && prev->off + prev->len == off;
+	bool join_next = next && off + len == next->off;
+	if (join_prev && join_next) {
+		prev->len += len + next->len;
+		remove_at(s, i);
+	} else if (join_prev) {
+		prev->len += len;
+	} else if (join_next) {
+		next->off = off;
+		next->len += len;
+	} else {
+		if (reserve_one(s) < 0) {
+			/* Losing the range is better than corrupting the allocator. */
+			log_error("memfile: out of memory freeing [%#lx, +%#lx): range leaked",
+				  (unsigned long)off, (unsigned long)len);
+			pthread_mutex_unlock(&mf->lock);
+			return;
+		}
+		memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(s->v[0]));
+		s->n++;
+		s->v[i] = (struct free_extent){ .off = off, .len = len };
+	}
+	s->free_bytes += len;
+	pthread_mutex_unlock(&mf->lock);
+}
+
+uint64_t memfile_free_bytes(struct memfile *mf)
+{
+	struct memfile_alloc_state *s = state(mf);
+
+	pthread_mutex_lock(&mf->lock);
+	uint64_t b = s->free_bytes;
+	pthread_mutex_unlock(&mf->lock);
+	return b;
+}
+
+size_t memfile_free_extents(struct memfile *mf)
+{
+	struct memfile_alloc_state *s = state(mf);
+
+	pthread_mutex_lock(&mf->lock);
+	size_t n = s->n;
+	pthread_mutex_unlock(&mf->lock);
+	return n;
+}

@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Address spaces: mm_create/mm_put and the mapping calls (mmap, munmap, mprotect, brk, mremap,
+ * madvise). See README.md for the model and vma.h for the VMA set.
+ *
+ * Every change follows one order so that a failure leaves the mm as it was: reserve room in
+ * the VMA set and allocate (and fill) pages first, then tell the platform, then update the
+ * VMA set, which can no longer fail. Pages are freed only after the platform has dropped its
+ * mapping of them, so a stub never keeps a path to pages the allocator may hand out again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/cleanup.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/mm/memfile.h"
+#include "sentry/mm/mm.h"
+#include "sentry/mm/vma.h"
+#include "sentry/platform/platform.h"
+#include "sentry/vfs/vfs.h"
+
+/* Linux UAPI values that glibc's <sys/mman.h> lacks. */
+#ifndef PROT_SEM
+#define PROT_SEM 0x8
+#endif
+#ifndef MAP_UNINITIALIZED
+#define MAP_UNINITIALIZED 0x4000000
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#ifndef MADV_SOFT_OFFLINE
+#define MADV_SOFT_OFFLINE 101
+#endif
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
+
+#define PROT_RWX (PROT_READ | PROT_WRITE | PROT_EXEC)
+/* Where MAP_32BIT mappings go on x86-64 (as Linux: the second GiB). */
+#define MAP_32BIT_BASE 0x40000000ULL
+#define MAP_32BIT_END 0x80000000ULL
+/* Room any single operation may add to the VMA set, reserved before it changes anything. */
+#define VMA_RESERVE 8
+
+static struct vma_set *vset(struct mm *mm)
+{
+	return mm->vmas;
+}
+
+static struct memfile *mfile(struct mm *mm)
+{
+	return &mm->k->mf;
+}
+
+static const struct platform_ops *pops(struct mm *mm)
+{
+	return mm->k->platform->ops;
+}
+
+struct mm *mm_create(struct kernel *k)
+{
+	_cleanup_free_ struct mm *mm = calloc(1, sizeof(*mm));
+	_cleanup_free_ struct vma_set *s = calloc(1, sizeof(*s));
+
+	if (!mm || !s)
+		return ERR_PTR(-ENOMEM);
+	int r = pthread_mutex_init(&mm->lock, NULL);
+	if (r)
+		return ERR_PTR(-r);
+	r = k->platform->ops->as_create(k->platform, &mm->as);
+	if (r < 0) {
+		pthread_mutex_destroy(&mm->lock);
+		return ERR_PTR(r);
+	}
+	refcount_init(&mm->ref, 1);
+	mm->k = k;
+	mm->vmas = steal_pointer(&s);
+	mm->mmap_base = PLATFORM_GUEST_MAX;
+	return steal_pointer(&mm);
+}
+
+void mm_get(struct mm *mm)
+{
+	refcount_inc(&mm->ref);
+}
+
+void mm_put(struct mm *mm)
+{
+	if (!mm || !refcount_dec(&mm->ref))
+		return;
+	struct vma_set *s = vset(mm);
+
+	/* The stub goes first: no mapping of the pages survives their return to the allocator. */
+	pops(mm)->as_destroy(mm->as);
+	for (size_t i = 0; i < s->n; i++)
+		vma_release(mfile(mm), &s->v[i]);
+	free(s->v);
+	free(s);
+	pthread_mutex_destroy(&mm->lock);
+	free(mm);
+}
+
+/* Copies file bytes [file_off, file_off+len) into pages at off; bytes past EOF stay zero. */
+static int fill_from_file(struct mm *mm, uint64_t off, uint64_t len, struct file *file,
+			  uint64_t file_off)
+{
+	uint8_t *p = memfile_ptr(mfile(mm), off);
+	uint64_t done = 0;
+
+	while (done < len) {
+		ssize_t r = file_pread(file, p + done, len - done, (int64_t)(file_off + done));
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			break;
+		done += (uint64_t)r;
+	}
+	return 0;
+}
+
+/*
+ * Allocates pages for a new anonymous VMA [start, end), right after (or before) a neighbour's
+ * pages when that is free, so that the two can merge into one VMA.
+ */
+static int64_t alloc_pages(struct mm *mm, uint64_t start, uint64_t end)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t len = end - start;
+	size_t i = vma_lower_bound(s, start);
+
+	if (i > 0 && s->v[i - 1].end == start && !s->v[i - 1].file) {
+		const struct vma *prev = &s->v[i - 1];
+		uint64_t want = prev->off + (prev->end - prev->start);
+		if (memfile_alloc_at(mfile(mm), want, len) == 0)
+			return (int64_t)want;
+	}
+	if (i < s->n && s->v[i].start == end && !s->v[i].file && s->v[i].off >= len) {
+		uint64_t want = s->v[i].off - len;
+		if (memfile_alloc_at(mfile(mm), want, len) == 0)
+			return (int64_t)want;
+	}
+	return memfile_alloc(mfile(mm), len);
+}
+
+/*
+ * Allocates len bytes of pages and, when file is given, fills them from file_off. Needs no
+ * lock. Returns the memory-file offset or -errno.
+ */
+static int64_t alloc_filled(struct mm *mm, uint64_t len, struct file *file, uint64_t file_off)
+{
+	int64_t off = memfile_alloc(mfile(mm), len);
+
+	if (off < 0 || !file)
+		return off;
+	int r = fill_from_file(mm, (uint64_t)off, len, file, file_off);
+	if (r < 0) {
+		memfile_free(mfile(mm), (uint64_t)off, len);
+		return r;
+	}
+	return off;
+}
+
+/* Removes the VMAs in [start, end) and frees their pages. The platform must not map them. */
+static void remove_range(struct mm *mm, uint64_t start, uint64_t end)
+{
+	struct vma_set *s = vset(mm);
+	size_t i = vma_isolate(s, start, end);
+	size_t j = i;
+
+	for (; j < s->n && s->v[j].start < end; j++)
+		vma_release(mfile(mm), &s->v[j]);
+	vma_remove_at(s, i, j - i);
+}
+
+/* Unmaps [start, end) from the platform, then removes and frees its VMAs. */
+static int unmap_locked(struct mm *mm, uint64_t start, uint64_t end)
+{
+	if (vma_range_free(vset(mm), start, end))
+		return 0;
+	int r = pops(mm)->as_unmap(mm->as, start, end - start);
+	if (r < 0)
+		return r;
+	remove_range(mm, start, end);
+	return 0;
+}
+
+/*
+ * Makes [start, end) a new VMA over pages at off (already allocated and filled; taken over,
+ * and freed on failure), replacing whatever VMAs were in the range. Needs VMA_RESERVE entries.
+ */
+static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
+			  unsigned int flags, struct file *file, uint64_t file_off, uint64_t off)
+{
+	struct vma_set *s = vset(mm);
+
+	/* as_map replaces any mapping of the range: the old VMAs' pages are unreachable after. */
+	int r = pops(mm)->as_map(mm->as, start, end - start, prot, off);
+	if (r < 0) {
+		memfile_free(mfile(mm), off, end - start);
+		return r;
+	}
+	remove_range(mm, start, end);
+	struct vma v = {
+		.start = start,
+		.end = end,
+		.off = off,
+		.prot = prot,
+		.flags = flags,
+		.file = file,
+		.file_off = file_off,
+	};
+	if (file)
+		file_get(file);
+	size_t i = vma_insert(s, &v);
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	return 0;
+}
+
+/* Allocates, fills and installs [start, end) in one go (brk, mremap growth). */
+static int map_new_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
+			  unsigned int flags, struct file *file, uint64_t file_off)
+{
+	int64_t off = file ? alloc_filled(mm, end - start, file, file_off) :
+			     alloc_pages(mm, start, end);
+
+	if (off < 0)
+		return (int)off;
+	return install_locked(mm, start, end, prot, flags, file, file_off, (uint64_t)off);
+}
+
+/*
+ * The highest page-aligned address a with [a, a+len) free and lo <= a, a+len <= hi; 0 if there
+ * is none (0 is never a valid answer: lo >= PLATFORM_GUEST_MIN).
+ */
+static uint64_t find_free_topdown(const struct vma_set *s, uint64_t lo, uint64_t hi, uint64_t len)
+{
+	if (hi <= lo || hi - lo < len)
+		return 0;
+	size_t i = vma_lower_bound(s, hi); /* entries [0, i) end at or below hi */
+	uint64_t top = hi;
+
+	if (i < s->n && s->v[i].start < top)
+		top = s->v[i].start;
+	for (;;) {
+		uint64_t bottom = i > 0 ? MAX(s->v[i - 1].end, lo) : lo;
+		if (top >= bottom && top - bottom >= len)
+			return top - len;
+		if (i == 0 || s->v[i - 1].end <= lo)
+			return 0;
+		top = s->v[i - 1].start;
+		i--;
+	}
+}
+
+/* Picks the address of a mapping without MAP_FIXED. Returns 0 when there is no room. */
+static uint64_t choose_addr(struct mm *mm, uint64_t hint, uint64_t len, int flags)
+{
+	const struct vma_set *s = vset(mm);
+
+	if (hint) {
+		hint = PAGE_ALIGN_UP(hint);
+		if (hint >= PLATFORM_GUEST_MIN && hint <= PLATFORM_GUEST_MAX - len &&
+		    vma_range_free(s, hint, hint + len))
+			return hint;
+	}
+	if (flags & MAP_32BIT)
+		return find_free_topdown(s, MAP_32BIT_BASE, MAP_32BIT_END, len);
+	uint64_t base = MIN(mm->mmap_base, PLATFORM_GUEST_MAX);
+	uint64_t a = find_free_topdown(s, PLATFORM_GUEST_MIN, base, len);
+	if (!a)
+		a = find_free_topdown(s, PLATFORM_GUEST_MIN, PLATFORM_GUEST_MAX, len);
+	return a;
+}
+
+/* Flags MAP_SHARED_VALIDATE accepts: Linux's LEGACY_MAP_MASK. */
+#define MAP_LEGACY_FLAGS                                                                           \
+	(MAP_SHARED | MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_DENYWRITE | MAP_EXECUTABLE |  \
+	 MAP_UNINITIALIZED | MAP_GROWSDOWN | MAP_LOCKED | MAP_NORESERVE | MAP_POPULATE |           \
+	 MAP_NONBLOCK | MAP_STACK | MAP_HUGETLB | MAP_32BIT | MAP_HUGE_2MB | MAP_HUGE_1GB)
+
+long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, struct file *file,
+	     uint64_t off)
+{
+	bool anon = flags & MAP_ANONYMOUS;
+	bool fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
+	unsigned int vflags;
+	uint64_t end;
+
+	if (!IS_PAGE_ALIGNED(off) || len == 0)
+		return -EINVAL;
+	switch (flags & MAP_TYPE) {
+	case MAP_PRIVATE:
+		vflags = MM_VMA_PRIVATE;
+		break;
+	case MAP_SHARED_VALIDATE:
+		/* As Linux: only file mappings take MAP_SHARED_VALIDATE. */
+		if (anon)
+			return -EINVAL;
+		if ((unsigned int)flags & ~MAP_LEGACY_FLAGS)
+			return -EOPNOTSUPP;
+		/* fallthrough */
+	case MAP_SHARED:
+		vflags = MM_VMA_SHARED;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (anon)
+		file = NULL;
+	else if (!file)
+		return -EBADF;
+	vflags |= anon ? MM_VMA_ANON : MM_VMA_FILE;
+	if (flags & MAP_GROWSDOWN) {
+		/* As Linux: shared anonymous memory cannot grow down. */
+		if ((vflags & MM_VMA_SHARED) && anon)
+			return -EINVAL;
+		vflags |= MM_VMA_GROWSDOWN;
+	}
+
+	if (!fixed) {
+		addr = PAGE_ALIGN_DOWN(addr);
+		if (addr && addr < PLATFORM_GUEST_MIN)
+			addr = PLATFORM_GUEST_MIN;
+	}
+	if (len > PLATFORM_GUEST_MAX - PLATFORM_GUEST_MIN)
+		return -ENOMEM;
+	len = PAGE_ALIGN_UP(len);
+	if (!anon && (add_overflow(off, len, &end) || end > INT64_MAX))
+		return -EOVERFLOW;
+	if (fixed) {
+		if (!IS_PAGE_ALIGNED(addr))
+			return -EINVAL;
+		if (add_overflow(addr, len, &end) || end > PLATFORM_GUEST_MAX)
+			return -ENOMEM;
+		if (addr < PLATFORM_GUEST_MIN)
+			return -EPERM;
+	}
+	/* No huge pages are reserved, as on a host whose nr_hugepages is 0. */
+	if (flags & MAP_HUGETLB)
+		return -ENOMEM;
+	if (file) {
+		if (vflags & MM_VMA_SHARED)
+			return -ENODEV; /* until files can share pages with the memory file */
+		int acc = file->flags & O_ACCMODE;
+		if (acc != O_RDONLY && acc != O_RDWR)
+			return -EACCES;
+		if (!file->ops || !file->ops->read)
+			return -ENODEV;
+	}
+	prot &= PROT_RWX;
+
+	/* File contents are read before the lock: the read may be slow (gofer I/O). */
+	int64_t pages = -1;
+	if (file) {
+		pages = alloc_filled(mm, len, file, off);
+		if (pages < 0)
+			return pages;
+	}
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	long r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		goto out_free_pages;
+	if (fixed) {
+		if ((flags & MAP_FIXED_NOREPLACE) && !vma_range_free(s, addr, addr + len)) {
+			r = -EEXIST;
+			goto out_free_pages;
+		}
+	} else {
+		addr = choose_addr(mm, addr, len, flags);
+		if (!addr) {
+			r = -ENOMEM;
+			goto out_free_pages;
+		}
+	}
+	if (pages < 0) {
+		pages = alloc_pages(mm, addr, addr + len);
+		if (pages < 0) {
+			r = pages;
+			goto out_unlock;
+		}
+	}
+	/* install_locked owns the pages from here, and frees them on failure. */
+	r = install_locked(mm, addr, addr + len, prot, vflags, file, off, (uint64_t)pages);
+	pthread_mutex_unlock(&mm->lock);
+	return r < 0 ? r : (long)addr;
+
+out_free_pages:
+	if (pages >= 0)
+		memfile_free(mfile(mm), (uint64_t)pages, len);
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+int mm_munmap(struct mm *mm, uint64_t addr, uint64_t len)
+{
+	if (!IS_PAGE_ALIGNED(addr) || len == 0)
+		return -EINVAL;
+	if (len > PLATFORM_GUEST_MAX || addr > PLATFORM_GUEST_MAX - PAGE_ALIGN_UP(len))
+		return -EINVAL;
+	len = PAGE_ALIGN_UP(len);
+
+	pthread_mutex_lock(&mm->lock);
+	int r = vma_set_reserve(vset(mm), VMA_RESERVE);
+	if (r == 0)
+		r = unmap_locked(mm, addr, addr + len);
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
+{
+	int grows = prot & (PROT_GROWSDOWN | PROT_GROWSUP);
+	uint64_t start = addr, end;
+
+	prot &= ~grows;
+	if (grows == (PROT_GROWSDOWN | PROT_GROWSUP) || !IS_PAGE_ALIGNED(addr))
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	if (len > UINT64_MAX - PAGE_SIZE + 1 || add_overflow(addr, PAGE_ALIGN_UP(len), &end))
+		return -ENOMEM;
+	if (prot & ~(PROT_RWX | PROT_SEM))
+		return -EINVAL;
+	prot &= PROT_RWX;
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	int r = -ENOMEM;
+	const struct vma *first = vma_find(s, start);
+	if (!first)
+		goto out_unlock;
+	if (grows) {
+		/* PROT_GROWSDOWN extends the change down to the start of a grows-down VMA. */
+		r = -EINVAL;
+		if (grows & PROT_GROWSUP || !(first->flags & MM_VMA_GROWSDOWN))
+			goto out_unlock;
+		start = first->start;
+	}
+	/* As Linux: the change applies up to the first hole, and the call then fails. */
+	uint64_t stop = start;
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start <= stop && stop < end;
+	     i++)
+		stop = MIN(s->v[i].end, end);
+	r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		goto out_unlock;
+	r = pops(mm)->as_protect(mm->as, start, stop - start, prot);
+	if (r < 0)
+		goto out_unlock;
+	size_t i = vma_isolate(s, start, stop);
+	size_t j = i;
+	for (; j < s->n && s->v[j].start < stop; j++)
+		s->v[j].prot = prot;
+	vma_merge_range(s, i ? i - 1 : 0, j);
+	r = stop == end ? 0 : -ENOMEM;
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+uint64_t mm_brk(struct mm *mm, uint64_t brk)
+{
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	uint64_t newbrk = PAGE_ALIGN_UP(brk), oldbrk = PAGE_ALIGN_UP(mm->brk);
+
+	if (brk < mm->start_brk || brk > PLATFORM_GUEST_MAX)
+		goto out_unlock;
+	if (newbrk == oldbrk) {
+		mm->brk = brk;
+		goto out_unlock;
+	}
+	if (vma_set_reserve(s, VMA_RESERVE) < 0)
+		goto out_unlock;
+	if (brk < mm->brk) {
+		if (unmap_locked(mm, newbrk, oldbrk) < 0)
+			goto out_unlock;
+	} else {
+		/* As Linux: keep a page between the heap and the next mapping. */
+		if (!vma_range_free(s, oldbrk, MIN(newbrk + PAGE_SIZE, PLATFORM_GUEST_MAX)) ||
+		    map_new_locked(mm, oldbrk, newbrk, PROT_READ | PROT_WRITE,
+				   MM_VMA_PRIVATE | MM_VMA_ANON | MM_VMA_HEAP, NULL, 0) < 0)
+			goto out_unlock;
+	}
+	mm->brk = brk;
+out_unlock:;
+	uint64_t ret = mm->brk;
+	pthread_mutex_unlock(&mm->lock);
+	return ret;
+}
+
+/*
+ * Moves [old, old+old_len) (inside one VMA) to new_addr, which must be free for new_len >=
+ * old_len bytes; the pages move with it (no copy) and the rest of [new_addr, +new_len) gets
+ * fresh pages. With dontunmap, the old range stays mapped to fresh zero pages.
+ */
+static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t new_addr,
+			uint64_t new_len, bool dontunmap)
+{
+	struct vma_set *s = vset(mm);
+	const struct vma *src = vma_find(s, old);
+	int prot = src->prot;
+	unsigned int flags = src->flags;
+	struct file *file = src->file;
+	uint64_t file_off = src->file_off + (old - src->start);
+	int64_t extra = -1, refill = -1;
+
+	/* Everything that can fail for lack of memory happens before anything moves. */
+	if (new_len > old_len) {
+		extra = alloc_filled(mm, new_len - old_len, file, file_off + old_len);
+		if (extra < 0)
+			return extra;
+	}
+	if (dontunmap) {
+		refill = memfile_alloc(mfile(mm), old_len);
+		if (refill < 0) {
+			if (extra >= 0)
+				memfile_free(mfile(mm), (uint64_t)extra, new_len - old_len);
+			return refill;
+		}
+	}
+
+	size_t i = vma_isolate(s, old, old + old_len);
+	struct vma piece = s->v[i];
+	int r = pops(mm)->as_map(mm->as, new_addr, old_len, piece.prot, piece.off);
+	if (r < 0) {
+		vma_merge_range(s, i ? i - 1 : 0, i + 1);
+		if (extra >= 0)
+			memfile_free(mfile(mm), (uint64_t)extra, new_len - old_len);
+		if (refill >= 0)
+			memfile_free(mfile(mm), (uint64_t)refill, old_len);
+		return r;
+	}
+	if (dontunmap) {
+		r = pops(mm)->as_map(mm->as, old, old_len, prot, (uint64_t)refill);
+	} else {
+		r = pops(mm)->as_unmap(mm->as, old, old_len);
+	}
+	if (r < 0)
+		log_error("mm: platform kept [%#lx, +%#lx) after mremap moved it: %d",
+			  (unsigned long)old, (unsigned long)old_len, r);
+	vma_remove_at(s, i, 1);
+	piece.start = new_addr;
+	piece.end = new_addr + old_len;
+	size_t j = vma_insert(s, &piece);
+	vma_merge_range(s, j ? j - 1 : 0, j + 1);
+
+	if (dontunmap) {
+		struct vma fresh = { .start = old,
+				     .end = old + old_len,
+				     .off = (uint64_t)refill,
+				     .prot = prot,
+				     .flags = flags };
+		j = vma_insert(s, &fresh);
+		vma_merge_range(s, j ? j - 1 : 0, j + 1);
+	}
+	if (extra >= 0) {
+		r = install_locked(mm, new_addr + old_len, new_addr + new_len, prot, flags, file,
+				   file_off + old_len, (uint64_t)extra);
+		if (r < 0)
+			log_error("mm: platform refused the grown part of an mremap: %d", r);
+	}
+	return (long)new_addr;
+}
+
+long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_len, int flags,
+	       uint64_t new_addr)
+{
+	bool maymove = flags & MREMAP_MAYMOVE, fixed = flags & MREMAP_FIXED;
+	bool dontunmap = flags & MREMAP_DONTUNMAP;
+
+	if (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP))
+		return -EINVAL;
+	if ((fixed || dontunmap) && !maymove)
+		return -EINVAL;
+	if (dontunmap && old_len != new_len)
+		return -EINVAL;
+	if (!IS_PAGE_ALIGNED(old_addr))
+		return -EINVAL;
+	/* As Linux: a length that rounds up past the top wraps to 0. */
+	old_len = PAGE_ALIGN_UP(old_len);
+	new_len = PAGE_ALIGN_UP(new_len);
+	if (new_len == 0)
+		return -EINVAL;
+	if (fixed) {
+		if (!IS_PAGE_ALIGNED(new_addr))
+			return -EINVAL;
+		if (new_len > PLATFORM_GUEST_MAX || new_addr > PLATFORM_GUEST_MAX - new_len)
+			return -EINVAL;
+		/* The ranges may not overlap. */
+		if (new_addr < old_addr + old_len && old_addr < new_addr + new_len)
+			return -EINVAL;
+		if (new_addr < PLATFORM_GUEST_MIN)
+			return -EPERM;
+	}
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	/* Reserve first: it may move the set, and v points into it. */
+	long r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		goto out_unlock;
+	r = -EFAULT;
+	const struct vma *v = vma_find(s, old_addr);
+	if (!v)
+		goto out_unlock;
+	/* Duplicating with old_len == 0 needs shared memory, which nothing has yet. */
+	r = -EINVAL;
+	if (old_len == 0)
+		goto out_unlock;
+	r = -EFAULT;
+	if (old_len > v->end - old_addr)
+		goto out_unlock;
+	r = -EINVAL;
+	if (dontunmap && !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
+		goto out_unlock;
+
+	if (fixed) {
+		r = unmap_locked(mm, new_addr, new_addr + new_len);
+		if (r < 0)
+			goto out_unlock;
+		if (old_len > new_len) {
+			r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
+			if (r < 0)
+				goto out_unlock;
+			old_len = new_len;
+		}
+		r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
+		goto out_unlock;
+	}
+	if (!dontunmap && new_len <= old_len) {
+		r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
+		if (r == 0)
+			r = (long)old_addr;
+		goto out_unlock;
+	}
+	uint64_t old_end = old_addr + old_len, new_end;
+	if (!dontunmap && old_end == v->end && !add_overflow(old_addr, new_len, &new_end) &&
+	    new_end <= PLATFORM_GUEST_MAX && vma_range_free(s, old_end, new_end)) {
+		r = map_new_locked(mm, old_end, new_end, v->prot, v->flags, v->file,
+				   v->file_off + (old_end - v->start));
+		if (r == 0)
+			r = (long)old_addr;
+		goto out_unlock;
+	}
+	r = -ENOMEM;
+	if (!maymove)
+		goto out_unlock;
+	new_addr = choose_addr(mm, 0, new_len, 0);
+	if (!new_addr)
+		goto out_unlock;
+	r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+/* Kinds of advice: 0 unknown, 1 accepted and ignored, 2 drops the pages' contents. */
+static int advice_kind(int advice)
+{
+	switch (advice) {
+	case MADV_NORMAL:
+	case MADV_RANDOM:
+	case MADV_SEQUENTIAL:
+	case MADV_WILLNEED:
+	case MADV_DONTFORK:
+	case MADV_DOFORK:
+	case MADV_MERGEABLE:
+	case MADV_UNMERGEABLE:
+	case MADV_HUGEPAGE:
+	case MADV_NOHUGEPAGE:
+	case MADV_DONTDUMP:
+	case MADV_DODUMP:
+	case MADV_WIPEONFORK:
+	case MADV_KEEPONFORK:
+	case MADV_COLD:
+	case MADV_PAGEOUT:
+	case MADV_POPULATE_READ:
+	case MADV_POPULATE_WRITE:
+	case MADV_COLLAPSE:
+		return 1;
+	case MADV_DONTNEED:
+	case MADV_DONTNEED_LOCKED:
+	case MADV_FREE:
+	case MADV_REMOVE:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
+{
+	uint64_t end;
+
+	if (!IS_PAGE_ALIGNED(addr))
+		return -EINVAL;
+	if (advice == MADV_HWPOISON || advice == MADV_SOFT_OFFLINE)
+		return -EPERM; /* CAP_SYS_ADMIN on the host, which a guest never has */
+	int kind = advice_kind(advice);
+	if (!kind)
+		return -EINVAL;
+	if (len > UINT64_MAX - PAGE_SIZE + 1 || add_overflow(addr, PAGE_ALIGN_UP(len), &end))
+		return -EINVAL;
+	if (end == addr)
+		return 0;
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	int r = 0;
+	bool hole = false;
+	uint64_t cur = addr;
+	for (size_t i = vma_lower_bound(s, addr); cur < end; i++) {
+		if (i == s->n || s->v[i].start >= end) {
+			hole = true;
+			break;
+		}
+		const struct vma *v = &s->v[i];
+		if (v->start > cur)
+			hole = true;
+		uint64_t a = MAX(cur, v->start), b = MIN(end, v->end);
+		cur = b;
+		if (kind != 2)
+			continue;
+		if ((advice == MADV_FREE && !(v->flags & MM_VMA_ANON)) ||
+		    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED))) {
+			r = -EINVAL;
+			break;
+		}
+		uint64_t off = v->off + (a - v->start);
+		memfile_zero(mfile(mm), off, b - a);
+		/* A private file mapping drops its changes: it reads the file's bytes again. */
+		if (v->file) {
+			uint64_t foff = v->file_off + (a - v->start);
+			int e = fill_from_file(mm, off, b - a, v->file, foff);
+			if (e < 0 && r == 0)
+				r = e;
+		}
+	}
+	pthread_mutex_unlock(&mm->lock);
+	if (r == 0 && hole)
+		r = -ENOMEM;
+	return r;
+}
+
+int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = vset(mm);
+	for (size_t i = 0; i < s->n && r == 0; i++) {
+		const struct vma *v = &s->v[i];
+		struct mm_vma_info info = {
+			.start = v->start,
+			.end = v->end,
+			.prot = v->prot,
+			.flags = v->flags,
+			.file = v->file,
+			.file_off = v->file_off,
+			.mf_off = v->off,
+		};
+		r = fn(&info, arg);
+	}
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}

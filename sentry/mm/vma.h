@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to sentry/mm: the VMA set of an mm.
+ *
+ * A sorted array of disjoint VMAs (binary search by address; inserts and removals move the
+ * tail). Every page of a VMA owns exactly one memory-file page, exclusively: page start + i*4K
+ * is backed by file offset off + i*4K. Splitting a VMA just computes the offsets of the pieces,
+ * and removing a piece frees exactly its pages, so each page is freed once.
+ *
+ * All functions expect mm->lock held. Functions that add entries need capacity reserved with
+ * vma_set_reserve() first, so that an operation can fail only before it changes anything.
+ */
+#ifndef HUSK_SENTRY_MM_VMA_H
+#define HUSK_SENTRY_MM_VMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct file;
+struct memfile;
+
+struct vma {
+	uint64_t start, end;
+	uint64_t off; /* memory-file offset of start */
+	int prot; /* PROT_READ|PROT_WRITE|PROT_EXEC */
+	unsigned int flags; /* MM_VMA_* */
+	struct file *file; /* referenced; file mappings only */
+	uint64_t file_off; /* offset in file of start */
+};
+
+struct vma_set {
+	struct vma *v; /* sorted by start, disjoint */
+	size_t n, cap;
+};
+
+/* Index of the first VMA whose end is above addr (n if none). */
+size_t vma_lower_bound(const struct vma_set *s, uint64_t addr);
+/* The VMA containing addr, or NULL. */
+struct vma *vma_find(const struct vma_set *s, uint64_t addr);
+/* True when no VMA intersects [start, end). */
+bool vma_range_free(const struct vma_set *s, uint64_t start, uint64_t end);
+/* True when [start, end) is covered by VMAs with no hole. */
+bool vma_range_mapped(const struct vma_set *s, uint64_t start, uint64_t end);
+
+/* Makes room for extra more entries. Returns 0 or -ENOMEM. */
+int vma_set_reserve(struct vma_set *s, size_t extra);
+/* Inserts v at index i (sorted position; capacity reserved). Takes over v's file reference. */
+void vma_insert_at(struct vma_set *s, size_t i, const struct vma *v);
+/* Inserts v at its sorted position (capacity reserved). Returns its index. */
+size_t vma_insert(struct vma_set *s, const struct vma *v);
+/* Removes entries [i, i+count) without freeing anything. */
+void vma_remove_at(struct vma_set *s, size_t i, size_t count);
+/*
+ * Splits entry i at addr (start < addr < end, page aligned) into i and i+1 (capacity
+ * reserved); the second piece takes a new reference on the file.
+ */
+void vma_split(struct vma_set *s, size_t i, uint64_t addr);
+/*
+ * Splits at start and end so that [start, end) is made of whole entries. Returns the index of
+ * the first entry at or above start. Needs 2 reserved entries.
+ */
+size_t vma_isolate(struct vma_set *s, uint64_t start, uint64_t end);
+/* Frees the pages of entry v and drops its file reference. Does not remove it from the set. */
+void vma_release(struct memfile *mf, struct vma *v);
+/* Merges compatible neighbours among entries [lo, hi] (clamped to the set). */
+void vma_merge_range(struct vma_set *s, size_t lo, size_t hi);
+
+#endif

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The interface between the VFS and the filesystems (sentry/fs/<name>/): filesystem instances,
+ * nodes, mounts, a reusable name cache, and helpers for filesystems. Syscalls and other
+ * subsystems use vfs.h; only the VFS and filesystems include this header.
+ *
+ * sentry/vfs/README.md describes the model, who holds references on whom, and the lock order.
+ */
+#ifndef HUSK_SENTRY_VFS_FS_H
+#define HUSK_SENTRY_VFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/list.h"
+#include "common/refcount.h"
+#include "sentry/vfs/vfs.h"
+
+struct cred;
+struct linux_statfs;
+
+#define VFS_NAME_MAX 255
+#define VFS_PATH_MAX 4096
+#define VFS_MAXSYMLINKS 40
+
+/* Permission bits asked of vfs_permission() (Linux's MAY_*). */
+#define VFS_MAY_EXEC 1
+#define VFS_MAY_WRITE 2
+#define VFS_MAY_READ 4
+
+/* Device numbers in Linux's user-visible encoding (new_encode_dev; glibc's makedev). */
+static inline uint64_t vfs_mkdev(uint32_t major, uint32_t minor)
+{
+	return (uint64_t)((minor & 0xffu) | ((major & 0xfffu) << 8) | ((minor & ~0xffu) << 12));
+}
+
+/* --- filesystem instances --- */
+
+struct vfs_fs;
+
+struct vfs_fs_ops {
+	/*
+	 * Called when the last reference goes (no mount shows the filesystem any more): breaks
+	 * the filesystem's own reference cycles (name caches), drops fs->root and frees the
+	 * instance. Nodes still referenced from elsewhere stay valid until they are put.
+	 */
+	void (*release)(struct vfs_fs *fs);
+};
+
+/* One instance of a filesystem (Linux's super_block). Filesystems embed it. */
+struct vfs_fs {
+	struct refcount ref; /* held by each mount of it */
+	const struct vfs_fs_ops *ops;
+	const char *type; /* "gofer", "devfs", ... (static string) */
+	uint64_t dev; /* st_dev of its nodes, from vfs_alloc_anon_dev() */
+	struct vfs_node *root; /* referenced */
+};
+
+/* Initialises the common part with one reference; root is set by the filesystem. */
+void vfs_fs_init(struct vfs_fs *fs, const struct vfs_fs_ops *ops, const char *type);
+void vfs_fs_get(struct vfs_fs *fs);
+void vfs_fs_put(struct vfs_fs *fs);
+/* An unused anonymous device number (major 0), as Linux gives to virtual filesystems. */
+uint64_t vfs_alloc_anon_dev(void);
+
+/* --- nodes --- */
+
+struct vfs_node_ops {
+	/*
+	 * Looks up name (NUL-terminated, 1..VFS_NAME_MAX bytes, never "." or "..") in directory
+	 * dir. The VFS has checked search permission. Returns a new reference or ERR_PTR(-errno)
+	 * (-ENOENT when there is no such entry). Its parent must be dir.
+	 */
+	struct vfs_node *(*lookup)(struct vfs_node *dir, const char *name);
+	/* Attributes of n (st_dev is n->fs->dev). Returns 0 or -errno. */
+	int (*getattr)(struct vfs_node *n, struct vfs_attr *attr);
+	/* Copies the target of symlink n into buf (no NUL). Returns its full length or -errno. */
+	ssize_t (*readlink)(struct vfs_node *n, char *buf, size_t len);
+	/*
+	 * Opens a node that is not a directory (directories are opened by the VFS with a generic
+	 * file that calls iterate). flags are the open(2) flags; the VFS has checked permissions,
+	 * the mount's read-only flag and the file type. Returns a file (the VFS then fills f->mnt
+	 * and f->node) or ERR_PTR(-errno). NULL op: -ENXIO.
+	 */
+	struct file *(*open)(struct vfs_node *n, int flags);
+	/*
+	 * Emits the entries of directory dir from position *pos, advancing *pos past each entry
+	 * e accepted (to the next_off it was given). Stops without error when e refuses one.
+	 * Returns 0 (also at the end) or -errno. Called with the file's pos_lock held.
+	 */
+	int (*iterate)(struct vfs_node *dir, int64_t *pos, struct dir_emitter *e);
+	/* statfs(2) of the filesystem n is in; the VFS fills f_flags. NULL op: -ENOSYS. */
+	int (*statfs)(struct vfs_node *n, struct linux_statfs *st);
+	/* Frees the filesystem's node after the VFS dropped name and parent. Required. */
+	void (*release)(struct vfs_node *n);
+};
+
+/*
+ * A node of a filesystem: inode and dentry in one (one node per name; no hard-link sharing).
+ * Filesystems embed it first. Fields are fixed after vfs_node_init except where noted.
+ */
+struct vfs_node {
+	struct refcount ref;
+	const struct vfs_node_ops *ops;
+	struct vfs_fs *fs; /* not referenced: whoever holds a node holds a mount of fs */
+	struct vfs_node *parent; /* referenced; NULL for a filesystem's root and anonymous nodes */
+	char *name; /* owned; "" for a root */
+	uint32_t type; /* S_IFMT bits */
+	int mounts; /* mounts whose mountpoint is this node; written under the mount lock */
+};
+
+/*
+ * Initialises the common part of a node with one reference. Takes a new reference on parent
+ * (may be NULL) and copies name. Returns 0 or -ENOMEM.
+ */
+int vfs_node_init(struct vfs_node *n, const struct vfs_node_ops *ops, struct vfs_fs *fs,
+		  struct vfs_node *parent, const char *name, uint32_t type);
+void vfs_node_get(struct vfs_node *n);
+/* Drops a reference; the last one frees name, calls ops->release and puts the parent. */
+void vfs_node_put(struct vfs_node *n);
+
+static inline bool vfs_node_is_dir(const struct vfs_node *n)
+{
+	return (n->type & 0170000) == 0040000;
+}
+
+static inline bool vfs_node_is_symlink(const struct vfs_node *n)
+{
+	return (n->type & 0170000) == 0120000;
+}
+
+/* --- a name cache filesystems may embed in their directories --- */
+
+struct vfs_dcache_entry;
+
+/*
+ * Children of a directory by name: positive entries hold a reference on their node, negative
+ * entries (node NULL) remember that a name does not exist. Not locked: the owner's lock
+ * protects it.
+ */
+struct vfs_dcache {
+	struct vfs_dcache_entry **buckets;
+	size_t nbuckets;
+	size_t count;
+};
+
+void vfs_dcache_init(struct vfs_dcache *c);
+/*
+ * Looks name up. Returns true when the name is cached; then *node is a new reference, or NULL
+ * for a negative entry.
+ */
+bool vfs_dcache_lookup(struct vfs_dcache *c, const char *name, struct vfs_node **node);
+/* Adds or replaces name -> node (node NULL: negative). Takes a new reference. 0 or -ENOMEM. */
+int vfs_dcache_insert(struct vfs_dcache *c, const char *name, struct vfs_node *node);
+/*
+ * Empties the cache, calling fn(node, arg) for each positive entry with the reference the
+ * cache held (fn must put it). fn NULL: the references are put.
+ */
+void vfs_dcache_clear(struct vfs_dcache *c, void (*fn)(struct vfs_node *n, void *arg), void *arg);
+
+/* --- mounts --- */
+
+/*
+ * A filesystem (or, later, a subtree of one: bind mounts) shown at a point of the mount tree.
+ * Fields are fixed after vfs_mount_attach except where noted.
+ */
+struct vfs_mount {
+	struct refcount ref;
+	uint64_t id;
+	int flags; /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC */
+	struct vfs_fs *fs; /* referenced */
+	struct vfs_node *root; /* referenced: the node shown at the mount's root */
+	struct vfs_mount *parent; /* referenced; NULL for the root of the tree */
+	struct vfs_node *mountpoint; /* referenced; NULL for the root of the tree */
+	struct list_head children; /* of mounts attached below; protected by the mount lock */
+	struct list_head sibling; /* in parent->children; protected by the mount lock */
+};
+
+/*
+ * Creates a detached mount of fs showing root (a node of fs), with flags. Takes new references
+ * on fs and root. Returns the mount (one reference) or NULL when out of memory.
+ */
+struct vfs_mount *vfs_mount_create(struct vfs_fs *fs, struct vfs_node *root, int flags);
+void vfs_mount_get(struct vfs_mount *m);
+void vfs_mount_put(struct vfs_mount *m);
+/*
+ * Attaches m on top of mountpoint (which must be a directory): later walks reaching mountpoint
+ * continue at m's root. The mount tree takes its own reference on m; m references the
+ * mountpoint's mount and node. Returns 0 or -ENOTDIR.
+ */
+int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint);
+
+static inline bool vfs_mount_readonly(const struct vfs_mount *m)
+{
+	return m->flags & 1; /* MS_RDONLY */
+}
+
+/* --- paths, permissions, resolution helpers --- */
+
+/* Copies src into dst, taking new references. */
+void vfs_path_copy(struct vfs_path *dst, const struct vfs_path *src);
+/* Crosses mounts: while something is mounted on p, replaces p by that mount's root. */
+void vfs_path_follow_mounts(struct vfs_path *p);
+
+/*
+ * Linux's generic_permission: may is a VFS_MAY_* mask. fsuid 0 may read and write anything
+ * and execute what has at least one x bit (or is a directory). Returns 0 or -EACCES.
+ */
+int vfs_permission(const struct cred *c, const struct vfs_attr *attr, int may);
+
+/* Attributes of a node through its ops. */
+int vfs_node_getattr(struct vfs_node *n, struct vfs_attr *attr);
+
+/*
+ * Walks path from start (absolute paths from root) as cred, following symlinks as the flags
+ * say (VFS_LOOKUP_*). Returns 0 and *out (referenced) or -errno.
+ */
+#define VFS_LOOKUP_FOLLOW 1 /* follow a final symlink */
+#define VFS_LOOKUP_DIRECTORY 2 /* the result must be a directory */
+int vfs_walk(const struct cred *cred, const struct vfs_path *root, const struct vfs_path *start,
+	     const char *path, int flags, struct vfs_path *out);
+
+/*
+ * Looks name (a single component, not "." or "..") up in directory dir without permission
+ * checks and crosses mounts on the result. Returns 0 and *out (referenced) or -errno.
+ */
+int vfs_lookup_one(const struct vfs_path *dir, const char *name, struct vfs_path *out);
+
+/*
+ * Writes the path of p as seen from root into buf (size bytes, NUL-terminated), "/"-separated
+ * from root; a p outside root is prefixed with "(unreachable)". Returns the length without the
+ * NUL, -ERANGE when size is too small, -ENAMETOOLONG past VFS_PATH_MAX.
+ */
+int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, char *buf,
+		       size_t size);
+
+/* --- files helpers for filesystems --- */
+
+/*
+ * lseek arithmetic for a file whose size is size (SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA,
+ * SEEK_HOLE as for a file without holes). Returns the new position or -EINVAL/-ENXIO.
+ */
+int64_t vfs_generic_llseek(struct file *f, int64_t off, int whence, int64_t size);
+
+/*
+ * The anonymous mount: where nodes of files that have no name in the tree live (host files;
+ * later pipes, sockets, eventfds), so that every file has a path for fstat and friends.
+ * Returns it (no new reference; it lives as long as the process).
+ */
+struct vfs_mount *vfs_anon_mount(void);
+/* Initialises n as a node of the anonymous filesystem (no parent, empty name). */
+int vfs_anon_node_init(struct vfs_node *n, const struct vfs_node_ops *ops, uint32_t type);
+
+#endif

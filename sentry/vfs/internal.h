@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Declarations shared by the files of sentry/vfs only. */
+#ifndef HUSK_SENTRY_VFS_INTERNAL_H
+#define HUSK_SENTRY_VFS_INTERNAL_H
+
+#include <pthread.h>
+
+#include "sentry/vfs/fs.h"
+#include "sentry/vfs/vfs.h"
+
+struct fs_context {
+	struct refcount ref;
+	pthread_mutex_t lock; /* protects root, cwd and umask */
+	struct vfs_path root;
+	struct vfs_path cwd;
+	unsigned int umask;
+};
+
+/* Copies of the context's root and cwd (new references). */
+void fs_context_get_root(struct fs_context *fs, struct vfs_path *out);
+void fs_context_get_cwd(struct fs_context *fs, struct vfs_path *out);
+/* Replaces the cwd by p (takes new references). */
+void fs_context_set_cwd(struct fs_context *fs, const struct vfs_path *p);
+
+/* A generic directory file (iterate through node->ops->iterate); f->mnt/node set by caller. */
+struct file *vfs_dir_file_create(int flags);
+/* An O_PATH file; f->mnt/node set by caller. */
+struct file *vfs_path_file_create(int flags);
+
+/* The start of a walk for dirfd (AT_FDCWD: cwd), with new references. 0 or -EBADF. */
+int vfs_dirfd_path(struct task *t, int dirfd, struct vfs_path *out);
+/* The root of t's walks (its fs context's root, else the kernel's), new references. */
+void vfs_task_root(struct task *t, struct vfs_path *out);
+
+/* Last component of a path, as left by vfs_walk_parent. */
+enum vfs_last_type { VFS_LAST_NORM, VFS_LAST_DOT, VFS_LAST_DOTDOT, VFS_LAST_ROOT };
+
+struct vfs_last {
+	char name[VFS_NAME_MAX + 1];
+	enum vfs_last_type type;
+	bool trailing; /* followed by a slash */
+};
+
+/* State of one resolution: symlinks followed so far, across the steps of an open. */
+struct vfs_walk_state {
+	const struct cred *cred;
+	const struct vfs_path *root;
+	int nlinks;
+};
+
+/*
+ * The walker behind vfs_walk. With VFS_WALK_PARENT it stops before the last component: *out is
+ * the directory holding it (search permission checked) and *last describes it.
+ */
+#define VFS_WALK_PARENT 0x100
+int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, const char *path,
+		   int flags, struct vfs_path *out, struct vfs_last *last);
+/*
+ * Follows symlink node: reads its target into a new string (caller frees) after counting the
+ * link against VFS_MAXSYMLINKS. Returns 0 or -errno (-ELOOP, -ENOENT for an empty target).
+ */
+int vfs_read_link_target(struct vfs_walk_state *ws, struct vfs_node *node, char **target);
+
+/* Checks may (VFS_MAY_*) on p for cred, with -EROFS for writes on a read-only mount. */
+int vfs_path_permission_cred(const struct cred *cred, const struct vfs_path *p, int may);
+
+#endif

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Mounts, the mount tree, paths (mount + node pairs) and the anonymous mount. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "common/util.h"
+#include "sentry/vfs/fs.h"
+
+/*
+ * The mount lock: protects every mount's children/sibling lists and writes of node->mounts.
+ * Readers are path walks crossing a mountpoint; writers are mount and (later) umount.
+ */
+static pthread_rwlock_t mount_lock = PTHREAD_RWLOCK_INITIALIZER;
+static uint64_t next_mount_id = 1;
+
+struct vfs_mount *vfs_mount_create(struct vfs_fs *fs, struct vfs_node *root, int flags)
+{
+	struct vfs_mount *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	refcount_init(&m->ref, 1);
+	m->id = __atomic_fetch_add(&next_mount_id, 1, __ATOMIC_RELAXED);
+	m->flags = flags;
+	m->fs = fs;
+	vfs_fs_get(fs);
+	m->root = root;
+	vfs_node_get(root);
+	list_init(&m->children);
+	list_init(&m->sibling);
+	return m;
+}
+
+void vfs_mount_get(struct vfs_mount *m)
+{
+	refcount_inc(&m->ref);
+}
+
+void vfs_mount_put(struct vfs_mount *m)
+{
+	if (!m || !refcount_dec(&m->ref))
+		return;
+	/* Only a detached mount can get here: the tree holds a reference on attached ones. */
+	vfs_node_put(m->root);
+	vfs_fs_put(m->fs);
+	vfs_node_put(m->mountpoint);
+	vfs_mount_put(m->parent);
+	free(m);
+}
+
+int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint)
+{
+	if (!vfs_node_is_dir(mountpoint->node))
+		return -ENOTDIR;
+	vfs_mount_get(m); /* the tree's reference */
+	m->parent = mountpoint->mnt;
+	vfs_mount_get(m->parent);
+	m->mountpoint = mountpoint->node;
+	vfs_node_get(m->mountpoint);
+
+	pthread_rwlock_wrlock(&mount_lock);
+	list_add_tail(&m->sibling, &m->parent->children);
+	__atomic_add_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&mount_lock);
+	return 0;
+}
+
+/* The mount attached last on (mnt, node), with a new reference, or NULL. */
+static struct vfs_mount *mount_on(struct vfs_mount *mnt, struct vfs_node *node)
+{
+	struct vfs_mount *c, *found = NULL;
+
+	pthread_rwlock_rdlock(&mount_lock);
+	list_for_each_entry(c, &mnt->children, sibling)
+		if (c->mountpoint == node)
+			found = c;
+	if (found)
+		vfs_mount_get(found);
+	pthread_rwlock_unlock(&mount_lock);
+	return found;
+}
+
+void vfs_path_follow_mounts(struct vfs_path *p)
+{
+	/* The counter keeps the lock out of the walk for nodes nothing is mounted on. */
+	while (__atomic_load_n(&p->node->mounts, __ATOMIC_ACQUIRE) > 0) {
+		struct vfs_mount *m = mount_on(p->mnt, p->node);
+
+		if (!m)
+			return;
+		vfs_node_get(m->root);
+		vfs_path_put(p);
+		p->mnt = m;
+		p->node = m->root;
+	}
+}
+
+void vfs_path_put(struct vfs_path *p)
+{
+	vfs_node_put(p->node);
+	vfs_mount_put(p->mnt);
+	p->node = NULL;
+	p->mnt = NULL;
+}
+
+void vfs_path_copy(struct vfs_path *dst, const struct vfs_path *src)
+{
+	dst->mnt = src->mnt;
+	dst->node = src->node;
+	if (dst->mnt)
+		vfs_mount_get(dst->mnt);
+	if (dst->node)
+		vfs_node_get(dst->node);
+}
+
+uint64_t vfs_path_mnt_id(const struct vfs_path *p)
+{
+	return p->mnt ? p->mnt->id : 0;
+}
+
+/* --- the anonymous filesystem --- */
+
+static struct vfs_fs anon_fs;
+static struct vfs_node anon_root;
+static struct vfs_mount *anon_mnt;
+static pthread_once_t anon_once = PTHREAD_ONCE_INIT;
+
+static int anon_getattr(struct vfs_node *n, struct vfs_attr *attr)
+{
+	*attr = (struct vfs_attr){
+		.dev = n->fs->dev,
+		.ino = 1,
+		.nlink = 2,
+		.mode = S_IFDIR | 0500,
+		.blksize = 4096,
+	};
+	return 0;
+}
+
+static void anon_release_node(struct vfs_node *n)
+{
+	/* The anonymous root lives as long as the process. */
+}
+
+static void anon_release_fs(struct vfs_fs *fs)
+{
+}
+
+static const struct vfs_node_ops anon_root_ops = {
+	.getattr = anon_getattr,
+	.release = anon_release_node,
+};
+
+static const struct vfs_fs_ops anon_fs_ops = {
+	.release = anon_release_fs,
+};
+
+static void anon_init(void)
+{
+	vfs_fs_init(&anon_fs, &anon_fs_ops, "anon");
+	if (vfs_node_init(&anon_root, &anon_root_ops, &anon_fs, NULL, "", S_IFDIR) < 0)
+		return;
+	anon_fs.root = &anon_root;
+	anon_mnt = vfs_mount_create(&anon_fs, &anon_root, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+struct vfs_mount *vfs_anon_mount(void)
+{
+	pthread_once(&anon_once, anon_init);
+	return anon_mnt;
+}
+
+int vfs_anon_node_init(struct vfs_node *n, const struct vfs_node_ops *ops, uint32_t type)
+{
+	if (!vfs_anon_mount())
+		return -ENOMEM;
+	return vfs_node_init(n, ops, &anon_fs, NULL, "", type);
+}

@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * File system calls: I/O, descriptors, directories, cwd. The rules live in sentry/vfs; these
+ * handlers move arguments between guest memory and the VFS, in Linux's order of checks.
+ *
+ * Data of read/write goes straight between the file and guest memory: mm_translate turns the
+ * guest buffer into sentry pointers (the memory file's mapping) that become the file's iovecs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+#include "include/abi/linux/errno.h"
+#include "include/abi/linux/stat.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/fs.h"
+#include "sentry/vfs/vfs.h"
+#include "syscalls/handlers.h"
+
+/* Linux's MAX_RW_COUNT: one call moves at most this many bytes. */
+#define MAX_RW_COUNT ((size_t)(INT_MAX & PAGE_MASK))
+/* Linux's UIO_MAXIOV, and the most iovecs one file operation gets. */
+#define MAX_IOV 1024
+/* getdents64 fills at most this much per call (a record is at most 280 bytes). */
+#define GETDENTS_MAX (64 * 1024)
+
+struct guest_iovec {
+	uint64_t base;
+	uint64_t len;
+};
+
+static int nofile_limit(struct task *t)
+{
+	rlim_t cur;
+
+	pthread_mutex_lock(&t->tg->lock);
+	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
+	pthread_mutex_unlock(&t->tg->lock);
+	return cur > INT_MAX ? INT_MAX : (int)cur;
+}
+
+static int file_flags(struct file *f)
+{
+	return __atomic_load_n(&f->flags, __ATOMIC_RELAXED);
+}
+
+/* fdget(): O_PATH files do not count for I/O calls (-EBADF). */
+static struct file *fd_get(struct task *t, int fd)
+{
+	struct file *f = fdtable_lookup(t->fdt, fd);
+
+	if (f && (file_flags(f) & O_PATH)) {
+		file_put(f);
+		return NULL;
+	}
+	return f;
+}
+
+static bool file_readable(struct file *f)
+{
+	int acc = file_flags(f) & O_ACCMODE;
+
+	return acc == O_RDONLY || acc == O_RDWR;
+}
+
+static bool file_writable(struct file *f)
+{
+	int acc = file_flags(f) & O_ACCMODE;
+
+	return acc == O_WRONLY || acc == O_RDWR;
+}
+
+/* Files with a position (and pread/pwrite) have llseek; stream files do not. */
+static bool file_seekable(struct file *f)
+{
+	return f->ops && f->ops->llseek;
+}
+
+static ssize_t file_rw(struct file *f, bool is_read, const struct iovec *iov, int n, int64_t *pos)
+{
+	return is_read ? f->ops->read(f, iov, n, pos) : f->ops->write(f, iov, n, pos);
+}
+
+/*
+ * Moves data between f and the guest ranges giov[0..gcnt) (total bytes at most MAX_RW_COUNT),
+ * translating guest memory into the file's iovecs in rounds of at most MAX_IOV pieces. A
+ * guest range that is bad from its first byte gives -EFAULT; one that goes bad later ends the
+ * transfer there with the bytes moved so far. Stream files get one round (a second could
+ * block after data was already returned).
+ */
+static ssize_t rw_guest(struct task *t, struct file *f, bool is_read,
+			const struct guest_iovec *giov, int gcnt, int64_t *pos)
+{
+	struct iovec *iov = malloc(MAX_IOV * sizeof(*iov));
+	size_t total = 0, goff = 0;
+	ssize_t ret = 0;
+	int gi = 0;
+
+	if (!iov)
+		return -ENOMEM;
+	while (gi < gcnt && giov[gi].len == 0)
+		gi++;
+	if (gi == gcnt) {
+		/* Nothing to move: the call still reaches the file (read of a directory). */
+		ret = is_read ? file_rw(f, true, NULL, 0, pos) : 0;
+		free(iov);
+		return ret < 0 ? ret : 0;
+	}
+	while (gi < gcnt) {
+		size_t want = 0;
+		bool fault = false;
+		ssize_t r;
+		int n = 0;
+
+		while (gi < gcnt && n < MAX_IOV) {
+			size_t len = giov[gi].len - goff, covered = 0;
+			int k;
+
+			if (len == 0) {
+				gi++;
+				goff = 0;
+				continue;
+			}
+			k = mm_translate(t->mm, giov[gi].base + goff, len, is_read, iov + n,
+					 MAX_IOV - n, &covered);
+			if (k < 0)
+				k = 0;
+			n += k;
+			want += covered;
+			goff += covered;
+			if (covered < len) {
+				/* Out of iovecs (go on next round), or a bad page (stop there). */
+				fault = n < MAX_IOV;
+				break;
+			}
+			gi++;
+			goff = 0;
+		}
+		if (n == 0) {
+			ret = total ? (ssize_t)total : -EFAULT;
+			break;
+		}
+		r = file_rw(f, is_read, iov, n, pos);
+		if (r < 0) {
+			ret = total ? (ssize_t)total : r;
+			break;
+		}
+		total += (size_t)r;
+		ret = (ssize_t)total;
+		/* A short transfer, a bad page or a stream: this round was the last. */
+		if ((size_t)r < want || fault || !pos)
+			break;
+	}
+	free(iov);
+	return ret;
+}
+
+/*
+ * The position handling of read/write/readv/writev: seekable files use and advance f->pos
+ * under pos_lock; pread/pwrite pass their own offset; stream files have none.
+ */
+static ssize_t do_rw(struct task *t, struct file *f, bool is_read, const struct guest_iovec *giov,
+		     int gcnt, int64_t *explicit_pos)
+{
+	ssize_t r;
+
+	if (explicit_pos || !file_seekable(f))
+		return rw_guest(t, f, is_read, giov, gcnt, explicit_pos);
+	pthread_mutex_lock(&f->pos_lock);
+	{
+		int64_t pos = f->pos;
+
+		r = rw_guest(t, f, is_read, giov, gcnt, &pos);
+		f->pos = pos;
+	}
+	pthread_mutex_unlock(&f->pos_lock);
+	return r;
+}
+
+/* vfs_read/vfs_write's checks on the file. */
+static int check_rw_file(struct file *f, bool is_read)
+{
+	if (is_read ? !file_readable(f) : !file_writable(f))
+		return -EBADF;
+	if (!f->ops || !(is_read ? f->ops->read : f->ops->write))
+		return -EINVAL;
+	return 0;
+}
+
+static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, uint64_t count,
+			  int64_t *pos)
+{
+	struct guest_iovec g = { .base = buf, .len = MIN(count, MAX_RW_COUNT) };
+	struct file *f = fd_get(t, fd);
+	long r;
+
+	if (!f)
+		return -EBADF;
+	if (pos && !file_seekable(f)) {
+		file_put(f);
+		return -ESPIPE;
+	}
+	r = check_rw_file(f, is_read);
+	if (r == 0)
+		r = do_rw(t, f, is_read, &g, 1, pos);
+	file_put(f);
+	return r;
+}
+
+/* read(2) */
+long sys_read(struct task *t, const struct syscall_args *args)
+{
+	return do_read_write(t, true, (int)args->a[0], args->a[1], args->a[2], NULL);
+}
+
+/* write(2) */
+long sys_write(struct task *t, const struct syscall_args *args)
+{
+	return do_read_write(t, false, (int)args->a[0], args->a[1], args->a[2], NULL);
+}
+
+/* pread64(2) */
+long sys_pread64(struct task *t, const struct syscall_args *args)
+{
+	int64_t pos = (int64_t)args->a[3];
+
+	if (pos < 0)
+		return -EINVAL;
+	return do_read_write(t, true, (int)args->a[0], args->a[1], args->a[2], &pos);
+}
+
+/* pwrite64(2) */
+long sys_pwrite64(struct task *t, const struct syscall_args *args)
+{
+	int64_t pos = (int64_t)args->a[3];
+
+	if (pos < 0)
+		return -EINVAL;
+	return do_read_write(t, false, (int)args->a[0], args->a[1], args->a[2], &pos);
+}
+
+/* Copies in and checks a guest iovec array (Linux's import_iovec). Sets *total. */
+static int import_iovec(struct task *t, uint64_t addr, long iovcnt, struct guest_iovec **out,
+			size_t *total)
+{
+	struct guest_iovec *giov;
+	size_t sum = 0;
+
+	*out = NULL;
+	*total = 0;
+	if (iovcnt < 0 || iovcnt > MAX_IOV)
+		return -EINVAL;
+	if (iovcnt == 0)
+		return 0;
+	giov = malloc((size_t)iovcnt * sizeof(*giov));
+	if (!giov)
+		return -ENOMEM;
+	if (mm_copy_in(t->mm, giov, addr, (size_t)iovcnt * sizeof(*giov)) !=
+	    (ssize_t)((size_t)iovcnt * sizeof(*giov))) {
+		free(giov);
+		return -EFAULT;
+	}
+	for (long i = 0; i < iovcnt; i++) {
+		if ((int64_t)giov[i].len < 0) {
+			free(giov);
+			return -EINVAL;
+		}
+		/* Linux truncates the total to MAX_RW_COUNT rather than failing. */
+		if (giov[i].len > MAX_RW_COUNT - sum)
+			giov[i].len = MAX_RW_COUNT - sum;
+		sum += giov[i].len;
+	}
+	*out = giov;
+	*total = sum;
+	return 0;
+}
+
+static long do_readv_writev(struct task *t, bool is_read, const struct syscall_args *args)
+{
+	struct guest_iovec *giov;
+	struct file *f = fd_get(t, (int)args->a[0]);
+	size_t total;
+	long r;
+
+	if (!f)
+		return -EBADF;
+	r = check_rw_file(f, is_read);
+	if (r == 0)
+		r = import_iovec(t, args->a[1], (long)(int)args->a[2], &giov, &total);
+	if (r == 0) {
+		/* Unlike read(2), an empty vector does not reach the file. */
+		if (total)
+			r = do_rw(t, f, is_read, giov, (int)args->a[2], NULL);
+		free(giov);
+	}
+	file_put(f);
+	return r;
+}
+
+/* readv(2) */
+long sys_readv(struct task *t, const struct syscall_args *args)
+{
+	return do_readv_writev(t, true, args);
+}
+
+/* writev(2) */
+long sys_writev(struct task *t, const struct syscall_args *args)
+{
+	return do_readv_writev(t, false, args);
+}
+
+/* Copies in a path (PATH_MAX with its NUL). Returns its length or -EFAULT/-ENAMETOOLONG. */
+static long copy_path(struct task *t, uint64_t addr, char *buf)
+{
+	return mm_copy_in_string(t->mm, buf, addr, VFS_PATH_MAX);
+}
+
+static long do_openat(struct task *t, int dirfd, uint64_t path_addr, int flags, unsigned int mode)
+{
+	char *path = malloc(VFS_PATH_MAX);
+	struct file *f;
+	long r;
+
+	if (!path)
+		return -ENOMEM;
+	r = copy_path(t, path_addr, path);
+	if (r >= 0)
+		r = vfs_open(t, dirfd, path, flags, mode, &f);
+	free(path);
+	if (r < 0)
+		return r;
+	r = fdtable_install(t->fdt, f, 0, flags & O_CLOEXEC, nofile_limit(t));
+	file_put(f);
+	return r;
+}
+
+/* open(2) */
+/* Creating files is not supported yet: O_CREAT of a missing name gives -EROFS. */
+long sys_open(struct task *t, const struct syscall_args *args)
+{
+	return do_openat(t, AT_FDCWD, args->a[0], (int)args->a[1], (unsigned int)args->a[2]);
+}
+
+/* openat(2) */
+/* Creating files is not supported yet: O_CREAT of a missing name gives -EROFS. */
+long sys_openat(struct task *t, const struct syscall_args *args)
+{
+	return do_openat(t, (int)args->a[0], args->a[1], (int)args->a[2], (unsigned int)args->a[3]);
+}
+
+/* close(2) */
+long sys_close(struct task *t, const struct syscall_args *args)
+{
+	return fdtable_close(t->fdt, (int)args->a[0]);
+}
+
+/* lseek(2) */
+long sys_lseek(struct task *t, const struct syscall_args *args)
+{
+	int64_t off = (int64_t)args->a[1];
+	unsigned int whence = (unsigned int)args->a[2];
+	struct file *f = fd_get(t, (int)args->a[0]);
+	int64_t r;
+
+	if (!f)
+		return -EBADF;
+	/* Linux checks whence before the file's llseek (-ESPIPE) runs. */
+	if (whence > SEEK_HOLE) {
+		r = -EINVAL;
+	} else if (!file_seekable(f)) {
+		r = -ESPIPE;
+	} else {
+		pthread_mutex_lock(&f->pos_lock);
+		r = f->ops->llseek(f, off, (int)whence);
+		if (r >= 0)
+			f->pos = r;
+		pthread_mutex_unlock(&f->pos_lock);
+	}
+	file_put(f);
+	return (long)r;
+}
+
+struct getdents_buf {
+	struct dir_emitter e;
+	uint8_t *buf;
+	size_t size, used;
+	bool refused;
+};
+
+static bool getdents_emit(struct dir_emitter *e, const char *name, size_t namelen, uint64_t ino,
+			  unsigned int dtype, int64_t next_off)
+{
+	struct getdents_buf *gb = container_of(e, struct getdents_buf, e);
+	size_t reclen = (offsetof(struct linux_dirent64, d_name) + namelen + 1 + 7) & ~(size_t)7;
+	struct linux_dirent64 d;
+
+	if (gb->used + reclen > gb->size) {
+		gb->refused = true;
+		return false;
+	}
+	d.d_ino = ino;
+	d.d_off = next_off;
+	d.d_reclen = (uint16_t)reclen;
+	d.d_type = (uint8_t)dtype;
+	memset(gb->buf + gb->used, 0, reclen);
+	memcpy(gb->buf + gb->used, &d, offsetof(struct linux_dirent64, d_name));
+	memcpy(gb->buf + gb->used + offsetof(struct linux_dirent64, d_name), name, namelen);
+	gb->used += reclen;
+	return true;
+}
+
+/* getdents64(2) */
+/* Entries are built in a sentry buffer of at most 64 KiB, then copied out. */
+long sys_getdents64(struct task *t, const struct syscall_args *args)
+{
+	struct getdents_buf gb = { .e.emit = getdents_emit };
+	uint64_t addr = args->a[1];
+	struct file *f = fd_get(t, (int)args->a[0]);
+	int64_t saved_pos;
+	long r;
+
+	if (!f)
+		return -EBADF;
+	if (!f->ops || !f->ops->iterate) {
+		file_put(f);
+		return -ENOTDIR;
+	}
+	gb.size = MIN((size_t)(unsigned int)args->a[2], (size_t)GETDENTS_MAX);
+	gb.buf = malloc(gb.size ? gb.size : 1);
+	if (!gb.buf) {
+		file_put(f);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&f->pos_lock);
+	saved_pos = f->pos;
+	r = f->ops->iterate(f, &gb.e);
+	if (gb.used) {
+		if (mm_copy_out(t->mm, addr, gb.buf, gb.used) == (ssize_t)gb.used) {
+			r = (long)gb.used;
+		} else {
+			f->pos = saved_pos; /* nothing reached the guest: give the entries again */
+			r = -EFAULT;
+		}
+	} else if (r == 0 && gb.refused) {
+		r = -EINVAL; /* the buffer cannot hold even one entry */
+	}
+	pthread_mutex_unlock(&f->pos_lock);
+	free(gb.buf);
+	file_put(f);
+	return r;
+}
+
+static long do_readlinkat(struct task *t, int dirfd, uint64_t path_addr, uint64_t buf, int bufsiz)
+{
+	char *path, *target;
+	struct vfs_path p;
+	long r;
+
+	if (bufsiz <= 0)
+		return -EINVAL;
+	path = malloc(VFS_PATH_MAX);
+	target = malloc(VFS_PATH_MAX);
+	if (!path || !target) {
+		free(path);
+		free(target);
+		return -ENOMEM;
+	}
+	r = copy_path(t, path_addr, path);
+	if (r >= 0)
+		r = vfs_lookup_at(t, dirfd, path, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH, &p);
+	if (r >= 0) {
+		r = vfs_path_readlink(&p, target, MIN((size_t)bufsiz, (size_t)VFS_PATH_MAX));
+		/* An empty path names dirfd itself: Linux says -ENOENT when that is no link. */
+		if (r == -EINVAL && !path[0])
+			r = -ENOENT;
+		vfs_path_put(&p);
+	}
+	if (r > 0 && mm_copy_out(t->mm, buf, target, (size_t)r) != r)
+		r = -EFAULT;
+	free(path);
+	free(target);
+	return r;
+}
+
+/* readlink(2) */
+long sys_readlink(struct task *t, const struct syscall_args *args)
+{
+	return do_readlinkat(t, AT_FDCWD, args->a[0], args->a[1], (int)args->a[2]);
+}
+
+/* readlinkat(2) */
+long sys_readlinkat(struct task *t, const struct syscall_args *args)
+{
+	return do_readlinkat(t, (int)args->a[0], args->a[1], args->a[2], (int)args->a[3]);
+}
+
+static long do_faccessat(struct task *t, int dirfd, uint64_t path_addr, int mode, int flags)
+{
+	char *path;
+	long r;
+
+	/* Linux checks mode and flags before reading the path. */
+	if (mode & ~(R_OK | W_OK | X_OK))
+		return -EINVAL;
+	if (flags & ~(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return -EINVAL;
+	path = malloc(VFS_PATH_MAX);
+	if (!path)
+		return -ENOMEM;
+	r = copy_path(t, path_addr, path);
+	if (r >= 0)
+		r = vfs_access(t, dirfd, path, mode, flags);
+	free(path);
+	return r;
+}
+
+/* access(2) */
+long sys_access(struct task *t, const struct syscall_args *args)
+{
+	return do_faccessat(t, AT_FDCWD, args->a[0], (int)args->a[1], 0);
+}
+
+/* faccessat(2) */
+long sys_faccessat(struct task *t, const struct syscall_args *args)
+{
+	return do_faccessat(t, (int)args->a[0], args->a[1], (int)args->a[2], 0);
+}
+
+/* faccessat2(2) */
+long sys_faccessat2(struct task *t, const struct syscall_args *args)
+{
+	return do_faccessat(t, (int)args->a[0], args->a[1], (int)args->a[2], (int)args->a[3]);
+}
+
+/* getcwd(2) */
+long sys_getcwd(struct task *t, const struct syscall_args *args)
+{
+	uint64_t size = args->a[1];
+	char *buf = malloc(VFS_PATH_MAX);
+	long r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = vfs_getcwd(t, buf, VFS_PATH_MAX);
+	if (r >= 0 && (uint64_t)r > size)
+		r = -ERANGE;
+	if (r >= 0 && mm_copy_out(t->mm, args->a[0], buf, (size_t)r) != r)
+		r = -EFAULT;
+	free(buf);
+	return r;
+}
+
+/* chdir(2) */
+long sys_chdir(struct task *t, const struct syscall_args *args)
+{
+	char *path = malloc(VFS_PATH_MAX);
+	long r;
+
+	if (!path)
+		return -ENOMEM;
+	r = copy_path(t, args->a[0], path);
+	if (r >= 0)
+		r = fs_context_chdir(t, path);
+	free(path);
+	return r;
+}
+
+/* fchdir(2) */
+long sys_fchdir(struct task *t, const struct syscall_args *args)
+{
+	struct file *f = fdtable_lookup(t->fdt, (int)args->a[0]);
+	long r;
+
+	if (!f)
+		return -EBADF;
+	r = fs_context_fchdir(t, f);
+	file_put(f);
+	return r;
+}
+
+/* The status flags F_SETFL may change. */
+#define SETFL_MASK (O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME)
+
+static long fcntl_setfl(struct task *t, struct file *f, int arg)
+{
+	int old, new;
+
+	if ((arg & O_NOATIME) && !(file_flags(f) & O_NOATIME) && t->cred.fsuid != 0) {
+		struct vfs_attr attr;
+		int err = file_getattr(f, &attr);
+
+		if (err < 0)
+			return err;
+		if (attr.uid != t->cred.fsuid)
+			return -EPERM;
+	}
+	old = file_flags(f);
+	do {
+		new = (old & ~SETFL_MASK) | (arg & SETFL_MASK);
+	} while (!__atomic_compare_exchange_n(&f->flags, &old, new, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return 0;
+}
+
+/* fcntl(2) */
+/* Only descriptor duplication, FD_CLOEXEC and status flags; locks, leases, pipes: -EINVAL. */
+long sys_fcntl(struct task *t, const struct syscall_args *args)
+{
+	int fd = (int)args->a[0], cmd = (int)args->a[1];
+	uint64_t arg = args->a[2];
+	struct file *f = fdtable_lookup(t->fdt, fd);
+	int limit;
+	long r;
+
+	if (!f)
+		return -EBADF;
+	if ((file_flags(f) & O_PATH) && cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC &&
+	    cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) {
+		file_put(f);
+		return -EBADF;
+	}
+	switch (cmd) {
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		limit = nofile_limit(t);
+		if (arg >= (uint64_t)limit)
+			r = -EINVAL;
+		else
+			r = fdtable_install(t->fdt, f, (int)arg, cmd == F_DUPFD_CLOEXEC, limit);
+		break;
+	case F_GETFD:
+		r = fdtable_get_cloexec(t->fdt, fd);
+		if (r > 0)
+			r = FD_CLOEXEC;
+		break;
+	case F_SETFD:
+		r = fdtable_set_cloexec(t->fdt, fd, arg & FD_CLOEXEC);
+		break;
+	case F_GETFL:
+		r = file_flags(f);
+		break;
+	case F_SETFL:
+		r = fcntl_setfl(t, f, (int)arg);
+		break;
+	default:
+		r = -EINVAL;
+		break;
+	}
+	file_put(f);
+	return r;
+}
+
+/* dup(2) */
+long sys_dup(struct task *t, const struct syscall_args *args)
+{
+	struct file *f = fdtable_lookup(t->fdt, (int)args->a[0]);
+	long r;
+
+	if (!f)
+		return -EBADF;
+	r = fdtable_install(t->fdt, f, 0, false, nofile_limit(t));
+	file_put(f);
+	return r;
+}
+
+static long do_dup3(struct task *t, unsigned int oldfd, unsigned int newfd, int flags)
+{
+	int limit = nofile_limit(t);
+	struct file *f;
+	long r;
+
+	if (flags & ~O_CLOEXEC)
+		return -EINVAL;
+	if (oldfd == newfd)
+		return -EINVAL;
+	if (newfd >= (unsigned int)limit)
+		return -EBADF;
+	f = fdtable_lookup(t->fdt, (int)oldfd);
+	if (!f || oldfd > INT_MAX) {
+		file_put(f);
+		return -EBADF;
+	}
+	r = fdtable_install_at(t->fdt, f, (int)newfd, flags & O_CLOEXEC, limit);
+	file_put(f);
+	return r;
+}
+
+/* dup2(2) */
+long sys_dup2(struct task *t, const struct syscall_args *args)
+{
+	unsigned int oldfd = (unsigned int)args->a[0], newfd = (unsigned int)args->a[1];
+
+	if (oldfd == newfd) {
+		struct file *f = oldfd > INT_MAX ? NULL : fdtable_lookup(t->fdt, (int)oldfd);
+
+		if (!f)
+			return -EBADF;
+		file_put(f);
+		return newfd;
+	}
+	return do_dup3(t, oldfd, newfd, 0);
+}
+
+/* dup3(2) */
+long sys_dup3(struct task *t, const struct syscall_args *args)
+{
+	return do_dup3(t, (unsigned int)args->a[0], (unsigned int)args->a[1], (int)args->a[2]);
+}
+
+/* Sets or clears a status flag from an int in guest memory (FIONBIO, FIOASYNC). */
+static long ioctl_flag(struct task *t, struct file *f, uint64_t arg, int flag)
+{
+	int on, old, new;
+
+	if (mm_copy_in(t->mm, &on, arg, sizeof(on)) != sizeof(on))
+		return -EFAULT;
+	old = file_flags(f);
+	do {
+		new = on ? (old | flag) : (old & ~flag);
+	} while (!__atomic_compare_exchange_n(&f->flags, &old, new, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return 0;
+}
+
+/* FIONREAD of a regular file: bytes from the position to the end (Linux's do_vfs_ioctl). */
+static long ioctl_fionread_reg(struct task *t, struct file *f, uint64_t arg)
+{
+	struct vfs_attr attr;
+	int64_t pos;
+	int val;
+	int err = file_getattr(f, &attr);
+
+	if (err < 0)
+		return err;
+	pthread_mutex_lock(&f->pos_lock);
+	pos = f->pos;
+	pthread_mutex_unlock(&f->pos_lock);
+	val = (int)(attr.size - pos);
+	if (mm_copy_out(t->mm, arg, &val, sizeof(val)) != sizeof(val))
+		return -EFAULT;
+	return 0;
+}
+
+/* ioctl(2) */
+/* The generic FIO* commands, then the file's own (terminal queries of host files). */
+long sys_ioctl(struct task *t, const struct syscall_args *args)
+{
+	int fd = (int)args->a[0];
+	unsigned int cmd = (unsigned int)args->a[1];
+	uint64_t arg = args->a[2];
+	struct file *f = fd_get(t, fd);
+	long r;
+
+	if (!f)
+		return -EBADF;
+	switch (cmd) {
+	case FIOCLEX:
+		r = fdtable_set_cloexec(t->fdt, fd, true);
+		break;
+	case FIONCLEX:
+		r = fdtable_set_cloexec(t->fdt, fd, false);
+		break;
+	case FIONBIO:
+		r = ioctl_flag(t, f, arg, O_NONBLOCK);
+		break;
+	case FIOASYNC:
+		r = ioctl_flag(t, f, arg, O_ASYNC);
+		break;
+	default:
+		r = -ENOIOCTLCMD;
+		if (cmd == FIONREAD && f->node && S_ISREG(f->node->type)) {
+			r = ioctl_fionread_reg(t, f, arg);
+			break;
+		}
+		if (f->ops && f->ops->ioctl)
+			r = f->ops->ioctl(f, t, cmd, arg);
+		if (r == -ENOIOCTLCMD)
+			r = -ENOTTY;
+		break;
+	}
+	file_put(f);
+	return r;
+}
+
+/* umask(2) */
+long sys_umask(struct task *t, const struct syscall_args *args)
+{
+	return fs_context_set_umask(t->fs, (unsigned int)args->a[0]);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Memory system calls: thin wrappers over sentry/mm (mm.h), which holds the Linux rules. */
+#include <errno.h>
+#include <stddef.h>
+#include <sys/mman.h>
+
+#include "common/util.h"
+
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/vfs.h"
+#include "syscalls/handlers.h"
+
+/* mmap(2) */
+/* MAP_SHARED of a file is -ENODEV; MAP_SHARED|MAP_ANONYMOUS is private to the process. */
+long sys_mmap(struct task *t, const struct syscall_args *args)
+{
+	uint64_t addr = args->a[0], len = args->a[1], off = args->a[5];
+	int prot = (int)args->a[2], flags = (int)args->a[3], fd = (int)args->a[4];
+	struct file *f = NULL;
+
+	/* As Linux on x86-64: the offset is checked before the descriptor. */
+	if (off & (PAGE_SIZE - 1))
+		return -EINVAL;
+	if (!(flags & MAP_ANONYMOUS)) {
+		f = fdtable_lookup(t->fdt, fd);
+		if (!f)
+			return -EBADF;
+	}
+	long r = mm_mmap(t->mm, addr, len, prot, flags, f, off);
+	if (f)
+		file_put(f);
+	return r;
+}
+
+/* munmap(2) */
+/* As Linux. */
+long sys_munmap(struct task *t, const struct syscall_args *args)
+{
+	return mm_munmap(t->mm, args->a[0], args->a[1]);
+}
+
+/* mprotect(2) */
+/* As Linux; PROT_SEM is accepted and ignored, no protection keys. */
+long sys_mprotect(struct task *t, const struct syscall_args *args)
+{
+	return mm_mprotect(t->mm, args->a[0], args->a[1], (int)args->a[2]);
+}
+
+/* brk(2) */
+/* As Linux, without RLIMIT_DATA accounting. */
+long sys_brk(struct task *t, const struct syscall_args *args)
+{
+	return (long)mm_brk(t->mm, args->a[0]);
+}
+
+/* mremap(2) */
+/* old_size 0 (duplicating a shared mapping) is -EINVAL: nothing is shared across mms yet. */
+long sys_mremap(struct task *t, const struct syscall_args *args)
+{
+	return mm_mremap(t->mm, args->a[0], args->a[1], args->a[2], (int)args->a[3], args->a[4]);
+}
+
+/* madvise(2) */
+/* Hints are accepted and ignored; DONTNEED/FREE/REMOVE drop contents at once. */
+long sys_madvise(struct task *t, const struct syscall_args *args)
+{
+	return mm_madvise(t->mm, args->a[0], args->a[1], (int)args->a[2]);
+}

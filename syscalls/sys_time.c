@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Clocks and sleeping.
+ *
+ * The guest's clocks are the host's (read through the sentry's vDSO): CLOCK_REALTIME and
+ * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks read the
+ * sentry's host CPU clocks (the process clock is the whole sentry's, the thread clock the
+ * sentry thread that runs the task), not the stub's: guest user time is not counted yet.
+ * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
+ *
+ * Sleeps are host clock_nanosleep calls on an absolute deadline. They are not interruptible
+ * by guest signals yet (signal delivery comes with the processes issue): a host EINTR just
+ * resumes the sleep, so the remaining-time argument is never written.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "syscalls/handlers.h"
+
+/* Guest clock ids (include/uapi/linux/time.h). */
+#define LINUX_CLOCK_REALTIME 0
+#define LINUX_CLOCK_MONOTONIC 1
+#define LINUX_CLOCK_PROCESS_CPUTIME_ID 2
+#define LINUX_CLOCK_THREAD_CPUTIME_ID 3
+#define LINUX_CLOCK_MONOTONIC_RAW 4
+#define LINUX_CLOCK_REALTIME_COARSE 5
+#define LINUX_CLOCK_MONOTONIC_COARSE 6
+#define LINUX_CLOCK_BOOTTIME 7
+#define LINUX_CLOCK_REALTIME_ALARM 8
+#define LINUX_CLOCK_BOOTTIME_ALARM 9
+#define LINUX_CLOCK_TAI 11
+#define LINUX_TIMER_ABSTIME 1
+
+/* Negative clock ids name CPU clocks of a pid or tid (include/linux/posix-timers_types.h). */
+#define CPUCLOCK_PERTHREAD_MASK 4
+#define CPUCLOCK_CLOCK_MASK 3
+#define CPUCLOCK_SCHED 2
+#define CPUCLOCK_MAX 3
+#define CLOCKFD CPUCLOCK_MAX
+#define CLOCKFD_MASK (CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_CLOCK_MASK)
+
+#define NSEC_PER_SEC 1000000000L
+
+/* struct __kernel_timespec, struct __kernel_old_timeval, struct timezone on x86-64. */
+struct linux_timespec {
+	int64_t tv_sec;
+	int64_t tv_nsec;
+};
+
+struct linux_timeval {
+	int64_t tv_sec;
+	int64_t tv_usec;
+};
+
+struct linux_timezone {
+	int32_t tz_minuteswest;
+	int32_t tz_dsttime;
+};
+
+/* What clock_nanosleep(2) does with a clock, in Linux's order of checks. */
+enum nsleep_kind {
+	NSLEEP_NO_CLOCK, /* no such clock: -EINVAL before reading the request */
+	NSLEEP_UNSUPPORTED, /* the clock has no nsleep: -EOPNOTSUPP before reading the request */
+	NSLEEP_INVALID, /* a CPU clock that cannot sleep: -EINVAL after reading the request */
+	NSLEEP_PLAIN,
+	NSLEEP_ALARM, /* needs CAP_WAKE_ALARM (uid 0 in the sentry) and only TIMER_ABSTIME */
+};
+
+/* How a guest clock maps onto host clocks. */
+struct guest_clock {
+	bool readable; /* clock_gettime/clock_getres work; else -EINVAL */
+	clockid_t host; /* host clock giving the guest's value */
+	clockid_t host_rel; /* host clock a relative sleep counts on */
+	bool tick_res; /* resolution is the tick (coarse clocks, PROF/VIRT CPU clocks) */
+	enum nsleep_kind nsleep;
+};
+
+/* Decodes a negative (per-pid or per-thread) CPU clock id as Linux's clockid_to_kclock. */
+static void cpu_clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
+{
+	int32_t pid = ~(id >> 3); /* CPUCLOCK_PID: id is negative, the shift is arithmetic */
+	bool perthread = id & CPUCLOCK_PERTHREAD_MASK;
+	int which = id & CPUCLOCK_CLOCK_MASK;
+
+	if ((id & CLOCKFD_MASK) == CLOCKFD) {
+		/* A posix clock device fd: the sentry has none. */
+		c->nsleep = NSLEEP_UNSUPPORTED;
+		return;
+	}
+	/* Clocks of this kind have an nsleep; it rejects per-thread and invalid ones. */
+	c->nsleep = NSLEEP_INVALID;
+	if (which >= CPUCLOCK_MAX)
+		return;
+	if (perthread) {
+		if (pid != 0 && pid != t->tid)
+			return;
+		c->host = CLOCK_THREAD_CPUTIME_ID;
+	} else {
+		if (pid != 0 && pid != task_pid(t))
+			return;
+		c->host = CLOCK_PROCESS_CPUTIME_ID;
+		c->nsleep = NSLEEP_PLAIN;
+	}
+	c->host_rel = c->host;
+	c->readable = true;
+	c->tick_res = which != CPUCLOCK_SCHED;
+}
+
+/* Fills *c for guest clock id; c->readable false means -EINVAL for gettime/getres. */
+static void clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
+{
+	*c = (struct guest_clock){ .readable = true, .nsleep = NSLEEP_UNSUPPORTED };
+
+	switch (id) {
+	case LINUX_CLOCK_REALTIME:
+		c->host = CLOCK_REALTIME;
+		c->host_rel = CLOCK_MONOTONIC; /* relative sleeps ignore clock changes */
+		c->nsleep = NSLEEP_PLAIN;
+		break;
+	case LINUX_CLOCK_MONOTONIC:
+		c->host = c->host_rel = CLOCK_MONOTONIC;
+		c->nsleep = NSLEEP_PLAIN;
+		break;
+	case LINUX_CLOCK_PROCESS_CPUTIME_ID:
+		c->host = c->host_rel = CLOCK_PROCESS_CPUTIME_ID;
+		c->nsleep = NSLEEP_PLAIN;
+		break;
+	case LINUX_CLOCK_THREAD_CPUTIME_ID:
+		c->host = CLOCK_THREAD_CPUTIME_ID;
+		break;
+	case LINUX_CLOCK_MONOTONIC_RAW:
+		c->host = CLOCK_MONOTONIC_RAW;
+		break;
+	case LINUX_CLOCK_REALTIME_COARSE:
+		c->host = CLOCK_REALTIME_COARSE;
+		c->tick_res = true;
+		break;
+	case LINUX_CLOCK_MONOTONIC_COARSE:
+		c->host = CLOCK_MONOTONIC_COARSE;
+		c->tick_res = true;
+		break;
+	case LINUX_CLOCK_BOOTTIME:
+		c->host = c->host_rel = CLOCK_BOOTTIME;
+		c->nsleep = NSLEEP_PLAIN;
+		break;
+	case LINUX_CLOCK_REALTIME_ALARM:
+		c->host = c->host_rel = CLOCK_REALTIME;
+		c->nsleep = NSLEEP_ALARM;
+		break;
+	case LINUX_CLOCK_BOOTTIME_ALARM:
+		c->host = c->host_rel = CLOCK_BOOTTIME;
+		c->nsleep = NSLEEP_ALARM;
+		break;
+	case LINUX_CLOCK_TAI:
+		c->host = CLOCK_TAI;
+		c->host_rel = CLOCK_MONOTONIC;
+		c->nsleep = NSLEEP_PLAIN;
+		break;
+	default:
+		c->readable = false;
+		c->nsleep = NSLEEP_NO_CLOCK;
+		if (id < 0)
+			cpu_clock_lookup(t, id, c);
+		break;
+	}
+}
+
+static int copy_out_all(struct task *t, uint64_t addr, const void *src, size_t len)
+{
+	ssize_t n = mm_copy_out(t->mm, addr, src, len);
+
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int copy_in_all(struct task *t, void *dst, uint64_t addr, size_t len)
+{
+	ssize_t n = mm_copy_in(t->mm, dst, addr, len);
+
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Reads a struct __kernel_timespec and checks it as timespec64_valid() does. */
+static int copy_in_timespec(struct task *t, uint64_t addr, struct timespec *out)
+{
+	struct linux_timespec lts;
+	int err = copy_in_all(t, &lts, addr, sizeof(lts));
+
+	if (err)
+		return err;
+	if (lts.tv_sec < 0 || (uint64_t)lts.tv_nsec >= (uint64_t)NSEC_PER_SEC)
+		return -EINVAL;
+	out->tv_sec = lts.tv_sec;
+	out->tv_nsec = lts.tv_nsec;
+	return 0;
+}
+
+/* a + b for valid timespecs, saturating instead of overflowing. */
+static struct timespec timespec_add_sat(struct timespec a, struct timespec b)
+{
+	struct timespec r;
+
+	if (__builtin_add_overflow(a.tv_sec, b.tv_sec, &r.tv_sec))
+		return (struct timespec){ .tv_sec = INT64_MAX, .tv_nsec = NSEC_PER_SEC - 1 };
+	r.tv_nsec = a.tv_nsec + b.tv_nsec;
+	if (r.tv_nsec >= NSEC_PER_SEC) {
+		r.tv_nsec -= NSEC_PER_SEC;
+		if (r.tv_sec == INT64_MAX)
+			return (struct timespec){ .tv_sec = INT64_MAX, .tv_nsec = NSEC_PER_SEC - 1 };
+		r.tv_sec++;
+	}
+	return r;
+}
+
+/*
+ * Sleeps the sentry thread until host clock reaches deadline. Host interruptions resume the
+ * sleep unless the task is exiting; guest signals cannot interrupt it yet.
+ */
+static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline)
+{
+	for (;;) {
+		int r = clock_nanosleep(clock, TIMER_ABSTIME, deadline, NULL);
+
+		if (r == 0)
+			return 0;
+		if (r != EINTR)
+			return -r;
+		if (t->exiting)
+			return -EINTR;
+	}
+}
+
+/* Sleeps for req (relative) or until req (absolute) on guest clock c. */
+static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs,
+			struct timespec req)
+{
+	struct timespec now, deadline = req;
+
+	if (abs)
+		return sleep_until(t, c->host, &deadline);
+	if (clock_gettime(c->host_rel, &now))
+		return -errno;
+	deadline = timespec_add_sat(now, req);
+	return sleep_until(t, c->host_rel, &deadline);
+}
+
+/* clock_gettime(2) */
+long sys_clock_gettime(struct task *t, const struct syscall_args *args)
+{
+	struct guest_clock c;
+	struct timespec ts;
+	struct linux_timespec lts;
+
+	clock_lookup(t, (int32_t)args->a[0], &c);
+	if (!c.readable)
+		return -EINVAL;
+	if (clock_gettime(c.host, &ts))
+		return -errno;
+	lts = (struct linux_timespec){ .tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec };
+	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
+}
+
+/* clock_getres(2): a NULL result pointer only validates the clock, as in Linux. */
+long sys_clock_getres(struct task *t, const struct syscall_args *args)
+{
+	struct guest_clock c;
+	struct timespec res;
+	struct linux_timespec lts;
+
+	clock_lookup(t, (int32_t)args->a[0], &c);
+	if (!c.readable)
+		return -EINVAL;
+	if (clock_getres(c.tick_res ? CLOCK_MONOTONIC_COARSE : c.host, &res))
+		return -errno;
+	if (!args->a[1])
+		return 0;
+	lts = (struct linux_timespec){ .tv_sec = res.tv_sec, .tv_nsec = res.tv_nsec };
+	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
+}
+
+/* gettimeofday(2): the timezone reads as UTC (0, 0); settimeofday(2) does not exist yet. */
+long sys_gettimeofday(struct task *t, const struct syscall_args *args)
+{
+	uint64_t tv = args->a[0], tz = args->a[1];
+	int err;
+
+	if (tv) {
+		struct timespec ts;
+		struct linux_timeval ltv;
+
+		if (clock_gettime(CLOCK_REALTIME, &ts))
+			return -errno;
+		ltv = (struct linux_timeval){ .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
+		err = copy_out_all(t, tv, &ltv, sizeof(ltv));
+		if (err)
+			return err;
+	}
+	if (tz) {
+		struct linux_timezone ltz = { 0, 0 };
+
+		err = copy_out_all(t, tz, &ltz, sizeof(ltz));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* time(2) */
+long sys_time(struct task *t, const struct syscall_args *args)
+{
+	struct timespec ts;
+	int64_t now;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts))
+		return -errno;
+	now = ts.tv_sec;
+	if (args->a[0]) {
+		int err = copy_out_all(t, args->a[0], &now, sizeof(now));
+
+		if (err)
+			return err;
+	}
+	return now;
+}
+
+/* nanosleep(2): not interrupted by guest signals yet, so rem is never written. */
+long sys_nanosleep(struct task *t, const struct syscall_args *args)
+{
+	struct guest_clock c;
+	struct timespec req;
+	int err = copy_in_timespec(t, args->a[0], &req);
+
+	if (err)
+		return err;
+	clock_lookup(t, LINUX_CLOCK_MONOTONIC, &c);
+	return clock_sleep(t, &c, false, req);
+}
+
+/*
+ * clock_nanosleep(2): not interrupted by guest signals yet, so rem is never written. Unknown
+ * flag bits are ignored as in Linux (alarm clocks reject them).
+ */
+long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
+{
+	struct guest_clock c;
+	struct timespec req;
+	int flags = (int)args->a[1];
+	int err;
+
+	clock_lookup(t, (int32_t)args->a[0], &c);
+	if (c.nsleep == NSLEEP_NO_CLOCK)
+		return -EINVAL;
+	if (c.nsleep == NSLEEP_UNSUPPORTED)
+		return -EOPNOTSUPP;
+	err = copy_in_timespec(t, args->a[2], &req);
+	if (err)
+		return err;
+	if (c.nsleep == NSLEEP_INVALID)
+		return -EINVAL;
+	if (c.nsleep == NSLEEP_ALARM) {
+		if (flags & ~LINUX_TIMER_ABSTIME)
+			return -EINVAL;
+		if (t->cred.euid != 0)
+			return -EPERM;
+	}
+	return clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req);
+}

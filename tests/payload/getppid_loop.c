@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * getppid_loop [N]: N getppid(2) calls (default 1,000,000), the cheapest system call there is,
+ * so the time per call is the cost of the round trip to the kernel (or to the sentry).
+ * Every call must return the same non-negative pid.
+ */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "payload.h"
+
+int main(int argc, char **argv)
+{
+	long n = payload_count(argc, argv, 1, 1000000);
+	long first = syscall(SYS_getppid);
+	long long start, end;
+
+	if (first < 0)
+		payload_fail("getppid_loop", 0, "getppid failed", errno);
+	start = payload_now_ns();
+	for (long i = 0; i < n; i++) {
+		/* syscall(2), not getppid(3): nothing in libc may cache or skip the call. */
+		if (syscall(SYS_getppid) != first)
+			payload_fail("getppid_loop", i, "getppid returned a different value", 0);
+	}
+	end = payload_now_ns();
+	payload_report("getppid_loop", n, start, end);
+	return 0;
+}

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sentry's gofer client against a hostile gofer: a thread answering each request with a
+ * reply the test makes up. Malformed replies must give -EIO, and FDs must be accepted only
+ * where expected (unexpected ones closed).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gofer/proto.h"
+#include "sentry/fs/gofer/client.h"
+
+/* Makes the reply to req into out; returns its length (0: close the connection). The FDs in
+ * fds[0..*nfds) are sent with it, then closed by the fake gofer. */
+typedef size_t (*responder_fn)(const struct gofer_req *req, uint8_t *out, int *fds, int *nfds);
+
+static responder_fn responder;
+static int fake_sock = -1;
+static pthread_t fake_thread;
+static struct gofer_client *c;
+static int requests_seen;
+
+static void send_with_fds(int sock, const uint8_t *buf, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds > 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	}
+	sendmsg(sock, &m, MSG_NOSIGNAL);
+}
+
+static void *fake_gofer(void *arg)
+{
+	static uint8_t in[GOFER_MSG_MAX], out[GOFER_MSG_MAX];
+	static struct gofer_req req;
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = recv(fake_sock, in, sizeof(in), 0);
+		int fds[4], nfds = 0;
+		size_t len;
+
+		if (n <= 0)
+			break;
+		if (gofer_req_decode(in, (size_t)n, &req) < 0)
+			break;
+		__atomic_add_fetch(&requests_seen, 1, __ATOMIC_SEQ_CST);
+		len = responder(&req, out, fds, &nfds);
+		if (len == 0)
+			break;
+		send_with_fds(fake_sock, out, len, fds, nfds);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
+	close(fake_sock);
+	return NULL;
+}
+
+static void start_fake(responder_fn fn)
+{
+	int sv[2];
+
+	signal(SIGPIPE, SIG_IGN);
+	responder = fn;
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	fake_sock = sv[1];
+	cr_assert_eq(gofer_client_create(sv[0], &c), 0);
+	cr_assert_eq(pthread_create(&fake_thread, NULL, fake_gofer, NULL), 0);
+}
+
+/* Closes the client and waits for the fake gofer to be done (with its copies of FDs closed). */
+static void stop_fake(void)
+{
+	if (!c)
+		return;
+	gofer_client_destroy(c);
+	c = NULL;
+	pthread_join(fake_thread, NULL);
+}
+
+static struct gofer_attr attr_of(uint32_t mode)
+{
+	return (struct gofer_attr){ .ino = 7, .nlink = 1, .mode = mode };
+}
+
+static size_t encode(const struct gofer_rep *rep, uint8_t *out)
+{
+	ssize_t n = gofer_rep_encode(rep, out, GOFER_MSG_MAX);
+
+	cr_assert_gt(n, 0);
+	return (size_t)n;
+}
+
+/* A well-formed answer to each request. */
+static size_t good_reply(const struct gofer_req *req, uint8_t *out)
+{
+	static struct gofer_rep rep;
+	static uint8_t raw[64];
+	struct gofer_dirent d = { .ino = 3, .next = 1, .type = 8, .namelen = 1, .name = "x" };
+
+	memset(&rep, 0, sizeof(rep));
+	rep.type = req->type;
+	rep.tag = req->tag;
+	switch (req->type) {
+	case GOFER_MSG_MOUNT:
+		rep.mount.root = 1;
+		rep.mount.attr = attr_of(S_IFDIR | 0755);
+		break;
+	case GOFER_MSG_WALK:
+		rep.walk.n = req->walk.n;
+		for (uint32_t i = 0; i < req->walk.n; i++)
+			rep.walk.entries[i] = (struct gofer_walk_entry){ 10 + i,
+									 attr_of(S_IFDIR | 0755) };
+		break;
+	case GOFER_MSG_STAT:
+		rep.stat = attr_of(S_IFREG | 0644);
+		break;
+	case GOFER_MSG_READLINK:
+		rep.readlink.target = "target";
+		rep.readlink.len = 6;
+		break;
+	case GOFER_MSG_GETDENTS:
+		rep.getdents.n = 1;
+		rep.getdents.raw = raw;
+		rep.getdents.size = (size_t)gofer_dirent_encode(&d, raw, sizeof(raw));
+		break;
+	default:
+		break;
+	}
+	return encode(&rep, out);
+}
+
+#define RESPONDER(name) static size_t name(const struct gofer_req *req, uint8_t *out, int *fds, int *nfds)
+
+RESPONDER(good)
+{
+	return good_reply(req, out);
+}
+
+Test(gofer_client, well_formed_replies_are_accepted, .fini = stop_fake)
+{
+	static const char *const names[] = { "a", "b" };
+	struct gofer_attr attr, attrs[2];
+	uint64_t root, h[2];
+	char buf[16];
+
+	start_fake(good);
+	cr_assert_eq(gofer_mount(c, &root, &attr), 0);
+	cr_assert_eq(root, 1);
+	cr_assert_eq(gofer_walk(c, root, names, 2, h, attrs), 2);
+	cr_assert_eq(h[1], 11);
+	cr_assert(S_ISDIR(attrs[1].mode));
+	cr_assert_eq(gofer_stat(c, h[1], &attr), 0);
+	cr_assert(S_ISREG(attr.mode));
+	cr_assert_eq(gofer_readlink(c, h[1], buf, sizeof(buf)), 6);
+	cr_assert_eq(memcmp(buf, "target", 6), 0);
+}
+
+RESPONDER(wrong_tag)
+{
+	size_t n = good_reply(req, out);
+
+	gofer_put_u32(out + 8, req->tag + 1);
+	return n;
+}
+
+Test(gofer_client, reply_with_another_tag_is_eio_and_breaks_the_client, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	start_fake(wrong_tag);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+	cr_assert_eq(requests_seen, 1);
+	/* Replies can no longer be matched to requests: nothing more is sent. */
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+	cr_assert_eq(requests_seen, 1);
+}
+
+RESPONDER(wrong_type)
+{
+	struct gofer_rep rep = { .type = GOFER_MSG_OPEN, .tag = req->tag };
+
+	return encode(&rep, out);
+}
+
+Test(gofer_client, reply_of_another_type_is_eio, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	start_fake(wrong_type);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+}
+
+RESPONDER(truncated)
+{
+	size_t n = good_reply(req, out) - 10;
+
+	gofer_put_u32(out, (uint32_t)n);
+	return n;
+}
+
+Test(gofer_client, truncated_reply_is_eio, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+	uint64_t root;
+
+	start_fake(truncated);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+	cr_assert_eq(gofer_mount(c, &root, &attr), -EIO);
+}
+
+RESPONDER(walk_too_many)
+{
+	struct gofer_rep rep = { .type = GOFER_MSG_WALK, .tag = req->tag };
+
+	rep.walk.n = req->walk.n + 1;
+	for (uint32_t i = 0; i < rep.walk.n; i++)
+		rep.walk.entries[i] = (struct gofer_walk_entry){ 10 + i, attr_of(S_IFDIR | 0755) };
+	return encode(&rep, out);
+}
+
+Test(gofer_client, walk_reply_with_more_components_than_asked_is_eio, .fini = stop_fake)
+{
+	static const char *const names[] = { "a" };
+	uint64_t h[4] = { 0 };
+
+	start_fake(walk_too_many);
+	cr_assert_eq(gofer_walk(c, 1, names, 1, h, NULL), -EIO);
+}
+
+RESPONDER(walk_short_without_reason)
+{
+	struct gofer_rep rep = { .type = GOFER_MSG_WALK, .tag = req->tag };
+
+	/* One directory reached of two asked, no ENOENT flag, not a symlink. */
+	rep.walk.n = 1;
+	rep.walk.entries[0] = (struct gofer_walk_entry){ 10, attr_of(S_IFDIR | 0755) };
+	return encode(&rep, out);
+}
+
+Test(gofer_client, walk_reply_short_without_a_reason_is_eio, .fini = stop_fake)
+{
+	static const char *const names[] = { "a", "b" };
+	uint64_t h[2];
+
+	start_fake(walk_short_without_reason);
+	cr_assert_eq(gofer_walk(c, 1, names, 2, h, NULL), -EIO);
+}
+
+RESPONDER(dirent_with_slash)
+{
+	uint8_t raw[64];
+	struct gofer_dirent d = { .ino = 3, .next = 1, .type = 8, .namelen = 3, .name = "a_b" };
+	struct gofer_rep rep = { .type = GOFER_MSG_GETDENTS, .tag = req->tag };
+	size_t n;
+
+	rep.getdents.n = 1;
+	rep.getdents.raw = raw;
+	rep.getdents.size = (size_t)gofer_dirent_encode(&d, raw, sizeof(raw));
+	n = encode(&rep, out);
+	/* The encoder refuses bad names: patch the '_' into a '/'. */
+	out[GOFER_HDR_SIZE + 8 + GOFER_DIRENT_HDR_SIZE + 1] = '/';
+	return n;
+}
+
+static int count_calls(void *arg, const struct gofer_dirent *d)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+Test(gofer_client, dirent_name_with_a_slash_is_eio_and_never_seen, .fini = stop_fake)
+{
+	int calls = 0;
+
+	start_fake(dirent_with_slash);
+	cr_assert_eq(gofer_getdents(c, 1, 0, count_calls, &calls), -EIO);
+	cr_assert_eq(calls, 0);
+}
+
+Test(gofer_client, getdents_reply_larger_than_asked_is_eio, .fini = stop_fake)
+{
+	int calls = 0;
+
+	/* good_reply sends one entry of 21 bytes whatever the max. */
+	start_fake(good);
+	cr_assert_eq(gofer_getdents_max(c, 1, 0, 20, count_calls, &calls), -EIO);
+	cr_assert_eq(calls, 0);
+	cr_assert_eq(gofer_getdents_max(c, 1, 0, 21, count_calls, &calls), 1);
+	cr_assert_eq(calls, 1);
+}
+
+static int pipe_write_end = -1;
+
+/* A STAT reply carrying the read end of a pipe that the client did not ask for. */
+RESPONDER(stat_with_fd)
+{
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pipe_write_end = p[1];
+	fds[0] = p[0];
+	*nfds = 1;
+	return good_reply(req, out);
+}
+
+/* True once no read end of the pipe is left open anywhere. */
+static bool pipe_reader_gone(void)
+{
+	return write(pipe_write_end, "x", 1) < 0 && errno == EPIPE;
+}
+
+Test(gofer_client, unexpected_fd_is_closed_and_the_reply_is_eio, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	start_fake(stat_with_fd);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+	stop_fake();
+	cr_assert(pipe_reader_gone(), "the client kept the FD");
+	close(pipe_write_end);
+}
+
+RESPONDER(open_without_fd)
+{
+	return good_reply(req, out);
+}
+
+Test(gofer_client, open_reply_without_an_fd_is_eio, .fini = stop_fake)
+{
+	start_fake(open_without_fd);
+	cr_assert_eq(gofer_open(c, 1, O_RDONLY), -EIO);
+}
+
+static int write_ends[2] = { -1, -1 };
+
+RESPONDER(open_with_two_fds)
+{
+	for (int i = 0; i < 2; i++) {
+		int p[2];
+
+		cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+		write_ends[i] = p[1];
+		fds[i] = p[0];
+	}
+	*nfds = 2;
+	return good_reply(req, out);
+}
+
+Test(gofer_client, open_reply_with_two_fds_is_eio_and_closes_both, .fini = stop_fake)
+{
+	start_fake(open_with_two_fds);
+	cr_assert_eq(gofer_open(c, 1, O_RDONLY), -EIO);
+	stop_fake();
+	for (int i = 0; i < 2; i++) {
+		pipe_write_end = write_ends[i];
+		cr_assert(pipe_reader_gone(), "FD %d was kept", i);
+		close(write_ends[i]);
+	}
+}
+
+RESPONDER(open_with_one_fd)
+{
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pipe_write_end = p[1];
+	fds[0] = p[0];
+	*nfds = 1;
+	return good_reply(req, out);
+}
+
+Test(gofer_client, open_reply_with_one_fd_donates_it, .fini = stop_fake)
+{
+	char ch = 0;
+	int fd;
+
+	start_fake(open_with_one_fd);
+	fd = gofer_open(c, 1, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	cr_assert_eq(write(pipe_write_end, "y", 1), 1);
+	cr_assert_eq(read(fd, &ch, 1), 1);
+	cr_assert_eq(ch, 'y');
+	close(fd);
+	close(pipe_write_end);
+}
+
+static uint32_t error_to_send;
+
+RESPONDER(error_reply)
+{
+	return gofer_rep_error(out, req->type, req->tag, (int)error_to_send);
+}
+
+Test(gofer_client, gofer_errno_is_passed_through, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	error_to_send = EACCES;
+	start_fake(error_reply);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EACCES);
+	error_to_send = ENOENT;
+	cr_assert_eq(gofer_open(c, 1, O_RDONLY), -ENOENT);
+}
+
+Test(gofer_client, kernel_internal_errno_from_the_gofer_is_eio, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	/* ERESTARTSYS must never reach a guest. */
+	error_to_send = 512;
+	start_fake(error_reply);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+}
+
+RESPONDER(hang_up)
+{
+	return 0;
+}
+
+Test(gofer_client, gofer_gone_is_eio, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	start_fake(hang_up);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+}
+
+RESPONDER(mount_of_a_file)
+{
+	struct gofer_rep rep = { .type = GOFER_MSG_MOUNT, .tag = req->tag };
+
+	rep.mount.root = 1;
+	rep.mount.attr = attr_of(S_IFREG | 0644);
+	return encode(&rep, out);
+}
+
+Test(gofer_client, mount_of_a_non_directory_is_eio, .fini = stop_fake)
+{
+	uint64_t root;
+
+	start_fake(mount_of_a_file);
+	cr_assert_eq(gofer_mount(c, &root, NULL), -EIO);
+}
+
+Test(gofer_client, bad_arguments_are_rejected_before_sending, .fini = stop_fake)
+{
+	static const char *const dotdot[] = { ".." };
+	static const char *const slash[] = { "a/b" };
+	uint64_t h;
+	char buf[4];
+	int calls = 0;
+
+	start_fake(good);
+	cr_assert_eq(gofer_walk(c, 1, dotdot, 1, &h, NULL), -EINVAL);
+	cr_assert_eq(gofer_walk(c, 1, slash, 1, &h, NULL), -EINVAL);
+	cr_assert_eq(gofer_walk(c, 1, slash, -1, &h, NULL), -EINVAL);
+	cr_assert_eq(gofer_open(c, 1, O_RDONLY | O_CREAT), -EINVAL);
+	cr_assert_eq(gofer_readlink(c, 1, buf, 0), -EINVAL);
+	cr_assert_eq(gofer_getdents_max(c, 1, 0, 0, count_calls, &calls), -EINVAL);
+	cr_assert_eq(gofer_walk(c, 1, dotdot, 0, &h, NULL), 0);
+	cr_assert_eq(requests_seen, 0);
+}

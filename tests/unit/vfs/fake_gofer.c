@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A test-only gofer client (sentry/fs/gofer/client.h) served in-process from a host
+ * directory, with the gofer's rules: single-name walks with O_NOFOLLOW stopping after a
+ * symlink, no "." or ".." in getdents, FDs donated by open. It counts calls and open handles so
+ * that tests can check caching and that every handle is closed. getdents returns at most two
+ * entries per call, so that iteration needs several calls.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "include/abi/linux/stat.h"
+#include "sentry/fs/gofer/client.h"
+#include "tests/unit/vfs/fake_gofer.h"
+
+struct gofer_client {
+	int root_fd;
+};
+
+int fake_gofer_walks;
+int fake_gofer_handles;
+int fake_gofer_getdents_calls;
+
+struct gofer_client *fake_gofer_create(const char *dir)
+{
+	struct gofer_client *c = calloc(1, sizeof(*c));
+
+	c->root_fd = open(dir, O_PATH | O_DIRECTORY);
+	if (c->root_fd < 0)
+		abort();
+	return c;
+}
+
+int gofer_client_create(int sock, struct gofer_client **out)
+{
+	return -ENOSYS;
+}
+
+void gofer_client_destroy(struct gofer_client *c)
+{
+	close(c->root_fd);
+	free(c);
+}
+
+static int stat_fd(int fd, struct gofer_attr *a)
+{
+	struct stat st;
+
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	*a = (struct gofer_attr){
+		.dev = st.st_dev,
+		.ino = st.st_ino,
+		.nlink = st.st_nlink,
+		.mode = st.st_mode,
+		.uid = st.st_uid,
+		.gid = st.st_gid,
+		.rdev = st.st_rdev,
+		.size = st.st_size,
+		.blksize = st.st_blksize,
+		.blocks = st.st_blocks,
+		.mtime_sec = st.st_mtim.tv_sec,
+		.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec,
+	};
+	return 0;
+}
+
+int gofer_mount(struct gofer_client *c, uint64_t *root, struct gofer_attr *attr)
+{
+	int fd = dup(c->root_fd);
+
+	if (fd < 0)
+		return -errno;
+	fake_gofer_handles++;
+	*root = (uint64_t)fd;
+	return stat_fd(fd, attr);
+}
+
+int gofer_walk(struct gofer_client *c, uint64_t dir, const char *const *names, int n,
+	       uint64_t *handles, struct gofer_attr *attrs)
+{
+	uint64_t cur = dir;
+	int i;
+
+	fake_gofer_walks++;
+	for (i = 0; i < n; i++) {
+		int fd = openat((int)cur, names[i], O_PATH | O_NOFOLLOW);
+
+		if (fd < 0) {
+			if (errno == ENOENT)
+				break;
+			return -errno;
+		}
+		fake_gofer_handles++;
+		handles[i] = (uint64_t)fd;
+		stat_fd(fd, &attrs[i]);
+		cur = (uint64_t)fd;
+		if (S_ISLNK(attrs[i].mode)) {
+			i++;
+			break;
+		}
+	}
+	return i;
+}
+
+int gofer_stat(struct gofer_client *c, uint64_t h, struct gofer_attr *attr)
+{
+	return stat_fd((int)h, attr);
+}
+
+int gofer_open(struct gofer_client *c, uint64_t h, int flags)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)h);
+	fd = open(path, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+ssize_t gofer_readlink(struct gofer_client *c, uint64_t h, char *buf, size_t len)
+{
+	ssize_t n = readlinkat((int)h, "", buf, len);
+
+	return n < 0 ? -errno : n;
+}
+
+int gofer_getdents(struct gofer_client *c, uint64_t h, int64_t off,
+		   int (*fn)(void *arg, const struct gofer_dirent *d), void *arg)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	int fd = openat((int)h, ".", O_RDONLY | O_DIRECTORY), count = 0;
+	long n;
+
+	fake_gofer_getdents_calls++;
+	if (fd < 0)
+		return -errno;
+	if (lseek(fd, off, SEEK_SET) < 0) {
+		close(fd);
+		return -errno;
+	}
+	n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+	for (long pos = 0; pos < n && count < 2;) {
+		const struct linux_dirent64 *d = (const void *)(buf + pos);
+		struct gofer_dirent gd = {
+			.ino = d->d_ino,
+			.next = d->d_off,
+			.type = d->d_type,
+			.namelen = (uint16_t)strlen(d->d_name),
+			.name = d->d_name,
+		};
+
+		pos += d->d_reclen;
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		count++;
+		if (fn(arg, &gd))
+			break;
+	}
+	close(fd);
+	return n < 0 ? -EIO : count;
+}
+
+int gofer_statfs(struct gofer_client *c, uint64_t h, struct gofer_statfs *st)
+{
+	struct statfs s;
+
+	if (fstatfs((int)h, &s) < 0)
+		return -errno;
+	*st = (struct gofer_statfs){
+		.type = (uint64_t)s.f_type,
+		.bsize = (uint64_t)s.f_bsize,
+		.blocks = s.f_blocks,
+		.namelen = (uint64_t)s.f_namelen,
+	};
+	return 0;
+}
+
+void gofer_close(struct gofer_client *c, const uint64_t *handles, int n)
+{
+	for (int i = 0; i < n; i++) {
+		close((int)handles[i]);
+		fake_gofer_handles--;
+	}
+}
