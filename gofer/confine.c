@@ -49,13 +49,13 @@ int gofer_close_fds_except(const int *keep, int nkeep)
 	return 0;
 }
 
-#define STEP(what, call)                                                                           \
-	do {                                                                                       \
-		if ((call) < 0) {                                                                  \
-			int _e = errno;                                                            \
-			log_error("confine: %s: %s", what, strerror(_e));                         \
-			return -_e;                                                                \
-		}                                                                                  \
+#define STEP(what, call)                                                  \
+	do {                                                              \
+		if ((call) < 0) {                                         \
+			int _e = errno;                                   \
+			log_error("confine: %s: %s", what, strerror(_e)); \
+			return -_e;                                       \
+		}                                                         \
 	} while (0)
 
 int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd)
@@ -133,9 +133,9 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 int gofer_drop_capabilities(bool readonly)
 {
 	static const cap_value_t read_caps[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH };
-	static const cap_value_t write_caps[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-						  CAP_FOWNER,	    CAP_CHOWN,
-						  CAP_FSETID,	    CAP_MKNOD };
+	static const cap_value_t write_caps[] = {
+		CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_CHOWN, CAP_FSETID, CAP_MKNOD
+	};
 	const cap_value_t *keep = readonly ? read_caps : write_caps;
 	int nkeep = readonly ? (int)ARRAY_SIZE(read_caps) : (int)ARRAY_SIZE(write_caps);
 	cap_t caps;

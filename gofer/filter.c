@@ -22,7 +22,10 @@ struct filter_rule {
 	const char *why;
 };
 
-#define ALLOW(name, reason) { SCMP_SYS(name), reason }
+#define ALLOW(name, reason)            \
+	{                              \
+		SCMP_SYS(name), reason \
+	}
 
 static const struct filter_rule rules[] = {
 	ALLOW(recvmsg, "requests from the sentry"),

@@ -344,7 +344,8 @@ GOFER_PROTO_API int gofer_req_decode(const void *buf, size_t len, struct gofer_r
 		return -EINVAL;
 	if (gofer_msg_reserved(h.type))
 		return -ENOSYS;
-	r = (struct rcur){ .p = (const uint8_t *)buf + GOFER_HDR_SIZE, .left = len - GOFER_HDR_SIZE };
+	r = (struct rcur){ .p = (const uint8_t *)buf + GOFER_HDR_SIZE,
+			   .left = len - GOFER_HDR_SIZE };
 	switch (h.type) {
 	case GOFER_MSG_MOUNT:
 		req->mount.version = r_u32(&r);
@@ -568,7 +569,8 @@ GOFER_PROTO_API int gofer_rep_decode(const void *buf, size_t len, struct gofer_r
 	rep->type = (uint16_t)(h.type & ~GOFER_REPLY);
 	rep->tag = h.tag;
 	rep->error = h.error;
-	r = (struct rcur){ .p = (const uint8_t *)buf + GOFER_HDR_SIZE, .left = len - GOFER_HDR_SIZE };
+	r = (struct rcur){ .p = (const uint8_t *)buf + GOFER_HDR_SIZE,
+			   .left = len - GOFER_HDR_SIZE };
 	/* An error may answer any type, even one that could not be parsed (type 0). */
 	if (h.error) {
 		if (h.error > 4095 || r.left != 0)

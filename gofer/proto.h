@@ -67,10 +67,10 @@
  * FD is always close-on-exec, a handle is never opened when it is a symlink, and atime is not
  * the sentry's to control. Never O_CREAT, O_EXCL, O_PATH or O_TMPFILE.
  */
-#define GOFER_OPEN_FLAGS                                                                           \
-	(03 | 01000 /* O_TRUNC */ | 02000 /* O_APPEND */ | 04000 /* O_NONBLOCK */ |                \
-	 010000 /* O_DSYNC */ | 04010000 /* O_SYNC */ | 040000 /* O_DIRECT */ |                    \
-	 0200000 /* O_DIRECTORY */ | 0400000 /* O_NOFOLLOW */ | 01000000 /* O_NOATIME */ |         \
+#define GOFER_OPEN_FLAGS                                                                   \
+	(03 | 01000 /* O_TRUNC */ | 02000 /* O_APPEND */ | 04000 /* O_NONBLOCK */ |        \
+	 010000 /* O_DSYNC */ | 04010000 /* O_SYNC */ | 040000 /* O_DIRECT */ |            \
+	 0200000 /* O_DIRECTORY */ | 0400000 /* O_NOFOLLOW */ | 01000000 /* O_NOATIME */ | \
 	 02000000 /* O_CLOEXEC */ | 0400 /* O_NOCTTY */ | GOFER_O_LARGEFILE)
 
 enum gofer_msg_type {

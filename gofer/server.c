@@ -312,8 +312,7 @@ static int do_readlink(struct gofer_server *s, const struct gofer_req *req, stru
 	return 0;
 }
 
-static int do_getdents(struct gofer_server *s, const struct gofer_req *req,
-		       struct gofer_rep *rep)
+static int do_getdents(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
 {
 	struct gofer_node *node = node_get(s, req->getdents.handle);
 	size_t budget = MIN((size_t)req->getdents.max, (size_t)GOFER_GETDENTS_MAX);
@@ -348,7 +347,8 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req,
 			break;
 		while (off + offsetof(struct linux_dirent64, d_name) < (size_t)nread) {
 			const struct linux_dirent64 *d = (const void *)(s->dents + off);
-			size_t maxlen = (size_t)nread - off - offsetof(struct linux_dirent64, d_name);
+			size_t maxlen =
+				(size_t)nread - off - offsetof(struct linux_dirent64, d_name);
 			struct gofer_dirent ge;
 			int len;
 
@@ -423,8 +423,7 @@ static int do_close(struct gofer_server *s, const struct gofer_req *req)
 	return ret;
 }
 
-size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, void *rep,
-			   int *fd)
+size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, void *rep, int *fd)
 {
 	struct gofer_hdr h;
 	ssize_t n;
@@ -473,7 +472,8 @@ size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, 
 	n = gofer_rep_encode(&s->rep, rep, GOFER_MSG_MAX);
 	if (n < 0) {
 		/* Only an attribute this protocol cannot carry gets here. */
-		log_warn("cannot encode the reply to message type %u: %s", h.type, strerror((int)-n));
+		log_warn("cannot encode the reply to message type %u: %s", h.type,
+			 strerror((int)-n));
 		if (*fd >= 0) {
 			close(*fd);
 			*fd = -1;

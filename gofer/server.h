@@ -38,8 +38,7 @@ void gofer_server_destroy(struct gofer_server *s);
  * (the caller sends it, then closes it) or to -1. Never fails: a bad request gets an error
  * reply; one whose header cannot be parsed gets EINVAL with type 0 and tag 0.
  */
-size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, void *rep,
-			   int *fd);
+size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, void *rep, int *fd);
 
 /*
  * Serves requests from sock (SOCK_SEQPACKET) until the peer closes it. A request carrying FDs

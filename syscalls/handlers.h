@@ -62,9 +62,20 @@ SYSCALL_DECL(exit_group);
 SYSCALL_DECL(getpid);
 SYSCALL_DECL(getppid);
 SYSCALL_DECL(gettid);
+SYSCALL_DECL(getpgrp);
+SYSCALL_DECL(getpgid);
+SYSCALL_DECL(getsid);
 
 /* sys_futex.c: futexes (single-threaded for now) */
 SYSCALL_DECL(futex);
+
+/* sys_xattr.c: extended attributes (none stored yet) */
+SYSCALL_DECL(getxattr);
+SYSCALL_DECL(lgetxattr);
+SYSCALL_DECL(fgetxattr);
+SYSCALL_DECL(listxattr);
+SYSCALL_DECL(llistxattr);
+SYSCALL_DECL(flistxattr);
 
 /* sys_id.c: credentials */
 SYSCALL_DECL(getuid);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -21,7 +22,8 @@
 /*
  * Argument kinds, one letter per argument: d signed decimal, u unsigned, x hex, o octal, f fd
  * (AT_FDCWD shown by name), s guest string, w buffer written by the guest (length is the next
- * argument), r buffer read into (printed after the call, length is the result), p pointer.
+ * argument), r buffer read into (printed after the call, length is the result), p pointer,
+ * O open(2) flags, P PROT_* bits, M MAP_* flags, A AT_* flags.
  */
 struct strace_spec {
 	const char *args;
@@ -31,14 +33,14 @@ struct strace_spec {
 static const struct strace_spec specs[LINUX_SYSCALL_MAX] = {
 	SPEC(read, "fru"),
 	SPEC(write, "fwu"),
-	SPEC(open, "sxo"),
+	SPEC(open, "sOo"),
 	SPEC(close, "f"),
 	SPEC(stat, "sp"),
 	SPEC(fstat, "fp"),
 	SPEC(lstat, "sp"),
 	SPEC(lseek, "fdd"),
-	SPEC(mmap, "xuxxfx"),
-	SPEC(mprotect, "xux"),
+	SPEC(mmap, "xuPMfx"),
+	SPEC(mprotect, "xuP"),
 	SPEC(munmap, "xu"),
 	SPEC(brk, "x"),
 	SPEC(rt_sigaction, "dppu"),
@@ -66,13 +68,13 @@ static const struct strace_spec specs[LINUX_SYSCALL_MAX] = {
 	SPEC(umask, "o"),
 	SPEC(arch_prctl, "xx"),
 	SPEC(set_tid_address, "p"),
-	SPEC(openat, "fsxo"),
-	SPEC(newfstatat, "fspx"),
+	SPEC(openat, "fsOo"),
+	SPEC(newfstatat, "fspA"),
 	SPEC(readlinkat, "fspu"),
 	SPEC(faccessat, "fso"),
-	SPEC(faccessat2, "fsox"),
-	SPEC(dup3, "ffx"),
-	SPEC(statx, "fsxxp"),
+	SPEC(faccessat2, "fsoA"),
+	SPEC(dup3, "ffO"),
+	SPEC(statx, "fsAxp"),
 	SPEC(getrandom, "pux"),
 	SPEC(prlimit64, "ddpp"),
 	SPEC(clock_gettime, "dp"),
@@ -81,6 +83,41 @@ static const struct strace_spec specs[LINUX_SYSCALL_MAX] = {
 	SPEC(madvise, "xud"),
 	SPEC(statfs, "sp"),
 	SPEC(fstatfs, "fp"),
+};
+
+struct flag_name {
+	uint64_t bit;
+	const char *name;
+};
+
+#define FLAG(f)       \
+	{             \
+		f, #f \
+	}
+static const struct flag_name open_flags[] = {
+	/* Multi-bit flags first, so that they are named whole. */
+	FLAG(O_WRONLY),	  FLAG(O_RDWR),	   FLAG(O_TMPFILE), FLAG(O_SYNC),      FLAG(O_CREAT),
+	FLAG(O_EXCL),	  FLAG(O_NOCTTY),  FLAG(O_TRUNC),   FLAG(O_APPEND),    FLAG(O_NONBLOCK),
+	FLAG(O_DSYNC),	  FLAG(O_ASYNC),   FLAG(O_DIRECT),  FLAG(O_LARGEFILE), FLAG(O_DIRECTORY),
+	FLAG(O_NOFOLLOW), FLAG(O_NOATIME), FLAG(O_CLOEXEC), FLAG(O_PATH),      { 0, NULL },
+};
+static const struct flag_name prot_flags[] = {
+	FLAG(PROT_READ), FLAG(PROT_WRITE), FLAG(PROT_EXEC), FLAG(PROT_GROWSDOWN), { 0, NULL },
+};
+static const struct flag_name map_flags[] = {
+	FLAG(MAP_SHARED), FLAG(MAP_PRIVATE),   FLAG(MAP_FIXED),		  FLAG(MAP_ANONYMOUS),
+	FLAG(MAP_32BIT),  FLAG(MAP_GROWSDOWN), FLAG(MAP_DENYWRITE),	  FLAG(MAP_EXECUTABLE),
+	FLAG(MAP_LOCKED), FLAG(MAP_NORESERVE), FLAG(MAP_POPULATE),	  FLAG(MAP_NONBLOCK),
+	FLAG(MAP_STACK),  FLAG(MAP_HUGETLB),   FLAG(MAP_FIXED_NOREPLACE), { 0, NULL },
+};
+static const struct flag_name at_flags[] = {
+	FLAG(AT_SYMLINK_NOFOLLOW),
+	FLAG(AT_REMOVEDIR),
+	FLAG(AT_SYMLINK_FOLLOW),
+	FLAG(AT_NO_AUTOMOUNT),
+	FLAG(AT_EMPTY_PATH),
+	FLAG(AT_EACCESS),
+	{ 0, NULL },
 };
 
 struct sbuf {
@@ -102,6 +139,27 @@ static void sb_printf(struct sbuf *sb, const char *fmt, ...)
 	va_end(ap);
 	if (m > 0)
 		sb->n = MIN(sb->n + (size_t)m, sizeof(sb->b) - 1);
+}
+
+/* Prints v as NAME|NAME|0x..., with the bits named in names; zero prints as zero_name. */
+static void sb_flags(struct sbuf *sb, uint64_t v, const struct flag_name *names,
+		     const char *zero_name)
+{
+	bool any = false;
+
+	if (zero_name) {
+		sb_printf(sb, "%s", zero_name);
+		any = true;
+	}
+	for (; names->name; names++) {
+		if ((v & names->bit) == names->bit && names->bit) {
+			sb_printf(sb, "%s%s", any ? "|" : "", names->name);
+			v &= ~names->bit;
+			any = true;
+		}
+	}
+	if (v || !any)
+		sb_printf(sb, "%s%#lx", any ? "|" : "", (unsigned long)v);
 }
 
 /* Prints len bytes of guest memory at addr as a quoted, escaped string (at most 32 shown). */
@@ -198,6 +256,27 @@ void strace_enter(struct task *t, long nr, const struct syscall_args *args)
 			break;
 		case 'w':
 			sb_guest_bytes(&line, t, v, (long)args->a[i + 1]);
+			break;
+		case 'O':
+			sb_flags(&line, v & ~(uint64_t)O_ACCMODE, open_flags + 2,
+				 (v & O_ACCMODE) == O_WRONLY ? "O_WRONLY" :
+				 (v & O_ACCMODE) == O_RDWR   ? "O_RDWR" :
+							       "O_RDONLY");
+			break;
+		case 'P':
+			if (v == 0)
+				sb_printf(&line, "PROT_NONE");
+			else
+				sb_flags(&line, v, prot_flags, NULL);
+			break;
+		case 'M':
+			sb_flags(&line, v, map_flags, NULL);
+			break;
+		case 'A':
+			if (v == 0)
+				sb_printf(&line, "0");
+			else
+				sb_flags(&line, v, at_flags, NULL);
 			break;
 		case 'r':
 			/* Shown after the call, when the bytes are there. */

@@ -16,7 +16,7 @@
 #define LINUX_SIGKILL 9
 #define LINUX_SIGSTOP 19
 #define LINUX_SIGSET_SIZE 8
-#define LINUX_SIGMASK(sig) (1ULL << ((sig) - 1))
+#define LINUX_SIGMASK(sig) (1ULL << ((sig)-1))
 #define LINUX_UNBLOCKABLE (LINUX_SIGMASK(LINUX_SIGKILL) | LINUX_SIGMASK(LINUX_SIGSTOP))
 
 #define LINUX_SIG_BLOCK 0
@@ -33,9 +33,9 @@
 #define LINUX_SA_RESTART 0x10000000ULL
 #define LINUX_SA_NODEFER 0x40000000ULL
 #define LINUX_SA_RESETHAND 0x80000000ULL
-#define LINUX_UAPI_SA_FLAGS                                                                        \
-	(LINUX_SA_NOCLDSTOP | LINUX_SA_NOCLDWAIT | LINUX_SA_SIGINFO | LINUX_SA_ONSTACK |           \
-	 LINUX_SA_RESTART | LINUX_SA_NODEFER | LINUX_SA_RESETHAND | LINUX_SA_EXPOSE_TAGBITS |      \
+#define LINUX_UAPI_SA_FLAGS                                                                   \
+	(LINUX_SA_NOCLDSTOP | LINUX_SA_NOCLDWAIT | LINUX_SA_SIGINFO | LINUX_SA_ONSTACK |      \
+	 LINUX_SA_RESTART | LINUX_SA_NODEFER | LINUX_SA_RESETHAND | LINUX_SA_EXPOSE_TAGBITS | \
 	 LINUX_SA_RESTORER)
 
 #define LINUX_SS_ONSTACK 1
@@ -151,6 +151,14 @@ static int on_sig_stack(const struct task *t, uint64_t sp)
 	return sp > t->altstack_sp && sp - t->altstack_sp <= t->altstack_size;
 }
 
+/* Linux's sas_ss_flags(): the state of the alternate stack as seen from sp. */
+static uint32_t sas_ss_flags(const struct task *t, uint64_t sp)
+{
+	if (!t->altstack_size)
+		return LINUX_SS_DISABLE;
+	return on_sig_stack(t, sp) ? LINUX_SS_ONSTACK : 0;
+}
+
 /*
  * sigaltstack(2): the stack is recorded (and `on stack` computed from the guest's rsp at the
  * call); nothing is delivered on it yet. The AMX-sized minimum of Linux is not enforced.
@@ -171,10 +179,8 @@ long sys_sigaltstack(struct task *t, const struct syscall_args *args)
 	memset(&oss, 0, sizeof(oss));
 	oss.ss_sp = t->altstack_sp;
 	oss.ss_size = t->altstack_size;
-	oss.ss_flags = (int32_t)(((uint32_t)t->altstack_flags & LINUX_SS_FLAG_BITS) |
-				 (!t->altstack_size	    ? LINUX_SS_DISABLE :
-				  on_sig_stack(t, sp) ? LINUX_SS_ONSTACK :
-							0));
+	oss.ss_flags =
+		(int32_t)(sas_ss_flags(t, sp) | ((uint32_t)t->altstack_flags & LINUX_SS_FLAG_BITS));
 
 	if (ss_addr) {
 		uint32_t flags = (uint32_t)ss.ss_flags;

@@ -41,8 +41,8 @@
 #define LINUX_ST_VALID 0x0020
 
 /* Flags the stat family accepts on a path lookup. */
-#define STAT_LOOKUP_FLAGS                                                                          \
-	(LINUX_AT_SYMLINK_NOFOLLOW | LINUX_AT_NO_AUTOMOUNT | LINUX_AT_EMPTY_PATH |                 \
+#define STAT_LOOKUP_FLAGS                                                          \
+	(LINUX_AT_SYMLINK_NOFOLLOW | LINUX_AT_NO_AUTOMOUNT | LINUX_AT_EMPTY_PATH | \
 	 LINUX_AT_STATX_SYNC_TYPE)
 
 static inline void file_putp(struct file **f)
@@ -175,7 +175,7 @@ static int put_statx(struct task *t, uint64_t addr, const struct vfs_attr *a, ui
 	if (mnt_id) {
 		/* The sentry's mount ids are never reused, so they serve as the unique ones. */
 		stx.stx_mask |= (mask & LINUX_STATX_MNT_ID_UNIQUE) ? LINUX_STATX_MNT_ID_UNIQUE :
-								      LINUX_STATX_MNT_ID;
+								     LINUX_STATX_MNT_ID;
 		stx.stx_mnt_id = mnt_id;
 	}
 	stx.stx_blksize = (uint32_t)a->blksize;

@@ -110,3 +110,33 @@ long sys_gettid(struct task *t, const struct syscall_args *args)
 {
 	return t->tid;
 }
+
+/* getpgrp(2) */
+long sys_getpgrp(struct task *t, const struct syscall_args *args)
+{
+	return t->tg->pgid;
+}
+
+/* getpgid(2): the calling process only until there are others. */
+long sys_getpgid(struct task *t, const struct syscall_args *args)
+{
+	int pid = (int)args->a[0];
+
+	if (pid < 0)
+		return -EINVAL;
+	if (pid != 0 && pid != task_pid(t))
+		return -ESRCH;
+	return t->tg->pgid;
+}
+
+/* getsid(2): the calling process only until there are others. */
+long sys_getsid(struct task *t, const struct syscall_args *args)
+{
+	int pid = (int)args->a[0];
+
+	if (pid < 0)
+		return -EINVAL;
+	if (pid != 0 && pid != task_pid(t))
+		return -ESRCH;
+	return t->tg->sid;
+}

@@ -209,7 +209,8 @@ static struct timespec timespec_add_sat(struct timespec a, struct timespec b)
 	if (r.tv_nsec >= NSEC_PER_SEC) {
 		r.tv_nsec -= NSEC_PER_SEC;
 		if (r.tv_sec == INT64_MAX)
-			return (struct timespec){ .tv_sec = INT64_MAX, .tv_nsec = NSEC_PER_SEC - 1 };
+			return (struct timespec){ .tv_sec = INT64_MAX,
+						  .tv_nsec = NSEC_PER_SEC - 1 };
 		r.tv_sec++;
 	}
 	return r;
@@ -234,8 +235,7 @@ static long sleep_until(struct task *t, clockid_t clock, const struct timespec *
 }
 
 /* Sleeps for req (relative) or until req (absolute) on guest clock c. */
-static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs,
-			struct timespec req)
+static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs, struct timespec req)
 {
 	struct timespec now, deadline = req;
 

@@ -70,9 +70,20 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getpid),
 	FULL(getppid),
 	FULL(gettid),
+	PARTIAL(getpgrp, "one process: its own group"),
+	PARTIAL(getpgid, "one process: its own group, ESRCH for other pids"),
+	PARTIAL(getsid, "one process: its own session, ESRCH for other pids"),
 
 	/* futexes: sys_futex.c */
 	PARTIAL(futex, "WAIT, WAKE and their BITSET forms, for one thread: no other waiter exists yet"),
+
+	/* extended attributes: sys_xattr.c */
+	ERROR(getxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
+	ERROR(lgetxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
+	ERROR(fgetxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
+	PARTIAL(listxattr, "always an empty list"),
+	PARTIAL(llistxattr, "always an empty list"),
+	PARTIAL(flistxattr, "always an empty list"),
 
 	/* credentials: sys_id.c */
 	FULL(getuid),

@@ -18,6 +18,6 @@ void kernel_log_unimplemented(struct kernel *k, long nr)
 	k->unimpl_logged[nr / 64] |= 1ULL << (nr % 64);
 	pthread_mutex_unlock(&k->lock);
 	if (first)
-		log_warn("unimplemented system call %s (%ld): returning ENOSYS", name ? name : "?",
+		log_info("unimplemented system call %s (%ld): returning ENOSYS", name ? name : "?",
 			 nr);
 }

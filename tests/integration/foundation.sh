@@ -21,6 +21,16 @@ expect_status "missing command is 127" 127 -- "$HUSK" do -- no-such-command-husk
 expect_status "missing path is 127" 127 -- "$HUSK" do -- /no/such/file
 expect_status "non-executable file is 126" 126 -- "$HUSK" do -- /etc/os-release
 
+# --strace shows each call with decoded arguments and its result.
+trace=$("$HUSK" do --strace -- /bin/echo hi 2>&1 >/dev/null)
+if printf "%s\n" "$trace" | grep -qF 'write(1, "hi\n", 3) = 3' &&
+	printf "%s\n" "$trace" | grep -qF 'openat(AT_FDCWD, "/etc/ld.so.cache", O_RDONLY|O_CLOEXEC, 0) = 3' &&
+	printf "%s\n" "$trace" | grep -qE 'access\("/etc/ld.so.preload", 04\) = -1 ENOENT'; then
+	pass "--strace decodes calls and results"
+else
+	fail "--strace decodes calls and results" "$(printf "%s\n" "$trace" | head -n 12)"
+fi
+
 host_release=$(uname -r)
 guest_release=$("$HUSK" do -- uname -r 2>&1)
 if [ -n "$guest_release" ] && [ "$guest_release" != "$host_release" ]; then
@@ -44,6 +54,20 @@ fi
 
 if command -v python3 >/dev/null; then
 	expect_output "python3 -S" "3" 0 -- "$HUSK" do -- python3 -S -c 'print(1+2)'
+	expect_output "python3 with site and json" '1 {"a": 1}' 0 -- "$HUSK" do -- \
+		python3 -c 'import json, os, sys; print(os.getpid(), json.dumps({"a": 1}))'
+	# An unimplemented call gets ENOSYS and is logged once per sandbox (at level info).
+	out=$(HUSK_LOG=info "$HUSK" do -- python3 -S -c \
+		'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(l.syscall(335), l.syscall(335), ctypes.get_errno())' \
+		2>/tmp/husk-it-log.$$)
+	nlog=$(grep -c 'unimplemented system call .*(335)' /tmp/husk-it-log.$$)
+	if [ "$out" = "-1 -1 38" ] && [ "$nlog" = 1 ]; then
+		pass "unimplemented calls get ENOSYS and are logged once"
+	else
+		fail "unimplemented calls get ENOSYS and are logged once" "stdout: $out" \
+			"log lines: $nlog" "$(cat /tmp/husk-it-log.$$)"
+	fi
+	rm -f /tmp/husk-it-log.$$
 fi
 
 finish

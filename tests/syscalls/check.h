@@ -19,12 +19,12 @@
 
 static int checks_passed, checks_failed;
 
-static void __attribute__((format(printf, 3, 4)))
-check_fail(const char *file, int line, const char *fmt, ...)
+static void __attribute__((format(printf, 4, 5)))
+check_fail(const char *file, int line, const char *what, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("FAIL %s:%d: ", file, line);
+	printf("FAIL %s:%d: %s: ", file, line, what);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -34,52 +34,52 @@ check_fail(const char *file, int line, const char *fmt, ...)
 }
 
 /* CHECK(cond, fmt, ...): passes when cond is true; the message says what was seen. */
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (cond)                                                                          \
-			checks_passed++;                                                           \
-		else                                                                               \
-			check_fail(__FILE__, __LINE__, "!(" #cond "): " __VA_ARGS__);              \
+#define CHECK(cond, ...)                                                             \
+	do {                                                                         \
+		if (cond)                                                            \
+			checks_passed++;                                             \
+		else                                                                 \
+			check_fail(__FILE__, __LINE__, "!(" #cond ")", __VA_ARGS__); \
 	} while (0)
 
 /* Evaluates a call returning -1/errno on failure; expects it to fail with exactly err. */
-#define CHECK_ERR(call, err)                                                                       \
-	do {                                                                                       \
-		errno = 0;                                                                         \
-		long _r = (long)(call);                                                            \
-		int _e = errno;                                                                    \
-		if (_r == -1 && _e == (err))                                                       \
-			checks_passed++;                                                           \
-		else                                                                               \
-			check_fail(__FILE__, __LINE__, "%s: expected -1 %s, got %ld (%s)", #call,  \
-				   strerror(err), _r, _r == -1 ? strerror(_e) : "no error");       \
+#define CHECK_ERR(call, err)                                                                  \
+	do {                                                                                  \
+		errno = 0;                                                                    \
+		long _r = (long)(call);                                                       \
+		int _e = errno;                                                               \
+		if (_r == -1 && _e == (err))                                                  \
+			checks_passed++;                                                      \
+		else                                                                          \
+			check_fail(__FILE__, __LINE__, #call, "expected -1 %s, got %ld (%s)", \
+				   strerror(err), _r, _r == -1 ? strerror(_e) : "no error");  \
 	} while (0)
 
 /* Evaluates a call; expects it to return exactly want. */
-#define CHECK_RET(call, want)                                                                      \
-	do {                                                                                       \
-		errno = 0;                                                                         \
-		long _r = (long)(call);                                                            \
-		int _e = errno;                                                                    \
-		long _w = (long)(want);                                                            \
-		if (_r == _w)                                                                      \
-			checks_passed++;                                                           \
-		else                                                                               \
-			check_fail(__FILE__, __LINE__, "%s: expected %ld, got %ld (%s)", #call, _w, \
-				   _r, _r == -1 ? strerror(_e) : "no error");                      \
+#define CHECK_RET(call, want)                                                                   \
+	do {                                                                                    \
+		errno = 0;                                                                      \
+		long _r = (long)(call);                                                         \
+		int _e = errno;                                                                 \
+		long _w = (long)(want);                                                         \
+		if (_r == _w)                                                                   \
+			checks_passed++;                                                        \
+		else                                                                            \
+			check_fail(__FILE__, __LINE__, #call, "expected %ld, got %ld (%s)", _w, \
+				   _r, _r == -1 ? strerror(_e) : "no error");                   \
 	} while (0)
 
 /* Evaluates a call; expects it not to return -1; the expression is the call's result. */
-#define CHECK_OK(call)                                                                             \
-	({                                                                                         \
-		errno = 0;                                                                         \
-		long _r = (long)(call);                                                            \
-		int _e = errno;                                                                    \
-		if (_r != -1)                                                                      \
-			checks_passed++;                                                           \
-		else                                                                               \
-			check_fail(__FILE__, __LINE__, "%s: failed with %s", #call, strerror(_e)); \
-		_r;                                                                                \
+#define CHECK_OK(call)                                                                         \
+	({                                                                                     \
+		errno = 0;                                                                     \
+		long _r = (long)(call);                                                        \
+		int _e = errno;                                                                \
+		if (_r != -1)                                                                  \
+			checks_passed++;                                                       \
+		else                                                                           \
+			check_fail(__FILE__, __LINE__, #call, "failed with %s", strerror(_e)); \
+		_r;                                                                            \
 	})
 
 /* Prints the summary line and returns the exit status. */

@@ -113,7 +113,7 @@ static void check_rlimits(void)
 
 	/* Lower the soft limit (the hard one stays): the new value reads back, and the fd table
 	 * honours it. */
-	lowest = (int)syscall(SYS_dup, 0);
+	lowest = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY);
 	if (lowest >= 0)
 		syscall(SYS_close, lowest);
 	lim = (struct krlimit){ (uint64_t)lowest + 2, old.max };
@@ -121,8 +121,8 @@ static void check_rlimits(void)
 	CHECK_RET(syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &lim, &now), 0);
 	CHECK(now.cur == old.cur, "old value returned while setting");
 	CHECK_RET(syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &now), 0);
-	CHECK(now.cur == lim.cur && now.max == old.max, "set %lu, read %lu",
-	      (unsigned long)lim.cur, (unsigned long)now.cur);
+	CHECK(now.cur == lim.cur && now.max == old.max, "set %lu, read %lu", (unsigned long)lim.cur,
+	      (unsigned long)now.cur);
 	fds[0] = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY);
 	fds[1] = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY);
 	CHECK(fds[0] == lowest && fds[1] == lowest + 1, "fds %d %d", fds[0], fds[1]);

@@ -34,11 +34,11 @@ static int cpu_clock(int pid, int thread, int which)
 
 int main(void)
 {
-	static const int clocks[] = { CLOCK_REALTIME,	     CLOCK_MONOTONIC,
-				      CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID,
-				      CLOCK_MONOTONIC_RAW,	     CLOCK_REALTIME_COARSE,
-				      CLOCK_MONOTONIC_COARSE,   CLOCK_BOOTTIME,
-				      CLOCK_TAI };
+	static const int clocks[] = {
+		CLOCK_REALTIME,		 CLOCK_MONOTONIC,     CLOCK_PROCESS_CPUTIME_ID,
+		CLOCK_THREAD_CPUTIME_ID, CLOCK_MONOTONIC_RAW, CLOCK_REALTIME_COARSE,
+		CLOCK_MONOTONIC_COARSE,	 CLOCK_BOOTTIME,      CLOCK_TAI
+	};
 	static const int bad_clocks[] = { 10, 12, 16, 1000, -1 };
 	struct kts t, res;
 	int64_t a, b;
@@ -171,7 +171,8 @@ int main(void)
 		CHECK_ERR(syscall(SYS_clock_nanosleep, 10, 0, (void *)1, NULL), EINVAL);
 		CHECK_ERR(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC_RAW, 0, (void *)1, NULL),
 			  EOPNOTSUPP);
-		CHECK_ERR(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (void *)1, NULL), EFAULT);
+		CHECK_ERR(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (void *)1, NULL),
+			  EFAULT);
 		CHECK_ERR(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0,
 				  &(struct kts){ 0, 1000000000 }, NULL),
 			  EINVAL);

@@ -131,8 +131,8 @@ static size_t good_reply(const struct gofer_req *req, uint8_t *out)
 	case GOFER_MSG_WALK:
 		rep.walk.n = req->walk.n;
 		for (uint32_t i = 0; i < req->walk.n; i++)
-			rep.walk.entries[i] = (struct gofer_walk_entry){ 10 + i,
-									 attr_of(S_IFDIR | 0755) };
+			rep.walk.entries[i] =
+				(struct gofer_walk_entry){ 10 + i, attr_of(S_IFDIR | 0755) };
 		break;
 	case GOFER_MSG_STAT:
 		rep.stat = attr_of(S_IFREG | 0644);
@@ -152,7 +152,8 @@ static size_t good_reply(const struct gofer_req *req, uint8_t *out)
 	return encode(&rep, out);
 }
 
-#define RESPONDER(name) static size_t name(const struct gofer_req *req, uint8_t *out, int *fds, int *nfds)
+#define RESPONDER(name) \
+	static size_t name(const struct gofer_req *req, uint8_t *out, int *fds, int *nfds)
 
 RESPONDER(good)
 {

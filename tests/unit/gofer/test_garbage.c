@@ -142,8 +142,8 @@ Test(gofer_garbage, random_and_mutated_messages_get_replies_and_the_server_survi
 		req.walk.dir = handles[0];
 		req.walk.n = walks[i][1] ? 2 : 1;
 		for (uint32_t k = 0; k < req.walk.n; k++)
-			req.walk.names[k] = (struct gofer_name){ walks[i][k],
-								 (uint16_t)strlen(walks[i][k]) };
+			req.walk.names[k] =
+				(struct gofer_name){ walks[i][k], (uint16_t)strlen(walks[i][k]) };
 		cr_assert_eq(raw_req(sock, &req, reply, &rep, NULL), 0);
 		handles[1 + i] = rep.walk.entries[rep.walk.n - 1].handle;
 	}

@@ -356,7 +356,8 @@ static void check_many_listing(const struct listing *l)
 		int k;
 
 		cr_assert_eq(sscanf(l->names[i], "f%d", &k), 1, "unexpected entry %s", l->names[i]);
-		cr_assert(k >= 0 && k < TREE_MANY && !seen[k], "duplicate or stray %s", l->names[i]);
+		cr_assert(k >= 0 && k < TREE_MANY && !seen[k], "duplicate or stray %s",
+			  l->names[i]);
 		seen[k] = true;
 	}
 }
@@ -493,8 +494,7 @@ static void start_limited(void)
 	start(true, 4);
 }
 
-Test(gofer_server_limit, handles_past_the_limit_are_enfile, .init = start_limited,
-     .fini = finish)
+Test(gofer_server_limit, handles_past_the_limit_are_enfile, .init = start_limited, .fini = finish)
 {
 	static const char *const abc[] = { "a", "b", "c" };
 	static const char *const file[] = { "file" };
@@ -508,8 +508,7 @@ Test(gofer_server_limit, handles_past_the_limit_are_enfile, .init = start_limite
 	cr_assert_eq(gofer_walk(c, root, abc, 3, h, NULL), 3);
 }
 
-Test(gofer_server_limit, failed_walk_gives_back_its_handles, .init = start_limited,
-     .fini = finish)
+Test(gofer_server_limit, failed_walk_gives_back_its_handles, .init = start_limited, .fini = finish)
 {
 	static const char *const abc[] = { "a", "b", "c" };
 	static const char *const bad[] = { "a", "b", "c", "x" };

@@ -91,8 +91,14 @@ void harness_init(struct harness *h, uint32_t uid, uint32_t gid)
 	h->t.k = &h->k;
 	h->t.tid = 1;
 	h->t.tg = &h->tg;
-	h->t.cred = (struct cred){ .uid = uid, .euid = uid, .suid = uid, .fsuid = uid,
-				   .gid = gid, .egid = gid, .sgid = gid, .fsgid = gid };
+	h->t.cred = (struct cred){ .uid = uid,
+				   .euid = uid,
+				   .suid = uid,
+				   .fsuid = uid,
+				   .gid = gid,
+				   .egid = gid,
+				   .sgid = gid,
+				   .fsgid = gid };
 	strcpy(h->t.comm, "test");
 	fake_mm_set_bad(NULL, 0);
 	fake_vfs_reset();

@@ -16,7 +16,7 @@ static void setup(void)
 
 TestSuite(sys_signal, .init = setup);
 
-#define BIT(sig) (1ULL << ((sig) - 1))
+#define BIT(sig) (1ULL << ((sig)-1))
 
 struct kstack {
 	uint64_t sp;
@@ -209,7 +209,8 @@ Test(sys_signal, sigaltstack_while_on_it_is_eperm)
 
 Test(sys_signal, sigaltstack_unchanged_skips_the_size_check)
 {
-	/* A fresh task has sp 0, size 0, flags 0: asking for exactly that changes nothing. */
+	/* Stored sp 0, size 0, flags 0 (the harness's zeroed task): asking for exactly that changes
+	 * nothing, so the size is not checked. */
 	struct kstack ss = { 0, 0, 0, 0 };
 
 	cr_assert_eq(CALL(&h.t, sigaltstack, A(&ss), 0), 0);

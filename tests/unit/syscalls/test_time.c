@@ -197,8 +197,7 @@ Test(sys_time, clock_nanosleep_checks_in_linux_order)
 	cr_assert_eq(CALL(&h.t, clock_nanosleep, 1, 0, A(&bad), 0), -EINVAL);
 	/* Then the clock's own checks: per-thread CPU clocks cannot sleep. */
 	cr_assert_eq(CALL(&h.t, clock_nanosleep, cpu_clock_id(0, true, 2), 0, 1, 0), -EFAULT);
-	cr_assert_eq(CALL(&h.t, clock_nanosleep, cpu_clock_id(0, true, 2), 0, A(&ok), 0),
-		     -EINVAL);
+	cr_assert_eq(CALL(&h.t, clock_nanosleep, cpu_clock_id(0, true, 2), 0, A(&ok), 0), -EINVAL);
 	cr_assert_eq(CALL(&h.t, clock_nanosleep, (uint64_t)-1, 0, A(&ok), 0), -EINVAL);
 }
 
