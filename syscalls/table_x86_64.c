@@ -95,8 +95,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getresgid),
 
 	/* clocks: sys_time.c */
-	FULL(clock_gettime),
-	FULL(clock_getres),
+	PARTIAL(clock_gettime, "CPU-time clocks measure the sentry thread, not the guest"),
+	PARTIAL(clock_getres, "CPU-time clocks measure the sentry thread, not the guest"),
 	FULL(gettimeofday),
 	FULL(time),
 	PARTIAL(nanosleep, "not interrupted by signals yet"),
@@ -104,7 +104,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 
 	/* system information and limits: sys_info.c */
 	PARTIAL(uname, "the sentry's release and version, never the host's"),
-	PARTIAL(sysinfo, "uptime is the sandbox's; memory figures are the host's"),
+	PARTIAL(sysinfo, "uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
 	FULL(getrandom),
 	PARTIAL(prlimit64, "the calling process only; limits are the sentry's, not the host's"),
 	FULL(getrlimit),

@@ -625,6 +625,16 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	r = -EINVAL;
 	if (old_len == 0)
 		goto out_unlock;
+	/*
+	 * A shrink in place only unmaps the tail, wherever the VMA boundaries are (Linux does
+	 * this before checking that the old range lies in one VMA).
+	 */
+	if (!fixed && !dontunmap && new_len <= old_len) {
+		r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
+		if (r == 0)
+			r = (long)old_addr;
+		goto out_unlock;
+	}
 	r = -EFAULT;
 	if (old_len > v->end - old_addr)
 		goto out_unlock;
@@ -643,12 +653,6 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 			old_len = new_len;
 		}
 		r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
-		goto out_unlock;
-	}
-	if (!dontunmap && new_len <= old_len) {
-		r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
-		if (r == 0)
-			r = (long)old_addr;
 		goto out_unlock;
 	}
 	uint64_t old_end = old_addr + old_len, new_end;
