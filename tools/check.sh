@@ -23,7 +23,16 @@ else
 	fmt_ok=1
 fi
 
-python3 - "$build" "$asan" "$fmt_ok" <<'PY'
+echo "== fuzz: the gofer's message dispatcher for ${HUSK_FUZZ_SECONDS:-30} s"
+if FUZZ_BUILD_DIR="$build/fuzz" ./tests/fuzz/gofer/run.sh "${HUSK_FUZZ_SECONDS:-30}" >"$build/fuzz.log" 2>&1; then
+	fuzz_ok=1
+	grep -E '^stat::number_of_executed_units' "$build/fuzz.log" || true
+else
+	fuzz_ok=0
+	tail -n 40 "$build/fuzz.log"
+fi
+
+python3 - "$build" "$asan" "$fmt_ok" "$fuzz_ok" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for d in sys.argv[1:3]:
@@ -43,11 +52,12 @@ for d in sys.argv[1:3]:
         else:
             failed += 1
             print(f"FAILED: {d}: {r.get('name')} ({res})")
-if sys.argv[3] == "1":
-    passed += 1
-else:
-    failed += 1
-    print("FAILED: clang-format check")
+for ok, what in ((sys.argv[3], "clang-format check"), (sys.argv[4], "gofer fuzzer")):
+    if ok == "1":
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAILED: {what}")
 print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
 sys.exit(1 if failed else 0)
 PY
