@@ -75,7 +75,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(getsid, "one process: its own session, ESRCH for other pids"),
 
 	/* futexes: sys_futex.c */
-	PARTIAL(futex, "WAIT, WAKE and their BITSET forms, for one thread: no other waiter exists yet"),
+	PARTIAL(futex,
+		"WAIT, WAKE and their BITSET forms, for one thread: no other waiter exists yet"),
 
 	/* extended attributes: sys_xattr.c */
 	ERROR(getxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
@@ -104,7 +105,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 
 	/* system information and limits: sys_info.c */
 	PARTIAL(uname, "the sentry's release and version, never the host's"),
-	PARTIAL(sysinfo, "uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
+	PARTIAL(sysinfo,
+		"uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
 	FULL(getrandom),
 	PARTIAL(prlimit64, "the calling process only; limits are the sentry's, not the host's"),
 	FULL(getrlimit),

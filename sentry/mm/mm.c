@@ -202,8 +202,8 @@ static int unmap_locked(struct mm *mm, uint64_t start, uint64_t end)
  * Makes [start, end) a new VMA over pages at off (already allocated and filled; taken over,
  * and freed on failure), replacing whatever VMAs were in the range. Needs VMA_RESERVE entries.
  */
-static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
-			  unsigned int flags, struct file *file, uint64_t file_off, uint64_t off)
+static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, unsigned int flags,
+			  struct file *file, uint64_t file_off, uint64_t off)
 {
 	struct vma_set *s = vset(mm);
 
@@ -231,8 +231,8 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 }
 
 /* Allocates, fills and installs [start, end) in one go (brk, mremap growth). */
-static int map_new_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
-			  unsigned int flags, struct file *file, uint64_t file_off)
+static int map_new_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, unsigned int flags,
+			  struct file *file, uint64_t file_off)
 {
 	int64_t off = file ? alloc_filled(mm, end - start, file, file_off) :
 			     alloc_pages(mm, start, end);
@@ -287,9 +287,9 @@ static uint64_t choose_addr(struct mm *mm, uint64_t hint, uint64_t len, int flag
 }
 
 /* Flags MAP_SHARED_VALIDATE accepts: Linux's LEGACY_MAP_MASK. */
-#define MAP_LEGACY_FLAGS                                                                           \
-	(MAP_SHARED | MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_DENYWRITE | MAP_EXECUTABLE |  \
-	 MAP_UNINITIALIZED | MAP_GROWSDOWN | MAP_LOCKED | MAP_NORESERVE | MAP_POPULATE |           \
+#define MAP_LEGACY_FLAGS                                                                         \
+	(MAP_SHARED | MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_DENYWRITE | MAP_EXECUTABLE | \
+	 MAP_UNINITIALIZED | MAP_GROWSDOWN | MAP_LOCKED | MAP_NORESERVE | MAP_POPULATE |         \
 	 MAP_NONBLOCK | MAP_STACK | MAP_HUGETLB | MAP_32BIT | MAP_HUGE_2MB | MAP_HUGE_1GB)
 
 long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, struct file *file,

@@ -118,7 +118,6 @@ struct mm_vma_info {
  * contiguous, so there may be more VMAs than Linux would show. Stops early and returns fn's
  * value when it is non-zero; returns 0 otherwise.
  */
-int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg),
-		    void *arg);
+int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg);
 
 #endif

@@ -15,7 +15,8 @@
  * Threading: a ctx is driven by exactly one sentry host thread, the one that created it (ptrace
  * requires that the tracer thread issue every request). as_map/as_unmap/as_protect may be called
  * from any thread that owns a ctx of that address space; backends may queue the change and apply
- * it before the next ctx_switch of any ctx of that space (ptrace does).
+ * it before the next ctx_switch of any ctx of that space (ptrace applies it at once when called by
+ * the space's owner thread and queues it otherwise).
  */
 #ifndef HUSK_SENTRY_PLATFORM_H
 #define HUSK_SENTRY_PLATFORM_H
@@ -79,7 +80,12 @@ struct platform_ops {
 	 * Runs the guest thread with *regs until the next event, then stores the guest's registers
 	 * back in *regs and describes the event in *ev. On PLATFORM_EV_SYSCALL the guest resumes
 	 * after the `syscall` instruction with rax as left in *regs at the next switch.
-	 * Returns 0, or -errno if the switch itself failed.
+	 * A zero cs or ss in *regs stands for the 64-bit user selector. On FAULT the guest has not
+	 * received the signal: resuming re-runs the faulting instruction unless rip was changed.
+	 * The 32-bit `int $0x80` is reported as the FAULT SIGSEGV/SI_KERNEL a kernel without
+	 * IA-32 emulation raises, with rip at the instruction. Once PLATFORM_EV_DIED was
+	 * reported, every later switch reports it again. Owner thread only (-EPERM otherwise).
+	 * Returns 0, or -errno if the switch itself failed (or a queued mapping change failed).
 	 */
 	int (*ctx_switch)(struct platform_ctx *ctx, arch_regs_t *regs, struct platform_event *ev);
 

@@ -453,9 +453,9 @@ static void bind_to_tracer_cpu(struct ptrace_as *as)
 		return;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	/* Failure (e.g. a cpuset without that CPU) only costs speed. */
-	if (sched_setaffinity(as->pid, sizeof(set), &set) == 0)
-		as->cpu = cpu;
+	/* Failure (e.g. a cpuset without that CPU) only costs speed; not retried on this CPU. */
+	sched_setaffinity(as->pid, sizeof(set), &set);
+	as->cpu = cpu;
 }
 
 /*
@@ -497,8 +497,7 @@ static bool classify_signal(struct ptrace_ctx *ctx, int sig, struct platform_eve
 	if (ptrace(PTRACE_GETSIGINFO, ctx->as->pid, 0, &si) < 0)
 		return false; /* a group-stop, not a signal: resume */
 	/* si_code > 0: raised by the CPU/kernel for this thread, i.e. by the guest. */
-	if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
-	     sig == SIGTRAP) &&
+	if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP) &&
 	    si.si_code > 0) {
 		ev->kind = PLATFORM_EV_FAULT;
 		ev->signo = sig;

@@ -50,6 +50,8 @@
  *   3: seccomp(SECCOMP_SET_MODE_FILTER, 0, &fprog)
  * The vsyscall page lies above user space and cannot be unmapped; it stays (harmless).
  */
+/* One instruction per line, as written: */
+/* clang-format off */
 __asm__(".pushsection .rodata.husk_stub, \"a\"\n"
 	".balign 64\n"
 	"husk_stub_code_start:\n"
@@ -95,6 +97,7 @@ __asm__(".pushsection .rodata.husk_stub, \"a\"\n"
 	"	ud2\n"
 	"husk_stub_code_end:\n"
 	".popsection\n");
+/* clang-format on */
 
 extern const char husk_stub_code_start[], husk_stub_setup_done[], husk_stub_gadget[],
 	husk_stub_gadget_done[], husk_stub_code_end[];
@@ -111,17 +114,16 @@ size_t ptrace_stub_filter(uint64_t code_page, struct sock_filter *out)
 	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	/* The instruction pointer (after the `syscall`) must be inside the code page. */
-	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-						offsetof(struct seccomp_data, instruction_pointer) +
-							4);
+	out[n++] = (struct sock_filter)BPF_STMT(
+		BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer) + 4);
 	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 						(uint32_t)(code_page >> 32), 1, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, instruction_pointer));
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, (uint32_t)PAGE_MASK);
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)code_page, 1,
-						0);
+	out[n++] =
+		(struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)code_page, 1, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	/* Only the numbers the stub needs; x32 numbers (bit 30 set) match none of them. */
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
@@ -229,7 +231,7 @@ struct stub_kernel_sigaction {
  * Every step is checked; on failure the child exits with the errno as its status.
  */
 static __attribute__((noreturn, noinline)) void stub_child(const struct stub_code *code, int memfd,
-							     bool probe)
+							   bool probe)
 {
 	static const char name[16] = "husk-stub";
 	struct stub_kernel_sigaction dfl = { .handler = (unsigned long)SIG_DFL };
@@ -377,8 +379,8 @@ static int stub_spawn_once(const struct stub_code *code, int memfd, bool probe, 
 		}
 	}
 
-	if (ptrace(PTRACE_SETOPTIONS, (pid_t)pid, 0,
-		   PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0 ||
+	if (ptrace(PTRACE_SETOPTIONS, (pid_t)pid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) <
+		    0 ||
 	    ptrace(PTRACE_GETREGS, (pid_t)pid, 0, regs) < 0) {
 		ret = -errno;
 		stub_kill_and_reap((pid_t)pid);
@@ -418,8 +420,9 @@ int stub_spawn(const struct stub_code *code, int memfd, pid_t *pid_out, arch_reg
 	if (!probe)
 		return ret;
 	if (ret < 0 && sigsys) {
-		log_info("ptrace: the sentry's seccomp filter forbids sched_setaffinity; stubs will "
-			 "not follow their tracer's CPU (slower system calls)");
+		log_info(
+			"ptrace: the sentry's seccomp filter forbids sched_setaffinity; stubs will "
+			"not follow their tracer's CPU (slower system calls)");
 		__atomic_store_n(&cpu_binding, 0, __ATOMIC_RELAXED);
 		sigsys = false;
 		return stub_spawn_once(code, memfd, false, pid_out, regs, &sigsys);

@@ -472,8 +472,7 @@ Test(mm_map, mremap_dontunmap_leaves_zeroed_pages_behind)
 	cr_assert_eq(peek(X), 0);
 	cr_assert_eq(used(), 4 * P);
 	cr_assert(fake_matches_mm(mm));
-	cr_assert_eq(mm_mremap(mm, X, 2 * P, 3 * P, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0),
-		     -EINVAL);
+	cr_assert_eq(mm_mremap(mm, X, 2 * P, 3 * P, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0), -EINVAL);
 }
 
 Test(mm_map, mremap_rejects_bad_arguments_with_linux_errnos)
@@ -487,8 +486,7 @@ Test(mm_map, mremap_rejects_bad_arguments_with_linux_errnos)
 	cr_assert_eq(mm_mremap(mm, X, P, 2 * P, MREMAP_MAYMOVE | MREMAP_FIXED, X + 10 * P + 1),
 		     -EINVAL);
 	/* The new range may not overlap the old one. */
-	cr_assert_eq(mm_mremap(mm, X, 2 * P, 2 * P, MREMAP_MAYMOVE | MREMAP_FIXED, X + P),
-		     -EINVAL);
+	cr_assert_eq(mm_mremap(mm, X, 2 * P, 2 * P, MREMAP_MAYMOVE | MREMAP_FIXED, X + P), -EINVAL);
 	cr_assert_eq(mm_mremap(mm, X, 0, P, MREMAP_MAYMOVE, 0), -EINVAL);
 	/* Unmapped, or spanning two mappings. */
 	cr_assert_eq(mm_mremap(mm, X + 5 * P, P, 2 * P, MREMAP_MAYMOVE, 0), -EFAULT);

@@ -50,8 +50,8 @@ static void teardown(void)
 
 TestSuite(sys_mm, .init = setup, .fini = teardown);
 
-static long call(long (*fn)(struct task *, const struct syscall_args *), uint64_t a0,
-		 uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
+static long call(long (*fn)(struct task *, const struct syscall_args *), uint64_t a0, uint64_t a1,
+		 uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
 {
 	struct syscall_args args = { { a0, a1, a2, a3, a4, a5 } };
 	return fn(&task, &args);

@@ -30,7 +30,8 @@ Test(syscall_table, every_listed_call_has_a_handler_and_levels_have_notes)
 		cr_assert_not_null(e->fn, "%s has no handler", e->name);
 		cr_assert_neq(e->support, SYSCALL_NONE, "%s", e->name);
 		if (e->support == SYSCALL_PARTIAL || e->support == SYSCALL_ERROR)
-			cr_assert(e->note && *e->note, "%s needs a note saying how it differs", e->name);
+			cr_assert(e->note && *e->note, "%s needs a note saying how it differs",
+				  e->name);
 	}
 	/* The foundation's calls are all there. */
 	cr_assert_geq(listed, 80);
@@ -50,11 +51,20 @@ Test(syscall_table, well_known_numbers)
 
 Test(syscall_table, glibc_start_up_calls_are_implemented)
 {
-	static const int needed[] = { LINUX_NR_brk,	   LINUX_NR_arch_prctl, LINUX_NR_mmap,
-				      LINUX_NR_openat,	   LINUX_NR_newfstatat, LINUX_NR_read,
-				      LINUX_NR_close,	   LINUX_NR_mprotect,	LINUX_NR_set_tid_address,
-				      LINUX_NR_set_robust_list, LINUX_NR_prlimit64, LINUX_NR_getrandom,
-				      LINUX_NR_write,	   LINUX_NR_exit_group };
+	static const int needed[] = { LINUX_NR_brk,
+				      LINUX_NR_arch_prctl,
+				      LINUX_NR_mmap,
+				      LINUX_NR_openat,
+				      LINUX_NR_newfstatat,
+				      LINUX_NR_read,
+				      LINUX_NR_close,
+				      LINUX_NR_mprotect,
+				      LINUX_NR_set_tid_address,
+				      LINUX_NR_set_robust_list,
+				      LINUX_NR_prlimit64,
+				      LINUX_NR_getrandom,
+				      LINUX_NR_write,
+				      LINUX_NR_exit_group };
 
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 		cr_assert_not_null(syscall_table[needed[i]].fn, "%s", syscall_name(needed[i]));
