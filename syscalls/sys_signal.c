@@ -88,15 +88,15 @@ long sys_rt_sigaction(struct task *t, const struct syscall_args *args)
 	    (act_addr && (sig == LINUX_SIGKILL || sig == LINUX_SIGSTOP)))
 		return -EINVAL;
 
-	pthread_mutex_lock(&tg->lock);
-	oact = tg->actions[sig - 1];
+	pthread_mutex_lock(&tg->sighand->lock);
+	oact = tg->sighand->actions[sig - 1];
 	if (act_addr) {
 		/* Unknown flags are dropped so that programs can probe for support. */
 		act.flags &= LINUX_UAPI_SA_FLAGS;
 		act.mask &= ~LINUX_UNBLOCKABLE;
-		tg->actions[sig - 1] = act;
+		tg->sighand->actions[sig - 1] = act;
 	}
-	pthread_mutex_unlock(&tg->lock);
+	pthread_mutex_unlock(&tg->sighand->lock);
 
 	if (oact_addr) {
 		oact.flags &= LINUX_UAPI_SA_FLAGS;

@@ -29,6 +29,14 @@ struct kernel {
 	struct vfs_mount *root_mnt;
 	struct vfs_node *root_node;
 
+	/*
+	 * The process tree and the pid table: parent/children/sibling/pgid/sid of every thread
+	 * group and the tid -> task map. Taken before any tg->lock.
+	 */
+	pthread_mutex_t tree_lock;
+	void *pids; /* tid -> task map, private to sentry/kernel/pid.c (tree_lock) */
+	int nr_tasks; /* live tasks (tree_lock) */
+
 	pthread_mutex_t lock; /* protects the fields below */
 	char hostname[65];
 	char domainname[65];
@@ -40,6 +48,13 @@ struct kernel {
 	bool strace; /* print each guest call (husk do --strace) */
 	int strace_fd; /* where --strace lines go */
 };
+
+/*
+ * Finds the task with guest tid, or the thread group with guest pid, and returns a new
+ * reference (task_put / tg_put), or NULL. Any thread.
+ */
+struct task *kernel_find_task(struct kernel *k, int32_t tid);
+struct thread_group *kernel_find_tg(struct kernel *k, int32_t pid);
 
 /* Logs "unimplemented system call NAME (NR)" once per sandbox per number. */
 void kernel_log_unimplemented(struct kernel *k, long nr);

@@ -12,12 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/capability.h>
+#include <time.h>
 
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/loader/loader.h"
 #include "sentry/mm/mm.h"
@@ -46,12 +49,31 @@ struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_c
 		free(t);
 		return ERR_PTR(-ENOMEM);
 	}
+	tg->sighand = calloc(1, sizeof(*tg->sighand));
+	if (!tg->sighand) {
+		free(tg);
+		free(t);
+		return ERR_PTR(-ENOMEM);
+	}
+	refcount_init(&tg->sighand->ref, 1);
+	pthread_mutex_init(&tg->sighand->lock, NULL);
 	refcount_init(&tg->ref, 1);
 	pthread_mutex_init(&tg->lock, NULL);
+	tg->k = k;
 	tg->pid = 1;
 	tg->ppid = 0;
 	tg->pgid = 1;
 	tg->sid = 1;
+	tg->leader = t;
+	list_init(&tg->tasks);
+	list_add_tail(&t->tg_link, &tg->tasks);
+	tg->nr_threads = 1;
+	list_init(&tg->children);
+	list_init(&tg->sibling);
+	list_init(&tg->shared_pending.queue);
+	tg->exit_signal = SIGCHLD;
+	tg->state = TG_RUNNING;
+	tg->dumpable = true;
 	/* The guest starts with the limits husk itself was started with; they are the sentry's
 	 * values from now on and are never applied to the host. */
 	for (int r = 0; r < LINUX_RLIM_NLIMITS; r++) {
@@ -59,9 +81,22 @@ struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_c
 			tg->rlimits[r].rlim_cur = tg->rlimits[r].rlim_max = RLIM_INFINITY;
 	}
 
+	refcount_init(&t->ref, 1);
 	t->k = k;
 	t->tid = 1;
 	t->tg = tg;
+	t->thread = pthread_self();
+	list_init(&t->pending.queue);
+	pthread_mutex_init(&t->wait_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* task_wait deadlines are CLOCK_MONOTONIC. */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&t->wait_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	fdtable_get(fdt);
 	t->fdt = fdt;
 	fs_context_get(fs);
@@ -69,6 +104,11 @@ struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_c
 	t->cred.uid = t->cred.euid = t->cred.suid = t->cred.fsuid = uid;
 	t->cred.gid = t->cred.egid = t->cred.sgid = t->cred.fsgid = gid;
 	t->cred.ngroups = 0;
+	/* Root in the sandbox has every capability, like root in a container's user namespace. */
+	if (uid == 0) {
+		t->cred.cap_effective = t->cred.cap_permitted = (1ULL << (CAP_LAST_CAP + 1)) - 1;
+	}
+	t->cred.cap_bounding = (1ULL << (CAP_LAST_CAP + 1)) - 1;
 	t->altstack_flags = SS_DISABLE;
 	strcpy(t->comm, "init");
 
@@ -118,8 +158,8 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	t->altstack_flags = SS_DISABLE;
 	/* Handled signals revert to the default action across exec; ignored ones stay ignored. */
 	for (int i = 0; i < LINUX_NSIG; i++) {
-		if (t->tg->actions[i].handler > 1)
-			memset(&t->tg->actions[i], 0, sizeof(t->tg->actions[i]));
+		if (t->tg->sighand->actions[i].handler > 1)
+			memset(&t->tg->sighand->actions[i], 0, sizeof(t->tg->sighand->actions[i]));
 	}
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -162,14 +202,6 @@ void task_exit_group(struct task *t, int status)
 	t->exiting = true;
 }
 
-/* Default action of a synchronous fault signal when the guest has no handler: dump core. */
-static void task_fault(struct task *t, const struct platform_event *ev)
-{
-	log_debug("pid %d: fatal %s at rip %#llx, address %#lx (code %d)", t->tid,
-		  strsignal(ev->signo), t->regs.rip, (unsigned long)ev->addr, ev->code);
-	task_exit_group(t, ev->signo | WCORE_FLAG);
-}
-
 static void task_syscall(struct task *t)
 {
 	struct syscall_args args = { {
@@ -181,48 +213,60 @@ static void task_syscall(struct task *t)
 		t->regs.r9,
 	} };
 	long nr = (long)t->regs.orig_rax;
-	long ret;
 
-	ret = syscall_dispatch(t, nr, &args);
-	if (unlikely(linux_errno_is_restart(ret))) {
-		/*
-		 * No signal handler can have run (delivery comes with the processes issue), so
-		 * every restart code restarts the call: back up over the 2-byte `syscall`.
-		 */
-		t->regs.rax = t->regs.orig_rax;
-		t->regs.rip -= 2;
-		return;
-	}
-	t->regs.rax = (uint64_t)ret;
+	/* Restart codes stay in rax: signal_deliver() applies the restart rules. */
+	t->regs.rax = (uint64_t)syscall_dispatch(t, nr, &args);
+}
+
+static void task_set_in_guest(struct task *t, bool in_guest)
+{
+	pthread_mutex_lock(&t->wait_lock);
+	t->in_guest = in_guest;
+	pthread_mutex_unlock(&t->wait_lock);
 }
 
 int task_run(struct task *t)
 {
 	const struct platform_ops *ops = t->k->platform->ops;
 	struct platform_event ev;
+	bool after_syscall;
 	int ret;
 
+	/* Signals may already be pending for a new task. */
+	t->regs.orig_rax = (uint64_t)-1;
+	signal_deliver(t, false);
 	while (!t->exiting) {
+		task_set_in_guest(t, true);
 		ret = ops->ctx_switch(t->ctx, &t->regs, &ev);
+		task_set_in_guest(t, false);
 		if (ret < 0) {
 			log_error("pid %d: cannot run the guest: %s", t->tid, strerror(-ret));
 			task_exit_group(t, SIGKILL);
 			break;
 		}
+		after_syscall = false;
 		switch (ev.kind) {
 		case PLATFORM_EV_SYSCALL:
 			task_syscall(t);
+			after_syscall = true;
 			break;
 		case PLATFORM_EV_FAULT:
-			task_fault(t, &ev);
+			t->regs.orig_rax = (uint64_t)-1;
+			/* A copy-on-write page or another fault the mm resolves: re-run. */
+			if (ev.signo == SIGSEGV && mm_handle_fault(t->mm, ev.addr, ev.code) == 0)
+				break;
+			signal_force_fault(t, &ev);
 			break;
 		case PLATFORM_EV_INTERRUPT:
+			t->regs.orig_rax = (uint64_t)-1;
 			break;
 		case PLATFORM_EV_DIED:
 			log_warn("pid %d: the guest's host process died", t->tid);
 			task_exit_group(t, SIGKILL);
 			break;
 		}
+		if (!t->exiting)
+			signal_deliver(t, after_syscall);
 	}
 	return t->tg->exit_status;
 }

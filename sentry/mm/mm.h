@@ -53,6 +53,29 @@ void mm_get(struct mm *mm);
 void mm_put(struct mm *mm);
 
 /*
+ * fork(2): a new mm with the same VMAs whose private pages are shared copy-on-write with parent
+ * (no page is copied now; both sides see their writable private pages write-protected until
+ * the first write, which mm_handle_fault resolves). Must be called on the host thread that owns
+ * parent's platform space (it write-protects the parent's pages there). The new mm has no
+ * platform space yet: mm_activate creates it on the child's own thread. Returns the mm or
+ * ERR_PTR(-errno).
+ */
+struct mm *mm_fork(struct mm *parent);
+/*
+ * Creates mm's platform space on the calling thread (which becomes its owner) if it has none,
+ * and maps every VMA into it. No-op if it exists. Returns 0 or -errno.
+ */
+int mm_activate(struct mm *mm);
+/*
+ * A guest fault at addr (platform event FAULT SIGSEGV with code SEGV_MAPERR or SEGV_ACCERR) in
+ * the space owned by the calling thread: resolves a copy-on-write write (copies the page, or
+ * takes it over when no one else shares it, and maps it writable) and returns 0 so that the
+ * guest re-runs the instruction; returns -EFAULT when the access is invalid (the caller sends
+ * SIGSEGV).
+ */
+int mm_handle_fault(struct mm *mm, uint64_t addr, int code);
+
+/*
  * mmap(2) semantics: prot PROT_*, flags MAP_* (MAP_PRIVATE|MAP_ANONYMOUS, MAP_PRIVATE with file,
  * MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_GROWSDOWN, MAP_NORESERVE, MAP_POPULATE accepted;
  * MAP_SHARED of a file returns -ENODEV until the filesystem issue). file may be NULL for

@@ -77,6 +77,17 @@ struct platform_ops {
 	void (*ctx_destroy)(struct platform_ctx *ctx);
 
 	/*
+	 * Threads (CLONE_VM|CLONE_THREAD, and CLONE_VM without a new space): a guest thread that
+	 * will be driven by a different host thread than its creator is made in two steps.
+	 * ctx_clone runs on the owner thread of `from` (a ctx of the space the new thread joins)
+	 * and creates the new guest thread, owned by nobody; ctx_adopt runs on the host thread that
+	 * will drive it and makes that thread its owner. Nothing else may be done with the new ctx
+	 * in between but ctx_destroy (from the creator). Returns 0 or -errno.
+	 */
+	int (*ctx_clone)(struct platform_ctx *from, struct platform_ctx **out);
+	int (*ctx_adopt)(struct platform_ctx *ctx);
+
+	/*
 	 * Runs the guest thread with *regs until the next event, then stores the guest's registers
 	 * back in *regs and describes the event in *ev. On PLATFORM_EV_SYSCALL the guest resumes
 	 * after the `syscall` instruction with rax as left in *regs at the next switch.

@@ -80,6 +80,9 @@ void harness_init(struct harness *h, uint32_t uid, uint32_t gid)
 
 	refcount_init(&h->tg.ref, 1);
 	pthread_mutex_init(&h->tg.lock, NULL);
+	refcount_init(&h->sighand.ref, 1);
+	pthread_mutex_init(&h->sighand.lock, NULL);
+	h->tg.sighand = &h->sighand;
 	h->tg.pid = h->tg.pgid = h->tg.sid = 1;
 	for (int i = 0; i < LINUX_RLIM_NLIMITS; i++) {
 		h->tg.rlimits[i].rlim_cur = RLIM_INFINITY;

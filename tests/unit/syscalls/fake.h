@@ -22,6 +22,7 @@ void fake_mm_set_bad(const void *addr, size_t len);
 struct harness {
 	struct kernel k;
 	struct thread_group tg;
+	struct sighand sighand;
 	struct task t;
 };
 

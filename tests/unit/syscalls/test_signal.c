@@ -35,7 +35,7 @@ Test(sys_signal, sigaction_round_trip)
 	cr_assert_eq(old.flags, 0x04000004);
 	cr_assert_eq(old.restorer, 0x402000);
 	cr_assert_eq(old.mask, BIT(10));
-	cr_assert_eq(h.tg.actions[9].handler, 0x401000);
+	cr_assert_eq(h.tg.sighand->actions[9].handler, 0x401000);
 }
 
 Test(sys_signal, sigaction_returns_old_action_while_setting)
@@ -45,7 +45,7 @@ Test(sys_signal, sigaction_returns_old_action_while_setting)
 	cr_assert_eq(CALL(&h.t, rt_sigaction, 12, A(&a), 0, 8), 0);
 	cr_assert_eq(CALL(&h.t, rt_sigaction, 12, A(&b), A(&old), 8), 0);
 	cr_assert_eq(old.handler, 1);
-	cr_assert_eq(h.tg.actions[11].handler, 0x1234);
+	cr_assert_eq(h.tg.sighand->actions[11].handler, 0x1234);
 }
 
 Test(sys_signal, sigaction_drops_unknown_flags_and_unblockable_mask_bits)
@@ -80,7 +80,7 @@ Test(sys_signal, sigaction_faults)
 	cr_assert_eq(CALL(&h.t, rt_sigaction, 0, 1, 0, 8), -EFAULT);
 	/* A fault writing the old action leaves the new one in place. */
 	cr_assert_eq(CALL(&h.t, rt_sigaction, 10, A(&act), 1, 8), -EFAULT);
-	cr_assert_eq(h.tg.actions[9].handler, 1);
+	cr_assert_eq(h.tg.sighand->actions[9].handler, 1);
 }
 
 Test(sys_signal, sigprocmask_block_unblock_setmask)
