@@ -133,9 +133,8 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 int gofer_drop_capabilities(bool readonly)
 {
 	static const cap_value_t read_caps[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH };
-	static const cap_value_t write_caps[] = {
-		CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_CHOWN, CAP_FSETID, CAP_MKNOD
-	};
+	static const cap_value_t write_caps[] = { CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
+						  CAP_CHOWN, CAP_FSETID };
 	const cap_value_t *keep = readonly ? read_caps : write_caps;
 	int nkeep = readonly ? (int)ARRAY_SIZE(read_caps) : (int)ARRAY_SIZE(write_caps);
 	cap_t caps;

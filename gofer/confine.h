@@ -20,15 +20,16 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 
 /*
  * Drops every capability but the few the gofer uses, from the bounding set too: DAC_OVERRIDE
- * and DAC_READ_SEARCH (serving files whatever their owner and mode), plus FOWNER, CHOWN, FSETID
- * and MKNOD when not readonly (for the write messages to come). Returns 0 or -errno.
+ * and DAC_READ_SEARCH (serving files whatever their owner and mode), plus FOWNER, CHOWN and
+ * FSETID when not readonly (owners, modes and times the sentry asks for). Never MKNOD: the
+ * gofer makes FIFOs and sockets only, which need no capability. Returns 0 or -errno.
  */
 int gofer_drop_capabilities(bool readonly);
 
 /*
  * Installs the gofer's seccomp allow-list (gofer/filter.c); anything else kills the process.
- * With readonly, openat is allowed only without write access, O_CREAT, O_TRUNC or O_TMPFILE.
- * Returns 0 or -errno.
+ * With readonly, openat is allowed only without write access, O_CREAT, O_TRUNC or O_TMPFILE,
+ * and no call that changes the tree is allowed at all. Returns 0 or -errno.
  */
 int gofer_install_filter(bool readonly);
 

@@ -2,14 +2,18 @@
 /*
  * The gofer's seccomp allow-list (DESIGN.md rule 4). Everything not listed kills the gofer.
  * Each entry says why the gofer needs it, once it is confined and serving. Notably absent:
- * execve, socket/connect, mount, ptrace, open/creat, and every call that writes to a file
- * (write is for the log on stderr; the gofer has no other FD open for writing).
+ * execve, socket/connect, mount, ptrace, open/creat, every path-based call (only the *at forms
+ * the handlers use, relative to handle FDs), and every call that writes file data (write is for
+ * the log on stderr; ftruncate is SETSTAT's). A read-only gofer gets none of the calls that
+ * change the tree: its handlers answer EROFS before making one, and this makes sure of it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/util.h"
 #include "gofer/confine.h"
@@ -44,7 +48,69 @@ static const struct filter_rule rules[] = {
 	ALLOW(madvise, "malloc trimming"),
 	ALLOW(exit_group, "the gofer ending when the sentry closes the socket"),
 	ALLOW(exit, "the gofer ending"),
+	ALLOW(fsync, "FSYNC, on an FD reopened from a handle"),
+	ALLOW(fdatasync, "FSYNC with GOFER_FSYNC_DATASYNC"),
+	ALLOW(fgetxattr, "GETXATTR, on an FD reopened from a handle (names checked in server.c)"),
+	ALLOW(flistxattr, "LISTXATTR, likewise"),
 };
+
+/* Calls that change the tree: allowed only on a writable gofer (more below, with arguments). */
+static const struct filter_rule write_rules[] = {
+	ALLOW(ftruncate, "SETSTAT size, on an FD reopened for writing from a handle"),
+	ALLOW(fchmodat, "SETSTAT mode and new nodes' modes, via /proc/self/fd/N of a handle"),
+	ALLOW(mkdirat, "MKDIR: one name in a handle's directory"),
+	ALLOW(symlinkat,
+	      "SYMLINK: one name in a handle's directory (the target is never followed)"),
+	ALLOW(unlinkat,
+	      "UNLINK; and undoing a CREATE, MKDIR, MKNOD or SYMLINK that failed half-way"),
+	ALLOW(fsetxattr, "SETXATTR of user.* names (server.c), on an FD reopened from a handle"),
+	ALLOW(fremovexattr, "REMOVEXATTR, likewise"),
+};
+
+static int add_write_rules(scmp_filter_ctx ctx)
+{
+	const uint64_t empty_nofollow = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW;
+	const uint64_t create = O_CREAT | O_EXCL | O_NOFOLLOW;
+	int ret;
+
+	for (size_t i = 0; i < ARRAY_SIZE(write_rules); i++) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, write_rules[i].nr, 0);
+		if (ret < 0)
+			return ret;
+	}
+	/* CREATE: openat with O_CREAT only when exclusive and not following a symlink. */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+			       SCMP_A2(SCMP_CMP_MASKED_EQ, create | O_TMPFILE_BIT, create));
+	if (ret < 0)
+		return ret;
+	/* SETSTAT owner and times, new nodes' owners: always on the handle's own FD ("", empty
+	 * path), never following a symlink. */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fchownat), 1,
+			       SCMP_A4(SCMP_CMP_EQ, empty_nofollow));
+	if (ret < 0)
+		return ret;
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(utimensat), 1,
+			       SCMP_A3(SCMP_CMP_EQ, empty_nofollow));
+	if (ret < 0)
+		return ret;
+	/* MKNOD: FIFOs and sockets, never a device (the gofer has no CAP_MKNOD either). */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mknodat), 1,
+			       SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT, S_IFIFO));
+	if (ret < 0)
+		return ret;
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mknodat), 1,
+			       SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT, S_IFSOCK));
+	if (ret < 0)
+		return ret;
+	/* LINK: linkat(olddir, name, newdir, name, 0); never AT_EMPTY_PATH (linking an FD). */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(linkat), 1, SCMP_A4(SCMP_CMP_EQ, 0));
+	if (ret < 0)
+		return ret;
+	/* RENAME: renameat2 with no flag but RENAME_NOREPLACE or RENAME_EXCHANGE. */
+	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(renameat2), 1,
+				SCMP_A4(SCMP_CMP_MASKED_EQ,
+					~(uint64_t)(RENAME_NOREPLACE | RENAME_EXCHANGE), 0));
+}
 
 int gofer_install_filter(bool readonly)
 {
@@ -85,6 +151,11 @@ int gofer_install_filter(bool readonly)
 			       SCMP_A2(SCMP_CMP_MASKED_EQ, deny, 0));
 	if (ret < 0)
 		goto out;
+	if (!readonly) {
+		ret = add_write_rules(ctx);
+		if (ret < 0)
+			goto out;
+	}
 	ret = seccomp_load(ctx);
 out:
 	seccomp_release(ctx);

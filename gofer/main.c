@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "gofer/confine.h"
@@ -106,6 +107,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	raise_fd_limit();
+	/* New nodes get the mode the sentry asks for (it applies the guest's umask itself). */
+	umask(0);
 	if (gofer_pivot_into(root, cfg.readonly, &root_fd, &proc_fd) < 0)
 		return 1;
 	if (gofer_lock_down(cfg.readonly) < 0)

@@ -137,6 +137,106 @@ GOFER_PROTO_API int gofer_name_check(const char *name, size_t len)
 	return 0;
 }
 
+GOFER_PROTO_API int gofer_xattr_name_check(const char *name, size_t len)
+{
+	if (!name || len == 0 || len > GOFER_XATTR_NAME_MAX || memchr(name, '\0', len))
+		return -EINVAL;
+	return 0;
+}
+
+static bool target_valid(const char *target, size_t len)
+{
+	return target && len >= 1 && len <= GOFER_PATH_MAX && !memchr(target, '\0', len);
+}
+
+/* Writes a name (u16 len, bytes) after checking it with check. Returns false if invalid. */
+static bool w_name(struct wcur *w, const struct gofer_name *nm,
+		   int (*check)(const char *name, size_t len))
+{
+	if (check(nm->name, nm->len) < 0)
+		return false;
+	w_u16(w, nm->len);
+	w_bytes(w, nm->name, nm->len);
+	return true;
+}
+
+/* Reads a name and checks it with check; marks r bad if invalid. */
+static void r_name(struct rcur *r, struct gofer_name *nm,
+		   int (*check)(const char *name, size_t len))
+{
+	nm->len = r_u16(r);
+	nm->name = (const char *)r_take(r, nm->len);
+	if (!r->bad && check(nm->name, nm->len) < 0)
+		r->bad = true;
+}
+
+static bool nsec_valid(uint32_t nsec)
+{
+	return nsec < 1000000000u || nsec == GOFER_UTIME_NOW || nsec == GOFER_UTIME_OMIT;
+}
+
+/* (u32)-1 means "unchanged" to chown(2): never a real owner to give. */
+static bool id_valid(uint32_t id)
+{
+	return id != UINT32_MAX;
+}
+
+static bool setstat_valid(const struct gofer_setstat *st)
+{
+	if (st->mask & ~GOFER_SETSTAT_ALL)
+		return false;
+	if (st->mode & ~07777u || st->size < 0)
+		return false;
+	if (!nsec_valid(st->atime_nsec) || !nsec_valid(st->mtime_nsec))
+		return false;
+	if ((st->mask & GOFER_SETSTAT_UID) && !id_valid(st->uid))
+		return false;
+	if ((st->mask & GOFER_SETSTAT_GID) && !id_valid(st->gid))
+		return false;
+	return true;
+}
+
+static bool create_flags_valid(uint32_t flags)
+{
+	return !(flags & ~(uint32_t)GOFER_CREATE_FLAGS) && (flags & 03) != 03;
+}
+
+/* The checks on the fields of CREATE, MKDIR, MKNOD and SYMLINK but the names. */
+static bool mk_valid(uint16_t type, uint32_t flags, uint32_t mode, uint32_t uid, uint32_t gid)
+{
+	uint32_t modemask = type == GOFER_MSG_MKNOD ? (uint32_t)(S_IFMT | 07777) : 07777u;
+
+	if (!id_valid(uid) || !id_valid(gid))
+		return false;
+	if (type == GOFER_MSG_SYMLINK)
+		return flags == 0 && mode == 0;
+	if (mode & ~modemask)
+		return false;
+	return type == GOFER_MSG_CREATE ? create_flags_valid(flags) : flags == 0;
+}
+
+static bool rename_flags_valid(uint32_t flags)
+{
+	return flags == 0 || flags == GOFER_RENAME_NOREPLACE || flags == GOFER_RENAME_EXCHANGE;
+}
+
+/* An xattr list: NUL-terminated names, none empty. */
+static bool xattr_list_valid(const uint8_t *p, size_t len)
+{
+	size_t start = 0;
+
+	if (len && !p)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != '\0')
+			continue;
+		if (i == start)
+			return false;
+		start = i + 1;
+	}
+	return start == len;
+}
+
 static bool attr_valid(const struct gofer_attr *a)
 {
 	switch (a->mode & S_IFMT) {
@@ -276,18 +376,118 @@ GOFER_PROTO_API ssize_t gofer_req_encode(const struct gofer_req *req, void *buf,
 		w_u32(&w, 0);
 		break;
 	case GOFER_MSG_WALK:
+	case GOFER_MSG_WALKSTAT:
 		if (req->walk.n < 1 || req->walk.n > GOFER_WALK_MAX)
 			return -EINVAL;
 		w_u64(&w, req->walk.dir);
 		w_u32(&w, req->walk.n);
 		for (uint32_t i = 0; i < req->walk.n; i++) {
-			const struct gofer_name *nm = &req->walk.names[i];
-
-			if (gofer_name_check(nm->name, nm->len) < 0)
+			if (!w_name(&w, &req->walk.names[i], gofer_name_check))
 				return -EINVAL;
-			w_u16(&w, nm->len);
-			w_bytes(&w, nm->name, nm->len);
 		}
+		break;
+	case GOFER_MSG_SETSTAT: {
+		const struct gofer_setstat *st = &req->setstat.st;
+
+		if (!setstat_valid(st))
+			return -EINVAL;
+		w_u64(&w, req->setstat.handle);
+		w_u32(&w, st->mask);
+		w_u32(&w, st->mode);
+		w_u32(&w, st->uid);
+		w_u32(&w, st->gid);
+		w_u64(&w, (uint64_t)st->size);
+		w_u64(&w, (uint64_t)st->atime_sec);
+		w_u64(&w, (uint64_t)st->mtime_sec);
+		w_u32(&w, st->atime_nsec);
+		w_u32(&w, st->mtime_nsec);
+		break;
+	}
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+		if (!mk_valid(req->type, req->mk.flags, req->mk.mode, req->mk.uid, req->mk.gid))
+			return -EINVAL;
+		w_u64(&w, req->mk.dir);
+		if (req->type == GOFER_MSG_CREATE)
+			w_u32(&w, req->mk.flags);
+		if (req->type != GOFER_MSG_SYMLINK)
+			w_u32(&w, req->mk.mode);
+		w_u32(&w, req->mk.uid);
+		w_u32(&w, req->mk.gid);
+		if (req->type == GOFER_MSG_MKDIR || req->type == GOFER_MSG_MKNOD)
+			w_u32(&w, 0);
+		if (!w_name(&w, &req->mk.name, gofer_name_check))
+			return -EINVAL;
+		if (req->type == GOFER_MSG_SYMLINK) {
+			if (!target_valid(req->mk.target.name, req->mk.target.len))
+				return -EINVAL;
+			w_u16(&w, req->mk.target.len);
+			w_bytes(&w, req->mk.target.name, req->mk.target.len);
+		}
+		break;
+	case GOFER_MSG_LINK:
+	case GOFER_MSG_RENAME:
+		w_u64(&w, req->link.olddir);
+		w_u64(&w, req->link.newdir);
+		if (req->type == GOFER_MSG_RENAME) {
+			if (!rename_flags_valid(req->link.flags))
+				return -EINVAL;
+			w_u32(&w, req->link.flags);
+			w_u32(&w, 0);
+		} else if (req->link.flags) {
+			return -EINVAL;
+		}
+		if (!w_name(&w, &req->link.oldname, gofer_name_check) ||
+		    !w_name(&w, &req->link.newname, gofer_name_check))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_UNLINK:
+		if (req->unlink.flags & ~GOFER_UNLINK_REMOVEDIR)
+			return -EINVAL;
+		w_u64(&w, req->unlink.dir);
+		w_u32(&w, req->unlink.flags);
+		w_u32(&w, 0);
+		if (!w_name(&w, &req->unlink.name, gofer_name_check))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_FSYNC:
+		if (req->fsync.flags & ~GOFER_FSYNC_DATASYNC)
+			return -EINVAL;
+		w_u64(&w, req->fsync.handle);
+		w_u32(&w, req->fsync.flags);
+		w_u32(&w, 0);
+		break;
+	case GOFER_MSG_GETXATTR:
+	case GOFER_MSG_LISTXATTR:
+		if (req->xattr.size > GOFER_XATTR_SIZE_MAX || req->xattr.flags)
+			return -EINVAL;
+		w_u64(&w, req->xattr.handle);
+		w_u32(&w, req->xattr.size);
+		w_u32(&w, 0);
+		if (req->type == GOFER_MSG_GETXATTR &&
+		    !w_name(&w, &req->xattr.name, gofer_xattr_name_check))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_SETXATTR:
+		if (req->xattr.size > GOFER_XATTR_SIZE_MAX ||
+		    (req->xattr.flags & ~(GOFER_XATTR_CREATE | GOFER_XATTR_REPLACE)) ||
+		    (req->xattr.size && !req->xattr.value))
+			return -EINVAL;
+		w_u64(&w, req->xattr.handle);
+		w_u32(&w, req->xattr.flags);
+		w_u32(&w, req->xattr.size);
+		if (!w_name(&w, &req->xattr.name, gofer_xattr_name_check))
+			return -EINVAL;
+		w_bytes(&w, req->xattr.value, req->xattr.size);
+		break;
+	case GOFER_MSG_REMOVEXATTR:
+		if (req->xattr.flags || req->xattr.size)
+			return -EINVAL;
+		w_u64(&w, req->xattr.handle);
+		if (!w_name(&w, &req->xattr.name, gofer_xattr_name_check))
+			return -EINVAL;
 		break;
 	case GOFER_MSG_STAT:
 	case GOFER_MSG_READLINK:
@@ -352,18 +552,113 @@ GOFER_PROTO_API int gofer_req_decode(const void *buf, size_t len, struct gofer_r
 		r_pad32(&r);
 		break;
 	case GOFER_MSG_WALK:
+	case GOFER_MSG_WALKSTAT:
 		req->walk.dir = r_u64(&r);
 		req->walk.n = r_u32(&r);
 		if (req->walk.n < 1 || req->walk.n > GOFER_WALK_MAX)
 			return -EINVAL;
 		for (uint32_t i = 0; i < req->walk.n; i++) {
-			struct gofer_name *nm = &req->walk.names[i];
-
-			nm->len = r_u16(&r);
-			nm->name = (const char *)r_take(&r, nm->len);
-			if (r.bad || gofer_name_check(nm->name, nm->len) < 0)
+			r_name(&r, &req->walk.names[i], gofer_name_check);
+			if (r.bad)
 				return -EINVAL;
 		}
+		break;
+	case GOFER_MSG_SETSTAT: {
+		struct gofer_setstat *st = &req->setstat.st;
+
+		req->setstat.handle = r_u64(&r);
+		st->mask = r_u32(&r);
+		st->mode = r_u32(&r);
+		st->uid = r_u32(&r);
+		st->gid = r_u32(&r);
+		st->size = (int64_t)r_u64(&r);
+		st->atime_sec = (int64_t)r_u64(&r);
+		st->mtime_sec = (int64_t)r_u64(&r);
+		st->atime_nsec = r_u32(&r);
+		st->mtime_nsec = r_u32(&r);
+		if (!setstat_valid(st))
+			return -EINVAL;
+		break;
+	}
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+		memset(&req->mk, 0, sizeof(req->mk));
+		req->mk.dir = r_u64(&r);
+		if (h.type == GOFER_MSG_CREATE)
+			req->mk.flags = r_u32(&r);
+		if (h.type != GOFER_MSG_SYMLINK)
+			req->mk.mode = r_u32(&r);
+		req->mk.uid = r_u32(&r);
+		req->mk.gid = r_u32(&r);
+		if (h.type == GOFER_MSG_MKDIR || h.type == GOFER_MSG_MKNOD)
+			r_pad32(&r);
+		r_name(&r, &req->mk.name, gofer_name_check);
+		if (h.type == GOFER_MSG_SYMLINK) {
+			req->mk.target.len = r_u16(&r);
+			req->mk.target.name = (const char *)r_take(&r, req->mk.target.len);
+			if (!r.bad && !target_valid(req->mk.target.name, req->mk.target.len))
+				return -EINVAL;
+		}
+		if (r.bad ||
+		    !mk_valid(h.type, req->mk.flags, req->mk.mode, req->mk.uid, req->mk.gid))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_LINK:
+	case GOFER_MSG_RENAME:
+		req->link.olddir = r_u64(&r);
+		req->link.newdir = r_u64(&r);
+		req->link.flags = 0;
+		if (h.type == GOFER_MSG_RENAME) {
+			req->link.flags = r_u32(&r);
+			r_pad32(&r);
+			if (!rename_flags_valid(req->link.flags))
+				return -EINVAL;
+		}
+		r_name(&r, &req->link.oldname, gofer_name_check);
+		r_name(&r, &req->link.newname, gofer_name_check);
+		break;
+	case GOFER_MSG_UNLINK:
+		req->unlink.dir = r_u64(&r);
+		req->unlink.flags = r_u32(&r);
+		r_pad32(&r);
+		r_name(&r, &req->unlink.name, gofer_name_check);
+		if (req->unlink.flags & ~GOFER_UNLINK_REMOVEDIR)
+			return -EINVAL;
+		break;
+	case GOFER_MSG_FSYNC:
+		req->fsync.handle = r_u64(&r);
+		req->fsync.flags = r_u32(&r);
+		r_pad32(&r);
+		if (req->fsync.flags & ~GOFER_FSYNC_DATASYNC)
+			return -EINVAL;
+		break;
+	case GOFER_MSG_GETXATTR:
+	case GOFER_MSG_LISTXATTR:
+		memset(&req->xattr, 0, sizeof(req->xattr));
+		req->xattr.handle = r_u64(&r);
+		req->xattr.size = r_u32(&r);
+		r_pad32(&r);
+		if (h.type == GOFER_MSG_GETXATTR)
+			r_name(&r, &req->xattr.name, gofer_xattr_name_check);
+		if (req->xattr.size > GOFER_XATTR_SIZE_MAX)
+			return -EINVAL;
+		break;
+	case GOFER_MSG_SETXATTR:
+		req->xattr.handle = r_u64(&r);
+		req->xattr.flags = r_u32(&r);
+		req->xattr.size = r_u32(&r);
+		r_name(&r, &req->xattr.name, gofer_xattr_name_check);
+		if (r.bad || req->xattr.size > GOFER_XATTR_SIZE_MAX ||
+		    (req->xattr.flags & ~(GOFER_XATTR_CREATE | GOFER_XATTR_REPLACE)))
+			return -EINVAL;
+		req->xattr.value = r_take(&r, req->xattr.size);
+		break;
+	case GOFER_MSG_REMOVEXATTR:
+		memset(&req->xattr, 0, sizeof(req->xattr));
+		req->xattr.handle = r_u64(&r);
+		r_name(&r, &req->xattr.name, gofer_xattr_name_check);
 		break;
 	case GOFER_MSG_STAT:
 	case GOFER_MSG_READLINK:
@@ -461,30 +756,76 @@ static bool dirents_valid(const uint8_t *raw, size_t size, uint32_t n)
 	return off == size;
 }
 
-/* The checks on a WALK reply that do not depend on the request. */
-static bool walk_valid(uint32_t n, uint32_t flags, const struct gofer_walk_entry *e)
+/*
+ * The checks on the attributes of a WALK or WALKSTAT reply that do not depend on the request:
+ * n attributes, the i-th at (const char *)first + i * stride.
+ */
+static bool walk_attrs_valid(uint32_t n, uint32_t flags, const struct gofer_attr *first,
+			     size_t stride)
 {
+	const struct gofer_attr *a = first;
+
 	if (n > GOFER_WALK_MAX || (flags & ~GOFER_WALK_ENOENT))
 		return false;
 	/* Nothing reached: only a missing first name explains it. */
 	if (n == 0)
 		return flags & GOFER_WALK_ENOENT;
 	for (uint32_t i = 0; i < n; i++) {
-		if (e[i].handle == 0 || !attr_valid(&e[i].attr))
+		a = (const struct gofer_attr *)((const char *)first + i * stride);
+		if (!attr_valid(a))
 			return false;
 		/* A walk goes on only through directories. */
-		if (i + 1 < n && !S_ISDIR(e[i].attr.mode))
+		if (i + 1 < n && !S_ISDIR(a->mode))
 			return false;
 	}
 	/* A name was missing in the last directory reached. */
-	if ((flags & GOFER_WALK_ENOENT) && !S_ISDIR(e[n - 1].attr.mode))
+	if ((flags & GOFER_WALK_ENOENT) && !S_ISDIR(a->mode))
 		return false;
 	return true;
 }
 
-static bool target_valid(const char *target, size_t len)
+/* The checks on a WALK reply that do not depend on the request. */
+static bool walk_valid(uint32_t n, uint32_t flags, const struct gofer_walk_entry *e)
 {
-	return target && len >= 1 && len <= GOFER_PATH_MAX && !memchr(target, '\0', len);
+	for (uint32_t i = 0; i < n && i < GOFER_WALK_MAX; i++) {
+		if (e[i].handle == 0)
+			return false;
+	}
+	return walk_attrs_valid(n, flags, &e[0].attr, sizeof(*e));
+}
+
+/* The node a CREATE, MKDIR, MKNOD, SYMLINK or LINK reply names: its type must be the one made. */
+static bool node_valid(uint16_t type, const struct gofer_walk_entry *e)
+{
+	uint32_t fmt = e->attr.mode & S_IFMT;
+
+	if (e->handle == 0 || !attr_valid(&e->attr))
+		return false;
+	switch (type) {
+	case GOFER_MSG_CREATE:
+		return fmt == S_IFREG;
+	case GOFER_MSG_MKDIR:
+		return fmt == S_IFDIR;
+	case GOFER_MSG_MKNOD:
+		return fmt == S_IFIFO || fmt == S_IFSOCK;
+	case GOFER_MSG_SYMLINK:
+		return fmt == S_IFLNK;
+	default: /* LINK: never a directory */
+		return fmt != S_IFDIR;
+	}
+}
+
+/*
+ * A GETXATTR or LISTXATTR reply: data is NULL (a length only, at most Linux's 64 KiB) or len
+ * bytes.
+ */
+static bool xattr_rep_valid(uint16_t type, uint32_t len, const uint8_t *data)
+{
+	if (!data)
+		return len <= 65536u;
+	if (len > GOFER_XATTR_SIZE_MAX)
+		return false;
+	return type == GOFER_MSG_GETXATTR || xattr_list_valid(data, len);
 }
 
 GOFER_PROTO_API ssize_t gofer_rep_encode(const struct gofer_rep *rep, void *buf, size_t cap)
@@ -525,12 +866,46 @@ GOFER_PROTO_API ssize_t gofer_rep_encode(const struct gofer_rep *rep, void *buf,
 		}
 		break;
 	case GOFER_MSG_STAT:
+	case GOFER_MSG_SETSTAT:
 		if (!attr_valid(&rep->stat))
 			return -EINVAL;
 		w_attr(&w, &rep->stat);
 		break;
 	case GOFER_MSG_OPEN:
 	case GOFER_MSG_CLOSE:
+	case GOFER_MSG_UNLINK:
+	case GOFER_MSG_RENAME:
+	case GOFER_MSG_FSYNC:
+	case GOFER_MSG_SETXATTR:
+	case GOFER_MSG_REMOVEXATTR:
+		break;
+	case GOFER_MSG_WALKSTAT:
+		if (!walk_attrs_valid(rep->walkstat.n, rep->walkstat.flags, rep->walkstat.attrs,
+				      sizeof(rep->walkstat.attrs[0])))
+			return -EINVAL;
+		w_u32(&w, rep->walkstat.n);
+		w_u32(&w, rep->walkstat.flags);
+		for (uint32_t i = 0; i < rep->walkstat.n; i++)
+			w_attr(&w, &rep->walkstat.attrs[i]);
+		break;
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+	case GOFER_MSG_LINK:
+		if (!node_valid(rep->type, &rep->node))
+			return -EINVAL;
+		w_u64(&w, rep->node.handle);
+		w_attr(&w, &rep->node.attr);
+		break;
+	case GOFER_MSG_GETXATTR:
+	case GOFER_MSG_LISTXATTR:
+		if (!xattr_rep_valid(rep->type, rep->xattr.len, rep->xattr.data))
+			return -EINVAL;
+		w_u32(&w, rep->xattr.len);
+		w_u32(&w, 0);
+		if (rep->xattr.data)
+			w_bytes(&w, rep->xattr.data, rep->xattr.len);
 		break;
 	case GOFER_MSG_READLINK:
 		if (!target_valid(rep->readlink.target, rep->readlink.len))
@@ -599,10 +974,53 @@ GOFER_PROTO_API int gofer_rep_decode(const void *buf, size_t len, struct gofer_r
 			return -EINVAL;
 		break;
 	case GOFER_MSG_STAT:
+	case GOFER_MSG_SETSTAT:
 		r_attr(&r, &rep->stat);
 		break;
 	case GOFER_MSG_OPEN:
 	case GOFER_MSG_CLOSE:
+	case GOFER_MSG_UNLINK:
+	case GOFER_MSG_RENAME:
+	case GOFER_MSG_FSYNC:
+	case GOFER_MSG_SETXATTR:
+	case GOFER_MSG_REMOVEXATTR:
+		break;
+	case GOFER_MSG_WALKSTAT:
+		rep->walkstat.n = r_u32(&r);
+		rep->walkstat.flags = r_u32(&r);
+		if (rep->walkstat.n > GOFER_WALK_MAX || r.left != rep->walkstat.n * GOFER_ATTR_SIZE)
+			return -EINVAL;
+		for (uint32_t i = 0; i < rep->walkstat.n; i++)
+			r_attr(&r, &rep->walkstat.attrs[i]);
+		if (r.bad || !walk_attrs_valid(rep->walkstat.n, rep->walkstat.flags,
+					       rep->walkstat.attrs, sizeof(rep->walkstat.attrs[0])))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+	case GOFER_MSG_LINK:
+		rep->node.handle = r_u64(&r);
+		r_attr(&r, &rep->node.attr);
+		if (r.bad || !node_valid(rep->type, &rep->node))
+			return -EINVAL;
+		break;
+	case GOFER_MSG_GETXATTR:
+	case GOFER_MSG_LISTXATTR:
+		rep->xattr.len = r_u32(&r);
+		r_pad32(&r);
+		rep->xattr.data = NULL;
+		if (r.bad)
+			return -EINVAL;
+		/* The value or list follows in full, or not at all. */
+		if (r.left) {
+			if (r.left != rep->xattr.len)
+				return -EINVAL;
+			rep->xattr.data = r_take(&r, r.left);
+		}
+		if (!xattr_rep_valid(rep->type, rep->xattr.len, rep->xattr.data))
+			return -EINVAL;
 		break;
 	case GOFER_MSG_READLINK:
 		rep->readlink.len = r_u16(&r);

@@ -14,7 +14,7 @@
  *
  * Names are (u16 len, bytes) with no NUL: single path components (gofer_name_check).
  * Handles are u64 numbers the gofer gives out for nodes; 0 is never a handle.
- * The only FD ever carried (SCM_RIGHTS) is the one a successful OPEN reply donates.
+ * The only FD ever carried (SCM_RIGHTS) is the one a successful OPEN or CREATE reply donates.
  *
  * The functions here are pure: they encode and decode buffers and validate what they decode.
  * A decoder never trusts its input: every length and count is checked against the packet.
@@ -54,6 +54,10 @@
 /* Most dirent bytes one GETDENTS reply can hold (the max a request may usefully ask). */
 #define GOFER_GETDENTS_MAX (GOFER_MSG_MAX - GOFER_HDR_SIZE - 8u)
 
+/* Longest xattr name (Linux's XATTR_NAME_MAX) and value or list one message carries. */
+#define GOFER_XATTR_NAME_MAX 255u
+#define GOFER_XATTR_SIZE_MAX 61440u /* 60 KiB; Linux allows 64 KiB: E2BIG past this */
+
 /* MOUNT reply flags. */
 #define GOFER_MOUNT_READONLY 0x1u
 /* WALK reply flags: the walk stopped because the next name does not exist. */
@@ -73,6 +77,31 @@
 	 0200000 /* O_DIRECTORY */ | 0400000 /* O_NOFOLLOW */ | 01000000 /* O_NOATIME */ | \
 	 02000000 /* O_CLOEXEC */ | 0400 /* O_NOCTTY */ | GOFER_O_LARGEFILE)
 
+/* SETSTAT mask: which fields of struct gofer_setstat to apply. */
+#define GOFER_SETSTAT_MODE 0x01u
+#define GOFER_SETSTAT_UID 0x02u
+#define GOFER_SETSTAT_GID 0x04u
+#define GOFER_SETSTAT_SIZE 0x08u
+#define GOFER_SETSTAT_ATIME 0x10u
+#define GOFER_SETSTAT_MTIME 0x20u
+#define GOFER_SETSTAT_ALL 0x3fu
+/* Linux's UTIME_NOW and UTIME_OMIT, allowed as atime_nsec / mtime_nsec of a SETSTAT. */
+#define GOFER_UTIME_NOW ((1u << 30) - 1u)
+#define GOFER_UTIME_OMIT ((1u << 30) - 2u)
+
+/* UNLINK flags: Linux's AT_REMOVEDIR. */
+#define GOFER_UNLINK_REMOVEDIR 0x200u
+/* RENAME flags: Linux's RENAME_NOREPLACE and RENAME_EXCHANGE (never RENAME_WHITEOUT). */
+#define GOFER_RENAME_NOREPLACE 0x1u
+#define GOFER_RENAME_EXCHANGE 0x2u
+/* FSYNC flags: fdatasync instead of fsync. */
+#define GOFER_FSYNC_DATASYNC 0x1u
+/* SETXATTR flags: Linux's XATTR_CREATE and XATTR_REPLACE. */
+#define GOFER_XATTR_CREATE 0x1u
+#define GOFER_XATTR_REPLACE 0x2u
+/* Flags a CREATE request may carry: those of OPEN but O_DIRECTORY. */
+#define GOFER_CREATE_FLAGS (GOFER_OPEN_FLAGS & ~0200000)
+
 enum gofer_msg_type {
 	GOFER_MSG_MOUNT = 1,
 	GOFER_MSG_WALK = 2,
@@ -82,7 +111,6 @@ enum gofer_msg_type {
 	GOFER_MSG_GETDENTS = 6,
 	GOFER_MSG_STATFS = 7,
 	GOFER_MSG_CLOSE = 8,
-	/* Reserved: numbered now, answered ENOSYS until they are implemented. */
 	GOFER_MSG_WALKSTAT = 9,
 	GOFER_MSG_SETSTAT = 10,
 	GOFER_MSG_CREATE = 11,
@@ -99,7 +127,11 @@ enum gofer_msg_type {
 	GOFER_MSG_REMOVEXATTR = 22,
 	GOFER_MSG_TYPE_END, /* first unassigned number */
 };
-#define GOFER_MSG_FIRST_RESERVED GOFER_MSG_WALKSTAT
+/*
+ * Types numbered but not implemented yet are answered ENOSYS: those from
+ * GOFER_MSG_FIRST_RESERVED to GOFER_MSG_TYPE_END. None at present.
+ */
+#define GOFER_MSG_FIRST_RESERVED GOFER_MSG_TYPE_END
 
 /* Attributes of a node: struct stat's fields as the gofer's host reported them. */
 struct gofer_attr {
@@ -113,6 +145,23 @@ struct gofer_attr {
 
 struct gofer_statfs {
 	uint64_t type, bsize, blocks, bfree, bavail, files, ffree, namelen, frsize, flags;
+};
+
+/*
+ * A SETSTAT request: the fields named in mask are applied, in this order: size, owner (uid and
+ * gid in one call), mode, times; the first failure stops it (earlier changes stay). mode holds
+ * permission bits only (07777), exactly as they are to be: the gofer clears no set-id bit of
+ * its own accord. uid and gid are never (u32)-1 ("unchanged" is a clear mask bit). A time whose
+ * nsec is GOFER_UTIME_NOW is the gofer's current time; GOFER_UTIME_OMIT leaves it, as a clear
+ * mask bit does; otherwise nsec is below 10^9.
+ */
+struct gofer_setstat {
+	uint32_t mask; /* GOFER_SETSTAT_* */
+	uint32_t mode;
+	uint32_t uid, gid;
+	int64_t size; /* >= 0 */
+	int64_t atime_sec, mtime_sec;
+	uint32_t atime_nsec, mtime_nsec;
 };
 
 /* One directory entry. */
@@ -172,6 +221,44 @@ struct gofer_req {
 			uint32_t n; /* 1..GOFER_CLOSE_MAX */
 			uint64_t handles[GOFER_CLOSE_MAX];
 		} close;
+		/* WALKSTAT uses walk. */
+		struct {
+			uint64_t handle;
+			struct gofer_setstat st;
+		} setstat;
+		/* CREATE, MKDIR, MKNOD, SYMLINK: a new node name in dir. */
+		struct {
+			uint64_t dir;
+			uint32_t flags; /* CREATE: GOFER_CREATE_FLAGS */
+			uint32_t mode; /* 07777; MKNOD: with S_IFMT bits */
+			uint32_t uid, gid; /* never (u32)-1 */
+			struct gofer_name name;
+			struct gofer_name target; /* SYMLINK: 1..GOFER_PATH_MAX bytes, no NUL */
+		} mk;
+		/* LINK and RENAME: oldname in olddir, newname in newdir. */
+		struct {
+			uint64_t olddir, newdir;
+			uint32_t flags; /* RENAME: 0 or one GOFER_RENAME_* */
+			struct gofer_name oldname, newname;
+		} link;
+		struct {
+			uint64_t dir;
+			uint32_t flags; /* 0 or GOFER_UNLINK_REMOVEDIR */
+			struct gofer_name name;
+		} unlink;
+		struct {
+			uint64_t handle;
+			uint32_t flags; /* GOFER_FSYNC_* */
+		} fsync;
+		/* GETXATTR, SETXATTR, LISTXATTR (no name), REMOVEXATTR. */
+		struct {
+			uint64_t handle;
+			uint32_t flags; /* SETXATTR: GOFER_XATTR_CREATE, GOFER_XATTR_REPLACE */
+			uint32_t size; /* GET, LIST: most bytes wanted (0: the length only);
+					* SET: bytes at value. <= GOFER_XATTR_SIZE_MAX */
+			struct gofer_name name; /* 1..GOFER_XATTR_NAME_MAX bytes, no NUL */
+			const uint8_t *value;
+		} xattr;
 	};
 };
 
@@ -210,6 +297,19 @@ struct gofer_rep {
 			size_t size; /* bytes at raw */
 		} getdents;
 		struct gofer_statfs statfs;
+		struct {
+			uint32_t n; /* components reached, <= GOFER_WALK_MAX */
+			uint32_t flags; /* GOFER_WALK_* */
+			struct gofer_attr attrs[GOFER_WALK_MAX];
+		} walkstat;
+		/* SETSTAT uses stat. CREATE (with one FD), MKDIR, MKNOD, SYMLINK, LINK: */
+		struct gofer_walk_entry node;
+		/* GETXATTR, LISTXATTR */
+		struct {
+			uint32_t len; /* the value's or list's length */
+			const uint8_t
+				*data; /* NULL, or len bytes when the request's size was not 0 */
+		} xattr;
 	};
 };
 
@@ -266,6 +366,8 @@ static inline bool gofer_msg_reserved(uint16_t type)
  * not "." or "..". Returns 0 or -EINVAL.
  */
 GOFER_PROTO_API int gofer_name_check(const char *name, size_t len);
+/* Checks that an xattr name has 1..GOFER_XATTR_NAME_MAX bytes and no NUL. Returns 0 or -EINVAL. */
+GOFER_PROTO_API int gofer_xattr_name_check(const char *name, size_t len);
 
 /* Writes h into buf[0..GOFER_HDR_SIZE). */
 GOFER_PROTO_API void gofer_hdr_encode(void *buf, const struct gofer_hdr *h);

@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -50,6 +52,7 @@ struct gofer_server {
 	struct gofer_rep rep;
 	uint8_t scratch[GOFER_MSG_MAX]; /* encoded dirents, symlink targets */
 	uint8_t dents[32768] __attribute__((aligned(8))); /* host getdents64 records */
+	char xlist[65536]; /* the host's xattr list, before it is filtered */
 	uint8_t in[GOFER_MSG_MAX]; /* gofer_server_serve's request */
 	uint8_t out[GOFER_MSG_MAX]; /* gofer_server_serve's reply */
 };
@@ -125,15 +128,52 @@ static void node_release(struct gofer_server *s, struct gofer_node *n)
 	s->live--;
 }
 
-/* Opens the node itself with flags (never a path lookup: the /proc link is to its inode). */
-static int node_reopen(struct gofer_server *s, const struct gofer_node *n, int flags)
+/* Opens the inode of fd with flags (never a path lookup: the /proc link is to its inode). */
+static int fd_reopen(struct gofer_server *s, int fd, int flags)
 {
 	char name[16];
-	int fd;
+	int ret;
 
-	snprintf(name, sizeof(name), "%d", n->fd);
-	fd = openat(s->proc_fd, name, flags | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	snprintf(name, sizeof(name), "%d", fd);
+	ret = openat(s->proc_fd, name, flags | O_CLOEXEC);
+	return ret < 0 ? -errno : ret;
+}
+
+static int node_reopen(struct gofer_server *s, const struct gofer_node *n, int flags)
+{
+	return fd_reopen(s, n->fd, flags);
+}
+
+/*
+ * chmod of the inode of fd, an O_PATH FD of anything but a symlink: fchmod(2) refuses O_PATH
+ * FDs, so this goes through the /proc link, which names that inode and nothing else.
+ */
+static int fd_chmod(struct gofer_server *s, int fd, uint32_t mode)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%d", fd);
+	return fchmodat(s->proc_fd, name, (mode_t)mode, 0) < 0 ? -errno : 0;
+}
+
+/* The node of a directory handle, or NULL with *err set (EBADF, ENOTDIR). */
+static struct gofer_node *dir_get(struct gofer_server *s, uint64_t h, int *err)
+{
+	struct gofer_node *n = node_get(s, h);
+
+	if (!n)
+		*err = -EBADF;
+	else if (!S_ISDIR(n->type))
+		*err = -ENOTDIR;
+	return *err ? NULL : n;
+}
+
+/* Copies a name of a request into buf (GOFER_NAME_MAX + 1 bytes), NUL-terminated. */
+static const char *name_cstr(char *buf, const struct gofer_name *nm)
+{
+	memcpy(buf, nm->name, nm->len);
+	buf[nm->len] = '\0';
+	return buf;
 }
 
 static void attr_from_stat(struct gofer_attr *a, const struct stat *st)
@@ -247,6 +287,52 @@ fail:
 	/* All or nothing: the sentry learns of no handle from a failed walk. */
 	for (uint32_t i = 0; i < n; i++)
 		node_release(s, node_get(s, rep->walk.entries[i].handle));
+	return ret;
+}
+
+/* WALK without handles: one O_PATH FD at a time, closed as soon as the next is open. */
+static int do_walkstat(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	int err = 0;
+	const struct gofer_node *dir = dir_get(s, req->walk.dir, &err);
+	int cur = -1, ret = 0;
+	uint32_t n = 0;
+
+	if (!dir)
+		return err;
+	rep->walkstat.flags = 0;
+	for (uint32_t i = 0; i < req->walk.n; i++) {
+		struct gofer_attr *a = &rep->walkstat.attrs[n];
+		char name[GOFER_NAME_MAX + 1];
+		int fd;
+
+		fd = openat(cur >= 0 ? cur : dir->fd, name_cstr(name, &req->walk.names[i]),
+			    O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOENT) {
+				rep->walkstat.flags = GOFER_WALK_ENOENT;
+				break;
+			}
+			ret = -errno;
+			break;
+		}
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		ret = fd_attr(fd, a);
+		if (ret < 0)
+			break;
+		n++;
+		if (S_ISLNK(a->mode))
+			break;
+		if (!S_ISDIR(a->mode) && i + 1 < req->walk.n) {
+			ret = -ENOTDIR;
+			break;
+		}
+	}
+	if (cur >= 0)
+		close(cur);
+	rep->walkstat.n = n;
 	return ret;
 }
 
@@ -407,6 +493,434 @@ static int do_statfs(struct gofer_server *s, const struct gofer_req *req, struct
 	return 0;
 }
 
+static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *node = node_get(s, req->setstat.handle);
+	const struct gofer_setstat *st = &req->setstat.st;
+
+	if (!node)
+		return -EBADF;
+	/* Validate everything before changing anything. */
+	if (st->mask & GOFER_SETSTAT_SIZE) {
+		if (S_ISDIR(node->type))
+			return -EISDIR;
+		/* Opening a FIFO or a device to truncate it could block or reach the host. */
+		if (!S_ISREG(node->type))
+			return -EINVAL;
+	}
+	if ((st->mask & GOFER_SETSTAT_MODE) && S_ISLNK(node->type))
+		return -EOPNOTSUPP;
+
+	if (st->mask & GOFER_SETSTAT_SIZE) {
+		int fd = node_reopen(s, node, O_WRONLY | O_NONBLOCK | O_NOCTTY);
+		int ret = 0;
+
+		if (fd < 0)
+			return fd;
+		if (ftruncate(fd, st->size) < 0)
+			ret = -errno;
+		close(fd);
+		if (ret < 0)
+			return ret;
+	}
+	/* Owner before mode: chown clears set-id bits, which a mode given with it sets again. */
+	if (st->mask & (GOFER_SETSTAT_UID | GOFER_SETSTAT_GID)) {
+		uid_t uid = (st->mask & GOFER_SETSTAT_UID) ? st->uid : (uid_t)-1;
+		gid_t gid = (st->mask & GOFER_SETSTAT_GID) ? st->gid : (gid_t)-1;
+
+		if (fchownat(node->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	if (st->mask & GOFER_SETSTAT_MODE) {
+		int ret = fd_chmod(s, node->fd, st->mode);
+
+		if (ret < 0)
+			return ret;
+	}
+	/* Times last: truncation and the others change mtime or ctime. */
+	if (st->mask & (GOFER_SETSTAT_ATIME | GOFER_SETSTAT_MTIME)) {
+		struct timespec ts[2] = {
+			{ .tv_sec = st->atime_sec, .tv_nsec = st->atime_nsec },
+			{ .tv_sec = st->mtime_sec, .tv_nsec = st->mtime_nsec },
+		};
+
+		if (!(st->mask & GOFER_SETSTAT_ATIME))
+			ts[0] = (struct timespec){ .tv_nsec = UTIME_OMIT };
+		if (!(st->mask & GOFER_SETSTAT_MTIME))
+			ts[1] = (struct timespec){ .tv_nsec = UTIME_OMIT };
+		if (utimensat(node->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	return fd_attr(node->fd, &rep->stat);
+}
+
+/*
+ * Gives the new node at pathfd (its O_PATH FD) the owner and mode asked for, then a handle.
+ * Takes pathfd. The mode is set again only when the host's differs (umask, a setgid parent).
+ */
+static int new_node_finish(struct gofer_server *s, int pathfd, uint32_t uid, uint32_t gid,
+			   uint32_t mode, uint32_t want_type, struct gofer_rep *rep)
+{
+	struct gofer_attr *a = &rep->node.attr;
+	int64_t h;
+	int ret;
+
+	if (fchownat(pathfd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	ret = fd_attr(pathfd, a);
+	if (ret < 0)
+		goto out_close;
+	/* Something else than what was made is there now (the host raced us): touch nothing. */
+	if ((a->mode & S_IFMT) != want_type) {
+		ret = -EIO;
+		goto out_close;
+	}
+	if (!S_ISLNK(a->mode) && (a->mode & 07777) != (mode & 07777)) {
+		ret = fd_chmod(s, pathfd, mode & 07777);
+		if (ret == 0)
+			ret = fd_attr(pathfd, a);
+		if (ret < 0)
+			goto out_close;
+	}
+	h = node_add(s, pathfd, a->mode);
+	if (h < 0)
+		return (int)h;
+	rep->node.handle = (uint64_t)h;
+	return 0;
+
+out_close:
+	close(pathfd);
+	return ret;
+}
+
+/* CREATE, MKDIR, MKNOD, SYMLINK. */
+static int do_mk(struct gofer_server *s, uint16_t type, const struct gofer_req *req,
+		 struct gofer_rep *rep, int *out_fd)
+{
+	int err = 0;
+	const struct gofer_node *dir = dir_get(s, req->mk.dir, &err);
+	char name[GOFER_NAME_MAX + 1], target[GOFER_PATH_MAX + 1];
+	uint32_t want = S_IFREG;
+	int dirfd, fd = -1, pathfd, ret;
+
+	if (!dir)
+		return err;
+	/* The table may move as the node is added: keep the FD, not the node. */
+	dirfd = dir->fd;
+	name_cstr(name, &req->mk.name);
+	switch (type) {
+	case GOFER_MSG_CREATE: {
+		int flags = (int)(req->mk.flags & (O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC |
+						   O_SYNC | O_DIRECT));
+
+		/* Exclusive and not following: a symlink (even dangling) at name is EEXIST. */
+		fd = openat(dirfd, name,
+			    flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			    (mode_t)(req->mk.mode & 07777));
+		if (fd < 0)
+			return -errno;
+		pathfd = fd_reopen(s, fd, O_PATH);
+		break;
+	}
+	case GOFER_MSG_MKDIR:
+		want = S_IFDIR;
+		if (mkdirat(dirfd, name, (mode_t)(req->mk.mode & 07777)) < 0)
+			return -errno;
+		pathfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		break;
+	case GOFER_MSG_MKNOD:
+		want = req->mk.mode & S_IFMT;
+		/* FIFOs and sockets only: a device node would open host devices to the guest. */
+		if (want != S_IFIFO && want != S_IFSOCK)
+			return -EPERM;
+		if (mknodat(dirfd, name, (mode_t)req->mk.mode, 0) < 0)
+			return -errno;
+		pathfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		break;
+	default: /* GOFER_MSG_SYMLINK */
+		want = S_IFLNK;
+		memcpy(target, req->mk.target.name, req->mk.target.len);
+		target[req->mk.target.len] = '\0';
+		if (symlinkat(target, dirfd, name) < 0)
+			return -errno;
+		pathfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		break;
+	}
+	if (pathfd < 0)
+		ret = pathfd == -1 ? -errno : pathfd;
+	else
+		ret = new_node_finish(s, pathfd, req->mk.uid, req->mk.gid, req->mk.mode, want, rep);
+	if (ret < 0) {
+		/* Nothing half-made stays: no node the sentry has no handle of, with root's ids. */
+		if (fd >= 0)
+			close(fd);
+		if (ret != -EIO)
+			unlinkat(dirfd, name, want == S_IFDIR ? AT_REMOVEDIR : 0);
+		return ret;
+	}
+	if (out_fd)
+		*out_fd = fd;
+	else if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+static int do_link(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	int err = 0;
+	const struct gofer_node *olddir = dir_get(s, req->link.olddir, &err);
+	const struct gofer_node *newdir = olddir ? dir_get(s, req->link.newdir, &err) : NULL;
+	char oldname[GOFER_NAME_MAX + 1], newname[GOFER_NAME_MAX + 1];
+	struct gofer_attr *a = &rep->node.attr;
+	int newfd, pathfd, ret;
+	int64_t h;
+
+	if (!newdir)
+		return err;
+	newfd = newdir->fd;
+	/* Flags 0: a symlink oldname is linked itself, never followed. */
+	if (linkat(olddir->fd, name_cstr(oldname, &req->link.oldname), newfd,
+		   name_cstr(newname, &req->link.newname), 0) < 0)
+		return -errno;
+	pathfd = openat(newfd, newname, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pathfd < 0)
+		return -errno;
+	ret = fd_attr(pathfd, a);
+	if (ret == 0 && S_ISDIR(a->mode))
+		ret = -EIO; /* the host raced us */
+	if (ret < 0) {
+		close(pathfd);
+		return ret;
+	}
+	h = node_add(s, pathfd, a->mode);
+	if (h < 0)
+		return (int)h;
+	rep->node.handle = (uint64_t)h;
+	return 0;
+}
+
+static int do_unlink(struct gofer_server *s, const struct gofer_req *req)
+{
+	int err = 0;
+	const struct gofer_node *dir = dir_get(s, req->unlink.dir, &err);
+	char name[GOFER_NAME_MAX + 1];
+
+	if (!dir)
+		return err;
+	if (unlinkat(dir->fd, name_cstr(name, &req->unlink.name), (int)req->unlink.flags) < 0)
+		return -errno;
+	return 0;
+}
+
+static int do_rename(struct gofer_server *s, const struct gofer_req *req)
+{
+	int err = 0;
+	const struct gofer_node *olddir = dir_get(s, req->link.olddir, &err);
+	const struct gofer_node *newdir = olddir ? dir_get(s, req->link.newdir, &err) : NULL;
+	char oldname[GOFER_NAME_MAX + 1], newname[GOFER_NAME_MAX + 1];
+
+	if (!newdir)
+		return err;
+	/*
+	 * Both ends are names in directories of the tree: nothing can be moved out of it. The
+	 * system call itself: glibc's renameat2() makes renameat for flags 0, which the seccomp
+	 * filter does not allow.
+	 */
+	if (syscall(SYS_renameat2, olddir->fd, name_cstr(oldname, &req->link.oldname), newdir->fd,
+		    name_cstr(newname, &req->link.newname), req->link.flags) < 0)
+		return -errno;
+	return 0;
+}
+
+/* An FD of a regular file or directory node to read it (fsync, xattrs), or -errno. */
+static int node_open_rdonly(struct gofer_server *s, const struct gofer_node *node)
+{
+	if (S_ISDIR(node->type))
+		return node_reopen(s, node, O_RDONLY | O_DIRECTORY);
+	if (S_ISREG(node->type))
+		return node_reopen(s, node, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	return -EINVAL;
+}
+
+static int do_fsync(struct gofer_server *s, const struct gofer_req *req)
+{
+	const struct gofer_node *node = node_get(s, req->fsync.handle);
+	int fd, ret = 0;
+
+	if (!node)
+		return -EBADF;
+	fd = node_open_rdonly(s, node);
+	if (fd < 0)
+		return fd;
+	if ((req->fsync.flags & GOFER_FSYNC_DATASYNC) ? fdatasync(fd) : fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* What the gofer serves of an xattr name (README.md, "Extended attributes"). */
+enum xattr_rule {
+	XATTR_SERVED, /* user.*: read and written */
+	XATTR_READONLY, /* security.capability: read, never written */
+	XATTR_HIDDEN, /* other names of known namespaces: absent */
+};
+
+/* Returns the rule for name (NUL-terminated), -EOPNOTSUPP or -EINVAL (empty suffix). */
+static int xattr_classify(const char *name)
+{
+	static const char *const known[] = { "user.", "trusted.", "security.", "system." };
+
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++) {
+		size_t len = strlen(known[i]);
+
+		if (strncmp(name, known[i], len) != 0)
+			continue;
+		if (name[len] == '\0')
+			return -EINVAL;
+		if (i == 0)
+			return XATTR_SERVED;
+		if (strcmp(name, "security.capability") == 0)
+			return XATTR_READONLY;
+		return XATTR_HIDDEN;
+	}
+	return -EOPNOTSUPP;
+}
+
+static int do_getxattr(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *node = node_get(s, req->xattr.handle);
+	char name[GOFER_XATTR_NAME_MAX + 1];
+	uint32_t size = req->xattr.size;
+	ssize_t n;
+	int fd, rule;
+
+	if (!node)
+		return -EBADF;
+	rule = xattr_classify(name_cstr(name, &req->xattr.name));
+	if (rule < 0)
+		return rule;
+	/* Linux keeps user.* to regular files and directories; so does the gofer for all. */
+	if (rule == XATTR_HIDDEN || (!S_ISREG(node->type) && !S_ISDIR(node->type)))
+		return -ENODATA;
+	fd = node_open_rdonly(s, node);
+	if (fd < 0)
+		return fd;
+	n = fgetxattr(fd, name, size ? s->scratch : NULL, size);
+	if (n < 0 && errno == ERANGE && size == GOFER_XATTR_SIZE_MAX) {
+		/* Too long for any message, rather than for the caller's buffer. */
+		n = fgetxattr(fd, name, NULL, 0);
+		if (n > (ssize_t)GOFER_XATTR_SIZE_MAX)
+			errno = E2BIG;
+		else
+			errno = ERANGE;
+		n = -1;
+	}
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	rep->xattr.len = (uint32_t)n;
+	rep->xattr.data = size ? s->scratch : NULL;
+	return 0;
+}
+
+static int do_listxattr(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+{
+	const struct gofer_node *node = node_get(s, req->xattr.handle);
+	uint32_t size = req->xattr.size;
+	size_t used = 0;
+	ssize_t n;
+	int fd;
+
+	if (!node)
+		return -EBADF;
+	rep->xattr.len = 0;
+	rep->xattr.data = NULL;
+	if (!S_ISREG(node->type) && !S_ISDIR(node->type))
+		return 0;
+	fd = node_open_rdonly(s, node);
+	if (fd < 0)
+		return fd;
+	n = flistxattr(fd, s->xlist, sizeof(s->xlist));
+	if (n < 0)
+		n = errno == ERANGE ? -E2BIG : -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	/* Keep the served names; the list is NUL-terminated names, the last one included. */
+	for (size_t off = 0; off < (size_t)n;) {
+		const char *nm = s->xlist + off;
+		size_t len = strnlen(nm, (size_t)n - off);
+
+		off += len + 1;
+		if (len == 0 || len > GOFER_XATTR_NAME_MAX || off > (size_t)n)
+			continue;
+		if (xattr_classify(nm) < XATTR_SERVED || xattr_classify(nm) == XATTR_HIDDEN)
+			continue;
+		if (used + len + 1 > GOFER_XATTR_SIZE_MAX)
+			return -E2BIG;
+		memcpy(s->scratch + used, nm, len + 1);
+		used += len + 1;
+	}
+	if (size && used > size)
+		return -ERANGE;
+	rep->xattr.len = (uint32_t)used;
+	rep->xattr.data = size ? s->scratch : NULL;
+	return 0;
+}
+
+/* SETXATTR, REMOVEXATTR. */
+static int do_xattr_write(struct gofer_server *s, uint16_t type, const struct gofer_req *req)
+{
+	const struct gofer_node *node = node_get(s, req->xattr.handle);
+	char name[GOFER_XATTR_NAME_MAX + 1];
+	int fd, rule, ret = 0;
+
+	if (!node)
+		return -EBADF;
+	rule = xattr_classify(name_cstr(name, &req->xattr.name));
+	if (rule < 0)
+		return rule;
+	if (rule != XATTR_SERVED)
+		return -EPERM;
+	if (!S_ISREG(node->type) && !S_ISDIR(node->type))
+		return type == GOFER_MSG_SETXATTR ? -EPERM : -ENODATA;
+	fd = node_open_rdonly(s, node);
+	if (fd < 0)
+		return fd;
+	if (type == GOFER_MSG_SETXATTR)
+		ret = fsetxattr(fd, name, req->xattr.value, req->xattr.size, (int)req->xattr.flags);
+	else
+		ret = fremovexattr(fd, name);
+	if (ret < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The messages that change the tree: EROFS on a read-only gofer, before anything is looked at. */
+static bool msg_writes(uint16_t type)
+{
+	switch (type) {
+	case GOFER_MSG_SETSTAT:
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+	case GOFER_MSG_LINK:
+	case GOFER_MSG_UNLINK:
+	case GOFER_MSG_RENAME:
+	case GOFER_MSG_SETXATTR:
+	case GOFER_MSG_REMOVEXATTR:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int do_close(struct gofer_server *s, const struct gofer_req *req)
 {
 	int ret = 0;
@@ -435,6 +949,8 @@ size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, 
 	ret = gofer_req_decode(req, len, &s->req);
 	if (ret < 0)
 		return gofer_rep_error(rep, h.type, h.tag, -ret);
+	if (s->readonly && msg_writes(h.type))
+		return gofer_rep_error(rep, h.type, h.tag, EROFS);
 	memset(&s->rep, 0, sizeof(s->rep));
 	s->rep.type = h.type;
 	s->rep.tag = h.tag;
@@ -462,6 +978,42 @@ size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, 
 		break;
 	case GOFER_MSG_CLOSE:
 		ret = do_close(s, &s->req);
+		break;
+	case GOFER_MSG_WALKSTAT:
+		ret = do_walkstat(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_SETSTAT:
+		ret = do_setstat(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_CREATE:
+		ret = do_mk(s, h.type, &s->req, &s->rep, fd);
+		break;
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+		ret = do_mk(s, h.type, &s->req, &s->rep, NULL);
+		break;
+	case GOFER_MSG_LINK:
+		ret = do_link(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_UNLINK:
+		ret = do_unlink(s, &s->req);
+		break;
+	case GOFER_MSG_RENAME:
+		ret = do_rename(s, &s->req);
+		break;
+	case GOFER_MSG_FSYNC:
+		ret = do_fsync(s, &s->req);
+		break;
+	case GOFER_MSG_GETXATTR:
+		ret = do_getxattr(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_LISTXATTR:
+		ret = do_listxattr(s, &s->req, &s->rep);
+		break;
+	case GOFER_MSG_SETXATTR:
+	case GOFER_MSG_REMOVEXATTR:
+		ret = do_xattr_write(s, h.type, &s->req);
 		break;
 	default:
 		ret = -ENOSYS; /* gofer_req_decode let only known types through */

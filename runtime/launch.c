@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Starting a sandbox: one gofer and one sentry, connected by a SOCK_SEQPACKET socketpair.
+ * Starting a sandbox: one gofer for the root, one more per volume, and one sentry, each gofer
+ * connected to the sentry by a SOCK_SEQPACKET socketpair of its own.
  *
  *   husk ──fork/exec──> husk-gofer --fd 3 [--readonly] ROOTFS
- *        ──fork/exec──> husk-sentry --gofer-fd 3 ... -- CMD ARGS
+ *        ──fork/exec──> husk-gofer --fd 3 [--readonly] HOSTDIR      (per --volume)
+ *        ──fork/exec──> husk-sentry --gofer-fd 3 [--volume-fd 4:GUEST[:ro]]... -- CMD ARGS
  *
  * husk keeps no end of the socket, so the gofer sees EOF and exits when the sentry is gone.
  * Both children die with husk (PR_SET_PDEATHSIG), so nothing outlives an interrupted husk.
@@ -26,6 +28,7 @@
 
 #define EXIT_SETUP 125
 #define CHILD_SOCK_FD 3
+#define MAX_VOLUMES 16
 
 static bool is_executable(const char *path)
 {
@@ -63,20 +66,35 @@ char *runtime_find_helper(const char *name)
 	return NULL;
 }
 
-/* In a child: moves sock to CHILD_SOCK_FD, arranges to die with husk, and execs argv. */
-static void __attribute__((noreturn)) child_exec(int sock, char **argv, int devnull_stdio)
+/*
+ * In a child: moves socks[0..n) to CHILD_SOCK_FD, CHILD_SOCK_FD + 1, ..., arranges to die with
+ * husk, and execs argv.
+ */
+static void __attribute__((noreturn)) child_exec(const int *socks, int n, char **argv,
+						 int devnull_stdio)
 {
+	int high[1 + MAX_VOLUMES];
+
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() == 1)
 		_exit(EXIT_SETUP); /* husk is already gone */
-	if (sock == CHILD_SOCK_FD) {
-		/* dup2 onto itself does not clear close-on-exec. */
-		fcntl(sock, F_SETFD, 0);
-	} else if (dup2(sock, CHILD_SOCK_FD) < 0) {
-		_exit(EXIT_SETUP);
+	/* First out of the way of the targets, then onto them: no dup2 overwrites a source. */
+	for (int i = 0; i < n; i++) {
+		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 1 + MAX_VOLUMES);
+		if (high[i] < 0)
+			_exit(EXIT_SETUP);
+	}
+	for (int i = 0; i < n; i++) {
+		/* dup2 clears close-on-exec on the target. */
+		if (dup2(high[i], CHILD_SOCK_FD + i) < 0)
+			_exit(EXIT_SETUP);
 	}
 	if (devnull_stdio) {
 		int fd = open("/dev/null", O_RDWR);
+
+		/* The gofer leaves the terminal's foreground group: ^C and ^\ are for the guest
+		 * (they reach the sentry, which forwards them), not for the file server. */
+		setpgid(0, 0);
 		if (fd >= 0) {
 			dup2(fd, 0);
 			dup2(fd, 1);
@@ -89,13 +107,62 @@ static void __attribute__((noreturn)) child_exec(int sock, char **argv, int devn
 	_exit(EXIT_SETUP);
 }
 
-static pid_t spawn(int sock, char **argv, int devnull_stdio)
+static pid_t spawn(const int *socks, int n, char **argv, int devnull_stdio)
 {
 	pid_t pid = fork();
 
 	if (pid == 0)
-		child_exec(sock, argv, devnull_stdio);
+		child_exec(socks, n, argv, devnull_stdio);
 	return pid;
+}
+
+/* Starts a gofer serving dir over sock (its end). Returns its pid or -1 (errno set). */
+static pid_t spawn_gofer(const char *gofer, const char *dir, bool readonly, int sock)
+{
+	char fdarg[16];
+	char *gargv[8];
+	int n = 0;
+
+	snprintf(fdarg, sizeof(fdarg), "%d", CHILD_SOCK_FD);
+	gargv[n++] = (char *)gofer;
+	gargv[n++] = "--fd";
+	gargv[n++] = fdarg;
+	if (readonly)
+		gargv[n++] = "--readonly";
+	gargv[n++] = (char *)dir;
+	gargv[n] = NULL;
+	return spawn(&sock, 1, gargv, 1);
+}
+
+/* The sentry, to which husk relays the signals it is sent (0 before it exists). */
+static volatile pid_t relay_pid;
+
+/*
+ * Relays a signal sent to husk to the sentry, which forwards it to the guest's pid 1. Signals
+ * from the terminal (SI_KERNEL: ^C, ^\, hangup, window size) are not relayed: the sentry is in
+ * the same foreground process group and got its own.
+ */
+static void relay_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	if (si->si_code != SI_KERNEL && relay_pid > 0)
+		kill(relay_pid, sig);
+	errno = saved;
+}
+
+static void relay_signals_to(pid_t pid)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = relay_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	relay_pid = pid;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 /* Waits for pid, retrying on EINTR. Returns its wait status, or -1. */
@@ -110,15 +177,64 @@ static int wait_for(pid_t pid)
 	return st;
 }
 
+int runtime_parse_volume(const char *arg, struct launch_volume *out)
+{
+	char *copy = strdup(arg), *guest, *opt;
+
+	if (!copy)
+		return -EINVAL;
+	guest = strchr(copy, ':');
+	if (!guest || copy[0] != '/') {
+		free(copy);
+		return -EINVAL;
+	}
+	*guest++ = 0;
+	opt = strchr(guest, ':');
+	if (opt)
+		*opt++ = 0;
+	if (guest[0] != '/' || (opt && strcmp(opt, "ro") != 0 && strcmp(opt, "rw") != 0)) {
+		free(copy);
+		return -EINVAL;
+	}
+	out->host = copy;
+	out->guest = guest;
+	out->readonly = opt && !strcmp(opt, "ro");
+	return 0;
+}
+
+/* Closes the n sockets of pairs[0..n) (both ends); -1 entries are skipped. */
+static void close_pairs(int (*pairs)[2], int n)
+{
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < 2; j++) {
+			if (pairs[i][j] >= 0)
+				close(pairs[i][j]);
+			pairs[i][j] = -1;
+		}
+	}
+}
+
+/* Kills and reaps the gofers started so far. */
+static void kill_gofers(const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		kill(pids[i], SIGKILL);
+		while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
 int launch_and_wait(const struct launch_spec *spec)
 {
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
-	char *gargv[8], **sargv;
+	int pairs[1 + MAX_VOLUMES][2], ssocks[1 + MAX_VOLUMES];
+	char volarg[MAX_VOLUMES][PATH_MAX + 32];
+	pid_t gpids[1 + MAX_VOLUMES];
+	int nargs = 0, n, ngofers = 0, npairs = 1 + spec->nvolumes;
+	char **sargv;
 	char fdarg[16];
-	int sv[2];
-	int nargs = 0, n;
-	pid_t gpid, spid;
+	pid_t spid;
 	int st, ret;
 	struct stat rst;
 
@@ -132,30 +248,49 @@ int launch_and_wait(const struct launch_spec *spec)
 			errno ? strerror(errno) : "not a directory");
 		return EXIT_SETUP;
 	}
+	if (spec->nvolumes > MAX_VOLUMES) {
+		fprintf(stderr, "husk: at most %d volumes\n", MAX_VOLUMES);
+		return EXIT_SETUP;
+	}
+	for (int i = 0; i < spec->nvolumes; i++) {
+		const struct launch_volume *v = &spec->volumes[i];
+
+		errno = 0;
+		if (stat(v->host, &rst) < 0 || !S_ISDIR(rst.st_mode)) {
+			fprintf(stderr, "husk: volume %s: %s\n", v->host,
+				errno ? strerror(errno) : "not a directory");
+			return EXIT_SETUP;
+		}
+		if ((size_t)snprintf(volarg[i], sizeof(volarg[i]), "%d:%s%s", CHILD_SOCK_FD + 1 + i,
+				     v->guest, v->readonly ? ":ro" : "") >= sizeof(volarg[i])) {
+			fprintf(stderr, "husk: volume %s: path too long\n", v->guest);
+			return EXIT_SETUP;
+		}
+	}
 	for (char **a = spec->argv; *a; a++)
 		nargs++;
 	for (char **e = spec->env; *e; e++)
 		nargs += 2;
+	for (const char **tm = spec->tmpfs; tm && *tm; tm++)
+		nargs += 2;
+	nargs += 2 * spec->nvolumes;
+	for (const char **na = spec->net_args; na && *na; na++)
+		nargs++;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		fprintf(stderr, "husk: socketpair: %s\n", strerror(errno));
-		return EXIT_SETUP;
+	for (int i = 0; i < npairs; i++)
+		pairs[i][0] = pairs[i][1] = -1;
+	for (int i = 0; i < npairs; i++) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pairs[i]) < 0) {
+			fprintf(stderr, "husk: socketpair: %s\n", strerror(errno));
+			close_pairs(pairs, npairs);
+			return EXIT_SETUP;
+		}
 	}
 	snprintf(fdarg, sizeof(fdarg), "%d", CHILD_SOCK_FD);
 
-	n = 0;
-	gargv[n++] = gofer;
-	gargv[n++] = "--fd";
-	gargv[n++] = fdarg;
-	if (!spec->rootfs_writable)
-		gargv[n++] = "--readonly";
-	gargv[n++] = (char *)spec->rootfs;
-	gargv[n] = NULL;
-
 	sargv = calloc((size_t)nargs + 24, sizeof(char *));
 	if (!sargv) {
-		close(sv[0]);
-		close(sv[1]);
+		close_pairs(pairs, npairs);
 		return EXIT_SETUP;
 	}
 	n = 0;
@@ -172,40 +307,60 @@ int launch_and_wait(const struct launch_spec *spec)
 		sargv[n++] = "--strace";
 	if (spec->rootfs_writable)
 		sargv[n++] = "--writable-root";
+	for (const char **tm = spec->tmpfs; tm && *tm; tm++) {
+		sargv[n++] = "--tmpfs";
+		sargv[n++] = (char *)*tm;
+	}
+	for (int i = 0; i < spec->nvolumes; i++) {
+		sargv[n++] = "--volume-fd";
+		sargv[n++] = volarg[i];
+	}
 	for (char **e = spec->env; *e; e++) {
 		sargv[n++] = "--env";
 		sargv[n++] = *e;
 	}
+	for (const char **na = spec->net_args; na && *na; na++)
+		sargv[n++] = (char *)*na;
 	sargv[n++] = "--";
 	for (char **a = spec->argv; *a; a++)
 		sargv[n++] = *a;
 	sargv[n] = NULL;
 
-	gpid = spawn(sv[0], gargv, 1);
-	if (gpid < 0) {
-		ret = errno;
-		close(sv[0]);
-		close(sv[1]);
-		free(sargv);
-		fprintf(stderr, "husk: fork: %s\n", strerror(ret));
-		return EXIT_SETUP;
+	/* The gofers: the root's, then each volume's; husk keeps no end of any socket. */
+	for (int i = 0; i < npairs; i++) {
+		const char *dir = i == 0 ? spec->rootfs : spec->volumes[i - 1].host;
+		bool ro = i == 0 ? !spec->rootfs_writable : spec->volumes[i - 1].readonly;
+
+		gpids[i] = spawn_gofer(gofer, dir, ro, pairs[i][0]);
+		if (gpids[i] < 0) {
+			ret = errno;
+			close_pairs(pairs, npairs);
+			kill_gofers(gpids, ngofers);
+			free(sargv);
+			fprintf(stderr, "husk: fork: %s\n", strerror(ret));
+			return EXIT_SETUP;
+		}
+		ngofers++;
+		close(pairs[i][0]);
+		pairs[i][0] = -1;
+		ssocks[i] = pairs[i][1];
 	}
-	close(sv[0]);
-	spid = spawn(sv[1], sargv, 0);
+	spid = spawn(ssocks, npairs, sargv, 0);
 	ret = errno;
-	close(sv[1]);
+	close_pairs(pairs, npairs);
 	free(sargv);
 	if (spid < 0) {
 		fprintf(stderr, "husk: fork: %s\n", strerror(ret));
-		kill(gpid, SIGKILL);
-		wait_for(gpid);
+		kill_gofers(gpids, ngofers);
 		return EXIT_SETUP;
 	}
 
+	relay_signals_to(spid);
 	st = wait_for(spid);
-	/* The sentry is gone: its socket end is closed, and the gofer exits on EOF. If it does not
-	 * within its own time (it is stuck), it would die with us anyway; wait for it here. */
-	wait_for(gpid);
+	/* The sentry is gone: its socket ends are closed, and the gofers exit on EOF. If one does
+	 * not within its own time (it is stuck), it would die with us anyway; wait for it here. */
+	for (int i = 0; i < ngofers; i++)
+		wait_for(gpids[i]);
 
 	if (st < 0)
 		return EXIT_SETUP;

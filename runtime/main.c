@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* husk: the command-line runtime. Dispatches to one file per verb. */
+/*
+ * husk: the command-line runtime. Global options as runc has them, then one file per verb.
+ *
+ *   husk [--root DIR] [--log FILE] [--log-format text|json] [--debug] [--systemd-cgroup]
+ *        [--platform NAME] [--strace] VERB [ARGS...]
+ */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "runtime/oci.h"
 #include "runtime/runtime.h"
 
 #ifndef HUSK_VERSION
@@ -12,41 +19,131 @@
 
 static void usage(FILE *out)
 {
-	fputs("usage: husk <command> [options]\n"
+	fputs("usage: husk [global options] <command> [options]\n"
 	      "\n"
 	      "husk runs programs in a sandbox whose system calls are implemented by husk's own\n"
 	      "userspace kernel (the sentry), with files served by a separate gofer process.\n"
+	      "It is an OCI runtime: container engines drive it with runc's commands.\n"
 	      "\n"
 	      "commands:\n"
 	      "  do [options] -- CMD [ARGS...]   run CMD in a new sandbox over a root filesystem\n"
+	      "  spec, create, start, run, state, list, kill, delete, exec, ps, pause, resume,\n"
+	      "  events, update, features, checkpoint, restore   the OCI runtime commands (as runc)\n"
 	      "  syscalls                       print the system call table and its support levels\n"
 	      "  --version                      print the version\n"
+	      "\n"
+	      "global options:\n"
+	      "  --root DIR            state directory (default " HUSK_DEFAULT_ROOT ")\n"
+	      "  --log FILE            also write errors to FILE\n"
+	      "  --log-format FORMAT   text or json\n"
+	      "  --debug               log more\n"
+	      "  --systemd-cgroup      accepted; cgroupsPath slice:prefix:name is used as a path\n"
+	      "  --platform NAME       how guest code runs: ptrace (default)\n"
+	      "  --strace              print every guest system call on stderr\n"
 	      "\n"
 	      "`husk do --help` describes the options of do.\n",
 	      out);
 }
 
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} verbs[] = {
+	{ "do", cmd_do },	    { "syscalls", cmd_syscalls },
+	{ "spec", cmd_spec },	    { "create", cmd_create },
+	{ "start", cmd_start },	    { "run", cmd_run },
+	{ "state", cmd_state },	    { "list", cmd_list },
+	{ "kill", cmd_kill },	    { "delete", cmd_delete },
+	{ "exec", cmd_exec },	    { "ps", cmd_ps },
+	{ "pause", cmd_pause },	    { "resume", cmd_resume },
+	{ "events", cmd_events },   { "features", cmd_features },
+	{ "update", cmd_update },   { "checkpoint", cmd_checkpoint },
+	{ "restore", cmd_restore },
+};
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "root", required_argument, NULL, 'r' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "systemd-cgroup", no_argument, NULL, 'S' },
+		{ "platform", required_argument, NULL, 'p' },
+		{ "strace", no_argument, NULL, 's' },
+		{ "rootless", required_argument, NULL, 'R' },
+		{ "criu", required_argument, NULL, 'C' },
+		{ "network", required_argument, NULL, 'n' },
+		{ "overlay", required_argument, NULL, 'o' },
+		{ "debug-log", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
 	log_set_name("husk");
 	log_init_from_env();
 
-	if (argc < 2) {
+	optind = 1;
+	opterr = 1;
+	while ((c = getopt_long_only(argc, argv, "+hv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			oci_g.root = optarg;
+			break;
+		case 'l':
+			oci_g.log = optarg;
+			break;
+		case 'f':
+			oci_g.log_json = !strcmp(optarg, "json");
+			break;
+		case 'd':
+			oci_g.debug = true;
+			log_set_level(LOG_DEBUG);
+			break;
+		case 'S':
+			oci_g.systemd_cgroup = true;
+			break;
+		case 'p':
+			oci_g.platform = optarg;
+			break;
+		case 's':
+			oci_g.strace = true;
+			break;
+		case 'R':
+		case 'C':
+		case 'n':
+		case 'o':
+		case 'D':
+			break; /* accepted; not used yet */
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'v':
+			printf("husk version %s\nspec: %s\n", HUSK_VERSION, OCI_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[optind], "help")) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("husk version %s\nspec: 1.0.2\n", HUSK_VERSION);
+	if (!strcmp(argv[optind], "version")) {
+		printf("husk version %s\nspec: %s\n", HUSK_VERSION, OCI_VERSION);
 		return 0;
 	}
-	if (!strcmp(argv[1], "do"))
-		return cmd_do(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "syscalls"))
-		return cmd_syscalls(argc - 1, argv + 1);
-	fprintf(stderr, "husk: unknown command '%s'; see `husk --help`\n", argv[1]);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (!strcmp(argv[optind], verbs[i].name))
+			return verbs[i].fn(argc - optind, argv + optind);
+	}
+	fprintf(stderr, "husk: unknown command '%s'; see `husk --help`\n", argv[optind]);
 	return 2;
 }

@@ -10,14 +10,27 @@
 int cmd_do(int argc, char **argv);
 int cmd_syscalls(int argc, char **argv);
 
+/* A host directory served to the sandbox by a gofer of its own (husk do --volume). */
+struct launch_volume {
+	const char *host; /* the host directory */
+	const char *guest; /* absolute guest path of the mountpoint */
+	bool readonly; /* :ro: writes give EROFS */
+};
+
 /* What one sandbox runs, as given on the command line. */
 struct launch_spec {
 	const char *rootfs; /* served by the gofer */
-	bool rootfs_writable;
+	bool rootfs_writable; /* writes reach rootfs (--overlay=none); else an in-memory overlay */
+	const char **tmpfs; /* --tmpfs GUEST[:size=N] mounts, NULL-terminated; may be NULL */
+	const struct launch_volume *volumes; /* --volume mounts, in order (mounted after tmpfs) */
+	int nvolumes;
 	const char *cwd;
 	const char *platform;
 	const char *hostname;
 	bool strace;
+	/* Network arguments for the sentry ("--network=host", "--egress-allow=CIDR[:PORT]", ...),
+	 * NULL-terminated; may be NULL (loopback only). */
+	const char **net_args;
 	char **env; /* K=V, NULL-terminated */
 	char **argv; /* the program and its arguments, NULL-terminated */
 };
@@ -30,8 +43,14 @@ struct launch_spec {
 char *runtime_find_helper(const char *name);
 
 /*
- * Starts a gofer serving spec->rootfs and a sentry running spec->argv with the caller's stdio,
- * waits for the sentry, and returns husk's exit status: the guest's exit code, 128+N if it was
+ * Parses a --volume argument HOST:GUEST[:ro] (HOST and GUEST absolute; a HOST or GUEST holding
+ * ':' cannot be given). Returns 0 and *out pointing into a copy of arg (never freed), or -EINVAL.
+ */
+int runtime_parse_volume(const char *arg, struct launch_volume *out);
+
+/*
+ * Starts a gofer serving spec->rootfs, one more per volume, and a sentry running spec->argv
+ * with the caller's stdio; waits for the sentry, and returns husk's exit status: the guest's exit code, 128+N if it was
  * killed by signal N, or 125 if the sandbox could not be set up. Leaves no process behind.
  */
 int launch_and_wait(const struct launch_spec *spec);

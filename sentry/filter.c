@@ -11,11 +11,16 @@
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 
 #include "common/util.h"
 #include "sentry/confine.h"
+#include "sentry/net/net.h"
+
+/* Weak: the filter's unit test links this file without sentry/net (no host sockets then). */
+#pragma weak net_get_mode
 
 struct filter_rule {
 	int nr;
@@ -54,7 +59,8 @@ static const struct filter_rule rules[] = {
 	ALLOW(mremap, "realloc of large blocks"),
 	ALLOW(madvise, "malloc trimming"),
 	ALLOW(brk, "malloc"),
-	ALLOW(fallocate, "punching freed guest memory out of the memory file"),
+	ALLOW(fallocate, "punching freed guest memory out of the memory file; fallocate(2) of donated files"),
+	ALLOW(ftruncate, "truncate(2)/ftruncate(2) of donated files (--overlay=none, volumes)"),
 	/* Threads, stubs and tracing. */
 	ALLOW(clone, "sentry threads; forking stubs"),
 	ALLOW(clone3, "glibc's pthread_create uses clone3"),
@@ -73,6 +79,10 @@ static const struct filter_rule rules[] = {
 	ALLOW(sched_setaffinity, "pinning a stub to its tracer's CPU: ptrace stops are cheaper"),
 	ALLOW(poll, "waiting on host stdio for a guest's non-blocking read"),
 	ALLOW(ppoll, "glibc's poll() may use ppoll"),
+	ALLOW(epoll_create1, "hostpoll: one epoll over the host stdio FDs"),
+	ALLOW(epoll_ctl, "hostpoll: watching host stdio FDs"),
+	ALLOW(epoll_wait, "hostpoll: waiting for host stdio readiness"),
+	ALLOW(epoll_pwait, "glibc's epoll_wait() may use epoll_pwait"),
 	ALLOW(fstatfs, "statfs(2) of donated files"),
 	ALLOW(prctl, "stub: PR_SET_NAME, PR_SET_PDEATHSIG in a new stub"),
 	ALLOW(close_range, "stub: closing every FD but the memory file"),
@@ -82,6 +92,7 @@ static const struct filter_rule rules[] = {
 	ALLOW(rt_sigaction, "signal handling"),
 	ALLOW(rt_sigprocmask, "signal masks of sentry threads"),
 	ALLOW(rt_sigreturn, "return from sentry signal handlers"),
+	ALLOW(rt_sigtimedwait, "hostsig.c: sigwaitinfo for host signals forwarded to pid 1"),
 	ALLOW(sigaltstack, "glibc"),
 	ALLOW(exit, "sentry threads ending"),
 	ALLOW(exit_group, "the sentry ending"),
@@ -117,6 +128,39 @@ int sentry_install_filter(void)
 				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]));
 		if (ret < 0)
 			goto out;
+	}
+	/*
+	 * --network=host: the sentry's own host sockets (sentry/net/host.c) for guest traffic the
+	 * egress policy allowed. socket() only for TCP and UDP over IPv4/IPv6, so that no host
+	 * AF_UNIX, netlink, packet or raw socket can ever be made; the rest act on those sockets.
+	 */
+	if (net_get_mode && net_get_mode() == NET_MODE_HOST) {
+		static const int fams[] = { AF_INET, AF_INET6 };
+		static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+		static const struct filter_rule sock_rules[] = {
+			ALLOW(connect, "host sockets: connecting to a destination the policy allowed"),
+			ALLOW(getsockopt, "host sockets: SO_ERROR of a non-blocking connect"),
+			ALLOW(setsockopt, "host sockets: IPV6_V6ONLY, TCP_NODELAY as the guest asked"),
+			ALLOW(getsockname, "host sockets: getsockname(2) for the guest"),
+			ALLOW(getpeername, "host sockets: getpeername(2) for the guest"),
+			ALLOW(shutdown, "host sockets: shutdown(2) for the guest"),
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(fams); i++) {
+			for (size_t j = 0; j < ARRAY_SIZE(types); j++) {
+				ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
+						       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[i]),
+						       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf,
+							       (scmp_datum_t)types[j]));
+				if (ret < 0)
+					goto out;
+			}
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(sock_rules); i++) {
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, sock_rules[i].nr, 0);
+			if (ret < 0)
+				goto out;
+		}
 	}
 	ret = seccomp_load(ctx);
 out:

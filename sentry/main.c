@@ -3,13 +3,21 @@
  * husk-sentry: the userspace kernel of one sandbox.
  *
  *   husk-sentry --gofer-fd N [--platform NAME] [--cwd DIR] [--env K=V]... [--hostname NAME]
- *               [--uid U] [--gid G] [--strace] [--writable-root] -- PROGRAM ARGS...
+ *               [--uid U] [--gid G] [--groups G1,G2...] [--umask OCT] [--domainname NAME]
+ *               [--rlimit RES=SOFT:HARD]... [--strace] [--writable-root]
+ *               [--detached] [--ready-fd N] [--start-fd N] [--tmpfs GUEST[:size=N]]...
+ *               [--volume-fd N:GUEST[:ro]]... -- PROGRAM ARGS...
  *
  * Started by the husk runtime with the gofer's socket at fd N and the caller's stdio at 0-2.
  * Sets up the kernel (memory file, platform, root filesystem), confines itself, starts
  * PROGRAM as pid 1 and exits with its status: the exit code, or 128+N after signal N.
  * Exit statuses of its own: 125 when the sandbox cannot be set up, 126 when PROGRAM is not
  * executable, 127 when it does not exist (as a shell reports them).
+ *
+ * For the OCI runtime (husk create): --detached lets the sentry outlive the process that
+ * started it; --ready-fd N gets one byte once PROGRAM is loaded and the sandbox is ready (EOF
+ * without a byte means setup failed); --start-fd N is then read until one byte arrives (husk
+ * start writes it to the container's exec.fifo) before PROGRAM runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,8 +35,14 @@
 #include "common/log.h"
 #include "sentry/confine.h"
 #include "sentry/fs/gofer/client.h"
+#include "sentry/fs/gofer/gofer_fs.h"
+#include "sentry/fs/proc/proc.h"
+#include "sentry/fs/sys/sys.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/net/net.h"
 #include "sentry/platform/platform.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/syscalls.h"
@@ -49,6 +64,26 @@ struct sentry_opts {
 	uint32_t uid, gid;
 	bool strace;
 	bool writable_root;
+	int ntmpfs;
+	const char *tmpfs[16]; /* --tmpfs GUEST[:size=N] */
+	int nvolumes;
+	struct {
+		int fd; /* a gofer's socket */
+		char *path; /* where it is mounted (owned) */
+		bool readonly;
+	} volumes[16]; /* --volume-fd N:GUEST[:ro] */
+	bool detached;
+	int ready_fd, start_fd;
+	const char *domainname;
+	bool has_umask;
+	unsigned int umask;
+	int ngroups;
+	uint32_t groups[32];
+	int nrlimits;
+	struct {
+		int resource;
+		struct rlimit lim;
+	} rlimits[LINUX_RLIM_NLIMITS];
 	char **env;
 	int nenv;
 	char **argv;
@@ -63,6 +98,97 @@ static void usage(void)
 	      stderr);
 }
 
+/* "G1,G2,..." into o->groups. */
+static int parse_groups(const char *arg, struct sentry_opts *o)
+{
+	char *end;
+
+	o->ngroups = 0;
+	while (*arg) {
+		unsigned long g = strtoul(arg, &end, 10);
+
+		if (end == arg || g > UINT32_MAX || o->ngroups >= 32)
+			return -EINVAL;
+		o->groups[o->ngroups++] = (uint32_t)g;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -EINVAL;
+		arg = end;
+	}
+	return 0;
+}
+
+/* "RES=SOFT:HARD" (RES an RLIMIT_* number, limits decimal; -1 means unlimited). */
+static int parse_rlimit(const char *arg, struct sentry_opts *o)
+{
+	unsigned long long soft, hard;
+	long res;
+	char *end;
+
+	res = strtol(arg, &end, 10);
+	if (end == arg || *end != '=' || res < 0 || res >= LINUX_RLIM_NLIMITS ||
+	    o->nrlimits >= LINUX_RLIM_NLIMITS)
+		return -EINVAL;
+	arg = end + 1;
+	soft = strtoull(arg, &end, 10);
+	if (end == arg || *end != ':')
+		return -EINVAL;
+	arg = end + 1;
+	hard = strtoull(arg, &end, 10);
+	if (end == arg || *end)
+		return -EINVAL;
+	o->rlimits[o->nrlimits].resource = (int)res;
+	o->rlimits[o->nrlimits].lim.rlim_cur = soft;
+	o->rlimits[o->nrlimits].lim.rlim_max = hard;
+	o->nrlimits++;
+	return 0;
+}
+
+/* Mounts a tmpfs for --tmpfs GUEST[:size=N]. Returns 0 or -errno (-EINVAL: bad option). */
+static int sentry_mount_tmpfs(struct kernel *k, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	uint64_t size = 0;
+	char path[4096];
+
+	if (colon) {
+		if (strncmp(colon + 1, "size=", 5) != 0 || tmpfs_parse_size(colon + 6, &size) < 0)
+			return -EINVAL;
+	}
+	if (snprintf(path, sizeof(path), "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg),
+		     arg) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return vfs_mount_tmpfs(k, path, size);
+}
+
+/* --volume-fd N:GUEST[:ro] into o->volumes. Returns 0 or -EINVAL. */
+static int parse_volume(const char *arg, struct sentry_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+	size_t len;
+	char *end;
+	long fd;
+
+	if (o->nvolumes >= (int)(sizeof(o->volumes) / sizeof(o->volumes[0])) || !colon)
+		return -EINVAL;
+	fd = strtol(arg, &end, 10);
+	if (end != colon || fd < 3 || fd > INT32_MAX || colon[1] != '/')
+		return -EINVAL;
+	len = strlen(colon + 1);
+	o->volumes[o->nvolumes].readonly = false;
+	if (len > 3 && !strcmp(colon + 1 + len - 3, ":ro")) {
+		o->volumes[o->nvolumes].readonly = true;
+		len -= 3;
+	}
+	o->volumes[o->nvolumes].path = strndup(colon + 1, len);
+	if (!o->volumes[o->nvolumes].path)
+		return -EINVAL;
+	o->volumes[o->nvolumes].fd = (int)fd;
+	o->nvolumes++;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
 	static const struct option longopts[] = {
@@ -75,11 +201,27 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "gid", required_argument, NULL, 'G' },
 		{ "strace", no_argument, NULL, 's' },
 		{ "writable-root", no_argument, NULL, 'w' },
+		{ "tmpfs", required_argument, NULL, 'T' },
+		{ "volume-fd", required_argument, NULL, 'V' },
+		{ "detached", no_argument, NULL, 'D' },
+		{ "ready-fd", required_argument, NULL, 'R' },
+		{ "start-fd", required_argument, NULL, 'S' },
+		{ "domainname", required_argument, NULL, 'd' },
+		{ "umask", required_argument, NULL, 'm' },
+		{ "groups", required_argument, NULL, 'X' },
+		{ "rlimit", required_argument, NULL, 'L' },
+		/* sentry/net: --network=none|host, egress rules, and the test-only switch. */
+		{ "network", required_argument, NULL, 'N' },
+		{ "egress-allow", required_argument, NULL, 'A' },
+		{ "egress-deny", required_argument, NULL, 'Y' },
+		{ "test-no-egress-check", no_argument, NULL, 'Z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	o->gofer_fd = -1;
+	o->ready_fd = -1;
+	o->start_fd = -1;
 	o->platform = "ptrace";
 	o->cwd = "/";
 	o->hostname = "husk";
@@ -116,6 +258,56 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case 'w':
 			o->writable_root = true;
+			break;
+		case 'T':
+			if (o->ntmpfs >= (int)(sizeof(o->tmpfs) / sizeof(o->tmpfs[0])))
+				return -EINVAL;
+			o->tmpfs[o->ntmpfs++] = optarg;
+			break;
+		case 'V':
+			if (parse_volume(optarg, o) < 0)
+				return -EINVAL;
+			break;
+		case 'D':
+			o->detached = true;
+			break;
+		case 'R':
+			o->ready_fd = atoi(optarg);
+			break;
+		case 'S':
+			o->start_fd = atoi(optarg);
+			break;
+		case 'd':
+			o->domainname = optarg;
+			break;
+		case 'm':
+			o->has_umask = true;
+			o->umask = (unsigned int)strtoul(optarg, NULL, 8) & 0777;
+			break;
+		case 'X':
+			if (parse_groups(optarg, o) < 0)
+				return -EINVAL;
+			break;
+		case 'L':
+			if (parse_rlimit(optarg, o) < 0)
+				return -EINVAL;
+			break;
+		case 'N':
+			if (net_set_mode(optarg) < 0) {
+				fprintf(stderr, "husk: --network %s: expected none or host\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'A':
+		case 'Y':
+			if (net_egress_add(optarg, c == 'A') < 0) {
+				fprintf(stderr, "husk: --egress-%s %s: expected CIDR[:PORT]\n",
+					c == 'A' ? "allow" : "deny", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'Z':
+			net_egress_disable_check();
 			break;
 		default:
 			return -EINVAL;
@@ -224,6 +416,30 @@ static int install_stdio(struct fdtable *fdt, int hostfd, int n)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * husk create's handshake: tell the runtime the sandbox is ready (one byte on ready_fd), then
+ * wait for husk start (one byte on start_fd). Returns 0 to go on, or an exit status.
+ */
+static int wait_for_start(struct sentry_opts *o)
+{
+	char c = 1;
+	ssize_t n;
+
+	if (o->ready_fd >= 0) {
+		while ((n = write(o->ready_fd, &c, 1)) < 0 && errno == EINTR)
+			;
+		close(o->ready_fd);
+		if (n != 1)
+			return EXIT_SETUP;
+	}
+	if (o->start_fd < 0)
+		return 0;
+	while ((n = read(o->start_fd, &c, 1)) < 0 && errno == EINTR)
+		;
+	close(o->start_fd);
+	return n == 1 ? 0 : EXIT_SETUP;
+}
+
 int main(int argc, char **argv)
 {
 	static struct kernel k;
@@ -232,15 +448,12 @@ int main(int argc, char **argv)
 	struct fs_context *fs;
 	struct task *init;
 	struct timespec now;
-	int keep[4], nkeep = 0;
+	int keep[6 + 16], nkeep = 0;
 	int ret, status;
 
 	log_set_name("husk-sentry");
 	log_init_from_env();
 	prctl(PR_SET_NAME, "husk-sentry", 0, 0, 0);
-	/* The sentry lives no longer than the husk process that started it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-
 	if (argc == 2 && !strcmp(argv[1], "--print-syscalls")) {
 		syscall_table_print();
 		return 0;
@@ -249,12 +462,20 @@ int main(int argc, char **argv)
 		usage();
 		return EXIT_SETUP;
 	}
+	/* The sentry lives no longer than the husk process that started it, unless it was started
+	 * by husk create: then it is the container's process, which engines wait on. */
+	if (!o.detached)
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
 	/* Nothing the runtime did not mean to give the sandbox: stdio and the gofer socket. */
 	keep[nkeep++] = 0;
 	keep[nkeep++] = 1;
 	keep[nkeep++] = 2;
 	keep[nkeep++] = o.gofer_fd;
+	keep[nkeep++] = o.ready_fd;
+	keep[nkeep++] = o.start_fd;
+	for (int i = 0; i < o.nvolumes; i++)
+		keep[nkeep++] = o.volumes[i].fd;
 	ret = sentry_close_fds_except(keep, nkeep);
 	if (ret < 0) {
 		log_error("closing inherited FDs: %s", strerror(-ret));
@@ -263,7 +484,7 @@ int main(int argc, char **argv)
 
 	pthread_mutex_init(&k.lock, NULL);
 	snprintf(k.hostname, sizeof(k.hostname), "%s", o.hostname);
-	snprintf(k.domainname, sizeof(k.domainname), "(none)");
+	snprintf(k.domainname, sizeof(k.domainname), "%s", o.domainname ? o.domainname : "(none)");
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	k.boot_ns = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 	k.strace = o.strace;
@@ -285,7 +506,11 @@ int main(int argc, char **argv)
 		log_error("gofer connection: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
-	ret = vfs_mount_root(&k, k.gofer, !o.writable_root);
+	/* The root is an overlay over the gofer unless writes are to reach the host. */
+	if (o.writable_root)
+		ret = vfs_mount_root(&k, k.gofer, false);
+	else
+		ret = vfs_mount_root_overlay(&k, k.gofer, 0);
 	if (ret < 0) {
 		log_error("mounting the root filesystem: %s", strerror(-ret));
 		return EXIT_SETUP;
@@ -294,6 +519,35 @@ int main(int argc, char **argv)
 	if (ret < 0 && ret != -ENOENT) {
 		log_error("mounting /dev: %s", strerror(-ret));
 		return EXIT_SETUP;
+	}
+	ret = vfs_mount_proc(&k);
+	if (ret == 0)
+		ret = vfs_mount_sys(&k);
+	if (ret < 0) {
+		log_error("mounting /proc and /sys: %s", strerror(-ret));
+		return EXIT_SETUP;
+	}
+	for (int i = 0; i < o.ntmpfs; i++) {
+		ret = sentry_mount_tmpfs(&k, o.tmpfs[i]);
+		if (ret < 0) {
+			fprintf(stderr, "husk: --tmpfs %s: %s\n", o.tmpfs[i], strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
+	/* Volumes: one gofer each; its client lives as long as the sentry (as k.gofer). */
+	for (int i = 0; i < o.nvolumes; i++) {
+		struct gofer_client *vgc;
+
+		ret = gofer_client_create(o.volumes[i].fd, &vgc);
+		if (ret == 0) {
+			ret = vfs_mount_volume(&k, vgc, o.volumes[i].path, o.volumes[i].readonly);
+			if (ret < 0)
+				gofer_client_destroy(vgc);
+		}
+		if (ret < 0) {
+			fprintf(stderr, "husk: --volume %s: %s\n", o.volumes[i].path, strerror(-ret));
+			return EXIT_SETUP;
+		}
 	}
 
 	fdt = fdtable_create();
@@ -310,16 +564,33 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* Before confinement: libc reads a file the first time a task thread's arena shrinks. */
+	task_host_prepare();
 	if (sentry_confine() < 0)
 		return EXIT_SETUP;
+	/* Before any other thread: every later thread inherits the forwarded signals blocked. */
+	ret = hostsig_start(&k);
+	if (ret < 0) {
+		log_error("forwarding host signals: %s", strerror(-ret));
+		return EXIT_SETUP;
+	}
 
 	init = task_create_init(&k, fdt, fs, o.uid, o.gid);
 	if (IS_ERR(init)) {
 		log_error("creating pid 1: %s", strerror((int)-PTR_ERR(init)));
 		return EXIT_SETUP;
 	}
+	if (o.has_umask)
+		fs_context_set_umask(fs, o.umask);
 	fdtable_put(fdt);
 	fs_context_put(fs);
+	if (o.ngroups) {
+		init->cred.ngroups = o.ngroups;
+		memcpy(init->cred.groups, o.groups, sizeof(uint32_t) * (size_t)o.ngroups);
+	}
+	/* The guest's rlimits are the sentry's to enforce: the host need not allow them. */
+	for (int i = 0; i < o.nrlimits; i++)
+		init->tg->rlimits[o.rlimits[i].resource] = o.rlimits[i].lim;
 	if (strcmp(o.cwd, "/") != 0) {
 		ret = fs_context_chdir(init, o.cwd);
 		if (ret < 0) {
@@ -333,9 +604,14 @@ int main(int argc, char **argv)
 		task_release(init);
 		return ret;
 	}
-	status = task_run(init);
-	/* Kill and reap the stub before the sentry goes, so nothing outlives the sandbox. */
-	task_release(init);
+	ret = wait_for_start(&o);
+	if (ret != 0) {
+		task_release(init);
+		return ret;
+	}
+	/* Runs pid 1; when it ends, every other task is killed and its stub reaped before this
+	 * returns, so nothing outlives the sandbox. */
+	status = task_run_init(init);
 	if (status & 0x7f)
 		return 128 + (status & 0x7f);
 	return (status >> 8) & 0xff;

@@ -4,6 +4,7 @@
 
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "syscalls/strace.h"
@@ -19,6 +20,7 @@ long syscall_dispatch(struct task *t, long nr, const struct syscall_args *args)
 
 	if (unlikely(t->k->strace))
 		strace_enter(t, nr, args);
+	task_set_current(t);
 
 	if (e && e->fn) {
 		ret = e->fn(t, args);

@@ -34,6 +34,94 @@ SYSCALL_DECL(dup3);
 SYSCALL_DECL(ioctl);
 SYSCALL_DECL(umask);
 
+/* sys_pipe.c, sys_poll.c: pipes and readiness */
+SYSCALL_DECL(pipe);
+SYSCALL_DECL(pipe2);
+SYSCALL_DECL(poll);
+SYSCALL_DECL(ppoll);
+SYSCALL_DECL(select);
+SYSCALL_DECL(pselect6);
+SYSCALL_DECL(epoll_create);
+SYSCALL_DECL(epoll_create1);
+SYSCALL_DECL(epoll_ctl);
+SYSCALL_DECL(epoll_wait);
+SYSCALL_DECL(epoll_pwait);
+SYSCALL_DECL(epoll_pwait2);
+SYSCALL_DECL(eventfd);
+SYSCALL_DECL(eventfd2);
+SYSCALL_DECL(timerfd_create);
+SYSCALL_DECL(timerfd_settime);
+SYSCALL_DECL(timerfd_gettime);
+SYSCALL_DECL(signalfd);
+SYSCALL_DECL(signalfd4);
+
+/* sys_sched.c: scheduling and accounting */
+SYSCALL_DECL(sched_getscheduler);
+SYSCALL_DECL(sched_setscheduler);
+SYSCALL_DECL(sched_getparam);
+SYSCALL_DECL(sched_setparam);
+SYSCALL_DECL(sched_get_priority_max);
+SYSCALL_DECL(sched_get_priority_min);
+SYSCALL_DECL(sched_rr_get_interval);
+SYSCALL_DECL(sched_setaffinity);
+SYSCALL_DECL(getcpu);
+SYSCALL_DECL(getpriority);
+SYSCALL_DECL(setpriority);
+SYSCALL_DECL(getrusage);
+SYSCALL_DECL(times);
+SYSCALL_DECL(membarrier);
+
+/* sys_timer.c: interval and POSIX timers */
+SYSCALL_DECL(setitimer);
+SYSCALL_DECL(getitimer);
+SYSCALL_DECL(alarm);
+SYSCALL_DECL(timer_create);
+SYSCALL_DECL(timer_settime);
+SYSCALL_DECL(timer_gettime);
+SYSCALL_DECL(timer_getoverrun);
+SYSCALL_DECL(timer_delete);
+
+/* sys_fs.c: filesystem changes, attributes, sync, openat2 */
+SYSCALL_DECL(mknod);
+SYSCALL_DECL(mknodat);
+SYSCALL_DECL(mkdir);
+SYSCALL_DECL(mkdirat);
+SYSCALL_DECL(unlink);
+SYSCALL_DECL(unlinkat);
+SYSCALL_DECL(rmdir);
+SYSCALL_DECL(symlink);
+SYSCALL_DECL(symlinkat);
+SYSCALL_DECL(link);
+SYSCALL_DECL(linkat);
+SYSCALL_DECL(rename);
+SYSCALL_DECL(renameat);
+SYSCALL_DECL(renameat2);
+SYSCALL_DECL(creat);
+SYSCALL_DECL(chmod);
+SYSCALL_DECL(fchmodat);
+SYSCALL_DECL(fchmodat2);
+SYSCALL_DECL(fchmod);
+SYSCALL_DECL(chown);
+SYSCALL_DECL(lchown);
+SYSCALL_DECL(fchownat);
+SYSCALL_DECL(fchown);
+SYSCALL_DECL(utimensat);
+SYSCALL_DECL(futimesat);
+SYSCALL_DECL(utimes);
+SYSCALL_DECL(utime);
+SYSCALL_DECL(truncate);
+SYSCALL_DECL(ftruncate);
+SYSCALL_DECL(fallocate);
+SYSCALL_DECL(sync);
+SYSCALL_DECL(syncfs);
+SYSCALL_DECL(fsync);
+SYSCALL_DECL(fdatasync);
+SYSCALL_DECL(openat2);
+SYSCALL_DECL(flock);
+/* fcntl(2)'s record-lock commands (F_GETLK, F_SETLK(W), F_OFD_*), for sys_fcntl. */
+struct file;
+long fcntl_lock(struct task *t, struct file *f, int cmd, uint64_t arg);
+
 /* sys_stat.c: attributes */
 SYSCALL_DECL(fstat);
 SYSCALL_DECL(stat);
@@ -50,6 +138,7 @@ SYSCALL_DECL(mprotect);
 SYSCALL_DECL(brk);
 SYSCALL_DECL(mremap);
 SYSCALL_DECL(madvise);
+SYSCALL_DECL(msync);
 
 /* sys_thread.c: the calling task itself */
 SYSCALL_DECL(arch_prctl);
@@ -85,6 +174,32 @@ SYSCALL_DECL(getegid);
 SYSCALL_DECL(getgroups);
 SYSCALL_DECL(getresuid);
 SYSCALL_DECL(getresgid);
+SYSCALL_DECL(setuid);
+SYSCALL_DECL(setgid);
+SYSCALL_DECL(setreuid);
+SYSCALL_DECL(setregid);
+SYSCALL_DECL(setresuid);
+SYSCALL_DECL(setresgid);
+SYSCALL_DECL(setfsuid);
+SYSCALL_DECL(setfsgid);
+SYSCALL_DECL(setgroups);
+SYSCALL_DECL(capget);
+SYSCALL_DECL(capset);
+
+/* sys_process.c: processes, sessions and groups, prctl, pidfd_open (getppid, getpgrp, getpgid
+ * and getsid moved here from sys_thread.c) */
+SYSCALL_DECL(fork);
+SYSCALL_DECL(vfork);
+SYSCALL_DECL(clone);
+SYSCALL_DECL(clone3);
+SYSCALL_DECL(execve);
+SYSCALL_DECL(execveat);
+SYSCALL_DECL(wait4);
+SYSCALL_DECL(waitid);
+SYSCALL_DECL(setsid);
+SYSCALL_DECL(setpgid);
+SYSCALL_DECL(prctl);
+SYSCALL_DECL(pidfd_open);
 
 /* sys_time.c: clocks and sleeping */
 SYSCALL_DECL(clock_gettime);
@@ -104,9 +219,41 @@ SYSCALL_DECL(setrlimit);
 SYSCALL_DECL(sched_getaffinity);
 SYSCALL_DECL(sched_yield);
 
-/* sys_signal.c: signal state (recorded; delivery comes with the processes issue) */
+/* sys_signal.c: signals */
 SYSCALL_DECL(rt_sigaction);
 SYSCALL_DECL(rt_sigprocmask);
 SYSCALL_DECL(sigaltstack);
+SYSCALL_DECL(rt_sigreturn);
+SYSCALL_DECL(restart_syscall);
+SYSCALL_DECL(rt_sigpending);
+SYSCALL_DECL(rt_sigsuspend);
+SYSCALL_DECL(pause);
+SYSCALL_DECL(rt_sigtimedwait);
+SYSCALL_DECL(kill);
+SYSCALL_DECL(tkill);
+SYSCALL_DECL(tgkill);
+SYSCALL_DECL(rt_sigqueueinfo);
+SYSCALL_DECL(rt_tgsigqueueinfo);
+SYSCALL_DECL(pidfd_send_signal);
+
+/* sys_socket.c: sockets (sentry/net) */
+SYSCALL_DECL(socket);
+SYSCALL_DECL(socketpair);
+SYSCALL_DECL(bind);
+SYSCALL_DECL(listen);
+SYSCALL_DECL(accept);
+SYSCALL_DECL(accept4);
+SYSCALL_DECL(connect);
+SYSCALL_DECL(getsockname);
+SYSCALL_DECL(getpeername);
+SYSCALL_DECL(sendto);
+SYSCALL_DECL(recvfrom);
+SYSCALL_DECL(sendmsg);
+SYSCALL_DECL(recvmsg);
+SYSCALL_DECL(sendmmsg);
+SYSCALL_DECL(recvmmsg);
+SYSCALL_DECL(shutdown);
+SYSCALL_DECL(setsockopt);
+SYSCALL_DECL(getsockopt);
 
 #endif

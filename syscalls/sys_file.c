@@ -21,6 +21,7 @@
 
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
+#include "sentry/fs/pipe/pipe.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
@@ -651,6 +652,18 @@ long sys_fcntl(struct task *t, const struct syscall_args *args)
 		break;
 	case F_SETFL:
 		r = fcntl_setfl(t, f, (int)arg);
+		break;
+	case F_GETLK:
+	case F_SETLK:
+	case F_SETLKW:
+	case 36: /* F_OFD_GETLK */
+	case 37: /* F_OFD_SETLK */
+	case 38: /* F_OFD_SETLKW */
+		r = fcntl_lock(t, f, cmd, arg); /* sys_fs.c */
+		break;
+	case F_GETPIPE_SZ:
+	case F_SETPIPE_SZ:
+		r = pipe_fcntl(t, f, cmd, arg);
 		break;
 	default:
 		r = -EINVAL;

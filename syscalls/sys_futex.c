@@ -1,73 +1,138 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * futex(2) for a process with one thread: there is never another waiter or waker, so WAKE wakes
- * no one and WAIT either fails at once (value changed) or sleeps until its timeout. The full
- * futex (queues, requeue, PI, robust lists) comes with threads in the processes issue.
+ * futex(2): the operations over sentry/kernel/futex.c. PI futexes and futex_waitv are not
+ * implemented (-ENOSYS; glibc uses PI only for PTHREAD_PRIO_INHERIT mutexes).
  */
 #include <linux/futex.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/futex.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "syscalls/handlers.h"
 
 #define NSEC_PER_SEC 1000000000L
 
-/* Sleeps for the futex timeout at addr: relative for FUTEX_WAIT, absolute for WAIT_BITSET
- * (on CLOCK_REALTIME with FUTEX_CLOCK_REALTIME, else CLOCK_MONOTONIC). NULL sleeps forever. */
-static long futex_sleep(struct task *t, uint64_t addr, bool absolute, clockid_t clock)
+/* FUTEX_WAIT's restart_fn data: uaddr, val | private << 32, bitset, deadline in ns. */
+static long futex_wait_restart(struct task *t)
 {
-	struct timespec ts;
+	struct timespec deadline = {
+		.tv_sec = (time_t)(t->restart_data[3] / NSEC_PER_SEC),
+		.tv_nsec = (long)(t->restart_data[3] % NSEC_PER_SEC),
+	};
+	long ret;
 
-	if (!addr) {
-		/* Nothing can wake this thread: Linux would block until a signal arrives. */
-		struct timespec hour = { 3600, 0 };
-		for (;;)
-			nanosleep(&hour, NULL);
+	t->restart_fn = NULL;
+	ret = futex_wait(t, t->restart_data[0], (t->restart_data[1] >> 32) & 1,
+			 (uint32_t)t->restart_data[1], (uint32_t)t->restart_data[2], &deadline);
+	if (ret == -ERESTARTSYS) {
+		t->restart_fn = futex_wait_restart;
+		ret = -ERESTART_RESTARTBLOCK;
 	}
+	return ret;
+}
+
+/*
+ * Reads the timeout at addr and turns it into an absolute CLOCK_MONOTONIC deadline: relative
+ * timeouts count from now; absolute ones on CLOCK_REALTIME are converted at this instant.
+ */
+static long read_deadline(struct task *t, uint64_t addr, bool absolute, bool realtime,
+			  struct timespec *out)
+{
+	struct timespec ts, now, mono;
+	int64_t ns;
+
 	if (mm_copy_in(t->mm, &ts, addr, sizeof(ts)) != sizeof(ts))
 		return -EFAULT;
 	if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= NSEC_PER_SEC)
 		return -EINVAL;
-	while (clock_nanosleep(clock, absolute ? TIMER_ABSTIME : 0, &ts, &ts) == EINTR)
-		;
-	return -ETIMEDOUT;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	if (!absolute) {
+		now = mono;
+	} else if (realtime) {
+		clock_gettime(CLOCK_REALTIME, &now);
+	} else {
+		*out = ts;
+		return 0;
+	}
+	/* deadline = mono + (ts - now), saturating. */
+	if (__builtin_mul_overflow((int64_t)(ts.tv_sec - now.tv_sec), NSEC_PER_SEC, &ns) ||
+	    __builtin_add_overflow(ns, (int64_t)(ts.tv_nsec - now.tv_nsec), &ns) ||
+	    ns > (int64_t)1 << 62)
+		ns = (int64_t)1 << 62;
+	if (ns < 0)
+		ns = 0;
+	out->tv_sec = mono.tv_sec + ns / NSEC_PER_SEC;
+	out->tv_nsec = mono.tv_nsec + ns % NSEC_PER_SEC;
+	if (out->tv_nsec >= NSEC_PER_SEC) {
+		out->tv_sec++;
+		out->tv_nsec -= NSEC_PER_SEC;
+	}
+	return 0;
 }
 
-/* futex(2): single-threaded semantics, see above; other operations -ENOSYS. */
+static long do_futex_wait(struct task *t, const struct syscall_args *args, bool private,
+			  bool absolute, bool realtime, uint32_t bitset)
+{
+	struct timespec deadline;
+	uint64_t uaddr = args->a[0];
+	uint32_t val = (uint32_t)args->a[2];
+	long ret;
+
+	if (!bitset)
+		return -EINVAL;
+	if (args->a[3]) {
+		ret = read_deadline(t, args->a[3], absolute, realtime, &deadline);
+		if (ret < 0)
+			return ret;
+	}
+	ret = futex_wait(t, uaddr, private, val, bitset, args->a[3] ? &deadline : NULL);
+	if (ret == -ERESTARTSYS && args->a[3]) {
+		/* A timed wait restarts with the time that is left, as Linux's futex_wait. */
+		t->restart_data[0] = uaddr;
+		t->restart_data[1] = val | ((uint64_t) private << 32);
+		t->restart_data[2] = bitset;
+		t->restart_data[3] =
+			(uint64_t)deadline.tv_sec * NSEC_PER_SEC + (uint64_t)deadline.tv_nsec;
+		t->restart_fn = futex_wait_restart;
+		ret = -ERESTART_RESTARTBLOCK;
+	}
+	return ret;
+}
+
+/* futex(2): no PI operations. */
 long sys_futex(struct task *t, const struct syscall_args *args)
 {
-	uint64_t uaddr = args->a[0];
+	uint64_t uaddr = args->a[0], uaddr2 = args->a[4];
 	int op = (int)args->a[1];
 	int cmd = op & FUTEX_CMD_MASK;
-	uint32_t val = (uint32_t)args->a[2];
-	clockid_t clock = (op & FUTEX_CLOCK_REALTIME) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
-	uint32_t cur;
+	bool private = op & FUTEX_PRIVATE_FLAG;
+	bool realtime = op & FUTEX_CLOCK_REALTIME;
+	int val = (int)args->a[2];
+	/* For requeue and wake_op the timeout slot is a count. */
+	int val2 = (int)args->a[3];
+	uint32_t val3 = (uint32_t)args->a[5];
 
-	if (uaddr & 3)
-		return -EINVAL;
+	if (realtime && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET &&
+	    cmd != FUTEX_WAIT_REQUEUE_PI && cmd != FUTEX_LOCK_PI2)
+		return -ENOSYS;
 	switch (cmd) {
 	case FUTEX_WAIT:
+		return do_futex_wait(t, args, private, false, realtime, FUTEX_BITSET_ANY);
 	case FUTEX_WAIT_BITSET:
-		if (cmd == FUTEX_WAIT_BITSET && (uint32_t)args->a[5] == 0)
-			return -EINVAL;
-		if (cmd == FUTEX_WAIT && (op & FUTEX_CLOCK_REALTIME))
-			return -ENOSYS;
-		if (mm_copy_in(t->mm, &cur, uaddr, sizeof(cur)) != sizeof(cur))
-			return -EFAULT;
-		if (cur != val)
-			return -EAGAIN;
-		return futex_sleep(t, args->a[3], cmd == FUTEX_WAIT_BITSET, clock);
+		return do_futex_wait(t, args, private, true, realtime, val3);
 	case FUTEX_WAKE:
+		return futex_wake_bitset(t, uaddr, private, val, FUTEX_BITSET_ANY);
 	case FUTEX_WAKE_BITSET:
-		if (cmd == FUTEX_WAKE_BITSET && (uint32_t)args->a[5] == 0)
-			return -EINVAL;
-		/* Linux checks that the address is valid before finding no waiter. */
-		if (mm_copy_in(t->mm, &cur, uaddr, sizeof(cur)) != sizeof(cur))
-			return -EFAULT;
-		return 0;
+		return futex_wake_bitset(t, uaddr, private, val, val3);
+	case FUTEX_REQUEUE:
+		return futex_requeue(t, uaddr, uaddr2, private, val, val2, false, 0);
+	case FUTEX_CMP_REQUEUE:
+		return futex_requeue(t, uaddr, uaddr2, private, val, val2, true, val3);
+	case FUTEX_WAKE_OP:
+		return futex_wake_op(t, uaddr, uaddr2, private, val, val2, val3);
 	default:
 		return -ENOSYS;
 	}

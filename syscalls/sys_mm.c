@@ -12,7 +12,10 @@
 #include "syscalls/handlers.h"
 
 /* mmap(2) */
-/* MAP_SHARED of a file is -ENODEV; MAP_SHARED|MAP_ANONYMOUS is private to the process. */
+/*
+ * MAP_SHARED of a file maps the file's page cache (tmpfs, gofer files); other files give
+ * -ENODEV. A shared mapping past the end of a file reads zeros instead of raising SIGBUS.
+ */
 long sys_mmap(struct task *t, const struct syscall_args *args)
 {
 	uint64_t addr = args->a[0], len = args->a[1], off = args->a[5];
@@ -55,7 +58,7 @@ long sys_brk(struct task *t, const struct syscall_args *args)
 }
 
 /* mremap(2) */
-/* old_size 0 (duplicating a shared mapping) is -EINVAL: nothing is shared across mms yet. */
+/* old_size 0 (duplicating a shared mapping) is -EINVAL. */
 long sys_mremap(struct task *t, const struct syscall_args *args)
 {
 	return mm_mremap(t->mm, args->a[0], args->a[1], args->a[2], (int)args->a[3], args->a[4]);
@@ -66,4 +69,11 @@ long sys_mremap(struct task *t, const struct syscall_args *args)
 long sys_madvise(struct task *t, const struct syscall_args *args)
 {
 	return mm_madvise(t->mm, args->a[0], args->a[1], (int)args->a[2]);
+}
+
+/* msync(2) */
+/* MS_ASYNC writes back at once too (gofer files); MS_INVALIDATE has nothing to invalidate. */
+long sys_msync(struct task *t, const struct syscall_args *args)
+{
+	return mm_msync(t->mm, args->a[0], args->a[1], (int)args->a[2]);
 }

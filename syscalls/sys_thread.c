@@ -79,10 +79,11 @@ long sys_rseq(struct task *t, const struct syscall_args *args)
 	return -ENOSYS;
 }
 
-/* exit(2): with one thread per process, the same as exit_group. */
+/* exit(2): ends the calling thread; the last one out ends the process with its leader's code. */
 long sys_exit(struct task *t, const struct syscall_args *args)
 {
-	task_exit_group(t, ((int)args->a[0] & 0xff) << 8);
+	t->exit_code = ((int)args->a[0] & 0xff) << 8;
+	__atomic_store_n(&t->exiting, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -99,44 +100,8 @@ long sys_getpid(struct task *t, const struct syscall_args *args)
 	return task_pid(t);
 }
 
-/* getppid(2): 0 for pid 1, as in a new pid namespace. */
-long sys_getppid(struct task *t, const struct syscall_args *args)
-{
-	return t->tg->ppid;
-}
-
 /* gettid(2) */
 long sys_gettid(struct task *t, const struct syscall_args *args)
 {
 	return t->tid;
-}
-
-/* getpgrp(2) */
-long sys_getpgrp(struct task *t, const struct syscall_args *args)
-{
-	return t->tg->pgid;
-}
-
-/* getpgid(2): the calling process only until there are others. */
-long sys_getpgid(struct task *t, const struct syscall_args *args)
-{
-	int pid = (int)args->a[0];
-
-	if (pid < 0)
-		return -EINVAL;
-	if (pid != 0 && pid != task_pid(t))
-		return -ESRCH;
-	return t->tg->pgid;
-}
-
-/* getsid(2): the calling process only until there are others. */
-long sys_getsid(struct task *t, const struct syscall_args *args)
-{
-	int pid = (int)args->a[0];
-
-	if (pid < 0)
-		return -EINVAL;
-	if (pid != 0 && pid != task_pid(t))
-		return -ESRCH;
-	return t->tg->sid;
 }

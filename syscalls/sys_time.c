@@ -8,16 +8,18 @@
  * sentry thread that runs the task), not the stub's: guest user time is not counted yet.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
  *
- * Sleeps are host clock_nanosleep calls on an absolute deadline. They are not interruptible
- * by guest signals yet (signal delivery comes with the processes issue): a host EINTR just
- * resumes the sleep, so the remaining-time argument is never written.
+ * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until). An
+ * interrupted relative sleep writes the time left to rem and restarts through restart_syscall
+ * with the same deadline (ERESTART_RESTARTBLOCK); an absolute one returns -ERESTARTNOHAND.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "include/abi/linux/errno.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
 #include "syscalls/handlers.h"
 
@@ -216,35 +218,86 @@ static struct timespec timespec_add_sat(struct timespec a, struct timespec b)
 	return r;
 }
 
-/*
- * Sleeps the sentry thread until host clock reaches deadline. Host interruptions resume the
- * sleep unless the task is exiting; guest signals cannot interrupt it yet.
- */
-static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline)
+/* Writes the time left until deadline on host clock to the guest's rem (if any). */
+static long write_rem(struct task *t, uint64_t rem, clockid_t clock, const struct timespec *deadline)
 {
-	for (;;) {
-		int r = clock_nanosleep(clock, TIMER_ABSTIME, deadline, NULL);
+	struct timespec now;
+	struct linux_timespec left = { 0, 0 };
 
-		if (r == 0)
-			return 0;
-		if (r != EINTR)
-			return -r;
-		if (t->exiting)
-			return -EINTR;
+	if (!rem)
+		return 0;
+	clock_gettime(clock, &now);
+	left.tv_sec = deadline->tv_sec - now.tv_sec;
+	left.tv_nsec = deadline->tv_nsec - now.tv_nsec;
+	if (left.tv_nsec < 0) {
+		left.tv_sec--;
+		left.tv_nsec += NSEC_PER_SEC;
 	}
+	if (left.tv_sec < 0)
+		left.tv_sec = left.tv_nsec = 0;
+	return copy_out_all(t, rem, &left, sizeof(left));
 }
 
-/* Sleeps for req (relative) or until req (absolute) on guest clock c. */
-static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs, struct timespec req)
+/* restart_syscall for an interrupted relative sleep: data = clock, deadline ns, rem. */
+static long sleep_restart(struct task *t)
+{
+	clockid_t clock = (clockid_t)t->restart_data[0];
+	struct timespec deadline = {
+		.tv_sec = (time_t)(t->restart_data[1] / NSEC_PER_SEC),
+		.tv_nsec = (long)(t->restart_data[1] % NSEC_PER_SEC),
+	};
+	long ret;
+
+	t->restart_fn = NULL;
+	ret = task_sleep_until(t, clock, &deadline);
+	if (ret == -ERESTARTSYS) {
+		long err = write_rem(t, t->restart_data[2], clock, &deadline);
+
+		if (err)
+			return err;
+		t->restart_fn = sleep_restart;
+		return -ERESTART_RESTARTBLOCK;
+	}
+	return ret;
+}
+
+/*
+ * Sleeps until host clock reaches deadline, interruptibly. A relative sleep (rem_ok) that a
+ * signal interrupts writes the time left to rem and arranges its restart; an absolute one
+ * returns -ERESTARTNOHAND (restarted as is when no handler runs, else -EINTR).
+ */
+static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline,
+			bool rel, uint64_t rem)
+{
+	long ret = task_sleep_until(t, clock, deadline);
+	long err;
+
+	if (ret != -ERESTARTSYS)
+		return ret;
+	if (!rel)
+		return -ERESTARTNOHAND;
+	err = write_rem(t, rem, clock, deadline);
+	if (err)
+		return err;
+	t->restart_data[0] = (uint64_t)clock;
+	t->restart_data[1] = (uint64_t)deadline->tv_sec * NSEC_PER_SEC + (uint64_t)deadline->tv_nsec;
+	t->restart_data[2] = rem;
+	t->restart_fn = sleep_restart;
+	return -ERESTART_RESTARTBLOCK;
+}
+
+/* Sleeps for req (relative) or until req (absolute) on guest clock c; rem as above. */
+static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs, struct timespec req,
+			uint64_t rem)
 {
 	struct timespec now, deadline = req;
 
 	if (abs)
-		return sleep_until(t, c->host, &deadline);
+		return sleep_until(t, c->host, &deadline, false, 0);
 	if (clock_gettime(c->host_rel, &now))
 		return -errno;
 	deadline = timespec_add_sat(now, req);
-	return sleep_until(t, c->host_rel, &deadline);
+	return sleep_until(t, c->host_rel, &deadline, true, rem);
 }
 
 /* clock_gettime(2) */
@@ -326,7 +379,7 @@ long sys_time(struct task *t, const struct syscall_args *args)
 	return now;
 }
 
-/* nanosleep(2): not interrupted by guest signals yet, so rem is never written. */
+/* nanosleep(2) */
 long sys_nanosleep(struct task *t, const struct syscall_args *args)
 {
 	struct guest_clock c;
@@ -336,13 +389,10 @@ long sys_nanosleep(struct task *t, const struct syscall_args *args)
 	if (err)
 		return err;
 	clock_lookup(t, LINUX_CLOCK_MONOTONIC, &c);
-	return clock_sleep(t, &c, false, req);
+	return clock_sleep(t, &c, false, req, args->a[1]);
 }
 
-/*
- * clock_nanosleep(2): not interrupted by guest signals yet, so rem is never written. Unknown
- * flag bits are ignored as in Linux (alarm clocks reject them).
- */
+/* clock_nanosleep(2): unknown flag bits are ignored as in Linux (alarm clocks reject them). */
 long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
 {
 	struct guest_clock c;
@@ -366,5 +416,5 @@ long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
 		if (t->cred.euid != 0)
 			return -EPERM;
 	}
-	return clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req);
+	return clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req, args->a[3]);
 }

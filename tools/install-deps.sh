@@ -6,7 +6,8 @@ set -eu
 PKGS="meson ninja-build pkg-config gcc clang make python3 strace
 libseccomp-dev libcap-dev libelf-dev libdw-dev libunwind-dev
 libprotobuf-c-dev protobuf-c-compiler libcriterion-dev libbpf-dev libjansson-dev
-libclang-rt-14-dev clang-format"
+libclang-rt-14-dev clang-format
+busybox-static containerd"
 
 missing=""
 for p in $PKGS; do

@@ -53,6 +53,93 @@ void signal_deliver(struct task *t, bool after_syscall);
  */
 void signal_force_fault(struct task *t, const struct platform_event *ev);
 
-/* rt_sigreturn(2) restores registers, mask and FP state from the frame; see sys_signal.c. */
+/* --- added by the signals engineer --- */
+
+struct kernel;
+struct waitq;
+struct linux_sigaction;
+struct linux_siginfo;
+struct linux_stack;
+
+/* signal_send() flags. */
+#define SIGSEND_FROM_OUTSIDE 0x1 /* from outside the sandbox (the host): Linux's "ancestor pid
+				  * namespace", which may kill or stop pid 1 */
+
+/*
+ * The general send: to thread t when it is non-NULL (tg must be t's), else to the process tg.
+ * info is a struct linux_siginfo (copied; its si_signo is set to sig) or NULL for SI_KERNEL.
+ * Signals to pid 1 whose action is SIG_DFL are dropped, as Linux does for a pid namespace's
+ * init, except SIGKILL/SIGSTOP sent from outside (SIGSEND_FROM_OUTSIDE) or by the kernel
+ * (si_code SI_KERNEL). Returns 0 (also when the signal was dropped) or -EAGAIN.
+ */
+int signal_send(struct thread_group *tg, struct task *t, int sig, const void *info,
+		unsigned int flags);
+
+/*
+ * Dequeues the lowest pending signal of t (its own set first, then its process's;
+ * synchronous fault signals first, as Linux) among those in mask (bit signo - 1), copying its
+ * siginfo (128 bytes) to info when non-NULL. Returns the signal number or 0. Any thread of t's
+ * process; used by rt_sigtimedwait and signalfd.
+ */
+int signal_dequeue(struct task *t, uint64_t mask, void *info);
+
+/* Signals pending for t (its own and its process's), whether blocked or not. */
+uint64_t signal_pending_set(struct task *t);
+
+/*
+ * The wait queue woken each time a signal is queued for any thread of t's process (signalfd
+ * waits and polls on it). Initialised on first use. Any thread.
+ */
+struct waitq *signal_waitq(struct task *t);
+
+/*
+ * Sets t's blocked mask (SIGKILL and SIGSTOP are never blocked), as Linux's
+ * set_current_blocked: a process-directed signal that t now blocks is handed to another
+ * thread. t's own host thread only.
+ */
+void signal_set_blocked(struct task *t, uint64_t mask);
+
+/* Forces SIGSEGV with SI_KERNEL on t (a bad sigreturn frame, a frame that cannot be built). */
+void signal_force_sigsegv(struct task *t);
+
+/* Fills a siginfo for kill(2)/tkill(2)-style sends by sender: si_code code, its pid and uid. */
+void signal_info_from(struct linux_siginfo *info, int sig, int code, const struct task *sender);
+
+/*
+ * sigaltstack(2)'s core, also used by rt_sigreturn: installs *ss (when non-NULL) and reports the
+ * previous stack in *oss (when non-NULL), as seen from stack pointer sp. Returns 0, -EPERM (on
+ * the stack), -EINVAL (flags), -ENOMEM (too small).
+ */
+int signal_altstack(struct task *t, const struct linux_stack *ss, struct linux_stack *oss,
+		    uint64_t sp);
+
+/* --- signal_frame.c --- */
+
+/*
+ * Builds the rt_sigframe for a handler of sig on t's stack (or alternate stack) with the
+ * registers in t->regs, the mask to restore (oldmask) and the FP/vector state, then points
+ * t->regs at the handler (rdi, rsi, rdx, rsp, rip, rax 0) with the FP state reset. Returns 0 or
+ * -EFAULT (the stack cannot take the frame: the caller forces SIGSEGV).
+ */
+int signal_frame_setup(struct task *t, int sig, const struct linux_siginfo *info,
+		       const struct linux_sigaction *ka, uint64_t oldmask);
+
+/*
+ * rt_sigreturn(2): restores registers, mask, FP state and alternate stack from the frame at
+ * rsp - 8, validating them (64-bit selectors only, the user-changeable EFLAGS bits only, an
+ * XSAVE area the CPU accepts). Returns the restored rax; on a bad frame forces SIGSEGV.
+ */
+long signal_frame_return(struct task *t);
+
+/* --- hostsig.c --- */
+
+/*
+ * Forwards host signals sent to the sentry (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+ * SIGUSR2, SIGWINCH) to the guest's pid 1 as SI_USER from pid 0, sent from outside the
+ * sandbox. Blocks them in the calling thread (so in every thread it creates later) and starts a
+ * thread that waits for them. Call it before any other sentry thread exists and after the
+ * seccomp filter is loaded. Returns 0 or -errno.
+ */
+int hostsig_start(struct kernel *k);
 
 #endif

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Task creation, exec and the run loop.
+ * Task and thread-group objects (allocation, references), pid 1, exit_group and the run loop.
  *
  * The run loop is the heart of the sentry: switch to the guest through the platform; when
  * control comes back on a system call, run the handler and store its result in rax; on a fault,
- * apply the signal's default action (guest handlers come with the processes issue).
+ * let the mm resolve it or force the signal; before each return to the guest, deliver signals.
+ * clone, exec and exit live in task_clone.c, task_exec.c and task_exit.c.
  */
 #include <errno.h>
 #include <signal.h>
@@ -36,44 +37,142 @@
 /* Wait-status bit for "dumped core". */
 #define WCORE_FLAG 0x80
 
+/* Frees a queue of struct sigqueue. */
+static void sigpending_free(struct sigpending *p)
+{
+	struct sigqueue *q, *n;
+
+	list_for_each_entry_safe(q, n, &p->queue, link)
+		free(q);
+	list_init(&p->queue);
+}
+
+void tg_get(struct thread_group *tg)
+{
+	refcount_inc(&tg->ref);
+}
+
+void tg_put(struct thread_group *tg)
+{
+	if (!tg || !refcount_dec(&tg->ref))
+		return;
+	if (tg->sighand && refcount_dec(&tg->sighand->ref)) {
+		pthread_mutex_destroy(&tg->sighand->lock);
+		free(tg->sighand);
+	}
+	sigpending_free(&tg->shared_pending);
+	pthread_mutex_destroy(&tg->lock);
+	pthread_cond_destroy(&tg->threads_cond);
+	free(tg);
+}
+
+void task_get(struct task *t)
+{
+	refcount_inc(&t->ref);
+}
+
+void task_put(struct task *t)
+{
+	if (!t || !refcount_dec(&t->ref))
+		return;
+	sigpending_free(&t->pending);
+	free(t->clone_fpstate);
+	pthread_mutex_destroy(&t->wait_lock);
+	pthread_cond_destroy(&t->wait_cond);
+	tg_put(t->tg);
+	free(t);
+}
+
+uint64_t task_monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+}
+
+struct task *task_alloc(struct kernel *k)
+{
+	pthread_condattr_t ca;
+	struct task *t;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	refcount_init(&t->ref, 1);
+	t->k = k;
+	list_init(&t->pending.queue);
+	list_init(&t->pid_link);
+	list_init(&t->tg_link);
+	pthread_mutex_init(&t->wait_lock, NULL);
+	/* task_wait deadlines are CLOCK_MONOTONIC. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->wait_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	t->altstack_flags = SS_DISABLE;
+	t->start_ns = task_monotonic_ns();
+	return t;
+}
+
+struct thread_group *tg_alloc(struct kernel *k, struct sighand *sh)
+{
+	struct thread_group *tg;
+
+	tg = calloc(1, sizeof(*tg));
+	if (!tg)
+		return NULL;
+	if (!sh) {
+		sh = calloc(1, sizeof(*sh));
+		if (!sh) {
+			free(tg);
+			return NULL;
+		}
+		refcount_init(&sh->ref, 1);
+		pthread_mutex_init(&sh->lock, NULL);
+	}
+	tg->sighand = sh;
+	refcount_init(&tg->ref, 1);
+	pthread_mutex_init(&tg->lock, NULL);
+	pthread_cond_init(&tg->threads_cond, NULL);
+	tg->k = k;
+	list_init(&tg->tasks);
+	list_init(&tg->children);
+	list_init(&tg->sibling);
+	list_init(&tg->shared_pending.queue);
+	waitq_init(&tg->child_wq);
+	waitq_init(&tg->exit_wq);
+	tg->exit_signal = SIGCHLD;
+	tg->state = TG_RUNNING;
+	tg->dumpable = true;
+	tg->start_ns = task_monotonic_ns();
+	return tg;
+}
+
 struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_context *fs,
 			      uint32_t uid, uint32_t gid)
 {
 	struct thread_group *tg;
 	struct task *t;
 
-	tg = calloc(1, sizeof(*tg));
-	t = calloc(1, sizeof(*t));
+	if (pid_table_init(k) < 0)
+		return ERR_PTR(-ENOMEM);
+	tg = tg_alloc(k, NULL);
+	t = task_alloc(k);
 	if (!tg || !t) {
-		free(tg);
+		if (tg)
+			tg_put(tg);
 		free(t);
 		return ERR_PTR(-ENOMEM);
 	}
-	tg->sighand = calloc(1, sizeof(*tg->sighand));
-	if (!tg->sighand) {
-		free(tg);
-		free(t);
-		return ERR_PTR(-ENOMEM);
-	}
-	refcount_init(&tg->sighand->ref, 1);
-	pthread_mutex_init(&tg->sighand->lock, NULL);
-	refcount_init(&tg->ref, 1);
-	pthread_mutex_init(&tg->lock, NULL);
-	tg->k = k;
 	tg->pid = 1;
 	tg->ppid = 0;
 	tg->pgid = 1;
 	tg->sid = 1;
+	tg->is_init = true;
 	tg->leader = t;
-	list_init(&tg->tasks);
 	list_add_tail(&t->tg_link, &tg->tasks);
 	tg->nr_threads = 1;
-	list_init(&tg->children);
-	list_init(&tg->sibling);
-	list_init(&tg->shared_pending.queue);
-	tg->exit_signal = SIGCHLD;
-	tg->state = TG_RUNNING;
-	tg->dumpable = true;
 	/* The guest starts with the limits husk itself was started with; they are the sentry's
 	 * values from now on and are never applied to the host. */
 	for (int r = 0; r < LINUX_RLIM_NLIMITS; r++) {
@@ -81,22 +180,9 @@ struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_c
 			tg->rlimits[r].rlim_cur = tg->rlimits[r].rlim_max = RLIM_INFINITY;
 	}
 
-	refcount_init(&t->ref, 1);
-	t->k = k;
 	t->tid = 1;
-	t->tg = tg;
+	t->tg = tg; /* the task takes tg's first reference */
 	t->thread = pthread_self();
-	list_init(&t->pending.queue);
-	pthread_mutex_init(&t->wait_lock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		/* task_wait deadlines are CLOCK_MONOTONIC. */
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&t->wait_cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	fdtable_get(fdt);
 	t->fdt = fdt;
 	fs_context_get(fs);
@@ -109,66 +195,17 @@ struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_c
 		t->cred.cap_effective = t->cred.cap_permitted = (1ULL << (CAP_LAST_CAP + 1)) - 1;
 	}
 	t->cred.cap_bounding = (1ULL << (CAP_LAST_CAP + 1)) - 1;
-	t->altstack_flags = SS_DISABLE;
 	strcpy(t->comm, "init");
 
+	pthread_mutex_lock(&k->tree_lock);
+	pid_insert(k, t);
+	pthread_mutex_unlock(&k->tree_lock);
+	pid_task_started(k);
 	pthread_mutex_lock(&k->lock);
 	k->next_tid = 2;
 	k->init = t;
 	pthread_mutex_unlock(&k->lock);
 	return t;
-}
-
-int task_exec(struct task *t, const char *path, char *const argv[], char *const envp[])
-{
-	const struct platform_ops *ops = t->k->platform->ops;
-	struct loader_result res;
-	struct platform_ctx *ctx;
-	struct mm *mm;
-	const char *base;
-	int ret;
-
-	mm = mm_create(t->k);
-	if (IS_ERR(mm))
-		return (int)PTR_ERR(mm);
-	ret = loader_load(t, mm, path, argv, envp, &res);
-	if (ret < 0)
-		goto out_put_mm;
-	ret = ops->ctx_create(mm->as, &ctx);
-	if (ret < 0)
-		goto out_put_mm;
-
-	/* Past the point of no return: switch the task over to the new image. */
-	if (t->ctx)
-		ops->ctx_destroy(t->ctx);
-	if (t->mm)
-		mm_put(t->mm);
-	t->ctx = ctx;
-	t->mm = mm;
-	memset(&t->regs, 0, sizeof(t->regs));
-	t->regs.rip = res.entry;
-	t->regs.rsp = res.sp;
-	t->regs.cs = USER_CS;
-	t->regs.ss = USER_SS;
-	t->regs.eflags = EFLAGS_IF;
-	t->clear_child_tid = 0;
-	t->robust_list = t->robust_len = 0;
-	t->rseq = t->rseq_len = 0;
-	t->altstack_sp = t->altstack_size = 0;
-	t->altstack_flags = SS_DISABLE;
-	/* Handled signals revert to the default action across exec; ignored ones stay ignored. */
-	for (int i = 0; i < LINUX_NSIG; i++) {
-		if (t->tg->sighand->actions[i].handler > 1)
-			memset(&t->tg->sighand->actions[i], 0, sizeof(t->tg->sighand->actions[i]));
-	}
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	snprintf(t->comm, sizeof(t->comm), "%s", base);
-	return 0;
-
-out_put_mm:
-	mm_put(mm);
-	return ret;
 }
 
 void task_release(struct task *t)
@@ -193,13 +230,24 @@ void task_release(struct task *t)
 
 void task_exit_group(struct task *t, int status)
 {
-	pthread_mutex_lock(&t->tg->lock);
-	if (!t->tg->exiting) {
-		t->tg->exiting = true;
-		t->tg->exit_status = status;
+	struct thread_group *tg = t->tg;
+	struct task *o;
+
+	pthread_mutex_lock(&tg->lock);
+	if (!tg->group_exit) {
+		tg->group_exit = true;
+		tg->exiting = true;
+		tg->exit_status = status;
 	}
-	pthread_mutex_unlock(&t->tg->lock);
-	t->exiting = true;
+	/* Every other thread leaves its run loop at its next return to the sentry. */
+	list_for_each_entry(o, &tg->tasks, tg_link) {
+		if (o == t)
+			continue;
+		__atomic_store_n(&o->exiting, true, __ATOMIC_RELEASE);
+		task_wake(o);
+	}
+	pthread_mutex_unlock(&tg->lock);
+	__atomic_store_n(&t->exiting, true, __ATOMIC_RELEASE);
 }
 
 static void task_syscall(struct task *t)
@@ -235,7 +283,7 @@ int task_run(struct task *t)
 	/* Signals may already be pending for a new task. */
 	t->regs.orig_rax = (uint64_t)-1;
 	signal_deliver(t, false);
-	while (!t->exiting) {
+	while (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE)) {
 		task_set_in_guest(t, true);
 		ret = ops->ctx_switch(t->ctx, &t->regs, &ev);
 		task_set_in_guest(t, false);
@@ -265,7 +313,7 @@ int task_run(struct task *t)
 			task_exit_group(t, SIGKILL);
 			break;
 		}
-		if (!t->exiting)
+		if (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE))
 			signal_deliver(t, after_syscall);
 	}
 	return t->tg->exit_status;

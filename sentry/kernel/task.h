@@ -15,6 +15,7 @@
 
 #include "common/list.h"
 #include "common/refcount.h"
+#include "sentry/kernel/waitq.h"
 #include "sentry/platform/platform.h"
 
 struct kernel;
@@ -64,6 +65,10 @@ struct sighand {
 	struct refcount ref;
 	pthread_mutex_t lock; /* protects actions, and every sigpending of the tasks using it */
 	struct linux_sigaction actions[LINUX_NSIG]; /* index signo - 1 */
+	/* Added by the signals engineer: woken whenever a signal is queued for a task using this
+	 * sighand (signalfd). Reach it through signal_waitq(), which initialises it. */
+	struct waitq signal_wq;
+	bool signal_wq_ready; /* lock */
 };
 
 enum tg_state {
@@ -119,6 +124,21 @@ struct thread_group {
 
 	void *timers; /* interval and POSIX timers, owned by sentry/kernel/timer.c */
 	bool dumpable;
+
+	/* Added by the processes engineer (task_clone.c, task_exit.c, task_exec.c). */
+	struct waitq child_wq; /* woken when a child changes state (wait4/waitid sleep here) */
+	struct waitq exit_wq; /* woken when this process becomes a zombie and when reaped (pidfd) */
+	pthread_cond_t threads_cond; /* tg->lock: signalled each time a thread leaves tg->tasks */
+	struct task *exec_task; /* tg->lock: the thread de-threading for execve, or NULL */
+	bool group_exit; /* tg->lock: exit_group/fatal signal (not only an exec's de-threading) */
+	bool leader_exited; /* tg->lock: the old leader left for exec_task (de-threading) */
+	bool did_exec; /* tree_lock: setpgid on it by its parent gives EACCES */
+	bool reaped; /* tree_lock: removed from the tree by wait or auto-reap */
+	bool is_init; /* pid 1: its end ends the sandbox */
+
+	/* Added by the signals engineer (signals.c; sighand->lock). */
+	bool sig_killable_init; /* a forced fault lifted pid 1's protection (SIGNAL_UNKILLABLE) */
+	int sig_notify; /* CLD_STOPPED/CLD_CONTINUED the parent is still to be told of, or 0 */
 };
 
 /* See sentry/kernel/waitq.h. */
@@ -170,6 +190,17 @@ struct task {
 
 	bool exiting; /* set by exit/exit_group or a fatal signal: the run loop ends */
 	int exit_code; /* this thread's exit code (exit(2)) */
+
+	/* Added by the signals engineer: the last fault, for the frame's trapno/err/cr2. */
+	uint64_t fault_addr;
+	int fault_trapno;
+	int fault_err;
+
+	/* Added by the processes engineer. */
+	struct list_head pid_link; /* in the pid table's bucket (k->tree_lock) */
+	void *clone_fpstate; /* the creator's FP/vector state, applied by the new thread, freed */
+	size_t clone_fpstate_len;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at creation */
 };
 
 void task_get(struct task *t);
@@ -204,7 +235,139 @@ int task_run(struct task *t);
  */
 void task_release(struct task *t);
 
-/* Ends the task's thread group with the given wait status (exit_group semantics). */
+/*
+ * Ends the task's thread group with the given wait status (exit_group semantics): the first
+ * call records the status, marks the group exiting and wakes (interrupts) every other thread
+ * so that it leaves its run loop. Any thread of the group.
+ */
 void task_exit_group(struct task *t, int status);
+
+/* --- processes (sentry/kernel/task_*.c, pid.c, cred.c) --- */
+
+void tg_get(struct thread_group *tg);
+void tg_put(struct thread_group *tg);
+/* A zeroed task with one reference, its locks and lists initialised; NULL when out of memory. */
+struct task *task_alloc(struct kernel *k);
+/* A process with one reference, using sh (reference taken over) or a new sighand if NULL. */
+struct thread_group *tg_alloc(struct kernel *k, struct sighand *sh);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t task_monotonic_ns(void);
+
+/*
+ * Called by the signals code when child (a whole process) stopped (tg->stopped set,
+ * report_stop set) or continued (report_continue set): wakes the parent's wait4/waitid and
+ * sends it SIGCHLD with CLD_STOPPED/CLD_CONTINUED unless its SIGCHLD action has SA_NOCLDSTOP.
+ * Takes k->tree_lock: call it with no tg or sighand lock held. Any thread.
+ */
+void tg_child_state_changed(struct thread_group *child);
+
+/* What clone(2)/clone3(2)/fork(2)/vfork(2) asked for, decoded (the clone3 struct's fields). */
+struct task_clone_args {
+	uint64_t flags; /* CLONE_*, without the exit signal */
+	uint64_t pidfd; /* guest address for CLONE_PIDFD */
+	uint64_t child_tid; /* guest address for CLONE_CHILD_SETTID / CLONE_CHILD_CLEARTID */
+	uint64_t parent_tid; /* guest address for CLONE_PARENT_SETTID */
+	int exit_signal;
+	uint64_t stack; /* new rsp, or 0 to keep the parent's */
+	uint64_t tls; /* CLONE_SETTLS: new fs_base */
+	int32_t set_tid; /* clone3 set_tid[0], or 0 */
+};
+
+/*
+ * Creates a task (thread or process) as a copy of t per a (whose flags the caller validated
+ * with task_clone_check), starts its host thread, and for CLONE_VFORK waits until the child
+ * execs or exits. Must run on t's own host thread. Returns the child's tid or -errno.
+ */
+long task_clone(struct task *t, const struct task_clone_args *a);
+/*
+ * Call once before the sentry confines itself. glibc's malloc opens files the first time a
+ * thread arena's heap shrinks (/proc/sys/vm/overcommit_memory, then cached) and when a ninth
+ * arena is wanted (get_nprocs(): /sys/devices/system/cpu/online, never cached); in the
+ * confined sentry an open is fatal (sentry/filter.c), and task host threads get thread
+ * arenas. This makes glibc read the first now and fixes the arena limit so it never needs
+ * the second.
+ */
+void task_host_prepare(void);
+
+/* At exec or exit of a vfork child: lets its parent resume (no-op for other tasks). */
+void task_vfork_release(struct task *t);
+/* Linux's copy_process flag rules: returns 0 or -EINVAL (or -EPERM for namespaces). */
+int task_clone_check(const struct task *t, const struct task_clone_args *a);
+
+/*
+ * What a task's host thread does after task_run() returns: thread exit (CLEARTID, robust
+ * list, vfork completion), release of its context, mm, files and fs; the last thread of a
+ * process makes it a zombie, re-parents its children and notifies its parent. For a
+ * non-leader, drops the pid table's reference. Must run on t's own host thread.
+ */
+void task_exit_thread(struct task *t);
+
+/*
+ * Runs pid 1 (on the calling thread) until it exits, then kills every other task of the
+ * sandbox, waits until all have released their host resources, and returns pid 1's wait
+ * status. main() calls it instead of task_run().
+ */
+int task_run_init(struct task *init);
+
+/* execve/execveat with guest pointers (sys_process.c): copies path, argv and envp in. */
+long task_execve_guest(struct task *t, int dirfd, uint64_t path, uint64_t argv, uint64_t envp,
+		       int flags);
+
+/*
+ * wait4/waitid core. which: P_ALL, P_PID, P_PGID (id the pid or pgid; P_PGID with id 0 is the
+ * caller's group) or P_PIDFD resolved by the caller into P_PID. options: WNOHANG, WUNTRACED,
+ * WSTOPPED, WEXITED, WCONTINUED, WNOWAIT, __WALL, __WCLONE, __WNOTHREAD. On success fills *res
+ * and returns the child's pid, 0 under WNOHANG when nothing is ready, -ECHILD, -ERESTARTSYS.
+ */
+struct task_wait_result {
+	int32_t pid;
+	uint32_t uid;
+	int status; /* wait4's status word */
+	int cld_code; /* CLD_EXITED, CLD_KILLED, CLD_DUMPED, CLD_STOPPED, CLD_CONTINUED */
+	int cld_status; /* exit code or signal */
+	uint64_t utime_ns, stime_ns; /* the child's and its waited-for children's times */
+};
+long task_wait_child(struct task *t, int which, int32_t id, int options,
+		     struct task_wait_result *res);
+
+/* pidfd_open(2): a pidfd for the process whose leader is tid pid. Returns the fd or -errno. */
+long pidfd_create_fd(struct task *t, struct thread_group *tg, int flags);
+/* The process a pidfd refers to (a new reference), or ERR_PTR(-EBADF) for another file. */
+struct thread_group *pidfd_get_tg(struct task *t, int fd);
+
+/* --- the pid table (pid.c; k->tree_lock held unless noted) --- */
+
+/* Sets up k->pids and tree_lock. 0 or -ENOMEM. Called once, by task_create_init. */
+int pid_table_init(struct kernel *k);
+/* Allocates a free tid (not a live task's, nor a group's or session's id); -EAGAIN if none. */
+int32_t pid_alloc(struct kernel *k);
+/* Reserves exactly tid (clone3 set_tid): 0, -EEXIST when taken, -EINVAL when out of range. */
+int pid_alloc_exact(struct kernel *k, int32_t tid);
+void pid_insert(struct kernel *k, struct task *t);
+void pid_remove(struct kernel *k, struct task *t);
+/* The task with that tid, no reference taken (tree_lock held). */
+struct task *pid_lookup(struct kernel *k, int32_t tid);
+/* Calls fn for each process (leader entries), stopping at a non-zero return. */
+int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg);
+/* Counts live host threads of tasks (for the end of the sandbox). Any thread, takes no lock. */
+void pid_task_started(struct kernel *k);
+void pid_task_finished(struct kernel *k);
+/* Waits until every started task's host thread has finished (end of the sandbox). */
+void pid_wait_all_finished(struct kernel *k);
+
+/* --- credentials (cred.c) --- */
+
+/* True if cred has capability cap (CAP_*) in its effective set. */
+bool cred_capable(const struct cred *c, int cap);
+/* The set*id rules of Linux. Each returns 0 or -EPERM/-EINVAL and updates t->cred. */
+int cred_setresuid(struct task *t, uint32_t r, uint32_t e, uint32_t s);
+int cred_setresgid(struct task *t, uint32_t r, uint32_t e, uint32_t s);
+int cred_setreuid(struct task *t, uint32_t r, uint32_t e);
+int cred_setregid(struct task *t, uint32_t r, uint32_t e);
+int cred_setuid(struct task *t, uint32_t uid);
+int cred_setgid(struct task *t, uint32_t gid);
+/* setfsuid/setfsgid return the previous fsuid/fsgid whether or not they changed it. */
+uint32_t cred_setfsuid(struct task *t, uint32_t uid);
+uint32_t cred_setfsgid(struct task *t, uint32_t gid);
 
 #endif

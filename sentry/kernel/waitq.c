@@ -20,6 +20,7 @@ void waitq_init(struct waitq *wq)
 {
 	pthread_mutex_init(&wq->lock, NULL);
 	list_init(&wq->waiters);
+	wq->seq = 0;
 }
 
 void task_wake(struct task *t)
@@ -39,6 +40,7 @@ void waitq_wake_all(struct waitq *wq)
 {
 	struct waitq_entry *e;
 
+	__atomic_add_fetch(&wq->seq, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&wq->lock);
 	list_for_each_entry(e, &wq->waiters, link)
 		task_wake(e->t);

@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "common/list.h"
@@ -27,6 +28,7 @@ struct task;
 struct waitq {
 	pthread_mutex_t lock;
 	struct list_head waiters; /* of struct waitq_entry */
+	uint64_t seq; /* atomic: incremented by each waitq_wake_all (epoll's edge detection) */
 };
 
 void waitq_init(struct waitq *wq);

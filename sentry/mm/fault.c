@@ -1,9 +1,322 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Guest faults the mm may resolve. Nothing is shared copy-on-write yet: every fault is real. */
-#include "include/abi/linux/errno.h"
-#include "sentry/mm/mm.h"
+/*
+ * fork(2) for address spaces, and the copy-on-write that makes it cheap.
+ *
+ * mm_fork shares every page with the child (memfile_ref) instead of copying it. Private VMAs
+ * of both mms become VMA_COW: the platform maps their pages without PROT_WRITE, so the first
+ * write of either side faults, and mm_handle_fault gives that side a page of its own, by copy
+ * if another mm still holds the page, by taking it over (just making it writable) if not.
+ * MAP_SHARED|MAP_ANONYMOUS VMAs share the same pages with no copy ever. The sentry's own writes
+ * into guest memory (mm_copy_out and friends) resolve copy-on-write first, the same way.
+ *
+ * A VMA stays a range of contiguous memory-file pages: a copy replaces a run of pages at once
+ * by a fresh contiguous run (a new VMA piece), and a fault copies a window of up to
+ * COW_WINDOW pages around the faulting one, so that writing through a buffer costs one fault
+ * per window and adds few VMAs. A take-over extends to every neighbouring page this mm holds
+ * alone: once the other side has exited or exec'd, one fault per VMA makes it all writable.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sentry/mm/internal.h"
+#include "sentry/vfs/vfs.h"
+
+/* Pages a copy-on-write fault copies at most: the aligned window around the faulting page. */
+#define COW_WINDOW 16
+
+/* True if this mm holds the memory-file page at off alone. */
+static bool page_exclusive(struct mm *mm, uint64_t off)
+{
+	return memfile_page_refs(mfile(mm), off) == 1;
+}
+
+/*
+ * Makes [a, b) of a VMA_COW VMA (one VMA, pages held alone) an ordinary VMA: the pages become
+ * writable in the platform if the VMA is.
+ */
+static int cow_take_over(struct mm *mm, uint64_t a, uint64_t b)
+{
+	struct vma_set *s = vset(mm);
+	const struct vma *v = vma_find(s, a);
+
+	if (v->prot & PROT_WRITE) {
+		int r = plat_protect(mm, a, b - a, v->prot);
+		if (r < 0)
+			return r;
+	}
+	size_t i = vma_isolate(s, a, b);
+	s->v[i].flags &= ~VMA_COW;
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	mm->cow_reused += (b - a) / PAGE_SIZE;
+	return 0;
+}
+
+/* Replaces the pages of [a, b) of a VMA_COW VMA (one VMA) with copies this mm holds alone. */
+static int cow_copy(struct mm *mm, uint64_t a, uint64_t b)
+{
+	struct vma_set *s = vset(mm);
+	size_t idx = vma_lower_bound(s, a);
+	const struct vma *v = &s->v[idx];
+	uint64_t len = b - a, old = v->off + (a - v->start);
+	int64_t fresh = -ENOMEM;
+
+	/* Right after the previous piece's pages if free, so that the two merge again. */
+	if (idx > 0 && s->v[idx - 1].end == a && !(s->v[idx - 1].flags & VMA_COW)) {
+		const struct vma *prev = &s->v[idx - 1];
+		uint64_t want = prev->off + (prev->end - prev->start);
+		if (memfile_alloc_at(mfile(mm), want, len) == 0)
+			fresh = (int64_t)want;
+	}
+	if (fresh < 0)
+		fresh = memfile_alloc(mfile(mm), len);
+	if (fresh < 0)
+		return (int)fresh;
+	/* Stable: every holder maps these pages read-only and the sentry never writes them. */
+	memcpy(memfile_ptr(mfile(mm), (uint64_t)fresh), memfile_ptr(mfile(mm), old), len);
+	int r = plat_map(mm, a, len, v->prot, (uint64_t)fresh);
+	if (r < 0) {
+		memfile_free(mfile(mm), (uint64_t)fresh, len);
+		return r;
+	}
+	size_t i = vma_isolate(s, a, b);
+	s->v[i].off = (uint64_t)fresh;
+	s->v[i].flags &= ~VMA_COW;
+	memfile_free(mfile(mm), old, len);
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	mm->cow_copied += len / PAGE_SIZE;
+	return 0;
+}
+
+int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t cur = start;
+
+	while (cur < end) {
+		size_t i = vma_lower_bound(s, cur);
+		if (i == s->n || s->v[i].start >= end)
+			return 0;
+		const struct vma *v = &s->v[i];
+		cur = MAX(cur, v->start);
+		if (!(v->flags & VMA_COW)) {
+			cur = v->end;
+			continue;
+		}
+		int r = vma_set_reserve(s, VMA_RESERVE);
+		if (r < 0)
+			return r;
+		v = &s->v[i];
+		uint64_t stop = MIN(end, v->end), hi = cur + PAGE_SIZE;
+		if (page_exclusive(mm, v->off + (cur - v->start))) {
+			/* The whole run of pages held alone around cur, even beyond [start, end). */
+			uint64_t lo = cur;
+			while (lo > v->start && page_exclusive(mm, v->off + (lo - PAGE_SIZE - v->start)))
+				lo -= PAGE_SIZE;
+			while (hi < v->end && page_exclusive(mm, v->off + (hi - v->start)))
+				hi += PAGE_SIZE;
+			r = cow_take_over(mm, lo, hi);
+		} else {
+			while (hi < stop && !page_exclusive(mm, v->off + (hi - v->start)))
+				hi += PAGE_SIZE;
+			r = cow_copy(mm, cur, hi);
+		}
+		if (r < 0)
+			return r;
+		cur = hi;
+	}
+	return 0;
+}
 
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 {
-	return -EFAULT;
+	/* A write to a present, read-only page is SEGV_ACCERR; copy-on-write is nothing else. */
+	if (code != SEGV_ACCERR || addr >= PLATFORM_GUEST_MAX)
+		return -EFAULT;
+
+	pthread_mutex_lock(&mm->lock);
+	int r = -EFAULT;
+	const struct vma *v = vma_find(vset(mm), addr);
+	/* Not copy-on-write, or not writable: the access was really not allowed. */
+	if (!v || !(v->flags & VMA_COW) || !(v->prot & PROT_WRITE))
+		goto out_unlock;
+	uint64_t page = PAGE_ALIGN_DOWN(addr);
+	uint64_t lo = MAX(v->start, page & ~(COW_WINDOW * PAGE_SIZE - 1));
+	uint64_t hi = MIN(v->end, lo + COW_WINDOW * PAGE_SIZE);
+	/* The window's pages before the faulting one only if they are shared like it. */
+	while (lo < page && page_exclusive(mm, v->off + (lo - v->start)))
+		lo += PAGE_SIZE;
+	r = cow_resolve_locked(mm, lo, hi);
+	if (r < 0) {
+		log_warn("mm: copy-on-write at %#lx failed: %s", (unsigned long)addr, strerror(-r));
+		r = -EFAULT;
+	}
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+int mm_unshare(struct mm *mm, uint64_t addr, uint64_t len)
+{
+	uint64_t end;
+
+	if (len == 0)
+		return 0;
+	if (add_overflow(addr, len, &end))
+		end = UINT64_MAX;
+	pthread_mutex_lock(&mm->lock);
+	end = MIN(end, PLATFORM_GUEST_MAX);
+	int r = cow_resolve_locked(mm, PAGE_ALIGN_DOWN(addr), PAGE_ALIGN_UP(end));
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+/*
+ * Write-protects parent's private writable VMAs that are not copy-on-write yet, in runs of
+ * equal protection, and marks every private VMA copy-on-write. A VMA is marked only once the
+ * platform has protected it, so that a failure leaves no writable VMA_COW behind.
+ */
+static int protect_for_fork_locked(struct mm *parent)
+{
+	struct vma_set *s = vset(parent);
+	size_t i = 0;
+
+	while (i < s->n) {
+		struct vma *v = &s->v[i];
+		if (!(v->flags & MM_VMA_PRIVATE) || (v->flags & (VMA_COW | MM_VMA_DONTFORK))) {
+			i++;
+			continue;
+		}
+		/* WIPEONFORK pages are not shared: the child gets zero pages. */
+		if (!(v->prot & PROT_WRITE) || (v->flags & MM_VMA_WIPEONFORK)) {
+			if (!(v->flags & MM_VMA_WIPEONFORK))
+				v->flags |= VMA_COW;
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < s->n && s->v[j].start == s->v[j - 1].end && s->v[j].prot == v->prot &&
+		       (s->v[j].flags & MM_VMA_PRIVATE) &&
+		       !(s->v[j].flags &
+			 (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK)))
+			j++;
+		int r = plat_protect(parent, v->start, s->v[j - 1].end - v->start,
+				     v->prot & ~PROT_WRITE);
+		if (r < 0)
+			return r;
+		for (size_t k = i; k < j; k++)
+			s->v[k].flags |= VMA_COW;
+		i = j;
+	}
+	return 0;
+}
+
+struct mm *mm_fork(struct mm *parent)
+{
+	struct mm *child = calloc(1, sizeof(*child));
+	struct vma_set *cs = calloc(1, sizeof(*cs));
+	int r;
+
+	if (!child || !cs) {
+		free(child);
+		free(cs);
+		return ERR_PTR(-ENOMEM);
+	}
+	r = pthread_mutex_init(&child->lock, NULL);
+	if (r) {
+		free(child);
+		free(cs);
+		return ERR_PTR(-r);
+	}
+	refcount_init(&child->ref, 1);
+	child->k = parent->k;
+	child->vmas = cs;
+
+	pthread_mutex_lock(&parent->lock);
+	struct vma_set *ps = vset(parent);
+	r = vma_set_reserve(cs, ps->n + VMA_RESERVE);
+	if (r < 0)
+		goto out_unlock;
+	/*
+	 * Protect first: once it returns no thread of the parent can write a private page, so
+	 * what is shared below is what the parent had when fork was called.
+	 */
+	r = protect_for_fork_locked(parent);
+	if (r < 0)
+		goto out_unlock;
+	for (size_t i = 0; i < ps->n; i++) {
+		struct vma v = ps->v[i];
+		uint64_t len = v.end - v.start;
+		if (v.flags & MM_VMA_DONTFORK)
+			continue;
+		if (v.flags & MM_VMA_WIPEONFORK) {
+			int64_t fresh = memfile_alloc(mfile(parent), len);
+			if (fresh < 0) {
+				r = (int)fresh;
+				goto out_unlock;
+			}
+			v.off = (uint64_t)fresh;
+		} else {
+			memfile_ref(mfile(parent), v.off, len);
+		}
+		if (v.file)
+			file_get(v.file);
+		vma_insert_at(cs, cs->n, &v);
+	}
+	child->start_brk = parent->start_brk;
+	child->brk = parent->brk;
+	child->mmap_base = parent->mmap_base;
+	child->stack_top = parent->stack_top;
+	child->arg_start = parent->arg_start;
+	child->arg_end = parent->arg_end;
+	child->env_start = parent->env_start;
+	child->env_end = parent->env_end;
+	memcpy(child->auxv, parent->auxv, sizeof(child->auxv));
+	child->auxv_len = parent->auxv_len;
+	pthread_mutex_unlock(&parent->lock);
+	return child;
+
+out_unlock:
+	pthread_mutex_unlock(&parent->lock);
+	mm_put(child); /* drops the VMAs copied so far, and their page references */
+	return ERR_PTR(r);
+}
+
+int mm_activate(struct mm *mm)
+{
+	const struct platform_ops *ops = mm->k->platform->ops;
+	struct platform_as *as;
+	int r = 0;
+
+	pthread_mutex_lock(&mm->lock);
+	if (mm->as)
+		goto out_unlock;
+	r = ops->as_create(mm->k->platform, &as);
+	if (r < 0)
+		goto out_unlock;
+	/* One call per run of VMAs that are contiguous in both address and memory file. */
+	const struct vma_set *s = vset(mm);
+	for (size_t i = 0; i < s->n && r == 0;) {
+		const struct vma *v = &s->v[i];
+		int prot = vma_platform_prot(v);
+		size_t j = i + 1;
+		while (j < s->n && s->v[j].start == s->v[j - 1].end &&
+		       s->v[j].off == s->v[j - 1].off + (s->v[j - 1].end - s->v[j - 1].start) &&
+		       vma_platform_prot(&s->v[j]) == prot)
+			j++;
+		r = ops->as_map(as, v->start, s->v[j - 1].end - v->start, prot, v->off);
+		i = j;
+	}
+	if (r < 0) {
+		ops->as_destroy(as);
+		goto out_unlock;
+	}
+	mm->as = as;
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
 }

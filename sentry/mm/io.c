@@ -7,6 +7,9 @@
  * "Readable" means PROT_READ or PROT_WRITE: on x86-64 a writable page is readable, so a guest
  * may write(2) from a PROT_WRITE-only buffer, as on Linux. PROT_EXEC alone is not readable
  * (execute-only, as Linux makes it with protection keys).
+ *
+ * Writes never go into a page another mm still shares (copy-on-write after fork): the range is
+ * unshared first (cow_resolve_locked), and a write stops at any VMA still VMA_COW after that.
  */
 #include <errno.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/mm/internal.h"
 #include "sentry/mm/memfile.h"
 #include "sentry/mm/mm.h"
 #include "sentry/mm/vma.h"
@@ -64,6 +68,8 @@ static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, 
 		const struct vma *v = &s->v[i];
 		if (v->start > cur || !access_ok(v->prot, mode))
 			break;
+		if (mode != IO_READ && (v->flags & VMA_COW))
+			break;
 		size_t n = MIN(end, v->end) - cur;
 		uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
 		uint8_t *b = (uint8_t *)buf + (cur - addr);
@@ -76,9 +82,35 @@ static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, 
 	return cur > addr ? (ssize_t)(cur - addr) : -EFAULT;
 }
 
+/*
+ * Before the sentry writes [addr, addr+len): gives this mm its own copy of every shared page of
+ * the part it may write (up to the first hole or page without the access). A failure only
+ * shortens the write (the copy stops at the first VMA still copy-on-write).
+ */
+static void unshare_for_write_locked(struct mm *mm, uint64_t addr, size_t len, enum io_mode mode)
+{
+	const struct vma_set *s = mm->vmas;
+	uint64_t end, cur = addr;
+	bool cow = false;
+
+	if (len == 0 || !guest_range(addr, len, &end))
+		return;
+	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
+		const struct vma *v = &s->v[i];
+		if (v->start > cur || !access_ok(v->prot, mode))
+			break;
+		cow |= (v->flags & VMA_COW) != 0;
+		cur = MIN(end, v->end);
+	}
+	if (cow)
+		cow_resolve_locked(mm, PAGE_ALIGN_DOWN(addr), PAGE_ALIGN_UP(cur));
+}
+
 static ssize_t copy(struct mm *mm, uint64_t addr, void *buf, size_t len, enum io_mode mode)
 {
 	pthread_mutex_lock(&mm->lock);
+	if (mode != IO_READ)
+		unshare_for_write_locked(mm, addr, len, mode);
 	ssize_t r = copy_locked(mm, addr, buf, len, mode);
 	pthread_mutex_unlock(&mm->lock);
 	return r;
@@ -152,11 +184,15 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 		return 0;
 
 	pthread_mutex_lock(&mm->lock);
+	if (write)
+		unshare_for_write_locked(mm, addr, len, mode);
 	const struct vma_set *s = mm->vmas;
 	struct memfile *mf = &mm->k->mf;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
 		if (v->start > cur || !access_ok(v->prot, mode))
+			break;
+		if (write && (v->flags & VMA_COW))
 			break;
 		size_t n = MIN(end, v->end) - cur;
 		uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));

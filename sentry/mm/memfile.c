@@ -7,8 +7,15 @@
  * of the file; freeing inserts by binary search and merges with both neighbours. The allocator
  * only knows free space: a caller may free any page-aligned sub-range of what it allocated
  * (sentry/mm frees the pages of a VMA piece by piece).
+ *
+ * Reference counts: extra_refs[page] counts the references beyond the first, so a page with
+ * one owner reads 0 and the array (a private, sparse, MADV_DONTFORK mapping) stays untouched
+ * until pages are shared. Counts change with atomics only: a reference is only ever added by a
+ * holder, so a page whose extra count is 0 has exactly one holder, the caller, and nobody can
+ * race with it on that page.
  */
 #include <assert.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -109,14 +116,27 @@ int memfile_init(struct memfile *mf, uint64_t size)
 	void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (base == MAP_FAILED)
 		return -errno;
+	size_t refs_len = PAGE_ALIGN_UP((size / PAGE_SIZE) * sizeof(uint32_t));
+	void *refs = mmap(NULL, refs_len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (refs == MAP_FAILED) {
+		int e = -errno;
+		munmap(base, size);
+		return e;
+	}
+	/* Stubs forked from the sentry need no copy of it (nor of its page tables). */
+	madvise(refs, refs_len, MADV_DONTFORK);
 	int r = pthread_mutex_init(&mf->lock, NULL);
 	if (r) {
+		munmap(refs, refs_len);
 		munmap(base, size);
 		return -r;
 	}
 	mf->fd = steal_fd(&fd);
 	mf->base = base;
 	mf->size = size;
+	mf->extra_refs = refs;
+	mf->shared_pages = 0;
 	mf->alloc = steal_pointer(&s);
 	return 0;
 }
@@ -128,6 +148,8 @@ void memfile_destroy(struct memfile *mf)
 	if (!s)
 		return;
 	munmap(mf->base, mf->size);
+	munmap(mf->extra_refs, PAGE_ALIGN_UP((mf->size / PAGE_SIZE) * sizeof(uint32_t)));
+	mf->extra_refs = NULL;
 	close(mf->fd);
 	pthread_mutex_destroy(&mf->lock);
 	free(s->v);
@@ -222,13 +244,13 @@ int memfile_zero(struct memfile *mf, uint64_t off, uint64_t len)
 	return 0;
 }
 
-void memfile_free(struct memfile *mf, uint64_t off, uint64_t len)
+/* Returns [off, off+len), whose every page has no other reference, to the allocator. */
+static void release_range(struct memfile *mf, uint64_t off, uint64_t len)
 {
 	struct memfile_alloc_state *s = state(mf);
 
 	if (len == 0)
 		return;
-	assert(IS_PAGE_ALIGNED(off) && IS_PAGE_ALIGNED(len) && off + len <= mf->size);
 
 	/* The range is still ours until it is on the free list: punch it outside the lock. */
 	int r = memfile_zero(mf, off, len);
@@ -269,6 +291,72 @@ void memfile_free(struct memfile *mf, uint64_t off, uint64_t len)
 	}
 	s->free_bytes += len;
 	pthread_mutex_unlock(&mf->lock);
+}
+
+/*
+ * Drops one extra reference of the page at off if it has any. Returns true if it had (someone
+ * else still holds the page), false if the caller held it alone.
+ */
+static bool drop_extra_ref(struct memfile *mf, uint64_t off)
+{
+	uint32_t *r = &mf->extra_refs[off / PAGE_SIZE];
+	uint32_t c = __atomic_load_n(r, __ATOMIC_ACQUIRE);
+
+	while (c != 0) {
+		if (__atomic_compare_exchange_n(r, &c, c - 1, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			if (c == 1)
+				__atomic_fetch_sub(&mf->shared_pages, 1, __ATOMIC_RELAXED);
+			return true;
+		}
+	}
+	return false;
+}
+
+void memfile_free(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return;
+	assert(IS_PAGE_ALIGNED(off) && IS_PAGE_ALIGNED(len) && off + len <= mf->size);
+
+	/* Nothing is shared (no fork yet, or every sharer is gone): no page to look at. */
+	if (__atomic_load_n(&mf->shared_pages, __ATOMIC_ACQUIRE) == 0) {
+		release_range(mf, off, len);
+		return;
+	}
+	/* Release the runs of pages this was the last reference of; keep the others. */
+	uint64_t run = off, end = off + len;
+	for (uint64_t p = off; p < end; p += PAGE_SIZE) {
+		if (drop_extra_ref(mf, p)) {
+			release_range(mf, run, p - run);
+			run = p + PAGE_SIZE;
+		}
+	}
+	release_range(mf, run, end - run);
+}
+
+void memfile_ref(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	assert(IS_PAGE_ALIGNED(off) && IS_PAGE_ALIGNED(len) && off + len <= mf->size);
+	/*
+	 * The counter is raised before the page's count, so that memfile_free's fast path never
+	 * sees it at 0 while some page is shared.
+	 */
+	for (uint64_t p = off; p < off + len; p += PAGE_SIZE) {
+		__atomic_fetch_add(&mf->shared_pages, 1, __ATOMIC_ACQ_REL);
+		if (__atomic_fetch_add(&mf->extra_refs[p / PAGE_SIZE], 1, __ATOMIC_ACQ_REL) != 0)
+			__atomic_fetch_sub(&mf->shared_pages, 1, __ATOMIC_RELAXED);
+	}
+}
+
+uint32_t memfile_page_refs(struct memfile *mf, uint64_t off)
+{
+	return 1 + __atomic_load_n(&mf->extra_refs[off / PAGE_SIZE], __ATOMIC_ACQUIRE);
+}
+
+uint64_t memfile_shared_pages(struct memfile *mf)
+{
+	return __atomic_load_n(&mf->shared_pages, __ATOMIC_RELAXED);
 }
 
 uint64_t memfile_free_bytes(struct memfile *mf)

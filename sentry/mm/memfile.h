@@ -6,6 +6,12 @@
  *
  * The allocator hands out page-aligned extents of file offsets. Freed extents are punched out
  * (FALLOC_FL_PUNCH_HOLE) so their memory returns to the host. Thread-safe.
+ *
+ * Pages are reference counted (copy-on-write after fork, MAP_SHARED|MAP_ANONYMOUS memory shared
+ * by several address spaces): an allocated page has one reference; memfile_ref adds one;
+ * memfile_free drops one and returns the page only when it dropped the last. The counts live in
+ * a sparse array of "extra" references (0 for a page with a single owner), so memory nobody
+ * shares costs nothing there.
  */
 #ifndef HUSK_SENTRY_MM_MEMFILE_H
 #define HUSK_SENTRY_MM_MEMFILE_H
@@ -20,6 +26,8 @@ struct memfile {
 	uint64_t size;
 	pthread_mutex_t lock;
 	void *alloc; /* allocator state, private to memfile.c; protected by lock */
+	uint32_t *extra_refs; /* per page: references beyond the first (atomics; sparse mapping) */
+	uint64_t shared_pages; /* atomic: pages whose extra_refs is non-zero */
 };
 
 /* Creates a memfd of size bytes (sparse) and maps it. Returns 0 or -errno. */
@@ -29,10 +37,24 @@ void memfile_destroy(struct memfile *mf);
 /* Allocates len bytes (page multiple). Returns the offset (>= 0) or -ENOMEM. Contents are zero. */
 int64_t memfile_alloc(struct memfile *mf, uint64_t len);
 /*
- * Returns [off, off+len) to the allocator and releases its memory to the host. Any page-aligned
- * sub-range of allocated space may be freed on its own; each page must be freed exactly once.
+ * Drops one reference on each page of [off, off+len). Pages whose last reference this was go
+ * back to the allocator and their memory to the host; pages still referenced by someone else
+ * (memfile_ref) stay as they are. Any page-aligned sub-range of allocated space may be freed on
+ * its own; each reference must be dropped exactly once. Thread-safe without the caller's locks.
  */
 void memfile_free(struct memfile *mf, uint64_t off, uint64_t len);
+
+/*
+ * Adds one reference to each page of [off, off+len), which must be allocated (fork sharing a
+ * VMA's pages). Each reference is dropped by its own memfile_free. Thread-safe.
+ */
+void memfile_ref(struct memfile *mf, uint64_t off, uint64_t len);
+
+/* Number of references on the allocated page at off (1 when one owner has it alone). */
+uint32_t memfile_page_refs(struct memfile *mf, uint64_t off);
+
+/* Number of allocated pages that currently have more than one reference. */
+uint64_t memfile_shared_pages(struct memfile *mf);
 
 /*
  * Allocates exactly [off, off+len) if all of it is free (sentry/mm uses it to keep a growing

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/mm/internal.h"
 #include "sentry/mm/memfile.h"
 #include "sentry/mm/mm.h"
 #include "sentry/mm/vma.h"
@@ -53,23 +54,6 @@
 /* Where MAP_32BIT mappings go on x86-64 (as Linux: the second GiB). */
 #define MAP_32BIT_BASE 0x40000000ULL
 #define MAP_32BIT_END 0x80000000ULL
-/* Room any single operation may add to the VMA set, reserved before it changes anything. */
-#define VMA_RESERVE 8
-
-static struct vma_set *vset(struct mm *mm)
-{
-	return mm->vmas;
-}
-
-static struct memfile *mfile(struct mm *mm)
-{
-	return &mm->k->mf;
-}
-
-static const struct platform_ops *pops(struct mm *mm)
-{
-	return mm->k->platform->ops;
-}
 
 struct mm *mm_create(struct kernel *k)
 {
@@ -105,7 +89,8 @@ void mm_put(struct mm *mm)
 	struct vma_set *s = vset(mm);
 
 	/* The stub goes first: no mapping of the pages survives their return to the allocator. */
-	pops(mm)->as_destroy(mm->as);
+	if (mm->as)
+		mm->k->platform->ops->as_destroy(mm->as);
 	for (size_t i = 0; i < s->n; i++)
 		vma_release(mfile(mm), &s->v[i]);
 	free(s->v);
@@ -191,7 +176,7 @@ static int unmap_locked(struct mm *mm, uint64_t start, uint64_t end)
 {
 	if (vma_range_free(vset(mm), start, end))
 		return 0;
-	int r = pops(mm)->as_unmap(mm->as, start, end - start);
+	int r = plat_unmap(mm, start, end - start);
 	if (r < 0)
 		return r;
 	remove_range(mm, start, end);
@@ -208,18 +193,19 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 	struct vma_set *s = vset(mm);
 
 	/* as_map replaces any mapping of the range: the old VMAs' pages are unreachable after. */
-	int r = pops(mm)->as_map(mm->as, start, end - start, prot, off);
+	int r = plat_map(mm, start, end - start, prot, off);
 	if (r < 0) {
 		memfile_free(mfile(mm), off, end - start);
 		return r;
 	}
 	remove_range(mm, start, end);
+	/* Fresh pages are this mm's alone, whatever the flags were copied from. */
 	struct vma v = {
 		.start = start,
 		.end = end,
 		.off = off,
 		.prot = prot,
-		.flags = flags,
+		.flags = flags & ~VMA_COW,
 		.file = file,
 		.file_off = file_off,
 	};
@@ -240,6 +226,106 @@ static int map_new_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 	if (off < 0)
 		return (int)off;
 	return install_locked(mm, start, end, prot, flags, file, file_off, (uint64_t)off);
+}
+
+/* Number of pages from offs[i] on (at most n - i) that are contiguous in the memory file. */
+static size_t run_pages(const uint64_t *offs, size_t i, size_t n)
+{
+	size_t j = i + 1;
+
+	while (j < n && offs[j] == offs[j - 1] + PAGE_SIZE)
+		j++;
+	return j - i;
+}
+
+/* Drops the references get_pages gave on offs[0..n), one call per contiguous run. */
+static void put_file_pages(struct mm *mm, const uint64_t *offs, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = run_pages(offs, i, n);
+		memfile_free(mfile(mm), offs[i], k * PAGE_SIZE);
+		i += k;
+	}
+}
+
+/*
+ * The file's own pages for a MAP_SHARED mapping of [file_off, file_off + len), from its page
+ * cache (file op get_pages). Returns an array (free it) with one referenced memory-file offset
+ * per page, or ERR_PTR(-errno).
+ */
+static uint64_t *get_file_pages(struct file *file, uint64_t file_off, uint64_t len, bool write)
+{
+	size_t n = len / PAGE_SIZE;
+	uint64_t *offs = calloc(n, sizeof(*offs));
+
+	if (!offs)
+		return ERR_PTR(-ENOMEM);
+	int r = file->ops->get_pages(file, file_off / PAGE_SIZE, n, offs, write);
+	if (r < 0) {
+		free(offs);
+		return ERR_PTR(r);
+	}
+	return offs;
+}
+
+/*
+ * Makes [start, start + n pages) a MAP_SHARED file mapping over the file's pages offs (each
+ * referenced; taken over, and dropped on failure), replacing whatever VMAs were in the range:
+ * one VMA per run of pages contiguous in the memory file. If the platform fails half-way, the
+ * whole range ends up unmapped (its old VMAs are gone, as with a failed MAP_FIXED on Linux).
+ */
+static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64_t *offs,
+				     size_t n, int prot, unsigned int flags, struct file *file,
+				     uint64_t file_off)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t end = start + n * PAGE_SIZE;
+	size_t runs = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i += run_pages(offs, i, n))
+		runs++;
+	r = vma_set_reserve(s, VMA_RESERVE + runs);
+	if (r < 0)
+		goto out_put_pages;
+	for (size_t i = 0; i < n;) {
+		size_t k = run_pages(offs, i, n);
+		r = plat_map(mm, start + i * PAGE_SIZE, k * PAGE_SIZE, prot, offs[i]);
+		if (r < 0) {
+			if (i > 0) {
+				int u = plat_unmap(mm, start, i * PAGE_SIZE);
+				if (u < 0)
+					log_error("mm: platform kept [%#lx, +%#lx) of a failed mapping",
+						  (unsigned long)start, (unsigned long)(i * PAGE_SIZE));
+				remove_range(mm, start, start + i * PAGE_SIZE);
+			}
+			goto out_put_pages;
+		}
+		i += k;
+	}
+	remove_range(mm, start, end);
+	size_t first = vma_lower_bound(s, start), last = first;
+	for (size_t i = 0; i < n;) {
+		size_t k = run_pages(offs, i, n);
+		struct vma v = {
+			.start = start + i * PAGE_SIZE,
+			.end = start + (i + k) * PAGE_SIZE,
+			.off = offs[i],
+			.prot = prot,
+			.flags = flags & ~VMA_COW,
+			.file = file,
+			.file_off = file_off + i * PAGE_SIZE,
+		};
+		file_get(file);
+		last = vma_insert(s, &v);
+		i += k;
+	}
+	vma_merge_range(s, first ? first - 1 : 0, last + 1);
+	return 0;
+
+out_put_pages:
+	put_file_pages(mm, offs, n);
+	return r;
 }
 
 /*
@@ -352,20 +438,36 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 	/* No huge pages are reserved, as on a host whose nr_hugepages is 0. */
 	if (flags & MAP_HUGETLB)
 		return -ENOMEM;
+	bool shared_file = file && (vflags & MM_VMA_SHARED);
 	if (file) {
-		if (vflags & MM_VMA_SHARED)
-			return -ENODEV; /* until files can share pages with the memory file */
 		int acc = file->flags & O_ACCMODE;
 		if (acc != O_RDONLY && acc != O_RDWR)
 			return -EACCES;
-		if (!file->ops || !file->ops->read)
+		if (shared_file) {
+			if (!file->ops || !file->ops->get_pages)
+				return -ENODEV;
+			/* As Linux: a shared writable mapping needs a file open for writing. */
+			if ((prot & PROT_WRITE) && acc != O_RDWR)
+				return -EACCES;
+			if (acc != O_RDWR)
+				vflags |= VMA_NOWRITE;
+		} else if (!file->ops || !file->ops->read) {
 			return -ENODEV;
+		}
 	}
 	prot &= PROT_RWX;
 
 	/* File contents are read before the lock: the read may be slow (gofer I/O). */
 	int64_t pages = -1;
-	if (file) {
+	_cleanup_free_ uint64_t *offs = NULL;
+	if (shared_file) {
+		offs = get_file_pages(file, off, len, !(vflags & VMA_NOWRITE));
+		if (IS_ERR(offs)) {
+			long e = PTR_ERR(offs);
+			offs = NULL;
+			return e;
+		}
+	} else if (file) {
 		pages = alloc_filled(mm, len, file, off);
 		if (pages < 0)
 			return pages;
@@ -388,6 +490,13 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 			goto out_free_pages;
 		}
 	}
+	if (shared_file) {
+		/* install_file_pages_locked owns the page references from here. */
+		r = install_file_pages_locked(mm, addr, offs, len / PAGE_SIZE, prot, vflags, file,
+					      off);
+		pthread_mutex_unlock(&mm->lock);
+		return r < 0 ? r : (long)addr;
+	}
 	if (pages < 0) {
 		pages = alloc_pages(mm, addr, addr + len);
 		if (pages < 0) {
@@ -403,6 +512,8 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 out_free_pages:
 	if (pages >= 0)
 		memfile_free(mfile(mm), (uint64_t)pages, len);
+	if (offs)
+		put_file_pages(mm, offs, len / PAGE_SIZE);
 out_unlock:
 	pthread_mutex_unlock(&mm->lock);
 	return r;
@@ -422,6 +533,32 @@ int mm_munmap(struct mm *mm, uint64_t addr, uint64_t len)
 		r = unmap_locked(mm, addr, addr + len);
 	pthread_mutex_unlock(&mm->lock);
 	return r;
+}
+
+/*
+ * Gives the platform's mapping of [start, end) (covered by VMAs) protection prot, except that
+ * copy-on-write VMAs stay without PROT_WRITE: one call per run of equal platform protection.
+ */
+static int protect_platform_locked(struct mm *mm, uint64_t start, uint64_t end, int prot)
+{
+	const struct vma_set *s = vset(mm);
+	uint64_t run = start;
+	int run_prot = -1;
+
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < end; i++) {
+		int p = (s->v[i].flags & VMA_COW) ? prot & ~PROT_WRITE : prot;
+		uint64_t a = MAX(s->v[i].start, start);
+		if (p != run_prot) {
+			if (run_prot >= 0) {
+				int r = plat_protect(mm, run, a - run, run_prot);
+				if (r < 0)
+					return r;
+			}
+			run = a;
+			run_prot = p;
+		}
+	}
+	return run_prot >= 0 && end > run ? plat_protect(mm, run, end - run, run_prot) : 0;
 }
 
 int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
@@ -458,10 +595,15 @@ int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
 	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start <= stop && stop < end;
 	     i++)
 		stop = MIN(s->v[i].end, end);
+	/* As Linux: a shared mapping of a file not open for writing never becomes writable. */
+	r = -EACCES;
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < stop; i++)
+		if ((prot & PROT_WRITE) && (s->v[i].flags & VMA_NOWRITE))
+			goto out_unlock;
 	r = vma_set_reserve(s, VMA_RESERVE);
 	if (r < 0)
 		goto out_unlock;
-	r = pops(mm)->as_protect(mm->as, start, stop - start, prot);
+	r = protect_platform_locked(mm, start, stop, prot);
 	if (r < 0)
 		goto out_unlock;
 	size_t i = vma_isolate(s, start, stop);
@@ -507,9 +649,52 @@ out_unlock:;
 }
 
 /*
- * Moves [old, old+old_len) (inside one VMA) to new_addr, which must be free for new_len >=
- * old_len bytes; the pages move with it (no copy) and the rest of [new_addr, +new_len) gets
- * fresh pages. With dontunmap, the old range stays mapped to fresh zero pages.
+ * True when b continues a as one mapping would on Linux (one Linux VMA may be several pieces
+ * here: pages not contiguous in the memory file, copy-on-write windows): adjacent, same
+ * protection and kind, same file at the following offset.
+ */
+static bool same_mapping(const struct vma *a, const struct vma *b)
+{
+	if (a->end != b->start || a->prot != b->prot ||
+	    (a->flags & ~VMA_COW) != (b->flags & ~VMA_COW) || a->file != b->file)
+		return false;
+	return !a->file || a->file_off + (a->end - a->start) == b->file_off;
+}
+
+/* The end of the mapping (run of same_mapping pieces) that contains the VMA at index i. */
+static uint64_t mapping_end(const struct vma_set *s, size_t i)
+{
+	while (i + 1 < s->n && same_mapping(&s->v[i], &s->v[i + 1]))
+		i++;
+	return s->v[i].end;
+}
+
+/*
+ * New pages for [start, end) of a mapping like v (growing it by mremap) whose file offset
+ * at start is file_off, installed: a shared file mapping's are the file's own pages (get_pages,
+ * under mm->lock: lock order mm->lock then the filesystem's), others are fresh or filled.
+ */
+static int grow_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, unsigned int flags,
+		       struct file *file, uint64_t file_off)
+{
+	if (file && (flags & MM_VMA_SHARED)) {
+		uint64_t *offs = get_file_pages(file, file_off, end - start,
+						!(flags & VMA_NOWRITE));
+		if (IS_ERR(offs))
+			return (int)PTR_ERR(offs);
+		int r = install_file_pages_locked(mm, start, offs, (end - start) / PAGE_SIZE, prot,
+						  flags, file, file_off);
+		free(offs);
+		return r;
+	}
+	return map_new_locked(mm, start, end, prot, flags, file, file_off);
+}
+
+/*
+ * Moves [old, old+old_len) (inside one mapping: see same_mapping) to new_addr, which must be
+ * free for new_len >= old_len bytes; the pages move with it (no copy) and the rest of
+ * [new_addr, +new_len) gets new pages (grow_locked). With dontunmap, the old range stays
+ * mapped to fresh zero pages.
  */
 static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t new_addr,
 			uint64_t new_len, bool dontunmap)
@@ -520,62 +705,76 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 	unsigned int flags = src->flags;
 	struct file *file = src->file;
 	uint64_t file_off = src->file_off + (old - src->start);
-	int64_t extra = -1, refill = -1;
+	uint64_t old_end = old + old_len;
+	int64_t refill = -1;
+	size_t count = 0;
 
 	/* Everything that can fail for lack of memory happens before anything moves. */
-	if (new_len > old_len) {
-		extra = alloc_filled(mm, new_len - old_len, file, file_off + old_len);
-		if (extra < 0)
-			return extra;
-	}
+	for (size_t k = vma_lower_bound(s, old); k < s->n && s->v[k].start < old_end; k++)
+		count++;
+	_cleanup_free_ struct vma *pieces = calloc(count + 2, sizeof(*pieces));
+	if (!pieces)
+		return -ENOMEM;
 	if (dontunmap) {
 		refill = memfile_alloc(mfile(mm), old_len);
-		if (refill < 0) {
-			if (extra >= 0)
-				memfile_free(mfile(mm), (uint64_t)extra, new_len - old_len);
+		if (refill < 0)
 			return refill;
-		}
 	}
 
-	size_t i = vma_isolate(s, old, old + old_len);
-	struct vma piece = s->v[i];
-	int r = pops(mm)->as_map(mm->as, new_addr, old_len, piece.prot, piece.off);
+	size_t i = vma_isolate(s, old, old_end);
+	count = 0;
+	for (size_t k = i; k < s->n && s->v[k].start < old_end; k++)
+		pieces[count++] = s->v[k];
+	int r = 0;
+	size_t mapped = 0;
+	for (; mapped < count && r == 0; mapped++) {
+		const struct vma *p = &pieces[mapped];
+		r = plat_map(mm, new_addr + (p->start - old), p->end - p->start,
+			     vma_platform_prot(p), p->off);
+	}
 	if (r < 0) {
-		vma_merge_range(s, i ? i - 1 : 0, i + 1);
-		if (extra >= 0)
-			memfile_free(mfile(mm), (uint64_t)extra, new_len - old_len);
+		if (mapped > 1)
+			plat_unmap(mm, new_addr, pieces[mapped - 2].end - old);
+		vma_merge_range(s, i ? i - 1 : 0, i + count);
 		if (refill >= 0)
 			memfile_free(mfile(mm), (uint64_t)refill, old_len);
 		return r;
 	}
 	if (dontunmap) {
-		r = pops(mm)->as_map(mm->as, old, old_len, prot, (uint64_t)refill);
+		r = plat_map(mm, old, old_len, prot, (uint64_t)refill);
 	} else {
-		r = pops(mm)->as_unmap(mm->as, old, old_len);
+		r = plat_unmap(mm, old, old_len);
 	}
 	if (r < 0)
 		log_error("mm: platform kept [%#lx, +%#lx) after mremap moved it: %d",
 			  (unsigned long)old, (unsigned long)old_len, r);
-	vma_remove_at(s, i, 1);
-	piece.start = new_addr;
-	piece.end = new_addr + old_len;
-	size_t j = vma_insert(s, &piece);
-	vma_merge_range(s, j ? j - 1 : 0, j + 1);
+	vma_remove_at(s, i, count);
+	size_t j = 0;
+	for (size_t k = 0; k < count; k++) {
+		pieces[k].start = new_addr + (pieces[k].start - old);
+		pieces[k].end = new_addr + (pieces[k].end - old);
+		j = vma_insert(s, &pieces[k]);
+	}
+	size_t lo = vma_lower_bound(s, new_addr);
+	vma_merge_range(s, lo ? lo - 1 : 0, j + 1);
 
 	if (dontunmap) {
 		struct vma fresh = { .start = old,
 				     .end = old + old_len,
 				     .off = (uint64_t)refill,
 				     .prot = prot,
-				     .flags = flags };
+				     .flags = flags & ~VMA_COW };
 		j = vma_insert(s, &fresh);
 		vma_merge_range(s, j ? j - 1 : 0, j + 1);
 	}
-	if (extra >= 0) {
-		r = install_locked(mm, new_addr + old_len, new_addr + new_len, prot, flags, file,
-				   file_off + old_len, (uint64_t)extra);
-		if (r < 0)
-			log_error("mm: platform refused the grown part of an mremap: %d", r);
+	if (new_len > old_len) {
+		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, prot, flags, file,
+				file_off + old_len);
+		if (r < 0) {
+			log_warn("mm: mremap moved [%#lx, +%#lx) but could not grow it: %d",
+				 (unsigned long)old, (unsigned long)old_len, r);
+			return r;
+		}
 	}
 	return (long)new_addr;
 }
@@ -636,7 +835,9 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 		goto out_unlock;
 	}
 	r = -EFAULT;
-	if (old_len > v->end - old_addr)
+	size_t vi = (size_t)(v - s->v);
+	uint64_t map_end = mapping_end(s, vi);
+	if (old_len > map_end - old_addr)
 		goto out_unlock;
 	r = -EINVAL;
 	if (dontunmap && !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
@@ -656,10 +857,11 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 		goto out_unlock;
 	}
 	uint64_t old_end = old_addr + old_len, new_end;
-	if (!dontunmap && old_end == v->end && !add_overflow(old_addr, new_len, &new_end) &&
+	if (!dontunmap && old_end == map_end && !add_overflow(old_addr, new_len, &new_end) &&
 	    new_end <= PLATFORM_GUEST_MAX && vma_range_free(s, old_end, new_end)) {
-		r = map_new_locked(mm, old_end, new_end, v->prot, v->flags, v->file,
-				   v->file_off + (old_end - v->start));
+		const struct vma *last = vma_find(s, old_end - 1);
+		r = grow_locked(mm, old_end, new_end, last->prot, last->flags, last->file,
+				last->file_off + (old_end - last->start));
 		if (r == 0)
 			r = (long)old_addr;
 		goto out_unlock;
@@ -676,24 +878,28 @@ out_unlock:
 	return r;
 }
 
-/* Kinds of advice: 0 unknown, 1 accepted and ignored, 2 drops the pages' contents. */
+/*
+ * Kinds of advice: 0 unknown, 1 accepted and ignored, 2 drops the pages' contents, 3 sets or
+ * clears a fork flag.
+ */
 static int advice_kind(int advice)
 {
 	switch (advice) {
+	case MADV_DONTFORK:
+	case MADV_DOFORK:
+	case MADV_WIPEONFORK:
+	case MADV_KEEPONFORK:
+		return 3;
 	case MADV_NORMAL:
 	case MADV_RANDOM:
 	case MADV_SEQUENTIAL:
 	case MADV_WILLNEED:
-	case MADV_DONTFORK:
-	case MADV_DOFORK:
 	case MADV_MERGEABLE:
 	case MADV_UNMERGEABLE:
 	case MADV_HUGEPAGE:
 	case MADV_NOHUGEPAGE:
 	case MADV_DONTDUMP:
 	case MADV_DODUMP:
-	case MADV_WIPEONFORK:
-	case MADV_KEEPONFORK:
 	case MADV_COLD:
 	case MADV_PAGEOUT:
 	case MADV_POPULATE_READ:
@@ -708,6 +914,86 @@ static int advice_kind(int advice)
 	default:
 		return 0;
 	}
+}
+
+/* MADV_(DONT|DO)FORK, MADV_(WIPE|KEEP)ONFORK on [a, b), inside one VMA. */
+static int fork_advice_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
+{
+	struct vma_set *s = vset(mm);
+	unsigned int set = 0, clear = 0;
+	const struct vma *v = vma_find(s, a);
+
+	switch (advice) {
+	case MADV_DONTFORK:
+		set = MM_VMA_DONTFORK;
+		break;
+	case MADV_DOFORK:
+		clear = MM_VMA_DONTFORK;
+		break;
+	case MADV_WIPEONFORK:
+		/* As Linux: only private anonymous memory can be wiped. */
+		if ((v->flags & (MM_VMA_PRIVATE | MM_VMA_ANON)) != (MM_VMA_PRIVATE | MM_VMA_ANON))
+			return -EINVAL;
+		set = MM_VMA_WIPEONFORK;
+		break;
+	default:
+		clear = MM_VMA_WIPEONFORK;
+		break;
+	}
+	if ((v->flags & ~clear) == v->flags && (v->flags | set) == v->flags)
+		return 0;
+	int r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		return r;
+	size_t i = vma_isolate(s, a, b);
+	s->v[i].flags = (s->v[i].flags | set) & ~clear;
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	return 0;
+}
+
+/*
+ * MADV_DONTNEED, MADV_FREE, MADV_REMOVE on [a, b), inside one VMA: private memory reads zero (or
+ * the file's bytes) again; shared anonymous memory keeps its contents, which belong to every mm
+ * sharing it, except with MADV_REMOVE, which zeroes them for all (as punching a hole in shmem).
+ */
+static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
+{
+	struct vma_set *s = vset(mm);
+	const struct vma *v = vma_find(s, a);
+	uint64_t off = v->off + (a - v->start);
+	uint64_t foff = v->file_off + (a - v->start);
+
+	if ((advice == MADV_FREE && !(v->flags & MM_VMA_ANON)) ||
+	    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED)))
+		return -EINVAL;
+	if (v->flags & MM_VMA_SHARED) {
+		if (advice == MADV_REMOVE)
+			memfile_zero(mfile(mm), off, b - a);
+		return 0;
+	}
+	if (!(v->flags & VMA_COW)) {
+		memfile_zero(mfile(mm), off, b - a);
+		/* A private file mapping drops its changes: it reads the file's bytes again. */
+		return v->file ? fill_from_file(mm, off, b - a, v->file, foff) : 0;
+	}
+	/* Pages perhaps shared with another mm: give this mm fresh ones instead of zeroing. */
+	int r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		return r;
+	int64_t fresh = alloc_filled(mm, b - a, v->file, foff);
+	if (fresh < 0)
+		return (int)fresh;
+	r = plat_map(mm, a, b - a, v->prot, (uint64_t)fresh);
+	if (r < 0) {
+		memfile_free(mfile(mm), (uint64_t)fresh, b - a);
+		return r;
+	}
+	size_t i = vma_isolate(s, a, b);
+	memfile_free(mfile(mm), s->v[i].off, b - a);
+	s->v[i].off = (uint64_t)fresh;
+	s->v[i].flags &= ~VMA_COW;
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	return 0;
 }
 
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
@@ -731,32 +1017,25 @@ int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
 	int r = 0;
 	bool hole = false;
 	uint64_t cur = addr;
-	for (size_t i = vma_lower_bound(s, addr); cur < end; i++) {
+	while (cur < end) {
+		size_t i = vma_lower_bound(s, cur);
 		if (i == s->n || s->v[i].start >= end) {
 			hole = true;
 			break;
 		}
-		const struct vma *v = &s->v[i];
-		if (v->start > cur)
+		if (s->v[i].start > cur)
 			hole = true;
-		uint64_t a = MAX(cur, v->start), b = MIN(end, v->end);
+		uint64_t a = MAX(cur, s->v[i].start), b = MIN(end, s->v[i].end);
 		cur = b;
-		if (kind != 2)
+		if (kind == 1)
 			continue;
-		if ((advice == MADV_FREE && !(v->flags & MM_VMA_ANON)) ||
-		    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED))) {
-			r = -EINVAL;
+		if (kind == 3) {
+			r = fork_advice_locked(mm, a, b, advice);
+		} else {
+			r = drop_pages_locked(mm, a, b, advice);
+		}
+		if (r < 0)
 			break;
-		}
-		uint64_t off = v->off + (a - v->start);
-		memfile_zero(mfile(mm), off, b - a);
-		/* A private file mapping drops its changes: it reads the file's bytes again. */
-		if (v->file) {
-			uint64_t foff = v->file_off + (a - v->start);
-			int e = fill_from_file(mm, off, b - a, v->file, foff);
-			if (e < 0 && r == 0)
-				r = e;
-		}
 	}
 	pthread_mutex_unlock(&mm->lock);
 	if (r == 0 && hole)
@@ -776,13 +1055,95 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 			.start = v->start,
 			.end = v->end,
 			.prot = v->prot,
-			.flags = v->flags,
+			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE),
 			.file = v->file,
 			.file_off = v->file_off,
 			.mf_off = v->off,
+			.cow = (v->flags & VMA_COW) != 0,
 		};
 		r = fn(&info, arg);
 	}
 	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+/* A range of a shared file mapping to write back, taken under mm->lock and synced after. */
+struct sync_range {
+	struct file *file; /* referenced */
+	uint64_t pgoff, npages;
+};
+
+int mm_msync(struct mm *mm, uint64_t addr, uint64_t len, int flags)
+{
+	uint64_t end;
+
+	if (flags & ~(MS_ASYNC | MS_INVALIDATE | MS_SYNC))
+		return -EINVAL;
+	if ((flags & MS_ASYNC) && (flags & MS_SYNC))
+		return -EINVAL;
+	if (!IS_PAGE_ALIGNED(addr))
+		return -EINVAL;
+	if (len > UINT64_MAX - PAGE_SIZE + 1 || add_overflow(addr, PAGE_ALIGN_UP(len), &end))
+		return -ENOMEM;
+	if (end == addr)
+		return 0;
+
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = vset(mm);
+	bool hole = false;
+	size_t n = 0, cap = 0;
+	struct sync_range *ranges = NULL;
+	int r = 0;
+	uint64_t cur = addr;
+	for (size_t i = vma_lower_bound(s, addr); cur < end; i++) {
+		if (i == s->n || s->v[i].start >= end) {
+			hole = true;
+			break;
+		}
+		const struct vma *v = &s->v[i];
+		if (v->start > cur)
+			hole = true;
+		uint64_t a = MAX(cur, v->start), b = MIN(end, v->end);
+		cur = b;
+		if (!(v->flags & MM_VMA_SHARED) || !v->file || !v->file->ops->sync_pages ||
+		    (v->flags & VMA_NOWRITE))
+			continue;
+		uint64_t pgoff = (v->file_off + (a - v->start)) / PAGE_SIZE;
+		/* Pieces of one mapping (pages not contiguous in the memory file) sync as one. */
+		if (n > 0 && ranges[n - 1].file == v->file &&
+		    ranges[n - 1].pgoff + ranges[n - 1].npages == pgoff) {
+			ranges[n - 1].npages += (b - a) / PAGE_SIZE;
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct sync_range *nr = realloc(ranges, ncap * sizeof(*nr));
+			if (!nr) {
+				r = -ENOMEM;
+				break;
+			}
+			ranges = nr;
+			cap = ncap;
+		}
+		file_get(v->file);
+		ranges[n++] = (struct sync_range){
+			.file = v->file,
+			.pgoff = pgoff,
+			.npages = (b - a) / PAGE_SIZE,
+		};
+	}
+	pthread_mutex_unlock(&mm->lock);
+
+	/* The writes may be slow (gofer I/O): they happen without the lock. */
+	for (size_t i = 0; i < n; i++) {
+		struct file *f = ranges[i].file;
+		int e = f->ops->sync_pages(f, ranges[i].pgoff, ranges[i].npages, flags & MS_SYNC);
+		if (e < 0 && r == 0)
+			r = e;
+		file_put(f);
+	}
+	free(ranges);
+	if (r == 0 && hole)
+		r = -ENOMEM;
 	return r;
 }

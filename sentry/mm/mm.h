@@ -41,6 +41,9 @@ struct mm {
 	uint64_t arg_start, arg_end, env_start, env_end;
 	uint64_t auxv[64]; /* copy of the auxv pairs, for /proc/self/auxv later */
 	int auxv_len;
+
+	/* Copy-on-write statistics (lock): pages copied, and pages taken over without a copy. */
+	uint64_t cow_copied, cow_reused;
 };
 
 /*
@@ -63,7 +66,8 @@ void mm_put(struct mm *mm);
 struct mm *mm_fork(struct mm *parent);
 /*
  * Creates mm's platform space on the calling thread (which becomes its owner) if it has none,
- * and maps every VMA into it. No-op if it exists. Returns 0 or -errno.
+ * and maps every VMA into it. No-op if it exists. Returns 0 or -errno (the mm then still has no
+ * platform space). Until it is called, the mapping calls change only the VMAs.
  */
 int mm_activate(struct mm *mm);
 /*
@@ -74,13 +78,21 @@ int mm_activate(struct mm *mm);
  * SIGSEGV).
  */
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code);
+/*
+ * Resolves copy-on-write for every page of [addr, addr+len) that is still shared with another mm
+ * (the sentry is about to write there through its own mapping, e.g. for read(2) into a
+ * buffer): afterwards the range is backed by pages this mm owns alone. mm_copy_out, mm_poke and
+ * mm_translate(write) do it themselves. Unmapped parts are skipped. Returns 0 or -errno.
+ */
+int mm_unshare(struct mm *mm, uint64_t addr, uint64_t len);
 
 /*
  * mmap(2) semantics: prot PROT_*, flags MAP_* (MAP_PRIVATE|MAP_ANONYMOUS, MAP_PRIVATE with file,
- * MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_GROWSDOWN, MAP_NORESERVE, MAP_POPULATE accepted;
- * MAP_SHARED of a file returns -ENODEV until the filesystem issue). file may be NULL for
- * anonymous memory; it is read with its ops, not kept open after the call unless needed.
- * Returns the address or -errno.
+ * MAP_SHARED with file or anonymous, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_GROWSDOWN,
+ * MAP_NORESERVE, MAP_POPULATE accepted). file may be NULL for anonymous memory. A private file
+ * mapping copies the file's bytes in now; a shared one maps the file's own pages (file op
+ * get_pages; -ENODEV when the file has none), so that writes through it are the file's, and
+ * keeps a reference on file. Returns the address or -errno.
  */
 long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, struct file *file,
 	     uint64_t off);
@@ -91,6 +103,13 @@ uint64_t mm_brk(struct mm *mm, uint64_t addr);
 long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_len, int flags,
 	       uint64_t new_addr);
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
+/*
+ * msync(2): flags MS_ASYNC, MS_SYNC, MS_INVALIDATE. Shared file mappings in the range whose
+ * file has a backing store (file op sync_pages) are written back, with MS_ASYNC too; the others
+ * need nothing (their pages are the file). Returns 0, -EINVAL, -ENOMEM when part of the range is
+ * unmapped (after syncing the rest, as Linux), or the write-back's -errno.
+ */
+int mm_msync(struct mm *mm, uint64_t addr, uint64_t len, int flags);
 
 /*
  * Copies len bytes between guest memory at addr and sentry memory. The guest range must be
@@ -119,11 +138,13 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 
 /* Kinds of VMA, in struct mm_vma_info.flags. */
 #define MM_VMA_PRIVATE 0x01u /* MAP_PRIVATE */
-#define MM_VMA_SHARED 0x02u /* MAP_SHARED|MAP_ANONYMOUS (private to this mm until fork exists) */
+#define MM_VMA_SHARED 0x02u /* MAP_SHARED: the same pages in every forked mm (and the file's) */
 #define MM_VMA_ANON 0x04u /* no file behind it */
-#define MM_VMA_FILE 0x08u /* contents were copied from file at file_off */
+#define MM_VMA_FILE 0x08u /* a file at file_off: pages copied from it, or its own (shared) */
 #define MM_VMA_GROWSDOWN 0x10u /* MAP_GROWSDOWN */
 #define MM_VMA_HEAP 0x20u /* made by brk(2): [heap] */
+#define MM_VMA_DONTFORK 0x40u /* MADV_DONTFORK: not in a forked child */
+#define MM_VMA_WIPEONFORK 0x80u /* MADV_WIPEONFORK: zero pages in a forked child */
 
 /* A snapshot of one VMA. file is not referenced: valid only during the callback. */
 struct mm_vma_info {
@@ -133,6 +154,7 @@ struct mm_vma_info {
 	struct file *file; /* file mappings, else NULL */
 	uint64_t file_off; /* offset in file of start */
 	uint64_t mf_off; /* memory-file offset of start */
+	bool cow; /* pages perhaps shared copy-on-write: the platform maps them without write */
 };
 
 /*

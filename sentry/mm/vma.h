@@ -3,9 +3,10 @@
  * Private to sentry/mm: the VMA set of an mm.
  *
  * A sorted array of disjoint VMAs (binary search by address; inserts and removals move the
- * tail). Every page of a VMA owns exactly one memory-file page, exclusively: page start + i*4K
- * is backed by file offset off + i*4K. Splitting a VMA just computes the offsets of the pieces,
- * and removing a piece frees exactly its pages, so each page is freed once.
+ * tail). Every page of a VMA holds one reference on one memory-file page: page start + i*4K is
+ * backed by file offset off + i*4K. Splitting a VMA just computes the offsets of the pieces,
+ * and removing a piece drops exactly its pages' references, so each reference is dropped once.
+ * Pages are shared between mms after fork (VMA_COW, MM_VMA_SHARED) through memfile_ref.
  *
  * All functions expect mm->lock held. Functions that add entries need capacity reserved with
  * vma_set_reserve() first, so that an operation can fail only before it changes anything.
@@ -19,6 +20,18 @@
 
 struct file;
 struct memfile;
+
+/*
+ * Internal VMA flag (never in struct mm_vma_info): the VMA's private pages may be shared with
+ * another mm since a fork. The platform maps them without PROT_WRITE; the first write faults and
+ * mm_handle_fault copies the page (or takes it over if the other sharers are gone).
+ */
+#define VMA_COW 0x10000u
+/*
+ * Internal VMA flag: a MAP_SHARED file mapping of a file not open for writing; mprotect may not
+ * add PROT_WRITE to it (Linux's missing VM_MAYWRITE).
+ */
+#define VMA_NOWRITE 0x20000u
 
 struct vma {
 	uint64_t start, end;
@@ -61,7 +74,10 @@ void vma_split(struct vma_set *s, size_t i, uint64_t addr);
  * the first entry at or above start. Needs 2 reserved entries.
  */
 size_t vma_isolate(struct vma_set *s, uint64_t start, uint64_t end);
-/* Frees the pages of entry v and drops its file reference. Does not remove it from the set. */
+/*
+ * Drops entry v's reference on its pages (freeing those nobody else holds) and its file
+ * reference. Does not remove it from the set.
+ */
 void vma_release(struct memfile *mf, struct vma *v);
 /* Merges compatible neighbours among entries [lo, hi] (clamped to the set). */
 void vma_merge_range(struct vma_set *s, size_t lo, size_t hi);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "sentry/vfs/lock.h"
 #include "sentry/vfs/vfs.h"
 
 struct fdtable {
@@ -38,6 +39,8 @@ void fdtable_put(struct fdtable *t)
 {
 	if (!t || !refcount_dec(&t->ref))
 		return;
+	/* The process's POSIX locks go with its table (its address may be reused). */
+	vfs_locks_owner_gone(t);
 	for (int i = 0; i < t->cap; i++)
 		file_put(t->files[i]);
 	free(t->files);
@@ -125,6 +128,8 @@ int fdtable_install_at(struct fdtable *t, struct file *f, int fd, bool cloexec, 
 		t->next_free = fd + 1;
 	pthread_mutex_unlock(&t->lock);
 	/* Outside the lock: the last put may run a release that blocks. */
+	if (old)
+		vfs_locks_close_posix(t, old);
 	file_put(old);
 	return fd;
 }
@@ -161,6 +166,7 @@ int fdtable_close(struct fdtable *t, int fd)
 	pthread_mutex_unlock(&t->lock);
 	if (!f)
 		return -EBADF;
+	vfs_locks_close_posix(t, f);
 	file_put(f);
 	return 0;
 }
@@ -238,6 +244,26 @@ void fdtable_close_on_exec(struct fdtable *t)
 		pthread_mutex_unlock(&t->lock);
 		if (!f)
 			return;
+		vfs_locks_close_posix(t, f);
 		file_put(f);
 	}
+}
+
+int fdtable_next(struct fdtable *t, int fd, struct file **out)
+{
+	int ret = -ENOENT;
+
+	if (fd < 0)
+		fd = 0;
+	pthread_mutex_lock(&t->lock);
+	for (; fd < t->cap; fd++) {
+		if (t->files[fd]) {
+			*out = t->files[fd];
+			file_get(*out);
+			ret = fd;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
 }

@@ -9,6 +9,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/fs.h"
+#include "sentry/vfs/lock.h"
 
 struct file *file_alloc(const struct file_ops *ops, int flags, void *priv)
 {
@@ -33,6 +34,7 @@ void file_put(struct file *f)
 {
 	if (!f || !refcount_dec(&f->ref))
 		return;
+	vfs_locks_release_file(f);
 	if (f->ops && f->ops->release)
 		f->ops->release(f);
 	vfs_node_put(f->node);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "common/list.h"
 #include "common/refcount.h"
@@ -67,6 +68,51 @@ uint64_t vfs_alloc_anon_dev(void);
 
 /* --- nodes --- */
 
+/*
+ * What a new node is made of. The VFS computes every field (Linux's inode_init_owner): mode is
+ * S_IFMT | permission bits with the umask applied and S_ISGID inherited from a setgid
+ * directory; uid/gid are the creator's fsuid and fsgid (or the setgid directory's group).
+ */
+struct vfs_create_args {
+	uint32_t mode;
+	uint32_t uid, gid;
+	uint64_t rdev; /* device nodes, in vfs_mkdev encoding */
+	const char *target; /* symlinks: the target (1..VFS_PATH_MAX-1 bytes) */
+	/* O_TMPFILE with O_EXCL: linkat may never give the file a name (no I_LINKABLE). */
+	bool no_link;
+};
+
+/* Which fields of struct vfs_setattr to change (Linux's ATTR_*). */
+#define VFS_SETATTR_MODE 0x1
+#define VFS_SETATTR_UID 0x2
+#define VFS_SETATTR_GID 0x4
+#define VFS_SETATTR_SIZE 0x8
+#define VFS_SETATTR_ATIME 0x10
+#define VFS_SETATTR_MTIME 0x20
+/* ctime is set to the current time by every setattr; this sets it to ctime instead (copy-up). */
+#define VFS_SETATTR_CTIME 0x40
+
+struct vfs_setattr {
+	unsigned int valid; /* VFS_SETATTR_* */
+	uint32_t mode; /* permission bits only (07777) */
+	uint32_t uid, gid;
+	int64_t size;
+	struct timespec atime, mtime, ctime;
+};
+
+/* rename(2) flags (Linux's RENAME_*). */
+#define VFS_RENAME_NOREPLACE 0x1
+#define VFS_RENAME_EXCHANGE 0x2
+#define VFS_RENAME_WHITEOUT 0x4
+
+/*
+ * Write operations of nodes. The VFS serialises every namespace change with one lock (see
+ * README.md: "Writes"), has checked permissions, the read-only flag of the mount, that the names
+ * are single components (not "." or ".."), and, for creations, that the name did not exist when
+ * it looked. Filesystems still answer -EEXIST/-ENOENT/-ENOTEMPTY from their own state. A NULL
+ * member means "not supported": the VFS answers -EPERM for creations and links, -EROFS for
+ * the others (a filesystem that cannot be written).
+ */
 struct vfs_node_ops {
 	/*
 	 * Looks up name (NUL-terminated, 1..VFS_NAME_MAX bytes, never "." or "..") in directory
@@ -95,16 +141,76 @@ struct vfs_node_ops {
 	int (*statfs)(struct vfs_node *n, struct linux_statfs *st);
 	/* Frees the filesystem's node after the VFS dropped name and parent. Required. */
 	void (*release)(struct vfs_node *n);
+
+	/*
+	 * Opens directory n as a file of the filesystem's own (for directories whose listing needs
+	 * per-open state: overlay merges). NULL: the VFS makes a generic directory file that calls
+	 * iterate.
+	 */
+	struct file *(*open_dir)(struct vfs_node *n, int flags);
+
+	/* --- writes (see "Write operations" above) --- */
+
+	/*
+	 * Creates name in dir as a->mode says: S_IFREG, S_IFDIR, S_IFLNK (a->target), S_IFIFO,
+	 * S_IFSOCK, S_IFCHR, S_IFBLK. Returns 0 and *out (a new reference, parent dir) or -errno
+	 * (-EEXIST, -ENOSPC, -ENOENT when dir was removed).
+	 */
+	int (*create)(struct vfs_node *dir, const char *name, const struct vfs_create_args *a,
+		      struct vfs_node **out);
+	/*
+	 * O_TMPFILE: a regular file in dir's filesystem with no name (link count 0). Returns 0
+	 * and *out (a new reference whose parent is dir) or -errno. NULL: -EOPNOTSUPP.
+	 */
+	int (*tmpfile)(struct vfs_node *dir, const struct vfs_create_args *a, struct vfs_node **out);
+	/*
+	 * A new name for old (a non-directory of the same filesystem) in dir. Returns 0 and
+	 * *out (a new reference: the node of the new name) or -errno (-EMLINK, -ENOENT when old
+	 * has no link left and is not an O_TMPFILE file).
+	 */
+	int (*link)(struct vfs_node *dir, const char *name, struct vfs_node *old,
+		    struct vfs_node **out);
+	/* Removes the name of non-directory child from dir. Returns 0 or -errno. */
+	int (*unlink)(struct vfs_node *dir, const char *name, struct vfs_node *child);
+	/* Removes directory child from dir. Returns 0, -ENOTEMPTY or -errno. */
+	int (*rmdir)(struct vfs_node *dir, const char *name, struct vfs_node *child);
+	/*
+	 * Moves node (named oldname in olddir) to newname in newdir, replacing target (the node of
+	 * newname, or NULL) as rename(2) says: flags VFS_RENAME_*. The VFS has checked the types
+	 * (directory over directory only), that node is not an ancestor of newdir, that no
+	 * node involved is a mountpoint, and NOREPLACE/EXCHANGE against the target it saw. The
+	 * filesystem renames its nodes itself (vfs_node_move). Returns 0 or -errno (-ENOTEMPTY,
+	 * -EXDEV when the filesystem cannot do it in place).
+	 */
+	int (*rename)(struct vfs_node *olddir, const char *oldname, struct vfs_node *node,
+		      struct vfs_node *newdir, const char *newname, struct vfs_node *target,
+		      unsigned int flags);
+	/*
+	 * Changes attributes of n (the VFS checked ownership and permissions and computed the
+	 * values, suid/sgid clearing included); sets ctime (to sa->ctime if VFS_SETATTR_CTIME, else
+	 * now). SIZE only for regular files. Returns 0 or -errno (-EFBIG, -ENOSPC).
+	 */
+	int (*setattr)(struct vfs_node *n, const struct vfs_setattr *sa);
+
+	/*
+	 * Magic links (procfs's fd/N, exe, cwd, root): a symlink that resolves to a position in the
+	 * mount tree instead of a string. Path walks that follow n jump to *out (a new reference);
+	 * readlink still calls readlink. Returns 0 or -errno. NULL: an ordinary symlink. Added by
+	 * the procfs engineer.
+	 */
+	int (*get_link)(struct vfs_node *n, struct vfs_path *out);
 };
 
 /*
- * A node of a filesystem: inode and dentry in one (one node per name; no hard-link sharing).
- * Filesystems embed it first. Fields are fixed after vfs_node_init except where noted.
+ * A node of a filesystem: a name (Linux's dentry) with its file. Filesystems with hard links
+ * (tmpfs) give each name its own node and share their inode between them. Filesystems embed it
+ * first. Fields are fixed after vfs_node_init except where noted.
  */
 struct vfs_node {
 	struct refcount ref;
 	const struct vfs_node_ops *ops;
 	struct vfs_fs *fs; /* not referenced: whoever holds a node holds a mount of fs */
+	/* parent and name change only in vfs_node_move, under the rename lock. */
 	struct vfs_node *parent; /* referenced; NULL for a filesystem's root and anonymous nodes */
 	char *name; /* owned; "" for a root */
 	uint32_t type; /* S_IFMT bits */
@@ -159,6 +265,23 @@ int vfs_dcache_insert(struct vfs_dcache *c, const char *name, struct vfs_node *n
  * cache held (fn must put it). fn NULL: the references are put.
  */
 void vfs_dcache_clear(struct vfs_dcache *c, void (*fn)(struct vfs_node *n, void *arg), void *arg);
+/* Removes name (positive or negative); the reference a positive entry held is put. */
+void vfs_dcache_remove(struct vfs_dcache *c, const char *name);
+
+/*
+ * Renames n: its parent becomes newparent (a new reference is taken, the old parent is put)
+ * and its name newname. Filesystems call it from their rename op. Takes the rename lock (see
+ * vfs_rename_read_lock). Returns 0 or -ENOMEM (n unchanged).
+ */
+int vfs_node_move(struct vfs_node *n, struct vfs_node *newparent, const char *newname);
+/*
+ * The rename lock: readers of node->parent and node->name other than the filesystem's own
+ * serialised paths (path strings, `..`) hold it for reading; vfs_node_move for writing.
+ */
+void vfs_rename_read_lock(void);
+void vfs_rename_read_unlock(void);
+/* A new reference on n's parent (NULL for a root), read under the rename lock. */
+struct vfs_node *vfs_node_get_parent(struct vfs_node *n);
 
 /* --- mounts --- */
 
@@ -191,6 +314,25 @@ void vfs_mount_put(struct vfs_mount *m);
  * mountpoint's mount and node. Returns 0 or -ENOTDIR.
  */
 int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint);
+
+/*
+ * Calls fn(m, arg) for top and every mount attached below it, parents before children, in
+ * attachment order (a snapshot taken under the mount lock; fn runs without it and holds a
+ * reference on m). Stops at a non-zero return of fn and returns it; 0 otherwise, -ENOMEM.
+ * Added by the procfs engineer (/proc/PID/mounts, mountinfo).
+ */
+int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg),
+		       void *arg);
+
+/*
+ * Mounts fs (the caller keeps its reference) with flags at the absolute guest path of k's
+ * tree, creating the missing directories of the path on the way (mode 0755, root's: in the
+ * overlay's upper layer, or on the host with a writable gofer root). Call after the root is
+ * mounted. Returns 0 or -errno (-EINVAL for a relative path or a "." or ".." component,
+ * -ENOTDIR, -EROFS when a directory is missing on a read-only mount).
+ */
+struct kernel;
+int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags);
 
 static inline bool vfs_mount_readonly(const struct vfs_mount *m)
 {

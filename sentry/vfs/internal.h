@@ -46,6 +46,7 @@ struct vfs_walk_state {
 	const struct cred *cred;
 	const struct vfs_path *root;
 	int nlinks;
+	unsigned int resolve; /* VFS_RESOLVE_* of openat2 (BENEATH: root is the start) */
 };
 
 /*
@@ -61,7 +62,33 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
  */
 int vfs_read_link_target(struct vfs_walk_state *ws, struct vfs_node *node, char **target);
 
+/*
+ * Follows magic link node (ops->get_link, procfs) after counting it against VFS_MAXSYMLINKS:
+ * *out is the position it names (new references). Returns 0 or -errno (-ELOOP, also under
+ * openat2's RESOLVE_NO_MAGICLINKS, NO_SYMLINKS, BENEATH and IN_ROOT, as Linux).
+ */
+int vfs_follow_magic_link(struct vfs_walk_state *ws, struct vfs_node *node, struct vfs_path *out);
+
 /* Checks may (VFS_MAY_*) on p for cred, with -EROFS for writes on a read-only mount. */
 int vfs_path_permission_cred(const struct cred *cred, const struct vfs_path *p, int may);
+
+/* Whether gid is c's fsgid or one of its supplementary groups (Linux's in_group_p). */
+bool vfs_cred_in_group(const struct cred *c, uint32_t gid);
+
+/*
+ * The namespace lock (write.c): held across the check-then-change of every namespace
+ * modification (create, link, unlink, rmdir, rename), so that what was checked still holds.
+ * Taken before any filesystem lock.
+ */
+void vfs_ns_lock(void);
+void vfs_ns_unlock(void);
+
+/*
+ * The checks and attributes of a new node named in directory dir (Linux's may_create and
+ * inode_init_owner): -EROFS on a read-only mount, -EACCES without write and search permission.
+ * Fills a with mode (type | perm, umask applied by the caller), owner and setgid inheritance.
+ */
+int vfs_may_create(const struct cred *cred, const struct vfs_path *dir, uint32_t mode,
+		   struct vfs_create_args *a);
 
 #endif

@@ -3,11 +3,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include "common/err.h"
 #include "common/util.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/vfs/fs.h"
+#include "sentry/vfs/internal.h"
 
 /*
  * The mount lock: protects every mount's children/sibling lists and writes of node->mounts.
@@ -121,6 +125,50 @@ uint64_t vfs_path_mnt_id(const struct vfs_path *p)
 	return p->mnt ? p->mnt->id : 0;
 }
 
+/* Appends m and, recursively, what is attached below it to the array (mount lock held). */
+static int mount_collect(struct vfs_mount *m, struct vfs_mount ***v, size_t *n, size_t *cap)
+{
+	struct vfs_mount *c;
+
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct vfs_mount **nv = realloc(*v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = ncap;
+	}
+	vfs_mount_get(m);
+	(*v)[(*n)++] = m;
+	list_for_each_entry(c, &m->children, sibling) {
+		int err = mount_collect(c, v, n, cap);
+
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg),
+		       void *arg)
+{
+	struct vfs_mount **v = NULL;
+	size_t n = 0, cap = 0;
+	int ret;
+
+	pthread_rwlock_rdlock(&mount_lock);
+	ret = mount_collect(top, &v, &n, &cap);
+	pthread_rwlock_unlock(&mount_lock);
+	for (size_t i = 0; i < n; i++) {
+		if (ret == 0)
+			ret = fn(v[i], arg);
+		vfs_mount_put(v[i]);
+	}
+	free(v);
+	return ret;
+}
+
 /* --- the anonymous filesystem --- */
 
 static struct vfs_fs anon_fs;
@@ -178,4 +226,77 @@ int vfs_anon_node_init(struct vfs_node *n, const struct vfs_node_ops *ops, uint3
 	if (!vfs_anon_mount())
 		return -ENOMEM;
 	return vfs_node_init(n, ops, &anon_fs, NULL, "", type);
+}
+
+/* The directory name in dir, made (0755, root's) if missing. Namespace lock held. */
+static int lookup_or_mkdir(struct vfs_path *dir, const char *name, struct vfs_path *out)
+{
+	struct vfs_create_args a = { .mode = S_IFDIR | 0755 };
+	struct vfs_node *n;
+	int err = vfs_lookup_one(dir, name, out);
+
+	if (err != -ENOENT)
+		return err;
+	if (vfs_mount_readonly(dir->mnt))
+		return -EROFS;
+	if (!dir->node->ops->create)
+		return -EROFS;
+	err = dir->node->ops->create(dir->node, name, &a, &n);
+	if (err < 0)
+		return err;
+	out->mnt = dir->mnt;
+	vfs_mount_get(out->mnt);
+	out->node = n;
+	vfs_path_follow_mounts(out);
+	return 0;
+}
+
+int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags)
+{
+	struct vfs_path cur = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_mount *m;
+	char *copy, *save = NULL;
+	int err = 0;
+
+	if (path[0] != '/' || !cur.node)
+		return -EINVAL;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	vfs_path_copy(&cur, &cur);
+	vfs_path_follow_mounts(&cur);
+	vfs_ns_lock();
+	for (char *name = strtok_r(copy, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+		struct vfs_path next;
+
+		if (!strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > VFS_NAME_MAX) {
+			err = -EINVAL;
+			break;
+		}
+		if (!vfs_node_is_dir(cur.node)) {
+			err = -ENOTDIR;
+			break;
+		}
+		err = lookup_or_mkdir(&cur, name, &next);
+		if (err < 0)
+			break;
+		vfs_path_put(&cur);
+		cur = next;
+	}
+	vfs_ns_unlock();
+	free(copy);
+	if (err == 0 && !vfs_node_is_dir(cur.node))
+		err = -ENOTDIR;
+	if (err < 0)
+		goto out;
+	m = vfs_mount_create(fs, fs->root, flags);
+	if (!m) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = vfs_mount_attach(m, &cur);
+	vfs_mount_put(m);
+out:
+	vfs_path_put(&cur);
+	return err;
 }

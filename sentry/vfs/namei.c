@@ -20,7 +20,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/internal.h"
 
-static bool cred_in_group(const struct cred *c, uint32_t gid)
+bool vfs_cred_in_group(const struct cred *c, uint32_t gid)
 {
 	if (c->fsgid == gid)
 		return true;
@@ -43,7 +43,7 @@ int vfs_permission(const struct cred *c, const struct vfs_attr *attr, int may)
 	}
 	if (c->fsuid == attr->uid)
 		bits = mode >> 6;
-	else if (cred_in_group(c, attr->gid))
+	else if (vfs_cred_in_group(c, attr->gid))
 		bits = mode >> 3;
 	else
 		bits = mode;
@@ -97,32 +97,41 @@ static bool path_equal(const struct vfs_path *a, const struct vfs_path *b)
 	return a->mnt == b->mnt && a->node == b->node;
 }
 
-/* `..`: stays at the walk's root; from a mount's root, goes to its mountpoint first. */
-static void follow_dotdot(const struct vfs_walk_state *ws, struct vfs_path *cur)
+/*
+ * `..`: stays at the walk's root; from a mount's root, goes to its mountpoint first. Returns 0,
+ * or -EXDEV when openat2's RESOLVE_BENEATH or RESOLVE_NO_XDEV forbid the step.
+ */
+static int follow_dotdot(const struct vfs_walk_state *ws, struct vfs_path *cur)
 {
 	struct vfs_path up;
 
 	for (;;) {
 		if (path_equal(cur, ws->root))
-			return;
+			return (ws->resolve & VFS_RESOLVE_BENEATH) ? -EXDEV : 0;
 		if (cur->node != cur->mnt->root)
 			break;
 		if (!cur->mnt->parent)
-			return; /* the top of the tree, outside root: stay, as Linux does */
+			return 0; /* the top of the tree, outside root: stay, as Linux does */
+		if (ws->resolve & VFS_RESOLVE_NO_XDEV)
+			return -EXDEV;
 		up.mnt = cur->mnt->parent;
 		up.node = cur->mnt->mountpoint;
 		vfs_path_copy(&up, &up);
 		vfs_path_put(cur);
 		*cur = up;
 	}
-	if (!cur->node->parent)
-		return;
+	up.node = vfs_node_get_parent(cur->node);
+	if (!up.node)
+		return 0;
 	up.mnt = cur->mnt;
-	up.node = cur->node->parent;
-	vfs_path_copy(&up, &up);
+	vfs_mount_get(up.mnt);
 	vfs_path_put(cur);
 	*cur = up;
+	if ((ws->resolve & VFS_RESOLVE_NO_XDEV) && __atomic_load_n(&cur->node->mounts,
+								    __ATOMIC_ACQUIRE) > 0)
+		return -EXDEV;
 	vfs_path_follow_mounts(cur);
+	return 0;
 }
 
 int vfs_read_link_target(struct vfs_walk_state *ws, struct vfs_node *node, char **target)
@@ -130,6 +139,8 @@ int vfs_read_link_target(struct vfs_walk_state *ws, struct vfs_node *node, char 
 	char *buf;
 	ssize_t n;
 
+	if (ws->resolve & VFS_RESOLVE_NO_SYMLINKS)
+		return -ELOOP;
 	if (++ws->nlinks > VFS_MAXSYMLINKS)
 		return -ELOOP;
 	if (!node->ops->readlink)
@@ -145,6 +156,18 @@ int vfs_read_link_target(struct vfs_walk_state *ws, struct vfs_node *node, char 
 	buf[n] = '\0';
 	*target = buf;
 	return 0;
+}
+
+int vfs_follow_magic_link(struct vfs_walk_state *ws, struct vfs_node *node, struct vfs_path *out)
+{
+	/* Linux's nd_jump_link: -ELOOP without magic links, -EXDEV for scoped lookups. */
+	if (ws->resolve & (VFS_RESOLVE_NO_SYMLINKS | VFS_RESOLVE_NO_MAGICLINKS))
+		return -ELOOP;
+	if (++ws->nlinks > VFS_MAXSYMLINKS)
+		return -ELOOP;
+	if (ws->resolve & (VFS_RESOLVE_BENEATH | VFS_RESOLVE_IN_ROOT))
+		return -EXDEV;
+	return node->ops->get_link(node, out);
 }
 
 /* Replaces *bufp by target + rest (rest points into *bufp). */
@@ -202,6 +225,8 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
 		return -ENAMETOOLONG;
 	if (!(*path == '/' ? ws->root : start)->node)
 		return -ENOENT; /* nothing mounted yet */
+	if (*path == '/' && (ws->resolve & VFS_RESOLVE_BENEATH))
+		return -EXDEV;
 	buf = strdup(path);
 	if (!buf)
 		return -ENOMEM;
@@ -257,7 +282,9 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
 		}
 		if (type == VFS_LAST_DOT || type == VFS_LAST_DOTDOT) {
 			if (type == VFS_LAST_DOTDOT)
-				follow_dotdot(ws, &cur);
+				err = follow_dotdot(ws, &cur);
+			if (err < 0)
+				break;
 			if (is_last)
 				break;
 			p = after;
@@ -273,6 +300,29 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
 		*p = saved;
 		if (err < 0)
 			break;
+		if (child.mnt != cur.mnt && (ws->resolve & VFS_RESOLVE_NO_XDEV)) {
+			vfs_path_put(&child);
+			err = -EXDEV;
+			break;
+		}
+		if (vfs_node_is_symlink(child.node) && child.node->ops->get_link &&
+		    (!is_last || (flags & VFS_LOOKUP_FOLLOW) || trailing)) {
+			/* A magic link (procfs): continue from the position it names. */
+			struct vfs_path to;
+
+			err = vfs_follow_magic_link(ws, child.node, &to);
+			vfs_path_put(&child);
+			if (err < 0)
+				break;
+			vfs_path_put(&cur);
+			cur = to;
+			if (is_last) {
+				must_dir = trailing;
+				break;
+			}
+			p = after;
+			continue;
+		}
 		if (vfs_node_is_symlink(child.node) &&
 		    (!is_last || (flags & VFS_LOOKUP_FOLLOW) || trailing)) {
 			char *target;
@@ -281,6 +331,11 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
 			vfs_path_put(&child);
 			if (err < 0)
 				break;
+			if (target[0] == '/' && (ws->resolve & VFS_RESOLVE_BENEATH)) {
+				free(target);
+				err = -EXDEV;
+				break;
+			}
 			/* Continue with the target followed by the rest (its slashes included). */
 			err = splice_link(&buf, target, p);
 			free(target);
@@ -288,6 +343,10 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
 				break;
 			p = buf;
 			if (*p == '/') {
+				if ((ws->resolve & VFS_RESOLVE_NO_XDEV) && cur.mnt != ws->root->mnt) {
+					err = -EXDEV;
+					break;
+				}
 				vfs_path_put(&cur);
 				vfs_path_copy(&cur, ws->root);
 			}
@@ -425,6 +484,8 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
 		return -ENOMEM;
 	s = page + VFS_PATH_MAX - 1;
 	*s = '\0';
+	/* Names and parents stay put while the walk up reads them. */
+	vfs_rename_read_lock();
 	while (mnt != root->mnt || node != root->node) {
 		size_t nl;
 
@@ -443,13 +504,16 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
 			break;
 		}
 		nl = strlen(node->name);
-		if ((size_t)(s - page) < nl + 1)
+		if ((size_t)(s - page) < nl + 1) {
+			vfs_rename_read_unlock();
 			goto out;
+		}
 		s -= nl;
 		memcpy(s, node->name, nl);
 		*--s = '/';
 		node = node->parent;
 	}
+	vfs_rename_read_unlock();
 	if (!*s) {
 		if (s == page)
 			goto out;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Filesystem instances, nodes and the per-directory name cache. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,4 +206,65 @@ void vfs_dcache_clear(struct vfs_dcache *c, void (*fn)(struct vfs_node *n, void 
 	}
 	free(c->buckets);
 	vfs_dcache_init(c);
+}
+
+void vfs_dcache_remove(struct vfs_dcache *c, const char *name)
+{
+	struct vfs_dcache_entry **pp = dcache_slot(c, name, name_hash(name));
+	struct vfs_dcache_entry *e;
+
+	if (!pp)
+		return;
+	e = *pp;
+	*pp = e->next;
+	c->count--;
+	vfs_node_put(e->node);
+	free(e);
+}
+
+/* --- renames --- */
+
+/* Protects every node's parent and name against vfs_node_move (see fs.h). */
+static pthread_rwlock_t rename_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void vfs_rename_read_lock(void)
+{
+	pthread_rwlock_rdlock(&rename_lock);
+}
+
+void vfs_rename_read_unlock(void)
+{
+	pthread_rwlock_unlock(&rename_lock);
+}
+
+struct vfs_node *vfs_node_get_parent(struct vfs_node *n)
+{
+	struct vfs_node *p;
+
+	pthread_rwlock_rdlock(&rename_lock);
+	p = n->parent;
+	if (p)
+		vfs_node_get(p);
+	pthread_rwlock_unlock(&rename_lock);
+	return p;
+}
+
+int vfs_node_move(struct vfs_node *n, struct vfs_node *newparent, const char *newname)
+{
+	char *name = strdup(newname);
+	struct vfs_node *old_parent;
+	char *old_name;
+
+	if (!name)
+		return -ENOMEM;
+	vfs_node_get(newparent);
+	pthread_rwlock_wrlock(&rename_lock);
+	old_parent = n->parent;
+	old_name = n->name;
+	n->parent = newparent;
+	n->name = name;
+	pthread_rwlock_unlock(&rename_lock);
+	free(old_name);
+	vfs_node_put(old_parent);
+	return 0;
 }

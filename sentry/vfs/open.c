@@ -49,12 +49,16 @@ static int file_status_flags(int flags)
 	return (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC)) | LINUX_O_LARGEFILE;
 }
 
-/* Opens the existing node at p: Linux's do_open and may_open. */
-static int open_existing(struct task *t, const struct vfs_path *p, int flags, struct file **out)
+/*
+ * Opens the node at p: Linux's do_open and may_open. A node the open just created is opened
+ * without permission checks or truncation (created true), as Linux's FMODE_CREATED.
+ */
+static int open_node(struct task *t, const struct vfs_path *p, int flags, bool created,
+		     struct file **out)
 {
 	uint32_t type = p->node->type;
 	struct file *f;
-	int err;
+	int err = 0;
 
 	if ((flags & O_CREAT) && S_ISDIR(type))
 		return -EISDIR;
@@ -86,7 +90,10 @@ static int open_existing(struct task *t, const struct vfs_path *p, int flags, st
 		flags &= ~O_TRUNC;
 		break;
 	}
-	err = vfs_path_permission_cred(&t->cred, p, open_may(flags));
+	if (created)
+		flags &= ~O_TRUNC;
+	else
+		err = vfs_path_permission_cred(&t->cred, p, open_may(flags));
 	if (err < 0)
 		return err;
 	if (flags & O_NOATIME) {
@@ -98,7 +105,11 @@ static int open_existing(struct task *t, const struct vfs_path *p, int flags, st
 		if (t->cred.fsuid != 0 && t->cred.fsuid != attr.uid)
 			return -EPERM;
 	}
-	if (S_ISDIR(type)) {
+	if (S_ISDIR(type) && p->node->ops->open_dir) {
+		f = p->node->ops->open_dir(p->node, flags);
+		if (IS_ERR(f))
+			return (int)PTR_ERR(f);
+	} else if (S_ISDIR(type)) {
 		f = vfs_dir_file_create(flags);
 		if (!f)
 			return -ENOMEM;
@@ -119,9 +130,57 @@ attach:
 	return 0;
 }
 
+/* Creates regular file name in dir for open (namespace lock held). *out: its path. */
+static int create_file(struct task *t, const struct vfs_path *dir, const char *name,
+		       unsigned int mode, struct vfs_path *out)
+{
+	unsigned int umask = t->fs ? fs_context_umask(t->fs) : 022;
+	struct vfs_create_args a;
+	struct vfs_node *n;
+	int err;
+
+	err = vfs_may_create(&t->cred, dir, S_IFREG | (mode & 07777 & ~umask), &a);
+	if (err < 0)
+		return err;
+	if (!dir->node->ops->create)
+		return -EROFS;
+	err = dir->node->ops->create(dir->node, name, &a, &n);
+	if (err < 0)
+		return err;
+	out->mnt = dir->mnt;
+	vfs_mount_get(out->mnt);
+	out->node = n;
+	return 0;
+}
+
+/* O_TMPFILE: an unnamed regular file in the directory at dir. */
+static int open_tmpfile(struct task *t, const struct vfs_path *dir, int flags, unsigned int mode,
+			struct file **out)
+{
+	unsigned int umask = t->fs ? fs_context_umask(t->fs) : 022;
+	struct vfs_create_args a;
+	struct vfs_path p;
+	int err;
+
+	err = vfs_may_create(&t->cred, dir, S_IFREG | (mode & 07777 & ~umask), &a);
+	if (err < 0)
+		return err;
+	if (!dir->node->ops->tmpfile)
+		return -EOPNOTSUPP;
+	a.no_link = flags & O_EXCL;
+	err = dir->node->ops->tmpfile(dir->node, &a, &p.node);
+	if (err < 0)
+		return err;
+	p.mnt = dir->mnt;
+	vfs_mount_get(p.mnt);
+	err = open_node(t, &p, flags & ~(LINUX_O_TMPFILE_BIT | O_DIRECTORY), true, out);
+	vfs_path_put(&p);
+	return err;
+}
+
 /* open with O_CREAT: resolve the parent, then the last name, following symlinks by hand. */
 static int open_create(struct task *t, struct vfs_walk_state *ws, const struct vfs_path *start,
-		       const char *path, int flags, struct file **out)
+		       const char *path, int flags, unsigned int mode, struct file **out)
 {
 	struct vfs_path dir_start, dir, child;
 	char *target = NULL;
@@ -142,15 +201,19 @@ static int open_create(struct task *t, struct vfs_walk_state *ws, const struct v
 			vfs_path_put(&dir);
 			return -EISDIR;
 		}
+		vfs_ns_lock();
 		err = vfs_lookup_one(&dir, last.name, &child);
 		if (err == -ENOENT) {
-			/*
-			 * Creating files comes with the writable filesystems (tmpfs, overlay);
-			 * until then every mount refuses it as a read-only one would.
-			 */
+			err = create_file(t, &dir, last.name, mode, &child);
+			vfs_ns_unlock();
 			vfs_path_put(&dir);
-			return -EROFS;
+			if (err < 0)
+				return err;
+			err = open_node(t, &child, flags, true, out);
+			vfs_path_put(&child);
+			return err;
 		}
+		vfs_ns_unlock();
 		if (err < 0) {
 			vfs_path_put(&dir);
 			return err;
@@ -162,6 +225,19 @@ static int open_create(struct task *t, struct vfs_walk_state *ws, const struct v
 		}
 		if (!vfs_node_is_symlink(child.node) || (flags & O_NOFOLLOW))
 			break;
+		if (child.node->ops->get_link) {
+			/* A magic link (procfs): open what it names. */
+			struct vfs_path to;
+
+			err = vfs_follow_magic_link(ws, child.node, &to);
+			vfs_path_put(&child);
+			if (err < 0) {
+				vfs_path_put(&dir);
+				return err;
+			}
+			child = to;
+			break;
+		}
 		err = vfs_read_link_target(ws, child.node, &target);
 		vfs_path_put(&child);
 		if (err < 0) {
@@ -176,7 +252,7 @@ static int open_create(struct task *t, struct vfs_walk_state *ws, const struct v
 		}
 	}
 	vfs_path_put(&dir);
-	err = open_existing(t, &child, flags, out);
+	err = open_node(t, &child, flags, false, out);
 	vfs_path_put(&child);
 	return err;
 }
@@ -184,10 +260,24 @@ static int open_create(struct task *t, struct vfs_walk_state *ws, const struct v
 int vfs_open(struct task *t, int dirfd, const char *path, int flags, unsigned int mode,
 	     struct file **out)
 {
-	struct vfs_walk_state ws = { .cred = &t->cred };
+	return vfs_open_resolve(t, dirfd, path, flags, mode, 0, out);
+}
+
+int vfs_open_resolve(struct task *t, int dirfd, const char *path, int flags, unsigned int mode,
+		     unsigned int resolve, struct file **out)
+{
+	struct vfs_walk_state ws = { .cred = &t->cred, .resolve = resolve };
 	struct vfs_path root, start, p;
+	bool tmpfile = false;
 	int err;
 
+	if (resolve & ~(VFS_RESOLVE_NO_XDEV | VFS_RESOLVE_NO_MAGICLINKS | VFS_RESOLVE_NO_SYMLINKS |
+			VFS_RESOLVE_BENEATH | VFS_RESOLVE_IN_ROOT | VFS_RESOLVE_CACHED))
+		return -EINVAL;
+	if ((resolve & VFS_RESOLVE_BENEATH) && (resolve & VFS_RESOLVE_IN_ROOT))
+		return -EINVAL;
+	if ((resolve & VFS_RESOLVE_CACHED) && (flags & (O_TRUNC | O_CREAT | LINUX_O_TMPFILE_BIT)))
+		return -EAGAIN;
 	if (flags & O_PATH)
 		flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 	if ((flags & (O_DIRECTORY | O_CREAT)) == (O_DIRECTORY | O_CREAT))
@@ -197,24 +287,39 @@ int vfs_open(struct task *t, int dirfd, const char *path, int flags, unsigned in
 			    (LINUX_O_TMPFILE_BIT | O_DIRECTORY) ||
 		    !(open_may(flags) & VFS_MAY_WRITE))
 			return -EINVAL;
-		return -EOPNOTSUPP; /* no filesystem supports it yet */
+		tmpfile = true;
 	}
 	if (!*path)
 		return -ENOENT;
 
-	vfs_task_root(t, &root);
-	ws.root = &root;
-	if (path[0] == '/') {
+	if (resolve & (VFS_RESOLVE_BENEATH | VFS_RESOLVE_IN_ROOT)) {
+		/* The walk's root is dirfd itself: `..` and absolute links stop (or fail) there. */
+		err = vfs_dirfd_path(t, dirfd, &root);
+		if (err < 0)
+			return err;
 		vfs_path_copy(&start, &root);
 	} else {
-		err = vfs_dirfd_path(t, dirfd, &start);
-		if (err < 0) {
-			vfs_path_put(&root);
-			return err;
+		vfs_task_root(t, &root);
+		if (path[0] == '/') {
+			vfs_path_copy(&start, &root);
+		} else {
+			err = vfs_dirfd_path(t, dirfd, &start);
+			if (err < 0) {
+				vfs_path_put(&root);
+				return err;
+			}
 		}
 	}
-	if (flags & O_CREAT) {
-		err = open_create(t, &ws, &start, path, flags, out);
+	ws.root = &root;
+	if (tmpfile) {
+		err = vfs_walk_state(&ws, &start, path, VFS_LOOKUP_FOLLOW | VFS_LOOKUP_DIRECTORY, &p,
+				     NULL);
+		if (err == 0) {
+			err = open_tmpfile(t, &p, flags, mode, out);
+			vfs_path_put(&p);
+		}
+	} else if (flags & O_CREAT) {
+		err = open_create(t, &ws, &start, path, flags, mode, out);
 	} else {
 		int lf = (flags & O_NOFOLLOW) ? 0 : VFS_LOOKUP_FOLLOW;
 
@@ -222,7 +327,7 @@ int vfs_open(struct task *t, int dirfd, const char *path, int flags, unsigned in
 			lf |= VFS_LOOKUP_DIRECTORY;
 		err = vfs_walk_state(&ws, &start, path, lf, &p, NULL);
 		if (err == 0) {
-			err = open_existing(t, &p, flags, out);
+			err = open_node(t, &p, flags, false, out);
 			vfs_path_put(&p);
 		}
 	}

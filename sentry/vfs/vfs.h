@@ -26,6 +26,8 @@ struct vfs_node;
 struct vfs_mount;
 struct gofer_client;
 struct linux_statfs;
+struct vfs_fs;
+struct waitq;
 
 /* Attributes of a file, filesystem-neutral; turned into struct stat / statx by the syscalls. */
 struct vfs_attr {
@@ -62,8 +64,44 @@ struct file_ops {
 	int (*getattr)(struct file *f, struct vfs_attr *attr);
 	/* ioctl(2); NULL or -ENOIOCTLCMD means -ENOTTY. arg is a guest address or value. */
 	long (*ioctl)(struct file *f, struct task *t, unsigned int cmd, uint64_t arg);
+	/*
+	 * Readiness for poll/select/epoll and blocking I/O: returns the POLL* events ready now
+	 * (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLRDHUP, ...), and when wq is not NULL stores there
+	 * the wait queue that is woken whenever readiness may have changed (or NULL if it never
+	 * changes). NULL means always ready for reading and writing (regular files).
+	 */
+	unsigned int (*poll)(struct file *f, struct waitq **wq);
 	/* Called once when the last reference goes. */
 	void (*release)(struct file *f);
+	/* fsync(2)/fdatasync(2); NULL: nothing to flush (in-memory files): success. */
+	int (*fsync)(struct file *f, bool datasync);
+	/*
+	 * fallocate(2) with Linux's mode bits (the VFS checked offsets and the file mode).
+	 * NULL: -EOPNOTSUPP.
+	 */
+	int (*fallocate)(struct file *f, int mode, int64_t off, int64_t len);
+
+	/* --- the page cache, for MAP_SHARED file mappings (sentry/mm/README.md) --- */
+
+	/*
+	 * Stores in offs[i], for i < npages, the offset in the kernel's memory file (k->mf) of the
+	 * page that holds the file's bytes [(pgoff + i) * 4096, +4096), allocating pages as needed
+	 * (zero-filled, or read from the backing store), also past the end of the file. Each page
+	 * comes with a new reference (memfile_ref) that the caller drops with memfile_free. The
+	 * pages are the file's own: what is written to them is what read(2) of the file and every
+	 * other mapping see, and write(2) of the file changes them. write is true when the caller
+	 * may write the pages (a MAP_SHARED mapping of a file opened for writing): a filesystem with
+	 * a backing store then writes them back on sync_pages and when the file is released.
+	 * Returns 0, or -errno (-ENOSPC, -ENOMEM, -EIO, ...) with no reference taken.
+	 * NULL: the file cannot be mapped shared (mmap gives -ENODEV).
+	 */
+	int (*get_pages)(struct file *f, uint64_t pgoff, size_t npages, uint64_t *offs, bool write);
+	/*
+	 * msync(2): writes the cached pages [pgoff, pgoff + npages) back to the backing store;
+	 * wait is true for MS_SYNC. Returns 0 or -errno (-EIO). NULL: the pages are the file
+	 * (memory filesystems): nothing to do.
+	 */
+	int (*sync_pages)(struct file *f, uint64_t pgoff, uint64_t npages, bool wait);
 };
 
 struct file {
@@ -75,6 +113,9 @@ struct file {
 	pthread_mutex_t pos_lock; /* protects pos */
 	int64_t pos;
 	void *priv; /* owned by ops */
+	/* The lock table's (lock.c): f may own OFD or flock locks on the inode (dev, ino). */
+	bool lock_used; /* atomic; the two keys are set before it */
+	uint64_t lock_dev, lock_ino;
 };
 
 /* Allocates a file with one reference. Returns it or NULL when out of memory. */
@@ -119,6 +160,11 @@ int fdtable_set_cloexec(struct fdtable *t, int fd, bool cloexec);
 struct fdtable *fdtable_dup(struct fdtable *t);
 /* Closes every fd marked close-on-exec (execve). */
 void fdtable_close_on_exec(struct fdtable *t);
+/*
+ * The lowest open fd >= fd: returns it and *out (a new reference), or -ENOENT when there is
+ * none. For listings (/proc/PID/fd). Added by the procfs engineer.
+ */
+int fdtable_next(struct fdtable *t, int fd, struct file **out);
 
 /* --- filesystem contexts and resolution --- */
 
@@ -129,6 +175,14 @@ struct fs_context;
  * writes give -EROFS). Sets the kernel's root. Returns 0 or -errno.
  */
 int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly);
+/*
+ * Mounts the root as an overlay (sentry/fs/overlay): the gofer's root read-only below, a new
+ * tmpfs above (upper_size bytes at most; 0: tmpfs's default), so that writes stay in the sentry.
+ * Sets the kernel's root. Returns 0 or -errno.
+ */
+int vfs_mount_root_overlay(struct kernel *k, struct gofer_client *gc, uint64_t upper_size);
+/* Makes a mount of fs (the caller's reference is taken over) with flags the kernel's root. */
+int vfs_set_root_fs(struct kernel *k, struct vfs_fs *fs, int flags);
 /* A context whose root and cwd are the kernel's root, umask 022. NULL when out of memory. */
 struct fs_context *fs_context_create(struct kernel *k);
 void fs_context_get(struct fs_context *fs);
@@ -155,8 +209,9 @@ int vfs_getcwd(struct task *t, char *buf, size_t size);
 int vfs_access(struct task *t, int dirfd, const char *path, int mode, int flags);
 
 /*
- * Mounts the minimal /dev (null, zero, full, random, urandom) on the root's /dev directory, if
- * the root has one (else does nothing). Call after vfs_mount_root. Returns 0 or -errno.
+ * Mounts the minimal /dev (null, zero, full, random, urandom, shm) on the root's /dev directory,
+ * if the root has one (else does nothing), and a 64 MiB tmpfs on /dev/shm. Call after
+ * vfs_mount_root. Returns 0 or -errno.
  */
 int vfs_mount_dev(struct kernel *k);
 
@@ -205,5 +260,46 @@ int vfs_path_may_exec(struct task *t, const struct vfs_path *p);
 ssize_t vfs_path_readlink(const struct vfs_path *p, char *buf, size_t len);
 /* The path of an open file (new references): f->mnt/f->node. -EBADF for a file with none. */
 int vfs_file_path(struct file *f, struct vfs_path *out);
+
+/* --- changes (write.c), with sentry strings; each returns 0 or -errno as Linux's call --- */
+
+/*
+ * mknodat(2): mode's type S_IFREG (or 0), S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK (the last two
+ * need euid 0); dev in vfs_mkdev encoding. The umask applies.
+ */
+int vfs_mknodat(struct task *t, int dirfd, const char *path, unsigned int mode, uint64_t dev);
+int vfs_mkdirat(struct task *t, int dirfd, const char *path, unsigned int mode);
+int vfs_symlinkat(struct task *t, const char *target, int dirfd, const char *path);
+/* linkat(2): flags AT_SYMLINK_FOLLOW, AT_EMPTY_PATH; fs.protected_hardlinks rules. */
+int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd,
+	       const char *newpath, int flags);
+/* unlinkat(2): flags AT_REMOVEDIR (rmdir). */
+int vfs_unlinkat(struct task *t, int dirfd, const char *path, int flags);
+/* renameat2(2): flags VFS_RENAME_* (RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT). */
+int vfs_renameat2(struct task *t, int olddirfd, const char *oldpath, int newdirfd,
+		  const char *newpath, unsigned int flags);
+/* chmod of the node at p (owner or root; S_ISGID dropped for non-members). */
+int vfs_path_chmod(struct task *t, const struct vfs_path *p, unsigned int mode);
+/* chown of the node at p; (uint32_t)-1 leaves an id unchanged. */
+int vfs_path_chown(struct task *t, const struct vfs_path *p, uint32_t uid, uint32_t gid);
+/*
+ * utimensat(2) on p: times[0] atime, times[1] mtime, each a time or UTIME_NOW/UTIME_OMIT in
+ * tv_nsec; times NULL means both now.
+ */
+int vfs_path_utimens(struct task *t, const struct vfs_path *p, const struct timespec *times);
+/* truncate(2) of p (write permission) and ftruncate(2) of f (opened for writing). */
+int vfs_path_truncate(struct task *t, const struct vfs_path *p, int64_t size);
+int vfs_file_truncate(struct task *t, struct file *f, int64_t size);
+
+/* openat2(2)'s how->resolve bits (Linux's RESOLVE_*), given to vfs_open_resolve. */
+#define VFS_RESOLVE_NO_XDEV 0x01
+#define VFS_RESOLVE_NO_MAGICLINKS 0x02
+#define VFS_RESOLVE_NO_SYMLINKS 0x04
+#define VFS_RESOLVE_BENEATH 0x08
+#define VFS_RESOLVE_IN_ROOT 0x10
+#define VFS_RESOLVE_CACHED 0x20
+/* vfs_open with openat2's resolve flags (-EINVAL for unknown bits). */
+int vfs_open_resolve(struct task *t, int dirfd, const char *path, int flags, unsigned int mode,
+		     unsigned int resolve, struct file **out);
 
 #endif

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The minimal /dev: an in-memory directory of five character devices with Linux's numbers
- * (mem driver, major 1): null 1:3, zero 1:5, full 1:7, random 1:8, urandom 1:9, mode 0666.
+ * /dev: an in-memory directory of character devices with Linux's numbers (mem driver, major
+ * 1): null 1:3, zero 1:5, full 1:7, random 1:8, urandom 1:9; the terminals tty 5:0 (the
+ * caller's controlling terminal) and ptmx 5:2 (sentry/fs/devpts), all mode 0666; the symlinks
+ * fd -> /proc/self/fd and stdin/stdout/stderr -> /proc/self/fd/0..2; the directories shm
+ * (1777), on which vfs_mount_dev mounts a 64 MiB tmpfs, and pts, on which it mounts devpts.
  * random and urandom read from getrandom(2) in the sentry (no host file is opened).
  */
 #include <dirent.h>
@@ -18,10 +21,13 @@
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/dev/dev.h"
+#include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/vfs/fs.h"
 
 #define DEVFS_MAGIC 0x01021994 /* TMPFS_MAGIC: what /dev reports on Linux (devtmpfs) */
+#define DEVFS_SHM_SIZE (64ULL << 20)
 
 static size_t iov_total(const struct iovec *iov, int iovcnt)
 {
@@ -107,28 +113,58 @@ static const struct file_ops random_fops = {
 	.llseek = dev_llseek,
 };
 
+/* Character devices whose files come from elsewhere (devpts) have no fops: DEVFS_CHR_EXT. */
+static const struct file_ops ext_fops;
+#define DEVFS_CHR_EXT (&ext_fops)
+
 static const struct devfs_entry {
 	const char *name;
 	uint32_t major, minor;
-	const struct file_ops *fops;
+	const struct file_ops *fops; /* NULL: a directory, or a symlink when target is set */
+	const char *target;
 } devfs_entries[] = {
 	/* clang-format off */
-	{ "full", 1, 7, &full_fops },
-	{ "null", 1, 3, &null_fops },
-	{ "random", 1, 8, &random_fops },
-	{ "urandom", 1, 9, &random_fops },
-	{ "zero", 1, 5, &zero_fops },
+	{ "fd", 0, 0, NULL, "/proc/self/fd" },
+	{ "full", 1, 7, &full_fops, NULL },
+	{ "null", 1, 3, &null_fops, NULL },
+	{ "ptmx", PTMX_MAJOR, PTMX_MINOR, DEVFS_CHR_EXT, NULL },
+	{ "pts", 0, 0, NULL, NULL }, /* a directory: devpts is mounted on it */
+	{ "random", 1, 8, &random_fops, NULL },
+	{ "shm", 0, 0, NULL, NULL }, /* a directory: a tmpfs is mounted on it */
+	{ "stderr", 0, 0, NULL, "/proc/self/fd/2" },
+	{ "stdin", 0, 0, NULL, "/proc/self/fd/0" },
+	{ "stdout", 0, 0, NULL, "/proc/self/fd/1" },
+	{ "tty", TTYAUX_MAJOR, 0, DEVFS_CHR_EXT, NULL },
+	{ "urandom", 1, 9, &random_fops, NULL },
+	{ "zero", 1, 5, &zero_fops, NULL },
 	/* clang-format on */
 };
 
 #define DEVFS_NENTRIES ARRAY_SIZE(devfs_entries)
 
+static bool devfs_is_chr(const struct devfs_entry *e)
+{
+	return e && e->fops;
+}
+
+static bool devfs_is_link(const struct devfs_entry *e)
+{
+	return e && e->target;
+}
+
 struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags)
 {
+	/* The terminals: /dev/tty (5:0), /dev/ptmx (5:2) and the slaves (136:N) of devpts. */
+	if (major == TTYAUX_MAJOR && minor == 0)
+		return devpts_open_ctty(flags);
+	if (major == PTMX_MAJOR && minor == PTMX_MINOR)
+		return devpts_open_master(flags);
+	if (major >= PTS_MAJOR && major < PTS_MAJOR + 8)
+		return devpts_open_slave((major - PTS_MAJOR) * 256 + minor, flags);
 	for (size_t i = 0; i < DEVFS_NENTRIES; i++) {
 		const struct devfs_entry *e = &devfs_entries[i];
 
-		if (e->major == major && e->minor == minor) {
+		if (e->fops && e->fops != DEVFS_CHR_EXT && e->major == major && e->minor == minor) {
 			struct file *f = file_alloc(e->fops, flags, NULL);
 
 			return f ? f : ERR_PTR(-ENOMEM);
@@ -165,6 +201,8 @@ static struct vfs_node *devfs_lookup(struct vfs_node *dir, const char *name)
 {
 	struct devfs *fs = devfs_of(dir);
 
+	if (devfs_node_of(dir)->entry)
+		return ERR_PTR(-ENOENT); /* shm and pts are empty below their mounts */
 	for (size_t i = 0; i < DEVFS_NENTRIES; i++) {
 		if (strcmp(devfs_entries[i].name, name) == 0) {
 			vfs_node_get(&fs->children[i]->base);
@@ -178,13 +216,22 @@ static int devfs_getattr(struct vfs_node *n, struct vfs_attr *attr)
 {
 	struct devfs_node *dn = devfs_node_of(n);
 	struct devfs *fs = devfs_of(n);
+	bool dev = devfs_is_chr(dn->entry), link = devfs_is_link(dn->entry);
+	uint32_t mode = S_IFDIR | 0755;
 
+	if (dev)
+		mode = S_IFCHR | 0666;
+	else if (link)
+		mode = S_IFLNK | 0777;
+	else if (dn->entry && !strcmp(dn->entry->name, "shm"))
+		mode = S_IFDIR | 01777;
 	*attr = (struct vfs_attr){
 		.dev = fs->base.dev,
 		.ino = dn->ino,
-		.nlink = dn->entry ? 1 : 2,
-		.mode = dn->entry ? (S_IFCHR | 0666) : (S_IFDIR | 0755),
-		.rdev = dn->entry ? vfs_mkdev(dn->entry->major, dn->entry->minor) : 0,
+		.nlink = dev || link ? 1 : 2,
+		.mode = mode,
+		.rdev = dev ? vfs_mkdev(dn->entry->major, dn->entry->minor) : 0,
+		.size = link ? (int64_t)strlen(dn->entry->target) : 0,
 		.blksize = 4096,
 		.atime = fs->ctime,
 		.mtime = fs->ctime,
@@ -197,17 +244,31 @@ static struct file *devfs_open(struct vfs_node *n, int flags)
 {
 	const struct devfs_entry *e = devfs_node_of(n)->entry;
 
-	if (!e)
+	if (!e || !e->fops)
 		return ERR_PTR(-EISDIR);
 	return devfs_open_chrdev(e->major, e->minor, flags);
+}
+
+static ssize_t devfs_readlink(struct vfs_node *n, char *buf, size_t len)
+{
+	const struct devfs_entry *e = devfs_node_of(n)->entry;
+	size_t l;
+
+	if (!devfs_is_link(e))
+		return -EINVAL;
+	l = strlen(e->target);
+	memcpy(buf, e->target, MIN(l, len));
+	return (ssize_t)l;
 }
 
 static int devfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter *e)
 {
 	struct devfs *fs = devfs_of(dir);
+	/* The shm and pts directories are empty below their mounts. */
+	int64_t end = devfs_node_of(dir)->entry ? 2 : (int64_t)DEVFS_NENTRIES + 2;
 
 	/* Positions: 0 ".", 1 "..", 2 + i the i-th device. */
-	for (; *pos >= 0 && *pos < (int64_t)DEVFS_NENTRIES + 2; (*pos)++) {
+	for (; *pos >= 0 && *pos < end; (*pos)++) {
 		int64_t i = *pos;
 		bool ok;
 
@@ -218,7 +279,10 @@ static int devfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter 
 		else
 			ok = e->emit(e, devfs_entries[i - 2].name,
 				     strlen(devfs_entries[i - 2].name), fs->children[i - 2]->ino,
-				     DT_CHR, i + 1);
+				     devfs_is_chr(&devfs_entries[i - 2])    ? DT_CHR
+				     : devfs_is_link(&devfs_entries[i - 2]) ? DT_LNK
+									    : DT_DIR,
+				     i + 1);
 		if (!ok)
 			break;
 	}
@@ -255,6 +319,7 @@ static const struct vfs_node_ops devfs_node_ops = {
 	.lookup = devfs_lookup,
 	.getattr = devfs_getattr,
 	.open = devfs_open,
+	.readlink = devfs_readlink,
 	.iterate = devfs_iterate,
 	.statfs = devfs_statfs,
 	.release = devfs_release_node,
@@ -272,7 +337,7 @@ static struct devfs_node *devfs_node_new(struct devfs *fs, struct vfs_node *pare
 	if (!n)
 		return NULL;
 	if (vfs_node_init(&n->base, &devfs_node_ops, &fs->base, parent, e ? e->name : "",
-			  e ? S_IFCHR : S_IFDIR) < 0) {
+			  devfs_is_chr(e) ? S_IFCHR : devfs_is_link(e) ? S_IFLNK : S_IFDIR) < 0) {
 		free(n);
 		return NULL;
 	}
@@ -343,5 +408,12 @@ int vfs_mount_dev(struct kernel *k)
 	err = vfs_mount_attach(m, &dev);
 	vfs_mount_put(m); /* the tree holds it now, when attached */
 	vfs_path_put(&dev);
-	return err;
+	if (err < 0)
+		return err;
+	/* /dev/shm: a tmpfs of Docker's default size, for POSIX shared memory and semaphores. */
+	err = vfs_mount_tmpfs(k, "/dev/shm", DEVFS_SHM_SIZE);
+	if (err < 0)
+		return err;
+	/* /dev/pts: the pseudo-terminals. */
+	return vfs_mount_devpts(k);
 }

@@ -468,3 +468,378 @@ void gofer_close(struct gofer_client *c, const uint64_t *handles, int n)
 	if (ret < 0)
 		log_warn("gofer: closing %d handles: %s", n, strerror(-ret));
 }
+
+/* Checks a name argument as gofer_walk does. Returns its length or -errno. */
+static int name_arg(const char *name)
+{
+	size_t len;
+
+	if (!name)
+		return -EINVAL;
+	len = strnlen(name, GOFER_NAME_MAX + 1);
+	if (len > GOFER_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (gofer_name_check(name, len) < 0)
+		return -EINVAL;
+	return (int)len;
+}
+
+static int set_name(struct gofer_name *nm, const char *name)
+{
+	int len = name_arg(name);
+
+	if (len < 0)
+		return len;
+	nm->name = name;
+	nm->len = (uint16_t)len;
+	return 0;
+}
+
+/* Checks an xattr name argument as Linux does (-ERANGE if empty or too long). */
+static int set_xattr_name(struct gofer_name *nm, const char *name)
+{
+	size_t len;
+
+	if (!name)
+		return -EINVAL;
+	len = strnlen(name, GOFER_XATTR_NAME_MAX + 1);
+	if (len == 0 || len > GOFER_XATTR_NAME_MAX)
+		return -ERANGE;
+	nm->name = name;
+	nm->len = (uint16_t)len;
+	return 0;
+}
+
+int gofer_walk_stat(struct gofer_client *c, uint64_t dir, const char *const *names, int n,
+		    struct gofer_attr *attrs)
+{
+	int ret;
+
+	if (n < 0 || n > (int)GOFER_WALK_MAX || (n > 0 && (!names || !attrs)))
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		ret = name_arg(names[i]);
+		if (ret < 0)
+			return ret;
+	}
+	pthread_mutex_lock(&c->lock);
+	for (int i = 0; i < n; i++)
+		set_name(&c->req.walk.names[i], names[i]);
+	c->req.type = GOFER_MSG_WALKSTAT;
+	c->req.walk.dir = dir;
+	c->req.walk.n = (uint32_t)n;
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret == 0) {
+		uint32_t got = c->rep.walkstat.n;
+		bool ok = got <= (uint32_t)n;
+
+		/* As walk_reply_matches: short only before a missing name or after a symlink. */
+		if (ok && !(c->rep.walkstat.flags & GOFER_WALK_ENOENT))
+			ok = got == (uint32_t)n ||
+			     (got > 0 && S_ISLNK(c->rep.walkstat.attrs[got - 1].mode));
+		else if (ok)
+			ok = got < (uint32_t)n;
+		if (!ok) {
+			log_warn("gofer: WALKSTAT reply does not match its request");
+			ret = -EIO;
+		} else {
+			memcpy(attrs, c->rep.walkstat.attrs, got * sizeof(*attrs));
+			ret = (int)got;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_setstat(struct gofer_client *c, uint64_t h, const struct gofer_setstat *st,
+		  struct gofer_attr *attr)
+{
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_SETSTAT;
+	c->req.setstat.handle = h;
+	c->req.setstat.st = *st;
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret == 0 && attr)
+		*attr = c->rep.stat;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/*
+ * Hands the node of a successful CREATE, MKDIR, MKNOD, SYMLINK or LINK reply to the caller:
+ * its handle to *h, or closed when h is NULL. c->lock held.
+ */
+static void take_node(struct gofer_client *c, uint64_t *h, struct gofer_attr *attr)
+{
+	uint64_t handle = c->rep.node.handle;
+
+	if (attr)
+		*attr = c->rep.node.attr;
+	if (h)
+		*h = handle;
+	else
+		close_locked(c, &handle, 1);
+}
+
+/* CREATE, MKDIR, MKNOD, SYMLINK with c->req.mk filled but for its name. c->lock held. */
+static int mk_locked(struct gofer_client *c, uint16_t type, uint64_t dir, const char *name,
+		     uint64_t *h, struct gofer_attr *attr, int *fd)
+{
+	int ret;
+
+	c->req.type = type;
+	c->req.mk.dir = dir;
+	ret = set_name(&c->req.mk.name, name);
+	if (ret < 0)
+		return ret;
+	ret = rpc(c, c->rbuf, fd);
+	if (ret == 0)
+		take_node(c, h, attr);
+	return ret;
+}
+
+int gofer_create(struct gofer_client *c, uint64_t dir, const char *name, int flags, uint32_t mode,
+		 uint32_t uid, uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	int fd = -1, ret;
+
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.mk, 0, sizeof(c->req.mk));
+	/* O_CREAT and O_EXCL are what CREATE is. */
+	c->req.mk.flags = (uint32_t)flags & ~(uint32_t)(O_CREAT | O_EXCL);
+	c->req.mk.mode = mode;
+	c->req.mk.uid = uid;
+	c->req.mk.gid = gid;
+	ret = mk_locked(c, GOFER_MSG_CREATE, dir, name, h, attr, &fd);
+	pthread_mutex_unlock(&c->lock);
+	return ret < 0 ? ret : fd;
+}
+
+int gofer_mkdir(struct gofer_client *c, uint64_t dir, const char *name, uint32_t mode, uint32_t uid,
+		uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.mk, 0, sizeof(c->req.mk));
+	c->req.mk.mode = mode;
+	c->req.mk.uid = uid;
+	c->req.mk.gid = gid;
+	ret = mk_locked(c, GOFER_MSG_MKDIR, dir, name, h, attr, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_mknod(struct gofer_client *c, uint64_t dir, const char *name, uint32_t mode, uint32_t uid,
+		uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	int ret;
+
+	/* Refused here too, so that a sentry bug cannot even ask. */
+	if ((mode & S_IFMT) != S_IFIFO && (mode & S_IFMT) != S_IFSOCK)
+		return -EPERM;
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.mk, 0, sizeof(c->req.mk));
+	c->req.mk.mode = mode;
+	c->req.mk.uid = uid;
+	c->req.mk.gid = gid;
+	ret = mk_locked(c, GOFER_MSG_MKNOD, dir, name, h, attr, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_symlink(struct gofer_client *c, uint64_t dir, const char *name, const char *target,
+		  uint32_t uid, uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	size_t len;
+	int ret;
+
+	if (!target)
+		return -EINVAL;
+	len = strnlen(target, GOFER_PATH_MAX + 1);
+	if (len == 0)
+		return -ENOENT; /* as symlink(2) with an empty target */
+	if (len > GOFER_PATH_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.mk, 0, sizeof(c->req.mk));
+	c->req.mk.uid = uid;
+	c->req.mk.gid = gid;
+	c->req.mk.target.name = target;
+	c->req.mk.target.len = (uint16_t)len;
+	ret = mk_locked(c, GOFER_MSG_SYMLINK, dir, name, h, attr, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* LINK and RENAME. c->lock held. */
+static int link_locked(struct gofer_client *c, uint16_t type, uint64_t olddir, const char *oldname,
+		       uint64_t newdir, const char *newname, uint32_t flags)
+{
+	int ret;
+
+	c->req.type = type;
+	c->req.link.olddir = olddir;
+	c->req.link.newdir = newdir;
+	c->req.link.flags = flags;
+	ret = set_name(&c->req.link.oldname, oldname);
+	if (ret == 0)
+		ret = set_name(&c->req.link.newname, newname);
+	if (ret == 0)
+		ret = rpc(c, c->rbuf, NULL);
+	return ret;
+}
+
+int gofer_link(struct gofer_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
+	       const char *newname, uint64_t *h, struct gofer_attr *attr)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	ret = link_locked(c, GOFER_MSG_LINK, olddir, oldname, newdir, newname, 0);
+	if (ret == 0)
+		take_node(c, h, attr);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_rename(struct gofer_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
+		 const char *newname, uint32_t flags)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	ret = link_locked(c, GOFER_MSG_RENAME, olddir, oldname, newdir, newname, flags);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_unlink(struct gofer_client *c, uint64_t dir, const char *name, uint32_t flags)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_UNLINK;
+	c->req.unlink.dir = dir;
+	c->req.unlink.flags = flags;
+	ret = set_name(&c->req.unlink.name, name);
+	if (ret == 0)
+		ret = rpc(c, c->rbuf, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_fsync(struct gofer_client *c, uint64_t h, bool datasync)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	c->req.type = GOFER_MSG_FSYNC;
+	c->req.fsync.handle = h;
+	c->req.fsync.flags = datasync ? GOFER_FSYNC_DATASYNC : 0;
+	ret = rpc(c, c->rbuf, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/*
+ * GETXATTR and LISTXATTR, c->req.xattr filled but for size: copies the reply's value or list to
+ * buf (size bytes; 0 asks for the length). Returns its length or -errno. c->lock held.
+ */
+static ssize_t xattr_read_locked(struct gofer_client *c, void *buf, size_t size)
+{
+	uint32_t len;
+	int ret;
+
+	c->req.xattr.size = (uint32_t)MIN(size, (size_t)GOFER_XATTR_SIZE_MAX);
+	ret = rpc(c, c->rbuf, NULL);
+	if (ret < 0)
+		return ret;
+	len = c->rep.xattr.len;
+	if (size == 0)
+		return c->rep.xattr.data ? -EIO : (ssize_t)len;
+	/* The gofer answers ERANGE rather than send more than asked. */
+	if (len > c->req.xattr.size || (len && !c->rep.xattr.data)) {
+		log_warn("gofer: xattr reply larger than asked, or without its bytes");
+		return -EIO;
+	}
+	if (len)
+		memcpy(buf, c->rep.xattr.data, len);
+	return (ssize_t)len;
+}
+
+ssize_t gofer_getxattr(struct gofer_client *c, uint64_t h, const char *name, void *buf, size_t size)
+{
+	ssize_t ret;
+
+	if (size && !buf)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.xattr, 0, sizeof(c->req.xattr));
+	c->req.type = GOFER_MSG_GETXATTR;
+	c->req.xattr.handle = h;
+	ret = set_xattr_name(&c->req.xattr.name, name);
+	if (ret == 0)
+		ret = xattr_read_locked(c, buf, size);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+ssize_t gofer_listxattr(struct gofer_client *c, uint64_t h, char *buf, size_t size)
+{
+	ssize_t ret;
+
+	if (size && !buf)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.xattr, 0, sizeof(c->req.xattr));
+	c->req.type = GOFER_MSG_LISTXATTR;
+	c->req.xattr.handle = h;
+	ret = xattr_read_locked(c, buf, size);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_setxattr(struct gofer_client *c, uint64_t h, const char *name, const void *value,
+		   size_t size, uint32_t flags)
+{
+	int ret;
+
+	if (size > GOFER_XATTR_SIZE_MAX)
+		return -E2BIG;
+	if (size && !value)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.xattr, 0, sizeof(c->req.xattr));
+	c->req.type = GOFER_MSG_SETXATTR;
+	c->req.xattr.handle = h;
+	c->req.xattr.flags = flags;
+	c->req.xattr.size = (uint32_t)size;
+	c->req.xattr.value = value;
+	ret = set_xattr_name(&c->req.xattr.name, name);
+	if (ret == 0)
+		ret = rpc(c, c->rbuf, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int gofer_removexattr(struct gofer_client *c, uint64_t h, const char *name)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	memset(&c->req.xattr, 0, sizeof(c->req.xattr));
+	c->req.type = GOFER_MSG_REMOVEXATTR;
+	c->req.xattr.handle = h;
+	ret = set_xattr_name(&c->req.xattr.name, name);
+	if (ret == 0)
+		ret = rpc(c, c->rbuf, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}

@@ -4,8 +4,24 @@
  *
  * Each node holds a gofer handle, its attributes and a cache of its children by name
  * (negative entries too on a read-only mount). The host is assumed not to change the tree
- * behind the sandbox's back: nothing is revalidated (see sentry/vfs/README.md). Opening a file
- * asks the gofer once for a host FD; reads and writes then go straight to that FD.
+ * behind the sandbox's back: names are never revalidated (see sentry/vfs/README.md). Opening a
+ * file asks the gofer once for a host FD; reads and writes then go straight to that FD.
+ *
+ * Writable mounts (--overlay=none, volumes) change the host through the gofer's write
+ * messages. Attributes are then cached per node with the mount's generation number: every
+ * change the sandbox makes through the mount (namespace changes, setattr, writes, truncation,
+ * fallocate through a donated FD) bumps the generation, so that a cached attribute is used
+ * only while nothing was changed since it was read (hard links share an inode: one change
+ * invalidates every name). Mounts whose host tree others may change as well (volumes) do not
+ * cache attributes at all.
+ *
+ * Page cache (MAP_SHARED): a node's pages in the memory file, filled from a donated FD on the
+ * first get_pages of each page and kept until the node goes (the cache holds one reference per
+ * page, each mapping its own). Once a page is cached it is the truth for the sandbox: read(2)
+ * copies cached pages over what the host FD gave, write(2) writes the host FD and the cached
+ * pages alike, truncation drops (and zeroes) cached pages past the new size. Pages handed to a
+ * writable mapping are dirty: msync and the release of a writable file write them back (never
+ * past the host file's size). Changes the host makes to a cached page are not seen.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,28 +41,48 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/dev/dev.h"
 #include "sentry/fs/gofer/client.h"
+#include "sentry/fs/gofer/gofer_fs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/mm/memfile.h"
 #include "sentry/vfs/fs.h"
 
 struct gofer_fs {
 	struct vfs_fs base;
 	struct gofer_client *gc; /* not owned: the kernel's, outlives the filesystem */
 	bool readonly;
+	bool cache_attrs; /* writable: cached attributes are valid while gen is unchanged */
+	struct memfile *mf; /* not owned: the kernel's, for the page cache; NULL: no MAP_SHARED */
+	uint64_t gen; /* atomic: bumped by every change the sandbox makes (writable mounts) */
 };
 
 struct gofer_node {
 	struct vfs_node base;
 	uint64_t handle; /* owned: closed on release */
-	pthread_mutex_t lock; /* protects attr, children, link, link_len */
+	pthread_mutex_t lock; /* protects attr, attr_gen, children, link, link_len, created_fd */
 	struct gofer_attr attr;
+	uint64_t attr_gen; /* writable mounts: fs->gen when attr was read (0: never valid) */
+	int created_fd; /* owned: the FD the creating gofer_create donated, for the open after */
+	bool unlinked; /* its name was removed (or moved over): it cannot be linked by name */
 	struct vfs_dcache children;
 	char *link; /* symlink target, cached on first read (read-only mounts) */
 	size_t link_len;
+	/* The page cache (see the top of the file), sorted by pgoff; protected by lock. */
+	struct gofer_page *pages;
+	size_t npages, cap_pages;
+};
+
+/* A page of a node's page cache: the file's bytes [pgoff * 4096, +4096). */
+struct gofer_page {
+	uint64_t pgoff;
+	uint64_t mf_off; /* memory-file offset; the cache holds one reference */
+	bool dirty; /* handed to a writable mapping: written back by msync and release */
 };
 
 /* An open regular file: the host FD the gofer donated. */
 struct gofer_file {
 	int fd; /* owned */
+	struct gofer_fs *fs; /* for the generation bump of writes (the file holds a mount) */
+	struct gofer_node *gn; /* referenced: its page cache (f->node may be an overlay's) */
 };
 
 static struct gofer_fs *gofer_fs_of(struct vfs_node *n)
@@ -75,9 +111,32 @@ static struct gofer_node *gofer_node_new(struct gofer_fs *fs, struct vfs_node *p
 	}
 	n->handle = handle;
 	n->attr = *attr;
+	n->created_fd = -1;
 	pthread_mutex_init(&n->lock, NULL);
 	vfs_dcache_init(&n->children);
 	return n;
+}
+
+/* The mount's generation: read before asking the gofer, stored with what it answered. */
+static uint64_t gofer_gen(struct gofer_fs *fs)
+{
+	return __atomic_load_n(&fs->gen, __ATOMIC_ACQUIRE);
+}
+
+/* Records a change made through fs: every cached attribute is stale from now on. */
+static void gofer_changed(struct gofer_fs *fs)
+{
+	if (!fs->readonly)
+		__atomic_add_fetch(&fs->gen, 1, __ATOMIC_RELEASE);
+}
+
+/* Stores attributes read at generation gen (a later change since then keeps them stale). */
+static void gofer_set_attr(struct gofer_node *gn, const struct gofer_attr *ga, uint64_t gen)
+{
+	pthread_mutex_lock(&gn->lock);
+	gn->attr = *ga;
+	gn->attr_gen = gen;
+	pthread_mutex_unlock(&gn->lock);
 }
 
 static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
@@ -88,7 +147,7 @@ static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
 	struct gofer_node *child;
 	struct vfs_node *cached;
 	struct gofer_attr attr;
-	uint64_t handle;
+	uint64_t handle, gen;
 	int n;
 
 	/* The lock is held across the walk so that two lookups of a name make one node. */
@@ -97,6 +156,7 @@ static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
 		pthread_mutex_unlock(&gd->lock);
 		return cached ? cached : ERR_PTR(-ENOENT);
 	}
+	gen = gofer_gen(fs);
 	n = gofer_walk(fs->gc, gd->handle, names, 1, &handle, &attr);
 	if (n <= 0) {
 		if (n == 0 && fs->readonly)
@@ -110,6 +170,7 @@ static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
 		gofer_close(fs->gc, &handle, 1);
 		return ERR_PTR(-ENOMEM);
 	}
+	child->attr_gen = gen;
 	/* Uncached when out of memory: the node still works, it is just looked up again. */
 	vfs_dcache_insert(&gd->children, name, &child->base);
 	pthread_mutex_unlock(&gd->lock);
@@ -139,21 +200,21 @@ static int gofer_getattr(struct vfs_node *n, struct vfs_attr *attr)
 {
 	struct gofer_node *gn = gofer_node_of(n);
 	struct gofer_fs *fs = gofer_fs_of(n);
+	uint64_t gen = gofer_gen(fs);
 	struct gofer_attr ga;
+	bool cached;
 	int err;
 
-	if (!fs->readonly) {
-		/* A writable mount changes under us (our own writes): ask again. */
+	pthread_mutex_lock(&gn->lock);
+	ga = gn->attr;
+	cached = fs->readonly || (fs->cache_attrs && gn->attr_gen == gen);
+	pthread_mutex_unlock(&gn->lock);
+	if (!cached) {
+		/* A writable mount changes under us (our own writes, or the host's): ask again. */
 		err = gofer_stat(fs->gc, gn->handle, &ga);
 		if (err < 0)
 			return err;
-		pthread_mutex_lock(&gn->lock);
-		gn->attr = ga;
-		pthread_mutex_unlock(&gn->lock);
-	} else {
-		pthread_mutex_lock(&gn->lock);
-		ga = gn->attr;
-		pthread_mutex_unlock(&gn->lock);
+		gofer_set_attr(gn, &ga, gen);
 	}
 	attr_from_gofer(attr, &ga, fs->base.dev);
 	return 0;
@@ -202,8 +263,70 @@ static int gofer_file_fd(struct file *f)
 	return ((struct gofer_file *)f->priv)->fd;
 }
 
+/* Index of the first cached page of gn at or above pgoff (gn->lock held). */
+static size_t pcache_lower(const struct gofer_node *gn, uint64_t pgoff)
+{
+	size_t lo = 0, hi = gn->npages;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (gn->pages[mid].pgoff < pgoff)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Copies between the cached pages of gn and the file range [off, off + len) that iov (iovcnt
+ * segments, len bytes in all) holds: to_cache copies the iov's bytes into the cached pages
+ * (write(2)), else the cached pages' bytes into the iov (read(2)). Uncached parts are skipped.
+ */
+static void pcache_copy(struct gofer_fs *fs, struct gofer_node *gn, const struct iovec *iov,
+			int iovcnt, int64_t off, size_t len, bool to_cache)
+{
+	if (len == 0)
+		return;
+	pthread_mutex_lock(&gn->lock);
+	uint64_t first = (uint64_t)off / PAGE_SIZE, end = (uint64_t)off + len;
+	for (size_t i = pcache_lower(gn, first); i < gn->npages; i++) {
+		const struct gofer_page *pg = &gn->pages[i];
+		uint64_t a = MAX(pg->pgoff * PAGE_SIZE, (uint64_t)off);
+		uint64_t b = MIN(pg->pgoff * PAGE_SIZE + PAGE_SIZE, end);
+		if (a >= end)
+			break;
+		uint8_t *page = memfile_ptr(fs->mf, pg->mf_off) + (a - pg->pgoff * PAGE_SIZE);
+		/* Walk the iov to byte a - off, then copy b - a bytes. */
+		size_t skip = a - (uint64_t)off, left = b - a;
+		for (int k = 0; k < iovcnt && left; k++) {
+			if (skip >= iov[k].iov_len) {
+				skip -= iov[k].iov_len;
+				continue;
+			}
+			size_t c = MIN(iov[k].iov_len - skip, left);
+			uint8_t *io = (uint8_t *)iov[k].iov_base + skip;
+			if (to_cache)
+				memcpy(page, io, c);
+			else
+				memcpy(io, page, c);
+			page += c;
+			left -= c;
+			skip = 0;
+		}
+	}
+	pthread_mutex_unlock(&gn->lock);
+}
+
+/* Whether gn has a page cache (read without the lock: a hint; pcache_copy rechecks). */
+static bool pcache_used(struct gofer_node *gn)
+{
+	return __atomic_load_n(&gn->npages, __ATOMIC_RELAXED) != 0;
+}
+
 static ssize_t gofer_file_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
 {
+	struct gofer_file *gf = f->priv;
 	int fd = gofer_file_fd(f);
 	ssize_t n;
 
@@ -212,6 +335,9 @@ static ssize_t gofer_file_read(struct file *f, const struct iovec *iov, int iovc
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	/* Cached pages are the truth: a shared mapping may have written them. */
+	if (pos && n > 0 && pcache_used(gf->gn))
+		pcache_copy(gf->fs, gf->gn, iov, iovcnt, *pos, (size_t)n, false);
 	if (pos)
 		*pos += n;
 	return n;
@@ -229,16 +355,26 @@ static ssize_t gofer_file_write(struct file *f, const struct iovec *iov, int iov
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	struct gofer_file *gf = f->priv;
+	gofer_changed(gf->fs);
+	int64_t start = pos ? *pos : -1;
 	if (pos) {
 		if (append) {
 			off_t end = lseek(fd, 0, SEEK_CUR);
 
-			if (end >= 0)
+			if (end >= 0) {
 				*pos = end;
+				start = end - n;
+			} else {
+				start = -1;
+			}
 		} else {
 			*pos += n;
 		}
 	}
+	/* Shared mappings see write(2) at once: cached pages get the same bytes. */
+	if (start >= 0 && n > 0 && pcache_used(gf->gn))
+		pcache_copy(gf->fs, gf->gn, iov, iovcnt, start, (size_t)n, true);
 	return n;
 }
 
@@ -258,12 +394,178 @@ static int64_t gofer_file_llseek(struct file *f, int64_t off, int whence)
 	return vfs_generic_llseek(f, off, whence, st.st_size);
 }
 
+/*
+ * Writes the dirty cached pages of gn in [pgoff, pgoff + npages) back through fd, never past
+ * the host file's size (a mapping past the end does not grow the file). Returns 0 or -errno.
+ */
+static int pcache_writeback(struct gofer_fs *fs, struct gofer_node *gn, int fd, uint64_t pgoff,
+			    uint64_t npages)
+{
+	struct stat st;
+	int err = 0;
+
+	if (!pcache_used(gn))
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	pthread_mutex_lock(&gn->lock);
+	for (size_t i = pcache_lower(gn, pgoff); i < gn->npages; i++) {
+		const struct gofer_page *pg = &gn->pages[i];
+		if (pg->pgoff - pgoff >= npages)
+			break;
+		uint64_t at = pg->pgoff * PAGE_SIZE;
+		if (!pg->dirty || at >= (uint64_t)st.st_size)
+			continue;
+		size_t len = (size_t)MIN((uint64_t)PAGE_SIZE, (uint64_t)st.st_size - at);
+		ssize_t w;
+		do {
+			w = pwrite(fd, memfile_ptr(fs->mf, pg->mf_off), len, (off_t)at);
+		} while (w < 0 && errno == EINTR);
+		if (w < 0 && !err)
+			err = -errno;
+	}
+	pthread_mutex_unlock(&gn->lock);
+	if (err == 0)
+		gofer_changed(fs);
+	return err;
+}
+
+/*
+ * MAP_SHARED: the node's cached pages, read from the host FD on first use. Pages given to a
+ * writable mapping become dirty (there are no dirty bits to tell which were written).
+ */
+static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, uint64_t *offs,
+				bool write)
+{
+	struct gofer_file *gf = f->priv;
+	struct gofer_node *gn = gf->gn;
+	struct memfile *mf = gf->fs->mf;
+	int err = 0;
+
+	if (!mf)
+		return -ENODEV;
+	if (npages == 0)
+		return 0;
+	if (pgoff > INT64_MAX / PAGE_SIZE || npages > INT64_MAX / PAGE_SIZE - pgoff)
+		return -EOVERFLOW;
+	pthread_mutex_lock(&gn->lock);
+	for (size_t i = 0; i < npages; i++) {
+		uint64_t want = pgoff + i;
+		size_t at = pcache_lower(gn, want);
+		if (at < gn->npages && gn->pages[at].pgoff == want)
+			continue;
+		if (gn->npages == gn->cap_pages) {
+			size_t cap = gn->cap_pages ? gn->cap_pages * 2 : 16;
+			struct gofer_page *np = realloc(gn->pages, cap * sizeof(*np));
+			if (!np) {
+				err = -ENOMEM;
+				break;
+			}
+			gn->pages = np;
+			gn->cap_pages = cap;
+		}
+		/* Next to the previous page when free, so that the mapping is few VMAs. */
+		int64_t off = -ENOMEM;
+		if (at > 0 && gn->pages[at - 1].pgoff == want - 1 &&
+		    memfile_alloc_at(mf, gn->pages[at - 1].mf_off + PAGE_SIZE, PAGE_SIZE) == 0)
+			off = (int64_t)(gn->pages[at - 1].mf_off + PAGE_SIZE);
+		if (off < 0)
+			off = memfile_alloc(mf, PAGE_SIZE);
+		if (off < 0) {
+			err = (int)off;
+			break;
+		}
+		ssize_t r;
+		do {
+			r = pread(gf->fd, memfile_ptr(mf, (uint64_t)off), PAGE_SIZE,
+				  (off_t)(want * PAGE_SIZE));
+		} while (r < 0 && errno == EINTR);
+		if (r < 0) {
+			err = -errno;
+			memfile_free(mf, (uint64_t)off, PAGE_SIZE);
+			break;
+		}
+		memmove(&gn->pages[at + 1], &gn->pages[at], (gn->npages - at) * sizeof(gn->pages[0]));
+		gn->pages[at] = (struct gofer_page){ .pgoff = want, .mf_off = (uint64_t)off };
+		__atomic_store_n(&gn->npages, gn->npages + 1, __ATOMIC_RELAXED);
+	}
+	if (err == 0) {
+		size_t at = pcache_lower(gn, pgoff);
+		for (size_t i = 0; i < npages; i++) {
+			struct gofer_page *pg = &gn->pages[at + i];
+			if (write)
+				pg->dirty = true;
+			offs[i] = pg->mf_off;
+			memfile_ref(mf, pg->mf_off, PAGE_SIZE);
+		}
+	}
+	pthread_mutex_unlock(&gn->lock);
+	return err;
+}
+
+/* msync(2): the dirty cached pages of the range go back to the host file. */
+static int gofer_file_sync_pages(struct file *f, uint64_t pgoff, uint64_t npages, bool wait)
+{
+	struct gofer_file *gf = f->priv;
+
+	if ((f->flags & O_ACCMODE) != O_RDWR)
+		return 0;
+	return pcache_writeback(gf->fs, gf->gn, gf->fd, pgoff, npages);
+}
+
+/* Drops the node's page cache (release): mappings keep their own references on the pages. */
+static void pcache_drop(struct gofer_fs *fs, struct gofer_node *gn, uint64_t from_pgoff)
+{
+	size_t i = pcache_lower(gn, from_pgoff);
+
+	for (size_t k = i; k < gn->npages; k++) {
+		uint64_t off = gn->pages[k].mf_off;
+		/* A mapping still holds it: it reads zeros now, not stale bytes. */
+		if (memfile_page_refs(fs->mf, off) > 1)
+			memfile_zero(fs->mf, off, PAGE_SIZE);
+		memfile_free(fs->mf, off, PAGE_SIZE);
+	}
+	__atomic_store_n(&gn->npages, i, __ATOMIC_RELAXED);
+}
+
 static void gofer_file_release(struct file *f)
 {
 	struct gofer_file *gf = f->priv;
 
+	/* The last chance to write what writable mappings left in the cache. */
+	if ((f->flags & O_ACCMODE) == O_RDWR) {
+		int err = pcache_writeback(gf->fs, gf->gn, gf->fd, 0, UINT64_MAX);
+		if (err < 0)
+			log_warn("gofer: writing back mapped pages failed: %s", strerror(-err));
+	}
 	close(gf->fd);
+	vfs_node_put(&gf->gn->base);
 	free(gf);
+}
+
+/* fsync(2) on the donated FD: the host's own flush of the host file. */
+static int gofer_file_fsync(struct file *f, bool datasync)
+{
+	int fd = gofer_file_fd(f);
+
+	if ((datasync ? fdatasync(fd) : fsync(fd)) < 0)
+		return errno == EINVAL ? 0 : -errno; /* nothing to flush (e.g. a FIFO) */
+	return 0;
+}
+
+/* fallocate(2) on the donated FD (a read-only gofer donated a read-only one: -EBADF). */
+static int gofer_file_fallocate(struct file *f, int mode, int64_t off, int64_t len)
+{
+	struct gofer_file *gf = f->priv;
+	int r;
+
+	do {
+		r = fallocate(gf->fd, mode, off, len);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	gofer_changed(gf->fs);
+	return 0;
 }
 
 static const struct file_ops gofer_file_ops = {
@@ -271,7 +573,31 @@ static const struct file_ops gofer_file_ops = {
 	.write = gofer_file_write,
 	.llseek = gofer_file_llseek,
 	.release = gofer_file_release,
+	.fsync = gofer_file_fsync,
+	.fallocate = gofer_file_fallocate,
+	.get_pages = gofer_file_get_pages,
+	.sync_pages = gofer_file_sync_pages,
 };
+
+/*
+ * The FD gofer_create donated when n was created, if an open follows its creation (O_CREAT):
+ * it was opened O_RDWR whatever the file's mode, as Linux opens a file it just created. Taken
+ * once; -1 otherwise. O_APPEND is set on it when asked (the host FD appends, as gofer_open's).
+ */
+static int take_created_fd(struct gofer_node *gn, int flags)
+{
+	int fd;
+
+	pthread_mutex_lock(&gn->lock);
+	fd = gn->created_fd;
+	gn->created_fd = -1;
+	pthread_mutex_unlock(&gn->lock);
+	if (fd >= 0 && (flags & O_APPEND) && fcntl(fd, F_SETFL, O_APPEND) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 static struct file *gofer_open_op(struct vfs_node *n, int flags)
 {
@@ -305,18 +631,25 @@ static struct file *gofer_open_op(struct vfs_node *n, int flags)
 	gf = malloc(sizeof(*gf));
 	if (!gf)
 		return ERR_PTR(-ENOMEM);
-	fd = gofer_open(fs->gc, gn->handle, hostflags);
+	fd = take_created_fd(gn, flags);
+	if (fd < 0)
+		fd = gofer_open(fs->gc, gn->handle, hostflags);
 	if (fd < 0) {
 		free(gf);
 		return ERR_PTR(fd);
 	}
+	if (hostflags & O_TRUNC)
+		gofer_changed(fs);
 	gf->fd = fd;
+	gf->fs = fs;
+	gf->gn = gn;
 	f = file_alloc(&gofer_file_ops, flags, gf);
 	if (!f) {
 		close(fd);
 		free(gf);
 		return ERR_PTR(-ENOMEM);
 	}
+	vfs_node_get(n);
 	return f;
 }
 
@@ -415,6 +748,271 @@ static int gofer_statfs_op(struct vfs_node *n, struct linux_statfs *st)
 	return 0;
 }
 
+/* --- writes (writable mounts: --overlay=none and volumes) --- */
+
+/*
+ * Makes the node of a name just created in dir (handle h owned by the caller until this
+ * succeeds) and caches it under name. dir's lock held. Returns the node or NULL (out of memory:
+ * the handle was closed).
+ */
+static struct gofer_node *gofer_add_child(struct gofer_node *gd, const char *name, uint64_t h,
+					  const struct gofer_attr *attr, uint64_t gen)
+{
+	struct gofer_fs *fs = gofer_fs_of(&gd->base);
+	struct gofer_node *child = gofer_node_new(fs, &gd->base, name, h, attr);
+
+	if (!child) {
+		gofer_close(fs->gc, &h, 1);
+		return NULL;
+	}
+	child->attr_gen = gen;
+	/* Uncached when out of memory: the next lookup walks to it again. */
+	if (vfs_dcache_insert(&gd->children, name, &child->base) < 0)
+		vfs_dcache_remove(&gd->children, name);
+	return child;
+}
+
+static int gofer_create_op(struct vfs_node *dir, const char *name, const struct vfs_create_args *a,
+			   struct vfs_node **out)
+{
+	struct gofer_node *gd = gofer_node_of(dir), *child;
+	struct gofer_fs *fs = gofer_fs_of(dir);
+	uint32_t perm = a->mode & 07777;
+	struct gofer_attr attr;
+	int fd = -1, err;
+	uint64_t h, gen;
+
+	pthread_mutex_lock(&gd->lock);
+	switch (a->mode & S_IFMT) {
+	case S_IFREG:
+		/* Opened read-write whatever the mode: the open that usually follows takes it. */
+		fd = gofer_create(fs->gc, gd->handle, name, O_RDWR, perm, a->uid, a->gid, &h,
+				  &attr);
+		err = fd < 0 ? fd : 0;
+		break;
+	case S_IFDIR:
+		err = gofer_mkdir(fs->gc, gd->handle, name, perm, a->uid, a->gid, &h, &attr);
+		break;
+	case S_IFLNK:
+		err = gofer_symlink(fs->gc, gd->handle, name, a->target, a->uid, a->gid, &h, &attr);
+		break;
+	case S_IFIFO:
+	case S_IFSOCK:
+		err = gofer_mknod(fs->gc, gd->handle, name, a->mode, a->uid, a->gid, &h, &attr);
+		break;
+	default:
+		/* Device nodes are never made on the host (as in a user namespace). */
+		err = -EPERM;
+		break;
+	}
+	gofer_changed(fs);
+	if (err < 0) {
+		pthread_mutex_unlock(&gd->lock);
+		return err;
+	}
+	gen = gofer_gen(fs);
+	child = gofer_add_child(gd, name, h, &attr, gen);
+	if (!child) {
+		pthread_mutex_unlock(&gd->lock);
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	/* Before dir's lock goes: no lookup can reach the child earlier. */
+	child->created_fd = fd;
+	pthread_mutex_unlock(&gd->lock);
+	*out = &child->base;
+	return 0;
+}
+
+static int gofer_link_op(struct vfs_node *dir, const char *name, struct vfs_node *old,
+			 struct vfs_node **out)
+{
+	struct gofer_node *gd = gofer_node_of(dir), *gold = gofer_node_of(old), *child;
+	struct gofer_fs *fs = gofer_fs_of(dir);
+	struct gofer_attr attr;
+	bool unlinked;
+	uint64_t h;
+	int err;
+
+	/* The gofer links by name: the namespace lock keeps old's parent and name as they are. */
+	pthread_mutex_lock(&gold->lock);
+	unlinked = gold->unlinked;
+	pthread_mutex_unlock(&gold->lock);
+	if (unlinked || !old->parent)
+		return -ENOENT;
+	pthread_mutex_lock(&gd->lock);
+	err = gofer_link(fs->gc, gofer_node_of(old->parent)->handle, old->name, gd->handle, name, &h,
+			 &attr);
+	gofer_changed(fs);
+	if (err < 0) {
+		pthread_mutex_unlock(&gd->lock);
+		return err;
+	}
+	child = gofer_add_child(gd, name, h, &attr, gofer_gen(fs));
+	pthread_mutex_unlock(&gd->lock);
+	if (!child)
+		return -ENOMEM;
+	*out = &child->base;
+	return 0;
+}
+
+/* Forgets name in dir's cache after the host removed it or moved something over it. */
+static void gofer_forget(struct vfs_node *dir, const char *name, struct vfs_node *child)
+{
+	struct gofer_node *gd = gofer_node_of(dir);
+
+	pthread_mutex_lock(&gd->lock);
+	vfs_dcache_remove(&gd->children, name);
+	pthread_mutex_unlock(&gd->lock);
+	if (child) {
+		struct gofer_node *gc = gofer_node_of(child);
+
+		pthread_mutex_lock(&gc->lock);
+		gc->unlinked = true;
+		pthread_mutex_unlock(&gc->lock);
+	}
+}
+
+static int gofer_remove(struct vfs_node *dir, const char *name, struct vfs_node *child,
+			uint32_t flags)
+{
+	struct gofer_fs *fs = gofer_fs_of(dir);
+	int err = gofer_unlink(fs->gc, gofer_node_of(dir)->handle, name, flags);
+
+	gofer_changed(fs);
+	if (err < 0)
+		return err;
+	gofer_forget(dir, name, child);
+	return 0;
+}
+
+static int gofer_unlink_op(struct vfs_node *dir, const char *name, struct vfs_node *child)
+{
+	return gofer_remove(dir, name, child, 0);
+}
+
+static int gofer_rmdir_op(struct vfs_node *dir, const char *name, struct vfs_node *child)
+{
+	return gofer_remove(dir, name, child, GOFER_UNLINK_REMOVEDIR);
+}
+
+/* Caches node under name in dir (best effort: uncached, it is walked to again). */
+static void gofer_cache(struct vfs_node *dir, const char *name, struct vfs_node *node)
+{
+	struct gofer_node *gd = gofer_node_of(dir);
+
+	pthread_mutex_lock(&gd->lock);
+	if (vfs_dcache_insert(&gd->children, name, node) < 0)
+		vfs_dcache_remove(&gd->children, name);
+	pthread_mutex_unlock(&gd->lock);
+}
+
+/*
+ * Renames node to newname in newdir after the host did: its name and parent follow (if that
+ * fails for memory, it is marked as unlinkable by name and left out of the caches, where a
+ * later walk finds the host's node again).
+ */
+static void gofer_moved(struct vfs_node *node, struct vfs_node *newdir, const char *newname)
+{
+	if (vfs_node_move(node, newdir, newname) < 0) {
+		struct gofer_node *gn = gofer_node_of(node);
+
+		pthread_mutex_lock(&gn->lock);
+		gn->unlinked = true;
+		pthread_mutex_unlock(&gn->lock);
+		return;
+	}
+	gofer_cache(newdir, newname, node);
+}
+
+static int gofer_rename_op(struct vfs_node *olddir, const char *oldname, struct vfs_node *node,
+			   struct vfs_node *newdir, const char *newname, struct vfs_node *target,
+			   unsigned int flags)
+{
+	struct gofer_fs *fs = gofer_fs_of(olddir);
+	uint32_t gflags = 0;
+	int err;
+
+	if (newdir->fs != olddir->fs)
+		return -EXDEV;
+	if (flags & VFS_RENAME_WHITEOUT)
+		return -EINVAL; /* as a host filesystem without whiteouts */
+	if (flags & VFS_RENAME_NOREPLACE)
+		gflags |= GOFER_RENAME_NOREPLACE;
+	if (flags & VFS_RENAME_EXCHANGE)
+		gflags |= GOFER_RENAME_EXCHANGE;
+	err = gofer_rename(fs->gc, gofer_node_of(olddir)->handle, oldname,
+			   gofer_node_of(newdir)->handle, newname, gflags);
+	gofer_changed(fs);
+	if (err < 0)
+		return err;
+	/* The caller holds references on every node: the caches' may go. */
+	gofer_forget(olddir, oldname, NULL);
+	gofer_forget(newdir, newname, (target && !(flags & VFS_RENAME_EXCHANGE)) ? target : NULL);
+	gofer_moved(node, newdir, newname);
+	if (target && (flags & VFS_RENAME_EXCHANGE))
+		gofer_moved(target, olddir, oldname);
+	return 0;
+}
+
+static int gofer_setattr_op(struct vfs_node *n, const struct vfs_setattr *sa)
+{
+	struct gofer_node *gn = gofer_node_of(n);
+	struct gofer_fs *fs = gofer_fs_of(n);
+	struct gofer_setstat st = { 0 };
+	struct gofer_attr attr;
+	int err;
+
+	if (sa->valid & VFS_SETATTR_MODE) {
+		st.mask |= GOFER_SETSTAT_MODE;
+		st.mode = sa->mode & 07777;
+	}
+	if (sa->valid & VFS_SETATTR_UID) {
+		st.mask |= GOFER_SETSTAT_UID;
+		st.uid = sa->uid;
+	}
+	if (sa->valid & VFS_SETATTR_GID) {
+		st.mask |= GOFER_SETSTAT_GID;
+		st.gid = sa->gid;
+	}
+	if (sa->valid & VFS_SETATTR_SIZE) {
+		st.mask |= GOFER_SETSTAT_SIZE;
+		st.size = sa->size;
+	}
+	if (sa->valid & VFS_SETATTR_ATIME) {
+		st.mask |= GOFER_SETSTAT_ATIME;
+		st.atime_sec = sa->atime.tv_sec;
+		st.atime_nsec = (uint32_t)sa->atime.tv_nsec;
+	}
+	if (sa->valid & VFS_SETATTR_MTIME) {
+		st.mask |= GOFER_SETSTAT_MTIME;
+		st.mtime_sec = sa->mtime.tv_sec;
+		st.mtime_nsec = (uint32_t)sa->mtime.tv_nsec;
+	}
+	/* VFS_SETATTR_CTIME (copy-up) cannot be honoured: the host sets ctime itself. */
+	if (!st.mask)
+		return 0;
+	err = gofer_setstat(fs->gc, gn->handle, &st, &attr);
+	gofer_changed(fs);
+	if (err < 0)
+		return err;
+	if ((sa->valid & VFS_SETATTR_SIZE) && pcache_used(gn)) {
+		/* The cache follows: pages past the size go, the last one's tail reads zero. */
+		pthread_mutex_lock(&gn->lock);
+		uint64_t keep = ((uint64_t)sa->size + PAGE_SIZE - 1) / PAGE_SIZE;
+		pcache_drop(fs, gn, keep);
+		if (sa->size % PAGE_SIZE && gn->npages &&
+		    gn->pages[gn->npages - 1].pgoff == keep - 1)
+			memset(memfile_ptr(fs->mf, gn->pages[gn->npages - 1].mf_off) +
+				       sa->size % PAGE_SIZE,
+			       0, PAGE_SIZE - sa->size % PAGE_SIZE);
+		pthread_mutex_unlock(&gn->lock);
+	}
+	gofer_set_attr(gn, &attr, gofer_gen(fs));
+	return 0;
+}
+
 static void gofer_node_release(struct vfs_node *n)
 {
 	struct gofer_node *gn = gofer_node_of(n);
@@ -422,7 +1020,12 @@ static void gofer_node_release(struct vfs_node *n)
 
 	/* Positive children hold a reference on n: only negative entries can be left. */
 	vfs_dcache_clear(&gn->children, NULL, NULL);
+	if (gn->npages)
+		pcache_drop(fs, gn, 0);
+	free(gn->pages);
 	gofer_close(fs->gc, &gn->handle, 1);
+	if (gn->created_fd >= 0)
+		close(gn->created_fd);
 	free(gn->link);
 	pthread_mutex_destroy(&gn->lock);
 	free(gn);
@@ -457,18 +1060,25 @@ static const struct vfs_node_ops gofer_node_ops = {
 	.iterate = gofer_iterate,
 	.statfs = gofer_statfs_op,
 	.release = gofer_node_release,
+	.create = gofer_create_op,
+	.link = gofer_link_op,
+	.unlink = gofer_unlink_op,
+	.rmdir = gofer_rmdir_op,
+	.rename = gofer_rename_op,
+	.setattr = gofer_setattr_op,
 };
 
 static const struct vfs_fs_ops gofer_fs_ops = {
 	.release = gofer_fs_release,
 };
 
-int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly)
+/* gofer_fs_create, with attributes cached (writable mounts) or not (shared host trees). */
+static int gofer_fs_new(struct gofer_client *gc, bool readonly, bool cache_attrs,
+			struct vfs_fs **out)
 {
 	struct gofer_node *root;
 	struct gofer_attr attr;
 	struct gofer_fs *fs;
-	struct vfs_mount *m;
 	uint64_t handle;
 	int err;
 
@@ -488,6 +1098,8 @@ int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly)
 	vfs_fs_init(&fs->base, &gofer_fs_ops, "gofer");
 	fs->gc = gc;
 	fs->readonly = readonly;
+	fs->cache_attrs = !readonly && cache_attrs;
+	fs->gen = 1;
 	root = gofer_node_new(fs, NULL, "", handle, &attr);
 	if (!root) {
 		gofer_close(gc, &handle, 1);
@@ -495,15 +1107,58 @@ int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly)
 		return -ENOMEM;
 	}
 	fs->base.root = &root->base;
-	m = vfs_mount_create(&fs->base, &root->base, readonly ? MS_RDONLY : 0);
-	vfs_fs_put(&fs->base); /* the mount holds it now (or it goes) */
+	*out = &fs->base;
+	return 0;
+}
+
+/* Makes the mount of fs (taking the caller's reference) the kernel's root. */
+int vfs_set_root_fs(struct kernel *k, struct vfs_fs *fs, int flags)
+{
+	struct vfs_mount *m = vfs_mount_create(fs, fs->root, flags);
+
+	vfs_fs_put(fs); /* the mount holds it now (or it goes) */
 	if (!m)
 		return -ENOMEM;
-
 	vfs_mount_put(k->root_mnt);
 	vfs_node_put(k->root_node);
 	k->root_mnt = m;
 	k->root_node = m->root;
 	vfs_node_get(k->root_node);
 	return 0;
+}
+
+int gofer_fs_create(struct gofer_client *gc, bool readonly, struct vfs_fs **out)
+{
+	return gofer_fs_new(gc, readonly, true, out);
+}
+
+void gofer_fs_set_memfile(struct vfs_fs *vfs, struct memfile *mf)
+{
+	container_of(vfs, struct gofer_fs, base)->mf = mf;
+}
+
+int vfs_mount_volume(struct kernel *k, struct gofer_client *gc, const char *path, bool readonly)
+{
+	struct vfs_fs *fs;
+	int err;
+
+	/* The host may change a volume behind the sandbox: attributes are always asked for. */
+	err = gofer_fs_new(gc, readonly, false, &fs);
+	if (err < 0)
+		return err;
+	gofer_fs_set_memfile(fs, &k->mf);
+	err = vfs_mount_at(k, path, fs, readonly ? MS_RDONLY : 0);
+	vfs_fs_put(fs);
+	return err;
+}
+
+int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly)
+{
+	struct vfs_fs *fs;
+	int err = gofer_fs_create(gc, readonly, &fs);
+
+	if (err < 0)
+		return err;
+	gofer_fs_set_memfile(fs, &k->mf);
+	return vfs_set_root_fs(k, fs, readonly ? MS_RDONLY : 0);
 }

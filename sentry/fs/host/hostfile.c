@@ -17,6 +17,8 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/hostpoll.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
@@ -27,6 +29,7 @@
 struct hostfile_node {
 	struct vfs_node base;
 	int fd; /* owned */
+	struct hostpoll_watch *watch; /* readiness of fd, or NULL: always ready */
 };
 
 static int host_fd(struct file *f)
@@ -47,10 +50,29 @@ static bool host_ready(int fd, short events)
 	return poll(&p, 1, 0) > 0;
 }
 
+/*
+ * A blocking guest read or write of a host terminal or pipe: wait for readiness as an
+ * interruptible task wait, so that the host read() that follows does not block the task's
+ * host thread where a signal cannot reach it.
+ */
+static long host_wait_ready(struct file *f, short events)
+{
+	struct hostpoll_watch *w = ((struct hostfile_node *)f->priv)->watch;
+	struct task *t = task_current();
+
+	if (!w || !t || (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK))
+		return 0;
+	return hostpoll_wait(t, w, (unsigned int)events);
+}
+
 static ssize_t host_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
 {
 	int fd = host_fd(f);
 	ssize_t n;
+	long r;
+
+	if (iovcnt && (r = host_wait_ready(f, POLLIN)) < 0)
+		return r;
 
 	/* The host FD's own O_NONBLOCK is shared with the caller's terminal: never set it. */
 	if ((__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) && iovcnt &&
@@ -64,6 +86,10 @@ static ssize_t host_write(struct file *f, const struct iovec *iov, int iovcnt, i
 {
 	int fd = host_fd(f);
 	ssize_t n;
+	long r;
+
+	if (iovcnt && (r = host_wait_ready(f, POLLOUT)) < 0)
+		return r;
 
 	if ((__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) && iovcnt &&
 	    !host_ready(fd, POLLOUT))
@@ -117,10 +143,23 @@ static long host_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_
 	}
 }
 
+/* Readiness from the host FD; watched FDs give their watch's queue, others are always ready. */
+static unsigned int host_poll(struct file *f, struct waitq **wq)
+{
+	struct hostfile_node *hn = f->priv;
+
+	if (wq)
+		*wq = hn->watch ? &hn->watch->wq : NULL;
+	if (!hn->watch)
+		return POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+	return hostpoll_ready(hn->fd, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM | POLLRDHUP);
+}
+
 static const struct file_ops hostfile_ops = {
 	.read = host_read,
 	.write = host_write,
 	.ioctl = host_ioctl,
+	.poll = host_poll,
 };
 
 static int hostnode_getattr(struct vfs_node *n, struct vfs_attr *attr)
@@ -172,6 +211,7 @@ static void hostnode_release(struct vfs_node *n)
 {
 	struct hostfile_node *hn = container_of(n, struct hostfile_node, base);
 
+	hostpoll_unwatch(hn->watch);
 	if (hn->fd >= 0)
 		close(hn->fd);
 	free(hn);
@@ -205,6 +245,7 @@ struct file *hostfile_create(int hostfd, int flags)
 		return NULL;
 	}
 	hn->fd = hostfd;
+	hn->watch = hostpoll_watch(hostfd);
 	f->node = &hn->base; /* the node's first reference moves to the file */
 	f->mnt = vfs_anon_mount();
 	vfs_mount_get(f->mnt);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -44,38 +45,50 @@ struct ptrace_platform {
 	const struct stub_code *code;
 };
 
-/* A mapping change queued by a thread other than the tracer. */
+/* A mapping change queued by a thread that traces no thread of the space. */
 struct ptrace_op {
 	long nr; /* __NR_mmap, __NR_munmap or __NR_mprotect */
 	uint64_t addr, len, off;
 	int prot;
 };
 
-struct ptrace_ctx;
+struct ptrace_as;
+
+/*
+ * One stub thread, and the guest thread (ctx) it runs. The initial thread exists from
+ * as_create; ctx_create hands it out. Threads made by ctx_clone are parked (in futex_wait on
+ * the code page, traced by nobody) until ctx_adopt.
+ */
+struct ptrace_ctx {
+	struct platform_ctx base;
+	struct ptrace_as *as;
+	struct ptrace_ctx *next; /* in as->threads (as->lock) */
+	pid_t tid;
+	pid_t tracer; /* host tid tracing it, 0 while parked; only it issues requests */
+	bool claimed; /* handed out as a ctx (the owner's alone) */
+	int dead; /* atomic: the thread has exited or was reaped: never signal tid again */
+	/* The stub thread's registers as last set or read; the tracer's alone. */
+	arch_regs_t regs;
+	int cpu; /* the one CPU the thread is bound to, or -1 (see bind_to_tracer_cpu) */
+	int interrupt; /* atomic: ctx_interrupt() was called and not yet reported */
+};
 
 struct ptrace_as {
 	struct platform_as base;
 	const struct stub_code *code;
-	pid_t pid; /* the stub; its only thread has tid == pid */
-	pid_t tracer; /* tid of the tracer thread, the only one that may issue ptrace requests */
-	int dead; /* atomic: set once the stub is reaped */
-	/* The stub thread's registers as last set or read; the tracer's alone. */
-	arch_regs_t regs;
+	pid_t pid; /* the stub process (its initial thread's tid) */
+	int dead; /* atomic: the process was killed or is gone: switches report DIED */
+	int reaped; /* atomic: the initial thread was reaped, pid may be reused */
+	bool leader_exited; /* the initial thread ran exit(2): a zombie until the last one goes */
+	bool destroying; /* as_destroy killed it: deaths are expected, not worth a warning */
 	/* Segment selectors and flags the stub started with (defaults for zero selectors). */
 	arch_regs_t init_regs;
-	struct ptrace_ctx *ctx; /* the initial thread's ctx, or NULL */
-	int cpu; /* the one CPU the stub is bound to, or -1 (see bind_to_tracer_cpu) */
 
-	pthread_mutex_t lock; /* protects the queue */
+	pthread_mutex_t lock; /* protects threads and the queue */
+	struct ptrace_ctx *threads; /* every stub thread not yet gone */
 	struct ptrace_op *queue;
 	size_t nqueue, queue_cap;
 	int queued; /* atomic: nqueue != 0, read without the lock */
-};
-
-struct ptrace_ctx {
-	struct platform_ctx base;
-	struct ptrace_as *as;
-	int interrupt; /* atomic: ctx_interrupt() was called and not yet reported */
 };
 
 static const struct platform_ops ptrace_ops;
@@ -95,66 +108,85 @@ static bool as_is_dead(struct ptrace_as *as)
 	return __atomic_load_n(&as->dead, __ATOMIC_ACQUIRE);
 }
 
-/* Records that the stub is gone and reaped. */
-static void as_mark_dead(struct ptrace_as *as, int status)
+static bool thread_is_dead(struct ptrace_ctx *t)
 {
-	if (WIFSIGNALED(status))
-		log_warn("ptrace: stub %d killed by signal %d", as->pid, WTERMSIG(status));
-	else
-		log_warn("ptrace: stub %d exited with status %d", as->pid, WEXITSTATUS(status));
-	__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
+	return __atomic_load_n(&t->dead, __ATOMIC_ACQUIRE);
 }
 
-/* Waits for the stub's next stop. Returns 0 with *status, -ESRCH if it died (reaped). */
-static int as_wait(struct ptrace_as *as, int *status)
+/* Records that thread t is gone and reaped; a death by signal took the whole process. */
+static void thread_mark_dead(struct ptrace_ctx *t, int status)
 {
-	int ret = stub_wait(as->pid, status);
+	struct ptrace_as *as = t->as;
+
+	if (WIFSIGNALED(status)) {
+		if (!as->destroying)
+			log_warn("ptrace: stub %d (thread %d) killed by signal %d", as->pid, t->tid,
+			 WTERMSIG(status));
+		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
+	} else if (t->tid == as->pid) {
+		if (!as->destroying)
+			log_warn("ptrace: stub %d exited with status %d", as->pid, WEXITSTATUS(status));
+		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
+	}
+	if (t->tid == as->pid)
+		__atomic_store_n(&as->reaped, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->dead, 1, __ATOMIC_RELEASE);
+}
+
+/* Waits for thread t's next stop. Returns 0 with *status, -ESRCH if it died (reaped). */
+static int thread_wait(struct ptrace_ctx *t, int *status)
+{
+	int ret = stub_wait(t->tid, status);
 
 	if (ret < 0) {
 		/* ECHILD: somebody else reaped it (a waitpid(-1) elsewhere in the sentry). */
-		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->dead, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->as->dead, 1, __ATOMIC_RELEASE);
 		return ret == -ECHILD ? -ESRCH : ret;
 	}
 	if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
-		as_mark_dead(as, *status);
+		thread_mark_dead(t, *status);
 		return -ESRCH;
 	}
 	return 0;
 }
 
 /*
- * A ptrace request on the stub failed with errno. ESRCH means it is no longer in a stop, which
+ * A ptrace request on thread t failed with errno. ESRCH means it is no longer in a stop, which
  * for a stopped tracee means it was killed: make sure of that and reap it.
- * Returns -errno (-ESRCH once the stub is gone).
+ * Returns -errno (-ESRCH once the thread is gone).
  */
-static int request_failed(struct ptrace_as *as)
+static int request_failed(struct ptrace_ctx *t)
 {
 	int err = errno, status;
 
 	if (err != ESRCH)
 		return -err;
-	kill(as->pid, SIGKILL); /* unreaped, so the pid is still ours */
-	while (as_wait(as, &status) == 0)
+	if (!__atomic_load_n(&t->as->reaped, __ATOMIC_ACQUIRE))
+		kill(t->as->pid, SIGKILL); /* unreaped, so the pid is still ours */
+	while (thread_wait(t, &status) == 0)
 		;
 	return -ESRCH;
 }
 
 /*
- * Runs system call nr inside the stub: the stub's registers are replaced by a copy pointing at
- * the `syscall; int3` gadget, the stub runs to the int3, and as->regs then holds what it has.
- * The guest registers are not restored here: the next ctx_switch sets them all (it compares
- * against as->regs). Returns the call's result or -errno (-ESRCH if the stub is gone).
+ * Runs system call nr inside stub thread t: its registers are replaced by a copy pointing at
+ * the `syscall` of gadget, the thread runs to the int3 after it (rip == done), and t->regs then
+ * holds what it has. The guest registers are not restored here: the next ctx_switch sets them
+ * all (it compares against t->regs). Returns the call's result or -errno (-ESRCH if the thread
+ * is gone).
  */
-static long stub_call(struct ptrace_as *as, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
-		      uint64_t a4, uint64_t a5, uint64_t a6)
+static long stub_call_at(struct ptrace_ctx *t, uint64_t gadget, uint64_t done, long nr,
+			 uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
+			 uint64_t a6)
 {
-	arch_regs_t r = as->regs;
+	arch_regs_t r = t->regs;
 	siginfo_t si;
 	int status, ret;
 
-	if (as_is_dead(as))
+	if (as_is_dead(t->as) || thread_is_dead(t))
 		return -ESRCH;
-	r.rip = as->code->gadget;
+	r.rip = gadget;
 	r.rax = (uint64_t)nr;
 	r.orig_rax = (uint64_t)-1;
 	r.rdi = a1;
@@ -163,25 +195,26 @@ static long stub_call(struct ptrace_as *as, long nr, uint64_t a1, uint64_t a2, u
 	r.r10 = a4;
 	r.r8 = a5;
 	r.r9 = a6;
-	if (ptrace(PTRACE_SETREGS, as->pid, 0, &r) < 0)
-		return request_failed(as);
-	as->regs = r;
-	if (ptrace(PTRACE_CONT, as->pid, 0, 0) < 0)
-		return request_failed(as);
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) < 0)
+		return request_failed(t);
+	t->regs = r;
+	if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
+		return request_failed(t);
 	for (;;) {
-		ret = as_wait(as, &status);
+		ret = thread_wait(t, &status);
 		if (ret < 0)
 			return ret;
-		if (WSTOPSIG(status) == SIGTRAP) {
-			if (ptrace(PTRACE_GETREGS, as->pid, 0, &as->regs) < 0)
-				return request_failed(as);
-			if (as->regs.rip == as->code->gadget_done)
-				return (long)as->regs.rax;
-		} else if (ptrace(PTRACE_GETSIGINFO, as->pid, 0, &si) == 0 && si.si_code > 0 &&
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0) {
+			if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) < 0)
+				return request_failed(t);
+			if (t->regs.rip == done)
+				return (long)t->regs.rax;
+		} else if ((status >> 16) == 0 &&
+			   ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) == 0 && si.si_code > 0 &&
 			   (WSTOPSIG(status) == SIGSEGV || WSTOPSIG(status) == SIGBUS ||
 			    WSTOPSIG(status) == SIGILL || WSTOPSIG(status) == SIGFPE)) {
 			/* The gadget itself faulted: the stub is beyond use. */
-			log_error("ptrace: stub %d faulted (signal %d) running call %ld", as->pid,
+			log_error("ptrace: stub %d faulted (signal %d) running call %ld", t->as->pid,
 				  WSTOPSIG(status), nr);
 			return -EIO;
 		}
@@ -189,9 +222,16 @@ static long stub_call(struct ptrace_as *as, long nr, uint64_t a1, uint64_t a2, u
 		 * Any other stop (a signal someone sent, ctx_interrupt's signal whose request
 		 * stays in ctx->interrupt): suppress it and let the call finish.
 		 */
-		if (ptrace(PTRACE_CONT, as->pid, 0, 0) < 0)
-			return request_failed(as);
+		if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
+			return request_failed(t);
 	}
+}
+
+static long stub_call(struct ptrace_ctx *t, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
+		      uint64_t a4, uint64_t a5, uint64_t a6)
+{
+	return stub_call_at(t, t->as->code->gadget, t->as->code->gadget_done, nr, a1, a2, a3, a4,
+			    a5, a6);
 }
 
 static bool range_ok(uint64_t addr, uint64_t len)
@@ -210,40 +250,62 @@ static bool prot_ok(int prot)
 	return (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)) == 0;
 }
 
-static bool is_tracer(const struct ptrace_as *as)
+static bool is_tracer(const struct ptrace_ctx *t)
 {
-	return gettid() == as->tracer;
+	return gettid() == t->tracer;
 }
 
-/* Runs one mapping change inside the stub. Tracer only. */
-static int apply_op(struct ptrace_as *as, const struct ptrace_op *op)
+/* Runs one mapping change inside the stub, through thread t. t's tracer only. */
+static int apply_op(struct ptrace_ctx *t, const struct ptrace_op *op)
 {
 	long ret;
 
 	switch (op->nr) {
 	case __NR_mmap:
-		ret = stub_call(as, __NR_mmap, op->addr, op->len, (uint64_t)op->prot,
+		ret = stub_call(t, __NR_mmap, op->addr, op->len, (uint64_t)op->prot,
 				MAP_SHARED | MAP_FIXED, PTRACE_STUB_MEMFD, op->off);
 		if (ret >= 0 && (uint64_t)ret != op->addr)
 			ret = -EIO; /* cannot happen with MAP_FIXED */
 		break;
 	case __NR_munmap:
-		ret = stub_call(as, __NR_munmap, op->addr, op->len, 0, 0, 0, 0);
+		ret = stub_call(t, __NR_munmap, op->addr, op->len, 0, 0, 0, 0);
 		break;
 	default:
-		ret = stub_call(as, __NR_mprotect, op->addr, op->len, (uint64_t)op->prot, 0, 0, 0);
+		ret = stub_call(t, __NR_mprotect, op->addr, op->len, (uint64_t)op->prot, 0, 0, 0);
 		break;
 	}
 	return ret < 0 ? (int)ret : 0;
 }
 
-/* Applies the change now (tracer) or queues it for the tracer's next ctx_switch. */
+/* A live thread of as that the calling host thread traces, or NULL. */
+static struct ptrace_ctx *my_thread(struct ptrace_as *as)
+{
+	pid_t me = gettid();
+	struct ptrace_ctx *t;
+
+	pthread_mutex_lock(&as->lock);
+	for (t = as->threads; t; t = t->next) {
+		if (t->tracer == me && !thread_is_dead(t))
+			break;
+	}
+	pthread_mutex_unlock(&as->lock);
+	return t;
+}
+
+/*
+ * Applies the change now, through a stub thread the caller traces (the threads share one host
+ * mm: the change holds for all of them when this returns), or queues it for the next switch of
+ * any thread and kicks the threads running guest code so that they apply it.
+ */
 static int submit_op(struct ptrace_as *as, const struct ptrace_op *op)
 {
+	struct ptrace_ctx *t;
+
 	if (as_is_dead(as))
 		return -ESRCH;
-	if (is_tracer(as))
-		return apply_op(as, op);
+	t = my_thread(as);
+	if (t)
+		return apply_op(t, op);
 
 	pthread_mutex_lock(&as->lock);
 	if (as->nqueue == as->queue_cap) {
@@ -259,13 +321,19 @@ static int submit_op(struct ptrace_as *as, const struct ptrace_op *op)
 	}
 	as->queue[as->nqueue++] = *op;
 	__atomic_store_n(&as->queued, 1, __ATOMIC_RELEASE);
+	/* Threads in a ptrace stop get the signal when resumed, and drop it after applying. */
+	for (t = as->threads; t; t = t->next) {
+		if (t->tracer && !thread_is_dead(t) && !__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE))
+			tgkill(as->pid, t->tid, PTRACE_INTERRUPT_SIGNAL);
+	}
 	pthread_mutex_unlock(&as->lock);
 	return 0;
 }
 
-/* Applies every queued change. Tracer only. Returns 0 or the first error. */
-static int apply_queue(struct ptrace_as *as)
+/* Applies every queued change through thread t. t's tracer only. Returns 0 or the first error. */
+static int apply_queue(struct ptrace_ctx *t)
 {
+	struct ptrace_as *as = t->as;
 	struct ptrace_op *q;
 	size_t n;
 	int ret = 0;
@@ -279,7 +347,7 @@ static int apply_queue(struct ptrace_as *as)
 	pthread_mutex_unlock(&as->lock);
 
 	for (size_t i = 0; i < n; i++) {
-		int err = apply_op(as, &q[i]);
+		int err = apply_op(t, &q[i]);
 
 		if (err < 0 && ret == 0) {
 			log_error("ptrace: queued mapping change at %#llx failed: %s",
@@ -291,44 +359,132 @@ static int apply_queue(struct ptrace_as *as)
 	return ret;
 }
 
+static struct ptrace_ctx *thread_new(struct ptrace_as *as, pid_t tid)
+{
+	struct ptrace_ctx *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->base.as = &as->base;
+	t->as = as;
+	t->tid = tid;
+	t->cpu = -1;
+	return t;
+}
+
+/* Adds t to as->threads. */
+static void thread_link(struct ptrace_ctx *t)
+{
+	pthread_mutex_lock(&t->as->lock);
+	t->next = t->as->threads;
+	t->as->threads = t;
+	pthread_mutex_unlock(&t->as->lock);
+}
+
+/* Removes t from as->threads and frees it. */
+static void thread_unlink_free(struct ptrace_ctx *t)
+{
+	struct ptrace_as *as = t->as;
+
+	pthread_mutex_lock(&as->lock);
+	for (struct ptrace_ctx **pp = &as->threads; *pp; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&as->lock);
+	free(t);
+}
+
+static void ptrace_as_destroy(struct platform_as *pas);
+
 static int ptrace_as_create(struct platform *p, struct platform_as **out)
 {
 	struct ptrace_platform *pp = container_of(p, struct ptrace_platform, base);
+	struct ptrace_ctx *leader;
 	struct ptrace_as *as;
+	arch_regs_t regs;
+	pid_t pid;
 	int ret;
 
 	as = calloc(1, sizeof(*as));
 	if (!as)
 		return -ENOMEM;
-	ret = stub_spawn(pp->code, p->memfd, &as->pid, &as->regs);
+	ret = stub_spawn(pp->code, p->memfd, &pid, &regs);
 	if (ret < 0) {
 		free(as);
 		return ret;
 	}
+	leader = thread_new(as, pid);
+	if (!leader) {
+		stub_kill_and_reap(pid);
+		free(as);
+		return -ENOMEM;
+	}
 	as->base.p = p;
 	as->code = pp->code;
-	as->tracer = gettid();
-	as->init_regs = as->regs;
-	as->cpu = -1;
+	as->pid = pid;
+	as->init_regs = regs;
 	pthread_mutex_init(&as->lock, NULL);
+	leader->tracer = gettid();
+	leader->regs = regs;
+	thread_link(leader);
+	/*
+	 * PR_SET_PDEATHSIG guarded the stub until PTRACE_O_EXITKILL was set. It acts when the
+	 * *thread* that forked the stub exits, which with guest threads is no reason to kill the
+	 * process: one guest thread (this host thread's task) may exit while others run on.
+	 */
+	ret = (int)stub_call(leader, __NR_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
+	if (ret < 0) {
+		ptrace_as_destroy(&as->base);
+		return ret;
+	}
 	*out = &as->base;
 	return 0;
 }
 
-static void ptrace_ctx_destroy(struct platform_ctx *ctx);
+/* Reaps thread t of a killed stub (any sentry thread may, the tracer being in this process). */
+static void thread_reap(struct ptrace_ctx *t)
+{
+	int status;
+
+	if (thread_is_dead(t))
+		return;
+	while (thread_wait(t, &status) == 0)
+		;
+}
 
 static void ptrace_as_destroy(struct platform_as *pas)
 {
 	struct ptrace_as *as;
+	struct ptrace_ctx *t, *next;
+	int status;
 
 	if (!pas)
 		return;
 	as = to_as(pas);
-	if (as->ctx)
-		ptrace_ctx_destroy(&as->ctx->base);
+	as->destroying = true;
 	/* Not yet reaped, so the pid cannot have been reused: safe to kill by pid. */
-	if (!as_is_dead(as))
-		stub_kill_and_reap(as->pid);
+	if (!__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE))
+		kill(as->pid, SIGKILL);
+	/* The other threads first: the initial one is reported only once they are reaped. */
+	for (t = as->threads; t; t = next) {
+		next = t->next;
+		if (t->tid != as->pid)
+			thread_reap(t);
+	}
+	for (t = as->threads; t; t = next) {
+		next = t->next;
+		if (t->tid == as->pid)
+			thread_reap(t);
+		free(t);
+	}
+	/* An initial thread that exit(2)ed while others ran is a zombie of its own. */
+	if (as->leader_exited && !__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE)) {
+		while (stub_wait(as->pid, &status) == 0 && !WIFEXITED(status) && !WIFSIGNALED(status))
+			;
+	}
 	pthread_mutex_destroy(&as->lock);
 	free(as->queue);
 	free(as);
@@ -365,36 +521,188 @@ static int ptrace_as_protect(struct platform_as *pas, uint64_t addr, uint64_t le
 	return submit_op(to_as(pas), &op);
 }
 
+/*
+ * Takes a parked thread (made by ctx_clone) as the calling thread's tracee: PTRACE_SEIZE, then
+ * PTRACE_INTERRUPT, and waits for the interrupt stop.
+ */
+static int thread_seize(struct ptrace_ctx *t)
+{
+	int status, ret;
+
+	if (ptrace(PTRACE_SEIZE, t->tid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0)
+		return -errno;
+	t->tracer = gettid();
+	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0)
+		return request_failed(t);
+	for (;;) {
+		ret = thread_wait(t, &status);
+		if (ret < 0)
+			return ret;
+		if ((status >> 16) == PTRACE_EVENT_STOP)
+			break;
+		/* A signal reached it first (an interrupt kick): suppress it. */
+		if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
+			return request_failed(t);
+	}
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) < 0)
+		return request_failed(t);
+	return 0;
+}
+
+static int ptrace_ctx_clone(struct platform_ctx *pfrom, struct platform_ctx **out)
+{
+	struct ptrace_ctx *from = to_ctx(pfrom), *t;
+	struct ptrace_as *as = from->as;
+	long tid;
+
+	if (!is_tracer(from))
+		return -EPERM;
+	t = thread_new(as, 0);
+	if (!t)
+		return -ENOMEM;
+	tid = stub_call_at(from, as->code->clone, as->code->clone_done, __NR_clone,
+			   STUB_CLONE_FLAGS, 0, 0, 0, 0, 0);
+	if (tid <= 0) {
+		free(t);
+		return tid < 0 ? (int)tid : -EIO;
+	}
+	t->tid = (pid_t)tid;
+	t->claimed = true;
+	thread_link(t);
+	*out = &t->base;
+	return 0;
+}
+
+static int ptrace_ctx_adopt(struct platform_ctx *pctx)
+{
+	struct ptrace_ctx *t = to_ctx(pctx);
+
+	if (t->tracer)
+		return t->tracer == gettid() ? 0 : -EBUSY;
+	if (as_is_dead(t->as))
+		return -ESRCH;
+	return thread_seize(t);
+}
+
+static void ptrace_ctx_destroy(struct platform_ctx *pctx);
+
 static int ptrace_ctx_create(struct platform_as *pas, struct platform_ctx **out)
 {
 	struct ptrace_as *as = to_as(pas);
-	struct ptrace_ctx *ctx;
+	pid_t me = gettid();
+	struct ptrace_ctx *t, *mine = NULL, *free_thread = NULL;
+	int ret;
 
-	/* One stub thread for now: a second guest thread needs a cloned stub thread. */
-	if (as->ctx)
-		return -ENOSYS;
-	if (!is_tracer(as))
-		return -EPERM;
-	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
-		return -ENOMEM;
-	ctx->base.as = pas;
-	ctx->as = as;
-	as->ctx = ctx;
-	*out = &ctx->base;
+	pthread_mutex_lock(&as->lock);
+	for (t = as->threads; t; t = t->next) {
+		if (t->tracer != me || thread_is_dead(t))
+			continue;
+		mine = t;
+		if (!t->claimed)
+			free_thread = t;
+	}
+	if (free_thread)
+		free_thread->claimed = true;
+	pthread_mutex_unlock(&as->lock);
+	if (free_thread) {
+		*out = &free_thread->base;
+		return 0;
+	}
+	if (!mine)
+		return as_is_dead(as) ? -ESRCH : -EPERM;
+	/* Another guest thread driven by this same host thread: clone, and take it at once. */
+	ret = ptrace_ctx_clone(&mine->base, out);
+	if (ret < 0)
+		return ret;
+	ret = thread_seize(to_ctx(*out));
+	if (ret < 0) {
+		ptrace_ctx_destroy(*out);
+		return ret;
+	}
 	return 0;
+}
+
+/* True if as has a live thread other than t. */
+static bool has_other_threads(struct ptrace_ctx *t)
+{
+	struct ptrace_as *as = t->as;
+	bool others = false;
+
+	pthread_mutex_lock(&as->lock);
+	for (struct ptrace_ctx *o = as->threads; o && !others; o = o->next)
+		others = o != t && !thread_is_dead(o);
+	pthread_mutex_unlock(&as->lock);
+	return others;
+}
+
+/*
+ * Ends stub thread t alone (its tracer only): exit(2) through the gadget. PTRACE_O_EXITKILL is
+ * dropped first, so that nothing happens to the process when the tracer exits later. A thread
+ * other than the initial one is reaped here; the initial one stays a zombie until the process
+ * ends (as_destroy reaps it).
+ */
+static void thread_exit(struct ptrace_ctx *t)
+{
+	struct ptrace_as *as = t->as;
+	arch_regs_t r = t->regs;
+	int status;
+
+	if (ptrace(PTRACE_SETOPTIONS, t->tid, 0, PTRACE_O_TRACESYSGOOD) < 0)
+		goto failed;
+	r.rip = as->code->gadget;
+	r.rax = __NR_exit;
+	r.orig_rax = (uint64_t)-1;
+	r.rdi = 0;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) < 0 || ptrace(PTRACE_CONT, t->tid, 0, 0) < 0)
+		goto failed;
+	if (t->tid == as->pid) {
+		as->leader_exited = true;
+		__atomic_store_n(&t->dead, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	while (thread_wait(t, &status) == 0) {
+		/* A signal stop before the exit: suppress it. */
+		if (ptrace(PTRACE_CONT, t->tid, 0, 0) < 0 && errno != ESRCH)
+			break;
+	}
+	return;
+failed:
+	request_failed(t);
 }
 
 static void ptrace_ctx_destroy(struct platform_ctx *pctx)
 {
-	struct ptrace_ctx *ctx;
+	struct ptrace_ctx *t;
 
 	if (!pctx)
 		return;
-	ctx = to_ctx(pctx);
-	/* The stub thread stays (stopped) until as_destroy; a later ctx_create reuses it. */
-	ctx->as->ctx = NULL;
-	free(ctx);
+	t = to_ctx(pctx);
+	/* Made by ctx_clone and never adopted: take it, to end it. */
+	if (!t->tracer && !thread_is_dead(t) && !as_is_dead(t->as) && thread_seize(t) < 0)
+		log_warn("ptrace: cannot take stub thread %d to end it", t->tid);
+	if (thread_is_dead(t) || as_is_dead(t->as)) {
+		if (t->tid == t->as->pid || t->as->pid == 0) {
+			t->claimed = false; /* as_destroy reaps the process through it */
+		} else {
+			thread_reap(t);
+			thread_unlink_free(t);
+		}
+		return;
+	}
+	if (!is_tracer(t)) {
+		/* Only the tracer can end a single thread; the process ends with as_destroy. */
+		log_error("ptrace: ctx of stub thread %d destroyed by a thread that does not own it",
+			  t->tid);
+		t->claimed = false;
+		return;
+	}
+	if (!has_other_threads(t)) {
+		/* The last thread stays, stopped, until as_destroy; a later ctx_create reuses it. */
+		t->claimed = false;
+		return;
+	}
+	thread_exit(t);
+	thread_unlink_free(t);
 }
 
 /* Hardware trap number implied by a fault signal, or -1 when it cannot be told. */
@@ -439,23 +747,23 @@ static bool only_rax_differs(const arch_regs_t *a, const arch_regs_t *b)
 }
 
 /*
- * Keeps the stub on the CPU its tracer runs on: each round trip is two wake-ups, and a
+ * Keeps the stub thread on the CPU its tracer runs on: each round trip is two wake-ups, and a
  * wake-up on the same CPU costs a fraction of one on another (measured here: 42-52 us per
  * guest system call unbound, 15-19 us bound). Costs a system call only when the tracer moved.
  * Used only if the sentry's seccomp filter allows sched_setaffinity (stub_cpu_binding()).
  */
-static void bind_to_tracer_cpu(struct ptrace_as *as)
+static void bind_to_tracer_cpu(struct ptrace_ctx *t)
 {
 	int cpu = sched_getcpu();
 	cpu_set_t set;
 
-	if (cpu == as->cpu || cpu < 0 || cpu >= CPU_SETSIZE || !stub_cpu_binding())
+	if (cpu == t->cpu || cpu < 0 || cpu >= CPU_SETSIZE || !stub_cpu_binding())
 		return;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	/* Failure (e.g. a cpuset without that CPU) only costs speed; not retried on this CPU. */
-	sched_setaffinity(as->pid, sizeof(set), &set);
-	as->cpu = cpu;
+	sched_setaffinity(t->tid, sizeof(set), &set);
+	t->cpu = cpu;
 }
 
 /*
@@ -463,48 +771,54 @@ static void bind_to_tracer_cpu(struct ptrace_as *as)
  * always written as -1 so that the host never applies its own system-call restart logic to a
  * guest rax that happens to hold a kernel-internal -ERESTART* value.
  */
-static int load_regs(struct ptrace_as *as, const arch_regs_t *regs)
+static int load_regs(struct ptrace_ctx *t, const arch_regs_t *regs)
 {
+	const arch_regs_t *init = &t->as->init_regs;
 	arch_regs_t r = *regs;
 
 	if (r.cs == 0)
-		r.cs = as->init_regs.cs ? as->init_regs.cs : USER64_CS;
+		r.cs = init->cs ? init->cs : USER64_CS;
 	if (r.ss == 0)
-		r.ss = as->init_regs.ss ? as->init_regs.ss : USER64_SS;
+		r.ss = init->ss ? init->ss : USER64_SS;
 	r.orig_rax = (uint64_t)-1;
 
-	if (memcmp(&r, &as->regs, sizeof(r)) == 0)
+	if (memcmp(&r, &t->regs, sizeof(r)) == 0)
 		return 0;
-	if (only_rax_differs(&r, &as->regs)) {
+	if (only_rax_differs(&r, &t->regs)) {
 		/* The usual return from a system call. POKEUSER costs 0.6 us here, SETREGS 1.6. */
-		if (ptrace(PTRACE_POKEUSER, as->pid, (void *)offsetof(arch_regs_t, rax),
+		if (ptrace(PTRACE_POKEUSER, t->tid, (void *)offsetof(arch_regs_t, rax),
 			   (void *)r.rax) < 0)
-			return request_failed(as);
-		as->regs.rax = r.rax;
+			return request_failed(t);
+		t->regs.rax = r.rax;
 		return 0;
 	}
-	if (ptrace(PTRACE_SETREGS, as->pid, 0, &r) < 0)
-		return request_failed(as);
-	as->regs = r;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) < 0)
+		return request_failed(t);
+	t->regs = r;
 	return 0;
 }
 
-/* Fills ev for a signal stop with signal sig. Returns true if it is an event to report. */
-static bool classify_signal(struct ptrace_ctx *ctx, int sig, struct platform_event *ev)
+/* Fills ev for a signal stop with status. Returns true if it is an event to report. */
+static bool classify_signal(struct ptrace_ctx *ctx, int status, struct platform_event *ev)
 {
+	int sig = WSTOPSIG(status);
 	siginfo_t si;
 
-	if (ptrace(PTRACE_GETSIGINFO, ctx->as->pid, 0, &si) < 0)
-		return false; /* a group-stop, not a signal: resume */
-	/* si_code > 0: raised by the CPU/kernel for this thread, i.e. by the guest. */
-	if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP) &&
-	    si.si_code > 0) {
-		ev->kind = PLATFORM_EV_FAULT;
-		ev->signo = sig;
-		ev->code = si.si_code;
-		ev->addr = (uint64_t)si.si_addr;
-		ev->trapno = fault_trapno(sig, si.si_code);
-		return true;
+	/* Event stops (PTRACE_EVENT_STOP of a seized thread) are no signal of the guest's. */
+	if ((status >> 16) == 0) {
+		if (ptrace(PTRACE_GETSIGINFO, ctx->tid, 0, &si) < 0)
+			return false; /* a group-stop, not a signal: resume */
+		/* si_code > 0: raised by the CPU/kernel for this thread, i.e. by the guest. */
+		if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+		     sig == SIGTRAP) &&
+		    si.si_code > 0) {
+			ev->kind = PLATFORM_EV_FAULT;
+			ev->signo = sig;
+			ev->code = si.si_code;
+			ev->addr = (uint64_t)si.si_addr;
+			ev->trapno = fault_trapno(sig, si.si_code);
+			return true;
+		}
 	}
 	if (__atomic_exchange_n(&ctx->interrupt, 0, __ATOMIC_ACQ_REL)) {
 		ev->kind = PLATFORM_EV_INTERRUPT;
@@ -518,46 +832,45 @@ static int ptrace_ctx_switch(struct platform_ctx *pctx, arch_regs_t *regs,
 {
 	struct ptrace_ctx *ctx = to_ctx(pctx);
 	struct ptrace_as *as = ctx->as;
-	int status, ret, sig;
+	int status, ret;
 
-	if (!is_tracer(as))
+	if (!is_tracer(ctx))
 		return -EPERM;
 	memset(ev, 0, sizeof(*ev));
 	ev->trapno = -1;
-	if (as_is_dead(as))
+	if (as_is_dead(as) || thread_is_dead(ctx))
 		goto died;
-	if (__atomic_load_n(&as->queued, __ATOMIC_ACQUIRE)) {
-		ret = apply_queue(as);
-		if (ret == -ESRCH)
-			goto died;
-		if (ret < 0)
-			return ret;
-	}
-	/* An interrupt whose signal was swallowed while the stub ran an injected call. */
-	if (__atomic_exchange_n(&ctx->interrupt, 0, __ATOMIC_ACQ_REL)) {
-		ev->kind = PLATFORM_EV_INTERRUPT;
-		return 0;
-	}
-	ret = load_regs(as, regs);
-	if (ret < 0)
-		goto fail;
-	bind_to_tracer_cpu(as);
 
 	for (;;) {
-		if (ptrace(PTRACE_SYSEMU, as->pid, 0, 0) < 0) {
-			ret = request_failed(as);
-			goto fail;
+		/* Changes queued by a thread tracing no thread of this space. */
+		if (__atomic_load_n(&as->queued, __ATOMIC_ACQUIRE)) {
+			ret = apply_queue(ctx);
+			if (ret < 0)
+				goto fail;
 		}
-		ret = as_wait(as, &status);
+		/* An interrupt whose signal was swallowed while the stub ran an injected call. */
+		if (__atomic_exchange_n(&ctx->interrupt, 0, __ATOMIC_ACQ_REL)) {
+			ev->kind = PLATFORM_EV_INTERRUPT;
+			return 0;
+		}
+		ret = load_regs(ctx, regs);
 		if (ret < 0)
 			goto fail;
-		sig = WSTOPSIG(status);
-		if (sig == (SIGTRAP | 0x80)) {
-			if (ptrace(PTRACE_GETREGS, as->pid, 0, regs) < 0) {
-				ret = request_failed(as);
+		bind_to_tracer_cpu(ctx);
+
+		if (ptrace(PTRACE_SYSEMU, ctx->tid, 0, 0) < 0) {
+			ret = request_failed(ctx);
+			goto fail;
+		}
+		ret = thread_wait(ctx, &status);
+		if (ret < 0)
+			goto fail;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			if (ptrace(PTRACE_GETREGS, ctx->tid, 0, regs) < 0) {
+				ret = request_failed(ctx);
 				goto fail;
 			}
-			as->regs = *regs;
+			ctx->regs = *regs;
 			/*
 			 * `syscall` leaves rcx == rip. Anything else came through int $0x80 (the
 			 * 32-bit ABI, which husk does not offer): report what a kernel without
@@ -577,15 +890,26 @@ static int ptrace_ctx_switch(struct platform_ctx *pctx, arch_regs_t *regs,
 			ev->kind = PLATFORM_EV_SYSCALL;
 			return 0;
 		}
-		if (classify_signal(ctx, sig, ev)) {
-			if (ptrace(PTRACE_GETREGS, as->pid, 0, regs) < 0) {
-				ret = request_failed(as);
+		if (classify_signal(ctx, status, ev)) {
+			if (ptrace(PTRACE_GETREGS, ctx->tid, 0, regs) < 0) {
+				ret = request_failed(ctx);
 				goto fail;
 			}
-			as->regs = *regs;
+			ctx->regs = *regs;
 			return 0;
 		}
-		/* Not ours to report: the signal is dropped by resuming with signal 0. */
+		/*
+		 * Not ours to report: the signal is dropped by resuming with signal 0. If changes
+		 * were queued meanwhile (that signal may have been the kick), the guest's registers
+		 * are saved before the stub runs them, and loaded again after.
+		 */
+		if (__atomic_load_n(&as->queued, __ATOMIC_ACQUIRE)) {
+			if (ptrace(PTRACE_GETREGS, ctx->tid, 0, regs) < 0) {
+				ret = request_failed(ctx);
+				goto fail;
+			}
+			ctx->regs = *regs;
+		}
 	}
 
 fail:
@@ -603,37 +927,37 @@ static void ptrace_ctx_interrupt(struct platform_ctx *pctx)
 
 	__atomic_store_n(&ctx->interrupt, 1, __ATOMIC_RELEASE);
 	/*
-	 * The stub is reaped only by its tracer after it died, and then dead is set first; the
-	 * signal is one nobody would act on should the pid have been reused in between.
+	 * A thread is reaped only by its tracer (or as_destroy) after it died, and then dead is
+	 * set first; the signal is one nobody would act on should the tid have been reused.
 	 */
-	if (!as_is_dead(as))
-		tgkill(as->pid, as->pid, PTRACE_INTERRUPT_SIGNAL);
+	if (!thread_is_dead(ctx) && !__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE))
+		tgkill(as->pid, ctx->tid, PTRACE_INTERRUPT_SIGNAL);
 }
 
 static int ptrace_ctx_get_fpstate(struct platform_ctx *pctx, void *buf, size_t len)
 {
-	struct ptrace_as *as = to_ctx(pctx)->as;
+	struct ptrace_ctx *t = to_ctx(pctx);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	if (len < platform_fpstate_size())
 		return -ENOSPC;
-	if (!is_tracer(as))
+	if (!is_tracer(t))
 		return -EPERM;
-	if (ptrace(PTRACE_GETREGSET, as->pid, (void *)NT_X86_XSTATE, &iov) < 0)
+	if (ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov) < 0)
 		return -errno;
 	return (int)iov.iov_len;
 }
 
 static int ptrace_ctx_set_fpstate(struct platform_ctx *pctx, const void *buf, size_t len)
 {
-	struct ptrace_as *as = to_ctx(pctx)->as;
+	struct ptrace_ctx *t = to_ctx(pctx);
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	if (len != platform_fpstate_size())
 		return -EINVAL;
-	if (!is_tracer(as))
+	if (!is_tracer(t))
 		return -EPERM;
-	if (ptrace(PTRACE_SETREGSET, as->pid, (void *)NT_X86_XSTATE, &iov) < 0)
+	if (ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov) < 0)
 		return errno == EFAULT ? -EINVAL : -errno;
 	return 0;
 }
@@ -647,7 +971,7 @@ pid_t ptrace_as_stub_pid(struct platform_as *pas)
 {
 	struct ptrace_as *as = to_as(pas);
 
-	return as_is_dead(as) ? -1 : as->pid;
+	return __atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE) ? -1 : as->pid;
 }
 
 int ptrace_platform_create(int memfd, struct platform **out)
@@ -680,6 +1004,8 @@ static const struct platform_ops ptrace_ops = {
 	.as_protect = ptrace_as_protect,
 	.ctx_create = ptrace_ctx_create,
 	.ctx_destroy = ptrace_ctx_destroy,
+	.ctx_clone = ptrace_ctx_clone,
+	.ctx_adopt = ptrace_ctx_adopt,
 	.ctx_switch = ptrace_ctx_switch,
 	.ctx_interrupt = ptrace_ctx_interrupt,
 	.destroy = ptrace_destroy,

@@ -26,11 +26,14 @@
 #define PTRACE_STUB_ADDR_STEP 0x10000000ULL
 #define PTRACE_STUB_ADDR_LIMIT 0x7fff00000000ULL
 
+/* clone(2) flags of a new stub thread (ctx_clone): a thread sharing everything. */
+#define STUB_CLONE_FLAGS 0x50f00 /* VM|FS|FILES|SIGHAND|THREAD|SYSVSEM */
+
 /* Host signal ctx_interrupt sends to a stub thread (harmless if it ever reached anyone). */
 #define PTRACE_INTERRUPT_SIGNAL SIGCHLD
 
 /* Longest filter ptrace_stub_filter() builds. */
-#define PTRACE_STUB_FILTER_MAX 24
+#define PTRACE_STUB_FILTER_MAX 40
 
 /*
  * Creates the ptrace platform over memfd (not owned). Returns 0 and *out, or -errno
@@ -42,7 +45,9 @@ int ptrace_platform_create(int memfd, struct platform **out);
  * Builds the stub's seccomp filter for a code page at code_page (page aligned) into out
  * (room for PTRACE_STUB_FILTER_MAX instructions): a call is allowed only if its instruction
  * pointer is inside [code_page, code_page + 4096) and its number is mmap, mprotect, munmap,
- * exit or exit_group; every other call, and every call of another ABI, kills the process.
+ * exit or exit_group, or futex with FUTEX_WAIT_PRIVATE (a new thread waiting to be adopted), or
+ * clone with exactly STUB_CLONE_FLAGS (a new stub thread), or prctl(PR_SET_PDEATHSIG, 0); every
+ * other call, and every call of another ABI, kills the process.
  * Returns the number of instructions.
  */
 size_t ptrace_stub_filter(uint64_t code_page, struct sock_filter *out);

@@ -37,6 +37,9 @@
 
 #define STUB_FPROG_OFF 0x800
 #define STUB_FILTER_OFF 0x810
+/* A word that stays 0: a new stub thread waits on it (FUTEX_WAIT_PRIVATE) until adopted. */
+#define STUB_PARK_WORD_OFF 0xff8
+#define STUB_FUTEX_WAIT_PRIVATE 128 /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -95,18 +98,34 @@ __asm__(".pushsection .rodata.husk_stub, \"a\"\n"
 	"	int3\n"
 	"husk_stub_gadget_done:\n"
 	"	ud2\n"
+	/* clone of a stub thread: the parent traps back, the child parks in futex_wait */
+	"husk_stub_clone:\n"
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jz 2f\n"
+	"	int3\n"
+	"husk_stub_clone_done:\n"
+	"	ud2\n"
+	"2:	lea husk_stub_code_start(%rip), %rdi\n"
+	"	add $" STR(STUB_PARK_WORD_OFF) ", %rdi\n"
+	"	mov $" STR(STUB_FUTEX_WAIT_PRIVATE) ", %esi\n"
+	"	xor %edx, %edx\n"
+	"	xor %r10d, %r10d\n"
+	"	mov $" STR(__NR_futex) ", %eax\n"
+	"	syscall\n"
+	"	jmp 2b\n"
 	"husk_stub_code_end:\n"
 	".popsection\n");
 /* clang-format on */
 
 extern const char husk_stub_code_start[], husk_stub_setup_done[], husk_stub_gadget[],
-	husk_stub_gadget_done[], husk_stub_code_end[];
+	husk_stub_gadget_done[], husk_stub_clone[], husk_stub_clone_done[], husk_stub_code_end[];
 
 size_t ptrace_stub_filter(uint64_t code_page, struct sock_filter *out)
 {
 	static const uint32_t allowed[] = { __NR_mmap, __NR_mprotect, __NR_munmap, __NR_exit,
 					    __NR_exit_group };
-	const uint32_t nallowed = ARRAY_SIZE(allowed);
+	const uint8_t nallowed = ARRAY_SIZE(allowed);
 	size_t n = 0;
 
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
@@ -128,11 +147,40 @@ size_t ptrace_stub_filter(uint64_t code_page, struct sock_filter *out)
 	/* Only the numbers the stub needs; x32 numbers (bit 30 set) match none of them. */
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, nr));
-	for (uint32_t i = 0; i < nallowed; i++)
+	/* Layout: jumps to ALLOW, to the futex, clone and prctl checks; KILL; ALLOW; checks. */
+	for (uint8_t i = 0; i < nallowed; i++)
 		out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, allowed[i],
-							(uint8_t)(nallowed - i), 0);
+							(uint8_t)(nallowed - i + 3), 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_futex, 4, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 7, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 12, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	/* futex: only FUTEX_WAIT_PRIVATE (a new thread parked until its tracer takes it). */
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[1]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_FUTEX_WAIT_PRIVATE,
+						0, 1);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	/* clone: only a thread of the stub with exactly the flags ctx_clone uses. */
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[0]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_CLONE_FLAGS, 0, 3);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[0]) + 4);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	/* prctl: only PR_SET_PDEATHSIG 0 (see stub_spawn: the tracer clears it once set up). */
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[0]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_PDEATHSIG, 0, 3);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[1]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	return n;
 }
 
@@ -200,6 +248,9 @@ static void stub_code_init(void)
 		stub_code.page + (uint64_t)(husk_stub_gadget_done - husk_stub_code_start);
 	stub_code.setup_done =
 		stub_code.page + (uint64_t)(husk_stub_setup_done - husk_stub_code_start);
+	stub_code.clone = stub_code.page + (uint64_t)(husk_stub_clone - husk_stub_code_start);
+	stub_code.clone_done =
+		stub_code.page + (uint64_t)(husk_stub_clone_done - husk_stub_code_start);
 }
 
 const struct stub_code *stub_code_get(int *err)

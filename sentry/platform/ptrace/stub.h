@@ -15,6 +15,8 @@ struct stub_code {
 	uint64_t gadget; /* `syscall; int3`: injected calls run here */
 	uint64_t gadget_done; /* rip at the SIGTRAP stop after an injected call */
 	uint64_t setup_done; /* rip at the SIGTRAP stop that ends the stub's set-up */
+	uint64_t clone; /* `syscall` of clone: the parent traps after it, the child parks */
+	uint64_t clone_done; /* rip at the parent's SIGTRAP stop after the clone */
 };
 
 /*

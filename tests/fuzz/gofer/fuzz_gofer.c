@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: each input is one message to the gofer's dispatcher (gofer_server_handle),
- * served by a fresh read-only server over a temporary tree, with a few handles already made
- * (the root is handle 0x100000001, then a, a/b, many, up_link, file: 0x100000002...).
+ * served by a fresh server over a temporary tree, with a few handles already made (the root is
+ * handle 0x100000001, then a, a/b, many, up_link, file: 0x100000002...). An input whose tag
+ * (bytes 8..11) is even goes to a read-only server over a fixed tree; an odd tag to a writable
+ * server over a scratch tree, which the write messages change from one input to the next (it
+ * is made again when it no longer has the names above, and every 512 writable inputs).
  *
  * Oracles besides the sanitizers: the dispatcher's reply always decodes; a request or reply that
- * decodes re-encodes to the same bytes (the encoding is canonical).
+ * decodes re-encodes to the same bytes (the encoding is canonical); nothing outside the scratch
+ * tree changes: the directory holding both trees keeps exactly its three entries, and a
+ * sentinel file beside them keeps its inode, mode, owner, size, times and link count.
  *
  * With GOFER_FUZZ_SEEDS=DIR set, one valid message of each type is written to DIR first.
  * Build and run: tests/fuzz/gofer/run.sh SECONDS.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +32,12 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char tree[64];
+static char jail[64]; /* holds tree/, wtree/ and sentinel */
+static char tree[96]; /* read-only tree */
+static char wtree[96]; /* writable scratch tree */
+static char sentinel[96];
+static struct stat sentinel_st;
+static unsigned writable_runs;
 static uint8_t rep_buf[GOFER_MSG_MAX];
 static uint8_t enc_buf[GOFER_MSG_MAX];
 static struct gofer_req req;
@@ -37,23 +49,23 @@ static void die(const char *what)
 	abort();
 }
 
-static void put_file(const char *name, const char *content)
+static void put_file(const char *root, const char *name, const char *content)
 {
-	char path[128];
+	char path[160];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", tree, name);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || write(fd, content, strlen(content)) < 0)
 		die(path);
 	close(fd);
 }
 
-static void put(const char *name, int kind)
+static void put(const char *root, const char *name, int kind)
 {
-	char path[128];
+	char path[160];
 
-	snprintf(path, sizeof(path), "%s/%s", tree, name);
+	snprintf(path, sizeof(path), "%s/%s", root, name);
 	if ((kind == 'd' && mkdir(path, 0755) < 0) || (kind == 'l' && symlink("../..", path) < 0) ||
 	    (kind == 'p' && mkfifo(path, 0644) < 0))
 		die(path);
@@ -68,9 +80,61 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
-static void remove_tree(void)
+static void remove_all(void)
 {
-	nftw(tree, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(jail, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Makes the tree the handles of make_server name, at root. */
+static void fill_tree(const char *root)
+{
+	char name[32];
+
+	if (mkdir(root, 0755) < 0)
+		die(root);
+	put_file(root, "file", "hello gofer\n");
+	put(root, "a", 'd');
+	put(root, "a/b", 'd');
+	put_file(root, "a/b/c", "deep\n");
+	put(root, "many", 'd');
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "many/f%02d", i);
+		put_file(root, name, "x");
+	}
+	put(root, "up_link", 'l');
+	put(root, "fifo", 'p');
+}
+
+static void reset_wtree(void)
+{
+	nftw(wtree, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fill_tree(wtree);
+}
+
+/* Aborts when anything outside the scratch tree changed. */
+static void check_jail(void)
+{
+	struct stat st;
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	if (lstat(sentinel, &st) < 0 || st.st_ino != sentinel_st.st_ino ||
+	    st.st_mode != sentinel_st.st_mode || st.st_uid != sentinel_st.st_uid ||
+	    st.st_gid != sentinel_st.st_gid || st.st_size != sentinel_st.st_size ||
+	    st.st_nlink != sentinel_st.st_nlink ||
+	    st.st_mtim.tv_sec != sentinel_st.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != sentinel_st.st_mtim.tv_nsec ||
+	    st.st_ctim.tv_nsec != sentinel_st.st_ctim.tv_nsec)
+		abort(); /* the sentinel beside the scratch tree was changed */
+	d = opendir(jail);
+	if (!d)
+		die(jail);
+	while ((e = readdir(d)))
+		n++;
+	closedir(d);
+	if (n != 5) /* ., .., tree, wtree, sentinel */
+		abort();
 }
 
 /* Encodes req and runs it through s; returns the decoded reply's error. */
@@ -90,23 +154,23 @@ static int call(struct gofer_server *s)
 	return (int)rep.error;
 }
 
-static void walk1(struct gofer_server *s, uint64_t dir, const char *name)
+/* Walks one name; returns false when it is not there (the scratch tree changed). */
+static bool walk1(struct gofer_server *s, uint64_t dir, const char *name)
 {
 	req = (struct gofer_req){ .type = GOFER_MSG_WALK, .tag = 1 };
 	req.walk.dir = dir;
 	req.walk.n = 1;
 	req.walk.names[0] = (struct gofer_name){ name, (uint16_t)strlen(name) };
-	if (call(s) != 0 || rep.walk.n != 1)
-		abort();
+	return call(s) == 0 && rep.walk.n == 1;
 }
 
-static struct gofer_server *make_server(void)
+static struct gofer_server *try_make_server(bool writable)
 {
-	struct gofer_server_config cfg = { .readonly = true, .max_handles = 64 };
+	struct gofer_server_config cfg = { .readonly = !writable, .max_handles = 64 };
 	struct gofer_server *s;
 	uint64_t root;
 
-	if (gofer_server_create(open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC),
+	if (gofer_server_create(open(writable ? wtree : tree, O_PATH | O_DIRECTORY | O_CLOEXEC),
 				open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &cfg,
 				&s) < 0)
 		die("gofer_server_create");
@@ -115,11 +179,26 @@ static struct gofer_server *make_server(void)
 	if (call(s) != 0)
 		abort();
 	root = rep.mount.root;
-	walk1(s, root, "a");
-	walk1(s, rep.walk.entries[0].handle, "b");
-	walk1(s, root, "many");
-	walk1(s, root, "up_link");
-	walk1(s, root, "file");
+	if (walk1(s, root, "a") && walk1(s, rep.walk.entries[0].handle, "b") &&
+	    walk1(s, root, "many") && walk1(s, root, "up_link") && walk1(s, root, "file"))
+		return s;
+	gofer_server_destroy(s);
+	return NULL;
+}
+
+static struct gofer_server *make_server(bool writable)
+{
+	struct gofer_server *s;
+
+	if (writable && ++writable_runs % 512 == 0)
+		reset_wtree();
+	s = try_make_server(writable);
+	if (!s && writable) {
+		reset_wtree();
+		s = try_make_server(writable);
+	}
+	if (!s)
+		abort(); /* the read-only tree changed */
 	return s;
 }
 
@@ -141,7 +220,7 @@ static void write_seeds(const char *dir)
 	static const char *const names[] = { "a", "b", "c" };
 	const uint64_t root = (1ULL << 32) | 1, a = root + 1, many = root + 3, link = root + 4,
 		       file = root + 5;
-	struct gofer_req seeds[GOFER_MSG_TYPE_END];
+	static struct gofer_req seeds[GOFER_MSG_TYPE_END + 4];
 	int n = 0;
 
 	memset(seeds, 0, sizeof(seeds));
@@ -168,15 +247,70 @@ static void write_seeds(const char *dir)
 	seeds[n].close.n = 2;
 	seeds[n].close.handles[0] = file;
 	seeds[n++].close.handles[1] = 77;
-	seeds[n++].type = GOFER_MSG_MKDIR;
+	seeds[n] = seeds[1];
+	seeds[n++].type = GOFER_MSG_WALKSTAT;
+	seeds[n].type = GOFER_MSG_SETSTAT;
+	seeds[n].setstat.handle = file;
+	seeds[n++].setstat.st = (struct gofer_setstat){ .mask = GOFER_SETSTAT_ALL,
+							.mode = 0600,
+							.uid = 1,
+							.gid = 2,
+							.size = 3,
+							.atime_nsec = GOFER_UTIME_NOW,
+							.mtime_nsec = GOFER_UTIME_OMIT };
+	for (uint16_t t = GOFER_MSG_CREATE; t <= GOFER_MSG_SYMLINK; t++) {
+		seeds[n].type = t;
+		seeds[n].mk.dir = a;
+		seeds[n].mk.name = (struct gofer_name){ "new", 3 };
+		seeds[n].mk.uid = 1000;
+		seeds[n].mk.gid = 1000;
+		seeds[n].mk.flags = t == GOFER_MSG_CREATE ? 2 /* O_RDWR */ : 0;
+		seeds[n].mk.mode = t == GOFER_MSG_MKNOD ? S_IFIFO | 0644 : 0644;
+		if (t == GOFER_MSG_SYMLINK) {
+			seeds[n].mk.mode = 0;
+			seeds[n].mk.target = (struct gofer_name){ "../file", 7 };
+		}
+		n++;
+	}
+	seeds[n].type = GOFER_MSG_LINK;
+	seeds[n].link.olddir = root;
+	seeds[n].link.newdir = a;
+	seeds[n].link.oldname = (struct gofer_name){ "file", 4 };
+	seeds[n++].link.newname = (struct gofer_name){ "hard", 4 };
+	seeds[n].type = GOFER_MSG_UNLINK;
+	seeds[n].unlink.dir = root;
+	seeds[n++].unlink.name = (struct gofer_name){ "up_link", 7 };
+	seeds[n] = seeds[n - 2];
+	seeds[n].type = GOFER_MSG_RENAME;
+	seeds[n++].link.flags = GOFER_RENAME_NOREPLACE;
+	seeds[n].type = GOFER_MSG_FSYNC;
+	seeds[n++].fsync.handle = file;
+	for (uint16_t t = GOFER_MSG_GETXATTR; t <= GOFER_MSG_REMOVEXATTR; t++) {
+		seeds[n].type = t;
+		seeds[n].xattr.handle = file;
+		if (t != GOFER_MSG_LISTXATTR)
+			seeds[n].xattr.name = (struct gofer_name){ "user.k", 6 };
+		if (t == GOFER_MSG_GETXATTR || t == GOFER_MSG_LISTXATTR)
+			seeds[n].xattr.size = 100;
+		if (t == GOFER_MSG_SETXATTR) {
+			seeds[n].xattr.value = (const uint8_t *)"value";
+			seeds[n].xattr.size = 5;
+		}
+		n++;
+	}
+	(void)link;
 	for (int i = 0; i < n; i++) {
 		ssize_t len;
 
-		seeds[i].tag = (uint32_t)i + 1;
-		len = gofer_req_encode(&seeds[i], enc_buf, sizeof(enc_buf));
-		if (len < 0)
-			abort();
-		write_seed(dir, i, enc_buf, (size_t)len);
+		/* Each seed twice: an even tag for the read-only server, an odd one for the
+		 * writable one. */
+		for (uint32_t parity = 0; parity < 2; parity++) {
+			seeds[i].tag = 2 * ((uint32_t)i + 1) + parity;
+			len = gofer_req_encode(&seeds[i], enc_buf, sizeof(enc_buf));
+			if (len < 0)
+				abort();
+			write_seed(dir, 2 * i + (int)parity, enc_buf, (size_t)len);
+		}
 	}
 }
 
@@ -184,23 +318,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *seeds = getenv("GOFER_FUZZ_SEEDS");
 	const char *tmp = getenv("TMPDIR");
-	char name[32];
+	int fd;
 
-	snprintf(tree, sizeof(tree), "%s/husk-gofer-fuzz.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(tree))
+	snprintf(jail, sizeof(jail), "%s/husk-gofer-fuzz.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(jail))
 		die("mkdtemp");
-	atexit(remove_tree);
-	put_file("file", "hello gofer\n");
-	put("a", 'd');
-	put("a/b", 'd');
-	put_file("a/b/c", "deep\n");
-	put("many", 'd');
-	for (int i = 0; i < 20; i++) {
-		snprintf(name, sizeof(name), "many/f%02d", i);
-		put_file(name, "x");
-	}
-	put("up_link", 'l');
-	put("fifo", 'p');
+	atexit(remove_all);
+	snprintf(tree, sizeof(tree), "%s/tree", jail);
+	snprintf(wtree, sizeof(wtree), "%s/wtree", jail);
+	snprintf(sentinel, sizeof(sentinel), "%s/sentinel", jail);
+	fill_tree(tree);
+	fill_tree(wtree);
+	fd = open(sentinel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, "keep", 4) != 4 || fstat(fd, &sentinel_st) < 0)
+		die(sentinel);
+	close(fd);
 	if (seeds && *seeds)
 		write_seeds(seeds);
 	return 0;
@@ -208,7 +340,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct gofer_server *s = make_server();
+	bool writable = size >= 12 && (data[8] & 1);
+	struct gofer_server *s = make_server(writable);
 	size_t len;
 	ssize_t n;
 	int fd;
@@ -219,6 +352,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gofer_rep_decode(rep_buf, len, &rep) < 0)
 		abort(); /* the dispatcher sent something its own client would reject */
 	gofer_server_destroy(s);
+	if (writable)
+		check_jail();
 
 	/* Canonical encodings: what decodes re-encodes to the same bytes. */
 	if (gofer_req_decode(data, size, &req) == 0) {

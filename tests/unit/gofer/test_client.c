@@ -146,6 +146,31 @@ static size_t good_reply(const struct gofer_req *req, uint8_t *out)
 		rep.getdents.raw = raw;
 		rep.getdents.size = (size_t)gofer_dirent_encode(&d, raw, sizeof(raw));
 		break;
+	case GOFER_MSG_WALKSTAT:
+		rep.walkstat.n = req->walk.n;
+		for (uint32_t i = 0; i < req->walk.n; i++)
+			rep.walkstat.attrs[i] = attr_of(S_IFDIR | 0755);
+		break;
+	case GOFER_MSG_SETSTAT:
+		rep.stat = attr_of(S_IFREG | 0600);
+		break;
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+	case GOFER_MSG_LINK:
+		rep.node.handle = 20;
+		rep.node.attr = attr_of(req->type == GOFER_MSG_MKDIR   ? S_IFDIR | 0755 :
+					req->type == GOFER_MSG_MKNOD   ? S_IFIFO | 0644 :
+					req->type == GOFER_MSG_SYMLINK ? S_IFLNK | 0777 :
+									 S_IFREG | 0644);
+		break;
+	case GOFER_MSG_GETXATTR:
+	case GOFER_MSG_LISTXATTR:
+		rep.xattr.len = 7;
+		if (req->xattr.size)
+			rep.xattr.data = (const uint8_t *)"user.v";
+		break;
 	default:
 		break;
 	}
@@ -485,4 +510,187 @@ Test(gofer_client, bad_arguments_are_rejected_before_sending, .fini = stop_fake)
 	cr_assert_eq(gofer_getdents_max(c, 1, 0, 0, count_calls, &calls), -EINVAL);
 	cr_assert_eq(gofer_walk(c, 1, dotdot, 0, &h, NULL), 0);
 	cr_assert_eq(requests_seen, 0);
+}
+
+/* Write messages. */
+
+static uint64_t closed_handle;
+
+RESPONDER(good_with_create_fd)
+{
+	if (req->type == GOFER_MSG_CLOSE)
+		closed_handle = req->close.handles[0];
+	if (req->type == GOFER_MSG_CREATE) {
+		int p[2];
+
+		cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+		pipe_write_end = p[1];
+		fds[0] = p[0];
+		*nfds = 1;
+	}
+	return good_reply(req, out);
+}
+
+Test(gofer_client, well_formed_write_replies_are_accepted, .fini = stop_fake)
+{
+	static const char *const names[] = { "a", "b" };
+	const struct gofer_setstat st = { .mask = GOFER_SETSTAT_MODE, .mode = 0600 };
+	struct gofer_attr attr, attrs[2];
+	char buf[16];
+	uint64_t h = 0;
+	int fd;
+
+	start_fake(good_with_create_fd);
+	cr_assert_eq(gofer_walk_stat(c, 1, names, 2, attrs), 2);
+	cr_assert_eq(gofer_setstat(c, 1, &st, &attr), 0);
+	cr_assert_eq(attr.mode, S_IFREG | 0600);
+	fd = gofer_create(c, 1, "f", O_RDWR | O_CREAT, 0644, 1, 2, &h, &attr);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(h, 20);
+	close(fd);
+	close(pipe_write_end);
+	cr_assert_eq(gofer_mkdir(c, 1, "d", 0755, 1, 2, &h, &attr), 0);
+	cr_assert(S_ISDIR(attr.mode));
+	cr_assert_eq(gofer_mknod(c, 1, "p", S_IFIFO | 0644, 1, 2, &h, NULL), 0);
+	cr_assert_eq(gofer_symlink(c, 1, "l", "t", 1, 2, &h, NULL), 0);
+	cr_assert_eq(gofer_link(c, 1, "f", 1, "g", &h, NULL), 0);
+	cr_assert_eq(gofer_unlink(c, 1, "g", 0), 0);
+	cr_assert_eq(gofer_rename(c, 1, "f", 1, "g", GOFER_RENAME_NOREPLACE), 0);
+	cr_assert_eq(gofer_fsync(c, 1, true), 0);
+	cr_assert_eq(gofer_getxattr(c, 1, "user.v", NULL, 0), 7);
+	cr_assert_eq(gofer_getxattr(c, 1, "user.v", buf, sizeof(buf)), 7);
+	cr_assert_eq(gofer_listxattr(c, 1, buf, sizeof(buf)), 7);
+	cr_assert_str_eq(buf, "user.v");
+	cr_assert_eq(gofer_setxattr(c, 1, "user.v", "x", 1, 0), 0);
+	cr_assert_eq(gofer_removexattr(c, 1, "user.v"), 0);
+}
+
+Test(gofer_client, a_new_handle_not_wanted_is_closed, .fini = stop_fake)
+{
+	int seen;
+
+	start_fake(good_with_create_fd);
+	cr_assert_eq(gofer_mkdir(c, 1, "d", 0755, 0, 0, NULL, NULL), 0);
+	seen = __atomic_load_n(&requests_seen, __ATOMIC_SEQ_CST);
+	cr_assert_eq(seen, 2, "MKDIR then CLOSE");
+	cr_assert_eq(closed_handle, 20);
+}
+
+RESPONDER(create_without_fd)
+{
+	return good_reply(req, out);
+}
+
+Test(gofer_client, create_reply_without_an_fd_is_eio, .fini = stop_fake)
+{
+	start_fake(create_without_fd);
+	cr_assert_eq(gofer_create(c, 1, "f", O_RDWR, 0644, 0, 0, NULL, NULL), -EIO);
+}
+
+RESPONDER(mkdir_with_fd)
+{
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pipe_write_end = p[1];
+	fds[0] = p[0];
+	*nfds = 1;
+	return good_reply(req, out);
+}
+
+Test(gofer_client, mkdir_reply_with_an_fd_is_eio_and_the_fd_closed, .fini = stop_fake)
+{
+	uint64_t h = 0;
+
+	start_fake(mkdir_with_fd);
+	cr_assert_eq(gofer_mkdir(c, 1, "d", 0755, 0, 0, &h, NULL), -EIO);
+	cr_assert_eq(h, 0);
+	stop_fake();
+	cr_assert(pipe_reader_gone(), "the client kept the FD");
+	close(pipe_write_end);
+}
+
+RESPONDER(create_of_a_directory)
+{
+	size_t n = good_reply(req, out);
+
+	/* The mode of the node's attributes: header, handle, dev, ino, nlink. */
+	if (req->type == GOFER_MSG_CREATE || req->type == GOFER_MSG_MKDIR)
+		gofer_put_u32(out + GOFER_HDR_SIZE + 8 + 24,
+			      req->type == GOFER_MSG_CREATE ? S_IFDIR | 0755 : S_IFREG | 0644);
+	return n;
+}
+
+Test(gofer_client, node_reply_of_another_type_than_made_is_eio, .fini = stop_fake)
+{
+	start_fake(create_of_a_directory);
+	cr_assert_eq(gofer_create(c, 1, "f", O_RDWR, 0644, 0, 0, NULL, NULL), -EIO);
+	cr_assert_eq(gofer_mkdir(c, 1, "d", 0755, 0, 0, NULL, NULL), -EIO);
+}
+
+RESPONDER(xattr_too_long)
+{
+	static struct gofer_rep rep;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.type = req->type;
+	rep.tag = req->tag;
+	rep.xattr.len = 10;
+	rep.xattr.data = (const uint8_t *)"0123456789";
+	return encode(&rep, out);
+}
+
+Test(gofer_client, xattr_reply_longer_than_asked_is_eio, .fini = stop_fake)
+{
+	char buf[16];
+
+	start_fake(xattr_too_long);
+	cr_assert_eq(gofer_getxattr(c, 1, "user.v", buf, 4), -EIO);
+	/* Bytes sent where only the length was asked for. */
+	cr_assert_eq(gofer_getxattr(c, 1, "user.v", NULL, 0), -EIO);
+	cr_assert_eq(gofer_getxattr(c, 1, "user.v", buf, sizeof(buf)), 10);
+}
+
+RESPONDER(walkstat_too_long)
+{
+	static struct gofer_rep rep;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.type = req->type;
+	rep.tag = req->tag;
+	rep.walkstat.n = req->walk.n + 1;
+	for (uint32_t i = 0; i <= req->walk.n; i++)
+		rep.walkstat.attrs[i] = attr_of(S_IFDIR | 0755);
+	return encode(&rep, out);
+}
+
+Test(gofer_client, walkstat_reply_with_more_than_asked_is_eio, .fini = stop_fake)
+{
+	static const char *const names[] = { "a" };
+	struct gofer_attr attrs[2];
+
+	start_fake(walkstat_too_long);
+	cr_assert_eq(gofer_walk_stat(c, 1, names, 1, attrs), -EIO);
+}
+
+Test(gofer_client, bad_write_arguments_are_rejected_before_sending, .fini = stop_fake)
+{
+	const struct gofer_setstat st = { .mask = 0x80 };
+	char longname[300];
+	uint64_t h;
+
+	start_fake(good);
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	cr_assert_eq(gofer_mknod(c, 1, "null", S_IFCHR | 0666, 0, 0, NULL, NULL), -EPERM);
+	cr_assert_eq(gofer_mkdir(c, 1, "..", 0755, 0, 0, NULL, NULL), -EINVAL);
+	cr_assert_eq(gofer_unlink(c, 1, "a/b", 0), -EINVAL);
+	cr_assert_eq(gofer_rename(c, 1, longname, 1, "x", 0), -ENAMETOOLONG);
+	cr_assert_eq(gofer_setstat(c, 1, &st, NULL), -EINVAL);
+	cr_assert_eq(gofer_setxattr(c, 1, "", "x", 1, 0), -ERANGE);
+	cr_assert_eq(gofer_getxattr(c, 1, longname, NULL, 0), -ERANGE);
+	cr_assert_eq(gofer_setxattr(c, 1, "user.x", NULL, 1, 0), -EINVAL);
+	/* A long target is fine (up to GOFER_PATH_MAX): this one is sent. */
+	cr_assert_eq(gofer_symlink(c, 1, "l", longname, 0, 0, &h, NULL), 0);
+	cr_assert_eq(requests_seen, 1, "only the valid SYMLINK was sent");
 }

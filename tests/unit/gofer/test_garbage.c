@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -50,6 +51,7 @@ static size_t valid_request(const uint64_t *handles, int nhandles)
 	static const char *const names[] = { "a", "b", "c", "file", "many", "up_link", "nope" };
 	struct gofer_req req = { .tag = (uint32_t)next_random() };
 	uint64_t h = handles[next_random() % (uint64_t)nhandles];
+	const char *nm = names[next_random() % 7];
 	ssize_t n;
 
 	req.type = (uint16_t)(1 + next_random() % (GOFER_MSG_TYPE_END - 1));
@@ -78,6 +80,74 @@ static size_t valid_request(const uint64_t *handles, int nhandles)
 		/* Closing would leave the rest of the run without handles: ask for a bad one. */
 		req.close.n = 1;
 		req.close.handles[0] = h + 0x10000;
+		break;
+	case GOFER_MSG_WALKSTAT:
+		req.walk.dir = h;
+		req.walk.n = 1;
+		req.walk.names[0] = (struct gofer_name){ nm, (uint16_t)strlen(nm) };
+		break;
+	case GOFER_MSG_SETSTAT:
+		req.setstat.handle = h;
+		req.setstat.st.mask = (uint32_t)(next_random() % (GOFER_SETSTAT_ALL + 1));
+		req.setstat.st.mode = (uint32_t)(next_random() % 01000);
+		req.setstat.st.uid = (uint32_t)(next_random() % 2000);
+		req.setstat.st.gid = (uint32_t)(next_random() % 2000);
+		req.setstat.st.size = (int64_t)(next_random() % 100);
+		req.setstat.st.atime_nsec = GOFER_UTIME_NOW;
+		req.setstat.st.mtime_nsec = (uint32_t)(next_random() % 1000);
+		break;
+	case GOFER_MSG_CREATE:
+	case GOFER_MSG_MKDIR:
+	case GOFER_MSG_MKNOD:
+	case GOFER_MSG_SYMLINK:
+		req.mk.dir = h;
+		req.mk.name = (struct gofer_name){ nm, (uint16_t)strlen(nm) };
+		req.mk.uid = (uint32_t)(next_random() % 2000);
+		req.mk.gid = (uint32_t)(next_random() % 2000);
+		if (req.type == GOFER_MSG_SYMLINK)
+			req.mk.target = (struct gofer_name){ "../../x", 7 };
+		else
+			req.mk.mode = (uint32_t)(next_random() % 01000);
+		if (req.type == GOFER_MSG_MKNOD)
+			req.mk.mode |= (next_random() % 2) ? S_IFIFO : S_IFCHR;
+		if (req.type == GOFER_MSG_CREATE)
+			req.mk.flags = (uint32_t)(next_random() % 3);
+		break;
+	case GOFER_MSG_LINK:
+	case GOFER_MSG_RENAME:
+		req.link.olddir = h;
+		req.link.newdir = handles[next_random() % (uint64_t)nhandles];
+		req.link.oldname = (struct gofer_name){ nm, (uint16_t)strlen(nm) };
+		nm = names[next_random() % 7];
+		req.link.newname = (struct gofer_name){ nm, (uint16_t)strlen(nm) };
+		if (req.type == GOFER_MSG_RENAME)
+			req.link.flags = (uint32_t)(next_random() % 3);
+		break;
+	case GOFER_MSG_UNLINK:
+		req.unlink.dir = h;
+		req.unlink.name = (struct gofer_name){ nm, (uint16_t)strlen(nm) };
+		req.unlink.flags = (next_random() % 2) ? GOFER_UNLINK_REMOVEDIR : 0;
+		break;
+	case GOFER_MSG_FSYNC:
+		req.fsync.handle = h;
+		req.fsync.flags = (uint32_t)(next_random() % 2);
+		break;
+	case GOFER_MSG_GETXATTR:
+	case GOFER_MSG_SETXATTR:
+	case GOFER_MSG_LISTXATTR:
+	case GOFER_MSG_REMOVEXATTR:
+		req.xattr.handle = h;
+		if (req.type != GOFER_MSG_LISTXATTR)
+			req.xattr.name =
+				(next_random() % 2) ?
+					(struct gofer_name){ "user.k", 6 } :
+					(struct gofer_name){ "trusted.overlay.opaque", 22 };
+		if (req.type == GOFER_MSG_SETXATTR) {
+			req.xattr.value = (const uint8_t *)"value";
+			req.xattr.size = (uint32_t)(next_random() % 6);
+		} else if (req.type != GOFER_MSG_REMOVEXATTR) {
+			req.xattr.size = (uint32_t)(next_random() % 64);
+		}
 		break;
 	default:
 		req.node.handle = h;
@@ -121,9 +191,13 @@ static size_t mutate(size_t len)
 	}
 }
 
-Test(gofer_garbage, random_and_mutated_messages_get_replies_and_the_server_survives)
+/*
+ * Random bytes, then mutated valid messages, to a server in a child over a fresh tree. A
+ * writable server gets write messages that succeed now and then (the tree is scratch).
+ */
+static void garbage_run(bool readonly)
 {
-	struct gofer_server_config cfg = { .readonly = true };
+	struct gofer_server_config cfg = { .readonly = readonly };
 	struct gofer_req req = { .type = GOFER_MSG_MOUNT, .tag = 1 };
 	static const char *const walks[][2] = { { "a", "b" }, { "many", NULL }, { "file", NULL } };
 	struct gofer_rep rep;
@@ -174,6 +248,16 @@ Test(gofer_garbage, random_and_mutated_messages_get_replies_and_the_server_survi
 	close(sock);
 	cr_assert_eq(child_wait(pid), 0);
 	tree_remove(dir);
+}
+
+Test(gofer_garbage, random_and_mutated_messages_get_replies_and_the_server_survives)
+{
+	garbage_run(true);
+}
+
+Test(gofer_garbage, a_writable_server_survives_them_too)
+{
+	garbage_run(false);
 }
 
 Test(gofer_garbage, dispatcher_answers_every_truncation_of_every_valid_message)

@@ -160,17 +160,311 @@ Test(gofer_proto, close_request_round_trips)
 	cr_assert_eq(memcmp(out.close.handles, req.close.handles, 8 * GOFER_CLOSE_MAX), 0);
 }
 
-Test(gofer_proto, reserved_request_decodes_as_enosys)
+Test(gofer_proto, setstat_request_round_trips)
 {
-	for (uint16_t t = GOFER_MSG_FIRST_RESERVED; t < GOFER_MSG_TYPE_END; t++) {
-		ssize_t n;
+	req = (struct gofer_req){ .type = GOFER_MSG_SETSTAT, .tag = 8 };
+	req.setstat.handle = 0x200000003ULL;
+	req.setstat.st = (struct gofer_setstat){ .mask = GOFER_SETSTAT_ALL,
+						 .mode = 04755,
+						 .uid = 1000,
+						 .gid = 100,
+						 .size = 1LL << 40,
+						 .atime_sec = -1,
+						 .atime_nsec = GOFER_UTIME_NOW,
+						 .mtime_sec = 1700000000,
+						 .mtime_nsec = 999999999 };
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 56);
+	cr_assert_eq(out.setstat.handle, req.setstat.handle);
+	cr_assert_eq(out.setstat.st.mask, GOFER_SETSTAT_ALL);
+	cr_assert_eq(out.setstat.st.mode, 04755);
+	cr_assert_eq(out.setstat.st.uid, 1000);
+	cr_assert_eq(out.setstat.st.gid, 100);
+	cr_assert_eq(out.setstat.st.size, 1LL << 40);
+	cr_assert_eq(out.setstat.st.atime_sec, -1);
+	cr_assert_eq(out.setstat.st.atime_nsec, GOFER_UTIME_NOW);
+	cr_assert_eq(out.setstat.st.mtime_sec, 1700000000);
+	cr_assert_eq(out.setstat.st.mtime_nsec, 999999999);
+}
 
-		req = (struct gofer_req){ .type = t, .tag = 8 };
-		n = gofer_req_encode(&req, buf, sizeof(buf));
-		cr_assert_eq(n, GOFER_HDR_SIZE);
-		cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -ENOSYS);
-		cr_assert_eq(out.type, t);
-		cr_assert_eq(out.tag, 8);
+Test(gofer_proto, node_making_requests_round_trip)
+{
+	static const uint16_t types[] = { GOFER_MSG_CREATE, GOFER_MSG_MKDIR, GOFER_MSG_MKNOD,
+					  GOFER_MSG_SYMLINK };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		req = (struct gofer_req){ .type = types[i], .tag = 30 };
+		req.mk.dir = 0x100000001ULL;
+		req.mk.name = (struct gofer_name){ "new", 3 };
+		req.mk.uid = 5;
+		req.mk.gid = 6;
+		if (types[i] == GOFER_MSG_CREATE)
+			req.mk.flags = O_RDWR | O_APPEND;
+		if (types[i] == GOFER_MSG_SYMLINK)
+			req.mk.target = (struct gofer_name){ "../t", 4 };
+		else
+			req.mk.mode = types[i] == GOFER_MSG_MKNOD ? S_IFIFO | 0640 : 0640;
+		req_round_trip();
+		cr_assert_eq(out.mk.dir, req.mk.dir);
+		cr_assert_eq(out.mk.flags, req.mk.flags);
+		cr_assert_eq(out.mk.mode, req.mk.mode);
+		cr_assert_eq(out.mk.uid, 5);
+		cr_assert_eq(out.mk.gid, 6);
+		cr_assert_eq(out.mk.name.len, 3);
+		cr_assert_eq(memcmp(out.mk.name.name, "new", 3), 0);
+		cr_assert_eq(out.mk.target.len, req.mk.target.len);
+	}
+}
+
+Test(gofer_proto, link_rename_unlink_and_fsync_requests_round_trip)
+{
+	req = (struct gofer_req){ .type = GOFER_MSG_RENAME, .tag = 31 };
+	req.link.olddir = 1;
+	req.link.newdir = 2;
+	req.link.flags = GOFER_RENAME_EXCHANGE;
+	req.link.oldname = (struct gofer_name){ "old", 3 };
+	req.link.newname = (struct gofer_name){ "newer", 5 };
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 24 + 5 + 7);
+	cr_assert_eq(out.link.flags, GOFER_RENAME_EXCHANGE);
+	cr_assert_eq(out.link.newdir, 2);
+	cr_assert_eq(memcmp(out.link.newname.name, "newer", 5), 0);
+	req.type = GOFER_MSG_LINK;
+	req.link.flags = 0;
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 16 + 5 + 7);
+	cr_assert_eq(out.link.olddir, 1);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_UNLINK, .tag = 32 };
+	req.unlink.dir = 7;
+	req.unlink.flags = GOFER_UNLINK_REMOVEDIR;
+	req.unlink.name = (struct gofer_name){ "gone", 4 };
+	req_round_trip();
+	cr_assert_eq(out.unlink.flags, GOFER_UNLINK_REMOVEDIR);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_FSYNC, .tag = 33 };
+	req.fsync.handle = 9;
+	req.fsync.flags = GOFER_FSYNC_DATASYNC;
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 16);
+	cr_assert_eq(out.fsync.flags, GOFER_FSYNC_DATASYNC);
+}
+
+Test(gofer_proto, xattr_requests_round_trip)
+{
+	req = (struct gofer_req){ .type = GOFER_MSG_SETXATTR, .tag = 34 };
+	req.xattr.handle = 3;
+	req.xattr.flags = GOFER_XATTR_CREATE;
+	req.xattr.name = (struct gofer_name){ "user.a/b", 8 }; /* '/' is fine in xattr names */
+	req.xattr.value = (const uint8_t *)"v\0x";
+	req.xattr.size = 3;
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 16 + 10 + 3);
+	cr_assert_eq(out.xattr.size, 3);
+	cr_assert_eq(memcmp(out.xattr.value, "v\0x", 3), 0);
+	cr_assert_eq(out.xattr.flags, GOFER_XATTR_CREATE);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_GETXATTR, .tag = 35 };
+	req.xattr.handle = 3;
+	req.xattr.size = GOFER_XATTR_SIZE_MAX;
+	req.xattr.name = (struct gofer_name){ "user.a", 6 };
+	req_round_trip();
+	cr_assert_eq(out.xattr.size, GOFER_XATTR_SIZE_MAX);
+	req.type = GOFER_MSG_LISTXATTR;
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 16);
+	req = (struct gofer_req){ .type = GOFER_MSG_REMOVEXATTR, .tag = 36 };
+	req.xattr.handle = 3;
+	req.xattr.name = (struct gofer_name){ "user.a", 6 };
+	cr_assert_eq(req_round_trip(), GOFER_HDR_SIZE + 16);
+}
+
+Test(gofer_proto, write_requests_with_bad_fields_do_not_encode)
+{
+	/* Each is one field away from valid. */
+	req = (struct gofer_req){ .type = GOFER_MSG_SETSTAT };
+	req.setstat.st.mask = 0x40;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.setstat.st = (struct gofer_setstat){ .mtime_nsec = GOFER_UTIME_NOW + 1 };
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_CREATE };
+	req.mk.name = (struct gofer_name){ "x", 1 };
+	req.mk.flags = O_RDWR | O_DIRECTORY;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.mk.flags = O_RDWR;
+	req.mk.uid = UINT32_MAX;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.mk.uid = 0;
+	req.mk.name = (struct gofer_name){ "..", 2 };
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_MKDIR };
+	req.mk.name = (struct gofer_name){ "x", 1 };
+	req.mk.mode = S_IFDIR | 0755;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.type = GOFER_MSG_MKNOD; /* the S_IFMT bits are MKNOD's */
+	cr_assert_gt(gofer_req_encode(&req, buf, sizeof(buf)), 0);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_SYMLINK };
+	req.mk.name = (struct gofer_name){ "x", 1 };
+	req.mk.target = (struct gofer_name){ "a\0b", 3 };
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_RENAME };
+	req.link.oldname = (struct gofer_name){ "a", 1 };
+	req.link.newname = (struct gofer_name){ "b", 1 };
+	req.link.flags = 4; /* RENAME_WHITEOUT */
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.type = GOFER_MSG_LINK;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_UNLINK };
+	req.unlink.name = (struct gofer_name){ "a", 1 };
+	req.unlink.flags = 1;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+
+	req = (struct gofer_req){ .type = GOFER_MSG_GETXATTR };
+	req.xattr.name = (struct gofer_name){ "user.a", 6 };
+	req.xattr.size = GOFER_XATTR_SIZE_MAX + 1;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.xattr.size = 0;
+	req.xattr.name = (struct gofer_name){ "user\0a", 6 };
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.type = GOFER_MSG_SETXATTR;
+	req.xattr.name = (struct gofer_name){ "user.a", 6 };
+	req.xattr.flags = 4;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+}
+
+Test(gofer_proto, write_requests_with_bad_fields_do_not_decode)
+{
+	ssize_t n;
+
+	/* Encode a valid request, then patch one field in the bytes. */
+	req = (struct gofer_req){ .type = GOFER_MSG_MKDIR, .tag = 40 };
+	req.mk.name = (struct gofer_name){ "x", 1 };
+	req.mk.mode = 0755;
+	n = gofer_req_encode(&req, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	gofer_put_u32(buf + GOFER_HDR_SIZE + 20, 1); /* the padding */
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+	gofer_put_u32(buf + GOFER_HDR_SIZE + 20, 0);
+	gofer_put_u32(buf + GOFER_HDR_SIZE + 8, S_IFDIR | 0755);
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+	gofer_put_u32(buf + GOFER_HDR_SIZE + 8, 0755);
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), 0);
+	buf[GOFER_HDR_SIZE + 26] = '/';
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+
+	/* A SETXATTR whose value length runs past the packet. */
+	req = (struct gofer_req){ .type = GOFER_MSG_SETXATTR, .tag = 41 };
+	req.xattr.name = (struct gofer_name){ "user.a", 6 };
+	req.xattr.value = (const uint8_t *)"abc";
+	req.xattr.size = 3;
+	n = gofer_req_encode(&req, buf, sizeof(buf));
+	gofer_put_u32(buf + GOFER_HDR_SIZE + 12, 4);
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+	gofer_put_u32(buf + GOFER_HDR_SIZE + 12, 2);
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+
+	/* A SYMLINK whose target holds a NUL. */
+	req = (struct gofer_req){ .type = GOFER_MSG_SYMLINK, .tag = 42 };
+	req.mk.name = (struct gofer_name){ "x", 1 };
+	req.mk.target = (struct gofer_name){ "abc", 3 };
+	n = gofer_req_encode(&req, buf, sizeof(buf));
+	buf[n - 2] = '\0';
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+}
+
+Test(gofer_proto, node_replies_round_trip_and_must_be_of_the_type_made)
+{
+	static const struct {
+		uint16_t type;
+		uint32_t good, bad;
+	} cases[] = {
+		{ GOFER_MSG_CREATE, S_IFREG, S_IFDIR },	 { GOFER_MSG_MKDIR, S_IFDIR, S_IFREG },
+		{ GOFER_MSG_MKNOD, S_IFIFO, S_IFCHR },	 { GOFER_MSG_MKNOD, S_IFSOCK, S_IFBLK },
+		{ GOFER_MSG_SYMLINK, S_IFLNK, S_IFREG }, { GOFER_MSG_LINK, S_IFREG, S_IFDIR },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rep = (struct gofer_rep){ .type = cases[i].type, .tag = 50 };
+		rep.node.handle = 0x300000004ULL;
+		rep.node.attr = sample_attr(cases[i].good | 0644, 77);
+		cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + 8 + GOFER_ATTR_SIZE);
+		cr_assert_eq(rout.node.handle, rep.node.handle);
+		assert_attr_eq(&rout.node.attr, &rep.node.attr);
+		/* The wrong type: refused both ways. */
+		rep.node.attr.mode = cases[i].bad | 0644;
+		cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL, "case %zu", i);
+		gofer_put_u32(buf + GOFER_HDR_SIZE + 8 + 24, cases[i].bad | 0644);
+		cr_assert_eq(gofer_rep_decode(buf, GOFER_HDR_SIZE + 8 + GOFER_ATTR_SIZE, &rout),
+			     -EINVAL, "case %zu", i);
+		/* A zero handle. */
+		rep.node.attr.mode = cases[i].good | 0644;
+		rep.node.handle = 0;
+		cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL);
+	}
+}
+
+Test(gofer_proto, walkstat_and_setstat_replies_round_trip)
+{
+	rep = (struct gofer_rep){ .type = GOFER_MSG_WALKSTAT, .tag = 51 };
+	rep.walkstat.n = 2;
+	rep.walkstat.flags = GOFER_WALK_ENOENT;
+	rep.walkstat.attrs[0] = sample_attr(S_IFDIR | 0755, 1);
+	rep.walkstat.attrs[1] = sample_attr(S_IFDIR | 0700, 2);
+	cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + 8 + 2 * GOFER_ATTR_SIZE);
+	cr_assert_eq(rout.walkstat.n, 2);
+	cr_assert_eq(rout.walkstat.flags, GOFER_WALK_ENOENT);
+	assert_attr_eq(&rout.walkstat.attrs[1], &rep.walkstat.attrs[1]);
+	/* A walk goes on only through directories. */
+	rep.walkstat.attrs[0] = sample_attr(S_IFREG | 0755, 1);
+	cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL);
+
+	rep = (struct gofer_rep){ .type = GOFER_MSG_SETSTAT, .tag = 52 };
+	rep.stat = sample_attr(S_IFREG | 04755, 9);
+	cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + GOFER_ATTR_SIZE);
+	assert_attr_eq(&rout.stat, &rep.stat);
+}
+
+Test(gofer_proto, xattr_replies_carry_a_length_and_maybe_the_bytes)
+{
+	rep = (struct gofer_rep){ .type = GOFER_MSG_GETXATTR, .tag = 53 };
+	rep.xattr.len = 60000;
+	cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + 8);
+	cr_assert_eq(rout.xattr.len, 60000);
+	cr_assert_null(rout.xattr.data);
+	rep.xattr.len = 3;
+	rep.xattr.data = (const uint8_t *)"a\0b";
+	cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + 8 + 3);
+	cr_assert_eq(memcmp(rout.xattr.data, "a\0b", 3), 0);
+	/* Bytes that are not the length announced. */
+	gofer_put_u32(buf + GOFER_HDR_SIZE, 2);
+	cr_assert_eq(gofer_rep_decode(buf, GOFER_HDR_SIZE + 8 + 3, &rout), -EINVAL);
+	/* A length past what Linux can have. */
+	rep.xattr.data = NULL;
+	rep.xattr.len = 65537;
+	cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL);
+
+	rep = (struct gofer_rep){ .type = GOFER_MSG_LISTXATTR, .tag = 54 };
+	rep.xattr.len = 14;
+	rep.xattr.data = (const uint8_t *)"user.a\0user.b";
+	cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + 8 + 14);
+	/* A list must be NUL-terminated names, none empty. */
+	rep.xattr.len = 13;
+	cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL);
+	rep.xattr.len = 8;
+	rep.xattr.data = (const uint8_t *)"user.a\0\0";
+	cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL);
+}
+
+Test(gofer_proto, empty_write_replies_round_trip)
+{
+	static const uint16_t types[] = { GOFER_MSG_UNLINK, GOFER_MSG_RENAME, GOFER_MSG_FSYNC,
+					  GOFER_MSG_SETXATTR, GOFER_MSG_REMOVEXATTR };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		rep = (struct gofer_rep){ .type = types[i], .tag = 55 };
+		cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE);
+		/* A body where none belongs. */
+		gofer_put_u32(buf, GOFER_HDR_SIZE + 4);
+		cr_assert_eq(gofer_rep_decode(buf, GOFER_HDR_SIZE + 4, &rout), -EINVAL);
 	}
 }
 

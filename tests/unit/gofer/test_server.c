@@ -520,14 +520,6 @@ Test(gofer_server_limit, failed_walk_gives_back_its_handles, .init = start_limit
 	cr_assert_eq(gofer_walk(c, root, abc, 3, h, NULL), 3);
 }
 
-Test(gofer_server_raw, reserved_messages_get_enosys)
-{
-	for (uint16_t t = GOFER_MSG_FIRST_RESERVED; t < GOFER_MSG_TYPE_END; t++) {
-		req = (struct gofer_req){ .type = t, .tag = 100 + t };
-		cr_assert_eq(raw_req(raw, &req, rbuf, &rep, NULL), ENOSYS, "type %u", t);
-	}
-}
-
 /* Sends a header-only message of type t and returns the decoded reply in rep. */
 static void send_header(uint16_t t, uint32_t tag)
 {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/util.h"
 #include "fake.h"
@@ -194,7 +195,8 @@ bool fake_matches_mm(struct mm *mm)
 	for (int i = 0; i < l.n; i++) {
 		for (uint64_t a = l.v[i].start; a < l.v[i].end; a += PAGE_SIZE) {
 			const struct fake_range *r = fake_range_at(as, a);
-			if (!r || r->prot != l.v[i].prot ||
+			int prot = l.v[i].cow ? l.v[i].prot & ~PROT_WRITE : l.v[i].prot;
+			if (!r || r->prot != prot ||
 			    r->off + (a - r->start) != l.v[i].mf_off + (a - l.v[i].start))
 				return false;
 		}

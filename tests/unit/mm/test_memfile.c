@@ -117,6 +117,65 @@ Test(memfile, free_returns_memory_to_the_host)
 	cr_assert_eq(blocks(), 0);
 }
 
+Test(memfile, a_shared_page_stays_until_its_last_reference_is_dropped)
+{
+	int64_t off = memfile_alloc(&mf, 4 * PAGE_SIZE);
+	cr_assert_eq(off, 0);
+	memset(memfile_ptr(&mf, 0), 7, 4 * PAGE_SIZE);
+	cr_assert_eq(memfile_page_refs(&mf, PAGE_SIZE), 1);
+	/* Two more holders of the middle two pages (fork, then fork again). */
+	memfile_ref(&mf, PAGE_SIZE, 2 * PAGE_SIZE);
+	memfile_ref(&mf, PAGE_SIZE, 2 * PAGE_SIZE);
+	cr_assert_eq(memfile_page_refs(&mf, PAGE_SIZE), 3);
+	cr_assert_eq(memfile_shared_pages(&mf), 2);
+	uint64_t free0 = memfile_free_bytes(&mf);
+
+	/* The first owner lets go of all four: only the two unshared pages come back. */
+	memfile_free(&mf, 0, 4 * PAGE_SIZE);
+	cr_assert_eq(memfile_free_bytes(&mf), free0 + 2 * PAGE_SIZE);
+	cr_assert_eq(memfile_page_refs(&mf, 2 * PAGE_SIZE), 2);
+	cr_assert_eq(*(uint8_t *)memfile_ptr(&mf, 2 * PAGE_SIZE), 7);
+	memfile_free(&mf, PAGE_SIZE, 2 * PAGE_SIZE);
+	cr_assert_eq(memfile_free_bytes(&mf), free0 + 2 * PAGE_SIZE);
+	cr_assert_eq(memfile_shared_pages(&mf), 0);
+	memfile_free(&mf, PAGE_SIZE, PAGE_SIZE);
+	memfile_free(&mf, 2 * PAGE_SIZE, PAGE_SIZE);
+	cr_assert_eq(memfile_free_bytes(&mf), SMALL);
+	cr_assert_eq(memfile_free_extents(&mf), 1);
+	cr_assert_eq(blocks(), 0);
+}
+
+struct ref_worker {
+	uint64_t off;
+	int rounds;
+};
+
+static void *ref_and_free(void *arg)
+{
+	struct ref_worker *w = arg;
+	for (int i = 0; i < w->rounds; i++) {
+		memfile_ref(&mf, w->off, PAGE_SIZE);
+		memfile_free(&mf, w->off, PAGE_SIZE);
+	}
+	return NULL;
+}
+
+Test(memfile, concurrent_references_never_free_a_page_early)
+{
+	int64_t off = memfile_alloc(&mf, PAGE_SIZE);
+	uint64_t free0 = memfile_free_bytes(&mf);
+	struct ref_worker w = { (uint64_t)off, 20000 };
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, ref_and_free, &w), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(memfile_free_bytes(&mf), free0);
+	cr_assert_eq(memfile_page_refs(&mf, (uint64_t)off), 1);
+	memfile_free(&mf, (uint64_t)off, PAGE_SIZE);
+	cr_assert_eq(memfile_free_bytes(&mf), SMALL);
+}
+
 Test(memfile, zero_clears_pages_but_keeps_them_allocated)
 {
 	int64_t off = memfile_alloc(&mf, PAGE_SIZE);

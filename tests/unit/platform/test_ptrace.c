@@ -99,6 +99,10 @@ SNIPPET(snip_mmap_then_load, "mov $9, %eax\n"
 			     "mov $39, %eax\n"
 			     "syscall\n"
 			     "ud2\n");
+/* tell the test we run (*rcx = 1), then load (%rbx) forever */
+SNIPPET(snip_load_loop, "movq $1, (%rcx)\n"
+			"1: mov (%rbx), %rax\n"
+			"jmp 1b\n");
 /* the benchmark: syscall(39) forever */
 SNIPPET(snip_loop, "1: mov $39, %eax\n"
 		   "syscall\n"
@@ -595,12 +599,6 @@ Test(platform_ptrace, killed_stub_reports_died)
 	cr_assert_eq(ops()->as_map(as, EXTRA_ADDR, 4096, PROT_READ, EXTRA_OFF), -ESRCH);
 }
 
-Test(platform_ptrace, second_ctx_is_not_supported_yet)
-{
-	struct platform_ctx *ctx2;
-
-	cr_assert_eq(ops()->ctx_create(as, &ctx2), -ENOSYS);
-}
 
 Test(platform_ptrace, mappings_outside_the_guest_range_are_refused)
 {
@@ -616,6 +614,254 @@ Test(platform_ptrace, mappings_outside_the_guest_range_are_refused)
 	cr_assert_eq(ops()->as_unmap(as, code, 4096), -EINVAL);
 	cr_assert_eq(ops()->as_protect(as, code, 4096, PROT_READ), -EINVAL);
 	cr_assert_eq(ops()->as_map(as, UINT64_MAX & ~4095ULL, 8192, PROT_READ, 0), -EINVAL);
+}
+
+/* Runs snip_syscall in ctx c with rax = nr, rbx = where to store the result; checks the stop. */
+static void run_syscall_in(struct platform_ctx *c, uint64_t nr, uint64_t store_at)
+{
+	struct platform_event ev;
+	arch_regs_t r;
+
+	memset(&r, 0, sizeof(r));
+	r.rip = CODE_ADDR;
+	r.rsp = STACK_ADDR + 2048;
+	r.eflags = 0x202;
+	r.rax = nr;
+	r.rbx = store_at;
+	cr_assert_eq(ops()->ctx_switch(c, &r, &ev), 0);
+	cr_assert_eq(ev.kind, PLATFORM_EV_SYSCALL, "kind %d signo %d", ev.kind, ev.signo);
+	cr_assert_eq(r.orig_rax, nr);
+	r.rax = nr * 1000;
+	cr_assert_eq(ops()->ctx_switch(c, &r, &ev), 0);
+	cr_assert_eq(ev.kind, PLATFORM_EV_SYSCALL);
+	cr_assert_eq(r.orig_rax, 60);
+}
+
+static int count_children(void)
+{
+	int n = 0;
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	char path[300], buf[4096];
+
+	cr_assert_not_null(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", d->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[len] = 0;
+		fclose(f);
+		for (char *p = strtok(buf, " \n"); p; p = strtok(NULL, " \n"))
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+static int count_threads_of(pid_t pid)
+{
+	char path[64];
+	int n = 0;
+	struct dirent *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+Test(platform_ptrace, a_second_ctx_is_a_new_stub_thread_sharing_memory)
+{
+	struct platform_ctx *ctx2;
+
+	LOAD(snip_syscall);
+	cr_assert_eq(ops()->ctx_create(as, &ctx2), 0);
+	cr_assert_neq(ctx2, ctx);
+	cr_assert_eq(count_threads_of(ptrace_as_stub_pid(as)), 2);
+	run_syscall_in(ctx2, 39, DATA_ADDR);
+	cr_assert_eq(data_word(DATA_OFF), 39000);
+	run_syscall_in(ctx, 102, DATA_ADDR + 8);
+	cr_assert_eq(data_word(DATA_OFF + 8), 102000);
+	/* Ending one guest thread ends its stub thread only. */
+	ops()->ctx_destroy(ctx2);
+	cr_assert_eq(count_threads_of(ptrace_as_stub_pid(as)), 1);
+	run_syscall_in(ctx, 39, DATA_ADDR);
+}
+
+struct adopter {
+	struct platform_ctx *c;
+	int adopt_ret;
+	bool destroy;
+};
+
+static void *adopt_and_run(void *arg)
+{
+	struct adopter *a = arg;
+
+	a->adopt_ret = ops()->ctx_adopt(a->c);
+	if (a->adopt_ret == 0) {
+		run_syscall_in(a->c, 39, DATA_ADDR + 16);
+		if (a->destroy)
+			ops()->ctx_destroy(a->c);
+	}
+	return NULL;
+}
+
+Test(platform_ptrace, a_cloned_ctx_is_driven_by_the_thread_that_adopts_it)
+{
+	struct adopter a = { .destroy = true };
+	struct platform_event ev;
+	pthread_t th;
+
+	LOAD(snip_syscall);
+	cr_assert_eq(ops()->ctx_clone(ctx, &a.c), 0);
+	/* Not adopted yet: nobody may drive it. */
+	cr_assert_eq(ops()->ctx_switch(a.c, &regs, &ev), -EPERM);
+	cr_assert_eq(pthread_create(&th, NULL, adopt_and_run, &a), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(a.adopt_ret, 0);
+	cr_assert_eq(data_word(DATA_OFF + 16), 39000);
+	cr_assert_eq(count_threads_of(ptrace_as_stub_pid(as)), 1);
+	run_syscall_in(ctx, 39, DATA_ADDR);
+}
+
+Test(platform_ptrace, a_clone_never_adopted_is_ended_by_its_creator)
+{
+	struct platform_ctx *c2;
+
+	cr_assert_eq(ops()->ctx_clone(ctx, &c2), 0);
+	cr_assert_eq(count_threads_of(ptrace_as_stub_pid(as)), 2);
+	ops()->ctx_destroy(c2);
+	cr_assert_eq(count_threads_of(ptrace_as_stub_pid(as)), 1);
+	LOAD(snip_syscall);
+	run_syscall_in(ctx, 39, DATA_ADDR);
+}
+
+struct spinner {
+	struct platform_ctx *c;
+	struct platform_event ev;
+	arch_regs_t r;
+};
+
+static void *adopt_and_spin(void *arg)
+{
+	struct spinner *sp = arg;
+
+	cr_assert_eq(ops()->ctx_adopt(sp->c), 0);
+	memset(&sp->r, 0, sizeof(sp->r));
+	sp->r.rip = CODE_ADDR;
+	sp->r.eflags = 0x202;
+	sp->r.rbx = EXTRA_ADDR;
+	sp->r.rcx = DATA_ADDR;
+	cr_assert_eq(ops()->ctx_switch(sp->c, &sp->r, &sp->ev), 0);
+	ops()->ctx_destroy(sp->c);
+	return NULL;
+}
+
+Test(platform_ptrace, an_unmap_by_one_thread_holds_for_a_thread_running_guest_code)
+{
+	struct spinner sp;
+	pthread_t th;
+
+	LOAD(snip_load_loop);
+	cr_assert_eq(ops()->as_map(as, EXTRA_ADDR, 4096, PROT_READ, EXTRA_OFF), 0);
+	cr_assert_eq(ops()->ctx_clone(ctx, &sp.c), 0);
+	cr_assert_eq(pthread_create(&th, NULL, adopt_and_spin, &sp), 0);
+	while (data_word(DATA_OFF) != 1)
+		sched_yield();
+	/* The other thread is reading EXTRA_ADDR in a loop; when this returns it is gone. */
+	cr_assert_eq(ops()->as_unmap(as, EXTRA_ADDR, 4096), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(sp.ev.kind, PLATFORM_EV_FAULT);
+	cr_assert_eq(sp.ev.signo, SIGSEGV);
+	cr_assert_eq(sp.ev.code, SEGV_MAPERR);
+	cr_assert_eq(sp.ev.addr, EXTRA_ADDR);
+}
+
+struct creator {
+	struct platform_as *as;
+	struct platform_ctx *for_main;
+};
+
+/* Creates a space and its first ctx, clones one for the main thread, ends its own, exits. */
+static void *create_space_and_leave(void *arg)
+{
+	struct creator *c = arg;
+	struct platform_ctx *mine;
+
+	cr_assert_eq(ops()->as_create(plat, &c->as), 0);
+	cr_assert_eq(ops()->as_map(c->as, CODE_ADDR, 4096, PROT_READ | PROT_EXEC, CODE_OFF), 0);
+	cr_assert_eq(ops()->as_map(c->as, DATA_ADDR, 4096, PROT_READ | PROT_WRITE, DATA_OFF), 0);
+	cr_assert_eq(ops()->as_map(c->as, STACK_ADDR, 4096, PROT_READ | PROT_WRITE, STACK_OFF),
+		     0);
+	cr_assert_eq(ops()->ctx_create(c->as, &mine), 0);
+	cr_assert_eq(ops()->ctx_clone(mine, &c->for_main), 0);
+	ops()->ctx_destroy(mine);
+	return NULL;
+}
+
+Test(platform_ptrace, the_process_outlives_the_host_thread_that_made_it)
+{
+	struct creator c;
+	pthread_t th;
+
+	LOAD(snip_syscall);
+	cr_assert_eq(pthread_create(&th, NULL, create_space_and_leave, &c), 0);
+	pthread_join(th, NULL);
+	/* Its initial thread has exited and its creator is gone: the clone still runs. */
+	cr_assert_eq(ops()->ctx_adopt(c.for_main), 0);
+	run_syscall_in(c.for_main, 39, DATA_ADDR + 24);
+	cr_assert_eq(data_word(DATA_OFF + 24), 39000);
+	/* Mappings go through the thread this one traces. */
+	cr_assert_eq(ops()->as_map(c.as, EXTRA_ADDR, 4096, PROT_READ, EXTRA_OFF), 0);
+	ops()->ctx_destroy(c.for_main);
+	pid_t pid = ptrace_as_stub_pid(c.as);
+	ops()->as_destroy(c.as);
+	cr_assert_eq(kill(pid, 0), -1);
+}
+
+static void *churn_threads(void *arg)
+{
+	for (int i = 0; i < 200; i++) {
+		struct adopter a = { .destroy = true };
+		pthread_t th;
+
+		cr_assert_eq(ops()->ctx_clone(ctx, &a.c), 0);
+		cr_assert_eq(pthread_create(&th, NULL, adopt_and_run, &a), 0);
+		pthread_join(th, NULL);
+		cr_assert_eq(a.adopt_ret, 0);
+	}
+	return NULL;
+}
+
+Test(platform_ptrace, churning_spaces_and_threads_leaves_nothing_behind)
+{
+	int fds = count_fds(), children = count_children();
+	pid_t pid = ptrace_as_stub_pid(as);
+
+	LOAD(snip_syscall);
+	churn_threads(NULL);
+	cr_assert_eq(count_threads_of(pid), 1);
+	for (int i = 0; i < 500; i++) {
+		struct platform_as *a2;
+		struct platform_ctx *c2;
+
+		cr_assert_eq(ops()->as_create(plat, &a2), 0);
+		cr_assert_eq(ops()->ctx_create(a2, &c2), 0);
+		ops()->ctx_destroy(c2);
+		ops()->as_destroy(a2);
+	}
+	cr_assert_eq(count_fds(), fds);
+	cr_assert_eq(count_children(), children);
+	run_syscall_in(ctx, 39, DATA_ADDR);
 }
 
 static void *switch_from_other_thread(void *arg)
@@ -896,4 +1142,29 @@ Test(platform_ptrace, syscall_round_trip_benchmark)
 	t1 = now_us();
 	fprintf(stderr, "ptrace platform: %d guest syscall round trips, %.2f us each\n", N,
 		(t1 - t0) / N);
+}
+
+/* Not a check: prints what a new address space costs (as_create + as_destroy). */
+Test(platform_create, as_create_benchmark)
+{
+	struct platform *p;
+	struct timespec t0, t1;
+	int fd = memfd_create("husk-bench", MFD_CLOEXEC);
+	const int n = 200;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(platform_create("ptrace", fd, &p), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n; i++) {
+		struct platform_as *a;
+
+		cr_assert_eq(p->ops->as_create(p, &a), 0);
+		p->ops->as_destroy(a);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("ptrace platform: as_create + as_destroy %.1f us each\n",
+	       ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / n /
+		       1e3);
+	platform_destroy(p);
+	close(fd);
 }

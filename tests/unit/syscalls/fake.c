@@ -9,6 +9,7 @@
 #include "common/util.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/mm/mm.h"
+#include "sentry/kernel/waitq.h"
 #include "tests/unit/syscalls/fake.h"
 
 /* --- guest memory --- */
@@ -242,4 +243,12 @@ int vfs_path_statfs(const struct vfs_path *p, struct linux_statfs *st)
 uint64_t vfs_path_mnt_id(const struct vfs_path *p)
 {
 	return p->mnt->id;
+}
+
+/* sys_time.c's sleeps: no signal can interrupt a test's task, so a plain host sleep. */
+long task_sleep_until(struct task *t, clockid_t clock, const struct timespec *abs)
+{
+	while (clock_nanosleep(clock, TIMER_ABSTIME, abs, NULL) == EINTR)
+		;
+	return 0;
 }

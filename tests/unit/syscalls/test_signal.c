@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "include/abi/linux/errno.h"
+#include "include/abi/linux/signal.h"
+#include "sentry/kernel/signals.h"
 #include "tests/unit/syscalls/fake.h"
 
 static struct harness h;
@@ -12,6 +15,13 @@ static void setup(void)
 {
 	harness_init(&h, 0, 0);
 	h.t.regs.rsp = 0x7ffff000;
+	/* What the signal machinery needs of the process: its thread list and pending sets. */
+	list_init(&h.tg.tasks);
+	list_add_tail(&h.t.tg_link, &h.tg.tasks);
+	h.tg.leader = &h.t;
+	h.tg.state = TG_RUNNING;
+	list_init(&h.tg.shared_pending.queue);
+	list_init(&h.t.pending.queue);
 }
 
 TestSuite(sys_signal, .init = setup);
@@ -218,4 +228,121 @@ Test(sys_signal, sigaltstack_unchanged_skips_the_size_check)
 	cr_assert_eq(CALL(&h.t, sigaltstack, A(&ss), 0), 0);
 	ss = (struct kstack){ 0, 0, 0, 0 };
 	cr_assert_eq(CALL(&h.t, sigaltstack, A(&ss), 0), -ENOMEM);
+}
+
+/* --- pending sets, sending and delivery (sentry/kernel/signals.c) --- */
+
+Test(sys_signal, rt_signals_queue_and_standard_ones_coalesce)
+{
+	struct linux_siginfo info;
+
+	h.tg.pid = 5; /* not pid 1, which drops default-action signals */
+	cr_assert_eq(signal_send_task(&h.t, 34, NULL), 0);
+	cr_assert_eq(signal_send_task(&h.t, 34, NULL), 0);
+	cr_assert_eq(signal_send_task(&h.t, 10, NULL), 0);
+	cr_assert_eq(signal_send_task(&h.t, 10, NULL), 0);
+	cr_assert_eq(signal_dequeue(&h.t, ~0ULL, &info), 10);
+	cr_assert_eq(info.si_code, LINUX_SI_KERNEL);
+	cr_assert_eq(signal_dequeue(&h.t, ~0ULL, &info), 34);
+	cr_assert_eq(signal_dequeue(&h.t, ~0ULL, &info), 34);
+	cr_assert_eq(signal_dequeue(&h.t, ~0ULL, &info), 0);
+}
+
+Test(sys_signal, fault_signals_are_dequeued_first)
+{
+	h.tg.pid = 5;
+	cr_assert_eq(signal_send_task(&h.t, 2, NULL), 0);
+	cr_assert_eq(signal_send_task(&h.t, 11, NULL), 0);
+	cr_assert_eq(signal_dequeue(&h.t, ~0ULL, NULL), 11);
+	cr_assert_eq(signal_dequeue(&h.t, ~0ULL, NULL), 2);
+}
+
+Test(sys_signal, ignored_signal_is_dropped_but_blocked_one_is_kept)
+{
+	struct linux_sigaction ign = { 1, 0, 0, 0 };
+	uint64_t set = 0;
+
+	h.tg.pid = 5; /* not pid 1: no init protection */
+	cr_assert_eq(CALL(&h.t, rt_sigaction, 10, A(&ign), 0, 8), 0);
+	cr_assert_eq(signal_send_tg(&h.tg, 10, NULL), 0);
+	cr_assert_eq(signal_pending_set(&h.t), 0);
+	h.t.sigmask = BIT(10);
+	cr_assert_eq(signal_send_tg(&h.tg, 10, NULL), 0);
+	cr_assert_eq(CALL(&h.t, rt_sigpending, A(&set), 8), 0);
+	cr_assert_eq(set, BIT(10));
+}
+
+Test(sys_signal, pid1_drops_default_action_signals_unless_forced_kill_from_outside)
+{
+	struct linux_siginfo info = { .si_code = LINUX_SI_USER };
+
+	cr_assert_eq(signal_send(&h.tg, NULL, 15, &info, 0), 0);
+	cr_assert_eq(signal_pending_set(&h.t), 0);
+	cr_assert_eq(signal_send(&h.tg, NULL, 9, &info, 0), 0);
+	cr_assert_eq(signal_pending_set(&h.t), 0);
+	cr_assert_eq(signal_send(&h.tg, NULL, 9, &info, SIGSEND_FROM_OUTSIDE), 0);
+	cr_assert_eq(signal_pending_set(&h.t), BIT(9));
+}
+
+Test(sys_signal, sigsuspend_and_pause_return_erestartnohand)
+{
+	uint64_t mask = BIT(12);
+
+	cr_assert_eq(CALL(&h.t, rt_sigsuspend, A(&mask), 8), -ERESTARTNOHAND);
+	cr_assert(h.t.restore_sigmask);
+	cr_assert_eq(h.t.sigmask, BIT(12));
+	cr_assert_eq(CALL(&h.t, rt_sigsuspend, A(&mask), 4), -EINVAL);
+	cr_assert_eq(CALL(&h.t, pause), -ERESTARTNOHAND);
+}
+
+Test(sys_signal, restart_codes_without_a_handler_restart_the_call)
+{
+	h.t.regs.orig_rax = 35;
+	h.t.regs.rax = (uint64_t)-ERESTARTSYS;
+	h.t.regs.rip = 0x1002;
+	signal_deliver(&h.t, true);
+	cr_assert_eq(h.t.regs.rax, 35);
+	cr_assert_eq(h.t.regs.rip, 0x1000);
+
+	h.t.regs.rax = (uint64_t)-ERESTART_RESTARTBLOCK;
+	h.t.regs.rip = 0x1002;
+	signal_deliver(&h.t, true);
+	cr_assert_eq(h.t.regs.rax, 219);
+	cr_assert_eq(h.t.regs.rip, 0x1000);
+}
+
+Test(sys_signal, default_fatal_signal_ends_the_process_with_core_bit)
+{
+	h.tg.pid = 5;
+	cr_assert_eq(signal_send_tg(&h.tg, 11, NULL), 0);
+	signal_deliver(&h.t, false);
+	cr_assert(h.t.exiting);
+	cr_assert_eq(h.tg.exit_status, 11 | 0x80);
+}
+
+Test(sys_signal, sigtimedwait_takes_a_pending_signal_and_times_out)
+{
+	uint64_t set = BIT(10);
+	struct linux_siginfo info;
+	struct {
+		int64_t sec, nsec;
+	} zero = { 0, 0 }, bad = { 0, 1000000000 };
+
+	h.t.sigmask = BIT(10);
+	cr_assert_eq(signal_send_task(&h.t, 10, NULL), 0);
+	cr_assert_eq(CALL(&h.t, rt_sigtimedwait, A(&set), A(&info), A(&zero), 8), 10);
+	cr_assert_eq(info.si_signo, 10);
+	cr_assert_eq(CALL(&h.t, rt_sigtimedwait, A(&set), A(&info), A(&zero), 8), -EAGAIN);
+	cr_assert_eq(CALL(&h.t, rt_sigtimedwait, A(&set), A(&info), A(&bad), 8), -EINVAL);
+}
+
+Test(sys_signal, sigqueueinfo_to_another_process_may_not_claim_a_kernel_code)
+{
+	struct linux_siginfo info = { .si_code = LINUX_SI_KERNEL };
+
+	cr_assert_eq(CALL(&h.t, rt_sigqueueinfo, 77, 10, A(&info)), -EPERM);
+	info.si_code = LINUX_SI_TKILL;
+	cr_assert_eq(CALL(&h.t, rt_sigqueueinfo, 77, 10, A(&info)), -EPERM);
+	info.si_code = LINUX_SI_QUEUE;
+	cr_assert_eq(CALL(&h.t, rt_sigqueueinfo, 77, 10, A(&info)), -ESRCH);
 }

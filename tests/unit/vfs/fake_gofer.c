@@ -28,6 +28,7 @@ struct gofer_client {
 int fake_gofer_walks;
 int fake_gofer_handles;
 int fake_gofer_getdents_calls;
+extern int fake_gofer_stats;
 
 struct gofer_client *fake_gofer_create(const char *dir)
 {
@@ -113,6 +114,7 @@ int gofer_walk(struct gofer_client *c, uint64_t dir, const char *const *names, i
 
 int gofer_stat(struct gofer_client *c, uint64_t h, struct gofer_attr *attr)
 {
+	fake_gofer_stats++;
 	return stat_fd((int)h, attr);
 }
 
@@ -190,4 +192,140 @@ void gofer_close(struct gofer_client *c, const uint64_t *handles, int n)
 		close((int)handles[i]);
 		fake_gofer_handles--;
 	}
+}
+
+/* --- writes: the host's *at calls on the handles (O_PATH FDs) --- */
+
+int fake_gofer_stats;
+
+/* A handle and attributes of the node name in dir just made; closes fd on failure. */
+static int fake_made(uint64_t dir, const char *name, uint64_t *h, struct gofer_attr *attr)
+{
+	int fd = openat((int)dir, name, O_PATH | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	if (attr)
+		stat_fd(fd, attr);
+	if (h) {
+		fake_gofer_handles++;
+		*h = (uint64_t)fd;
+	} else {
+		close(fd);
+	}
+	return 0;
+}
+
+static void fake_own(uint64_t dir, const char *name, uint32_t uid, uint32_t gid)
+{
+	if (fchownat((int)dir, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		abort();
+}
+
+int gofer_create(struct gofer_client *c, uint64_t dir, const char *name, int flags, uint32_t mode,
+		 uint32_t uid, uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	int fd = openat((int)dir, name,
+			(flags & O_ACCMODE) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	fchmod(fd, mode & 07777);
+	fake_own(dir, name, uid, gid);
+	err = fake_made(dir, name, h, attr);
+	if (err < 0) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int gofer_mkdir(struct gofer_client *c, uint64_t dir, const char *name, uint32_t mode, uint32_t uid,
+		uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	if (mkdirat((int)dir, name, 0) < 0)
+		return -errno;
+	fake_own(dir, name, uid, gid);
+	fchmodat((int)dir, name, mode & 07777, 0);
+	return fake_made(dir, name, h, attr);
+}
+
+int gofer_mknod(struct gofer_client *c, uint64_t dir, const char *name, uint32_t mode, uint32_t uid,
+		uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return -EPERM;
+	if (mknodat((int)dir, name, (mode & S_IFMT) | (mode & 07777), 0) < 0)
+		return -errno;
+	fake_own(dir, name, uid, gid);
+	return fake_made(dir, name, h, attr);
+}
+
+int gofer_symlink(struct gofer_client *c, uint64_t dir, const char *name, const char *target,
+		  uint32_t uid, uint32_t gid, uint64_t *h, struct gofer_attr *attr)
+{
+	if (symlinkat(target, (int)dir, name) < 0)
+		return -errno;
+	fake_own(dir, name, uid, gid);
+	return fake_made(dir, name, h, attr);
+}
+
+int gofer_link(struct gofer_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
+	       const char *newname, uint64_t *h, struct gofer_attr *attr)
+{
+	if (linkat((int)olddir, oldname, (int)newdir, newname, 0) < 0)
+		return -errno;
+	return fake_made(newdir, newname, h, attr);
+}
+
+int gofer_unlink(struct gofer_client *c, uint64_t dir, const char *name, uint32_t flags)
+{
+	return unlinkat((int)dir, name, (int)flags) < 0 ? -errno : 0;
+}
+
+int gofer_rename(struct gofer_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
+		 const char *newname, uint32_t flags)
+{
+	return renameat2((int)olddir, oldname, (int)newdir, newname, flags) < 0 ? -errno : 0;
+}
+
+int gofer_setstat(struct gofer_client *c, uint64_t h, const struct gofer_setstat *st,
+		  struct gofer_attr *attr)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)h);
+	if ((st->mask & GOFER_SETSTAT_SIZE) && truncate(path, st->size) < 0)
+		return -errno;
+	if ((st->mask & (GOFER_SETSTAT_UID | GOFER_SETSTAT_GID)) &&
+	    fchownat((int)h, "", (st->mask & GOFER_SETSTAT_UID) ? st->uid : (uint32_t)-1,
+		     (st->mask & GOFER_SETSTAT_GID) ? st->gid : (uint32_t)-1,
+		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if ((st->mask & GOFER_SETSTAT_MODE) && chmod(path, st->mode) < 0)
+		return -errno;
+	if (st->mask & (GOFER_SETSTAT_ATIME | GOFER_SETSTAT_MTIME)) {
+		struct timespec ts[2] = {
+			{ st->atime_sec, (st->mask & GOFER_SETSTAT_ATIME) ? st->atime_nsec :
+									   UTIME_OMIT },
+			{ st->mtime_sec, (st->mask & GOFER_SETSTAT_MTIME) ? st->mtime_nsec :
+									   UTIME_OMIT },
+		};
+
+		if (utimensat(AT_FDCWD, path, ts, 0) < 0)
+			return -errno;
+	}
+	return attr ? stat_fd((int)h, attr) : 0;
+}
+
+int gofer_walk_stat(struct gofer_client *c, uint64_t dir, const char *const *names, int n,
+		    struct gofer_attr *attrs)
+{
+	return -ENOSYS;
+}
+
+int gofer_fsync(struct gofer_client *c, uint64_t h, bool datasync)
+{
+	return 0;
 }

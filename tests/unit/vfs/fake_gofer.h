@@ -11,5 +11,6 @@ struct gofer_client *fake_gofer_create(const char *dir);
 extern int fake_gofer_walks; /* gofer_walk calls */
 extern int fake_gofer_handles; /* handles handed out and not closed yet */
 extern int fake_gofer_getdents_calls;
+extern int fake_gofer_stats; /* gofer_stat calls */
 
 #endif

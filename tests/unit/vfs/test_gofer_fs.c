@@ -34,7 +34,7 @@ static void put_file(const char *name, const char *data)
 	fclose(f);
 }
 
-static void setup(void)
+static void setup_mount(bool readonly)
 {
 	char path[128];
 
@@ -57,8 +57,13 @@ static void setup(void)
 	fake_gofer_walks = fake_gofer_handles = fake_gofer_getdents_calls = 0;
 	gc = fake_gofer_create(dir);
 	memset(&h, 0, sizeof(h));
-	cr_assert_eq(vfs_mount_root(&h.k, gc, true), 0);
+	cr_assert_eq(vfs_mount_root(&h.k, gc, readonly), 0);
 	harness_init_task(&h);
+}
+
+static void setup(void)
+{
+	setup_mount(true);
 }
 
 static void teardown(void)
@@ -256,4 +261,170 @@ Test(gofer_fs, teardown_closes_every_handle)
 	harness_fini(&h);
 	cr_assert_eq(fake_gofer_handles, 0, "%d handles left open", fake_gofer_handles);
 	gofer_client_destroy(gc);
+}
+
+/* --- a writable mount (--overlay=none, volumes) --- */
+
+static void setup_rw(void)
+{
+	setup_mount(false);
+}
+
+TestSuite(gofer_rw, .init = setup_rw, .fini = teardown);
+
+static void host_stat(const char *name, struct stat *st)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(lstat(path, st), 0, "host %s: %s", name, strerror(errno));
+}
+
+static bool host_exists(const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+static struct vfs_attr attr_of(const char *path)
+{
+	struct vfs_path p;
+	struct vfs_attr a;
+
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &p), 0, "%s", path);
+	cr_assert_eq(vfs_path_getattr(&p, &a), 0);
+	vfs_path_put(&p);
+	return a;
+}
+
+static ssize_t write_str(struct file *f, const char *s)
+{
+	struct iovec iov = { .iov_base = (void *)s, .iov_len = strlen(s) };
+	int64_t pos = 0;
+
+	return f->ops->write(f, &iov, 1, &pos);
+}
+
+Test(gofer_rw, created_file_is_written_even_with_mode_0)
+{
+	struct stat st;
+	struct file *f;
+
+	/* O_CREAT opens the file it made for writing whatever its mode, as Linux does. */
+	cr_assert_eq(vfs_open(&h.t, AT_FDCWD, "/new", O_WRONLY | O_CREAT | O_EXCL, 0, &f), 0);
+	cr_assert_eq(write_str(f, "data"), 4);
+	file_put(f);
+	host_stat("new", &st);
+	cr_assert_eq(st.st_mode, S_IFREG | 0);
+	cr_assert_eq(st.st_size, 4);
+	cr_assert_eq(vfs_open(&h.t, AT_FDCWD, "/new", O_WRONLY | O_CREAT | O_EXCL, 0, &f),
+		     -EEXIST);
+}
+
+Test(gofer_rw, namespace_changes_reach_the_host)
+{
+	struct vfs_path p;
+	struct stat st;
+
+	cr_assert_eq(vfs_mkdirat(&h.t, AT_FDCWD, "/d", 0750), 0);
+	host_stat("d", &st);
+	cr_assert_eq(st.st_mode, S_IFDIR | 0750);
+	cr_assert_eq(vfs_symlinkat(&h.t, "a.txt", AT_FDCWD, "/d/s"), 0);
+	cr_assert_eq(vfs_mknodat(&h.t, AT_FDCWD, "/d/fifo", S_IFIFO | 0600, 0), 0);
+	host_stat("d/fifo", &st);
+	cr_assert(S_ISFIFO(st.st_mode));
+	cr_assert_eq(vfs_mknodat(&h.t, AT_FDCWD, "/d/null", S_IFCHR | 0600, vfs_mkdev(1, 3)),
+		     -EPERM);
+	cr_assert_eq(vfs_renameat2(&h.t, AT_FDCWD, "/d/s", AT_FDCWD, "/s2", 0), 0);
+	cr_assert(!host_exists("d/s"));
+	cr_assert(host_exists("s2"));
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/d/s", AT_SYMLINK_NOFOLLOW, &p), -ENOENT);
+	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/d", AT_REMOVEDIR), -ENOTEMPTY);
+	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/d/fifo", 0), 0);
+	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/d", AT_REMOVEDIR), 0);
+	cr_assert(!host_exists("d"));
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/d", 0, &p), -ENOENT);
+}
+
+Test(gofer_rw, rename_exchange_swaps_names_and_nodes)
+{
+	struct file *f;
+	char buf[8] = { 0 };
+
+	cr_assert_eq(vfs_renameat2(&h.t, AT_FDCWD, "/a.txt", AT_FDCWD, "/sub/b",
+				   VFS_RENAME_EXCHANGE),
+		     0);
+	f = open_ok("/a.txt", O_RDONLY);
+	cr_assert_eq(file_pread(f, buf, 3, 0), 3);
+	cr_assert_str_eq(buf, "bee");
+	file_put(f);
+	cr_assert_eq(attr_of("/sub/b").size, 12);
+	cr_assert_eq(vfs_renameat2(&h.t, AT_FDCWD, "/a.txt", AT_FDCWD, "/sub/b",
+				   VFS_RENAME_NOREPLACE),
+		     -EEXIST);
+}
+
+Test(gofer_rw, attributes_are_cached_until_the_sandbox_changes_something)
+{
+	struct file *f;
+	int stats;
+
+	(void)attr_of("/a.txt");
+	stats = fake_gofer_stats;
+	cr_assert_eq(attr_of("/a.txt").size, 12);
+	cr_assert_eq(fake_gofer_stats, stats, "an unchanged file is not asked for again");
+	f = open_ok("/a.txt", O_WRONLY);
+	cr_assert_eq(write_str(f, "0123456789abcdef"), 16);
+	file_put(f);
+	cr_assert_eq(attr_of("/a.txt").size, 16, "a write through a donated FD invalidates");
+	cr_assert_gt(fake_gofer_stats, stats);
+}
+
+Test(gofer_rw, link_counts_stay_right_across_names)
+{
+	cr_assert_eq(vfs_linkat(&h.t, AT_FDCWD, "/a.txt", AT_FDCWD, "/sub/hard", 0), 0);
+	cr_assert_eq(attr_of("/a.txt").nlink, 2);
+	cr_assert_eq(attr_of("/sub/hard").nlink, 2);
+	cr_assert_eq(attr_of("/sub/hard").ino, attr_of("/a.txt").ino);
+	/* Removing one name changes the other's count: the cached attributes must go. */
+	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/sub/hard", 0), 0);
+	cr_assert_eq(attr_of("/a.txt").nlink, 1);
+}
+
+Test(gofer_rw, an_unlinked_file_cannot_be_linked_again)
+{
+	struct file *f = open_ok("/a.txt", O_RDONLY);
+	int fd;
+
+	fd = fdtable_install(h.t.fdt, f, 0, false, 1024);
+	cr_assert_geq(fd, 0);
+	file_put(f);
+	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/a.txt", 0), 0);
+	/* The name is gone on the host: linking by name must not find something else there. */
+	put_file("a.txt", "other");
+	cr_assert_eq(vfs_linkat(&h.t, fd, "", AT_FDCWD, "/again", AT_EMPTY_PATH), -ENOENT);
+	cr_assert(!host_exists("again"));
+}
+
+Test(gofer_rw, setattr_changes_the_host_file)
+{
+	struct vfs_path p;
+	struct timespec times[2] = { { 1000, 5 }, { 2000, 7 } };
+	struct stat st;
+
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/a.txt", 0, &p), 0);
+	cr_assert_eq(vfs_path_chmod(&h.t, &p, 0600), 0);
+	cr_assert_eq(vfs_path_truncate(&h.t, &p, 3), 0);
+	cr_assert_eq(vfs_path_utimens(&h.t, &p, times), 0);
+	vfs_path_put(&p);
+	host_stat("a.txt", &st);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	cr_assert_eq(st.st_size, 3);
+	cr_assert_eq(st.st_mtim.tv_sec, 2000);
+	cr_assert_eq(st.st_mtim.tv_nsec, 7);
+	cr_assert_eq(attr_of("/a.txt").size, 3);
+	cr_assert_eq(attr_of("/a.txt").mode & 07777, 0600);
 }

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Host cgroups of a sandbox. The sentry, its stubs and the gofer all live in one cgroup path,
+ * created in each hierarchy husk uses:
+ *   - pure v2 (/sys/fs/cgroup is cgroup2): that hierarchy, controllers enabled top-down;
+ *   - v1 or hybrid: the v1 memory, pids, cpu and freezer hierarchies that are mounted, plus the
+ *     v2 hierarchy at /sys/fs/cgroup/unified if there is one (for its accounting and freezer).
+ * Limits go to whichever hierarchy has the controller; a hierarchy that cannot be used (not
+ * mounted, read-only) is skipped, so husk runs on v1, v2 and hybrid hosts alike.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "runtime/oci.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CGROUP2_SUPER_MAGIC 0x63677270
+
+enum hier { H_V2, H_MEMORY, H_PIDS, H_CPU, H_FREEZER, H_COUNT };
+
+static const char *const hier_dir[H_COUNT] = {
+	[H_V2] = NULL,	 [H_MEMORY] = "memory",	  [H_PIDS] = "pids",
+	[H_CPU] = "cpu", [H_FREEZER] = "freezer",
+};
+
+/* Mount point of hierarchy h, or NULL if it is not usable here. */
+static const char *hier_mount(enum hier h, char *buf, size_t len)
+{
+	struct statfs sfs;
+	char probe[300];
+
+	if (statfs(CGROUP_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+		return h == H_V2 ? CGROUP_ROOT : NULL; /* pure v2 */
+	if (h == H_V2)
+		snprintf(buf, len, CGROUP_ROOT "/unified");
+	else
+		snprintf(buf, len, CGROUP_ROOT "/%s", hier_dir[h]);
+	snprintf(probe, sizeof(probe), "%s/cgroup.procs", buf);
+	if (access(probe, W_OK) < 0)
+		return NULL;
+	return buf;
+}
+
+static bool is_pure_v2(void)
+{
+	struct statfs sfs;
+
+	return statfs(CGROUP_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[600];
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(val);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, len) != (ssize_t)len)
+		return -errno;
+	return 0;
+}
+
+static int read_file(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[600];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return (int)n;
+}
+
+/* Directory of path in hierarchy h, or NULL if h is not usable. */
+static const char *hier_path(enum hier h, const char *path, char *buf, size_t len)
+{
+	char mnt[256];
+
+	if (!hier_mount(h, mnt, sizeof(mnt)))
+		return NULL;
+	snprintf(buf, len, "%s%s%s", mnt, path[0] == '/' ? "" : "/", path);
+	return buf;
+}
+
+static int mkdir_p(const char *path)
+{
+	_cleanup_free_ char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + strlen(CGROUP_ROOT) + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* In pure v2, enables the controllers in every ancestor's subtree_control (best effort). */
+static void v2_enable_controllers(const char *dir)
+{
+	_cleanup_free_ char *p = strdup(dir);
+
+	if (!p)
+		return;
+	for (char *s = p + strlen(CGROUP_ROOT); s; s = strchr(s + 1, '/')) {
+		char c = *s;
+
+		*s = 0;
+		write_file(*p ? p : "/", "cgroup.subtree_control", "+memory");
+		write_file(*p ? p : "/", "cgroup.subtree_control", "+pids");
+		write_file(*p ? p : "/", "cgroup.subtree_control", "+cpu");
+		*s = c;
+	}
+}
+
+static int set_limits(const char *path, int64_t memory, int64_t pids, uint64_t shares,
+		      int64_t quota, uint64_t period)
+{
+	char dir[600], val[64];
+	bool v2 = is_pure_v2();
+	int ret = 0, r;
+
+	if (memory != -2) {
+		if (v2 && hier_path(H_V2, path, dir, sizeof(dir))) {
+			if (memory < 0)
+				snprintf(val, sizeof(val), "max");
+			else
+				snprintf(val, sizeof(val), "%lld", (long long)memory);
+			ret = write_file(dir, "memory.max", val);
+		} else if (hier_path(H_MEMORY, path, dir, sizeof(dir))) {
+			snprintf(val, sizeof(val), "%lld", (long long)(memory < 0 ? -1 : memory));
+			ret = write_file(dir, "memory.limit_in_bytes", val);
+		} else if (memory >= 0) {
+			oci_warn("no memory cgroup controller: the memory limit is not applied on "
+				 "the host");
+		}
+		if (ret < 0)
+			return ret;
+	}
+	if (pids != -2) {
+		enum hier h = v2 ? H_V2 : H_PIDS;
+
+		if (pids < 0)
+			snprintf(val, sizeof(val), "max");
+		else
+			snprintf(val, sizeof(val), "%lld", (long long)pids);
+		if (hier_path(h, path, dir, sizeof(dir)))
+			ret = write_file(dir, "pids.max", val);
+		else if (pids >= 0)
+			oci_warn("no pids cgroup controller: the pids limit is not applied on the "
+				 "host");
+		if (ret < 0)
+			return ret;
+	}
+	if (shares && (v2 ? hier_path(H_V2, path, dir, sizeof(dir)) :
+			    hier_path(H_CPU, path, dir, sizeof(dir)))) {
+		if (v2)
+			snprintf(val, sizeof(val), "%llu",
+				 1 + ((unsigned long long)(shares < 2 ? 2 : shares) - 2) * 9999 /
+						 262142);
+		else
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)shares);
+		r = write_file(dir, v2 ? "cpu.weight" : "cpu.shares", val);
+		if (r < 0)
+			oci_warn("cpu shares: %s", strerror(-r));
+	}
+	if ((quota || period) && (v2 ? hier_path(H_V2, path, dir, sizeof(dir)) :
+				       hier_path(H_CPU, path, dir, sizeof(dir)))) {
+		if (v2) {
+			if (quota > 0)
+				snprintf(val, sizeof(val), "%lld %llu", (long long)quota,
+					 (unsigned long long)(period ? period : 100000));
+			else
+				snprintf(val, sizeof(val), "max %llu",
+					 (unsigned long long)(period ? period : 100000));
+			r = write_file(dir, "cpu.max", val);
+		} else {
+			r = 0;
+			if (period) {
+				snprintf(val, sizeof(val), "%llu", (unsigned long long)period);
+				r = write_file(dir, "cpu.cfs_period_us", val);
+			}
+			if (!r && quota) {
+				snprintf(val, sizeof(val), "%lld", (long long)quota);
+				r = write_file(dir, "cpu.cfs_quota_us", val);
+			}
+		}
+		if (r < 0)
+			oci_warn("cpu quota: %s", strerror(-r));
+	}
+	return 0;
+}
+
+int cgroup_create(const char *path, const struct oci_config *cfg)
+{
+	char dir[600];
+	int ret;
+
+	for (int h = 0; h < H_COUNT; h++) {
+		if (!hier_path(h, path, dir, sizeof(dir)))
+			continue;
+		ret = mkdir_p(dir);
+		if (ret < 0) {
+			/* A v2 hierarchy beside v1 ones is optional; a needed one is not. */
+			if (h == H_V2 && !is_pure_v2())
+				continue;
+			cgroup_destroy(path);
+			return ret;
+		}
+		if (h == H_V2 && is_pure_v2())
+			v2_enable_controllers(dir);
+	}
+	ret = set_limits(path, cfg->memory_limit >= 0 ? cfg->memory_limit : -2,
+			 cfg->pids_limit >= 0 ? cfg->pids_limit : -2, cfg->cpu_shares,
+			 cfg->cpu_quota, cfg->cpu_period);
+	if (ret < 0) {
+		cgroup_destroy(path);
+		return ret;
+	}
+	return 0;
+}
+
+int cgroup_enter(const char *path, pid_t pid)
+{
+	char dir[600], val[32];
+	int ret;
+
+	snprintf(val, sizeof(val), "%d", (int)pid);
+	for (int h = 0; h < H_COUNT; h++) {
+		if (!hier_path(h, path, dir, sizeof(dir)))
+			continue;
+		ret = write_file(dir, "cgroup.procs", val);
+		if (ret < 0 && !(h == H_V2 && !is_pure_v2()))
+			return ret;
+	}
+	return 0;
+}
+
+static int pids_in(const char *dir, pid_t *out, int max)
+{
+	char buf[8192];
+	char *p, *end;
+	int n = 0;
+
+	if (read_file(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return 0;
+	for (p = buf; *p && n < max; p = end) {
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		out[n++] = (pid_t)v;
+		while (*end == '\n')
+			end++;
+	}
+	return n;
+}
+
+int cgroup_destroy(const char *path)
+{
+	char dir[600];
+	int ret = 0;
+
+	cgroup_freeze(path, false); /* frozen processes cannot die */
+	for (int h = 0; h < H_COUNT; h++) {
+		bool removed = false;
+
+		if (!hier_path(h, path, dir, sizeof(dir)) || access(dir, F_OK) < 0)
+			continue;
+		/* Stubs and the gofer die with the sentry; anything else left is killed. */
+		for (int tries = 0; tries < 500 && !removed; tries++) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			pid_t pids[256];
+			int n = pids_in(dir, pids, 256);
+
+			if (tries >= 50)
+				for (int i = 0; i < n; i++)
+					kill(pids[i], SIGKILL);
+			if (rmdir(dir) == 0 || errno == ENOENT)
+				removed = true;
+			else
+				nanosleep(&ts, NULL);
+		}
+		if (!removed && !ret)
+			ret = -EBUSY;
+		/* The default parent (/husk) goes too once no container uses it. */
+		if (removed && !strncmp(path, "/husk/", 6) && !strchr(path + 6, '/')) {
+			char *slash = strrchr(dir, '/');
+			*slash = 0;
+			rmdir(dir);
+		}
+	}
+	return ret;
+}
+
+int cgroup_freeze(const char *path, bool frozen)
+{
+	char dir[600], buf[700];
+
+	if (hier_path(H_FREEZER, path, dir, sizeof(dir)) && access(dir, F_OK) == 0) {
+		int ret = write_file(dir, "freezer.state", frozen ? "FROZEN" : "THAWED");
+		if (ret < 0)
+			return ret;
+		/* FREEZING becomes FROZEN once every task stopped. */
+		for (int i = 0; frozen && i < 1000; i++) {
+			struct timespec ts = { 0, 1000 * 1000 };
+			if (read_file(dir, "freezer.state", buf, sizeof(buf)) < 0 ||
+			    !strncmp(buf, "FROZEN", 6))
+				break;
+			nanosleep(&ts, NULL);
+		}
+		return 0;
+	}
+	if (hier_path(H_V2, path, dir, sizeof(dir)) && access(dir, F_OK) == 0) {
+		snprintf(buf, sizeof(buf), "%s/cgroup.freeze", dir);
+		if (access(buf, F_OK) == 0)
+			return write_file(dir, "cgroup.freeze", frozen ? "1" : "0");
+	}
+	return -ENOTSUP;
+}
+
+bool cgroup_frozen(const char *path)
+{
+	char dir[600], buf[64];
+
+	if (hier_path(H_FREEZER, path, dir, sizeof(dir)) &&
+	    read_file(dir, "freezer.state", buf, sizeof(buf)) > 0)
+		return !strncmp(buf, "FROZEN", 6) || !strncmp(buf, "FREEZING", 8);
+	if (hier_path(H_V2, path, dir, sizeof(dir)) &&
+	    read_file(dir, "cgroup.freeze", buf, sizeof(buf)) > 0)
+		return buf[0] == '1';
+	return false;
+}
+
+int cgroup_update(const char *path, int64_t memory, int64_t pids)
+{
+	return set_limits(path, memory, pids, 0, 0, 0);
+}
+
+int cgroup_pids(const char *path, pid_t **pids)
+{
+	char dir[600];
+	pid_t *out;
+	int n = 0;
+
+	out = calloc(4096, sizeof(pid_t));
+	if (!out)
+		return -ENOMEM;
+	for (int h = H_MEMORY; h < H_COUNT && n == 0; h++) {
+		if (hier_path(h, path, dir, sizeof(dir)))
+			n = pids_in(dir, out, 4096);
+	}
+	if (n == 0 && hier_path(H_V2, path, dir, sizeof(dir)))
+		n = pids_in(dir, out, 4096);
+	*pids = out;
+	return n;
+}
+
+static int64_t read_i64(const char *dir, const char *file)
+{
+	char buf[64];
+
+	if (read_file(dir, file, buf, sizeof(buf)) <= 0)
+		return -1;
+	if (!strncmp(buf, "max", 3))
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
+void cgroup_stats(const char *path, struct cgroup_stats *st)
+{
+	char dir[600];
+	bool v2 = is_pure_v2();
+
+	st->memory_usage = st->memory_limit = st->pids_current = st->pids_limit = -1;
+	st->cpu_usage_ns = -1;
+	if (v2 && hier_path(H_V2, path, dir, sizeof(dir))) {
+		char buf[512];
+
+		st->memory_usage = read_i64(dir, "memory.current");
+		st->memory_limit = read_i64(dir, "memory.max");
+		st->pids_current = read_i64(dir, "pids.current");
+		st->pids_limit = read_i64(dir, "pids.max");
+		if (read_file(dir, "cpu.stat", buf, sizeof(buf)) > 0 &&
+		    !strncmp(buf, "usage_usec ", 11))
+			st->cpu_usage_ns = strtoll(buf + 11, NULL, 10) * 1000;
+		return;
+	}
+	if (hier_path(H_MEMORY, path, dir, sizeof(dir))) {
+		st->memory_usage = read_i64(dir, "memory.usage_in_bytes");
+		st->memory_limit = read_i64(dir, "memory.limit_in_bytes");
+	}
+	if (hier_path(H_PIDS, path, dir, sizeof(dir))) {
+		st->pids_current = read_i64(dir, "pids.current");
+		st->pids_limit = read_i64(dir, "pids.max");
+	}
+	if (hier_path(H_CPU, path, dir, sizeof(dir)))
+		st->cpu_usage_ns = read_i64(dir, "cpuacct.usage");
+	if (st->cpu_usage_ns < 0) {
+		char mnt[256];
+		snprintf(mnt, sizeof(mnt), CGROUP_ROOT "/cpuacct%s%s", path[0] == '/' ? "" : "/",
+			 path);
+		st->cpu_usage_ns = read_i64(mnt, "cpuacct.usage");
+	}
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * husk events [--stats] [--interval SECONDS] ID: with --stats prints one stats event; otherwise
+ * prints a stats event every interval (default 5 s) until the container stops, as runc events
+ * does ({"type":"stats","id":...,"data":{...}}, one JSON object per line).
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/oci.h"
+
+static void print_stats(const struct container *c)
+{
+	struct cgroup_stats st;
+	json_t *o;
+	char *s;
+
+	cgroup_stats(c->cgroup ? c->cgroup : "/", &st);
+	o = json_pack("{s:s,s:s,s:{s:{s:{s:I}},s:{s:{s:I,s:I}},s:{s:I,s:I}}}", "type", "stats",
+		      "id", c->id, "data", "cpu", "usage", "total",
+		      (json_int_t)(st.cpu_usage_ns < 0 ? 0 : st.cpu_usage_ns), "memory", "usage",
+		      "usage", (json_int_t)(st.memory_usage < 0 ? 0 : st.memory_usage), "limit",
+		      (json_int_t)(st.memory_limit < 0 ? 0 : st.memory_limit), "pids", "current",
+		      (json_int_t)(st.pids_current < 0 ? 0 : st.pids_current), "limit",
+		      (json_int_t)(st.pids_limit < 0 ? 0 : st.pids_limit));
+	s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+	if (s)
+		printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
+int cmd_events(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "stats", no_argument, NULL, 's' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool stats = false;
+	int interval = 5, opt;
+	struct container c;
+
+	optind = 1;
+	while ((opt = getopt_long_only(argc, argv, "+", longopts, NULL)) != -1) {
+		if (opt == 's')
+			stats = true;
+		else if (opt == 'i')
+			interval = atoi(optarg) > 0 ? atoi(optarg) : 1; /* "5s" parses as 5 */
+		else
+			return 1;
+	}
+	if (optind != argc - 1)
+		return oci_fail("events: expected exactly one container id");
+	if (oci_load_or_fail(argv[optind], &c))
+		return 1;
+	if (container_status(&c) == CONTAINER_STOPPED) {
+		container_release(&c);
+		return oci_fail("container with id %s is not running", argv[optind]);
+	}
+	/* Do not hold the lock between events: other commands must get through. */
+	close(c.lock_fd);
+	c.lock_fd = -1;
+	for (;;) {
+		print_stats(&c);
+		if (stats)
+			break;
+		sleep((unsigned int)interval);
+		if (container_status(&c) == CONTAINER_STOPPED)
+			break;
+	}
+	container_release(&c);
+	return 0;
+}

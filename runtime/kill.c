@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * husk kill [--all] ID [SIGNAL]: sends SIGNAL (default TERM; a name or a number) to the sentry,
+ * the container's process. The sentry forwards TERM, INT, HUP, QUIT, USR1 and USR2 to guest pid
+ * 1; KILL kills the sentry and with it the whole sandbox. --all also signals every other host
+ * process of the sandbox (the gofer, the stubs) through the cgroup.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/oci.h"
+
+int cmd_kill(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct container c;
+	bool all = false;
+	int opt, sig = SIGTERM, pfd, ret = 0;
+
+	optind = 1;
+	while ((opt = getopt_long_only(argc, argv, "+a", longopts, NULL)) != -1) {
+		if (opt != 'a')
+			return 1;
+		all = true;
+	}
+	if (optind != argc - 1 && optind != argc - 2)
+		return oci_fail("kill: usage: husk kill [--all] ID [SIGNAL]");
+	if (optind == argc - 2) {
+		sig = parse_signal(argv[optind + 1]);
+		if (sig < 0)
+			return oci_fail("invalid signal: %s", argv[optind + 1]);
+	}
+	if (oci_load_or_fail(argv[optind], &c))
+		return 1;
+	if (container_status(&c) == CONTAINER_STOPPED) {
+		container_release(&c);
+		return oci_fail("container not running");
+	}
+	/* A pidfd, opened after checking the start time, cannot hit a reused pid. */
+	pfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
+	if (pfd < 0 || process_start_time(c.pid) != c.pid_start ||
+	    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+		ret = oci_fail("container not running");
+	if (pfd >= 0)
+		close(pfd);
+	if (all && c.cgroup) {
+		pid_t *pids = NULL;
+		int n = cgroup_pids(c.cgroup, &pids);
+
+		for (int i = 0; i < n; i++) {
+			if (pids[i] != c.pid)
+				kill(pids[i], sig);
+		}
+		free(pids);
+	}
+	container_release(&c);
+	return ret;
+}

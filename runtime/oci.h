@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The OCI verbs of the husk CLI (runc-compatible): shared state-directory handling, cgroups,
+ * hooks, console socket and the detached sandbox launcher. See runtime/README.md.
+ */
+#ifndef HUSK_RUNTIME_OCI_H
+#define HUSK_RUNTIME_OCI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "oci-spec/config.h"
+
+#define HUSK_DEFAULT_ROOT "/run/husk"
+
+/* Global options (before the verb), as runc has them. */
+struct oci_globals {
+	const char *root; /* state directory */
+	const char *log; /* --log FILE, or NULL */
+	bool log_json; /* --log-format json */
+	bool debug;
+	bool systemd_cgroup;
+	const char *platform; /* husk's own: --platform */
+	bool strace;
+};
+
+extern struct oci_globals oci_g;
+
+/* Prints "husk: <msg>" to stderr and to the --log file (text or JSON, as runc); returns 1. */
+int oci_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Logs a warning the same way; does not change the exit status. */
+void oci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Container record kept in <root>/<id>/state.json (husk's own format). */
+struct container {
+	char *id;
+	char *dir; /* <root>/<id> */
+	char *bundle; /* absolute */
+	char *rootfs; /* absolute */
+	char *created; /* RFC 3339 */
+	pid_t pid; /* the sentry: the container's process */
+	uint64_t pid_start; /* its start time (/proc/PID/stat field 22), against pid reuse */
+	pid_t gofer_pid;
+	uint64_t gofer_start;
+	char *cgroup; /* cgroup path below each hierarchy's root, or NULL */
+	struct oci_config *config; /* the bundle's config.json at create time */
+	int lock_fd; /* flock on dir, held while the record is in use */
+};
+
+/* The status of a container, computed from its processes. */
+enum container_status {
+	CONTAINER_CREATING,
+	CONTAINER_CREATED,
+	CONTAINER_RUNNING,
+	CONTAINER_PAUSED,
+	CONTAINER_STOPPED,
+};
+
+const char *container_status_name(enum container_status s);
+
+/* Checks an id as runc does: [A-Za-z0-9_+.-]+, not "." or "..". Returns 0 or -EINVAL. */
+int container_id_valid(const char *id);
+
+/*
+ * Creates the state directory for id (and oci_g.root if needed) and locks it. Returns 0,
+ * -EEXIST when a container with that id exists, or -errno.
+ */
+int container_create_dir(const char *id, struct container *c);
+
+/*
+ * Loads container id and takes its lock (exclusive: commands on one container are serialized).
+ * Returns 0, -ENOENT if it does not exist, or -errno.
+ */
+int container_load(const char *id, struct container *c);
+
+/* Writes c's record atomically (state.json.tmp + rename). Returns 0 or -errno. */
+int container_save(const struct container *c);
+
+/* Releases c's memory and its lock. */
+void container_release(struct container *c);
+
+/* The current status: stopped once the sentry is gone (or a zombie); created until started. */
+enum container_status container_status(const struct container *c);
+
+/* Whether pid is alive and still the process that started at start (not a zombie). */
+bool process_alive(pid_t pid, uint64_t start);
+
+/* Start time of pid (field 22 of /proc/PID/stat), or 0 if it does not exist. */
+uint64_t process_start_time(pid_t pid);
+
+/*
+ * Kills the sandbox (SIGKILL to the sentry and gofer), waits until they are gone, removes the
+ * cgroups, runs the poststop hooks and removes the state directory. Returns 0 or -errno.
+ */
+int container_destroy(struct container *c);
+
+/* Fills an oci_state from c (strings point into c). */
+struct oci_state;
+void container_oci_state(const struct container *c, enum container_status s, struct oci_state *out);
+
+/* Path of a file in c's state directory, malloc'd. */
+char *container_path(const struct container *c, const char *name);
+
+/* ---- cgroups (host side) ---------------------------------------------------------------- */
+
+/*
+ * Creates the cgroup path in every mounted hierarchy husk uses (v1 memory, pids, cpu, freezer
+ * and the v2 hierarchy, whether unified or hybrid) and applies the config's limits. Returns 0 or
+ * -errno (the partially created groups are removed).
+ */
+int cgroup_create(const char *path, const struct oci_config *cfg);
+/* Moves pid into the cgroup path of every hierarchy. Returns 0 or -errno. */
+int cgroup_enter(const char *path, pid_t pid);
+/* Kills what is left in the cgroups, waits for them to empty, and removes them. */
+int cgroup_destroy(const char *path);
+/* Freezes (true) or thaws the cgroup. Returns 0, -ENOTSUP without a freezer, or -errno. */
+int cgroup_freeze(const char *path, bool frozen);
+/* Whether the cgroup is frozen. */
+bool cgroup_frozen(const char *path);
+/* Sets the memory (bytes, -1 unlimited) and pids limits (-1 unlimited); -2 leaves one alone. */
+int cgroup_update(const char *path, int64_t memory, int64_t pids);
+/* Host pids in the cgroup (malloc'd array in *pids). Returns the count or -errno. */
+int cgroup_pids(const char *path, pid_t **pids);
+/* Usage figures for events --stats: -1 when unknown. */
+struct cgroup_stats {
+	int64_t memory_usage, memory_limit, pids_current, pids_limit, cpu_usage_ns;
+};
+void cgroup_stats(const char *path, struct cgroup_stats *st);
+
+/* ---- hooks ------------------------------------------------------------------------------ */
+
+/*
+ * Runs the hooks of one kind in order, each with the state JSON on stdin and its timeout.
+ * Returns 0, or -errno / -ETIMEDOUT / -ECHILD (a hook failed) after printing which.
+ */
+int hooks_run(const struct container *c, enum oci_hook_kind kind, enum container_status s);
+
+/* ---- console ---------------------------------------------------------------------------- */
+
+/*
+ * Opens a pseudo-terminal, sends its master to the unix socket at path (SCM_RIGHTS, as runc
+ * does) and returns the slave fd (sized as the config asks), or -errno.
+ */
+int console_send_master(const char *socket_path, const struct oci_config *cfg);
+
+/* ---- sandbox ---------------------------------------------------------------------------- */
+
+/* How husk create starts a sandbox. */
+struct sandbox_opts {
+	int stdio_fd; /* >= 0: the guest's 0-2 (a pty slave); else the caller's stdio */
+	int preserve_fds; /* --preserve-fds: fds 3..3+N-1 also go to the sentry (recorded) */
+	bool foreground; /* husk run without --detach: the sentry is husk's child */
+};
+
+/*
+ * Starts gofer and sentry for c (c->config, c->rootfs, c->cgroup) detached from the caller, waits
+ * until the sentry says it is ready and blocked on the start gate (exec.fifo in c->dir), and
+ * stores their pids in c. Returns 0 or -errno after printing why.
+ */
+int sandbox_start(struct container *c, const struct sandbox_opts *o);
+
+/* Releases the start gate of c: returns 0, -ENXIO if the sentry is gone, or -errno. */
+int sandbox_release_gate(const struct container *c);
+
+/* Verbs. */
+int cmd_spec(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_state(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_kill(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+int cmd_features(int argc, char **argv);
+int cmd_update(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+
+/* Shared by create and run: creates container id from bundle. Returns 0 or an exit status. */
+struct create_args {
+	const char *id;
+	const char *bundle;
+	const char *console_socket;
+	const char *pid_file;
+	int preserve_fds;
+	bool foreground;
+};
+int oci_create_container(const struct create_args *a, struct container *c);
+
+/* Loads id, printing runc's "container ID does not exist" when it does not. Returns 0 or 1. */
+int oci_load_or_fail(const char *id, struct container *c);
+
+/* Freezes (pause) or thaws (resume) container id, with runc's checks and messages. */
+int oci_set_frozen(const char *id, bool frozen);
+
+/* Writes pid to path atomically (as runc's --pid-file). Returns 0 or -errno. */
+int write_pid_file(const char *path, pid_t pid);
+
+/* Parses a signal name ("KILL", "SIGKILL") or number. Returns it, or -EINVAL. */
+int parse_signal(const char *s);
+
+#endif

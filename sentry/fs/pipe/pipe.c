@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Pipes; see pipe.h. The data is a ring buffer under p->lock; p->wq is woken after every
+ * change a reader, writer or poller could be waiting for (data, space, an end closing).
+ *
+ * Packets (O_DIRECT writers): a queue of segments records where packets start and end, as
+ * Linux's pipe buffers do; a packet takes one of cap / PIPE_BUF slots. Stream data between
+ * packets is one segment. With no packet in the pipe the queue is empty and unused.
+ */
+#include "sentry/fs/pipe/pipe.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "common/util.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/fs.h"
+
+#define LINUX_SIGPIPE 13
+
+struct pipe_seg {
+	size_t len;
+	bool packet;
+};
+
+struct pipe {
+	struct vfs_node node; /* first: the files' nodes; released with the last */
+	pthread_mutex_t lock;
+	struct waitq wq;
+	uint8_t *buf; /* lock: ring of cap bytes */
+	size_t cap, head, len; /* lock */
+	struct pipe_seg *segs; /* lock: ring of nslots; empty when no packet is queued */
+	size_t seg_head, nsegs, nslots;
+	int readers, writers; /* lock */
+	uint32_t uid, gid;
+	struct timespec ctime;
+};
+
+static const struct file_ops pipe_read_ops, pipe_write_ops;
+
+static struct pipe *file_pipe(struct file *f)
+{
+	return f->priv;
+}
+
+bool file_is_pipe(struct file *f)
+{
+	return f->ops == &pipe_read_ops || f->ops == &pipe_write_ops;
+}
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* A cursor over an iovec array. */
+struct iov_cursor {
+	const struct iovec *iov;
+	int cnt, i;
+	size_t off;
+};
+
+/* Copies n bytes between the ring at logical offset start and the cursor (to_iov: ring->iov). */
+static void ring_copy(struct pipe *p, size_t start, size_t n, struct iov_cursor *c, bool to_iov)
+{
+	while (n) {
+		size_t pos = (p->head + start) % p->cap;
+		size_t chunk = MIN(n, p->cap - pos);
+		size_t seg;
+
+		while (c->i < c->cnt && c->off == c->iov[c->i].iov_len) {
+			c->i++;
+			c->off = 0;
+		}
+		if (c->i >= c->cnt)
+			return;
+		seg = MIN(chunk, c->iov[c->i].iov_len - c->off);
+		if (to_iov)
+			memcpy((uint8_t *)c->iov[c->i].iov_base + c->off, p->buf + pos, seg);
+		else
+			memcpy(p->buf + pos, (const uint8_t *)c->iov[c->i].iov_base + c->off, seg);
+		c->off += seg;
+		start += seg;
+		n -= seg;
+	}
+}
+
+static void seg_pop_bytes(struct pipe *p, size_t n)
+{
+	while (n && p->nsegs) {
+		struct pipe_seg *s = &p->segs[p->seg_head];
+		size_t k = MIN(n, s->len);
+
+		s->len -= k;
+		n -= k;
+		if (s->len == 0) {
+			p->seg_head = (p->seg_head + 1) % p->nslots;
+			p->nsegs--;
+		}
+	}
+}
+
+/* Number of segment slots a write of a packet (or stream data) would take now. */
+static size_t seg_slots_needed(struct pipe *p, bool packet)
+{
+	if (packet)
+		return 1 + (p->nsegs == 0 && p->len > 0); /* untracked stream data first */
+	if (p->nsegs == 0 || !p->segs[(p->seg_head + p->nsegs - 1) % p->nslots].packet)
+		return 0;
+	return 1;
+}
+
+static bool seg_slots_ok(struct pipe *p, bool packet)
+{
+	return p->nsegs + seg_slots_needed(p, packet) <= p->nslots;
+}
+
+/* Records n bytes about to be appended (p->len not yet advanced); packet: one packet. */
+static void seg_push(struct pipe *p, size_t n, bool packet)
+{
+	struct pipe_seg *last;
+
+	if (!packet && p->nsegs == 0)
+		return; /* pure stream: no bookkeeping */
+	if (packet && p->nsegs == 0 && p->len > 0) {
+		p->segs[p->seg_head] = (struct pipe_seg){ p->len, false };
+		p->nsegs = 1;
+	}
+	last = p->nsegs ? &p->segs[(p->seg_head + p->nsegs - 1) % p->nslots] : NULL;
+	if (!packet && last && !last->packet) {
+		last->len += n;
+		return;
+	}
+	p->segs[(p->seg_head + p->nsegs) % p->nslots] = (struct pipe_seg){ n, packet };
+	p->nsegs++;
+}
+
+/* Reads what is in the pipe (p->len > 0) into iov. Called locked. */
+static size_t pipe_take(struct pipe *p, const struct iovec *iov, int iovcnt, size_t want)
+{
+	struct iov_cursor c = { iov, iovcnt, 0, 0 };
+	size_t n, consume;
+
+	if (p->nsegs && p->segs[p->seg_head].packet) {
+		/* One packet per read; what does not fit is dropped. */
+		consume = p->segs[p->seg_head].len;
+		n = MIN(want, consume);
+	} else {
+		consume = p->nsegs ? p->segs[p->seg_head].len : p->len;
+		consume = n = MIN(want, consume);
+	}
+	ring_copy(p, 0, n, &c, true);
+	seg_pop_bytes(p, consume);
+	p->head = (p->head + consume) % p->cap;
+	p->len -= consume;
+	if (p->len == 0)
+		p->head = 0;
+	return n;
+}
+
+static bool pipe_readable(void *arg)
+{
+	struct pipe *p = arg;
+	bool r;
+
+	pthread_mutex_lock(&p->lock);
+	r = p->len > 0 || p->writers == 0;
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+static ssize_t pipe_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	struct pipe *p = file_pipe(f);
+	struct waitq *wq = &p->wq;
+	size_t want = iov_total(iov, iovcnt);
+	struct task *t;
+	long r;
+
+	(void)pos;
+	if (want == 0)
+		return 0;
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		if (p->len > 0) {
+			size_t n = pipe_take(p, iov, iovcnt, want);
+
+			pthread_mutex_unlock(&p->lock);
+			waitq_wake_all(&p->wq);
+			return (ssize_t)n;
+		}
+		if (p->writers == 0) {
+			pthread_mutex_unlock(&p->lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&p->lock);
+		t = task_current();
+		if ((__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) || !t)
+			return -EAGAIN;
+		r = task_wait(t, &wq, 1, pipe_readable, p, NULL, true);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* Free space a write of n bytes (atomic or not) needs to make progress. */
+static size_t write_need(size_t n)
+{
+	return n <= LINUX_PIPE_BUF ? n : 1;
+}
+
+struct write_wait {
+	struct pipe *p;
+	size_t need;
+	bool packet;
+};
+
+static bool pipe_writable_locked(struct pipe *p, size_t need, bool packet)
+{
+	if (p->readers == 0)
+		return true;
+	return seg_slots_ok(p, packet) && p->cap - p->len >= need;
+}
+
+static bool pipe_writable(void *arg)
+{
+	struct write_wait *w = arg;
+	bool r;
+
+	pthread_mutex_lock(&w->p->lock);
+	r = pipe_writable_locked(w->p, w->need, w->packet);
+	pthread_mutex_unlock(&w->p->lock);
+	return r;
+}
+
+static void pipe_put_bytes(struct pipe *p, struct iov_cursor *c, size_t n, bool packet)
+{
+	ring_copy(p, p->len, n, c, false);
+	seg_push(p, n, packet);
+	p->len += n;
+}
+
+static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	struct pipe *p = file_pipe(f);
+	struct waitq *wq = &p->wq;
+	struct iov_cursor c = { iov, iovcnt, 0, 0 };
+	size_t want = iov_total(iov, iovcnt), done = 0;
+	int flags = __atomic_load_n(&f->flags, __ATOMIC_RELAXED);
+	bool packet = flags & O_DIRECT;
+	struct task *t = task_current();
+
+	(void)pos;
+	if (want == 0)
+		return 0;
+	for (;;) {
+		struct write_wait ww = { p, 0, packet };
+		bool wrote = false;
+		long r;
+
+		pthread_mutex_lock(&p->lock);
+		if (p->readers == 0) {
+			pthread_mutex_unlock(&p->lock);
+			if (t)
+				signal_send_task(t, LINUX_SIGPIPE, NULL);
+			return done ? (ssize_t)done : -EPIPE;
+		}
+		while (done < want && seg_slots_ok(p, packet)) {
+			size_t left = want - done, n;
+
+			if (packet) {
+				n = MIN(left, (size_t)LINUX_PIPE_BUF);
+				if (p->cap - p->len < n)
+					break;
+			} else if (left <= LINUX_PIPE_BUF && done == 0) {
+				/* Atomic: all or nothing. */
+				if (p->cap - p->len < left)
+					break;
+				n = left;
+			} else {
+				n = MIN(left, p->cap - p->len);
+				if (n == 0)
+					break;
+			}
+			pipe_put_bytes(p, &c, n, packet);
+			done += n;
+			wrote = true;
+		}
+		ww.need = packet ? MIN(want - done, (size_t)LINUX_PIPE_BUF) :
+				   write_need(want - done);
+		pthread_mutex_unlock(&p->lock);
+		if (wrote)
+			waitq_wake_all(&p->wq);
+		if (done == want)
+			return (ssize_t)done;
+		if ((flags & O_NONBLOCK) || !t)
+			return done ? (ssize_t)done : -EAGAIN;
+		r = task_wait(t, &wq, 1, pipe_writable, &ww, NULL, true);
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+	}
+}
+
+static unsigned int pipe_poll_common(struct file *f, struct waitq **wq, bool rd)
+{
+	struct pipe *p = file_pipe(f);
+	unsigned int mask = 0;
+
+	if (wq)
+		*wq = &p->wq;
+	pthread_mutex_lock(&p->lock);
+	if (rd) {
+		if (p->len > 0)
+			mask |= POLLIN | POLLRDNORM;
+		if (p->writers == 0)
+			mask |= POLLHUP;
+	} else {
+		/* Linux: writable while a slot (a page) is free. */
+		bool packet = __atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_DIRECT;
+
+		if (seg_slots_ok(p, packet) &&
+		    p->cap - p->len >= MIN((size_t)LINUX_PIPE_BUF, p->cap))
+			mask |= POLLOUT | POLLWRNORM;
+		if (p->readers == 0)
+			mask |= POLLERR;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return mask;
+}
+
+static unsigned int pipe_poll_read(struct file *f, struct waitq **wq)
+{
+	return pipe_poll_common(f, wq, true);
+}
+
+static unsigned int pipe_poll_write(struct file *f, struct waitq **wq)
+{
+	return pipe_poll_common(f, wq, false);
+}
+
+static long pipe_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
+{
+	struct pipe *p = file_pipe(f);
+	int val;
+
+	if (cmd != FIONREAD)
+		return -ENOTTY;
+	pthread_mutex_lock(&p->lock);
+	val = (int)p->len;
+	pthread_mutex_unlock(&p->lock);
+	if (mm_copy_out(t->mm, arg, &val, sizeof(val)) != sizeof(val))
+		return -EFAULT;
+	return 0;
+}
+
+static void pipe_release(struct file *f)
+{
+	struct pipe *p = file_pipe(f);
+
+	pthread_mutex_lock(&p->lock);
+	if (f->ops == &pipe_read_ops)
+		p->readers--;
+	else
+		p->writers--;
+	pthread_mutex_unlock(&p->lock);
+	waitq_wake_all(&p->wq);
+}
+
+static int pipe_node_getattr(struct vfs_node *n, struct vfs_attr *attr)
+{
+	struct pipe *p = container_of(n, struct pipe, node);
+
+	*attr = (struct vfs_attr){
+		.dev = n->fs->dev,
+		.ino = (uint64_t)(uintptr_t)p >> 4,
+		.nlink = 1,
+		.mode = S_IFIFO | 0600,
+		.uid = p->uid,
+		.gid = p->gid,
+		.blksize = 4096,
+		.atime = p->ctime,
+		.mtime = p->ctime,
+		.ctime = p->ctime,
+	};
+	return 0;
+}
+
+static void pipe_node_release(struct vfs_node *n)
+{
+	struct pipe *p = container_of(n, struct pipe, node);
+
+	pthread_mutex_destroy(&p->lock);
+	free(p->buf);
+	free(p->segs);
+	free(p);
+}
+
+static const struct vfs_node_ops pipe_node_ops = {
+	.getattr = pipe_node_getattr,
+	.release = pipe_node_release,
+};
+
+static struct file *pipe_file(struct pipe *p, const struct file_ops *ops, int flags)
+{
+	struct file *f = file_alloc(ops, flags | 0100000 /* O_LARGEFILE, as Linux shows */, p);
+
+	if (!f)
+		return NULL;
+	vfs_node_get(&p->node);
+	f->node = &p->node;
+	f->mnt = vfs_anon_mount();
+	vfs_mount_get(f->mnt);
+	return f;
+}
+
+int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2])
+{
+	struct pipe *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->cap = PIPE_DEF_SIZE;
+	p->nslots = p->cap / LINUX_PIPE_BUF;
+	p->buf = malloc(p->cap);
+	p->segs = calloc(p->nslots, sizeof(*p->segs));
+	if (!p->buf || !p->segs || vfs_anon_node_init(&p->node, &pipe_node_ops, S_IFIFO) < 0) {
+		free(p->buf);
+		free(p->segs);
+		free(p);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	waitq_init(&p->wq);
+	p->uid = uid;
+	p->gid = gid;
+	clock_gettime(CLOCK_REALTIME, &p->ctime);
+	p->readers = p->writers = 1;
+	flags &= O_NONBLOCK | O_DIRECT;
+	ends[0] = pipe_file(p, &pipe_read_ops, O_RDONLY | flags);
+	ends[1] = pipe_file(p, &pipe_write_ops, O_WRONLY | flags);
+	if (!ends[0] || !ends[1]) {
+		/* The files' release ops would count ends that never existed: drop them raw. */
+		p->readers = p->writers = 2;
+		file_put(ends[0]);
+		file_put(ends[1]);
+		vfs_node_put(&p->node);
+		return -ENOMEM;
+	}
+	/* The node's first reference was only for construction. */
+	vfs_node_put(&p->node);
+	return 0;
+}
+
+/* Rounds size up to a power-of-two number of pages, as Linux's round_pipe_size. */
+static size_t round_pipe_size(uint64_t size)
+{
+	size_t r = PAGE_SIZE;
+
+	if (size > (1ULL << 31))
+		return 0;
+	while (r < size)
+		r <<= 1;
+	return r;
+}
+
+static int pipe_resize(struct pipe *p, size_t cap)
+{
+	uint8_t *nbuf;
+	struct pipe_seg *nsegs;
+	size_t nslots = cap / LINUX_PIPE_BUF;
+	int ret = 0;
+
+	nbuf = malloc(cap);
+	nsegs = calloc(nslots, sizeof(*nsegs));
+	if (!nbuf || !nsegs) {
+		free(nbuf);
+		free(nsegs);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (p->len > cap || p->nsegs > nslots) {
+		ret = -EBUSY;
+	} else {
+		struct iovec iov = { nbuf, p->len };
+		struct iov_cursor c = { &iov, 1, 0, 0 };
+
+		ring_copy(p, 0, p->len, &c, true);
+		for (size_t i = 0; i < p->nsegs; i++)
+			nsegs[i] = p->segs[(p->seg_head + i) % p->nslots];
+		free(p->buf);
+		free(p->segs);
+		p->buf = nbuf;
+		p->segs = nsegs;
+		p->cap = cap;
+		p->nslots = nslots;
+		p->head = 0;
+		p->seg_head = 0;
+		nbuf = NULL;
+		nsegs = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(nbuf);
+	free(nsegs);
+	if (ret == 0)
+		waitq_wake_all(&p->wq);
+	return ret;
+}
+
+long pipe_fcntl(struct task *t, struct file *f, int cmd, uint64_t arg)
+{
+	struct pipe *p;
+	size_t cap;
+	long ret;
+
+	if (!file_is_pipe(f))
+		return -EBADF;
+	p = file_pipe(f);
+	if (cmd == F_GETPIPE_SZ) {
+		pthread_mutex_lock(&p->lock);
+		cap = p->cap;
+		pthread_mutex_unlock(&p->lock);
+		return (long)cap;
+	}
+	if (cmd != F_SETPIPE_SZ)
+		return -EINVAL;
+	cap = round_pipe_size((uint32_t)arg);
+	if (cap == 0)
+		return -EINVAL;
+	if (cap > PIPE_MAX_SIZE && !(t->cred.cap_effective & (1ULL << CAP_SYS_RESOURCE)))
+		return -EPERM;
+	ret = pipe_resize(p, cap);
+	return ret < 0 ? ret : (long)cap;
+}
+
+static const struct file_ops pipe_read_ops = {
+	.read = pipe_read,
+	.poll = pipe_poll_read,
+	.ioctl = pipe_ioctl,
+	.release = pipe_release,
+};
+
+static const struct file_ops pipe_write_ops = {
+	.write = pipe_write,
+	.poll = pipe_poll_write,
+	.ioctl = pipe_ioctl,
+	.release = pipe_release,
+};

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Pipes: an in-sentry ring buffer with a read end and a write end (two struct files).
+ *
+ * Capacity 64 KiB by default (F_SETPIPE_SZ: a power-of-two number of pages up to 1 MiB, more
+ * for root); writes of at most PIPE_BUF bytes are atomic; writing with no reader gives SIGPIPE
+ * and -EPIPE; O_DIRECT on the writing file makes each write a packet that one read returns
+ * alone (the rest of a packet larger than the read is dropped). Blocking reads and writes wait
+ * interruptibly on the pipe's wait queue (task_current(): -ERESTARTSYS on a signal).
+ *
+ * References: each end's file holds one reference on the pipe's anonymous node, which embeds
+ * the pipe; the pipe goes with the last file.
+ */
+#ifndef HUSK_SENTRY_FS_PIPE_H
+#define HUSK_SENTRY_FS_PIPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct file;
+struct task;
+
+#define PIPE_DEF_SIZE 65536
+#define PIPE_MAX_SIZE 1048576 /* /proc/sys/fs/pipe-max-size */
+#define LINUX_PIPE_BUF 4096
+
+/*
+ * Creates a pipe; ends[0] is the read end, ends[1] the write end (one reference each). flags
+ * may hold O_NONBLOCK and O_DIRECT (both ends get them). uid/gid own the node (fstat). Returns 0
+ * or -ENOMEM.
+ */
+int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2]);
+
+/* True if f is an end of a pipe. */
+bool file_is_pipe(struct file *f);
+
+/*
+ * F_GETPIPE_SZ / F_SETPIPE_SZ on f (either end). Returns the capacity, -EBADF if f is not a
+ * pipe, -EINVAL (size too large to round), -EPERM (over PIPE_MAX_SIZE without
+ * CAP_SYS_RESOURCE), -EBUSY (the data in the pipe would not fit).
+ */
+long pipe_fcntl(struct task *t, struct file *f, int cmd, uint64_t arg);
+
+#endif

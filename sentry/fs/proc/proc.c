@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * procfs, the top level: /proc/{self, thread-self, PID/, cpuinfo, meminfo, stat, uptime,
+ * loadavg, version, filesystems, mounts, cmdline, sys/...}. Per-process files are in
+ * proc_pid.c.
+ */
+#include <cpuid.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/fs/anon/anon.h"
+#include "sentry/fs/pipe/pipe.h"
+#include "sentry/fs/proc/proc.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/vfs/internal.h"
+
+long proc_parse_num(const char *name)
+{
+	long v = 0;
+
+	if (!*name || (name[0] == '0' && name[1]) || strlen(name) > 9)
+		return -1;
+	for (const char *p = name; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	return v;
+}
+
+unsigned int proc_ncpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 0 ? (unsigned int)n : 1;
+}
+
+static uint64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t uptime_ns(struct kernel *k)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	return k && now > k->boot_ns ? now - k->boot_ns : 0;
+}
+
+/* --- self and thread-self --- */
+
+static ssize_t self_readlink(struct pseudo_node *n, char *buf, size_t len)
+{
+	struct task *t = task_current();
+	char s[32];
+
+	if (!t)
+		return -ENOENT;
+	snprintf(s, sizeof(s), "%d", (int)task_pid(t));
+	return pseudo_copy_link(s, buf, len);
+}
+
+static ssize_t thread_self_readlink(struct pseudo_node *n, char *buf, size_t len)
+{
+	struct task *t = task_current();
+	char s[48];
+
+	if (!t)
+		return -ENOENT;
+	snprintf(s, sizeof(s), "%d/task/%d", (int)task_pid(t), (int)t->tid);
+	return pseudo_copy_link(s, buf, len);
+}
+
+static ssize_t mounts_readlink(struct pseudo_node *n, char *buf, size_t len)
+{
+	return pseudo_copy_link("self/mounts", buf, len);
+}
+
+/* --- system-wide files --- */
+
+struct cpu_flag {
+	int reg; /* 0 ecx of leaf 1, 1 edx of leaf 1, 2 ebx of leaf 7, 3 ecx of leaf 7 */
+	int bit;
+	const char *name;
+};
+
+/* The common flags, in Linux's order of words (edx of leaf 1 first). */
+static const struct cpu_flag cpu_flags[] = {
+	{ 1, 0, "fpu" },       { 1, 1, "vme" },		{ 1, 2, "de" },
+	{ 1, 3, "pse" },       { 1, 4, "tsc" },		{ 1, 5, "msr" },
+	{ 1, 6, "pae" },       { 1, 7, "mce" },		{ 1, 8, "cx8" },
+	{ 1, 9, "apic" },      { 1, 11, "sep" },	{ 1, 12, "mtrr" },
+	{ 1, 13, "pge" },      { 1, 14, "mca" },	{ 1, 15, "cmov" },
+	{ 1, 16, "pat" },      { 1, 17, "pse36" },	{ 1, 19, "clflush" },
+	{ 1, 23, "mmx" },      { 1, 24, "fxsr" },	{ 1, 25, "sse" },
+	{ 1, 26, "sse2" },     { 1, 28, "ht" },		{ 0, 0, "pni" },
+	{ 0, 1, "pclmulqdq" }, { 0, 9, "ssse3" },	{ 0, 12, "fma" },
+	{ 0, 13, "cx16" },     { 0, 19, "sse4_1" },	{ 0, 20, "sse4_2" },
+	{ 0, 22, "movbe" },    { 0, 23, "popcnt" },	{ 0, 25, "aes" },
+	{ 0, 26, "xsave" },    { 0, 28, "avx" },	{ 0, 29, "f16c" },
+	{ 0, 30, "rdrand" },   { 2, 0, "fsgsbase" },	{ 2, 3, "bmi1" },
+	{ 2, 5, "avx2" },      { 2, 8, "bmi2" },	{ 2, 9, "erms" },
+	{ 2, 16, "avx512f" },  { 2, 17, "avx512dq" },	{ 2, 18, "rdseed" },
+	{ 2, 19, "adx" },      { 2, 29, "sha_ni" },	{ 2, 30, "avx512bw" },
+	{ 2, 31, "avx512vl" }, { 3, 1, "avx512vbmi" },	{ 3, 8, "gfni" },
+	{ 3, 9, "vaes" },      { 3, 10, "vpclmulqdq" },
+};
+
+static int gen_cpuinfo(struct pseudo_node *n, FILE *out)
+{
+	unsigned int a, b, c, d, regs[4] = { 0 }, family, model, stepping, ncpu = proc_ncpus();
+	char vendor[13] = { 0 }, brand[49] = { 0 };
+
+	__cpuid(0, a, b, c, d);
+	memcpy(vendor, &b, 4);
+	memcpy(vendor + 4, &d, 4);
+	memcpy(vendor + 8, &c, 4);
+	__cpuid(1, a, b, regs[0], regs[1]);
+	family = (a >> 8) & 0xf;
+	model = (a >> 4) & 0xf;
+	stepping = a & 0xf;
+	if (family == 0xf)
+		family += (a >> 20) & 0xff;
+	if (family >= 6)
+		model += ((a >> 16) & 0xf) << 4;
+	if (__get_cpuid_max(0, NULL) >= 7)
+		__cpuid_count(7, 0, a, regs[2], regs[3], d);
+	if (__get_cpuid_max(0x80000000, NULL) >= 0x80000004) {
+		for (unsigned int i = 0; i < 3; i++) {
+			__cpuid(0x80000002 + i, a, b, c, d);
+			memcpy(brand + i * 16, &a, 4);
+			memcpy(brand + i * 16 + 4, &b, 4);
+			memcpy(brand + i * 16 + 8, &c, 4);
+			memcpy(brand + i * 16 + 12, &d, 4);
+		}
+	}
+	for (unsigned int cpu = 0; cpu < ncpu; cpu++) {
+		fprintf(out,
+			"processor\t: %u\nvendor_id\t: %s\ncpu family\t: %u\nmodel\t\t: %u\n"
+			"model name\t: %s\nstepping\t: %u\nmicrocode\t: 0x0\ncpu MHz\t\t: 0.000\n"
+			"cache size\t: 0 KB\nphysical id\t: 0\nsiblings\t: %u\ncore id\t\t: %u\n"
+			"cpu cores\t: %u\napicid\t\t: %u\ninitial apicid\t: %u\nfpu\t\t: yes\n"
+			"fpu_exception\t: yes\ncpuid level\t: %u\nwp\t\t: yes\nflags\t\t:",
+			cpu, vendor, family, model, brand[0] ? brand : "unknown", stepping, ncpu,
+			cpu, ncpu, cpu, cpu, __get_cpuid_max(0, NULL));
+		for (size_t i = 0; i < ARRAY_SIZE(cpu_flags); i++)
+			if (regs[cpu_flags[i].reg] & (1u << cpu_flags[i].bit))
+				fprintf(out, " %s", cpu_flags[i].name);
+		fprintf(out,
+			"\nbogomips\t: 0.00\nclflush size\t: 64\ncache_alignment\t: 64\n"
+			"address sizes\t: 46 bits physical, 48 bits virtual\npower management:\n\n");
+	}
+	return 0;
+}
+
+static int gen_meminfo(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = pseudo_fs_of(n)->k;
+	struct sysinfo si;
+	uint64_t total, free_;
+
+	if (sysinfo(&si))
+		return -errno;
+	total = (uint64_t)si.totalram * si.mem_unit;
+	free_ = (uint64_t)si.freeram * si.mem_unit;
+	/* As sysinfo(2): the host's figures, capped by the memory file. */
+	if (k && k->mf.size && total > k->mf.size)
+		total = k->mf.size;
+	if (free_ > total)
+		free_ = total;
+	total >>= 10;
+	free_ >>= 10;
+	fprintf(out,
+		"MemTotal:       %8" PRIu64 " kB\nMemFree:        %8" PRIu64 " kB\n"
+		"MemAvailable:   %8" PRIu64 " kB\nBuffers:        %8d kB\nCached:         %8d kB\n"
+		"SwapCached:     %8d kB\nActive:         %8d kB\nInactive:       %8d kB\n"
+		"SwapTotal:      %8d kB\nSwapFree:       %8d kB\nDirty:          %8d kB\n"
+		"Writeback:      %8d kB\nAnonPages:      %8d kB\nMapped:         %8d kB\n"
+		"Shmem:          %8d kB\nCommitLimit:    %8" PRIu64 " kB\n"
+		"Committed_AS:   %8" PRIu64 " kB\nVmallocTotal:   34359738367 kB\n"
+		"VmallocUsed:    %8d kB\nVmallocChunk:   %8d kB\nHugePages_Total:   %5d\n"
+		"HugePages_Free:    %5d\nHugePages_Rsvd:    %5d\nHugePages_Surp:    %5d\n"
+		"Hugepagesize:   %8d kB\n",
+		total, free_, free_, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, total / 2, total - free_,
+		0, 0, 0, 0, 0, 0, 2048);
+	return 0;
+}
+
+static int gen_stat(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = pseudo_fs_of(n)->k;
+	unsigned int ncpu = proc_ncpus();
+	unsigned long long idle = proc_ticks(uptime_ns(k));
+	uint64_t boot = (now_ns(CLOCK_REALTIME) - uptime_ns(k)) / 1000000000ULL;
+
+	fprintf(out, "cpu  0 0 0 %llu 0 0 0 0 0 0\n", idle * ncpu);
+	for (unsigned int i = 0; i < ncpu; i++)
+		fprintf(out, "cpu%u 0 0 0 %llu 0 0 0 0 0 0\n", i, idle);
+	fprintf(out,
+		"intr 0\nctxt 0\nbtime %" PRIu64 "\nprocesses %d\nprocs_running 1\n"
+		"procs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
+		boot, k ? k->next_tid : 1);
+	return 0;
+}
+
+static int gen_uptime(struct pseudo_node *n, FILE *out)
+{
+	uint64_t up = uptime_ns(pseudo_fs_of(n)->k);
+	unsigned long long cs = up / 10000000ULL;
+
+	fprintf(out, "%llu.%02llu %llu.%02llu\n", cs / 100, cs % 100, cs * proc_ncpus() / 100,
+		cs * proc_ncpus() % 100);
+	return 0;
+}
+
+static int count_tg(struct thread_group *tg, void *arg)
+{
+	*(int *)arg += tg->nr_threads;
+	return 0;
+}
+
+static int gen_loadavg(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = pseudo_fs_of(n)->k;
+	int threads = 0, last = 0;
+
+	if (k && k->pids) {
+		pthread_mutex_lock(&k->tree_lock);
+		pid_for_each_tg(k, count_tg, &threads);
+		pthread_mutex_unlock(&k->tree_lock);
+		pthread_mutex_lock(&k->lock);
+		last = k->next_tid - 1;
+		pthread_mutex_unlock(&k->lock);
+	}
+	fprintf(out, "0.00 0.00 0.00 1/%d %d\n", threads ? threads : 1, last > 0 ? last : 0);
+	return 0;
+}
+
+static int gen_version(struct pseudo_node *n, FILE *out)
+{
+	fprintf(out, "Linux version %s (husk@husk) (husk sentry) %s\n", HUSK_UTS_RELEASE,
+		HUSK_UTS_VERSION);
+	return 0;
+}
+
+static int gen_filesystems(struct pseudo_node *n, FILE *out)
+{
+	fputs("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tdevpts\nnodev\toverlay\n"
+	      "nodev\t9p\nnodev\tpipefs\nnodev\tanon_inodefs\n",
+	      out);
+	return 0;
+}
+
+static int gen_cmdline(struct pseudo_node *n, FILE *out)
+{
+	fputs("BOOT_IMAGE=/husk quiet\n", out);
+	return 0;
+}
+
+/* --- sys/ --- */
+
+static int gen_hostname(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = pseudo_fs_of(n)->k;
+
+	if (!k) {
+		fputs("husk\n", out);
+		return 0;
+	}
+	pthread_mutex_lock(&k->lock);
+	fprintf(out, "%s\n", k->hostname);
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}
+
+/* Writing the host name is sethostname(2): root only (CAP_SYS_ADMIN), at most 64 bytes. */
+static ssize_t write_hostname(struct pseudo_node *n, const char *buf, size_t len)
+{
+	struct kernel *k = pseudo_fs_of(n)->k;
+	struct task *t = task_current();
+	size_t l = len;
+
+	if (t && !cred_capable(&t->cred, 21 /* CAP_SYS_ADMIN */))
+		return -EPERM;
+	if (l && buf[l - 1] == '\n')
+		l--;
+	if (l > 64)
+		return -EINVAL;
+	if (!k)
+		return -EINVAL;
+	pthread_mutex_lock(&k->lock);
+	memcpy(k->hostname, buf, l);
+	k->hostname[l] = '\0';
+	pthread_mutex_unlock(&k->lock);
+	return (ssize_t)len;
+}
+
+static int gen_osrelease(struct pseudo_node *n, FILE *out)
+{
+	fprintf(out, "%s\n", HUSK_UTS_RELEASE);
+	return 0;
+}
+
+static int gen_ostype(struct pseudo_node *n, FILE *out)
+{
+	fputs("Linux\n", out);
+	return 0;
+}
+
+static int gen_kversion(struct pseudo_node *n, FILE *out)
+{
+	fprintf(out, "%s\n", HUSK_UTS_VERSION);
+	return 0;
+}
+
+static int gen_pid_max(struct pseudo_node *n, FILE *out)
+{
+	fputs("4194304\n", out);
+	return 0;
+}
+
+static int gen_cap_last_cap(struct pseudo_node *n, FILE *out)
+{
+	fputs("40\n", out);
+	return 0;
+}
+
+static int gen_ngroups_max(struct pseudo_node *n, FILE *out)
+{
+	fputs("65536\n", out);
+	return 0;
+}
+
+static void print_uuid(FILE *out, const uint8_t u[16])
+{
+	fprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", u[0],
+		u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		u[14], u[15]);
+}
+
+/* A random version-4 UUID. */
+static int make_uuid(uint8_t u[16])
+{
+	if (getrandom(u, 16, 0) != 16)
+		return -EIO;
+	u[6] = (u[6] & 0x0f) | 0x40;
+	u[8] = (u[8] & 0x3f) | 0x80;
+	return 0;
+}
+
+static int gen_uuid(struct pseudo_node *n, FILE *out)
+{
+	uint8_t u[16];
+	int err = make_uuid(u);
+
+	if (err < 0)
+		return err;
+	print_uuid(out, u);
+	return 0;
+}
+
+static uint8_t boot_id[16];
+static pthread_once_t boot_id_once = PTHREAD_ONCE_INIT;
+
+static void boot_id_init(void)
+{
+	if (make_uuid(boot_id) < 0)
+		memset(boot_id, 0x42, sizeof(boot_id));
+}
+
+/* One per sentry (the sandbox's "boot"), as Linux's is one per boot. */
+static int gen_boot_id(struct pseudo_node *n, FILE *out)
+{
+	pthread_once(&boot_id_once, boot_id_init);
+	print_uuid(out, boot_id);
+	return 0;
+}
+
+static int gen_pipe_max_size(struct pseudo_node *n, FILE *out)
+{
+	fprintf(out, "%d\n", PIPE_MAX_SIZE);
+	return 0;
+}
+
+static int gen_nr_open(struct pseudo_node *n, FILE *out)
+{
+	fputs("1048576\n", out);
+	return 0;
+}
+
+static int gen_file_max(struct pseudo_node *n, FILE *out)
+{
+	fputs("9223372036854775807\n", out);
+	return 0;
+}
+
+static int gen_overcommit_memory(struct pseudo_node *n, FILE *out)
+{
+	fputs("0\n", out);
+	return 0;
+}
+
+static int gen_max_map_count(struct pseudo_node *n, FILE *out)
+{
+	fputs("65530\n", out);
+	return 0;
+}
+
+#define REG(nm, id_, fn)                                                 \
+	{                                                                \
+		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_ \
+	}
+#define DIR(nm, id_, ch)                                                      \
+	{                                                                     \
+		.name = nm, .mode = S_IFDIR | 0555, .children = ch, .id = id_ \
+	}
+
+static const struct pseudo_ent sys_kernel_random_ents[] = {
+	REG("boot_id", 40, gen_boot_id),
+	REG("uuid", 41, gen_uuid),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_kernel_ents[] = {
+	REG("cap_last_cap", 50, gen_cap_last_cap),
+	{ .name = "hostname",
+	  .mode = S_IFREG | 0644,
+	  .gen = gen_hostname,
+	  .write = write_hostname,
+	  .id = 51 },
+	REG("ngroups_max", 52, gen_ngroups_max),
+	REG("osrelease", 53, gen_osrelease),
+	REG("ostype", 54, gen_ostype),
+	REG("pid_max", 55, gen_pid_max),
+	DIR("random", 56, sys_kernel_random_ents),
+	REG("version", 57, gen_kversion),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_fs_ents[] = {
+	REG("file-max", 60, gen_file_max),
+	REG("nr_open", 61, gen_nr_open),
+	REG("pipe-max-size", 62, gen_pipe_max_size),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_vm_ents[] = {
+	REG("max_map_count", 70, gen_max_map_count),
+	REG("overcommit_memory", 71, gen_overcommit_memory),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_ents[] = {
+	DIR("fs", 80, sys_fs_ents),
+	DIR("kernel", 81, sys_kernel_ents),
+	DIR("vm", 82, sys_vm_ents),
+	{ 0 },
+};
+
+/* --- /proc/PID directories --- */
+
+struct tg_list {
+	int32_t *pids;
+	size_t n, cap;
+};
+
+static int collect_tg(struct thread_group *tg, void *arg)
+{
+	struct tg_list *l = arg;
+
+	if (tg->state == TG_DEAD || tg->reaped)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		int32_t *p = realloc(l->pids, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->pids = p;
+		l->cap = cap;
+	}
+	l->pids[l->n++] = tg->pid;
+	return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static struct vfs_node *root_dyn_lookup(struct pseudo_node *dir, const char *name)
+{
+	struct kernel *k = pseudo_fs_of(dir)->k;
+	long id = proc_parse_num(name);
+	struct task *t;
+	int32_t pid;
+
+	if (id <= 0 || !k)
+		return ERR_PTR(-ENOENT);
+	/* /proc/TID of any thread works, as in Linux (listed are processes only). */
+	t = kernel_find_task(k, (int32_t)id);
+	if (!t)
+		return ERR_PTR(-ENOENT);
+	pid = task_pid(t);
+	task_put(t);
+	return pseudo_node_new_at(dir, &proc_pid_dir_ent, name, pid, (int32_t)id, -1);
+}
+
+static int root_dyn_iterate(struct pseudo_node *dir, int64_t *idx, struct dir_emitter *e,
+			    int64_t base)
+{
+	struct kernel *k = pseudo_fs_of(dir)->k;
+	struct tg_list l = { 0 };
+	int err;
+
+	if (!k || !k->pids)
+		return 0;
+	pthread_mutex_lock(&k->tree_lock);
+	err = pid_for_each_tg(k, collect_tg, &l);
+	pthread_mutex_unlock(&k->tree_lock);
+	if (err < 0) {
+		free(l.pids);
+		return err;
+	}
+	qsort(l.pids, l.n, sizeof(*l.pids), cmp_pid);
+	for (size_t i = 0; i < l.n; i++) {
+		char name[16];
+		int len;
+
+		if (l.pids[i] < *idx)
+			continue;
+		len = snprintf(name, sizeof(name), "%d", (int)l.pids[i]);
+		if (!e->emit(e, name, (size_t)len,
+			     pseudo_ino(&proc_pid_dir_ent, l.pids[i], l.pids[i], -1), DT_DIR,
+			     base + l.pids[i] + 1))
+			break;
+		*idx = l.pids[i] + 1;
+	}
+	free(l.pids);
+	return 0;
+}
+
+static const struct pseudo_dyn root_dyn = {
+	.lookup = root_dyn_lookup,
+	.iterate = root_dyn_iterate,
+};
+
+static const struct pseudo_ent root_ents[] = {
+	REG("cmdline", 2, gen_cmdline),
+	REG("cpuinfo", 3, gen_cpuinfo),
+	REG("filesystems", 4, gen_filesystems),
+	REG("loadavg", 5, gen_loadavg),
+	REG("meminfo", 6, gen_meminfo),
+	{ .name = "mounts", .mode = S_IFLNK | 0777, .readlink = mounts_readlink, .id = 7 },
+	{ .name = "self", .mode = S_IFLNK | 0777, .readlink = self_readlink, .id = 8 },
+	REG("stat", 9, gen_stat),
+	DIR("sys", 10, sys_ents),
+	{ .name = "thread-self",
+	  .mode = S_IFLNK | 0777,
+	  .readlink = thread_self_readlink,
+	  .id = 11 },
+	REG("uptime", 12, gen_uptime),
+	REG("version", 13, gen_version),
+	{ 0 },
+};
+
+static const struct pseudo_ent root_ent = {
+	.name = "",
+	.mode = S_IFDIR | 0555,
+	.children = root_ents,
+	.dyn = &root_dyn,
+	.id = 1,
+};
+
+struct vfs_fs *procfs_create(struct kernel *k)
+{
+	struct pseudo_fs *fs = calloc(1, sizeof(*fs));
+
+	if (!fs)
+		return NULL;
+	if (pseudo_fs_init(fs, k, "proc", PROC_SUPER_MAGIC, &root_ent) < 0) {
+		free(fs);
+		return NULL;
+	}
+	return &fs->base;
+}
+
+int vfs_mount_proc(struct kernel *k)
+{
+	struct vfs_fs *fs = procfs_create(k);
+	int err;
+
+	if (!fs)
+		return -ENOMEM;
+	err = pseudo_fs_mount(k, (struct pseudo_fs *)fs, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	return err == -ENOENT || err == -ENOTDIR || err == -EROFS ? 0 : err;
+}
+
+/* --- names of open files and the mount table --- */
+
+int proc_file_name(struct task *viewer, struct file *f, char *buf, size_t len)
+{
+	struct vfs_attr attr;
+	struct vfs_path root, p;
+	int n;
+
+	if (!f->node || !f->mnt)
+		return snprintf(buf, len, "anon_inode:[pidfd]") < (int)len ? (int)strlen(buf) :
+									     -ERANGE;
+	if (f->mnt == vfs_anon_mount()) {
+		const char *what;
+
+		if (file_getattr(f, &attr) < 0)
+			attr.ino = 0, attr.mode = 0;
+		if (file_is_pipe(f) || S_ISFIFO(attr.mode))
+			n = snprintf(buf, len, "pipe:[%" PRIu64 "]", attr.ino);
+		else if (S_ISSOCK(attr.mode))
+			n = snprintf(buf, len, "socket:[%" PRIu64 "]", attr.ino);
+		else {
+			/* eventfds show as empty 0600 anon inodes; the rest are host stdio files. */
+			bool efd = attr.mode == (S_IFREG | 0600) && attr.size == 0;
+
+			what = file_is_epoll(f) ? "eventpoll" : efd ? "eventfd" : "host";
+			n = snprintf(buf, len, "anon_inode:[%s]", what);
+		}
+		return n < (int)len ? n : -ERANGE;
+	}
+	if (viewer) {
+		vfs_task_root(viewer, &root);
+	} else {
+		root.mnt = NULL;
+		root.node = NULL;
+	}
+	p.mnt = f->mnt;
+	p.node = f->node;
+	n = vfs_path_to_string(root.node ? &root : &p, &p, buf, len);
+	if (root.node)
+		vfs_path_put(&root);
+	return n;
+}
+
+struct mounts_ctx {
+	FILE *out;
+	struct vfs_path root;
+	bool mountinfo;
+};
+
+static const char *mount_fstype(const struct vfs_mount *m)
+{
+	const char *t = m->fs->type;
+
+	if (!strcmp(t, "gofer"))
+		return "9p";
+	if (!strcmp(t, "devfs"))
+		return "tmpfs";
+	return t;
+}
+
+static int mounts_one(struct vfs_mount *m, void *arg)
+{
+	struct mounts_ctx *c = arg;
+	struct vfs_path p = { .mnt = m, .node = m->root };
+	const char *type = mount_fstype(m);
+	const char *source = !strcmp(type, "9p") ? "none" : type;
+	char path[VFS_PATH_MAX];
+	char opts[64];
+	int n;
+
+	n = vfs_path_to_string(&c->root, &p, path, sizeof(path));
+	if (n < 0 || !strncmp(path, "(unreachable)", 13))
+		return 0;
+	snprintf(opts, sizeof(opts), "%s%s%s%s,relatime", (m->flags & MS_RDONLY) ? "ro" : "rw",
+		 (m->flags & MS_NOSUID) ? ",nosuid" : "", (m->flags & MS_NODEV) ? ",nodev" : "",
+		 (m->flags & MS_NOEXEC) ? ",noexec" : "");
+	if (!c->mountinfo) {
+		fprintf(c->out, "%s %s %s %s 0 0\n", source, path, type, opts);
+		return 0;
+	}
+	{
+		uint64_t dev = m->fs->dev;
+		unsigned int major = (unsigned int)((dev >> 8) & 0xfff);
+		unsigned int minor = (unsigned int)((dev & 0xff) | ((dev >> 12) & ~0xffULL));
+		uint64_t parent = m->parent ? m->parent->id : m->id;
+
+		fprintf(c->out, "%" PRIu64 " %" PRIu64 " %u:%u / %s %s - %s %s %s\n", m->id, parent,
+			major, minor, path, opts, type, source,
+			(m->flags & MS_RDONLY) ? "ro" : "rw");
+	}
+	return 0;
+}
+
+int proc_gen_mounts(struct kernel *k, struct task *t, FILE *out, bool mountinfo)
+{
+	struct mounts_ctx c = { .out = out, .mountinfo = mountinfo };
+	int err;
+
+	if (t) {
+		vfs_task_root(t, &c.root);
+	} else {
+		if (!k || !k->root_mnt)
+			return 0;
+		c.root.mnt = k->root_mnt;
+		c.root.node = k->root_node;
+		vfs_path_copy(&c.root, &c.root);
+	}
+	if (!c.root.mnt)
+		return 0;
+	err = vfs_mount_for_each(c.root.mnt, mounts_one, &c);
+	vfs_path_put(&c.root);
+	return err;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tmpfs: a filesystem in sentry memory. File data lives in 4 KiB pages of the memory file,
+ * allocated on write (holes read as zeros), up to a size limit (ENOSPC past it); MAP_SHARED
+ * mappings map those very pages (file op get_pages). Hard links, symlinks, device
+ * nodes, FIFOs and sockets (as nodes only: opening a FIFO or socket gives -ENXIO until pipes
+ * exist). Each name is its own vfs_node; names of one file share a tmpfs inode.
+ *
+ * It is also the upper layer of the root overlay (sentry/fs/overlay), which keeps two facts per
+ * inode here: whether a directory is opaque and the inode number a copied-up file had below.
+ */
+#ifndef HUSK_SENTRY_FS_TMPFS_H
+#define HUSK_SENTRY_FS_TMPFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kernel;
+struct vfs_fs;
+struct vfs_node;
+
+#define TMPFS_MAGIC 0x01021994
+
+/*
+ * A new tmpfs (one reference) whose root directory has mode (permission bits, e.g. 01777) and
+ * owner uid:gid. size_limit is in bytes of file data; 0 means Linux's default, half of the
+ * host's physical memory. mf is the kernel's memory file (not owned; must outlive the
+ * filesystem): file data lives in its pages, so that files can be mapped MAP_SHARED (the
+ * get_pages file op). mf NULL keeps file data in heap pages and MAP_SHARED gives -ENODEV.
+ * Returns it or NULL when out of memory.
+ */
+struct memfile;
+struct vfs_fs *tmpfs_create(struct memfile *mf, uint64_t size_limit, uint32_t mode, uint32_t uid,
+			    uint32_t gid);
+
+/* Whether n is a node of a tmpfs. */
+bool tmpfs_is_node(const struct vfs_node *n);
+
+/* The overlay's marks on an upper directory and an upper file (n must be a tmpfs node). */
+bool tmpfs_opaque(struct vfs_node *dir);
+void tmpfs_set_opaque(struct vfs_node *dir, bool opaque);
+uint64_t tmpfs_origin_ino(struct vfs_node *n);
+void tmpfs_set_origin_ino(struct vfs_node *n, uint64_t ino);
+
+/*
+ * Parses a tmpfs size: a number of bytes with an optional k, m or g suffix (powers of 1024),
+ * as mount -o size= takes it. Returns 0 and *out, or -EINVAL.
+ */
+int tmpfs_parse_size(const char *s, uint64_t *out);
+
+/*
+ * Mounts a new tmpfs (mode 01777, owned by root, size_limit as for tmpfs_create) at the absolute
+ * guest path, creating the missing directories of the path (mode 0755, root's) on the way.
+ * Call after the root is mounted. Returns 0 or -errno.
+ */
+int vfs_mount_tmpfs(struct kernel *k, const char *path, uint64_t size_limit);
+
+#endif

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Futexes; see futex.h. One sandbox-wide hash table of buckets, each a mutex and a list of
+ * waiters. A waiter lives on its task's stack for the duration of futex_wait().
+ *
+ * The futex word is read and modified through the sentry's mapping of the memory file (the
+ * pointer mm_translate gives), with atomic operations: the guest's own atomics on the same
+ * page, through the stub's mapping, see the same memory.
+ */
+#include "sentry/kernel/futex.h"
+
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+
+#include "common/list.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
+#include "sentry/mm/mm.h"
+
+#define FUTEX_BUCKETS 256
+#define ROBUST_LIST_LIMIT 2048
+
+struct futex_key {
+	uintptr_t space; /* the mm for private futexes, 0 for memory-file offsets */
+	uint64_t addr; /* guest address, or memory-file offset */
+};
+
+struct futex_bucket {
+	pthread_mutex_t lock;
+	struct list_head waiters; /* of struct futex_waiter */
+};
+
+struct futex_waiter {
+	struct list_head link; /* in bucket->waiters while queued */
+	struct futex_key key;
+	uint32_t bitset;
+	struct task *t;
+	struct futex_bucket *bucket; /* atomic: changes on requeue */
+	bool woken; /* atomic: set when a waker dequeued it */
+};
+
+static struct futex_bucket buckets[FUTEX_BUCKETS];
+static pthread_once_t buckets_once = PTHREAD_ONCE_INIT;
+
+static void buckets_init(void)
+{
+	for (int i = 0; i < FUTEX_BUCKETS; i++) {
+		pthread_mutex_init(&buckets[i].lock, NULL);
+		list_init(&buckets[i].waiters);
+	}
+}
+
+static struct futex_bucket *bucket_of(const struct futex_key *key)
+{
+	uint64_t h = (key->addr >> 2) ^ ((uint64_t)key->space * 0x9e3779b97f4a7c15ULL);
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	pthread_once(&buckets_once, buckets_init);
+	return &buckets[h % FUTEX_BUCKETS];
+}
+
+static bool key_eq(const struct futex_key *a, const struct futex_key *b)
+{
+	return a->space == b->space && a->addr == b->addr;
+}
+
+struct vma_find {
+	uint64_t addr;
+	bool shared;
+};
+
+static int find_vma_shared(const struct mm_vma_info *v, void *arg)
+{
+	struct vma_find *f = arg;
+
+	if (f->addr >= v->start && f->addr < v->end) {
+		f->shared = (v->flags & MM_VMA_SHARED) != 0;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Computes the key of the futex word at uaddr and a sentry pointer to it (readable, or
+ * writable when write is true). Returns 0, -EINVAL (unaligned) or -EFAULT.
+ */
+static int futex_lookup(struct task *t, uint64_t uaddr, bool private, bool write,
+			struct futex_key *key, uint32_t **word)
+{
+	struct iovec iov;
+	size_t covered = 0;
+
+	if (uaddr & 3)
+		return -EINVAL;
+	if (mm_translate(t->mm, uaddr, sizeof(uint32_t), write, &iov, 1, &covered) != 1 ||
+	    covered < sizeof(uint32_t))
+		return -EFAULT;
+	*word = iov.iov_base;
+	key->space = (uintptr_t)t->mm;
+	key->addr = uaddr;
+	if (!private) {
+		/* Linux keys private mappings by (mm, address) even without FUTEX_PRIVATE_FLAG. */
+		struct vma_find f = { .addr = uaddr };
+
+		mm_for_each_vma(t->mm, find_vma_shared, &f);
+		if (f.shared) {
+			key->space = 0;
+			key->addr = (uint64_t)((uint8_t *)iov.iov_base - t->k->mf.base);
+		}
+	}
+	return 0;
+}
+
+static bool waiter_woken(void *arg)
+{
+	struct futex_waiter *w = arg;
+
+	return __atomic_load_n(&w->woken, __ATOMIC_ACQUIRE);
+}
+
+/* Dequeues w and wakes its task. Called with w's bucket locked. */
+static void wake_waiter(struct futex_waiter *w)
+{
+	struct task *t = w->t;
+
+	list_del(&w->link);
+	/* After this store the waiter may return and its stack frame go: touch w no more. */
+	__atomic_store_n(&w->woken, true, __ATOMIC_RELEASE);
+	task_wake(t);
+}
+
+/* Locks the bucket w is queued on (it may move under requeue until locked). */
+static struct futex_bucket *lock_waiter_bucket(struct futex_waiter *w)
+{
+	for (;;) {
+		struct futex_bucket *b = __atomic_load_n(&w->bucket, __ATOMIC_ACQUIRE);
+
+		pthread_mutex_lock(&b->lock);
+		if (__atomic_load_n(&w->bucket, __ATOMIC_ACQUIRE) == b)
+			return b;
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint32_t bitset,
+		const struct timespec *deadline)
+{
+	struct futex_waiter w = { .bitset = bitset, .t = t };
+	struct futex_bucket *b;
+	uint32_t *word;
+	long ret;
+
+	if (bitset == 0)
+		return -EINVAL;
+	ret = futex_lookup(t, uaddr, private, false, &w.key, &word);
+	if (ret < 0)
+		return ret;
+	b = bucket_of(&w.key);
+	w.bucket = b;
+	pthread_mutex_lock(&b->lock);
+	if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != val) {
+		pthread_mutex_unlock(&b->lock);
+		return -EAGAIN;
+	}
+	list_add_tail(&w.link, &b->waiters);
+	pthread_mutex_unlock(&b->lock);
+
+	ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
+	if (ret == 0)
+		return 0;
+	b = lock_waiter_bucket(&w);
+	if (__atomic_load_n(&w.woken, __ATOMIC_ACQUIRE)) {
+		/* A wake raced with the timeout or signal: it counted us, so report it. */
+		ret = 0;
+	} else {
+		list_del(&w.link);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+/* Wakes up to n waiters with key in b (locked). Returns the number woken. */
+static int wake_keyed(struct futex_bucket *b, const struct futex_key *key, int n, uint32_t bitset)
+{
+	struct futex_waiter *w, *tmp;
+	int woken = 0;
+
+	list_for_each_entry_safe(w, tmp, &b->waiters, link) {
+		if (woken >= n)
+			break;
+		if (!key_eq(&w->key, key) || !(w->bitset & bitset))
+			continue;
+		wake_waiter(w);
+		woken++;
+	}
+	return woken;
+}
+
+long futex_wake_bitset(struct task *t, uint64_t uaddr, bool private, int n, uint32_t bitset)
+{
+	struct futex_key key;
+	struct futex_bucket *b;
+	uint32_t *word;
+	long ret;
+
+	if (bitset == 0)
+		return -EINVAL;
+	ret = futex_lookup(t, uaddr, private, false, &key, &word);
+	if (ret < 0)
+		return ret;
+	if (n <= 0)
+		return 0;
+	b = bucket_of(&key);
+	pthread_mutex_lock(&b->lock);
+	ret = wake_keyed(b, &key, n, bitset);
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+int futex_wake(struct task *t, uint64_t uaddr, int n)
+{
+	return (int)futex_wake_bitset(t, uaddr, false, n, FUTEX_BITSET_ANY);
+}
+
+/* Locks two buckets in address order (once if they are the same). */
+static void lock_two(struct futex_bucket *a, struct futex_bucket *b)
+{
+	if (a == b) {
+		pthread_mutex_lock(&a->lock);
+	} else if (a < b) {
+		pthread_mutex_lock(&a->lock);
+		pthread_mutex_lock(&b->lock);
+	} else {
+		pthread_mutex_lock(&b->lock);
+		pthread_mutex_lock(&a->lock);
+	}
+}
+
+static void unlock_two(struct futex_bucket *a, struct futex_bucket *b)
+{
+	pthread_mutex_unlock(&a->lock);
+	if (a != b)
+		pthread_mutex_unlock(&b->lock);
+}
+
+long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private, int nr_wake,
+		   int nr_requeue, bool cmp, uint32_t val3)
+{
+	struct futex_key k1, k2;
+	struct futex_bucket *b1, *b2;
+	struct futex_waiter *w, *tmp;
+	uint32_t *word1, *word2;
+	long ret;
+	int woken = 0, moved = 0;
+
+	if (nr_wake < 0 || nr_requeue < 0)
+		return -EINVAL;
+	ret = futex_lookup(t, uaddr, private, false, &k1, &word1);
+	if (ret < 0)
+		return ret;
+	ret = futex_lookup(t, uaddr2, private, false, &k2, &word2);
+	if (ret < 0)
+		return ret;
+	if (key_eq(&k1, &k2))
+		return -EINVAL;
+	b1 = bucket_of(&k1);
+	b2 = bucket_of(&k2);
+	lock_two(b1, b2);
+	if (cmp && __atomic_load_n(word1, __ATOMIC_SEQ_CST) != val3) {
+		unlock_two(b1, b2);
+		return -EAGAIN;
+	}
+	list_for_each_entry_safe(w, tmp, &b1->waiters, link) {
+		if (!key_eq(&w->key, &k1))
+			continue;
+		if (woken < nr_wake) {
+			wake_waiter(w);
+			woken++;
+			continue;
+		}
+		if (moved >= nr_requeue)
+			break;
+		list_del(&w->link);
+		w->key = k2;
+		list_add_tail(&w->link, &b2->waiters);
+		__atomic_store_n(&w->bucket, b2, __ATOMIC_RELEASE);
+		moved++;
+	}
+	unlock_two(b1, b2);
+	return woken + moved;
+}
+
+/* Applies FUTEX_OP's operation to *word atomically; returns the old value in *old. */
+static int futex_atomic_op(uint32_t *word, int op, uint32_t oparg, uint32_t *old)
+{
+	uint32_t cur = __atomic_load_n(word, __ATOMIC_RELAXED), next;
+
+	do {
+		switch (op) {
+		case FUTEX_OP_SET:
+			next = oparg;
+			break;
+		case FUTEX_OP_ADD:
+			next = cur + oparg;
+			break;
+		case FUTEX_OP_OR:
+			next = cur | oparg;
+			break;
+		case FUTEX_OP_ANDN:
+			next = cur & ~oparg;
+			break;
+		case FUTEX_OP_XOR:
+			next = cur ^ oparg;
+			break;
+		default:
+			return -ENOSYS;
+		}
+	} while (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	*old = cur;
+	return 0;
+}
+
+static int futex_op_cmp(int cmp, uint32_t old, uint32_t cmparg, bool *res)
+{
+	int32_t o = (int32_t)old, a = (int32_t)cmparg;
+
+	switch (cmp) {
+	case FUTEX_OP_CMP_EQ:
+		*res = o == a;
+		break;
+	case FUTEX_OP_CMP_NE:
+		*res = o != a;
+		break;
+	case FUTEX_OP_CMP_LT:
+		*res = o < a;
+		break;
+	case FUTEX_OP_CMP_LE:
+		*res = o <= a;
+		break;
+	case FUTEX_OP_CMP_GT:
+		*res = o > a;
+		break;
+	case FUTEX_OP_CMP_GE:
+		*res = o >= a;
+		break;
+	default:
+		return -ENOSYS;
+	}
+	return 0;
+}
+
+long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private, int nr_wake,
+		   int nr_wake2, uint32_t val3)
+{
+	int op = (val3 >> 28) & 7, cmp = (val3 >> 24) & 15;
+	uint32_t oparg = (val3 >> 12) & 0xfff, cmparg = val3 & 0xfff, old;
+	struct futex_key k1, k2;
+	struct futex_bucket *b1, *b2;
+	uint32_t *word1, *word2;
+	bool hit = false;
+	long ret;
+	int woken;
+
+	/* oparg and cmparg are sign-extended 12-bit fields, as in Linux. */
+	oparg = (uint32_t)((int32_t)(oparg << 20) >> 20);
+	cmparg = (uint32_t)((int32_t)(cmparg << 20) >> 20);
+	if ((val3 >> 28) & FUTEX_OP_OPARG_SHIFT) {
+		if (oparg > 31)
+			oparg &= 31; /* Linux warns and masks */
+		oparg = 1u << oparg;
+	}
+	ret = futex_lookup(t, uaddr, private, false, &k1, &word1);
+	if (ret < 0)
+		return ret;
+	ret = futex_lookup(t, uaddr2, private, true, &k2, &word2);
+	if (ret < 0)
+		return ret;
+	b1 = bucket_of(&k1);
+	b2 = bucket_of(&k2);
+	lock_two(b1, b2);
+	ret = futex_atomic_op(word2, op, oparg, &old);
+	if (ret == 0)
+		ret = futex_op_cmp(cmp, old, cmparg, &hit);
+	if (ret < 0) {
+		unlock_two(b1, b2);
+		return ret;
+	}
+	woken = wake_keyed(b1, &k1, nr_wake, FUTEX_BITSET_ANY);
+	if (hit)
+		woken += wake_keyed(b2, &k2, nr_wake2, FUTEX_BITSET_ANY);
+	unlock_two(b1, b2);
+	return woken;
+}
+
+/* Releases one robust futex at guest address uaddr if t owns it. */
+static void robust_release(struct task *t, uint64_t uaddr)
+{
+	uint32_t *word, cur, next;
+	struct futex_key key;
+
+	if (futex_lookup(t, uaddr, false, true, &key, &word) < 0)
+		return;
+	cur = __atomic_load_n(word, __ATOMIC_RELAXED);
+	do {
+		if ((cur & FUTEX_TID_MASK) != (uint32_t)t->tid)
+			return;
+		next = (cur & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
+	} while (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	if (cur & FUTEX_WAITERS)
+		futex_wake(t, uaddr, 1);
+}
+
+void futex_exit_cleanup(struct task *t)
+{
+	struct {
+		uint64_t next;
+		int64_t futex_offset;
+		uint64_t pending;
+	} head;
+	uint64_t entry, pending;
+
+	if (!t->mm || !t->robust_list || t->robust_len != sizeof(head))
+		return;
+	if (mm_copy_in(t->mm, &head, t->robust_list, sizeof(head)) != sizeof(head))
+		return;
+	pending = head.pending & ~1ULL;
+	entry = head.next;
+	for (int i = 0; i < ROBUST_LIST_LIMIT && (entry & ~1ULL) != t->robust_list; i++) {
+		uint64_t cur = entry & ~1ULL, next;
+
+		if (mm_copy_in(t->mm, &next, cur, sizeof(next)) != sizeof(next))
+			break;
+		/* The pending entry is handled last, as Linux does. */
+		if (cur != pending)
+			robust_release(t, cur + (uint64_t)head.futex_offset);
+		entry = next;
+	}
+	if (pending)
+		robust_release(t, pending + (uint64_t)head.futex_offset);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Futexes: wait queues keyed by a guest word.
+ *
+ * A private futex (FUTEX_PRIVATE_FLAG, or a word in a private mapping) is keyed by (mm, guest
+ * address); a shared one in a MAP_SHARED mapping by the memory-file offset of the word, so
+ * processes that share the page (across fork, or mapping the same shared memory) meet on it.
+ *
+ * Waiters sleep with task_wait() (interruptible, with a CLOCK_MONOTONIC deadline); a wake
+ * removes the waiter from its queue before task_wake(), so a woken waiter never consumes a
+ * second wake. The value check and the queueing happen under the bucket lock, as in Linux, so
+ * no wake between them is lost.
+ */
+#ifndef HUSK_SENTRY_FUTEX_H
+#define HUSK_SENTRY_FUTEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+struct task;
+
+#define FUTEX_BITSET_ANY 0xffffffffu
+
+/*
+ * FUTEX_WAIT_BITSET: if the word at uaddr equals val, sleeps until a wake whose bitset meets
+ * bitset, a signal (-ERESTARTSYS), or the absolute CLOCK_MONOTONIC deadline (-ETIMEDOUT; NULL:
+ * none). Returns 0 when woken, -EAGAIN when the word differs, -EFAULT, -EINVAL (unaligned).
+ */
+long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint32_t bitset,
+		const struct timespec *deadline);
+
+/*
+ * Wakes at most n waiters on uaddr whose bitset meets bitset. Returns the number woken, or
+ * -EFAULT / -EINVAL.
+ */
+long futex_wake_bitset(struct task *t, uint64_t uaddr, bool private, int n, uint32_t bitset);
+
+/* FUTEX_WAKE on a non-private futex (CLONE_CHILD_CLEARTID at thread exit). */
+int futex_wake(struct task *t, uint64_t uaddr, int n);
+
+/*
+ * FUTEX_REQUEUE / FUTEX_CMP_REQUEUE: wakes nr_wake waiters of uaddr and moves up to nr_requeue
+ * of the rest to uaddr2. With cmp, fails with -EAGAIN unless the word at uaddr equals val3.
+ * Returns the number woken plus the number requeued.
+ */
+long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private, int nr_wake,
+		   int nr_requeue, bool cmp, uint32_t val3);
+
+/*
+ * FUTEX_WAKE_OP: atomically applies the operation encoded in val3 to the word at uaddr2, wakes
+ * nr_wake waiters of uaddr, and, if the comparison encoded in val3 holds for the old value,
+ * nr_wake2 waiters of uaddr2. Returns the total woken, -EFAULT, -ENOSYS (bad op).
+ */
+long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private, int nr_wake,
+		   int nr_wake2, uint32_t val3);
+
+/*
+ * Thread exit: walks t's robust list (set_robust_list) and, for each futex t still owns (the
+ * word's TID bits are t->tid), sets FUTEX_OWNER_DIED, clears the TID, and wakes one waiter if
+ * FUTEX_WAITERS was set. Bounded (2048 entries) against circular lists. Call on t's own thread
+ * while its mm is still there. CLONE_CHILD_CLEARTID is the caller's (write 0 + futex_wake).
+ */
+void futex_exit_cleanup(struct task *t);
+
+#endif

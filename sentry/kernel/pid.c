@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox's pid namespace: the tid -> task table, tid allocation, and the count of running
+ * task host threads the end of the sandbox waits for.
+ *
+ * Every task is in the table from its creation until it is gone: a non-leader thread until it
+ * exits, a leader (whose tid is its process's pid) until its process is reaped. The table holds
+ * one reference on each task in it. Protected by k->tree_lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+
+#define PID_BUCKETS 1024
+/* Linux's default pid_max: tids wrap around to 2 (pid 1 is init's) past it. */
+#define PID_MAX 4194304
+
+struct pid_table {
+	struct list_head buckets[PID_BUCKETS]; /* of task.pid_link */
+	/* Running task host threads (own lock: taken with no other lock held). */
+	pthread_mutex_t run_lock;
+	pthread_cond_t run_cond;
+	int running;
+};
+
+static struct pid_table *table(struct kernel *k)
+{
+	return k->pids;
+}
+
+int pid_table_init(struct kernel *k)
+{
+	struct pid_table *pt;
+
+	if (k->pids)
+		return 0;
+	pt = calloc(1, sizeof(*pt));
+	if (!pt)
+		return -ENOMEM;
+	for (int i = 0; i < PID_BUCKETS; i++)
+		list_init(&pt->buckets[i]);
+	pthread_mutex_init(&pt->run_lock, NULL);
+	pthread_cond_init(&pt->run_cond, NULL);
+	pthread_mutex_init(&k->tree_lock, NULL);
+	k->pids = pt;
+	return 0;
+}
+
+struct task *pid_lookup(struct kernel *k, int32_t tid)
+{
+	struct task *t;
+
+	if (tid <= 0 || !k->pids)
+		return NULL;
+	list_for_each_entry(t, &table(k)->buckets[tid % PID_BUCKETS], pid_link) {
+		if (t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
+/* True if id is some live task's tid or some process's pgid or sid (Linux keeps those). */
+static int id_in_use_fn(struct thread_group *tg, void *arg)
+{
+	int32_t id = *(int32_t *)arg;
+
+	return tg->pgid == id || tg->sid == id;
+}
+
+static bool id_in_use(struct kernel *k, int32_t id)
+{
+	return pid_lookup(k, id) || pid_for_each_tg(k, id_in_use_fn, &id);
+}
+
+int32_t pid_alloc(struct kernel *k)
+{
+	int32_t tid;
+
+	pthread_mutex_lock(&k->lock);
+	tid = k->next_tid;
+	pthread_mutex_unlock(&k->lock);
+	for (int tries = 0; tries < PID_MAX; tries++) {
+		if (tid < 2 || tid >= PID_MAX)
+			tid = 2;
+		if (!id_in_use(k, tid)) {
+			pthread_mutex_lock(&k->lock);
+			k->next_tid = tid + 1;
+			pthread_mutex_unlock(&k->lock);
+			return tid;
+		}
+		tid++;
+	}
+	return -EAGAIN;
+}
+
+int pid_alloc_exact(struct kernel *k, int32_t tid)
+{
+	if (tid <= 0 || tid >= PID_MAX)
+		return -EINVAL;
+	return id_in_use(k, tid) ? -EEXIST : 0;
+}
+
+void pid_insert(struct kernel *k, struct task *t)
+{
+	task_get(t);
+	list_add_tail(&t->pid_link, &table(k)->buckets[t->tid % PID_BUCKETS]);
+	k->nr_tasks++;
+}
+
+void pid_remove(struct kernel *k, struct task *t)
+{
+	list_del(&t->pid_link);
+	list_init(&t->pid_link);
+	k->nr_tasks--;
+	task_put(t);
+}
+
+int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg)
+{
+	struct task *t;
+	int ret;
+
+	if (!k->pids)
+		return 0;
+	for (int i = 0; i < PID_BUCKETS; i++) {
+		list_for_each_entry(t, &table(k)->buckets[i], pid_link) {
+			if (t->tid != t->tg->pid)
+				continue;
+			ret = fn(t->tg, arg);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+struct task *kernel_find_task(struct kernel *k, int32_t tid)
+{
+	struct task *t;
+
+	pthread_mutex_lock(&k->tree_lock);
+	t = pid_lookup(k, tid);
+	if (t)
+		task_get(t);
+	pthread_mutex_unlock(&k->tree_lock);
+	return t;
+}
+
+struct thread_group *kernel_find_tg(struct kernel *k, int32_t pid)
+{
+	struct thread_group *tg = NULL;
+	struct task *t;
+
+	pthread_mutex_lock(&k->tree_lock);
+	t = pid_lookup(k, pid);
+	if (t && t->tg->pid == pid && !t->tg->reaped) {
+		tg = t->tg;
+		tg_get(tg);
+	}
+	pthread_mutex_unlock(&k->tree_lock);
+	return tg;
+}
+
+void pid_task_started(struct kernel *k)
+{
+	pthread_mutex_lock(&table(k)->run_lock);
+	table(k)->running++;
+	pthread_mutex_unlock(&table(k)->run_lock);
+}
+
+void pid_task_finished(struct kernel *k)
+{
+	pthread_mutex_lock(&table(k)->run_lock);
+	if (--table(k)->running == 0)
+		pthread_cond_broadcast(&table(k)->run_cond);
+	pthread_mutex_unlock(&table(k)->run_lock);
+}
+
+void pid_wait_all_finished(struct kernel *k)
+{
+	pthread_mutex_lock(&table(k)->run_lock);
+	while (table(k)->running > 0)
+		pthread_cond_wait(&table(k)->run_cond, &table(k)->run_lock);
+	pthread_mutex_unlock(&table(k)->run_lock);
+}

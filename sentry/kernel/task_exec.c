@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * execve(2) and execveat(2): copying argv/envp in from guest memory with Linux's limits,
+ * loading the new program into a new mm (the old one stays usable until the point of no
+ * return), de-threading, close-on-exec, and the reset of signal handlers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+#include "sentry/loader/loader.h"
+#include "sentry/mm/mm.h"
+#include "sentry/platform/platform.h"
+#include "sentry/vfs/vfs.h"
+
+/* x86-64 user segment selectors, as Linux sets them for a 64-bit process. */
+#define USER_CS 0x33
+#define USER_SS 0x2b
+#define EFLAGS_IF 0x200
+
+#define EXEC_PATH_MAX 4096
+/* Linux's MAX_ARG_STRINGS. */
+#define MAX_ARG_STRINGS 0x7fffffff
+
+/*
+ * Kills every other thread of t's process and waits until they are gone; t then takes over
+ * the leader's tid if it was not the leader (Linux's de_thread). Returns 0, or -EAGAIN when the
+ * process is exiting or another thread is already exec'ing (t is then being killed).
+ */
+static int task_dethread(struct task *t)
+{
+	struct thread_group *tg = t->tg;
+	struct kernel *k = t->k;
+	struct task *o;
+	bool killed;
+
+	pthread_mutex_lock(&tg->lock);
+	if (tg->group_exit || (tg->exec_task && tg->exec_task != t)) {
+		pthread_mutex_unlock(&tg->lock);
+		return -EAGAIN;
+	}
+	if (tg->nr_threads == 1) {
+		pthread_mutex_unlock(&tg->lock);
+		return 0;
+	}
+	tg->exec_task = t;
+	tg->exiting = true; /* interrupts their waits, refuses new threads */
+	list_for_each_entry(o, &tg->tasks, tg_link) {
+		if (o == t)
+			continue;
+		__atomic_store_n(&o->exiting, true, __ATOMIC_RELEASE);
+		task_wake(o);
+	}
+	/* A leader that already exited waits for the others: it must leave now. */
+	pthread_cond_broadcast(&tg->threads_cond);
+	while (tg->nr_threads > 1 || (tg->leader != t && !tg->leader_exited))
+		pthread_cond_wait(&tg->threads_cond, &tg->lock);
+	tg->exec_task = NULL;
+	tg->leader_exited = false;
+	killed = tg->group_exit;
+	if (!killed)
+		tg->exiting = false;
+	pthread_mutex_unlock(&tg->lock);
+
+	/* Even when killed meanwhile: the last thread must be the leader, which ends the
+	 * process (task_exit_thread). */
+	if (tg->leader != t) {
+		/* The old leader left the pid table on its way out; its tid is now t's. */
+		pthread_mutex_lock(&k->tree_lock);
+		task_get(t);
+		pid_remove(k, t);
+		pthread_mutex_lock(&tg->lock);
+		t->tid = tg->pid;
+		tg->leader = t;
+		pthread_mutex_unlock(&tg->lock);
+		pid_insert(k, t);
+		pthread_mutex_unlock(&k->tree_lock);
+		task_put(t);
+	}
+	return killed ? -EAGAIN : 0;
+}
+
+/* Gives t a sighand of its own if it shares one with another process (CLONE_SIGHAND). */
+static int unshare_sighand(struct task *t)
+{
+	struct sighand *old = t->tg->sighand, *sh;
+
+	if (refcount_read(&old->ref) == 1)
+		return 0;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return -ENOMEM;
+	refcount_init(&sh->ref, 1);
+	pthread_mutex_init(&sh->lock, NULL);
+	pthread_mutex_lock(&old->lock);
+	memcpy(sh->actions, old->actions, sizeof(sh->actions));
+	pthread_mutex_unlock(&old->lock);
+	pthread_mutex_lock(&t->tg->lock);
+	t->tg->sighand = sh;
+	pthread_mutex_unlock(&t->tg->lock);
+	if (refcount_dec(&old->ref)) {
+		pthread_mutex_destroy(&old->lock);
+		free(old);
+	}
+	return 0;
+}
+
+int task_exec(struct task *t, const char *path, char *const argv[], char *const envp[])
+{
+	const struct platform_ops *ops = t->k->platform->ops;
+	struct sighand *sh;
+	struct loader_result res;
+	struct platform_ctx *ctx;
+	struct fdtable *fdt = NULL;
+	struct mm *mm;
+	const char *base;
+	int ret;
+
+	mm = mm_create(t->k);
+	if (IS_ERR(mm))
+		return (int)PTR_ERR(mm);
+	ret = loader_load(t, mm, path, argv, envp, &res);
+	if (ret < 0)
+		goto out_put_mm;
+	/* The files table is unshared (Linux's unshare_files) before close-on-exec applies. */
+	if (t->fdt) {
+		fdt = fdtable_dup(t->fdt);
+		if (!fdt) {
+			ret = -ENOMEM;
+			goto out_put_mm;
+		}
+	}
+	ret = ops->ctx_create(mm->as, &ctx);
+	if (ret < 0)
+		goto out_put_fdt;
+	ret = task_dethread(t);
+	if (ret < 0)
+		goto out_destroy_ctx;
+
+	/* Past the point of no return: switch the task over to the new image. */
+	if (t->ctx)
+		ops->ctx_destroy(t->ctx);
+	if (t->mm)
+		mm_put(t->mm);
+	t->ctx = ctx;
+	t->mm = mm;
+	if (fdt) {
+		fdtable_put(t->fdt);
+		t->fdt = fdt;
+		fdtable_close_on_exec(fdt);
+	}
+	memset(&t->regs, 0, sizeof(t->regs));
+	t->regs.rip = res.entry;
+	t->regs.rsp = res.sp;
+	t->regs.cs = USER_CS;
+	t->regs.ss = USER_SS;
+	t->regs.eflags = EFLAGS_IF;
+	t->clear_child_tid = 0;
+	t->robust_list = t->robust_len = 0;
+	t->rseq = t->rseq_len = 0;
+	t->altstack_sp = t->altstack_size = 0;
+	t->altstack_flags = SS_DISABLE;
+	if (unshare_sighand(t) < 0)
+		log_warn("pid %d: exec: cannot unshare signal handlers", t->tid);
+	/* Handled signals revert to the default action across exec; ignored ones stay ignored. */
+	sh = t->tg->sighand;
+	pthread_mutex_lock(&sh->lock);
+	for (int i = 0; i < LINUX_NSIG; i++) {
+		if (sh->actions[i].handler > 1)
+			memset(&sh->actions[i], 0, sizeof(sh->actions[i]));
+	}
+	pthread_mutex_unlock(&sh->lock);
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	snprintf(t->comm, sizeof(t->comm), "%s", base);
+	pthread_mutex_lock(&t->k->tree_lock);
+	t->tg->did_exec = true;
+	pthread_mutex_unlock(&t->k->tree_lock);
+	/* A vfork parent resumes now. */
+	task_vfork_release(t);
+	return 0;
+
+out_destroy_ctx:
+	ops->ctx_destroy(ctx);
+out_put_fdt:
+	if (fdt)
+		fdtable_put(fdt);
+out_put_mm:
+	mm_put(mm);
+	return ret;
+}
+
+/* A NULL-terminated array of strings copied in from the guest. */
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+/*
+ * Copies the guest array of string pointers at addr (NULL: empty) into s, charging each string
+ * and pointer to *budget as Linux does (E2BIG past it, or for a string longer than
+ * MAX_ARG_STRLEN). buf is a scratch buffer of LOADER_MAX_ARG_STRLEN bytes.
+ */
+static int strv_copy_in(struct task *t, uint64_t addr, struct strv *s, uint64_t *budget, char *buf)
+{
+	s->cap = 8;
+	s->v = calloc(s->cap, sizeof(char *));
+	if (!s->v)
+		return -ENOMEM;
+	for (uint64_t i = 0; addr; i++) {
+		uint64_t p;
+		ssize_t len;
+
+		if (mm_copy_in(t->mm, &p, addr + i * 8, sizeof(p)) != sizeof(p))
+			return -EFAULT;
+		if (!p)
+			break;
+		if (i >= MAX_ARG_STRINGS)
+			return -E2BIG;
+		len = mm_copy_in_string(t->mm, buf, p, LOADER_MAX_ARG_STRLEN);
+		if (len == -ENAMETOOLONG)
+			return -E2BIG;
+		if (len < 0)
+			return (int)len;
+		if ((uint64_t)len + 1 + sizeof(void *) > *budget)
+			return -E2BIG;
+		*budget -= (uint64_t)len + 1 + sizeof(void *);
+		if (s->n + 1 >= s->cap) {
+			char **nv = realloc(s->v, s->cap * 2 * sizeof(char *));
+
+			if (!nv)
+				return -ENOMEM;
+			s->v = nv;
+			s->cap *= 2;
+		}
+		s->v[s->n] = strndup(buf, (size_t)len);
+		if (!s->v[s->n])
+			return -ENOMEM;
+		s->n++;
+		s->v[s->n] = NULL;
+		if (task_fatal_signal_pending(t))
+			return -ERESTARTNOINTR;
+	}
+	return 0;
+}
+
+long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv, uint64_t uenvp,
+		       int flags)
+{
+	struct strv argv = { 0 }, envp = { 0 };
+	struct fs_context *saved_fs = NULL;
+	char *path, *buf = NULL;
+	uint64_t budget;
+	ssize_t len;
+	long ret;
+
+	if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		return -EINVAL;
+	path = malloc(EXEC_PATH_MAX);
+	if (!path)
+		return -ENOMEM;
+	len = mm_copy_in_string(t->mm, path, upath, EXEC_PATH_MAX);
+	if (len < 0) {
+		ret = len;
+		goto out_free;
+	}
+	if (len == 0) {
+		/* fexecve(3): executing the file behind an fd has no path for the loader yet. */
+		ret = (flags & AT_EMPTY_PATH) ? -ENOSYS : -ENOENT;
+		goto out_free;
+	}
+	buf = malloc(LOADER_MAX_ARG_STRLEN);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	budget = loader_arg_limit(t->tg->rlimits[RLIMIT_STACK].rlim_cur);
+	ret = strv_copy_in(t, uargv, &argv, &budget, buf);
+	if (ret == 0)
+		ret = strv_copy_in(t, uenvp, &envp, &budget, buf);
+	if (ret < 0)
+		goto out_free;
+
+	if (flags & AT_SYMLINK_NOFOLLOW) {
+		struct vfs_path p;
+		struct vfs_attr attr;
+
+		ret = vfs_lookup_at(t, dirfd, path, AT_SYMLINK_NOFOLLOW, &p);
+		if (ret < 0)
+			goto out_free;
+		ret = vfs_path_getattr(&p, &attr);
+		vfs_path_put(&p);
+		if (ret < 0)
+			goto out_free;
+		if (S_ISLNK(attr.mode)) {
+			ret = -ELOOP;
+			goto out_free;
+		}
+	}
+	if (path[0] != '/' && dirfd != AT_FDCWD) {
+		/* The loader resolves against the cwd: lend it a private context whose cwd is
+		 * dirfd's directory for the duration of the load. */
+		struct fs_context *fs = fs_context_copy(t->fs);
+		struct file *f = fdtable_lookup(t->fdt, dirfd);
+
+		if (!fs || !f) {
+			ret = fs ? -EBADF : -ENOMEM;
+			if (fs)
+				fs_context_put(fs);
+			if (f)
+				file_put(f);
+			goto out_free;
+		}
+		saved_fs = t->fs;
+		t->fs = fs;
+		ret = fs_context_fchdir(t, f);
+		file_put(f);
+		if (ret < 0)
+			goto out_restore_fs;
+	}
+	ret = task_exec(t, path, argv.v, envp.v);
+out_restore_fs:
+	if (saved_fs) {
+		fs_context_put(t->fs);
+		t->fs = saved_fs;
+	}
+out_free:
+	strv_free(&argv);
+	strv_free(&envp);
+	free(buf);
+	free(path);
+	return ret;
+}

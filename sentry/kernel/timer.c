@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Interval and POSIX timers; see timer.h. timer_lock protects every timer and tg->timers. */
+#include "sentry/kernel/timer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/list.h"
+#include "include/abi/linux/signal.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+
+#define NSEC_PER_SEC 1000000000ULL
+#define MAX_POSIX_TIMERS 256
+#define LINUX_SI_TIMER (-2)
+#define LINUX_SIGEV_SIGNAL 0
+#define LINUX_SIGEV_NONE 1
+#define LINUX_SIGEV_THREAD_ID 4
+#define LINUX_SIGALRM 14
+#define LINUX_SIGVTALRM 26
+#define LINUX_SIGPROF 27
+
+struct ktimer {
+	struct list_head link; /* in armed, while armed */
+	bool armed;
+	uint64_t expiry; /* CLOCK_MONOTONIC ns */
+	uint64_t interval;
+	struct thread_group *tg; /* referenced */
+	struct task *target; /* referenced, SIGEV_THREAD_ID only */
+	int signo, notify, id;
+	uint64_t value;
+	int overrun;
+	clockid_t host_clock;
+	bool posix;
+	/* Callback timers (timer_cb_*): no process; fn(arg) runs on each expiry. */
+	timer_fn fn;
+	void *arg;
+	uint64_t ticks; /* expirations not yet taken */
+};
+
+struct tg_timers {
+	struct ktimer *itimers[3];
+	struct ktimer *posix[MAX_POSIX_TIMERS];
+};
+
+static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t timer_cond;
+static struct list_head armed = LIST_HEAD_INIT(armed);
+static bool thread_started;
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void disarm(struct ktimer *kt)
+{
+	if (kt->armed) {
+		list_del(&kt->link);
+		kt->armed = false;
+	}
+}
+
+/* Inserts kt in deadline order (timer_lock held) and wakes the thread if it is first. */
+static void arm(struct ktimer *kt, uint64_t expiry)
+{
+	struct ktimer *pos;
+
+	disarm(kt);
+	kt->expiry = expiry;
+	kt->armed = true;
+	list_for_each_entry(pos, &armed, link) {
+		if (pos->expiry > expiry) {
+			list__insert(&kt->link, pos->link.prev, &pos->link);
+			pthread_cond_signal(&timer_cond);
+			return;
+		}
+	}
+	list_add_tail(&kt->link, &armed);
+	pthread_cond_signal(&timer_cond);
+}
+
+static void fire(struct ktimer *kt, struct thread_group *tg, struct task *target)
+{
+	struct linux_siginfo info;
+
+	if (!kt->posix) {
+		signal_send_tg(tg, kt->signo, NULL);
+		return;
+	}
+	memset(&info, 0, sizeof(info));
+	info.si_signo = kt->signo;
+	info.si_code = LINUX_SI_TIMER;
+	info.timer.tid = kt->id;
+	info.timer.overrun = kt->overrun;
+	info.timer.value = kt->value;
+	if (target)
+		signal_send_task(target, kt->signo, &info);
+	else
+		signal_send_tg(tg, kt->signo, &info);
+}
+
+static void *timer_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&timer_lock);
+	for (;;) {
+		struct ktimer *kt;
+		struct thread_group *tg;
+		struct task *target;
+		uint64_t now;
+
+		if (list_empty(&armed)) {
+			pthread_cond_wait(&timer_cond, &timer_lock);
+			continue;
+		}
+		kt = list_first_entry(&armed, struct ktimer, link);
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now < kt->expiry) {
+			struct timespec dl = { (time_t)(kt->expiry / NSEC_PER_SEC),
+					       (long)(kt->expiry % NSEC_PER_SEC) };
+
+			pthread_cond_timedwait(&timer_cond, &timer_lock, &dl);
+			continue;
+		}
+		disarm(kt);
+		if (kt->fn) {
+			uint64_t exp = 1;
+
+			if (kt->interval) {
+				exp += (now - kt->expiry) / kt->interval;
+				arm(kt, kt->expiry + exp * kt->interval);
+			}
+			kt->ticks += exp;
+			/* Under timer_lock, so timer_cb_destroy waits for it to return. */
+			kt->fn(kt->arg);
+			continue;
+		}
+		if (kt->tg->exiting || kt->tg->state != TG_RUNNING)
+			continue; /* the process is going: its timers stop */
+		kt->overrun = 0;
+		if (kt->interval) {
+			uint64_t late = (now - kt->expiry) / kt->interval;
+
+			kt->overrun = late > INT32_MAX ? INT32_MAX : (int)late;
+			arm(kt, kt->expiry + (late + 1) * kt->interval);
+		}
+		if (kt->notify == LINUX_SIGEV_NONE)
+			continue;
+		tg = kt->tg;
+		target = kt->target;
+		tg_get(tg);
+		if (target)
+			task_get(target);
+		pthread_mutex_unlock(&timer_lock);
+		fire(kt, tg, target);
+		/* kt may be gone now: only the references taken above are used. */
+		if (target)
+			task_put(target);
+		tg_put(tg);
+		pthread_mutex_lock(&timer_lock);
+	}
+	return NULL;
+}
+
+/* Starts the timer thread once (timer_lock held). Returns 0 or -errno. */
+static int timer_start(void)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	pthread_t th;
+	int err;
+
+	if (thread_started)
+		return 0;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&timer_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&th, NULL, timer_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	pthread_detach(th);
+	thread_started = true;
+	return 0;
+}
+
+/* tg's timer table, created on first use (timer_lock held). */
+static struct tg_timers *tg_timers(struct thread_group *tg)
+{
+	if (!tg->timers)
+		tg->timers = calloc(1, sizeof(struct tg_timers));
+	return tg->timers;
+}
+
+static struct ktimer *ktimer_new(struct thread_group *tg)
+{
+	struct ktimer *kt = calloc(1, sizeof(*kt));
+
+	if (!kt)
+		return NULL;
+	list_init(&kt->link);
+	tg_get(tg);
+	kt->tg = tg;
+	return kt;
+}
+
+/* Frees a timer already disarmed and unlinked, with timer_lock NOT held (tg_put may free tg). */
+static void ktimer_free(struct ktimer *kt)
+{
+	if (kt->target)
+		task_put(kt->target);
+	tg_put(kt->tg);
+	free(kt);
+}
+
+static void get_spec(struct ktimer *kt, struct timer_spec *out)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	out->interval_ns = kt ? kt->interval : 0;
+	out->value_ns = 0;
+	if (kt && kt->armed)
+		out->value_ns = kt->expiry > now ? kt->expiry - now : 1;
+}
+
+int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct timer_spec *old)
+{
+	static const int signos[3] = { LINUX_SIGALRM, LINUX_SIGVTALRM, LINUX_SIGPROF };
+	struct tg_timers *tt;
+	struct ktimer *kt;
+	int err;
+
+	if (which < 0 || which > 2)
+		return -EINVAL;
+	pthread_mutex_lock(&timer_lock);
+	tt = tg_timers(t->tg);
+	if (!tt) {
+		pthread_mutex_unlock(&timer_lock);
+		return -ENOMEM;
+	}
+	kt = tt->itimers[which];
+	if (old)
+		get_spec(kt, old);
+	if (new) {
+		if (!kt && new->value_ns) {
+			kt = tt->itimers[which] = ktimer_new(t->tg);
+			if (!kt) {
+				pthread_mutex_unlock(&timer_lock);
+				return -ENOMEM;
+			}
+			kt->signo = signos[which];
+			kt->notify = LINUX_SIGEV_SIGNAL;
+		}
+		if (kt) {
+			kt->interval = new->interval_ns;
+			if (new->value_ns) {
+				err = timer_start();
+				if (err) {
+					pthread_mutex_unlock(&timer_lock);
+					return err;
+				}
+				arm(kt, now_ns(CLOCK_MONOTONIC) + new->value_ns);
+			} else {
+				disarm(kt);
+			}
+		}
+	}
+	pthread_mutex_unlock(&timer_lock);
+	return 0;
+}
+
+int timer_create_posix(struct task *t, int host_clock, int notify, int signo, uint64_t value,
+		       bool value_is_id, struct task *target)
+{
+	struct tg_timers *tt;
+	struct ktimer *kt;
+	int id = -1;
+
+	pthread_mutex_lock(&timer_lock);
+	tt = tg_timers(t->tg);
+	if (!tt) {
+		pthread_mutex_unlock(&timer_lock);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < MAX_POSIX_TIMERS; i++) {
+		if (!tt->posix[i]) {
+			id = i;
+			break;
+		}
+	}
+	if (id < 0) {
+		pthread_mutex_unlock(&timer_lock);
+		return -EAGAIN;
+	}
+	kt = ktimer_new(t->tg);
+	if (!kt) {
+		pthread_mutex_unlock(&timer_lock);
+		return -ENOMEM;
+	}
+	kt->posix = true;
+	kt->id = id;
+	kt->notify = notify;
+	kt->signo = signo;
+	kt->value = value_is_id ? (uint64_t)id : value;
+	kt->host_clock = host_clock;
+	if (target) {
+		task_get(target);
+		kt->target = target;
+	}
+	tt->posix[id] = kt;
+	pthread_mutex_unlock(&timer_lock);
+	return id;
+}
+
+/* The POSIX timer id of t's process (timer_lock held), or NULL. */
+static struct ktimer *posix_lookup(struct task *t, int id)
+{
+	struct tg_timers *tt = t->tg->timers;
+
+	if (!tt || id < 0 || id >= MAX_POSIX_TIMERS)
+		return NULL;
+	return tt->posix[id];
+}
+
+/*
+ * The CLOCK_MONOTONIC time of a (relative, or absolute on clock) timer value. An absolute time
+ * already past stays in the past (clamped at 0), so that a periodic timer counts the periods
+ * missed since, as Linux's hrtimer_forward does.
+ */
+static uint64_t mono_expiry(clockid_t clock, bool abs, uint64_t value_ns)
+{
+	uint64_t mono = now_ns(CLOCK_MONOTONIC);
+	uint64_t cnow;
+
+	if (!abs)
+		return mono + value_ns;
+	cnow = now_ns(clock);
+	if (value_ns >= cnow)
+		return mono + (value_ns - cnow);
+	return cnow - value_ns < mono ? mono - (cnow - value_ns) : 0;
+}
+
+int timer_settime_posix(struct task *t, int id, bool abs, const struct timer_spec *new,
+			struct timer_spec *old)
+{
+	struct ktimer *kt;
+	int err = 0;
+
+	pthread_mutex_lock(&timer_lock);
+	kt = posix_lookup(t, id);
+	if (!kt) {
+		pthread_mutex_unlock(&timer_lock);
+		return -EINVAL;
+	}
+	if (old)
+		get_spec(kt, old);
+	kt->interval = new->interval_ns;
+	kt->overrun = 0;
+	if (!new->value_ns) {
+		disarm(kt);
+	} else {
+		err = timer_start();
+		if (!err)
+			arm(kt, mono_expiry(kt->host_clock, abs, new->value_ns));
+	}
+	pthread_mutex_unlock(&timer_lock);
+	return err;
+}
+
+int timer_gettime_posix(struct task *t, int id, struct timer_spec *cur)
+{
+	struct ktimer *kt;
+
+	pthread_mutex_lock(&timer_lock);
+	kt = posix_lookup(t, id);
+	if (kt)
+		get_spec(kt, cur);
+	pthread_mutex_unlock(&timer_lock);
+	return kt ? 0 : -EINVAL;
+}
+
+int timer_getoverrun_posix(struct task *t, int id)
+{
+	struct ktimer *kt;
+	int r;
+
+	pthread_mutex_lock(&timer_lock);
+	kt = posix_lookup(t, id);
+	r = kt ? kt->overrun : -EINVAL;
+	pthread_mutex_unlock(&timer_lock);
+	return r;
+}
+
+int timer_delete_posix(struct task *t, int id)
+{
+	struct ktimer *kt;
+
+	pthread_mutex_lock(&timer_lock);
+	kt = posix_lookup(t, id);
+	if (kt) {
+		((struct tg_timers *)t->tg->timers)->posix[id] = NULL;
+		disarm(kt);
+	}
+	pthread_mutex_unlock(&timer_lock);
+	if (!kt)
+		return -EINVAL;
+	ktimer_free(kt);
+	return 0;
+}
+
+void timer_exit_tg(struct thread_group *tg)
+{
+	struct tg_timers *tt;
+
+	pthread_mutex_lock(&timer_lock);
+	tt = tg->timers;
+	tg->timers = NULL;
+	if (tt) {
+		for (int i = 0; i < 3; i++) {
+			if (tt->itimers[i])
+				disarm(tt->itimers[i]);
+		}
+		for (int i = 0; i < MAX_POSIX_TIMERS; i++) {
+			if (tt->posix[i])
+				disarm(tt->posix[i]);
+		}
+	}
+	pthread_mutex_unlock(&timer_lock);
+	if (!tt)
+		return;
+	for (int i = 0; i < 3; i++) {
+		if (tt->itimers[i])
+			ktimer_free(tt->itimers[i]);
+	}
+	for (int i = 0; i < MAX_POSIX_TIMERS; i++) {
+		if (tt->posix[i])
+			ktimer_free(tt->posix[i]);
+	}
+	free(tt);
+}
+
+/* --- callback timers --- */
+
+struct ktimer *timer_cb_create(clockid_t host_clock, timer_fn fn, void *arg)
+{
+	struct ktimer *kt = calloc(1, sizeof(*kt));
+
+	if (!kt)
+		return NULL;
+	list_init(&kt->link);
+	kt->host_clock = host_clock;
+	kt->fn = fn;
+	kt->arg = arg;
+	return kt;
+}
+
+int timer_cb_settime(struct ktimer *kt, bool abs, const struct timer_spec *new,
+		     struct timer_spec *old)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&timer_lock);
+	if (old)
+		get_spec(kt, old);
+	kt->interval = new->interval_ns;
+	kt->ticks = 0;
+	if (!new->value_ns) {
+		disarm(kt);
+	} else {
+		err = timer_start();
+		if (!err)
+			arm(kt, mono_expiry(kt->host_clock, abs, new->value_ns));
+	}
+	pthread_mutex_unlock(&timer_lock);
+	return err;
+}
+
+void timer_cb_gettime(struct ktimer *kt, struct timer_spec *cur)
+{
+	pthread_mutex_lock(&timer_lock);
+	get_spec(kt, cur);
+	pthread_mutex_unlock(&timer_lock);
+}
+
+uint64_t timer_cb_ticks(struct ktimer *kt, bool take)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&timer_lock);
+	n = kt->ticks;
+	if (take)
+		kt->ticks = 0;
+	pthread_mutex_unlock(&timer_lock);
+	return n;
+}
+
+void timer_cb_destroy(struct ktimer *kt)
+{
+	if (!kt)
+		return;
+	pthread_mutex_lock(&timer_lock);
+	disarm(kt);
+	pthread_mutex_unlock(&timer_lock);
+	free(kt);
+}

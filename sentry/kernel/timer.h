@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Interval timers (setitimer/alarm) and POSIX timers (timer_create) of a process.
+ *
+ * One sentry thread fires every armed timer of the sandbox from a deadline-ordered list on
+ * CLOCK_MONOTONIC; deadlines on CLOCK_REALTIME/BOOTTIME/TAI are converted when the timer is
+ * armed. CPU-time clocks (ITIMER_VIRTUAL, ITIMER_PROF, CLOCK_*_CPUTIME_ID timers) count wall
+ * time: guest CPU time is not measured yet. A timer holds a reference on its process (and on its
+ * target thread for SIGEV_THREAD_ID); one that fires for a process that is exiting disarms.
+ * State hangs off tg->timers.
+ */
+#ifndef HUSK_SENTRY_TIMER_H
+#define HUSK_SENTRY_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+struct task;
+struct thread_group;
+
+/* A time value and interval in nanoseconds (itimerspec / itimerval, normalised). */
+struct timer_spec {
+	uint64_t value_ns; /* 0: disarmed */
+	uint64_t interval_ns;
+};
+
+/*
+ * setitimer/getitimer for which (ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF) of t's process.
+ * new may be NULL (get only); old may be NULL. Returns 0 or -EINVAL / -ENOMEM.
+ */
+int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct timer_spec *old);
+
+/*
+ * timer_create: clock is a guest clock id already validated by the caller (its host clock given
+ * in host_clock); notify 0 (signal) or 1 (SIGEV_NONE); the signal carries value, or the
+ * timer's id when value_is_id; target is the thread for SIGEV_THREAD_ID (a new reference is
+ * taken) or NULL. Returns the timer id (>= 0) or -EAGAIN / -ENOMEM.
+ */
+int timer_create_posix(struct task *t, int host_clock, int notify, int signo, uint64_t value,
+		       bool value_is_id, struct task *target);
+/*
+ * timer_settime: new is relative, or absolute on the timer's clock when abs. Returns 0,
+ * -EINVAL (no such timer).
+ */
+int timer_settime_posix(struct task *t, int id, bool abs, const struct timer_spec *new,
+			struct timer_spec *old);
+int timer_gettime_posix(struct task *t, int id, struct timer_spec *cur);
+/* Overruns of the last expiry whose signal was delivered (here: of the last expiry). */
+int timer_getoverrun_posix(struct task *t, int id);
+int timer_delete_posix(struct task *t, int id);
+
+/* Deletes every timer of tg (exit of the process; exec for POSIX timers). */
+void timer_exit_tg(struct thread_group *tg);
+
+/* --- callback timers (timerfd) --- */
+
+struct ktimer;
+
+/*
+ * Called by the timer thread on each expiry, with the timer lock held: it may only take locks
+ * that are never held around a timer_* call (a wait queue's, to wake it) and must not block.
+ */
+typedef void (*timer_fn)(void *arg);
+
+/*
+ * A disarmed timer on host_clock (CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME) that counts
+ * its expirations and calls fn(arg) after each. It belongs to no process. NULL: out of memory.
+ */
+struct ktimer *timer_cb_create(clockid_t host_clock, timer_fn fn, void *arg);
+/*
+ * Arms (new->value_ns relative, or absolute on the timer's clock when abs) or disarms
+ * (value 0) kt, and resets its expiration count, as timerfd_settime. An absolute time already
+ * past expires at once (with the intervals missed since counted, when periodic). old, when not
+ * NULL, gets the previous setting (time left, relative). Returns 0 or -errno.
+ */
+int timer_cb_settime(struct ktimer *kt, bool abs, const struct timer_spec *new,
+		     struct timer_spec *old);
+/* The time left until the next expiry (0: disarmed) and the interval. */
+void timer_cb_gettime(struct ktimer *kt, struct timer_spec *cur);
+/* Expirations since the last take (or settime); take resets the count to 0. */
+uint64_t timer_cb_ticks(struct ktimer *kt, bool take);
+/* Disarms and frees kt; fn is not running and will not run once this returns. NULL: no-op. */
+void timer_cb_destroy(struct ktimer *kt);
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to sentry/mm: helpers shared by mm.c (mapping calls), fault.c (fork and
+ * copy-on-write) and io.c (guest memory access).
+ */
+#ifndef HUSK_SENTRY_MM_INTERNAL_H
+#define HUSK_SENTRY_MM_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/mm/memfile.h"
+#include "sentry/mm/mm.h"
+#include "sentry/mm/vma.h"
+#include "sentry/platform/platform.h"
+
+/* Room any single operation may add to the VMA set, reserved before it changes anything. */
+#define VMA_RESERVE 8
+
+static inline struct vma_set *vset(struct mm *mm)
+{
+	return mm->vmas;
+}
+
+static inline struct memfile *mfile(struct mm *mm)
+{
+	return &mm->k->mf;
+}
+
+/*
+ * The platform calls. An mm made by mm_fork has no platform space until mm_activate, which
+ * maps every VMA as it then is: until then a change is only recorded in the VMAs.
+ */
+static inline int plat_map(struct mm *mm, uint64_t addr, uint64_t len, int prot, uint64_t off)
+{
+	return mm->as ? mm->k->platform->ops->as_map(mm->as, addr, len, prot, off) : 0;
+}
+
+static inline int plat_unmap(struct mm *mm, uint64_t addr, uint64_t len)
+{
+	return mm->as ? mm->k->platform->ops->as_unmap(mm->as, addr, len) : 0;
+}
+
+static inline int plat_protect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
+{
+	return mm->as ? mm->k->platform->ops->as_protect(mm->as, addr, len, prot) : 0;
+}
+
+/* The protection the platform gives a VMA's pages: copy-on-write pages are not writable. */
+static inline int vma_platform_prot(const struct vma *v)
+{
+	return (v->flags & VMA_COW) ? v->prot & ~PROT_WRITE : v->prot;
+}
+
+/*
+ * Resolves copy-on-write for the pages [start, end) (page aligned) of mm: each VMA_COW piece
+ * becomes a VMA whose pages this mm owns alone, copied when someone else still holds them and
+ * taken over (made writable) otherwise. Pages outside any VMA are skipped. mm->lock held; needs
+ * no reservation (it reserves). Returns 0 or -errno (the pages resolved so far stay resolved).
+ */
+int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end);
+
+#endif

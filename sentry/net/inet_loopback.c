@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Loopback TCP and UDP (127.0.0.0/8, ::1 and their IPv4-mapped forms) inside the sentry: a bind
+ * table of ports, TCP connections as pairs of sock.c streams made at connect time (no packets,
+ * no handshake), UDP as datagrams queued on the receiving socket. Destinations that are not
+ * loopback go to host.c through the egress policy.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "common/util.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/task.h"
+#include "sentry/net/internal.h"
+
+#define EPHEMERAL_LO 32768
+#define EPHEMERAL_HI 60999
+#define UDP_MAX_PAYLOAD 65507
+
+static struct list_head inet_bound = LIST_HEAD_INIT(inet_bound); /* net_lock */
+
+static const uint8_t v4_any[16] = { [10] = 0xff, [11] = 0xff };
+static const uint8_t v6_any[16];
+
+static bool is_mapped(const uint8_t a[16])
+{
+	static const uint8_t pre[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(a, pre, 12);
+}
+
+bool inet_is_loopback(const uint8_t a[16])
+{
+	static const uint8_t lo6[16] = { [15] = 1 };
+
+	return !memcmp(a, lo6, 16) || (is_mapped(a) && a[12] == 127);
+}
+
+bool inet_is_any(const uint8_t a[16])
+{
+	return !memcmp(a, v6_any, 16) || !memcmp(a, v4_any, 16);
+}
+
+int inet_parse(int fam, const void *addr, size_t len, struct inet_ep *ep)
+{
+	const struct sockaddr *sa = addr;
+
+	memset(ep, 0, sizeof(*ep));
+	if (len < sizeof(sa_family_t))
+		return -EINVAL;
+	if (fam == AF_INET) {
+		const struct sockaddr_in *sin = addr;
+
+		if (len < sizeof(*sin))
+			return -EINVAL;
+		if (sa->sa_family != AF_INET)
+			return -EAFNOSUPPORT;
+		ep->addr[10] = ep->addr[11] = 0xff;
+		memcpy(ep->addr + 12, &sin->sin_addr, 4);
+		ep->port = ntohs(sin->sin_port);
+		ep->v4 = true;
+		return 0;
+	}
+	if (len < sizeof(struct sockaddr_in6))
+		return -EINVAL;
+	if (sa->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	{
+		const struct sockaddr_in6 *sin6 = addr;
+
+		memcpy(ep->addr, &sin6->sin6_addr, 16);
+		ep->port = ntohs(sin6->sin6_port);
+	}
+	return 0;
+}
+
+socklen_t inet_format(int fam, const struct inet_ep *ep, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (fam == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(ep->port);
+		memcpy(&sin->sin_addr, ep->addr + 12, 4);
+		return sizeof(*sin);
+	}
+	{
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(ep->port);
+		memcpy(&sin6->sin6_addr, ep->addr, 16);
+		return sizeof(*sin6);
+	}
+}
+
+void inet_sock_ep(const struct sock *s, bool peer, struct inet_ep *ep)
+{
+	if (peer) {
+		*ep = s->pep;
+		return;
+	}
+	*ep = s->lep;
+	if (!s->bound)
+		memcpy(ep->addr, s->family == AF_INET ? v4_any : v6_any, 16);
+}
+
+/* True if socket s, bound to its lep, takes traffic addressed to a. */
+static bool covers(const struct sock *s, const uint8_t a[16])
+{
+	if (!memcmp(s->lep.addr, v6_any, 16) && s->family == AF_INET6)
+		return !is_mapped(a) || !s->v6only;
+	if (!memcmp(s->lep.addr, v4_any, 16))
+		return is_mapped(a);
+	return !memcmp(s->lep.addr, a, 16);
+}
+
+/* Would binding s to (a, port) conflict with a socket already bound? (net_lock held) */
+static bool conflicts(const struct sock *s, const uint8_t a[16], uint16_t port)
+{
+	struct sock *o;
+	struct sock probe = *s;
+
+	memcpy(probe.lep.addr, a, 16);
+	list_for_each_entry(o, &inet_bound, bind_link) {
+		if (o == s || o->type != s->type || o->lep.port != port)
+			continue;
+		if (!covers(o, a) && !covers(&probe, o->lep.addr))
+			continue;
+		if (s->reuseport && o->reuseport)
+			continue;
+		if (s->reuseaddr && o->reuseaddr &&
+		    (s->type == SOCK_DGRAM || o->state != SOCK_LISTENING))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+static int bind_locked(struct sock *s, const uint8_t a[16], uint16_t port)
+{
+	if (s->bound)
+		return -EINVAL;
+	if (port == 0) {
+		uint32_t r = 0;
+		uint32_t range = EPHEMERAL_HI - EPHEMERAL_LO + 1;
+
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+			r = (uint32_t)(uintptr_t)s;
+		for (uint32_t i = 0; i < range; i++) {
+			uint16_t p = (uint16_t)(EPHEMERAL_LO + (r + i) % range);
+
+			if (!conflicts(s, a, p)) {
+				port = p;
+				break;
+			}
+		}
+		if (port == 0)
+			return -EADDRINUSE;
+	} else if (conflicts(s, a, port)) {
+		return -EADDRINUSE;
+	}
+	memcpy(s->lep.addr, a, 16);
+	s->lep.port = port;
+	s->bound = true;
+	list_add_tail(&s->bind_link, &inet_bound);
+	return 0;
+}
+
+int inet_autobind_locked(struct sock *s, const uint8_t local[16])
+{
+	uint8_t a[16];
+
+	if (s->bound)
+		return 0;
+	memcpy(a, local, 16);
+	if (inet_is_any(a))
+		memcpy(a, s->family == AF_INET ? v4_any : v6_any, 16);
+	return bind_locked(s, a, 0);
+}
+
+int inet_bind(struct sock *s, const void *addr, size_t len)
+{
+	struct inet_ep ep;
+	int ret;
+
+	ret = inet_parse(s->family, addr, len, &ep);
+	if (ret < 0)
+		return ret == -EAFNOSUPPORT && s->family == AF_INET6 ? -EINVAL : ret;
+	if (s->family == AF_INET6 && is_mapped(ep.addr) && s->v6only)
+		return -EINVAL;
+	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr))
+		return -EADDRNOTAVAIL; /* the sandbox's only interface is lo */
+	if (s->family == AF_INET6 && !memcmp(ep.addr, v4_any, 16))
+		memcpy(ep.addr, v4_any, 16);
+	pthread_mutex_lock(&net_lock);
+	ret = bind_locked(s, ep.addr, ep.port);
+	pthread_mutex_unlock(&net_lock);
+	return ret;
+}
+
+void inet_unbind_locked(struct sock *s)
+{
+	if (s->bound && !list_empty(&s->bind_link)) {
+		list_del(&s->bind_link);
+		list_init(&s->bind_link);
+	}
+}
+
+struct sock *inet_lookup_locked(int type, const struct inet_ep *ep)
+{
+	struct sock *o, *wild = NULL;
+
+	list_for_each_entry(o, &inet_bound, bind_link) {
+		if (o->type != type || o->lep.port != ep->port || o->closed)
+			continue;
+		if (type == SOCK_STREAM && o->state != SOCK_LISTENING)
+			continue;
+		if (!covers(o, ep->addr))
+			continue;
+		if (!inet_is_any(o->lep.addr))
+			return o;
+		if (!wild)
+			wild = o;
+	}
+	return wild;
+}
+
+void inet_for_each_locked(int type, void (*fn)(struct sock *s, void *arg), void *arg)
+{
+	struct sock *o;
+
+	list_for_each_entry(o, &inet_bound, bind_link) {
+		if (o->type == type)
+			fn(o, arg);
+	}
+}
+
+/* The source address the sandbox uses towards loopback destination d. */
+static void loopback_source(const uint8_t d[16], uint8_t src[16])
+{
+	static const uint8_t lo4[16] = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 };
+
+	if (is_mapped(d)) {
+		memcpy(src, lo4, 16);
+	} else {
+		memset(src, 0, 16);
+		src[15] = 1;
+	}
+}
+
+/* Local endpoint for a connection to d: binds s if needed and fixes its address. */
+static int local_for(struct sock *s, const uint8_t d[16])
+{
+	uint8_t src[16];
+	int ret;
+
+	loopback_source(d, src);
+	if (!s->bound) {
+		ret = inet_autobind_locked(s, src);
+		if (ret < 0)
+			return ret;
+	}
+	if (inet_is_any(s->lep.addr))
+		memcpy(s->lep.addr, src, 16);
+	return 0;
+}
+
+/* An endpoint as a socket of family fam sees it (IPv4 peers of IPv6 sockets are mapped). */
+static struct inet_ep ep_for(int fam, const struct inet_ep *ep)
+{
+	struct inet_ep r = *ep;
+
+	r.v4 = fam == AF_INET;
+	return r;
+}
+
+/* Connects TCP socket s to the listener at d (net_lock held). */
+static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_ep *d)
+{
+	struct sock *c;
+	int ret;
+
+	ret = local_for(s, d->addr);
+	if (ret < 0)
+		return ret;
+	c = sock_new(l->family, SOCK_STREAM, IPPROTO_TCP);
+	if (!c)
+		return -ENOMEM;
+	c->lep = ep_for(l->family, d);
+	c->pep = ep_for(l->family, &s->lep);
+	c->has_pep = true;
+	c->bound = true; /* shares the listener's port; not in the bind table */
+	c->nodelay = l->nodelay;
+	c->keepalive = l->keepalive;
+	c->rcvbuf = l->rcvbuf;
+	c->sndbuf = l->sndbuf;
+	s->pep = ep_for(s->family, d);
+	s->has_pep = true;
+	sock_pair_locked(s, c);
+	list_add_tail(&c->acc_link, &l->acceptq); /* takes c's reference */
+	l->nacceptq++;
+	waitq_wake_all(&l->wq);
+	waitq_wake_all(&s->wq);
+	return 0;
+}
+
+int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock)
+{
+	const struct sockaddr *sa = addr;
+	struct inet_ep d;
+	struct sock *l;
+	int ret;
+
+	if (len >= sizeof(sa_family_t) && sa->sa_family == AF_UNSPEC) {
+		if (s->type != SOCK_DGRAM)
+			return -EOPNOTSUPP;
+		pthread_mutex_lock(&net_lock);
+		s->has_pep = false;
+		s->state = SOCK_UNCONNECTED;
+		pthread_mutex_unlock(&net_lock);
+		return 0;
+	}
+	ret = inet_parse(s->family, addr, len, &d);
+	if (ret < 0)
+		return ret;
+	if (s->family == AF_INET6 && is_mapped(d.addr) && s->v6only)
+		return -ENETUNREACH;
+	if (inet_is_any(d.addr)) {
+		/* Linux sends to 0.0.0.0 / :: on the local host: loopback. */
+		loopback_source(d.addr, d.addr);
+	}
+
+	if (s->type == SOCK_DGRAM) {
+		if (!inet_is_loopback(d.addr)) {
+			ret = egress_check(&d, "connect");
+			if (ret < 0)
+				return ret;
+			ret = host_connect(t, s, &d, nonblock);
+			if (ret < 0)
+				return ret;
+		}
+		pthread_mutex_lock(&net_lock);
+		ret = inet_is_loopback(d.addr) ? local_for(s, d.addr) : 0;
+		if (ret == 0) {
+			s->pep = ep_for(s->family, &d);
+			s->has_pep = true;
+			s->state = SOCK_CONNECTED;
+		}
+		pthread_mutex_unlock(&net_lock);
+		return ret;
+	}
+
+	pthread_mutex_lock(&net_lock);
+	if (s->state == SOCK_CONNECTED || s->host_connected) {
+		/* The first connect after a non-blocking one completed reports success. */
+		ret = s->nonblock_connect_pending ? 0 : -EISCONN;
+		s->nonblock_connect_pending = false;
+		pthread_mutex_unlock(&net_lock);
+		return ret;
+	}
+	if (s->state == SOCK_LISTENING || s->state == SOCK_DISCONNECTED) {
+		pthread_mutex_unlock(&net_lock);
+		return -EISCONN;
+	}
+	if (s->nonblock_connect_pending) {
+		/* A refused non-blocking attempt: its error is in SO_ERROR; this one starts anew. */
+		s->nonblock_connect_pending = false;
+	}
+	l = inet_is_loopback(d.addr) ? inet_lookup_locked(SOCK_STREAM, &d) : NULL;
+	if (l) {
+		ret = tcp_connect_locked(s, l, &d);
+		if (ret == 0 && nonblock) {
+			s->nonblock_connect_pending = true;
+			ret = -EINPROGRESS;
+		}
+		pthread_mutex_unlock(&net_lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&net_lock);
+
+	if (inet_is_loopback(d.addr)) {
+		/* The host's loopback only through an explicit --egress-allow rule. */
+		struct net_egress_verdict v;
+
+		if (net_get_mode() != NET_MODE_HOST || !net_egress_allowed(d.addr, d.port, &v) ||
+		    !v.user_rule) {
+			if (nonblock) {
+				pthread_mutex_lock(&net_lock);
+				s->so_error = ECONNREFUSED;
+				s->nonblock_connect_pending = true;
+				pthread_mutex_unlock(&net_lock);
+				waitq_wake_all(&s->wq);
+				return -EINPROGRESS;
+			}
+			return -ECONNREFUSED;
+		}
+	} else {
+		ret = egress_check(&d, "connect");
+		if (ret < 0)
+			return ret;
+	}
+	return host_connect(t, s, &d, nonblock);
+}
+
+/* UDP send of m to d, in the sentry (loopback). */
+static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
+			      const struct inet_ep *d)
+{
+	struct sock *r;
+	ssize_t ret;
+
+	pthread_mutex_lock(&net_lock);
+	ret = local_for(s, d->addr);
+	if (ret < 0)
+		goto out;
+	ret = (ssize_t)len;
+	r = inet_lookup_locked(SOCK_DGRAM, d);
+	if (r && r->has_pep &&
+	    (memcmp(r->pep.addr, s->lep.addr, 16) || r->pep.port != s->lep.port))
+		r = NULL; /* a connected receiver takes only its peer's datagrams */
+	if (!r) {
+		if (s->has_pep)
+			s->so_error = ECONNREFUSED; /* ICMP port unreachable, on a connected socket */
+		goto out;
+	}
+	{
+		struct sockaddr_storage from;
+		struct inet_ep src = ep_for(r->family, &s->lep);
+		socklen_t fl = inet_format(r->family, &src, &from);
+
+		/* A full queue drops the datagram, as UDP does. */
+		if (sock_queue_dgram_locked(r, m, len, &from, fl, false, NULL) == -ENOMEM)
+			ret = -ENOMEM;
+	}
+out:
+	pthread_mutex_unlock(&net_lock);
+	return ret;
+}
+
+ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags)
+{
+	size_t len = 0;
+	struct inet_ep d;
+	int ret;
+
+	for (int i = 0; i < m->iovcnt; i++)
+		len += m->iov[i].iov_len;
+	if (m->nfiles)
+		return -EINVAL;
+	if (s->type == SOCK_STREAM) {
+		if (s->hostfd >= 0 && s->host_connected)
+			return host_sendmsg(t, s, m, flags, NULL);
+		if (s->nonblock_connect_pending) {
+			pthread_mutex_lock(&net_lock);
+			s->nonblock_connect_pending = false;
+			pthread_mutex_unlock(&net_lock);
+		}
+		return sock_conn_send(t, s, m, flags);
+	}
+	if (len > UDP_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	if (m->name && m->namelen) {
+		ret = inet_parse(s->family, m->name, m->namelen, &d);
+		if (ret < 0)
+			return ret;
+		if (inet_is_any(d.addr))
+			loopback_source(d.addr, d.addr);
+	} else {
+		pthread_mutex_lock(&net_lock);
+		d = s->pep;
+		ret = s->has_pep ? 0 : -EDESTADDRREQ;
+		if (ret == 0 && s->so_error) {
+			ret = -s->so_error;
+			s->so_error = 0;
+		}
+		pthread_mutex_unlock(&net_lock);
+		if (ret < 0)
+			return ret;
+		if (s->host_connected)
+			return host_sendmsg(t, s, m, flags, NULL);
+	}
+	if (s->family == AF_INET6 && is_mapped(d.addr) && s->v6only)
+		return -ENETUNREACH;
+	if (inet_is_loopback(d.addr))
+		return udp_send_local(s, m, len, &d);
+	ret = egress_check(&d, "sendto");
+	if (ret < 0)
+		return ret;
+	return host_sendmsg(t, s, m, flags, &d);
+}

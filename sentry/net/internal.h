@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the files of sentry/net share: the socket object, its message queue and the one lock.
+ * See README.md.
+ */
+#ifndef HUSK_SENTRY_NET_INTERNAL_H
+#define HUSK_SENTRY_NET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/list.h"
+#include "common/refcount.h"
+#include "sentry/kernel/waitq.h"
+#include "sentry/net/net.h"
+#include "sentry/vfs/fs.h"
+
+/*
+ * One lock for every socket's state (queues, peers, states, bind tables). Socket operations
+ * are short memory copies; one lock makes pairs of sockets free of lock-order questions. Never
+ * held across a wait, a VFS call or a host call; waitq_wake_all may be called under it.
+ */
+extern pthread_mutex_t net_lock;
+
+#define NET_LIST(name) struct list_head name = LIST_HEAD_INIT(name)
+
+/* An inet endpoint: the address in IPv6 form (IPv4 mapped) and a port in host order. */
+struct inet_ep {
+	uint8_t addr[16];
+	uint16_t port;
+	bool v4; /* given as sockaddr_in */
+};
+
+/* A queued message (a datagram, or a piece of a stream). */
+struct skb {
+	struct list_head link;
+	size_t len, off; /* data[off..len) is unread */
+	struct file **files; /* SCM_RIGHTS, referenced */
+	int nfiles;
+	bool has_cred;
+	struct net_cred cred;
+	struct sockaddr_storage from; /* source address of a datagram */
+	socklen_t fromlen;
+	uint8_t data[];
+};
+
+enum sock_state {
+	SOCK_UNCONNECTED,
+	SOCK_LISTENING,
+	SOCK_CONNECTED,
+	SOCK_DISCONNECTED, /* was connected; the peer is gone or reset */
+};
+
+struct sock {
+	struct vfs_node node; /* first: the file's anonymous S_IFSOCK node */
+	struct refcount ref; /* the file, a peer's pointer, a listener's accept queue */
+	int family, type, protocol;
+	struct waitq wq; /* woken on every change a reader, writer or poller may wait for */
+	uint64_t ino;
+
+	/* The rest is protected by net_lock. */
+	enum sock_state state;
+	bool closed; /* its file is gone */
+	struct list_head rcvq; /* of struct skb */
+	size_t rcv_bytes;
+	int rcv_msgs;
+	int rcvbuf, sndbuf;
+	bool rcv_shut; /* SHUT_RD here or SHUT_WR/close by the peer: EOF after the queue */
+	bool snd_shut; /* SHUT_WR here or SHUT_RD by the peer: EPIPE */
+	struct sock *peer; /* referenced: stream/seqpacket peer, or unix dgram connected peer */
+
+	struct list_head acceptq; /* listener: connected children (referenced) */
+	int nacceptq, backlog;
+	struct list_head acc_link;
+
+	bool bound;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct inet_ep lep, pep; /* inet: local endpoint, peer (stream) or default destination */
+	bool has_pep;
+	struct list_head bind_link; /* in the family's bind table */
+
+	/* AF_UNIX */
+	bool passcred;
+	bool has_peercred;
+	struct net_cred peercred;
+	uint64_t bind_dev, bind_ino; /* path binding: the S_IFSOCK node's identity */
+
+	/* Options. */
+	int so_error;
+	bool reuseaddr, reuseport, keepalive, nodelay, v6only, broadcast, oobinline;
+	int rcvlowat;
+	uint64_t rcvtimeo_ns, sndtimeo_ns; /* 0: none */
+	struct linger linger;
+	int ttl, tos;
+	uint32_t mark;
+	bool nonblock_connect_pending; /* EINPROGRESS answered: next connect gives EISCONN */
+
+	/* Host socket (host.c): >= 0 once the socket goes through the host. */
+	int hostfd;
+	struct hostpoll_watch *watch;
+	bool host_connected;
+	bool host_listening;
+};
+
+/* A socket with no file yet (one reference): accept's children. NULL when out of memory. */
+struct sock *sock_new(int family, int type, int protocol);
+/*
+ * The stream/seqpacket send of a connected socket (sock.c): flags has MSG_DONTWAIT for a
+ * non-blocking file.
+ */
+ssize_t sock_conn_send(struct task *t, struct sock *s, struct net_msg *m, int flags);
+void sock_get(struct sock *s);
+void sock_put(struct sock *s);
+struct sock *file_sock(struct file *f);
+/* Creates a socket and its file (flags: O_NONBLOCK). Returns 0 or -ENOMEM. */
+int sock_create(struct task *t, int family, int type, int protocol, int flags, struct sock **sp,
+		struct file **fp);
+
+/* Connects a and b to each other (net_lock held): stream/seqpacket pairs. */
+void sock_pair_locked(struct sock *a, struct sock *b);
+/* Credentials of t for SO_PEERCRED/SCM_CREDENTIALS. */
+void sock_task_cred(struct task *t, struct net_cred *c);
+/* Frees a list of skbs, putting their files (net_lock NOT held). */
+void skb_free_list(struct list_head *l);
+/*
+ * Queues a datagram copy of m's data on dst (net_lock held). Returns bytes queued, -EAGAIN when
+ * dst's queue is full. from/fromlen: the source address to record.
+ */
+ssize_t sock_queue_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
+				const void *from, socklen_t fromlen, bool cred, const struct net_cred *c);
+
+/* Deadline for a socket timeout (0: none): fills ts and returns it, or NULL. */
+struct timespec *sock_deadline(uint64_t ns, struct timespec *ts);
+
+/* --- unix.c --- */
+int unix_bind(struct task *t, struct sock *s, const void *addr, size_t len);
+int unix_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
+/* Finds the socket bound at addr (a new reference) or an ERR_PTR (-ECONNREFUSED, -ENOENT...). */
+struct sock *unix_find(struct task *t, const void *addr, size_t len, int type);
+/* Binds s to an autobind abstract name if it has no address (net_lock NOT held). */
+int unix_autobind(struct sock *s);
+void unix_unbind_locked(struct sock *s);
+void unix_for_each_locked(void (*fn)(struct sock *s, void *arg), void *arg);
+
+/* --- inet_loopback.c --- */
+
+
+/* Parses a sockaddr_in/_in6 for socket family fam. Returns 0, -EINVAL, -EAFNOSUPPORT. */
+int inet_parse(int fam, const void *addr, size_t len, struct inet_ep *ep);
+/* Writes ep as the socket family's sockaddr; returns its length. */
+socklen_t inet_format(int fam, const struct inet_ep *ep, struct sockaddr_storage *ss);
+bool inet_is_loopback(const uint8_t addr[16]);
+bool inet_is_any(const uint8_t addr[16]);
+int inet_bind(struct sock *s, const void *addr, size_t len);
+/* Binds s to an ephemeral port on local (net_lock held). */
+int inet_autobind_locked(struct sock *s, const uint8_t local[16]);
+/* Finds a socket of type bound to ep that takes traffic for it (net_lock held, no reference). */
+struct sock *inet_lookup_locked(int type, const struct inet_ep *ep);
+void inet_unbind_locked(struct sock *s);
+int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
+ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags);
+void inet_for_each_locked(int type, void (*fn)(struct sock *s, void *arg), void *arg);
+/* Sock endpoint of s (its bound address). */
+void inet_sock_ep(const struct sock *s, bool peer, struct inet_ep *ep);
+
+/* --- host.c --- */
+/* Connects s through a host socket to ep (policy already checked). */
+int host_connect(struct task *t, struct sock *s, const struct inet_ep *ep, bool nonblock);
+/* SO_ERROR of the host socket. */
+int host_so_error(struct sock *s);
+ssize_t host_sendmsg(struct task *t, struct sock *s, struct net_msg *m, int flags,
+		     const struct inet_ep *dst);
+ssize_t host_recvmsg(struct task *t, struct sock *s, struct net_msg *m, int flags);
+unsigned int host_poll(struct sock *s);
+int host_shutdown(struct sock *s, int how);
+int host_getname(struct sock *s, bool peer, struct sockaddr_storage *ss, socklen_t *len);
+void host_release(struct sock *s);
+/* Checks ep against the egress policy and the mode; logs a refusal. 0, -EPERM, -ENETUNREACH. */
+int egress_check(const struct inet_ep *ep, const char *what);
+
+/* --- netlink.c --- */
+bool netlink_family(int family);
+ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m);
+
+#endif

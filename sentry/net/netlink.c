@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NETLINK_ROUTE, read-only: dumps of the sandbox's interfaces (RTM_GETLINK: lo), addresses
+ * (RTM_GETADDR: 127.0.0.1/8 and ::1/128) and routes (RTM_GETROUTE: the local routes of lo).
+ * Each request queues its answer on the socket as datagrams, ending with NLMSG_DONE; requests
+ * that change anything get an NLMSG_ERROR of EPERM, others EOPNOTSUPP.
+ */
+#include <errno.h>
+#include <linux/if.h>
+#include <linux/if_arp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/util.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/task.h"
+#include "sentry/net/internal.h"
+
+#define NL_BUF 4096
+
+struct nlbuf {
+	uint8_t data[NL_BUF];
+	size_t len;
+};
+
+bool netlink_family(int family)
+{
+	return family == AF_NETLINK;
+}
+
+static void *nl_put(struct nlbuf *b, size_t len)
+{
+	void *p;
+
+	len = NLMSG_ALIGN(len);
+	if (b->len + len > sizeof(b->data))
+		return NULL;
+	p = b->data + b->len;
+	memset(p, 0, len);
+	b->len += len;
+	return p;
+}
+
+static struct nlmsghdr *nl_msg(struct nlbuf *b, const struct nlmsghdr *req, int type, int flags,
+			       size_t payload)
+{
+	struct nlmsghdr *h = nl_put(b, NLMSG_HDRLEN + payload);
+
+	if (!h)
+		return NULL;
+	h->nlmsg_len = (uint32_t)(NLMSG_HDRLEN + NLMSG_ALIGN(payload));
+	h->nlmsg_type = (uint16_t)type;
+	h->nlmsg_flags = (uint16_t)flags;
+	h->nlmsg_seq = req->nlmsg_seq;
+	h->nlmsg_pid = req->nlmsg_pid;
+	return h;
+}
+
+static void nl_attr(struct nlbuf *b, struct nlmsghdr *h, int type, const void *val, size_t len)
+{
+	struct rtattr *a = nl_put(b, RTA_LENGTH(len));
+
+	if (!a)
+		return;
+	a->rta_type = (unsigned short)type;
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(a), val, len);
+	h->nlmsg_len += RTA_ALIGN(a->rta_len);
+}
+
+static void dump_links(struct nlbuf *b, const struct nlmsghdr *req)
+{
+	struct nlmsghdr *h = nl_msg(b, req, RTM_NEWLINK, NLM_F_MULTI, sizeof(struct ifinfomsg));
+	struct ifinfomsg *ifi;
+	uint32_t mtu = 65536, txq = 1000;
+	uint8_t mac[6] = { 0 };
+	uint8_t state = 0; /* IF_OPER_UNKNOWN, as lo */
+
+	if (!h)
+		return;
+	ifi = NLMSG_DATA(h);
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_type = ARPHRD_LOOPBACK;
+	ifi->ifi_index = 1;
+	ifi->ifi_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP;
+	ifi->ifi_change = 0;
+	nl_attr(b, h, IFLA_IFNAME, "lo", 3);
+	nl_attr(b, h, IFLA_MTU, &mtu, sizeof(mtu));
+	nl_attr(b, h, IFLA_TXQLEN, &txq, sizeof(txq));
+	nl_attr(b, h, IFLA_OPERSTATE, &state, sizeof(state));
+	nl_attr(b, h, IFLA_ADDRESS, mac, sizeof(mac));
+	nl_attr(b, h, IFLA_BROADCAST, mac, sizeof(mac));
+}
+
+static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
+{
+	if (family == AF_UNSPEC || family == AF_INET) {
+		struct nlmsghdr *h =
+			nl_msg(b, req, RTM_NEWADDR, NLM_F_MULTI, sizeof(struct ifaddrmsg));
+		struct ifaddrmsg *ifa;
+		uint8_t a[4] = { 127, 0, 0, 1 };
+
+		if (h) {
+			ifa = NLMSG_DATA(h);
+			ifa->ifa_family = AF_INET;
+			ifa->ifa_prefixlen = 8;
+			ifa->ifa_flags = IFA_F_PERMANENT;
+			ifa->ifa_scope = RT_SCOPE_HOST;
+			ifa->ifa_index = 1;
+			nl_attr(b, h, IFA_ADDRESS, a, 4);
+			nl_attr(b, h, IFA_LOCAL, a, 4);
+			nl_attr(b, h, IFA_LABEL, "lo", 3);
+		}
+	}
+	if (family == AF_UNSPEC || family == AF_INET6) {
+		struct nlmsghdr *h =
+			nl_msg(b, req, RTM_NEWADDR, NLM_F_MULTI, sizeof(struct ifaddrmsg));
+		struct ifaddrmsg *ifa;
+		uint8_t a[16] = { [15] = 1 };
+
+		if (h) {
+			ifa = NLMSG_DATA(h);
+			ifa->ifa_family = AF_INET6;
+			ifa->ifa_prefixlen = 128;
+			ifa->ifa_flags = IFA_F_PERMANENT;
+			ifa->ifa_scope = RT_SCOPE_HOST;
+			ifa->ifa_index = 1;
+			nl_attr(b, h, IFA_ADDRESS, a, 16);
+		}
+	}
+}
+
+static void dump_routes(struct nlbuf *b, const struct nlmsghdr *req, int family)
+{
+	if (family == AF_UNSPEC || family == AF_INET) {
+		struct nlmsghdr *h =
+			nl_msg(b, req, RTM_NEWROUTE, NLM_F_MULTI, sizeof(struct rtmsg));
+		struct rtmsg *rt;
+		uint8_t dst[4] = { 127, 0, 0, 0 }, src[4] = { 127, 0, 0, 1 };
+		uint32_t oif = 1, table = RT_TABLE_LOCAL;
+
+		if (h) {
+			rt = NLMSG_DATA(h);
+			rt->rtm_family = AF_INET;
+			rt->rtm_dst_len = 8;
+			rt->rtm_table = RT_TABLE_LOCAL;
+			rt->rtm_protocol = RTPROT_KERNEL;
+			rt->rtm_scope = RT_SCOPE_HOST;
+			rt->rtm_type = RTN_LOCAL;
+			nl_attr(b, h, RTA_TABLE, &table, sizeof(table));
+			nl_attr(b, h, RTA_DST, dst, 4);
+			nl_attr(b, h, RTA_PREFSRC, src, 4);
+			nl_attr(b, h, RTA_OIF, &oif, sizeof(oif));
+		}
+	}
+}
+
+/* Queues buffer b on s as one datagram (net_lock held). */
+static void nl_queue_locked(struct sock *s, struct nlbuf *b)
+{
+	struct iovec iov = { b->data, b->len };
+	struct net_msg m = { .iov = &iov, .iovcnt = 1 };
+	struct {
+		uint16_t family, pad;
+		uint32_t pid, groups;
+	} from = { AF_NETLINK, 0, 0, 0 };
+
+	if (b->len)
+		sock_queue_dgram_locked(s, &m, b->len, &from, sizeof(from), false, NULL);
+	b->len = 0;
+}
+
+static void nl_error(struct nlbuf *b, const struct nlmsghdr *req, int err)
+{
+	struct nlmsghdr *h = nl_msg(b, req, NLMSG_ERROR, 0, sizeof(struct nlmsgerr));
+	struct nlmsgerr *e;
+
+	if (!h)
+		return;
+	e = NLMSG_DATA(h);
+	e->error = err;
+	e->msg = *req;
+}
+
+ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
+{
+	static struct nlbuf b; /* net_lock */
+	uint8_t req[1024];
+	size_t len = 0;
+
+	for (int i = 0; i < m->iovcnt && len < sizeof(req); i++) {
+		size_t k = MIN(m->iov[i].iov_len, sizeof(req) - len);
+
+		memcpy(req + len, m->iov[i].iov_base, k);
+		len += k;
+	}
+	pthread_mutex_lock(&net_lock);
+	for (struct nlmsghdr *h = (struct nlmsghdr *)req; NLMSG_OK(h, len);
+	     h = NLMSG_NEXT(h, len)) {
+		int family = AF_UNSPEC;
+
+		if (h->nlmsg_len >= NLMSG_LENGTH(1))
+			family = *(uint8_t *)NLMSG_DATA(h);
+		b.len = 0;
+		if (!(h->nlmsg_flags & NLM_F_DUMP) ||
+		    (h->nlmsg_type != RTM_GETLINK && h->nlmsg_type != RTM_GETADDR &&
+		     h->nlmsg_type != RTM_GETROUTE)) {
+			bool change = h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_NEWADDR ||
+				      h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELLINK ||
+				      h->nlmsg_type == RTM_DELADDR || h->nlmsg_type == RTM_DELROUTE;
+
+			nl_error(&b, h, change ? -EPERM : -EOPNOTSUPP);
+			nl_queue_locked(s, &b);
+			continue;
+		}
+		if (h->nlmsg_type == RTM_GETLINK)
+			dump_links(&b, h);
+		else if (h->nlmsg_type == RTM_GETADDR)
+			dump_addrs(&b, h, family);
+		else
+			dump_routes(&b, h, family);
+		nl_queue_locked(s, &b);
+		{
+			struct nlmsghdr *d = nl_msg(&b, h, NLMSG_DONE, NLM_F_MULTI, sizeof(int));
+
+			if (d)
+				*(int *)NLMSG_DATA(d) = 0;
+		}
+		nl_queue_locked(s, &b);
+	}
+	pthread_mutex_unlock(&net_lock);
+	{
+		size_t total = 0;
+
+		for (int i = 0; i < m->iovcnt; i++)
+			total += m->iov[i].iov_len;
+		return (ssize_t)total;
+	}
+}

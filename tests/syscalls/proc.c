@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * procfs, sysfs and the /dev links: what programs read about themselves and the system, checked
+ * against the calls that give the same facts (getpid, uname, the fds the program opened).
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include "check.h"
+
+/* Reads a whole small file into buf (NUL-terminated); returns its length or -1. */
+static ssize_t slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+static void check_self(const char *argv0)
+{
+	char buf[8192], want[64], link[PATH_MAX];
+	ssize_t n;
+
+	n = readlink("/proc/self", link, sizeof(link) - 1);
+	CHECK(n > 0, "readlink /proc/self: %zd", n);
+	link[n > 0 ? n : 0] = '\0';
+	snprintf(want, sizeof(want), "%d", getpid());
+	CHECK(!strcmp(link, want), "/proc/self -> %s, pid %s", link, want);
+
+	n = readlink("/proc/thread-self", link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = '\0';
+	snprintf(want, sizeof(want), "%d/task/%d", getpid(), (int)syscall(SYS_gettid));
+	CHECK(!strcmp(link, want), "/proc/thread-self -> %s, want %s", link, want);
+
+	/* exe: the path of this program, and it opens as this program. */
+	n = readlink("/proc/self/exe", link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = '\0';
+	CHECK(n > 0 && link[0] == '/' && strstr(link, "syscalls-proc") != NULL, "exe -> %s", link);
+	{
+		struct stat a, b;
+
+		CHECK(stat("/proc/self/exe", &a) == 0 && stat(link, &b) == 0 &&
+			      a.st_ino == b.st_ino && a.st_dev == b.st_dev,
+		      "stat through the exe link is the program");
+	}
+
+	/* stat: "pid (comm) state ppid ..." */
+	CHECK(slurp("/proc/self/stat", buf, sizeof(buf)) > 0, "read stat");
+	{
+		int pid = 0, ppid = 0;
+		char comm[64] = "", state = 0;
+
+		CHECK(sscanf(buf, "%d (%63[^)]) %c %d", &pid, comm, &state, &ppid) == 4, "stat: %s",
+		      buf);
+		CHECK(pid == getpid() && ppid == getppid(), "stat pid %d ppid %d", pid, ppid);
+		CHECK(!strcmp(comm, "syscalls-proc"), "stat comm %s", comm);
+		CHECK(state == 'R', "stat state %c (the reader runs)", state);
+	}
+
+	CHECK(slurp("/proc/self/status", buf, sizeof(buf)) > 0, "read status");
+	snprintf(want, sizeof(want), "\nPid:\t%d\n", getpid());
+	CHECK(strstr(buf, want) != NULL, "status has %s", want);
+	CHECK(!strncmp(buf, "Name:\tsyscalls-proc\n", 20), "status starts with Name");
+	CHECK(strstr(buf, "\nUmask:\t0022\n") || strstr(buf, "\nUmask:\t"), "status has Umask");
+
+	CHECK(slurp("/proc/self/comm", buf, sizeof(buf)) > 0 && !strcmp(buf, "syscalls-proc\n"),
+	      "comm %s", buf);
+
+	n = slurp("/proc/self/cmdline", buf, sizeof(buf));
+	CHECK(n == (ssize_t)strlen(argv0) + 1 && !strcmp(buf, argv0), "cmdline %s (%zd)", buf, n);
+
+	n = slurp("/proc/self/environ", buf, sizeof(buf));
+	CHECK(n >= 0, "environ readable");
+
+	CHECK(slurp("/proc/self/maps", buf, sizeof(buf)) > 0, "read maps");
+	CHECK(strstr(buf, "[stack]") != NULL, "maps names the stack");
+	CHECK(strstr(buf, "syscalls-proc") != NULL, "maps names the program");
+
+	CHECK(slurp("/proc/self/limits", buf, sizeof(buf)) > 0 &&
+		      !strncmp(buf, "Limit                     Soft Limit           Hard Limit",
+			       56),
+	      "limits header: %.60s", buf);
+	CHECK(strstr(buf, "\nMax open files            ") != NULL, "limits has open files");
+
+	CHECK(slurp("/proc/self/mounts", buf, sizeof(buf)) > 0 && strstr(buf, " /proc proc "),
+	      "mounts shows /proc");
+	CHECK(slurp("/proc/mounts", buf, sizeof(buf)) > 0 && strstr(buf, " / "),
+	      "/proc/mounts shows /");
+	CHECK(slurp("/proc/self/mountinfo", buf, sizeof(buf)) > 0 && strstr(buf, " - proc proc "),
+	      "mountinfo shows proc");
+	CHECK(slurp("/proc/self/cgroup", buf, sizeof(buf)) > 0 && strstr(buf, "0::/"),
+	      "cgroup v2 line");
+}
+
+static void check_fds(void)
+{
+	char path[64], link[PATH_MAX], buf[256];
+	int p[2], fd, fd2;
+	ssize_t n;
+
+	fd = CHECK_OK(open("/proc/self/status", O_RDONLY));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = '\0';
+	snprintf(buf, sizeof(buf), "/proc/%d/status", getpid());
+	CHECK(!strcmp(link, buf), "fd link -> %s, want %s", link, buf);
+
+	/* fdinfo: position and flags of the open file. */
+	CHECK(read(fd, buf, 10) == 10, "read 10");
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	CHECK(slurp(path, buf, sizeof(buf)) > 0 && !strncmp(buf, "pos:\t10\nflags:\t0", 16),
+	      "fdinfo %s", buf);
+	close(fd);
+	CHECK_ERR(readlink(path, link, sizeof(link)), ENOENT);
+
+	/* A pipe: "pipe:[ino]" with the pipe's inode, and reopening the write end writes to it. */
+	CHECK_OK(pipe(p));
+	{
+		struct stat st;
+
+		fstat(p[0], &st);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", p[1]);
+		n = readlink(path, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = '\0';
+		snprintf(buf, sizeof(buf), "pipe:[%lu]", (unsigned long)st.st_ino);
+		CHECK(!strcmp(link, buf), "pipe link %s, want %s", link, buf);
+	}
+	fd2 = CHECK_OK(open(path, O_WRONLY));
+	CHECK_RET(write(fd2, "via-proc", 8), 8);
+	CHECK_RET(read(p[0], buf, sizeof(buf)), 8);
+	CHECK(!memcmp(buf, "via-proc", 8), "data through the reopened pipe");
+	close(fd2);
+
+	/* /dev/stdout is /proc/self/fd/1. */
+	n = readlink("/dev/stdout", link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = '\0';
+	CHECK(!strcmp(link, "/proc/self/fd/1"), "/dev/stdout -> %s", link);
+	n = readlink("/dev/fd", link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = '\0';
+	CHECK(!strcmp(link, "/proc/self/fd"), "/dev/fd -> %s", link);
+	snprintf(path, sizeof(path), "/dev/fd/%d", p[0]);
+	CHECK(access(path, F_OK) == 0, "/dev/fd/N exists");
+	close(p[0]);
+	close(p[1]);
+
+	/* The fd directory lists what is open. */
+	{
+		struct stat st;
+
+		CHECK(lstat("/proc/self/fd/0", &st) == 0 && S_ISLNK(st.st_mode), "fd/0 is a link");
+	}
+}
+
+static void check_system(void)
+{
+	char buf[8192], b2[128];
+	struct utsname u;
+
+	uname(&u);
+	CHECK(slurp("/proc/sys/kernel/osrelease", buf, sizeof(buf)) > 0, "osrelease");
+	snprintf(b2, sizeof(b2), "%s\n", u.release);
+	CHECK(!strcmp(buf, b2), "osrelease %s, uname %s", buf, u.release);
+	CHECK(slurp("/proc/sys/kernel/ostype", buf, sizeof(buf)) > 0 && !strcmp(buf, "Linux\n"),
+	      "ostype");
+	snprintf(b2, sizeof(b2), "%s\n", u.nodename);
+	CHECK(slurp("/proc/sys/kernel/hostname", buf, sizeof(buf)) > 0 && !strcmp(buf, b2),
+	      "hostname %s vs %s", buf, u.nodename);
+	CHECK(slurp("/proc/version", buf, sizeof(buf)) > 0 && !strncmp(buf, "Linux version ", 14) &&
+		      strstr(buf, u.release),
+	      "version %s", buf);
+	CHECK(slurp("/proc/sys/kernel/random/boot_id", buf, sizeof(buf)) == 37, "boot_id");
+	CHECK(slurp("/proc/sys/kernel/random/boot_id", b2, sizeof(b2)) == 37 && !strcmp(buf, b2),
+	      "boot_id is stable");
+	CHECK(slurp("/proc/sys/kernel/random/uuid", buf, sizeof(buf)) == 37 &&
+		      slurp("/proc/sys/kernel/random/uuid", b2, sizeof(b2)) == 37 &&
+		      strcmp(buf, b2),
+	      "uuid changes");
+	CHECK(buf[14] == '4', "uuid is version 4: %s", buf);
+	CHECK(slurp("/proc/sys/kernel/pid_max", buf, sizeof(buf)) > 0 && atoi(buf) >= 32768,
+	      "pid_max");
+	CHECK(slurp("/proc/sys/fs/pipe-max-size", buf, sizeof(buf)) > 0 && atoi(buf) >= 4096,
+	      "pipe-max-size");
+	CHECK(slurp("/proc/sys/vm/overcommit_memory", buf, sizeof(buf)) == 2, "overcommit");
+	CHECK(slurp("/proc/meminfo", buf, sizeof(buf)) > 0 && !strncmp(buf, "MemTotal:", 9),
+	      "meminfo");
+	CHECK(slurp("/proc/cpuinfo", buf, sizeof(buf)) > 0 && !strncmp(buf, "processor\t: 0\n", 14),
+	      "cpuinfo");
+	CHECK(slurp("/proc/stat", buf, sizeof(buf)) > 0 && !strncmp(buf, "cpu  ", 5) &&
+		      strstr(buf, "\nbtime "),
+	      "stat");
+	{
+		double up = 0, idle = 0;
+
+		CHECK(slurp("/proc/uptime", buf, sizeof(buf)) > 0 &&
+			      sscanf(buf, "%lf %lf", &up, &idle) == 2 && up > 0,
+		      "uptime %s", buf);
+	}
+	CHECK(slurp("/proc/loadavg", buf, sizeof(buf)) > 0 && strchr(buf, '/'), "loadavg");
+	CHECK(slurp("/proc/filesystems", buf, sizeof(buf)) > 0 && strstr(buf, "\tproc\n"),
+	      "filesystems");
+	{
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		CHECK(slurp("/sys/devices/system/cpu/online", buf, sizeof(buf)) > 0 &&
+			      buf[0] == '0',
+		      "cpu/online %s", buf);
+		if (ncpu > 1)
+			snprintf(b2, sizeof(b2), "0-%ld\n", ncpu - 1);
+		else
+			snprintf(b2, sizeof(b2), "0\n");
+		CHECK(!strcmp(buf, b2), "online %s for %ld cpus", buf, ncpu);
+		CHECK(access("/sys/devices/system/cpu/cpu0", F_OK) == 0, "cpu0");
+	}
+}
+
+/* A child's /proc entry, and the task directory of a process. */
+static void check_other(void)
+{
+	char path[64], buf[4096];
+	int p[2];
+	pid_t pid;
+
+	CHECK_OK(pipe(p));
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		close(p[1]);
+		read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	CHECK(slurp(path, buf, sizeof(buf)) > 0, "child stat");
+	{
+		int cpid = 0, cppid = 0;
+		char state = 0;
+
+		CHECK(sscanf(buf, "%d (%*[^)]) %c %d", &cpid, &state, &cppid) == 3 && cpid == pid &&
+			      cppid == getpid() && state != 0,
+		      "child stat %s", buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, pid);
+	CHECK(slurp(path, buf, sizeof(buf)) > 0 && !strcmp(buf, "syscalls-proc\n"), "task comm");
+	close(p[1]);
+	waitpid(pid, NULL, 0);
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	CHECK_ERR(open(path, O_RDONLY), ENOENT);
+	CHECK_ERR(open("/proc/999999999/stat", O_RDONLY), ENOENT);
+}
+
+int main(int argc, char **argv)
+{
+	check_self(argv[0]);
+	check_fds();
+	check_system();
+	check_other();
+	return finish();
+}

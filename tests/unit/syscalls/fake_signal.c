@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Stand-ins for what sys_signal.c and sentry/kernel/signals.c, signal_frame.c reach outside
+ * them, for the unit test of the signal handlers: no process tree (only the harness's task),
+ * waits that return at once, no platform.
+ */
+#include <errno.h>
+
+#include "common/err.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
+#include "sentry/platform/platform.h"
+
+void task_wake(struct task *t)
+{
+}
+
+void waitq_init(struct waitq *wq)
+{
+	pthread_mutex_init(&wq->lock, NULL);
+	list_init(&wq->waiters);
+}
+
+void waitq_wake_all(struct waitq *wq)
+{
+}
+
+long task_wait(struct task *t, struct waitq *const *wqs, int nwq, wait_cond_fn cond, void *arg,
+	       const struct timespec *deadline, bool interruptible)
+{
+	if (cond && cond(arg))
+		return 0;
+	return deadline ? -ETIMEDOUT : -ERESTARTSYS;
+}
+
+void task_exit_group(struct task *t, int status)
+{
+	t->tg->exiting = true;
+	t->tg->exit_status = status;
+	t->exiting = true;
+}
+
+void tg_child_state_changed(struct thread_group *child)
+{
+}
+
+size_t platform_fpstate_size(void)
+{
+	return 1024;
+}
+
+struct task *kernel_find_task(struct kernel *k, int32_t tid)
+{
+	return NULL;
+}
+
+void task_put(struct task *t)
+{
+}
+
+void tg_get(struct thread_group *tg)
+{
+}
+
+void tg_put(struct thread_group *tg)
+{
+}
+
+int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg)
+{
+	return 0;
+}
+
+struct thread_group *pidfd_get_tg(struct task *t, int fd)
+{
+	return ERR_PTR(-EBADF);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process-model calls of sentry/kernel/ that filesystems in vfs_lib use (devpts: sessions,
+ * process groups, job-control signals), for VFS tests that link no kernel: one task, no other
+ * process, every capability.
+ */
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+
+struct thread_group *kernel_find_tg(struct kernel *k, int32_t pid)
+{
+	return NULL;
+}
+
+int signal_send_tg(struct thread_group *tg, int sig, const void *info)
+{
+	return 0;
+}
+
+void tg_put(struct thread_group *tg)
+{
+}
+
+int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg)
+{
+	return 0;
+}
+
+bool cred_capable(const struct cred *c, int cap)
+{
+	return true;
+}
