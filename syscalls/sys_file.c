@@ -286,7 +286,9 @@ static int import_iovec(struct task *t, uint64_t addr, long iovcnt, struct guest
 	return 0;
 }
 
-static long do_readv_writev(struct task *t, bool is_read, const struct syscall_args *args)
+/* readv/writev, and their positioned forms when pos is not NULL. */
+static long do_readv_writev(struct task *t, bool is_read, const struct syscall_args *args,
+			    int64_t *pos)
 {
 	struct guest_iovec *giov;
 	struct file *f = fd_get(t, (int)args->a[0]);
@@ -296,12 +298,14 @@ static long do_readv_writev(struct task *t, bool is_read, const struct syscall_a
 	if (!f)
 		return -EBADF;
 	r = check_rw_file(f, is_read);
+	if (r == 0 && pos && !file_seekable(f))
+		r = -ESPIPE;
 	if (r == 0)
 		r = import_iovec(t, args->a[1], (long)(int)args->a[2], &giov, &total);
 	if (r == 0) {
 		/* Unlike read(2), an empty vector does not reach the file. */
 		if (total)
-			r = do_rw(t, f, is_read, giov, (int)args->a[2], NULL);
+			r = do_rw(t, f, is_read, giov, (int)args->a[2], pos);
 		free(giov);
 	}
 	file_put(f);
@@ -311,13 +315,58 @@ static long do_readv_writev(struct task *t, bool is_read, const struct syscall_a
 /* readv(2) */
 long sys_readv(struct task *t, const struct syscall_args *args)
 {
-	return do_readv_writev(t, true, args);
+	return do_readv_writev(t, true, args, NULL);
 }
 
 /* writev(2) */
 long sys_writev(struct task *t, const struct syscall_args *args)
 {
-	return do_readv_writev(t, false, args);
+	return do_readv_writev(t, false, args, NULL);
+}
+
+/* The RWF_* flags preadv2/pwritev2 accept; husk honours none but RWF_APPEND's absence. */
+#define RWF_KNOWN 0x1fU /* HIPRI | DSYNC | SYNC | NOWAIT | APPEND */
+
+/* On x86-64 the whole offset is in pos_l (pos_h shifts out, as Linux's pos_from_hilo). */
+static long do_preadv_pwritev(struct task *t, bool is_read, const struct syscall_args *args,
+			      bool v2)
+{
+	int64_t pos = (int64_t)args->a[3];
+
+	if (v2) {
+		if ((uint32_t)args->a[5] & ~RWF_KNOWN)
+			return -EOPNOTSUPP;
+		/* -1: use and advance the file position, as readv/writev. */
+		if (pos == -1)
+			return do_readv_writev(t, is_read, args, NULL);
+	}
+	if (pos < 0)
+		return -EINVAL;
+	return do_readv_writev(t, is_read, args, &pos);
+}
+
+/* preadv(2) */
+long sys_preadv(struct task *t, const struct syscall_args *args)
+{
+	return do_preadv_pwritev(t, true, args, false);
+}
+
+/* pwritev(2) */
+long sys_pwritev(struct task *t, const struct syscall_args *args)
+{
+	return do_preadv_pwritev(t, false, args, false);
+}
+
+/* preadv2(2): RWF_* flags are accepted and have no effect (HIPRI, DSYNC, SYNC, NOWAIT). */
+long sys_preadv2(struct task *t, const struct syscall_args *args)
+{
+	return do_preadv_pwritev(t, true, args, true);
+}
+
+/* pwritev2(2): RWF_* flags are accepted; RWF_APPEND is not honoured yet. */
+long sys_pwritev2(struct task *t, const struct syscall_args *args)
+{
+	return do_preadv_pwritev(t, false, args, true);
 }
 
 /* Copies in a path (PATH_MAX with its NUL). Returns its length or -EFAULT/-ENAMETOOLONG. */

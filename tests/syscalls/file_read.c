@@ -236,9 +236,39 @@ static void check_umask(void)
 	CHECK_RET(syscall(SYS_umask, old), 0777); /* only the permission bits are kept */
 }
 
+/* preadv/pwritev and their v2 forms: positioned, the file offset untouched; -1 in v2 uses it. */
+static void check_preadv(void)
+{
+	char a[4], b[8], ref[12];
+	struct iovec iov[2] = { { a, sizeof(a) }, { b, sizeof(b) } };
+	int fd = open("/etc/passwd", O_RDONLY);
+	int pfd[2];
+
+	CHECK(fd >= 0, "open /etc/passwd: %s", strerror(errno));
+	CHECK_RET(pread(fd, ref, sizeof(ref), 2), 12);
+	CHECK_RET(syscall(SYS_preadv, fd, iov, 2L, 2L, 0L), 12);
+	CHECK(memcmp(a, ref, 4) == 0 && memcmp(b, ref + 4, 8) == 0, "preadv contents differ");
+	CHECK_RET(lseek(fd, 0, SEEK_CUR), 0);
+	CHECK_RET(syscall(SYS_preadv2, fd, iov, 1L, -1L, 0L, 0L), 4);
+	CHECK_RET(lseek(fd, 0, SEEK_CUR), 4);
+	CHECK_RET(syscall(SYS_preadv2, fd, iov, 1L, 2L, 0L, 0L), 4);
+	CHECK_RET(lseek(fd, 0, SEEK_CUR), 4);
+	CHECK_ERR(syscall(SYS_preadv, fd, iov, 1L, -5L, 0L), EINVAL);
+	CHECK_ERR(syscall(SYS_preadv2, fd, iov, 1L, 0L, 0L, 0x8000L), EOPNOTSUPP);
+	CHECK_ERR(syscall(SYS_pwritev, fd, iov, 1L, 0L, 0L), EBADF);
+	CHECK_ERR(syscall(SYS_preadv, 9999L, iov, 1L, 0L, 0L), EBADF);
+	close(fd);
+	if (pipe(pfd) == 0) {
+		CHECK_ERR(syscall(SYS_preadv, (long)pfd[0], iov, 1L, 0L, 0L), ESPIPE);
+		close(pfd[0]);
+		close(pfd[1]);
+	}
+}
+
 int main(void)
 {
 	check_read();
+	check_preadv();
 	check_devices();
 	check_descriptors();
 	check_umask();
