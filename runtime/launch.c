@@ -9,6 +9,11 @@
  *
  * husk keeps no end of the socket, so the gofer sees EOF and exits when the sentry is gone.
  * Both children die with husk (PR_SET_PDEATHSIG), so nothing outlives an interrupted husk.
+ *
+ * With --network=host the sentry holds host sockets: it starts in a cgroup v2 of its own
+ * (husk-do-PID below husk's own cgroup) to which the BPF egress programs are attached first
+ * (sentry/net/bpf/netbpf.h), so that the host kernel enforces the egress policy too. husk
+ * removes that cgroup when the sentry is gone, killing whatever is left in it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,15 +25,23 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "runtime/runtime.h"
+#include "sentry/net/bpf/netbpf.h"
 
 #define EXIT_SETUP 125
 #define CHILD_SOCK_FD 3
 #define MAX_VOLUMES 16
+
+#define CGROUP2_SUPER_MAGIC 0x63677270
+
+/* cgroup.procs of the sandbox's cgroup, which the sentry's child writes itself into (or -1). */
+static int join_procs_fd = -1;
 
 static bool is_executable(const char *path)
 {
@@ -78,6 +91,11 @@ static void __attribute__((noreturn)) child_exec(const int *socks, int n, char *
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() == 1)
 		_exit(EXIT_SETUP); /* husk is already gone */
+	/* Into the sandbox's cgroup before exec: no host socket is ever made outside it. */
+	if (join_procs_fd >= 0 && write(join_procs_fd, "0", 1) != 1) {
+		fprintf(stderr, "husk: cannot join the sandbox's cgroup: %s\n", strerror(errno));
+		_exit(EXIT_SETUP);
+	}
 	/* First out of the way of the targets, then onto them: no dup2 overwrites a source. */
 	for (int i = 0; i < n; i++) {
 		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 1 + MAX_VOLUMES);
@@ -224,8 +242,134 @@ static void kill_gofers(const pid_t *pids, int n)
 	}
 }
 
+/* The sandbox's cgroup v2 (--network=host): its directory, and cgroup.procs open for writing. */
+struct sandbox_cgroup {
+	char dir[PATH_MAX];
+	int procs_fd;
+};
+
+/* Mount point of the cgroup v2 hierarchy (pure v2, or hybrid's unified), or NULL. */
+static const char *cgroup2_mount(void)
+{
+	static const char *const cands[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	struct statfs sfs;
+
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		if (statfs(cands[i], &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+			return cands[i];
+	}
+	return NULL;
+}
+
+/* husk's own cgroup v2 path ("0::PATH" of /proc/self/cgroup) into buf. Returns 0 or -errno. */
+static int own_cgroup2(char *buf, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[PATH_MAX + 16];
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(buf, len, "%s", strcmp(line + 3, "/") ? line + 3 : "");
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * Makes the sandbox's cgroup and attaches the egress programs to it (before any process is in
+ * it). Returns 0, or -errno with the reason in why.
+ */
+static int sandbox_cgroup_create(struct sandbox_cgroup *cg, const char *const *net_args,
+				 char *why, size_t why_len)
+{
+	const char *mnt = cgroup2_mount();
+	char own[PATH_MAX / 2], procs[PATH_MAX + 16];
+	_cleanup_close_ int dfd = -1;
+	int ret;
+
+	cg->procs_fd = -1;
+	cg->dir[0] = 0;
+	if (!mnt) {
+		snprintf(why, why_len, "no cgroup v2 hierarchy at /sys/fs/cgroup{,/unified}");
+		return -ENOENT;
+	}
+	ret = own_cgroup2(own, sizeof(own));
+	if (ret < 0) {
+		snprintf(why, why_len, "no cgroup v2 line in /proc/self/cgroup");
+		return ret;
+	}
+	snprintf(cg->dir, sizeof(cg->dir), "%s%s/husk-do-%d", mnt, own, (int)getpid());
+	if (mkdir(cg->dir, 0700) < 0) {
+		ret = -errno;
+		snprintf(why, why_len, "mkdir %s: %s", cg->dir, strerror(errno));
+		cg->dir[0] = 0;
+		return ret;
+	}
+	dfd = open(cg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg->dir);
+	cg->procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (dfd < 0 || cg->procs_fd < 0) {
+		ret = -errno;
+		snprintf(why, why_len, "%s: %s", cg->dir, strerror(errno));
+		return ret;
+	}
+	return netbpf_attach_egress(dfd, net_args, why, why_len);
+}
+
+/*
+ * Removes the sandbox's cgroup (and with it the programs' attachment): kills what is left in
+ * it (cgroup.kill, or each pid on kernels without it), waits for it to empty, and rmdirs it.
+ */
+static void sandbox_cgroup_remove(struct sandbox_cgroup *cg)
+{
+	char path[PATH_MAX + 16], buf[4096];
+
+	if (cg->procs_fd >= 0)
+		close(cg->procs_fd);
+	cg->procs_fd = -1;
+	if (!cg->dir[0])
+		return;
+	for (int tries = 0; tries < 1000; tries++) {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+		_cleanup_close_ int fd = -1;
+
+		if (rmdir(cg->dir) == 0 || errno == ENOENT)
+			break;
+		if (errno != EBUSY) {
+			fprintf(stderr, "husk: rmdir %s: %s\n", cg->dir, strerror(errno));
+			break;
+		}
+		snprintf(path, sizeof(path), "%s/cgroup.kill", cg->dir);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "1", 1) != 1) {
+			snprintf(path, sizeof(path), "%s/cgroup.procs", cg->dir);
+			_cleanup_fclose_ FILE *f = fopen(path, "re");
+
+			while (f && fgets(buf, sizeof(buf), f))
+				kill((pid_t)strtol(buf, NULL, 10), SIGKILL);
+		}
+		nanosleep(&ts, NULL);
+	}
+	cg->dir[0] = 0;
+}
+
+/* Whether args has the exact argument a. */
+static bool has_arg(const char *const *args, const char *a)
+{
+	for (; args && *args; args++) {
+		if (!strcmp(*args, a))
+			return true;
+	}
+	return false;
+}
+
 int launch_and_wait(const struct launch_spec *spec)
 {
+	struct sandbox_cgroup cg = { .procs_fd = -1 };
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
 	int pairs[1 + MAX_VOLUMES][2], ssocks[1 + MAX_VOLUMES];
@@ -326,6 +470,27 @@ int launch_and_wait(const struct launch_spec *spec)
 		sargv[n++] = *a;
 	sargv[n] = NULL;
 
+	if (has_arg(spec->net_args, "--network=host")) {
+		char why[256];
+
+		ret = sandbox_cgroup_create(&cg, spec->net_args, why, sizeof(why));
+		if (ret < 0 && has_arg(spec->net_args, "--test-no-egress-check")) {
+			/* Without its own check the sentry would then be unguarded: refuse. */
+			fprintf(stderr, "husk: BPF egress filter unavailable: %s\n", why);
+			sandbox_cgroup_remove(&cg);
+			close_pairs(pairs, npairs);
+			free(sargv);
+			return EXIT_SETUP;
+		}
+		if (ret < 0) {
+			fprintf(stderr,
+				"husk: warning: BPF egress filter unavailable (%s); the sentry's "
+				"own check applies alone\n",
+				why);
+			sandbox_cgroup_remove(&cg);
+		}
+	}
+
 	/* The gofers: the root's, then each volume's; husk keeps no end of any socket. */
 	for (int i = 0; i < npairs; i++) {
 		const char *dir = i == 0 ? spec->rootfs : spec->volumes[i - 1].host;
@@ -337,6 +502,7 @@ int launch_and_wait(const struct launch_spec *spec)
 			close_pairs(pairs, npairs);
 			kill_gofers(gpids, ngofers);
 			free(sargv);
+			sandbox_cgroup_remove(&cg);
 			fprintf(stderr, "husk: fork: %s\n", strerror(ret));
 			return EXIT_SETUP;
 		}
@@ -345,13 +511,16 @@ int launch_and_wait(const struct launch_spec *spec)
 		pairs[i][0] = -1;
 		ssocks[i] = pairs[i][1];
 	}
+	join_procs_fd = cg.procs_fd;
 	spid = spawn(ssocks, npairs, sargv, 0);
 	ret = errno;
+	join_procs_fd = -1;
 	close_pairs(pairs, npairs);
 	free(sargv);
 	if (spid < 0) {
 		fprintf(stderr, "husk: fork: %s\n", strerror(ret));
 		kill_gofers(gpids, ngofers);
+		sandbox_cgroup_remove(&cg);
 		return EXIT_SETUP;
 	}
 
@@ -361,6 +530,7 @@ int launch_and_wait(const struct launch_spec *spec)
 	 * not within its own time (it is stuck), it would die with us anyway; wait for it here. */
 	for (int i = 0; i < ngofers; i++)
 		wait_for(gpids[i]);
+	sandbox_cgroup_remove(&cg);
 
 	if (st < 0)
 		return EXIT_SETUP;

@@ -67,8 +67,7 @@ static long copy_addr_in(struct task *t, uint64_t addr, uint64_t len, uint8_t *b
  * Writes name (full length n) to the guest's addr/addrlen pair as Linux's move_addr_to_user:
  * truncated to the guest's buffer, the full length written back.
  */
-static long copy_addr_out(struct task *t, const void *name, size_t n, uint64_t addr,
-			  uint64_t lenp)
+static long copy_addr_out(struct task *t, const void *name, size_t n, uint64_t addr, uint64_t lenp)
 {
 	int glen;
 
@@ -552,7 +551,9 @@ static void put_cmsgs(struct task *t, struct msghdr *mh, struct net_msg *m, int 
 		}
 	}
 	if (m->nfiles) {
-		size_t room = ctl && cap - used > CMSG_LEN(0) ? (cap - used - CMSG_LEN(0)) / sizeof(int) : 0;
+		size_t room = ctl && cap - used > CMSG_LEN(0) ?
+				      (cap - used - CMSG_LEN(0)) / sizeof(int) :
+				      0;
 		int fds[NET_MAX_FDS];
 
 		for (int i = 0; i < m->nfiles && (size_t)installed < room; i++) {
@@ -576,8 +577,8 @@ static void put_cmsgs(struct task *t, struct msghdr *mh, struct net_msg *m, int 
 		for (int i = 0; i < m->nfiles; i++)
 			file_put(m->files[i]);
 	}
-	if (used && mm_copy_out(t->mm, (uint64_t)(uintptr_t)mh->msg_control, ctl, used) !=
-			    (ssize_t)used)
+	if (used &&
+	    mm_copy_out(t->mm, (uint64_t)(uintptr_t)mh->msg_control, ctl, used) != (ssize_t)used)
 		mh->msg_flags |= MSG_CTRUNC;
 	mh->msg_controllen = used;
 	free(ctl);
@@ -620,7 +621,8 @@ static long do_recvmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 	if (mh.msg_name && m.namelen) {
 		size_t k = MIN((size_t)mh.msg_namelen, m.namelen);
 
-		if (k && mm_copy_out(t->mm, (uint64_t)(uintptr_t)mh.msg_name, addr, k) != (ssize_t)k)
+		if (k &&
+		    mm_copy_out(t->mm, (uint64_t)(uintptr_t)mh.msg_name, addr, k) != (ssize_t)k)
 			return -EFAULT;
 	}
 	mh.msg_namelen = mh.msg_name ? (socklen_t)m.namelen : 0;

@@ -10,8 +10,10 @@
  * pid 1, and its parent is notified (or the process is reaped at once when the parent ignores
  * SIGCHLD). When pid 1's process ends, every other process is killed and the sandbox ends.
  *
- * Signals generated here (SIGCHLD, pdeath signals, SIGHUP/SIGCONT to orphaned stopped groups)
- * are collected while k->tree_lock is held and sent after it is released.
+ * SIGCHLD is sent with k->tree_lock held (as Linux does under tasklist_lock), so that it is
+ * pending before the parent can see and reap the zombie: a late SIGCHLD would interrupt the
+ * parent's next wait. Other signals generated here (pdeath signals, SIGHUP/SIGCONT to orphaned
+ * stopped groups) are collected under the lock and sent after it is released.
  */
 #include <errno.h>
 #include <limits.h>
@@ -54,7 +56,7 @@ struct deferred_sig {
 	struct thread_group *tg; /* referenced */
 	int sig;
 	bool has_info;
-	uint8_t info[128];
+	uint8_t info[128] __attribute__((aligned(8))); /* read as a struct siginfo */
 };
 
 struct sigbatch {
@@ -164,14 +166,14 @@ static void tg_reap(struct thread_group *c)
 }
 
 /*
- * Tells c's parent that c is a zombie: queues its exit signal with CLD_* siginfo and wakes its
+ * Tells c's parent that c is a zombie: sends its exit signal with CLD_* siginfo and wakes its
  * waiters. Returns true when c must be reaped at once: no parent, or a parent that ignores
- * SIGCHLD or set SA_NOCLDWAIT (exit signal SIGCHLD only). k->tree_lock held.
+ * SIGCHLD or set SA_NOCLDWAIT (exit signal SIGCHLD only). k->tree_lock held, no tg->lock.
  */
-static bool notify_parent_exit(struct thread_group *c, struct sigbatch *b)
+static bool notify_parent_exit(struct thread_group *c)
 {
 	struct thread_group *p = c->parent;
-	uint8_t info[128];
+	uint8_t info[128] __attribute__((aligned(8))); /* read as a struct siginfo */
 	bool autoreap = false, ignored;
 	uint64_t flags;
 	int code, st, sig = c->exit_signal;
@@ -191,7 +193,7 @@ static bool notify_parent_exit(struct thread_group *c, struct sigbatch *b)
 	}
 	if (sig > 0 && sig <= LINUX_NSIG) {
 		((struct chld_siginfo *)(void *)info)->signo = sig;
-		sigbatch_add(b, p, sig, info);
+		signal_send_tg(p, sig, info);
 	}
 	waitq_wake_all(&p->child_wq);
 	return autoreap;
@@ -288,7 +290,7 @@ static void reparent_children(struct thread_group *tg, struct sigbatch *b)
 		pthread_mutex_unlock(&c->lock);
 		if (c->pgid != tg->pgid && c->sid == tg->sid)
 			check_orphaned_pgrp(tg->k, c->pgid, c->sid, tg, b);
-		if (c->state == TG_ZOMBIE && notify_parent_exit(c, b))
+		if (c->state == TG_ZOMBIE && notify_parent_exit(c))
 			tg_reap(c);
 	}
 }
@@ -337,7 +339,7 @@ static void process_exit(struct task *t)
 	pthread_mutex_lock(&tg->lock);
 	tg->state = TG_ZOMBIE;
 	pthread_mutex_unlock(&tg->lock);
-	reap = notify_parent_exit(tg, &b);
+	reap = notify_parent_exit(tg);
 	waitq_wake_all(&tg->exit_wq);
 	if (reap)
 		tg_reap(tg);
@@ -537,13 +539,11 @@ void tg_child_state_changed(struct thread_group *child)
 {
 	struct kernel *k = child->k;
 	struct thread_group *p;
-	struct sigbatch b;
-	uint8_t info[128];
+	uint8_t info[128] __attribute__((aligned(8))); /* read as a struct siginfo */
 	bool ignored;
 	uint64_t flags;
 	int code = 0, st = 0;
 
-	sigbatch_init(&b);
 	pthread_mutex_lock(&k->tree_lock);
 	p = child->parent;
 	if (!p || child->state != TG_RUNNING) {
@@ -559,16 +559,16 @@ void tg_child_state_changed(struct thread_group *child)
 		st = SIGCONT;
 	}
 	pthread_mutex_unlock(&child->lock);
+	/* Sent before the report can be consumed by a wait, as for exits. */
 	if (code) {
 		chld_action(p, &ignored, &flags);
 		if (!ignored && !(flags & SA_NOCLDSTOP)) {
 			fill_chld_info(info, child, code, st);
-			sigbatch_add(&b, p, SIGCHLD, info);
+			signal_send_tg(p, SIGCHLD, info);
 		}
 	}
 	waitq_wake_all(&p->child_wq);
 	pthread_mutex_unlock(&k->tree_lock);
-	sigbatch_send(&b);
 }
 
 /* --- pidfds --- */

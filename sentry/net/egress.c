@@ -228,7 +228,7 @@ bool net_egress_allowed(const uint8_t addr[16], uint16_t port, struct net_egress
 		}
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(default_deny); i++) {
-		struct egress_rule r;
+		struct egress_rule r = { .port = 0 }; /* every port */
 
 		if (parse_cidr(default_deny[i], &r) == 0 && rule_matches(&r, a, 0)) {
 			v->allow = false;
@@ -243,6 +243,32 @@ bool net_egress_allowed(const uint8_t addr[16], uint16_t port, struct net_egress
 	return true;
 }
 
+int net_egress_rules(struct net_egress_rule *out, int max)
+{
+	int n = 0;
+
+	if (nuser + (int)ARRAY_SIZE(default_deny) > max)
+		return -ENOSPC;
+	for (int i = nuser - 1; i >= 0; i--, n++) {
+		memcpy(out[n].addr, user_rules[i].addr, 16);
+		out[n].prefix = user_rules[i].prefix;
+		out[n].port = user_rules[i].port;
+		out[n].allow = user_rules[i].allow;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(default_deny); i++) {
+		struct egress_rule r;
+
+		if (parse_cidr(default_deny[i], &r) < 0)
+			continue;
+		memcpy(out[n].addr, r.addr, 16);
+		out[n].prefix = r.prefix;
+		out[n].port = 0;
+		out[n].allow = false;
+		n++;
+	}
+	return n;
+}
+
 int egress_check(const struct inet_ep *ep, const char *what)
 {
 	struct net_egress_verdict v;
@@ -254,7 +280,8 @@ int egress_check(const struct inet_ep *ep, const char *what)
 		return 0;
 	if (net_egress_allowed(ep->addr, ep->port, &v))
 		return 0;
-	if (ep->addr[10] == 0xff && ep->addr[11] == 0xff && !memcmp(ep->addr, "\0\0\0\0\0\0\0\0\0\0", 10))
+	if (ep->addr[10] == 0xff && ep->addr[11] == 0xff &&
+	    !memcmp(ep->addr, "\0\0\0\0\0\0\0\0\0\0", 10))
 		inet_ntop(AF_INET, ep->addr + 12, text, sizeof(text));
 	else
 		inet_ntop(AF_INET6, ep->addr, text, sizeof(text));

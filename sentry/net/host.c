@@ -186,8 +186,7 @@ ssize_t host_recvmsg(struct task *t, struct sock *s, struct net_msg *m, int flag
 				}
 				if (skip) {
 					/* Partial iovec: finish it with a plain read of the rest. */
-					ssize_t k = recv(s->hostfd,
-							 (char *)m->iov->iov_base + skip,
+					ssize_t k = recv(s->hostfd, (char *)m->iov->iov_base + skip,
 							 m->iov->iov_len - skip, MSG_DONTWAIT);
 					if (k > 0)
 						done += (size_t)k;

@@ -421,12 +421,12 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 		goto out;
 	ret = (ssize_t)len;
 	r = inet_lookup_locked(SOCK_DGRAM, d);
-	if (r && r->has_pep &&
-	    (memcmp(r->pep.addr, s->lep.addr, 16) || r->pep.port != s->lep.port))
+	if (r && r->has_pep && (memcmp(r->pep.addr, s->lep.addr, 16) || r->pep.port != s->lep.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
 		if (s->has_pep)
-			s->so_error = ECONNREFUSED; /* ICMP port unreachable, on a connected socket */
+			s->so_error =
+				ECONNREFUSED; /* ICMP port unreachable, on a connected socket */
 		goto out;
 	}
 	{

@@ -130,7 +130,8 @@ void skb_free_list(struct list_head *l);
  * dst's queue is full. from/fromlen: the source address to record.
  */
 ssize_t sock_queue_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
-				const void *from, socklen_t fromlen, bool cred, const struct net_cred *c);
+				const void *from, socklen_t fromlen, bool cred,
+				const struct net_cred *c);
 
 /* Deadline for a socket timeout (0: none): fills ts and returns it, or NULL. */
 struct timespec *sock_deadline(uint64_t ns, struct timespec *ts);
@@ -146,7 +147,6 @@ void unix_unbind_locked(struct sock *s);
 void unix_for_each_locked(void (*fn)(struct sock *s, void *arg), void *arg);
 
 /* --- inet_loopback.c --- */
-
 
 /* Parses a sockaddr_in/_in6 for socket family fam. Returns 0, -EINVAL, -EAFNOSUPPORT. */
 int inet_parse(int fam, const void *addr, size_t len, struct inet_ep *ep);

@@ -59,6 +59,22 @@ bool net_egress_allowed(const uint8_t addr[16], uint16_t port, struct net_egress
 /* Drops every added rule (unit tests). */
 void net_egress_reset(void);
 
+/* One rule of the policy in the order it is checked (for the BPF program's map). */
+struct net_egress_rule {
+	uint8_t addr[16]; /* the network, IPv4 as ::ffff:a.b.c.d, host bits clear */
+	int prefix; /* bits over the 128-bit form */
+	uint16_t port; /* 0: every port */
+	bool allow;
+};
+
+/*
+ * The whole policy as the ordered list net_egress_allowed() walks: the added rules, newest
+ * first, then the default denials; the first matching rule decides and no match allows.
+ * Addresses in 64:ff9b::/96 are to be checked as the IPv4 address they embed. Writes at most
+ * max rules to out and returns how many there are (more than max: nothing written, -ENOSPC).
+ */
+int net_egress_rules(struct net_egress_rule *out, int max);
+
 /* --- sockets --- */
 
 /* True if f is a socket of the sentry. */

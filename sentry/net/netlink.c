@@ -208,9 +208,10 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 		if (!(h->nlmsg_flags & NLM_F_DUMP) ||
 		    (h->nlmsg_type != RTM_GETLINK && h->nlmsg_type != RTM_GETADDR &&
 		     h->nlmsg_type != RTM_GETROUTE)) {
-			bool change = h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_NEWADDR ||
-				      h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELLINK ||
-				      h->nlmsg_type == RTM_DELADDR || h->nlmsg_type == RTM_DELROUTE;
+			bool change =
+				h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_NEWADDR ||
+				h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELLINK ||
+				h->nlmsg_type == RTM_DELADDR || h->nlmsg_type == RTM_DELROUTE;
 
 			nl_error(&b, h, change ? -EPERM : -EOPNOTSUPP);
 			nl_queue_locked(s, &b);

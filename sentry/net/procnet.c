@@ -122,12 +122,13 @@ ssize_t net_proc_render(const char *name, char *buf, size_t size)
 		unix_for_each_locked(unix_each, &o);
 		pthread_mutex_unlock(&net_lock);
 	} else if (!strcmp(name, "dev")) {
-		out_printf(&o, "Inter-|   Receive                                                |  "
-			       "Transmit\n"
-			       " face |bytes    packets errs drop fifo frame compressed multicast|"
-			       "bytes    packets errs drop fifo colls carrier compressed\n"
-			       "    lo:       0       0    0    0    0     0          0         0 "
-			       "       0       0    0    0    0     0       0          0\n");
+		out_printf(&o,
+			   "Inter-|   Receive                                                |  "
+			   "Transmit\n"
+			   " face |bytes    packets errs drop fifo frame compressed multicast|"
+			   "bytes    packets errs drop fifo colls carrier compressed\n"
+			   "    lo:       0       0    0    0    0     0          0         0 "
+			   "       0       0    0    0    0     0       0          0\n");
 	} else {
 		return -ENOENT;
 	}

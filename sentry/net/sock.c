@@ -219,7 +219,8 @@ static void rcvq_add_locked(struct sock *s, struct skb *b)
 }
 
 ssize_t sock_queue_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
-				const void *from, socklen_t fromlen, bool cred, const struct net_cred *c)
+				const void *from, socklen_t fromlen, bool cred,
+				const struct net_cred *c)
 {
 	struct iov_cursor cur = { m->iov, m->iovcnt, 0, 0 };
 	struct skb *b;
@@ -691,9 +692,8 @@ int net_getname(struct file *f, bool peer, void *addr, size_t *len)
 	} else {
 		struct inet_ep ep;
 
-		if (peer && (!s->has_pep ||
-			     (s->type == SOCK_STREAM && s->state != SOCK_CONNECTED &&
-			      s->state != SOCK_DISCONNECTED))) {
+		if (peer && (!s->has_pep || (s->type == SOCK_STREAM && s->state != SOCK_CONNECTED &&
+					     s->state != SOCK_DISCONNECTED))) {
 			ret = -ENOTCONN;
 		} else {
 			inet_sock_ep(s, peer, &ep);
@@ -1328,8 +1328,7 @@ static int set_buf(int v)
 	return (int)d;
 }
 
-int net_setsockopt(struct task *t, struct file *f, int level, int name, const void *val,
-		   size_t len)
+int net_setsockopt(struct task *t, struct file *f, int level, int name, const void *val, size_t len)
 {
 	struct sock *s = file_sock(f);
 	int v = 0, ret = 0;
@@ -1354,8 +1353,8 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 		memcpy(&s->linger, val, sizeof(struct linger));
 		return 0;
 	}
-	if (level == SOL_SOCKET && (name == SO_BINDTODEVICE || name == SO_ATTACH_FILTER ||
-				    name == SO_DETACH_FILTER))
+	if (level == SOL_SOCKET &&
+	    (name == SO_BINDTODEVICE || name == SO_ATTACH_FILTER || name == SO_DETACH_FILTER))
 		return 0; /* one interface; filters: accepted, not applied */
 	ret = get_int(val, len, &v);
 	if (ret < 0)

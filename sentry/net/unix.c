@@ -29,8 +29,8 @@ static unsigned int autobind_next; /* net_lock */
 #define SUN_OFF offsetof(struct sockaddr_un, sun_path)
 
 /* Validates a sockaddr_un; *path gets a NUL-terminated copy of a path name ("" if abstract). */
-static int unix_parse(const void *addr, size_t len, char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1],
-		      bool *abstract)
+static int unix_parse(const void *addr, size_t len,
+		      char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1], bool *abstract)
 {
 	const struct sockaddr_un *sun = addr;
 	size_t n;

@@ -18,7 +18,8 @@ static char scratch[64];
 
 static int scratch_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	return remove(path) < 0 ? 0 : 0;
+	remove(path); /* best effort: go on with the rest of the tree */
+	return 0;
 }
 
 /* Removes the scratch directory and everything below it. */

@@ -190,7 +190,8 @@ static void test_reuse_and_v6(void)
 
 	/* ::1 itself. */
 	c = CHECK_OK(socket(AF_INET6, SOCK_STREAM, 0));
-	got = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(port),
+	got = (struct sockaddr_in6){ .sin6_family = AF_INET6,
+				     .sin6_port = htons(port),
 				     .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 	CHECK_RET(connect(c, (struct sockaddr *)&got, sizeof(got)), 0);
 	a = CHECK_OK(accept(l, NULL, NULL));

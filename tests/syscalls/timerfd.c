@@ -75,8 +75,9 @@ static void test_flags_and_settings(void)
 	/* Disarming returns the old setting. */
 	v = its(0, 0, 0, 0);
 	CHECK_RET(timerfd_settime(fd, 0, &v, &old), 0);
-	CHECK(old.it_value.tv_sec >= 98 && old.it_interval.tv_sec == 2, "old value %ld interval %ld",
-	      (long)old.it_value.tv_sec, (long)old.it_interval.tv_sec);
+	CHECK(old.it_value.tv_sec >= 98 && old.it_interval.tv_sec == 2,
+	      "old value %ld interval %ld", (long)old.it_value.tv_sec,
+	      (long)old.it_interval.tv_sec);
 	CHECK_RET(timerfd_gettime(fd, &cur), 0);
 	CHECK(cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0, "disarmed: %ld.%09ld",
 	      (long)cur.it_value.tv_sec, cur.it_value.tv_nsec);
@@ -127,8 +128,7 @@ static void test_expiry(void)
 	CHECK_RET(timerfd_settime(fd, TFD_TIMER_ABSTIME, &v, NULL), 0);
 	CHECK_RET(fcntl(fd, F_SETFL, 0), 0);
 	CHECK_RET(read(fd, &n, 8), 8);
-	CHECK(n >= 10 && n < 1000, "1 s behind a 100 ms period counts %llu",
-	      (unsigned long long)n);
+	CHECK(n >= 10 && n < 1000, "1 s behind a 100 ms period counts %llu", (unsigned long long)n);
 	close(fd);
 
 	/* Absolute on CLOCK_REALTIME, CANCEL_ON_SET accepted. */

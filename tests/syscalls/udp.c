@@ -77,7 +77,8 @@ int main(void)
 
 	/* IPv6 and sendmmsg/recvmmsg. */
 	{
-		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+					   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 		socklen_t len = sizeof(a6);
 		struct mmsghdr mm[2];
 		struct iovec iov[2] = { { "one", 3 }, { "three", 5 } };

@@ -210,7 +210,8 @@ static void test_listen_connect(void)
 	CHECK_RET(read(a, buf, sizeof(buf)), 4);
 	len = sizeof(got);
 	CHECK_RET(getpeername(c, (struct sockaddr *)&got, &len), 0);
-	CHECK(len == alen && !memcmp(got.sun_path, sun.sun_path, alen - 2), "peer name len %u", len);
+	CHECK(len == alen && !memcmp(got.sun_path, sun.sun_path, alen - 2), "peer name len %u",
+	      len);
 	{
 		struct ucred uc;
 		socklen_t ul = sizeof(uc);

@@ -118,8 +118,8 @@ static int nest_depth(struct file *f, struct file *avoid, int level)
 	return depth;
 }
 
-static int epoll_ctl_locked(struct file *epf, int op, int fd, struct file *target,
-			    uint32_t events, uint64_t data);
+static int epoll_ctl_locked(struct file *epf, int op, int fd, struct file *target, uint32_t events,
+			    uint64_t data);
 
 int epoll_ctl_file(struct file *epf, int op, int fd, struct file *target, uint32_t events,
 		   uint64_t data)
@@ -137,8 +137,8 @@ int epoll_ctl_file(struct file *epf, int op, int fd, struct file *target, uint32
 }
 
 /* epoll_ctl_file once nesting is checked. */
-static int epoll_ctl_locked(struct file *epf, int op, int fd, struct file *target,
-			    uint32_t events, uint64_t data)
+static int epoll_ctl_locked(struct file *epf, int op, int fd, struct file *target, uint32_t events,
+			    uint64_t data)
 {
 	struct epoll *ep = epf->priv;
 	struct epoll_item *it;
@@ -274,7 +274,7 @@ static int pq_add(struct poll_queues *q, struct file *f, int level)
 	}
 	ep = f->priv;
 	ret = pq_push(q, &ep->wq, f);
-	if (ret < 0 || level > EP_MAX_NESTS)
+	if (ret < 0 || level >= 0)
 		return ret;
 	pthread_mutex_lock(&ep->lock);
 	list_for_each_entry(it, &ep->items, link) {

@@ -50,8 +50,9 @@ static void *wait_thread(void *arg)
 static void start_waiter(pthread_t *th, struct waiter *wt, struct task *t, uint32_t *word,
 			 uint32_t bitset)
 {
-	*wt = (struct waiter){ .t = t, .word = word, .val = *word, .bitset = bitset,
-			       .private = true };
+	*wt = (struct waiter){
+		.t = t, .word = word, .val = *word, .bitset = bitset, .private = true
+	};
 	fake_run_as(th, t, wait_thread, wt);
 }
 
@@ -195,13 +196,16 @@ Test(futex, wake_op_changes_the_word_and_wakes_on_its_comparison)
 	cr_assert_eq(futex_wake_op(&w.t[0], addr_of(&a), addr_of(&b), true, 1, 1, op), 0);
 	cr_assert_eq(b, 10);
 	start_waiter(&th, &wt, &w.t[1], &b, FUTEX_BITSET_ANY);
-	op = FUTEX_OP(FUTEX_OP_ADD, 1, FUTEX_OP_CMP_EQ, 10);
-	while ((n = futex_wake_op(&w.t[0], addr_of(&a), addr_of(&b), true, 1, 1, op)) == 0) {
-		cr_assert_eq(b, 11, "the old value was 10 exactly once");
-		op = FUTEX_OP(FUTEX_OP_SET, 10, FUTEX_OP_CMP_EQ, 11); /* back to 10, wakes */
-	}
+	wait_until_queued(&b, true);
+	/* The comparison fails (old 10 is not < 5): the word changes, nobody wakes. */
+	op = FUTEX_OP(FUTEX_OP_ADD, 1, FUTEX_OP_CMP_LT, 5);
+	cr_assert_eq(futex_wake_op(&w.t[0], addr_of(&a), addr_of(&b), true, 1, 1, op), 0);
+	cr_assert_eq(b, 11);
+	op = FUTEX_OP(FUTEX_OP_OR, 4, FUTEX_OP_CMP_EQ, 11);
+	n = futex_wake_op(&w.t[0], addr_of(&a), addr_of(&b), true, 1, 1, op);
 	pthread_join(th, NULL);
 	cr_assert_eq(n, 1);
+	cr_assert_eq(b, 15);
 	cr_assert_eq(wt.ret, 0);
 	cr_assert_eq(futex_wake_op(&w.t[0], addr_of(&a), addr_of(&b), true, 1, 1, 0xf0000000u),
 		     -ENOSYS);
@@ -232,8 +236,11 @@ Test(futex, robust_list_marks_owner_died_and_wakes_a_waiter)
 	w.t[0].robust_list = (uint64_t)(uintptr_t)&head;
 	w.t[0].robust_len = sizeof(head);
 
-	wt = (struct waiter){ .t = &w.t[1], .word = &lock.word, .val = lock.word,
-			      .bitset = FUTEX_BITSET_ANY, .private = false };
+	wt = (struct waiter){ .t = &w.t[1],
+			      .word = &lock.word,
+			      .val = lock.word,
+			      .bitset = FUTEX_BITSET_ANY,
+			      .private = false };
 	fake_run_as(&th, &w.t[1], wait_thread, &wt);
 	wait_until_queued(&lock.word, false);
 	futex_exit_cleanup(&w.t[0]);
