@@ -7,6 +7,10 @@
  *     v2 hierarchy at /sys/fs/cgroup/unified if there is one (for its accounting and freezer).
  * Limits go to whichever hierarchy has the controller; a hierarchy that cannot be used (not
  * mounted, read-only) is skipped, so husk runs on v1, v2 and hybrid hosts alike.
+ *
+ * With the annotation dev.husk.network=host, the BPF egress programs (sentry/net/bpf/netbpf.h)
+ * are attached to the v2 cgroup before any process is in it, with the policy of the
+ * dev.husk.egress-* annotations: the host kernel enforces it too. They go with the cgroup.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +25,7 @@
 
 #include "common/cleanup.h"
 #include "runtime/oci.h"
+#include "sentry/net/bpf/netbpf.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -215,6 +220,46 @@ static int set_limits(const char *path, int64_t memory, int64_t pids, uint64_t s
 	return 0;
 }
 
+/*
+ * Attaches the BPF egress programs to path's v2 cgroup when the annotations ask for host
+ * networking. Returns 0 (also when BPF is unavailable: a warning says so), or -EINVAL for a
+ * malformed dev.husk.network/egress-* annotation.
+ */
+static int attach_egress(const char *path, const struct oci_config *cfg)
+{
+	char **args = NULL;
+	char dir[600], why[700];
+	bool host;
+	int ret;
+
+	ret = netbpf_annotation_args(oci_config_annotation(cfg, "dev.husk.network"),
+				     oci_config_annotation(cfg, "dev.husk.egress-allow"),
+				     oci_config_annotation(cfg, "dev.husk.egress-deny"), &args, why,
+				     sizeof(why));
+	if (ret < 0) {
+		oci_fail("%s", ret == -EINVAL ? why : strerror(-ret));
+		return ret;
+	}
+	host = args && args[0] && !strcmp(args[0], "--network=host");
+	if (host && !hier_path(H_V2, path, dir, sizeof(dir))) {
+		oci_warn("no cgroup v2 hierarchy: no BPF egress filter; the sentry's own check "
+			 "applies alone");
+	} else if (host) {
+		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		ret = fd < 0 ? -errno : netbpf_attach_egress(fd, (const char *const *)args, why,
+							      sizeof(why));
+		if (fd < 0)
+			snprintf(why, sizeof(why), "%s: %s", dir, strerror(-ret));
+		if (ret < 0)
+			oci_warn("BPF egress filter unavailable (%s); the sentry's own check applies "
+				 "alone",
+				 why);
+	}
+	netbpf_free_args(args);
+	return 0;
+}
+
 int cgroup_create(const char *path, const struct oci_config *cfg)
 {
 	char dir[600];
@@ -237,6 +282,8 @@ int cgroup_create(const char *path, const struct oci_config *cfg)
 	ret = set_limits(path, cfg->memory_limit >= 0 ? cfg->memory_limit : -2,
 			 cfg->pids_limit >= 0 ? cfg->pids_limit : -2, cfg->cpu_shares,
 			 cfg->cpu_quota, cfg->cpu_period);
+	if (ret == 0)
+		ret = attach_egress(path, cfg);
 	if (ret < 0) {
 		cgroup_destroy(path);
 		return ret;

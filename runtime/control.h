@@ -4,13 +4,17 @@
  * a SOCK_SEQPACKET unix socket, one request per message, host fds in SCM_RIGHTS.
  *
  * The socket: husk create binds <state>/control.sock, listens, and passes the listening fd to
- * the sentry (--control-fd, not wired yet: the sentry's seccomp filter must then allow accept4
- * on that fd, and a sentry thread serves it). Each connection carries one request:
+ * the sentry (--control-fd N); a sentry thread accepts on it (the seccomp filter allows accept4
+ * on that fd only) and serves each connection on a thread of its own. Each connection carries
+ * one request:
  *
  *   request  = struct control_hdr, then the payload (len bytes), with 0-3 fds attached
  *   reply    = struct control_hdr { op = CONTROL_REPLY }, payload struct control_reply
  *   later    = struct control_hdr { op = CONTROL_EXITED }, payload struct control_exited
  *              (for CONTROL_EXEC without detach: when the process exits)
+ *
+ * CONTROL_PS has no payload and no fds; its reply is struct control_hdr { op = CONTROL_PS_REPLY },
+ * struct control_ps_reply, then n struct control_ps_entry.
  *
  * CONTROL_EXEC payload: struct control_exec, then its strings, each NUL-terminated, in order:
  * cwd, the nargs arguments, the nenv environment entries. fds: stdin, stdout, stderr (or one pty
@@ -30,7 +34,8 @@ enum control_op {
 	CONTROL_EXEC = 1, /* start a process in the sandbox (husk exec) */
 	CONTROL_REPLY = 2,
 	CONTROL_EXITED = 3,
-	CONTROL_PS = 4, /* reserved: guest process list (husk ps) */
+	CONTROL_PS = 4, /* the guest's process list (husk ps) */
+	CONTROL_PS_REPLY = 5,
 };
 
 struct control_hdr {
@@ -59,6 +64,25 @@ struct control_reply {
 
 struct control_exited {
 	int32_t status; /* wait status */
+};
+
+/* Most processes a CONTROL_PS reply lists (it must fit CONTROL_MAX_MSG). */
+#define CONTROL_PS_MAX 4096
+
+struct control_ps_reply {
+	int32_t err; /* 0 or -errno */
+	uint32_t n; /* entries that follow */
+};
+
+/* One guest process, as husk ps prints it. */
+struct control_ps_entry {
+	int32_t pid, ppid; /* guest pids (0: no parent in the sandbox, e.g. an exec'd process) */
+	uint32_t uid;
+	char state; /* 'R', 'S', 'T' (stopped), 'Z' (zombie) */
+	char pad[3];
+	uint64_t start_ns; /* since the sandbox started */
+	uint64_t cpu_ns; /* user + system time */
+	char comm[16];
 };
 
 /* A decoded CONTROL_EXEC request; strings point into the message buffer. */

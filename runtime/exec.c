@@ -1,25 +1,272 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * husk exec [--process FILE] [--tty] [--console-socket PATH] [--detach] [--pid-file PATH]
- *           [--cwd DIR] [--env K=V]... [--user UID[:GID]] ID [CMD ARGS...]
+ *           [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--additional-gids G]... ID
+ *           [CMD ARGS...]
  *
- * Sends a CONTROL_EXEC request (runtime/control.h) to the sentry's control socket. The sentry
- * cannot start a second process yet (kernel_spawn needs issue 3), and does not listen on the
- * socket yet, so today this validates its arguments and the container, then says so.
+ * Sends a CONTROL_EXEC request (runtime/control.h) to the sentry's control socket with the
+ * process's stdio (husk's own 0-2, or the slave of a pty whose master goes to --console-socket),
+ * and waits for CONTROL_EXITED: husk exec exits with the process's status (128+N after signal
+ * N). Defaults come from the container's config.json process (env, cwd, user), as runc's.
+ *
+ * --detach: husk exec returns once the process started; a small host process (the "exec
+ * proxy") stays, holding the connection, and exits with the guest process's status when it
+ * ends. --pid-file gets that proxy's pid: husk has no host process per guest process, and the
+ * proxy is the host process that lives exactly as long as the exec'd one, which engines
+ * (conmon, containerd-shim) wait on as they would on runc's. Without --detach, the pid file
+ * gets husk exec's own pid, for the same reason.
+ *
+ * --tty without --console-socket: husk makes the pty itself and copies between it and its own
+ * stdio until the process ends.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
+
+#define EXIT_EXEC_FAILED 255
+
+/* What to run: the command line's, or --process FILE's, over the container's defaults. */
+struct exec_proc {
+	char **args;
+	char **env;
+	const char *cwd;
+	struct control_exec e;
+	bool tty;
+	json_t *doc; /* --process document, owned */
+};
+
+/* A NULL-terminated copy of a JSON array of strings, or NULL (err says why). */
+static char **json_strv(json_t *a, const char *what, char *err, size_t len)
+{
+	size_t n = json_array_size(a);
+	char **v = calloc(n + 1, sizeof(char *));
+
+	if (!v) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(a, i);
+
+		if (!json_is_string(s)) {
+			snprintf(err, len, "%s[%zu]: expected a string", what, i);
+			free(v);
+			return NULL;
+		}
+		v[i] = (char *)json_string_value(s);
+	}
+	return v;
+}
+
+/* Reads --process FILE (a config.json process object) into p. Returns 0 or 1 after a message. */
+static int load_process(const char *file, struct exec_proc *p)
+{
+	json_error_t jerr;
+	json_t *user, *v;
+	char err[256];
+
+	p->doc = json_load_file(file, 0, &jerr);
+	if (!p->doc || !json_is_object(p->doc))
+		return oci_fail("exec: --process %s: %s", file,
+				p->doc ? "expected a JSON object" : jerr.text);
+	v = json_object_get(p->doc, "args");
+	if (!json_is_array(v) || !json_array_size(v))
+		return oci_fail("exec: --process %s: args: expected a non-empty array", file);
+	free(p->args);
+	p->args = json_strv(v, "args", err, sizeof(err));
+	if (!p->args)
+		return oci_fail("exec: --process %s: %s", file, err);
+	v = json_object_get(p->doc, "env");
+	if (json_is_array(v)) {
+		free(p->env);
+		p->env = json_strv(v, "env", err, sizeof(err));
+		if (!p->env)
+			return oci_fail("exec: --process %s: %s", file, err);
+	}
+	v = json_object_get(p->doc, "cwd");
+	if (json_is_string(v))
+		p->cwd = json_string_value(v);
+	p->tty = json_is_true(json_object_get(p->doc, "terminal"));
+	user = json_object_get(p->doc, "user");
+	if (json_is_object(user)) {
+		json_t *gids = json_object_get(user, "additionalGids");
+
+		p->e.uid = (uint32_t)json_integer_value(json_object_get(user, "uid"));
+		p->e.gid = (uint32_t)json_integer_value(json_object_get(user, "gid"));
+		if (json_is_integer(json_object_get(user, "umask")))
+			p->e.umask = (uint32_t)json_integer_value(json_object_get(user, "umask"));
+		p->e.ngroups = 0;
+		for (size_t i = 0; json_is_array(gids) && i < json_array_size(gids) && i < 32; i++)
+			p->e.groups[p->e.ngroups++] =
+				(uint32_t)json_integer_value(json_array_get(gids, i));
+	}
+	return 0;
+}
+
+/* Sends msg with fds over sock. Returns 0 or -errno. */
+static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 3)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Receives one message of the given op and payload size. Returns 0, -EPIPE (EOF) or -errno. */
+static int recv_msg(int sock, uint16_t op, void *payload, size_t len)
+{
+	char buf[64];
+	struct control_hdr h;
+	ssize_t n;
+
+	do
+		n = recv(sock, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE;
+	if ((size_t)n != sizeof(h) + len)
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != CONTROL_MAGIC || h.op != op || h.len != len)
+		return -EPROTO;
+	memcpy(payload, buf + sizeof(h), len);
+	return 0;
+}
+
+/* husk's exit status for a wait status: the code, or 128+N after signal N. */
+static int exit_code(int status)
+{
+	if (status & 0x7f)
+		return 128 + (status & 0x7f);
+	return (status >> 8) & 0xff;
+}
+
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void restore_tty(void)
+{
+	if (tio_saved)
+		tcsetattr(0, TCSANOW, &saved_tio);
+}
+
+/* Copies between husk's stdio and the pty master until the exited message arrives on sock. */
+static int proxy_tty(int master, int sock)
+{
+	struct control_exited ex;
+	char buf[4096];
+	bool in_open = true;
+
+	if (isatty(0) && tcgetattr(0, &saved_tio) == 0) {
+		struct termios raw = saved_tio;
+
+		tio_saved = true;
+		atexit(restore_tty);
+		cfmakeraw(&raw);
+		tcsetattr(0, TCSANOW, &raw);
+	}
+	for (;;) {
+		struct pollfd p[3] = { { .fd = master, .events = POLLIN },
+				       { .fd = sock, .events = POLLIN },
+				       { .fd = in_open ? 0 : -1, .events = POLLIN } };
+
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return oci_fail("exec: poll: %s", strerror(errno));
+		}
+		if (p[0].revents & POLLIN) {
+			ssize_t n = read(master, buf, sizeof(buf));
+
+			if (n > 0 && write(1, buf, (size_t)n) < 0)
+				return 1;
+		}
+		if (p[2].revents & (POLLIN | POLLHUP)) {
+			ssize_t n = read(0, buf, sizeof(buf));
+
+			if (n <= 0)
+				in_open = false;
+			else if (write(master, buf, (size_t)n) < 0)
+				in_open = false;
+		}
+		if (p[1].revents & (POLLIN | POLLHUP)) {
+			int ret = recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex));
+			ssize_t n;
+
+			/* What the process wrote last is still in the pty. */
+			while ((n = read(master, buf, sizeof(buf))) > 0)
+				if (write(1, buf, (size_t)n) < 0)
+					break;
+			restore_tty();
+			if (ret < 0)
+				return oci_fail("exec: lost the sandbox's control connection");
+			return exit_code(ex.status);
+		}
+	}
+}
+
+/* Waits for the exited message. Returns husk's exit status. */
+static int wait_exited(int sock)
+{
+	struct control_exited ex;
+	int ret = recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex));
+
+	if (ret < 0)
+		return oci_fail("exec: lost the sandbox's control connection (%s)",
+				strerror(-ret));
+	return exit_code(ex.status);
+}
+
+/* The runc-worded failure for an exec that did not start. */
+static int exec_failed(const char *arg0, int err)
+{
+	if (err == -ENOENT) {
+		oci_fail("exec failed: unable to start container process: exec: \"%s\": "
+			 "executable file not found in $PATH",
+			 arg0);
+		return 127;
+	}
+	if (err == -EACCES || err == -ENOEXEC || err == -EISDIR) {
+		oci_fail("exec failed: unable to start container process: exec: \"%s\": "
+			 "permission denied",
+			 arg0);
+		return 126;
+	}
+	oci_fail("exec failed: unable to start container process: %s", strerror(-err));
+	return EXIT_EXEC_FAILED;
+}
 
 int cmd_exec(int argc, char **argv)
 {
@@ -32,26 +279,33 @@ int cmd_exec(int argc, char **argv)
 		{ "cwd", required_argument, NULL, 'w' },
 		{ "env", required_argument, NULL, 'e' },
 		{ "user", required_argument, NULL, 'u' },
+		{ "additional-gids", required_argument, NULL, 'G' },
 		{ "no-new-privs", no_argument, NULL, 'n' },
 		{ "cap", required_argument, NULL, 'C' },
 		{ "preserve-fds", required_argument, NULL, 'f' },
 		{ "process-label", required_argument, NULL, 'l' },
 		{ "apparmor", required_argument, NULL, 'a' },
 		{ "cgroup", required_argument, NULL, 'g' },
+		{ "ignore-paused", no_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct control_exec e = { .umask = 0xffffffffu };
-	const char *process = NULL, *cwd = NULL;
-	char **env = calloc((size_t)argc + 1, sizeof(char *));
+	struct exec_proc p = { .e = { .umask = 0xffffffffu } };
+	const char *process = NULL, *cwd = NULL, *console = NULL, *pid_file = NULL, *user = NULL;
+	char **extra_env = calloc((size_t)argc + 1, sizeof(char *));
+	uint32_t gids[32];
+	int ngids = 0;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_free_ char *sock_path = NULL;
 	_cleanup_free_ void *msg = NULL;
 	_cleanup_close_ int sock = -1;
+	int master = -1, slave = -1;
+	struct control_reply r;
 	struct container c;
-	size_t nenv = 0, len;
-	int opt, ret;
+	bool detach = false, tty = false;
+	size_t nextra = 0, len;
+	int opt, ret, fds[3], nfds;
 
-	if (!env)
+	if (!extra_env)
 		return oci_fail("out of memory");
 	optind = 1;
 	while ((opt = getopt_long_only(argc, argv, "+e:u:dt", longopts, NULL)) != -1) {
@@ -60,34 +314,37 @@ int cmd_exec(int argc, char **argv)
 			process = optarg;
 			break;
 		case 't':
-			e.flags |= CONTROL_EXEC_TTY;
+			tty = true;
 			break;
 		case 'd':
-			e.flags |= CONTROL_EXEC_DETACH;
+			detach = true;
+			break;
+		case 'c':
+			console = optarg;
+			break;
+		case 'P':
+			pid_file = optarg;
 			break;
 		case 'w':
 			cwd = optarg;
 			break;
 		case 'e':
-			env[nenv++] = optarg;
+			extra_env[nextra++] = optarg;
 			break;
-		case 'u': {
-			char *end;
-			e.uid = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end == ':')
-				e.gid = (uint32_t)strtoul(end + 1, &end, 10);
-			if (*end)
-				return oci_fail("exec: --user %s: expected UID[:GID]", optarg);
+		case 'u':
+			user = optarg;
 			break;
-		}
-		case 'c':
-		case 'P':
+		case 'G':
+			if (ngids < 32)
+				gids[ngids++] = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
 		case 'n':
 		case 'C':
 		case 'f':
 		case 'l':
 		case 'a':
 		case 'g':
+		case 'i':
 			break;
 		default:
 			return 1;
@@ -97,42 +354,171 @@ int cmd_exec(int argc, char **argv)
 		return oci_fail("exec: expected a container id");
 	if (!process && optind + 1 >= argc)
 		return oci_fail("exec: expected a command, or --process FILE");
-	if (process) {
-		/* The process object of config.json, as runc exec --process takes it. */
-		json_error_t jerr;
-		json_t *p = json_load_file(process, 0, &jerr);
-
-		if (!p || !json_is_object(p) || !json_is_array(json_object_get(p, "args")))
-			return oci_fail("exec: --process %s: %s", process,
-					p ? "expected an object with args" : jerr.text);
-		json_decref(p);
-	}
 	if (oci_load_or_fail(argv[optind], &c))
 		return 1;
 	if (container_status(&c) != CONTAINER_RUNNING) {
 		container_release(&c);
 		return oci_fail("cannot exec in a stopped container");
 	}
+	/* runc's defaults: the container's process, then what the command line says. */
+	p.cwd = c.config->cwd;
+	p.e.uid = c.config->uid;
+	p.e.gid = c.config->gid;
+	p.e.ngroups = 0;
+	for (size_t i = 0; i < c.config->nadditional_gids && i < 32; i++)
+		p.e.groups[p.e.ngroups++] = c.config->additional_gids[i];
+	if (c.config->has_umask)
+		p.e.umask = c.config->umask;
+	{
+		size_t n = 0;
+
+		while (c.config->env[n])
+			n++;
+		p.env = calloc(n + 1, sizeof(char *));
+		if (!p.env)
+			return oci_fail("out of memory");
+		memcpy(p.env, c.config->env, n * sizeof(char *));
+	}
+	if (process) {
+		ret = load_process(process, &p);
+		if (ret) {
+			container_release(&c);
+			return ret;
+		}
+		tty = tty || p.tty;
+	} else {
+		p.args = argv + optind + 1;
+	}
+	if (cwd)
+		p.cwd = cwd;
+	if (user) {
+		char *end;
+
+		p.e.uid = (uint32_t)strtoul(user, &end, 10);
+		if (*end == ':')
+			p.e.gid = (uint32_t)strtoul(end + 1, &end, 10);
+		if (*end || end == user) {
+			container_release(&c);
+			return oci_fail("exec: --user %s: expected UID[:GID]", user);
+		}
+	}
+	if (ngids) {
+		p.e.ngroups = (uint32_t)ngids;
+		memcpy(p.e.groups, gids, sizeof(uint32_t) * (size_t)ngids);
+	}
+	if (nextra) {
+		/* --env entries are added to (or replace) the defaults. */
+		size_t n = 0;
+		char **env;
+
+		while (p.env[n])
+			n++;
+		env = realloc(p.env, (n + nextra + 1) * sizeof(char *));
+		if (!env)
+			return oci_fail("out of memory");
+		p.env = env;
+		for (size_t i = 0; i < nextra; i++) {
+			size_t klen = strcspn(extra_env[i], "=");
+			size_t j;
+
+			for (j = 0; j < n; j++) {
+				if (!strncmp(p.env[j], extra_env[i], klen) && p.env[j][klen] == '=')
+					break;
+			}
+			p.env[j] = extra_env[i];
+			if (j == n)
+				n++;
+		}
+		p.env[n] = NULL;
+	}
+	if (tty && detach && !console) {
+		container_release(&c);
+		return oci_fail("cannot allocate tty if runc will detach without setting console "
+				"socket");
+	}
+	if (tty) {
+		p.e.flags |= CONTROL_EXEC_TTY;
+		if (console) {
+			slave = console_send_master(console, c.config);
+			if (slave < 0) {
+				container_release(&c);
+				return oci_fail("console socket %s: %s", console, strerror(-slave));
+			}
+		} else {
+			struct winsize ws = { 0 };
+
+			ioctl(0, TIOCGWINSZ, &ws);
+			if (openpty(&master, &slave, NULL, NULL, ws.ws_row ? &ws : NULL) < 0) {
+				container_release(&c);
+				return oci_fail("exec: openpty: %s", strerror(errno));
+			}
+		}
+	}
 	sock_path = container_path(&c, "control.sock");
+	/* Before the release: the defaults point into the container's config. */
+	msg = control_encode_exec(&p.e, p.cwd, p.args, p.env, &len);
 	container_release(&c);
-	if (!cwd)
-		cwd = "/";
-	env[nenv] = NULL;
-	msg = control_encode_exec(&e, cwd, argv + optind + 1, env, &len);
-	free(env);
 	if (!msg)
 		return oci_fail("exec: %s", strerror(errno));
 	if (!sock_path || strlen(sock_path) >= sizeof(sa.sun_path))
 		return oci_fail("exec: control socket path too long");
 	strcpy(sa.sun_path, sock_path);
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = errno;
-		if (ret == ENOENT || ret == ECONNREFUSED)
-			return oci_fail(
-				"exec is not supported yet: the sentry cannot start a second "
-				"process (it needs process creation, issue 3)");
-		return oci_fail("exec: control socket: %s", strerror(ret));
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return oci_fail("exec: the sandbox's control socket: %s", strerror(errno));
+	if (tty) {
+		fds[0] = slave;
+		nfds = 1;
+	} else {
+		fds[0] = 0;
+		fds[1] = 1;
+		fds[2] = 2;
+		nfds = 3;
 	}
-	return oci_fail("exec: the sentry's control server is not implemented yet");
+	ret = send_with_fds(sock, msg, len, fds, nfds);
+	if (slave >= 0)
+		close(slave);
+	if (ret < 0)
+		return oci_fail("exec: sending the request: %s", strerror(-ret));
+	ret = recv_msg(sock, CONTROL_REPLY, &r, sizeof(r));
+	if (ret < 0)
+		return oci_fail("exec: no answer from the sandbox (%s)", strerror(-ret));
+	if (r.err < 0)
+		return exec_failed(p.args[0], r.err);
+	if (detach) {
+		/* The exec proxy: the host process that lives as long as the guest process. */
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return oci_fail("exec: fork: %s", strerror(errno));
+		if (pid == 0) {
+			int status;
+			struct control_exited ex;
+			int devnull = open("/dev/null", O_RDWR);
+
+			setsid();
+			if (devnull >= 0) {
+				dup2(devnull, 0);
+				dup2(devnull, 1);
+				dup2(devnull, 2);
+			}
+			if (recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex)) < 0)
+				_exit(EXIT_EXEC_FAILED);
+			status = ex.status;
+			if (status & 0x7f) {
+				/* Die of the same signal, so that a waiting engine sees it. */
+				signal(status & 0x7f, SIG_DFL);
+				kill(getpid(), status & 0x7f);
+			}
+			_exit(exit_code(status));
+		}
+		if (pid_file && (ret = write_pid_file(pid_file, pid)) < 0)
+			return oci_fail("pid file %s: %s", pid_file, strerror(-ret));
+		return 0;
+	}
+	if (pid_file && (ret = write_pid_file(pid_file, getpid())) < 0)
+		return oci_fail("pid file %s: %s", pid_file, strerror(-ret));
+	if (master >= 0)
+		return proxy_tty(master, sock);
+	return wait_exited(sock);
 }

@@ -273,7 +273,8 @@ static int own_cgroup2(char *buf, size_t len)
 		if (strncmp(line, "0::", 3))
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		snprintf(buf, len, "%s", strcmp(line + 3, "/") ? line + 3 : "");
+		if ((size_t)snprintf(buf, len, "%s", strcmp(line + 3, "/") ? line + 3 : "") >= len)
+			return -ENAMETOOLONG;
 		return 0;
 	}
 	return -ENOENT;
@@ -302,7 +303,12 @@ static int sandbox_cgroup_create(struct sandbox_cgroup *cg, const char *const *n
 		snprintf(why, why_len, "no cgroup v2 line in /proc/self/cgroup");
 		return ret;
 	}
-	snprintf(cg->dir, sizeof(cg->dir), "%s%s/husk-do-%d", mnt, own, (int)getpid());
+	if ((size_t)snprintf(cg->dir, sizeof(cg->dir), "%s%s/husk-do-%d", mnt, own,
+			     (int)getpid()) >= sizeof(cg->dir)) {
+		snprintf(why, why_len, "cgroup path too long");
+		cg->dir[0] = 0;
+		return -ENAMETOOLONG;
+	}
 	if (mkdir(cg->dir, 0700) < 0) {
 		ret = -errno;
 		snprintf(why, why_len, "mkdir %s: %s", cg->dir, strerror(errno));

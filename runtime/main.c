@@ -3,7 +3,12 @@
  * husk: the command-line runtime. Global options as runc has them, then one file per verb.
  *
  *   husk [--root DIR] [--log FILE] [--log-format text|json] [--debug] [--systemd-cgroup]
- *        [--platform NAME] [--strace] VERB [ARGS...]
+ *        [--platform NAME] [--strace] [--network none|host] [--overlay memory|none]
+ *        [--debug-log DIR] VERB [ARGS...]
+ *
+ * husk's own flags (--platform, --strace, --network, --overlay, --debug-log) can also be set per
+ * container with the annotations dev.husk.platform, dev.husk.strace, dev.husk.network,
+ * dev.husk.overlay and dev.husk.debug-log, which win over the flags.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -40,6 +45,10 @@ static void usage(FILE *out)
 	      "  --systemd-cgroup      accepted; cgroupsPath slice:prefix:name is used as a path\n"
 	      "  --platform NAME       how guest code runs: ptrace (default)\n"
 	      "  --strace              print every guest system call on stderr\n"
+	      "  --network MODE        none (loopback only, default) or host\n"
+	      "  --overlay MODE        memory (writes stay in the sandbox, default) or none\n"
+	      "                        (writes reach the bundle's rootfs)\n"
+	      "  --debug-log DIR       per-sandbox logs: DIR/<id>.sentry.log, DIR/<id>.gofer.log\n"
 	      "\n"
 	      "`husk do --help` describes the options of do.\n",
 	      out);
@@ -111,12 +120,18 @@ int main(int argc, char **argv)
 		case 's':
 			oci_g.strace = true;
 			break;
+		case 'n':
+			oci_g.network = optarg;
+			break;
+		case 'o':
+			oci_g.overlay = optarg;
+			break;
+		case 'D':
+			oci_g.debug_log = optarg;
+			break;
 		case 'R':
 		case 'C':
-		case 'n':
-		case 'o':
-		case 'D':
-			break; /* accepted; not used yet */
+			break; /* accepted (runc's --rootless, --criu) */
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -23,6 +23,9 @@ struct oci_globals {
 	bool systemd_cgroup;
 	const char *platform; /* husk's own: --platform */
 	bool strace;
+	const char *network; /* --network none|host, or NULL (none) */
+	const char *overlay; /* --overlay memory|none, or NULL (memory) */
+	const char *debug_log; /* --debug-log DIR, or NULL */
 };
 
 extern struct oci_globals oci_g;

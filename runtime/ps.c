@@ -1,16 +1,69 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * husk ps [--format table|json] ID [PS-ARGS...]: the host processes of the sandbox (sentry,
- * stubs, gofer), from its cgroup, as runc ps lists a container's processes. The guest's own
- * processes live in the sentry and are not host processes.
+ * husk ps [--format table|json] ID [PS-ARGS...]: the guest's processes, asked of the sentry over
+ * the control socket (CONTROL_PS). runc prints host pids; a guest process has no host pid of
+ * its own (the sentry runs them all), so husk prints the guest's pids, as `ps` inside the
+ * container would see them. The table has ps -ef's columns (UID PID PPID C STIME TTY TIME CMD);
+ * PS-ARGS are accepted and ignored. --format json prints the pid array, as runc does.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
+#include "runtime/control.h"
 #include "runtime/oci.h"
+
+/* Asks the sentry at sock_path for its process list. Returns the count (*out malloc'd). */
+static int fetch_processes(const char *sock_path, struct control_ps_entry **out)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_PS };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t max = sizeof(h) + sizeof(struct control_ps_reply) +
+		     CONTROL_PS_MAX * sizeof(struct control_ps_entry);
+	_cleanup_free_ char *buf = malloc(max);
+	_cleanup_close_ int sock = -1;
+	struct control_ps_reply r;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	if (strlen(sock_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, sock_path);
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
+		return -errno;
+	do
+		n = recv(sock, buf, max, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(h) + sizeof(r))
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.magic != CONTROL_MAGIC || h.op != CONTROL_PS_REPLY || r.n > CONTROL_PS_MAX ||
+	    (size_t)n != sizeof(h) + sizeof(r) + r.n * sizeof(struct control_ps_entry))
+		return -EPROTO;
+	if (r.err < 0)
+		return r.err;
+	*out = calloc(r.n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, buf + sizeof(h) + sizeof(r), r.n * sizeof(struct control_ps_entry));
+	return (int)r.n;
+}
 
 int cmd_ps(int argc, char **argv)
 {
@@ -18,15 +71,19 @@ int cmd_ps(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
+	_cleanup_free_ char *sock_path = NULL;
+	struct control_ps_entry *ps = NULL;
 	struct container c;
 	bool json = false;
-	pid_t *pids = NULL;
+	time_t started;
 	int n, opt;
 
 	optind = 1;
 	while ((opt = getopt_long_only(argc, argv, "+f:", longopts, NULL)) != -1) {
 		if (opt != 'f')
 			return 1;
+		if (strcmp(optarg, "json") && strcmp(optarg, "table"))
+			return oci_fail("invalid format option");
 		json = !strcmp(optarg, "json");
 	}
 	if (optind >= argc)
@@ -37,47 +94,48 @@ int cmd_ps(int argc, char **argv)
 		container_release(&c);
 		return oci_fail("container not running");
 	}
-	n = c.cgroup ? cgroup_pids(c.cgroup, &pids) : 0;
-	if (n <= 0) {
-		free(pids);
-		pids = calloc(1, sizeof(pid_t));
-		if (!pids)
-			return oci_fail("out of memory");
-		pids[0] = c.pid;
-		n = 1;
+	sock_path = container_path(&c, "control.sock");
+	/* The sandbox's start, for STIME: the sentry's host start is close enough. */
+	started = time(NULL);
+	{
+		struct timespec now;
+		long hz = sysconf(_SC_CLK_TCK);
+		_cleanup_fclose_ FILE *f = fopen("/proc/uptime", "re");
+		double up;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (f && fscanf(f, "%lf", &up) == 1 && hz > 0 && c.pid_start)
+			started = now.tv_sec - (time_t)up + (time_t)(c.pid_start / (uint64_t)hz);
 	}
 	container_release(&c);
+	n = sock_path ? fetch_processes(sock_path, &ps) : -ENOMEM;
+	if (n < 0)
+		return oci_fail("ps: asking the sandbox: %s", strerror(-n));
 	if (json) {
 		printf("[");
 		for (int i = 0; i < n; i++)
-			printf("%s%d", i ? "," : "", (int)pids[i]);
+			printf("%s%d", i ? "," : "", (int)ps[i].pid);
 		printf("]\n");
-		free(pids);
+		free(ps);
 		return 0;
 	}
-	{
-		/* ps -ef (or the given ps arguments) for those pids only. */
-		char **pargv = calloc((size_t)(argc - optind) + 4, sizeof(char *));
-		char *list = calloc((size_t)n, 12);
-		size_t len = 0;
-		int k = 0;
+	printf("%-8s %7s %7s %2s %5s %-8s %8s %s\n", "UID", "PID", "PPID", "C", "STIME", "TTY",
+	       "TIME", "CMD");
+	for (int i = 0; i < n; i++) {
+		time_t st = started + (time_t)(ps[i].start_ns / 1000000000ULL);
+		uint64_t cpu = ps[i].cpu_ns / 1000000000ULL;
+		char stime[16];
+		struct tm tm;
 
-		if (!pargv || !list)
-			return oci_fail("out of memory");
-		for (int i = 0; i < n; i++)
-			len += (size_t)sprintf(list + len, "%s%d", i ? "," : "", (int)pids[i]);
-		pargv[k++] = "ps";
-		if (optind + 1 < argc) {
-			for (int i = optind + 1; i < argc; i++)
-				pargv[k++] = argv[i];
-		} else {
-			pargv[k++] = "-f";
-		}
-		pargv[k++] = "-p";
-		pargv[k++] = list;
-		pargv[k] = NULL;
-		fflush(stdout);
-		execvp("ps", pargv);
-		return oci_fail("ps: cannot run ps");
+		localtime_r(&st, &tm);
+		strftime(stime, sizeof(stime), "%H:%M", &tm);
+		ps[i].comm[sizeof(ps[i].comm) - 1] = 0;
+		printf("%-8u %7d %7d %2d %5s %-8s %02llu:%02llu:%02llu %s%s\n", ps[i].uid,
+		       (int)ps[i].pid, (int)ps[i].ppid, 0, stime, "?",
+		       (unsigned long long)(cpu / 3600), (unsigned long long)(cpu / 60 % 60),
+		       (unsigned long long)(cpu % 60), ps[i].comm,
+		       ps[i].state == 'Z' ? " <defunct>" : "");
 	}
+	free(ps);
+	return 0;
 }

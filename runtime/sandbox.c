@@ -4,9 +4,13 @@
  * create. husk forks an intermediate process that forks both and exits, so they are re-parented
  * to init (or to the engine's subreaper: conmon, containerd-shim), which reaps them:
  *
- *   husk create ──fork──> intermediate ──fork/exec──> husk-gofer --fd 3 --readonly ROOTFS
+ *   husk create ──fork──> intermediate ──fork/exec──> husk-gofer --fd 3 [--readonly] ROOTFS
+ *                                      ──fork/exec──> husk-gofer --fd 3 [--readonly] SOURCE
+ *                                                       (one per bind mount of a directory)
  *                                      ──fork/exec──> husk-sentry --detached --ready-fd 4
- *                                                       --start-fd 5 ... -- ARGS
+ *                                                       --start-fd 5 --control-fd 6
+ *                                                       [--log-fd 7] [--volume-fd 8+I:DEST]...
+ *                                                       [--tmpfs DEST:size=N:mode=M]... -- ARGS
  *
  * fd 4 is a pipe back to husk create: the sentry writes one byte once pid 1 is loaded and it is
  * about to wait at the gate. fd 5 is <state>/exec.fifo opened O_RDWR (so opening it never
@@ -14,10 +18,24 @@
  * gone) and writes the byte the sentry waits for. The sentry is the container's process: it
  * dies with its stubs, and the gofer exits when the sentry's socket closes.
  *
+ * fd 6 is <state>/control.sock, bound and listening: husk exec and husk ps connect to it.
+ * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log.
+ *
+ * config.json mounts: tmpfs (and shm) become the sentry's tmpfs mounts with their size and
+ * mode; a bind or rbind of a directory gets a gofer of its own (read-only in the gofer and in
+ * the sentry with "ro"); nosuid, nodev and noexec are not enforced (the sentry has no per-mount
+ * flags yet). proc, sysfs, devpts, mqueue and cgroup are the sentry's own at their usual places;
+ * other destinations for them, and binds of files, are not supported yet: they are skipped
+ * (logged with --debug). A tmpfs on /dev or /dev/shm is skipped: the sentry has its own
+ * devfs and /dev/shm tmpfs there (of the default size). With a
+ * read-only root, a mount whose mountpoint is missing from the rootfs is skipped (warning). The root is the in-memory overlay over a read-only gofer, read-only
+ * inside with root.readonly; --overlay none (dev.husk.overlay) serves it writable instead.
+ *
  * husk run in the foreground skips the intermediate: the sentry is husk's child (and dies with
  * it), so husk gets its exit status.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,16 +44,23 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
+#include "sentry/net/bpf/netbpf.h"
 
 #define SENTRY_GOFER_FD 3
 #define SENTRY_READY_FD 4
 #define SENTRY_START_FD 5
+#define SENTRY_CONTROL_FD 6
+#define SENTRY_LOG_FD 7
+#define SENTRY_VOLUME_FD 8
+#define MAX_VOLUMES 16
+#define MAX_TMPFS 16
 
 /* A growable argv. */
 struct args {
@@ -93,15 +118,159 @@ static bool annotation_true(const struct oci_config *cfg, const char *key)
 	return v && (!strcmp(v, "true") || !strcmp(v, "1"));
 }
 
-static void sentry_args(struct args *a, const char *sentry, const struct container *c,
-			bool detached)
+/* A husk option: the container's dev.husk.<name> annotation, else the global flag's value. */
+static const char *husk_option(const struct oci_config *cfg, const char *name, const char *global)
+{
+	char key[64];
+	const char *v;
+
+	snprintf(key, sizeof(key), "dev.husk.%s", name);
+	v = oci_config_annotation(cfg, key);
+	return v ? v : global;
+}
+
+/* Whether the root is served writable to the sentry (--overlay none) rather than overlaid. */
+static bool overlay_none(const struct oci_config *cfg)
+{
+	const char *ov = husk_option(cfg, "overlay", oci_g.overlay);
+
+	return ov && !strcmp(ov, "none");
+}
+
+/* The config's directory bind mounts, served by gofers of their own (in order). */
+struct bind_plan {
+	const struct oci_mount *m[MAX_VOLUMES];
+	int n;
+};
+
+static bool usual_place(const struct oci_mount *m)
+{
+	static const struct {
+		enum oci_mount_kind kind;
+		const char *dest;
+	} usual[] = {
+		{ OCI_MOUNT_PROC, "/proc" },	  { OCI_MOUNT_SYSFS, "/sys" },
+		{ OCI_MOUNT_DEVPTS, "/dev/pts" }, { OCI_MOUNT_MQUEUE, "/dev/mqueue" },
+		{ OCI_MOUNT_CGROUP, "/sys/fs/cgroup" },
+	};
+
+	for (size_t i = 0; i < sizeof(usual) / sizeof(usual[0]); i++) {
+		if (m->kind == usual[i].kind && !strcmp(m->destination, usual[i].dest))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the sentry can mount at m's destination: with a read-only root (no overlay) the
+ * mountpoint cannot be made, so it must exist in the rootfs already (or be in the sentry's
+ * /dev). Warns about a mount it skips.
+ */
+static bool mountpoint_ok(const struct container *c, const struct oci_mount *m)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!c->config->root_readonly || !strncmp(m->destination, "/dev/", 5))
+		return true;
+	snprintf(path, sizeof(path), "%s%s", c->rootfs, m->destination);
+	if (lstat(path, &st) == 0)
+		return true;
+	oci_warn("mount at %s: no such mountpoint in the read-only rootfs, skipped",
+		 m->destination);
+	return false;
+}
+
+/* Adds the sentry's --tmpfs and --volume-fd arguments and fills the bind plan. */
+static void plan_mounts(struct args *a, const struct container *c, struct bind_plan *binds)
 {
 	const struct oci_config *cfg = c->config;
-	const char *platform = oci_config_annotation(cfg, "dev.husk.platform");
+	int ntmpfs = 0;
+	struct stat st;
+
+	binds->n = 0;
+	for (size_t i = 0; i < cfg->nmounts; i++) {
+		const struct oci_mount *m = &cfg->mounts[i];
+
+		switch (m->kind) {
+		case OCI_MOUNT_TMPFS:
+		case OCI_MOUNT_SHM: {
+			char size[32] = "", mode[32] = "";
+
+			/* /dev is the sentry's own devfs, with its own /dev/shm tmpfs. */
+			if (!strcmp(m->destination, "/dev") || !strcmp(m->destination, "/dev/shm") ||
+			    !mountpoint_ok(c, m))
+				break;
+
+			if (ntmpfs >= MAX_TMPFS) {
+				oci_warn("tmpfs %s: at most %d tmpfs mounts, skipped", m->destination,
+					 MAX_TMPFS);
+				break;
+			}
+			if (m->tmpfs_size)
+				snprintf(size, sizeof(size), ":size=%llu",
+					 (unsigned long long)m->tmpfs_size);
+			if (m->has_tmpfs_mode)
+				snprintf(mode, sizeof(mode), ":mode=%o", m->tmpfs_mode);
+			addf(a, "--tmpfs=%s%s%s", m->destination, size, mode);
+			ntmpfs++;
+			break;
+		}
+		case OCI_MOUNT_BIND:
+			if (!mountpoint_ok(c, m))
+				break;
+			if (stat(m->source, &st) < 0 || !S_ISDIR(st.st_mode)) {
+				if (oci_g.debug)
+					oci_warn("bind mount %s -> %s: only directories can be bound "
+						 "yet, skipped",
+						 m->source, m->destination);
+				break;
+			}
+			if (binds->n >= MAX_VOLUMES) {
+				oci_warn("bind mount %s: at most %d bind mounts, skipped",
+					 m->destination, MAX_VOLUMES);
+				break;
+			}
+			addf(a, "--volume-fd=%d:%s%s", SENTRY_VOLUME_FD + binds->n, m->destination,
+			     (m->flags & OCI_MNT_RDONLY) ? ":ro" : "");
+			binds->m[binds->n++] = m;
+			break;
+		default:
+			/* proc, sysfs, devpts, mqueue, cgroup: the sentry's own. */
+			if (!usual_place(m) && oci_g.debug)
+				oci_warn("%s mount at %s: the sentry provides it at its usual place "
+					 "only, skipped",
+					 m->type ? m->type : "special", m->destination);
+			break;
+		}
+	}
+}
+
+static void sentry_args(struct args *a, const char *sentry, const struct container *c,
+			bool detached, bool log, struct bind_plan *binds)
+{
+	const struct oci_config *cfg = c->config;
+	const char *platform = husk_option(cfg, "platform", oci_g.platform);
+	char **net = NULL;
+	char why[160];
+
+	if (netbpf_annotation_args(oci_config_annotation(cfg, "dev.husk.network"),
+				   oci_config_annotation(cfg, "dev.husk.egress-allow"),
+				   oci_config_annotation(cfg, "dev.husk.egress-deny"), &net, why,
+				   sizeof(why)) < 0)
+		net = NULL;
 
 	add(a, sentry);
 	addf(a, "--gofer-fd=%d", SENTRY_GOFER_FD);
-	addf(a, "--platform=%s", platform ? platform : oci_g.platform);
+	addf(a, "--platform=%s", platform);
+	if (cfg->root_readonly)
+		add(a, "--readonly-root");
+	else if (overlay_none(cfg))
+		add(a, "--writable-root");
+	plan_mounts(a, c, binds);
+	addf(a, "--control-fd=%d", SENTRY_CONTROL_FD);
+	if (log)
+		addf(a, "--log-fd=%d", SENTRY_LOG_FD);
 	addf(a, "--cwd=%s", cfg->cwd);
 	if (cfg->hostname)
 		addf(a, "--hostname=%s", cfg->hostname);
@@ -124,7 +293,8 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		addf(a, "--rlimit=%d=%llu:%llu", cfg->rlimits[i].resource,
 		     (unsigned long long)cfg->rlimits[i].soft,
 		     (unsigned long long)cfg->rlimits[i].hard);
-	if (oci_g.strace || annotation_true(cfg, "dev.husk.strace"))
+	if (annotation_true(cfg, "dev.husk.strace") ||
+	    (oci_g.strace && !oci_config_annotation(cfg, "dev.husk.strace")))
 		add(a, "--strace");
 	if (detached)
 		add(a, "--detached");
@@ -132,6 +302,12 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	addf(a, "--start-fd=%d", SENTRY_START_FD);
 	for (size_t i = 0; cfg->env[i]; i++)
 		addf(a, "--env=%s", cfg->env[i]);
+	if (net) {
+		/* dev.husk.network/egress-allow/egress-deny, checked by create (cgroup.c). */
+		for (char **na = net; *na; na++)
+			add(a, *na);
+		netbpf_free_args(net);
+	}
 	add(a, "--");
 	for (size_t i = 0; cfg->args[i]; i++)
 		add(a, cfg->args[i]);
@@ -172,42 +348,103 @@ exec_child(const struct container *c, char **argv, int *fds, const int *targets,
 	_exit(125);
 }
 
-/* Forks the gofer and the sentry; returns 0 with their pids, or -errno. */
-static int fork_pair(const struct container *c, char **gargv, char **sargv, int sv[2], int ready_w,
-		     int fifo, int stdio_fd, pid_t *gpid, pid_t *spid)
+/* Everything the children of a sandbox get. */
+struct sandbox_fds {
+	int pairs[1 + MAX_VOLUMES][2]; /* [0]: the root's gofer; then one per bind */
+	int npairs;
+	int ready_w, fifo, control, stdio, sentry_log, gofer_log;
+	char **gofer_argv[1 + MAX_VOLUMES];
+	char **sentry_argv;
+};
+
+/* Forks the gofers and the sentry; returns 0 with the root gofer's and the sentry's pids. */
+static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpid, pid_t *spid)
 {
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	_cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	*gpid = fork();
-	if (*gpid < 0)
-		return -errno;
-	if (*gpid == 0) {
-		int fds[] = { devnull, devnull, 2, sv[0] };
-		const int targets[] = { 0, 1, 2, SENTRY_GOFER_FD };
+	for (int i = 0; i < f->npairs; i++) {
+		pid_t pid = fork();
 
-		exec_child(c, gargv, fds, targets, 4);
+		if (pid < 0)
+			return -errno;
+		if (pid == 0) {
+			int fds[] = { devnull, devnull, f->gofer_log >= 0 ? f->gofer_log : 2,
+				      f->pairs[i][0] };
+			const int targets[] = { 0, 1, 2, SENTRY_GOFER_FD };
+
+			exec_child(c, f->gofer_argv[i], fds, targets, 4);
+		}
+		if (i == 0)
+			*gpid = pid;
 	}
 	*spid = fork();
 	if (*spid < 0)
 		return -errno;
 	if (*spid == 0) {
-		int io = stdio_fd;
-		int fds[] = { io >= 0 ? io : 0, io >= 0 ? io : 1,
-			      io >= 0 ? io : 2, sv[1],
-			      ready_w,		fifo };
-		const int targets[] = { 0, 1, 2, SENTRY_GOFER_FD, SENTRY_READY_FD, SENTRY_START_FD };
+		int io = f->stdio;
+		int fds[SENTRY_VOLUME_FD + MAX_VOLUMES] = {
+			io >= 0 ? io : 0, io >= 0 ? io : 1, io >= 0 ? io : 2, f->pairs[0][1],
+			f->ready_w,	  f->fifo,	    f->control,	      f->sentry_log,
+		};
+		int targets[SENTRY_VOLUME_FD + MAX_VOLUMES];
 
+		for (int i = 0; i < SENTRY_VOLUME_FD + MAX_VOLUMES; i++)
+			targets[i] = i;
+		for (int i = 1; i < f->npairs; i++)
+			fds[SENTRY_VOLUME_FD + i - 1] = f->pairs[i][1];
 		if (io >= 0) {
 			/* The pty is the guest's terminal: a new session has it as controlling
 			 * terminal, as runc's init does. */
 			setsid();
 			ioctl(io, TIOCSCTTY, 0);
 		}
-		exec_child(c, sargv, fds, targets, 6);
+		if (f->sentry_log >= 0)
+			setenv("HUSK_LOG", "info", 0);
+		exec_child(c, f->sentry_argv, fds, targets, SENTRY_VOLUME_FD + f->npairs - 1);
 	}
-	if (devnull >= 0)
-		close(devnull);
 	return 0;
+}
+
+/* <state>/control.sock, bound and listening (husk exec, husk ps). Returns the fd or -errno. */
+static int control_listen(const struct container *c)
+{
+	_cleanup_free_ char *path = container_path(c, "control.sock");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (!path)
+		return -ENOMEM;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 16) < 0) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Opens DIR/<id>.<what>.log for appending (--debug-log). Returns the fd or -1. */
+static int open_debug_log(const char *dir, const struct container *c, const char *what)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!dir)
+		return -1;
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/%s.%s.log", dir, c->id, what);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		oci_warn("--debug-log: %s: %s", path, strerror(errno));
+	return fd;
 }
 
 int sandbox_start(struct container *c, const struct sandbox_opts *o)
@@ -215,11 +452,14 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
 	_cleanup_free_ char *fifo_path = container_path(c, "exec.fifo");
-	struct args ga = { 0 }, sa = { 0 };
-	int sv[2] = { -1, -1 }, ready[2] = { -1, -1 }, info[2] = { -1, -1 };
-	int fifo = -1;
+	const char *log_dir = husk_option(c->config, "debug-log", oci_g.debug_log);
+	struct args ga[1 + MAX_VOLUMES] = { 0 }, sa = { 0 };
+	struct sandbox_fds f = { .ready_w = -1, .fifo = -1, .control = -1, .stdio = o->stdio_fd };
+	struct bind_plan binds;
+	int ready[2] = { -1, -1 }, info[2] = { -1, -1 };
 	pid_t mid, gpid = -1, spid = -1;
 	struct stat st;
+	bool oom = false;
 	char byte;
 	int ret = 0;
 	ssize_t n;
@@ -232,20 +472,46 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		return oci_fail("rootfs %s: %s", c->rootfs,
 				errno ? strerror(errno) : "not a directory"),
 		       -ENOENT;
-	add(&ga, gofer);
-	addf(&ga, "--fd=%d", SENTRY_GOFER_FD);
-	/* The writable overlay comes with issue 4: until then every root is read-only inside. */
-	add(&ga, "--readonly");
-	add(&ga, c->rootfs);
-	sentry_args(&sa, sentry, c, !o->foreground);
-	if (ga.oom || sa.oom) {
+	f.sentry_log = open_debug_log(log_dir, c, "sentry");
+	f.gofer_log = open_debug_log(log_dir, c, "gofer");
+	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds);
+	f.npairs = 1 + binds.n;
+	for (int i = 0; i < f.npairs; i++) {
+		/* The root is read-only in its gofer unless --overlay none makes it writable. */
+		bool ro = i == 0 ? c->config->root_readonly || !overlay_none(c->config) :
+				   (binds.m[i - 1]->flags & OCI_MNT_RDONLY) != 0;
+
+		f.pairs[i][0] = f.pairs[i][1] = -1;
+		add(&ga[i], gofer);
+		addf(&ga[i], "--fd=%d", SENTRY_GOFER_FD);
+		if (ro)
+			add(&ga[i], "--readonly");
+		add(&ga[i], i == 0 ? c->rootfs : binds.m[i - 1]->source);
+		oom |= ga[i].oom;
+		f.gofer_argv[i] = ga[i].v;
+	}
+	f.sentry_argv = sa.v;
+	if (oom || sa.oom) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(ready, O_CLOEXEC) < 0 || pipe2(info, O_CLOEXEC) < 0) {
+	for (int i = 0; i < f.npairs; i++) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f.pairs[i]) < 0) {
+			ret = -errno;
+			break;
+		}
+	}
+	if (ret == 0 && (pipe2(ready, O_CLOEXEC) < 0 || pipe2(info, O_CLOEXEC) < 0))
 		ret = -errno;
+	if (ret < 0) {
 		oci_fail("creating the sandbox's sockets: %s", strerror(-ret));
+		goto out;
+	}
+	f.ready_w = ready[1];
+	f.control = control_listen(c);
+	if (f.control < 0) {
+		ret = f.control;
+		oci_fail("control socket: %s", strerror(-ret));
 		goto out;
 	}
 	if (mkfifo(fifo_path, 0600) < 0) {
@@ -254,14 +520,14 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		goto out;
 	}
 	/* O_RDWR: opening a FIFO for both ends never blocks, and keeps a reader. */
-	fifo = open(fifo_path, O_RDWR | O_CLOEXEC);
-	if (fifo < 0) {
+	f.fifo = open(fifo_path, O_RDWR | O_CLOEXEC);
+	if (f.fifo < 0) {
 		ret = -errno;
 		oci_fail("open %s: %s", fifo_path, strerror(-ret));
 		goto out;
 	}
 	if (o->foreground) {
-		ret = fork_pair(c, ga.v, sa.v, sv, ready[1], fifo, o->stdio_fd, &gpid, &spid);
+		ret = fork_all(c, &f, &gpid, &spid);
 	} else {
 		mid = fork();
 		if (mid < 0) {
@@ -272,8 +538,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 			pid_t pids[2];
 
 			setsid();
-			ret = fork_pair(c, ga.v, sa.v, sv, ready[1], fifo, o->stdio_fd, &gpid,
-					&spid);
+			ret = fork_all(c, &f, &gpid, &spid);
 			pids[0] = gpid;
 			pids[1] = spid;
 			if (write(info[1], pids, sizeof(pids)) != sizeof(pids))
@@ -292,10 +557,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 			}
 		}
 	}
-	close(sv[0]);
-	close(sv[1]);
 	close(ready[1]);
-	sv[0] = sv[1] = ready[1] = -1;
+	ready[1] = -1;
 	if (gpid > 0) {
 		c->gofer_pid = gpid;
 		c->gofer_start = process_start_time(gpid);
@@ -309,6 +572,14 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		oci_fail("starting the sandbox: %s", strerror(-ret));
 		goto out;
 	}
+	/* husk keeps no end of the gofers' sockets: they see EOF when the sentry is gone. */
+	for (int i = 0; i < f.npairs; i++) {
+		for (int j = 0; j < 2; j++) {
+			if (f.pairs[i][j] >= 0)
+				close(f.pairs[i][j]);
+			f.pairs[i][j] = -1;
+		}
+	}
 	/* The sentry says it is ready, or closes the pipe by dying. */
 	while ((n = read(ready[0], &byte, 1)) < 0 && errno == EINTR)
 		;
@@ -317,17 +588,27 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		oci_fail("the sandbox failed to start (the sentry exited during setup)");
 	}
 out:
-	if (fifo >= 0)
-		close(fifo);
+	if (f.fifo >= 0)
+		close(f.fifo);
+	if (f.control >= 0)
+		close(f.control);
+	if (f.sentry_log >= 0)
+		close(f.sentry_log);
+	if (f.gofer_log >= 0)
+		close(f.gofer_log);
+	for (int i = 0; i < f.npairs; i++) {
+		for (int j = 0; j < 2; j++) {
+			if (f.pairs[i][j] >= 0)
+				close(f.pairs[i][j]);
+		}
+		free_args(&ga[i]);
+	}
 	for (int i = 0; i < 2; i++) {
-		if (sv[i] >= 0)
-			close(sv[i]);
 		if (ready[i] >= 0)
 			close(ready[i]);
 		if (info[i] >= 0)
 			close(info[i]);
 	}
-	free_args(&ga);
 	free_args(&sa);
 	return ret;
 }

@@ -17,10 +17,13 @@
 
 #include "common/util.h"
 #include "sentry/confine.h"
+#include "sentry/control/control.h"
 #include "sentry/net/net.h"
 
 /* Weak: the filter's unit test links this file without sentry/net (no host sockets then). */
 #pragma weak net_get_mode
+/* Weak: likewise without sentry/control (no control socket then). */
+#pragma weak control_listen_fd
 
 struct filter_rule {
 	int nr;
@@ -126,6 +129,17 @@ int sentry_install_filter(void)
 	for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]));
+		if (ret < 0)
+			goto out;
+	}
+	/*
+	 * --control-fd (husk create): accept4 on the listening control socket only, so that husk
+	 * exec and husk ps reach a control thread; the connections it accepts are read and
+	 * written with recvmsg/sendmsg (the gofer's entries above). No other socket is accepted.
+	 */
+	if (control_listen_fd && control_listen_fd() >= 0) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(accept4), 1,
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)control_listen_fd()));
 		if (ret < 0)
 			goto out;
 	}

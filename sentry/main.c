@@ -5,7 +5,8 @@
  *   husk-sentry --gofer-fd N [--platform NAME] [--cwd DIR] [--env K=V]... [--hostname NAME]
  *               [--uid U] [--gid G] [--groups G1,G2...] [--umask OCT] [--domainname NAME]
  *               [--rlimit RES=SOFT:HARD]... [--strace] [--writable-root]
- *               [--detached] [--ready-fd N] [--start-fd N] [--tmpfs GUEST[:size=N]]...
+ *               [--readonly-root] [--detached] [--ready-fd N] [--start-fd N]
+ *               [--control-fd N] [--log-fd N] [--tmpfs GUEST[:size=N][:mode=OCT]]...
  *               [--volume-fd N:GUEST[:ro]]... -- PROGRAM ARGS...
  *
  * Started by the husk runtime with the gofer's socket at fd N and the caller's stdio at 0-2.
@@ -17,7 +18,9 @@
  * For the OCI runtime (husk create): --detached lets the sentry outlive the process that
  * started it; --ready-fd N gets one byte once PROGRAM is loaded and the sandbox is ready (EOF
  * without a byte means setup failed); --start-fd N is then read until one byte arrives (husk
- * start writes it to the container's exec.fifo) before PROGRAM runs.
+ * start writes it to the container's exec.fifo) before PROGRAM runs; --control-fd N is a
+ * listening unix socket served by sentry/control (husk exec, husk ps); --log-fd N takes the
+ * sentry's log lines instead of stderr (husk --debug-log).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +37,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "sentry/confine.h"
+#include "sentry/control/control.h"
 #include "sentry/fs/gofer/client.h"
 #include "sentry/fs/gofer/gofer_fs.h"
 #include "sentry/fs/proc/proc.h"
@@ -64,6 +68,8 @@ struct sentry_opts {
 	uint32_t uid, gid;
 	bool strace;
 	bool writable_root;
+	bool readonly_root;
+	int control_fd, log_fd;
 	int ntmpfs;
 	const char *tmpfs[16]; /* --tmpfs GUEST[:size=N] */
 	int nvolumes;
@@ -145,21 +151,76 @@ static int parse_rlimit(const char *arg, struct sentry_opts *o)
 	return 0;
 }
 
-/* Mounts a tmpfs for --tmpfs GUEST[:size=N]. Returns 0 or -errno (-EINVAL: bad option). */
-static int sentry_mount_tmpfs(struct kernel *k, const char *arg)
+/*
+ * Parses --tmpfs GUEST[:size=N][:mode=OCT] into path (len bytes), *size and *mode (-1: the
+ * default 01777). Returns 0 or -EINVAL / -ENAMETOOLONG.
+ */
+static int parse_tmpfs(const char *arg, char *path, size_t len, uint64_t *size, long *mode)
 {
 	const char *colon = strchr(arg, ':');
-	uint64_t size = 0;
-	char path[4096];
 
-	if (colon) {
-		if (strncmp(colon + 1, "size=", 5) != 0 || tmpfs_parse_size(colon + 6, &size) < 0)
-			return -EINVAL;
-	}
-	if (snprintf(path, sizeof(path), "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg),
-		     arg) >= (int)sizeof(path))
+	*size = 0;
+	*mode = -1;
+	if (snprintf(path, len, "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg) >=
+	    (int)len)
 		return -ENAMETOOLONG;
-	return vfs_mount_tmpfs(k, path, size);
+	while (colon) {
+		const char *opt = colon + 1;
+		char buf[64], *end;
+
+		colon = strchr(opt, ':');
+		if (snprintf(buf, sizeof(buf), "%.*s", colon ? (int)(colon - opt) : (int)strlen(opt),
+			     opt) >= (int)sizeof(buf))
+			return -EINVAL;
+		if (!strncmp(buf, "size=", 5)) {
+			if (tmpfs_parse_size(buf + 5, size) < 0)
+				return -EINVAL;
+		} else if (!strncmp(buf, "mode=", 5)) {
+			*mode = strtol(buf + 5, &end, 8);
+			if (end == buf + 5 || *end || *mode < 0 || *mode > 07777)
+				return -EINVAL;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Mounts a tmpfs for --tmpfs GUEST[:size=N][:mode=OCT]. Returns 0 or -errno. */
+static int sentry_mount_tmpfs(struct kernel *k, const char *arg)
+{
+	uint64_t size;
+	char path[4096];
+	long mode;
+	int ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode);
+
+	return ret < 0 ? ret : vfs_mount_tmpfs(k, path, size);
+}
+
+/*
+ * Gives a --tmpfs mount its mode= (vfs_mount_tmpfs makes it 01777): a chmod by pid 1 with
+ * root's credentials for the moment, before any guest code runs. Returns 0 or -errno.
+ */
+static int sentry_chmod_tmpfs(struct task *init, const char *arg)
+{
+	struct cred saved = init->cred;
+	struct vfs_path p;
+	uint64_t size;
+	char path[4096];
+	long mode;
+	int ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode);
+
+	if (ret < 0 || mode < 0)
+		return ret;
+	init->cred.uid = init->cred.euid = init->cred.fsuid = 0;
+	init->cred.cap_effective = init->cred.cap_bounding;
+	ret = vfs_lookup_at(init, AT_FDCWD, path, 0, &p);
+	if (ret == 0) {
+		ret = vfs_path_chmod(init, &p, (unsigned int)mode);
+		vfs_path_put(&p);
+	}
+	init->cred = saved;
+	return ret;
 }
 
 /* --volume-fd N:GUEST[:ro] into o->volumes. Returns 0 or -EINVAL. */
@@ -201,6 +262,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "gid", required_argument, NULL, 'G' },
 		{ "strace", no_argument, NULL, 's' },
 		{ "writable-root", no_argument, NULL, 'w' },
+		{ "readonly-root", no_argument, NULL, 'r' },
+		{ "control-fd", required_argument, NULL, 'C' },
+		{ "log-fd", required_argument, NULL, 'l' },
 		{ "tmpfs", required_argument, NULL, 'T' },
 		{ "volume-fd", required_argument, NULL, 'V' },
 		{ "detached", no_argument, NULL, 'D' },
@@ -222,6 +286,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->gofer_fd = -1;
 	o->ready_fd = -1;
 	o->start_fd = -1;
+	o->control_fd = -1;
+	o->log_fd = -1;
 	o->platform = "ptrace";
 	o->cwd = "/";
 	o->hostname = "husk";
@@ -258,6 +324,15 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case 'w':
 			o->writable_root = true;
+			break;
+		case 'r':
+			o->readonly_root = true;
+			break;
+		case 'C':
+			o->control_fd = atoi(optarg);
+			break;
+		case 'l':
+			o->log_fd = atoi(optarg);
 			break;
 		case 'T':
 			if (o->ntmpfs >= (int)(sizeof(o->tmpfs) / sizeof(o->tmpfs[0])))
@@ -448,7 +523,7 @@ int main(int argc, char **argv)
 	struct fs_context *fs;
 	struct task *init;
 	struct timespec now;
-	int keep[6 + 16], nkeep = 0;
+	int keep[8 + 16], nkeep = 0;
 	int ret, status;
 
 	log_set_name("husk-sentry");
@@ -474,6 +549,8 @@ int main(int argc, char **argv)
 	keep[nkeep++] = o.gofer_fd;
 	keep[nkeep++] = o.ready_fd;
 	keep[nkeep++] = o.start_fd;
+	keep[nkeep++] = o.control_fd;
+	keep[nkeep++] = o.log_fd;
 	for (int i = 0; i < o.nvolumes; i++)
 		keep[nkeep++] = o.volumes[i].fd;
 	ret = sentry_close_fds_except(keep, nkeep);
@@ -481,6 +558,8 @@ int main(int argc, char **argv)
 		log_error("closing inherited FDs: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
+	if (o.log_fd >= 0)
+		log_set_fd(o.log_fd);
 
 	pthread_mutex_init(&k.lock, NULL);
 	snprintf(k.hostname, sizeof(k.hostname), "%s", o.hostname);
@@ -507,8 +586,8 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	/* The root is an overlay over the gofer unless writes are to reach the host. */
-	if (o.writable_root)
-		ret = vfs_mount_root(&k, k.gofer, false);
+	if (o.writable_root || o.readonly_root)
+		ret = vfs_mount_root(&k, k.gofer, o.readonly_root);
 	else
 		ret = vfs_mount_root_overlay(&k, k.gofer, 0);
 	if (ret < 0) {
@@ -566,6 +645,8 @@ int main(int argc, char **argv)
 
 	/* Before confinement: libc reads a file the first time a task thread's arena shrinks. */
 	task_host_prepare();
+	/* The filter allows accept4 on the control socket only. */
+	control_set_listen_fd(o.control_fd);
 	if (sentry_confine() < 0)
 		return EXIT_SETUP;
 	/* Before any other thread: every later thread inherits the forwarded signals blocked. */
@@ -591,6 +672,13 @@ int main(int argc, char **argv)
 	/* The guest's rlimits are the sentry's to enforce: the host need not allow them. */
 	for (int i = 0; i < o.nrlimits; i++)
 		init->tg->rlimits[o.rlimits[i].resource] = o.rlimits[i].lim;
+	for (int i = 0; i < o.ntmpfs; i++) {
+		ret = sentry_chmod_tmpfs(init, o.tmpfs[i]);
+		if (ret < 0) {
+			fprintf(stderr, "husk: --tmpfs %s: mode: %s\n", o.tmpfs[i], strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
 	if (strcmp(o.cwd, "/") != 0) {
 		ret = fs_context_chdir(init, o.cwd);
 		if (ret < 0) {
@@ -608,6 +696,12 @@ int main(int argc, char **argv)
 	if (ret != 0) {
 		task_release(init);
 		return ret;
+	}
+	/* husk exec and husk ps: served from now on, while pid 1 runs. */
+	if (o.control_fd >= 0) {
+		ret = control_server_start(&k, o.control_fd);
+		if (ret < 0)
+			log_warn("control socket: %s: husk exec and ps will fail", strerror(-ret));
 	}
 	/* Runs pid 1; when it ends, every other task is killed and its stub reaped before this
 	 * returns, so nothing outlives the sandbox. */

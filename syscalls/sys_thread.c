@@ -47,7 +47,7 @@ long sys_set_tid_address(struct task *t, const struct syscall_args *args)
 	return t->tid;
 }
 
-/* set_robust_list(2): recorded; walked at thread exit once threads exist. */
+/* set_robust_list(2): recorded; walked at thread exit (futex_exit_cleanup). */
 long sys_set_robust_list(struct task *t, const struct syscall_args *args)
 {
 	/* sizeof(struct robust_list_head) on x86-64 */

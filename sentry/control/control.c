@@ -8,13 +8,8 @@
 #include "runtime/control.h"
 #include "sentry/control/control.h"
 
-int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
-{
-	/* Process creation (fork in the sentry) comes with issue 3. */
-	return -ENOSYS;
-}
-
-int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply)
+int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply,
+		  struct thread_group **tg_out)
 {
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
 				 .version = CONTROL_VERSION,
@@ -24,6 +19,8 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 	struct control_exec_req req;
 	int32_t pid = 0;
 
+	if (tg_out)
+		*tg_out = NULL;
 	r.err = control_decode_exec(msg, len, &req);
 	if (!r.err && nfds != 3 && !((req.e.flags & CONTROL_EXEC_TTY) && nfds == 1))
 		r.err = -EINVAL;
@@ -39,11 +36,10 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 			.umask = req.e.umask == 0xffffffffu ? -1 : (int32_t)(req.e.umask & 0777),
 			.stdio = { fds[0], fds[nfds > 1 ? 1 : 0], fds[nfds > 2 ? 2 : 0] },
 			.pid_out = &pid,
+			.tg_out = (req.e.flags & CONTROL_EXEC_DETACH) ? NULL : tg_out,
 		};
 
 		r.err = kernel_spawn(k, &s);
-		if (!r.err)
-			nfds = 0; /* the kernel owns them */
 		r.pid = pid;
 	}
 	free(req.args);

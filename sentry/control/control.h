@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The sentry side of the control socket (runtime/control.h has the wire format): requests from
- * husk to a running sandbox. Today: exec, which needs the kernel to start a second process.
+ * husk to a running sandbox: exec (a new process) and ps (the process list).
+ *
+ * Threads: control_server_start() starts one host thread that accepts connections on the
+ * listening socket husk passed; each connection is served by a thread of its own, which for a
+ * non-detached exec stays until the process exits to send its status. These threads are not
+ * tasks: they never run guest code, and reach the kernel only through the functions below.
  */
 #ifndef HUSK_SENTRY_CONTROL_H
 #define HUSK_SENTRY_CONTROL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct kernel;
+struct thread_group;
+struct control_ps_entry;
 
 /* A process to start in a running sandbox (husk exec). */
 struct spawn_spec {
@@ -19,22 +27,55 @@ struct spawn_spec {
 	int ngroups;
 	const uint32_t *groups;
 	int32_t umask; /* -1: the default (022) */
-	int stdio[3]; /* host fds for guest fds 0-2 (ownership passes to the kernel on success) */
+	int stdio[3]; /* host fds for guest fds 0-2 (duplicated: the caller keeps its own) */
 	int32_t *pid_out; /* set to the new process's pid */
+	/* If not NULL, set to a new reference on the new process (control_wait_exit, tg_put). */
+	struct thread_group **tg_out;
 };
 
 /*
- * Starts a new process in kernel k as a child of the sandbox's init, as Linux would with fork +
- * execve from pid 1 (but with s's credentials and stdio). Returns 0 or -errno. Not implemented
- * yet: needs process creation (issue 3); returns -ENOSYS.
+ * Starts a new process in kernel k, as runc exec does: a process of its own session and group
+ * whose parent is outside the sandbox (ppid 0; it is reaped by the sentry itself when it ends,
+ * its children go to pid 1), with s's credentials, cwd, umask and stdio, pid 1's rlimits, and
+ * argv[0] looked up in envp's PATH as execvp would. The program is loaded before the process
+ * exists: a failed exec leaves nothing behind. Any thread (not a task's). Returns 0, -ENOENT /
+ * -EACCES / -ENOEXEC / -ENOTDIR from the exec or chdir, -ESRCH when the sandbox is ending, or
+ * -ENOMEM.
  */
 int kernel_spawn(struct kernel *k, const struct spawn_spec *s);
 
 /*
- * Serves one control request of len bytes with its nfds received fds: decodes it, calls
- * kernel_spawn, and writes the reply (struct control_hdr + struct control_reply) into reply
- * (at least 64 bytes). Returns the reply's length. Takes ownership of fds.
+ * Waits (any non-task thread) until process tg has ended, and returns its wait status (exit
+ * code << 8, or the killing signal). Does not drop the caller's reference.
  */
-int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply);
+int control_wait_exit(struct kernel *k, struct thread_group *tg);
+
+/*
+ * Fills out[0..max) with the sandbox's processes, in pid order of the pid table's walk.
+ * Returns how many, or -errno.
+ */
+int control_list_processes(struct kernel *k, struct control_ps_entry *out, int max);
+
+/*
+ * Serves one CONTROL_EXEC request of len bytes with its nfds received fds: decodes it, calls
+ * kernel_spawn, and writes the reply (struct control_hdr + struct control_reply) into reply
+ * (at least 64 bytes). Returns the reply's length. Closes fds. When tg_out is not NULL and the
+ * process started without CONTROL_EXEC_DETACH, *tg_out gets a reference on it (else NULL).
+ */
+int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply,
+		  struct thread_group **tg_out);
+
+/*
+ * Starts the control server on listen_fd (a listening SOCK_SEQPACKET unix socket, owned from
+ * now on). Call after the sentry confined itself and started forwarding host signals (its
+ * threads inherit the blocked mask). Returns 0 or -errno.
+ */
+int control_server_start(struct kernel *k, int listen_fd);
+
+/* The listening control socket's fd, or -1: sentry/filter.c allows accept4 on it only. */
+int control_listen_fd(void);
+
+/* Records the listening fd before the filter is built (main, from --control-fd). */
+void control_set_listen_fd(int fd);
 
 #endif

@@ -284,9 +284,26 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 		goto out_free;
 	}
 	if (len == 0) {
-		/* fexecve(3): executing the file behind an fd has no path for the loader yet. */
-		ret = (flags & AT_EMPTY_PATH) ? -ENOSYS : -ENOENT;
-		goto out_free;
+		struct file *f;
+
+		if (!(flags & AT_EMPTY_PATH)) {
+			ret = -ENOENT;
+			goto out_free;
+		}
+		/* fexecve(3): the file behind dirfd, reached as Linux names it (/dev/fd/N)
+		 * through procfs's magic link; AT_FDCWD is the cwd (a directory: EACCES). */
+		if (dirfd == AT_FDCWD) {
+			snprintf(path, EXEC_PATH_MAX, "/proc/self/cwd");
+		} else {
+			f = fdtable_lookup(t->fdt, dirfd);
+			if (!f) {
+				ret = -EBADF;
+				goto out_free;
+			}
+			file_put(f);
+			snprintf(path, EXEC_PATH_MAX, "/proc/self/fd/%d", dirfd);
+		}
+		dirfd = AT_FDCWD;
 	}
 	buf = malloc(LOADER_MAX_ARG_STRLEN);
 	if (!buf) {

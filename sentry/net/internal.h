@@ -185,4 +185,14 @@ int egress_check(const struct inet_ep *ep, const char *what);
 bool netlink_family(int family);
 ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m);
 
+/* --- ifioctl.c --- */
+/*
+ * The SIOCGIF* ioctls (SIOCGIFCONF, FLAGS, ADDR, NETMASK, BRDADDR, INDEX, NAME, MTU, HWADDR) on
+ * any socket s, describing the sandbox's one interface, lo, as netlink.c does. arg is the
+ * guest's struct ifreq (struct ifconf for SIOCGIFCONF). Returns 0, -ENODEV (no such
+ * interface), -ENOTTY (an address query on a non-AF_INET socket, as Linux), -EFAULT, or
+ * -ENOIOCTLCMD for another command.
+ */
+long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg);
+
 #endif

@@ -138,6 +138,146 @@ expect_status "a malformed rule is a setup error" 125 -- \
 	husk_in_cli --network=host --egress-allow 300.1.2.3/8 -- /bin/true
 
 # Defence in depth: with the sentry's check off, only the BPF cgroup program can refuse.
-echo "# skip: BPF cgroup egress program not implemented yet (issue 6)"
+# nsenter, not "ip netns exec": that one mounts a sysfs of the namespace, without cgroups.
+cg2=/sys/fs/cgroup
+[ -f "$cg2/cgroup.controllers" ] || cg2=/sys/fs/cgroup/unified
+husk_in_cli_ns() {
+	nsenter --net="/run/netns/$CLI" "$HUSK" do "$@"
+}
+nsenter --net="/run/netns/$CLI" "$HUSK" do --network=host --test-no-sentry-egress-check -- \
+	$PY "$work/fetch.py" http://169.254.169.254/ >"$work/out" 2>"$work/err"
+st=$?
+if grep -q "BPF egress filter unavailable" "$work/err"; then
+	echo "# skip: the host kernel cannot take the BPF cgroup program: $(cat "$work/err")"
+else
+	if [ "$st" = 0 ] && [ "$(cat "$work/out")" = "error 1 Operation not permitted" ] &&
+		! grep -q "egress:" "$work/err"; then
+		pass "sentry check off: the BPF cgroup program refuses 169.254.169.254 with EPERM"
+	else
+		fail "sentry check off: the BPF cgroup program refuses 169.254.169.254 with EPERM" \
+			"status $st, stdout: $(cat "$work/out")" "stderr: $(cat "$work/err")"
+	fi
+	expect_output "sentry check off: the BPF program refuses the IPv4-mapped form too" \
+		"error 1 Operation not permitted" 0 -- \
+		husk_in_cli_ns --network=host --test-no-sentry-egress-check -- \
+		$PY "$work/fetch.py" "http://[::ffff:169.254.169.254]/"
+	cat >"$work/udp.py" <<'EOF2'
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"x", ("169.254.169.254", 53)); print("sent")
+except OSError as e:
+    print("error", e.errno)
+EOF2
+	expect_output "sentry check off: the BPF program refuses a UDP sendto (sendmsg4)" \
+		"error 1" 0 -- \
+		husk_in_cli_ns --network=host --test-no-sentry-egress-check -- $PY "$work/udp.py"
+	expect_output "sentry check off: the BPF program lets --egress-allow rules through" \
+		"metadata secret" 0 -- \
+		husk_in_cli_ns --network=host --test-no-sentry-egress-check \
+		--egress-allow 169.254.169.254/32:80 -- $PY "$work/fetch.py" http://169.254.169.254/
+	expect_output "sentry check off: the BPF program allows the test host" "test host" 0 -- \
+		husk_in_cli_ns --network=host --test-no-sentry-egress-check -- \
+		$PY "$work/fetch.py" http://203.0.113.10:8080/
+	if ls -d "$cg2"/husk-do-* >/dev/null 2>&1; then
+		fail "no sandbox cgroup is left behind" "$(ls -d "$cg2"/husk-do-*)"
+	else
+		pass "no sandbox cgroup is left behind"
+	fi
+	# kill -9 of the sentry: husk removes the cgroup anyway.
+	nsenter --net="/run/netns/$CLI" "$HUSK" do --network=host -- /bin/sleep 60 >/dev/null 2>&1 &
+	hpid=$!
+	spid=""
+	for i in $(seq 1 100); do
+		spid=$(pgrep -P "$hpid" -f husk-sentry | head -n 1)
+		[ -n "$spid" ] && [ -d "$cg2/husk-do-$hpid" ] && break
+		sleep 0.1
+	done
+	if [ -n "$spid" ] && grep -qx "$spid" "$cg2/husk-do-$hpid/cgroup.procs"; then
+		pass "the sentry runs in the sandbox's cgroup"
+	else
+		fail "the sentry runs in the sandbox's cgroup" "sentry pid '$spid'"
+	fi
+	[ -n "$spid" ] && kill -9 "$spid"
+	wait "$hpid"
+	if [ -e "$cg2/husk-do-$hpid" ]; then
+		fail "kill -9 of the sentry: the cgroup is removed" "$(cat "$cg2/husk-do-$hpid/cgroup.procs")"
+	else
+		pass "kill -9 of the sentry: the cgroup is removed"
+	fi
+fi
+
+# The OCI runtime: dev.husk.network / dev.husk.egress-allow / dev.husk.egress-deny.
+BUSYBOX=/bin/busybox
+if [ -x "$BUSYBOX" ] && file -L "$BUSYBOX" 2>/dev/null | grep -q static; then
+	bundle=$work/bundle
+	mkdir -p "$bundle/rootfs/bin"
+	cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
+	for a in sh sleep wget cat; do ln -s busybox "$bundle/rootfs/bin/$a"; done
+	(cd "$bundle" && "$HUSK" spec)
+	# oci_config NETWORK ALLOW DENY ARGS...: the annotations ("" leaves one out) and args.
+	oci_config() {
+		$PY - "$bundle/config.json" "$@" <<'EOF2'
+import json, sys
+p, net, allow, deny = sys.argv[1:5]
+c = json.load(open(p))
+c["process"]["terminal"] = False
+c["process"]["args"] = sys.argv[5:]
+a = {}
+for k, v in (("network", net), ("egress-allow", allow), ("egress-deny", deny)):
+    if v:
+        a["dev.husk." + k] = v
+c["annotations"] = a
+json.dump(c, open(p, "w"))
+EOF2
+	}
+	H() { "$HUSK" --root "$work/state" "$@"; }
+	Hn() { nsenter --net="/run/netns/$CLI" "$HUSK" --root "$work/state" "$@"; }
+	oci_config host "" "" wget -q -O - http://203.0.113.10:8080/
+	expect_output "OCI dev.husk.network=host: fetch from the test host" "test host" 0 -- \
+		Hn run --bundle "$bundle" n1
+	oci_config host "" "" wget -q -O - http://169.254.169.254/
+	expect_output "OCI dev.husk.network=host: 169.254.169.254 refused" "" 1 -- \
+		Hn run --bundle "$bundle" n2
+	oci_config host "169.254.169.254/32:80" "" wget -q -O - http://169.254.169.254/
+	expect_output "OCI dev.husk.egress-allow lets 169.254.169.254 through" "metadata secret" 0 -- \
+		Hn run --bundle "$bundle" n3
+	oci_config host "" "203.0.113.0/24" wget -q -O - http://203.0.113.10:8080/
+	expect_output "OCI dev.husk.egress-deny refuses the test host" "" 1 -- \
+		Hn run --bundle "$bundle" n4
+	oci_config "" "" "" wget -q -O - http://203.0.113.10:8080/
+	expect_output "OCI without dev.husk.network: loopback only" "" 1 -- \
+		Hn run --bundle "$bundle" n5
+	oci_config host "" "300.1.2.3/8" sleep 1
+	expect_status "OCI: a malformed dev.husk.egress-deny fails create" 1 -- \
+		H create --bundle "$bundle" n6
+	oci_config bridge "" "" sleep 1
+	expect_status "OCI: an unknown dev.husk.network fails create" 1 -- \
+		H create --bundle "$bundle" n7
+	if command -v bpftool >/dev/null &&
+		{ [ -d /sys/fs/cgroup/unified ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; }; then
+		oci_config host "" "" sleep 30
+		H create --bundle "$bundle" n8 >/dev/null 2>&1
+		cgdir=$(ls -d /sys/fs/cgroup/unified/husk/n8 /sys/fs/cgroup/husk/n8 2>/dev/null | head -n 1)
+		progs=$(bpftool cgroup show "$cgdir" 2>/dev/null | grep -c husk_)
+		if [ "$progs" = 4 ]; then
+			pass "OCI dev.husk.network=host: the four BPF egress programs are on the cgroup"
+		else
+			fail "OCI dev.husk.network=host: the four BPF egress programs are on the cgroup" \
+				"cgroup '$cgdir': $(bpftool cgroup show "$cgdir" 2>&1)"
+		fi
+		H delete --force n8 >/dev/null 2>&1
+		if [ -n "$cgdir" ] && [ -e "$cgdir" ]; then
+			fail "OCI delete removes the cgroup and its programs" "$cgdir remains"
+		else
+			pass "OCI delete removes the cgroup and its programs"
+		fi
+	else
+		echo "# skip: OCI BPF attachment check: no bpftool or no cgroup v2"
+	fi
+	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
+else
+	echo "# skip: OCI annotations: no static busybox (apt-get install busybox-static)"
+fi
 
 finish

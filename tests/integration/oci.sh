@@ -166,4 +166,161 @@ expect_status "unknown container: state" 1 -- H state nope
 expect_status "checkpoint is not supported yet" 1 -- H checkpoint c1
 H features | grep -q '"ociVersionMax": "1.0.2"' && pass "features" || fail "features"
 
+
+sed -i 's/"cwd": 7/"cwd": "\/"/' "$bundle/config.json"
+
+# config.json mounts: a directory bind (ro), a tmpfs with size and mode; the writable overlay.
+mkdir -p "$work/vol" && echo volfile >"$work/vol/f"
+python3 - "$bundle/config.json" "$work/vol" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["root"]["readonly"] = False
+c["mounts"] += [{"destination": "/data", "type": "bind", "source": sys.argv[2],
+                 "options": ["rbind", "ro"]},
+                {"destination": "/scratch", "type": "tmpfs", "source": "tmpfs",
+                 "options": ["size=1m", "mode=700"]}]
+json.dump(c, open(p, "w"), indent=1)
+PY
+set_args sh -c 'cat /data/f; echo x >/data/y || echo ro; stat -c %a /scratch; echo w >/w && cat /w'
+expect_output "bind and tmpfs mounts, writable overlay root" "volfile
+ro
+700
+w" 0 -- H run --bundle "$bundle" m1
+if [ ! -e "$work/vol/y" ] && [ ! -e "$bundle/rootfs/w" ]; then
+	pass "writes stay in the sandbox"
+else
+	fail "writes stay in the sandbox" "$(ls "$work/vol" "$bundle/rootfs")"
+fi
+
+# exec and ps over the control socket.
+set_args sleep 1000
+H run -d --bundle "$bundle" e1 >/dev/null 2>&1
+expect_output "exec prints the process's output" "hi from exec" 0 -- H exec e1 echo hi from exec
+expect_status "exec returns the process's status" 7 -- H exec e1 sh -c 'exit 7'
+expect_output "exec gets the container's env and --env" "/bin:/usr/bin x" 0 \
+	-- H exec --env PATH=/bin:/usr/bin --env X=x e1 sh -c 'echo $PATH $X'
+expect_output "exec --cwd" "/data" 0 -- H exec --cwd /data e1 sh -c pwd
+expect_status "exec of a missing program is 127" 127 -- H exec e1 /no/such
+out=$(H exec e1 nosuch 2>&1)
+case "$out" in *'executable file not found in $PATH'*) pass "exec failure worded as runc" ;;
+*) fail "exec failure worded as runc" "$out" ;; esac
+expect_output "exec sees the stdin it is given" "piped" 0 -- sh -c "echo piped | '$HUSK' --root '$root' exec e1 cat"
+expect_status "exec --detach returns at once" 0 -- H exec -d --pid-file "$work/epid" e1 sleep 1000
+epid=$(cat "$work/epid" 2>/dev/null)
+if [ -n "$epid" ] && kill -0 "$epid" 2>/dev/null; then
+	pass "exec --pid-file names a live host process (the exec proxy)"
+else
+	fail "exec --pid-file names a live host process" "$epid"
+fi
+out=$(H ps e1)
+if echo "$out" | grep -q '^UID' && echo "$out" | awk '$2 == 1 && $NF == "sleep"' | grep -q . &&
+	[ "$(echo "$out" | grep -c ' sleep$')" -ge 2 ]; then
+	pass "ps lists the guest's processes (pid 1 and the exec'd one)"
+else
+	fail "ps lists the guest's processes" "$out"
+fi
+out=$(H ps --format json e1)
+case "$out" in "[1,"*"]") pass "ps --format json lists guest pids" ;;
+*) fail "ps --format json lists guest pids" "$out" ;; esac
+H kill e1 KILL >/dev/null 2>&1
+for i in $(seq 50); do [ "$(status_of e1)" = stopped ] && break; sleep 0.1; done
+for i in $(seq 50); do kill -0 "$epid" 2>/dev/null || break; sleep 0.1; done
+if ! kill -0 "$epid" 2>/dev/null; then
+	pass "the exec proxy ends with the sandbox"
+else
+	fail "the exec proxy ends with the sandbox"
+fi
+H delete --force e1 >/dev/null 2>&1
+expect_status "exec in a deleted container fails" 1 -- H exec e1 true
+
+# root.readonly: the root is read-only inside.
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["root"]["readonly"] = True
+json.dump(c, open(p, "w"), indent=1)
+PY
+set_args sh -c 'echo x >/w 2>/dev/null || echo readonly'
+expect_output "root.readonly makes the root read-only" "readonly" 0 -- H run --bundle "$bundle" ro1
+
+
+# --console-socket: a receiver gets the pty master by SCM_RIGHTS and reads the container's output.
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["root"]["readonly"] = False
+c["process"]["terminal"] = True
+c["process"]["args"] = ["sh", "-c", "[ -t 0 ] && [ -t 1 ] && echo on-a-tty"]
+json.dump(c, open(p, "w"), indent=1)
+PY
+out=$(python3 - "$HUSK" "$root" "$bundle" "$work/console.sock" <<'PY'
+import os, socket, subprocess, sys, time
+husk, root, bundle, path = sys.argv[1:5]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+p = subprocess.Popen([husk, "--root", root, "create", "--bundle", bundle,
+                      "--console-socket", path, "t1"])
+conn, _ = srv.accept()
+msg, fds, _, _ = socket.recv_fds(conn, 4096, 1)
+if p.wait() != 0 or len(fds) != 1:
+    print("create failed or no fd"); sys.exit(1)
+print("name=" + ("pts" if msg.startswith(b"/dev/pts/") else repr(msg)))
+subprocess.run([husk, "--root", root, "start", "t1"], check=True)
+out = b""
+deadline = time.time() + 30
+while time.time() < deadline and b"on-a-tty" not in out:
+    try:
+        d = os.read(fds[0], 4096)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+print(out.decode(errors="replace").strip())
+PY
+)
+H delete --force t1 >/dev/null 2>&1
+if [ "$out" = "name=pts
+on-a-tty" ]; then
+	pass "console socket: the pty master arrives and carries the container's output"
+else
+	fail "console socket" "$out"
+fi
+
+# Hooks end to end: each gets the state JSON on stdin, in order, with the right status.
+cat >"$work/hook.sh" <<EOT
+#!/bin/sh
+echo "\$1 \$(sed -n 's/.*"status": *"\([a-z]*\)".*/\1/p')" >>"$work/hooks.log"
+EOT
+chmod +x "$work/hook.sh"
+python3 - "$bundle/config.json" "$work/hook.sh" <<'PY'
+import json, sys
+p, hook = sys.argv[1:3]
+c = json.load(open(p))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["sleep", "1"]
+c["hooks"] = {k: [{"path": hook, "args": ["hook.sh", k], "timeout": 10}]
+              for k in ["prestart", "createRuntime", "createContainer", "startContainer",
+                        "poststart", "poststop"]}
+json.dump(c, open(p, "w"), indent=1)
+PY
+rm -f "$work/hooks.log"
+H run --bundle "$bundle" h1 >/dev/null 2>&1
+want="prestart created
+createRuntime created
+createContainer created
+startContainer created
+poststart running
+poststop stopped"
+got=$(cat "$work/hooks.log" 2>/dev/null)
+if [ "$got" = "$want" ]; then
+	pass "hooks run in order with the state on stdin"
+else
+	fail "hooks run in order with the state on stdin" "$got"
+fi
+
 finish

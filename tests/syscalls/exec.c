@@ -156,6 +156,17 @@ static void exec_at(void)
 	_exit(97);
 }
 
+static void exec_fd(void)
+{
+	char *argv[] = { "true", NULL };
+	char *envp[] = { NULL };
+	int fd = open("/usr/bin/true", O_RDONLY);
+
+	/* fexecve(3) is execveat(fd, "", AT_EMPTY_PATH). */
+	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+	_exit(97);
+}
+
 static void test_errors(void)
 {
 	char *argv[] = { "x", NULL };
@@ -189,6 +200,8 @@ static void test_errors(void)
 	CHECK_ERR(syscall(SYS_execveat, AT_FDCWD, "/bin/sh", argv, envp, AT_SYMLINK_NOFOLLOW),
 		  ELOOP);
 	CHECK_ERR(syscall(SYS_execveat, 12345, "true", argv, envp, 0), EBADF);
+	CHECK_ERR(syscall(SYS_execveat, 12345, "", argv, envp, AT_EMPTY_PATH), EBADF);
+	CHECK_ERR(syscall(SYS_execveat, AT_FDCWD, "", argv, envp, 0), ENOENT);
 }
 
 static void test_vfork_exec(void)
@@ -222,6 +235,7 @@ int main(int argc, char **argv)
 	CHECK_RET(in_child(exec_from_thread), 0);
 	CHECK_RET(in_child(exec_script), 0);
 	CHECK_RET(in_child(exec_at), 0);
+	CHECK_RET(in_child(exec_fd), 0);
 	test_vfork_exec();
 	return finish();
 }

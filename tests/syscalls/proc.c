@@ -5,8 +5,14 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
@@ -261,11 +267,91 @@ static void check_other(void)
 	CHECK_ERR(open("/proc/999999999/stat", O_RDONLY), ENOENT);
 }
 
+/* Whether text has a line containing every one of the strings a and b. */
+static bool has_line_with(const char *text, const char *a, const char *b)
+{
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char one[512];
+
+		snprintf(one, sizeof(one), "%.*s", (int)(len < sizeof(one) ? len : sizeof(one) - 1),
+			 line);
+		if (strstr(one, a) && strstr(one, b))
+			return true;
+		line = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* /proc/net: a listening TCP socket, a bound UDP socket and a named unix socket appear. */
+static void check_net(void)
+{
+	static char buf[1 << 18];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_un u = { .sun_family = AF_UNIX };
+	socklen_t len = sizeof(a);
+	int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int d = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int t6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int x = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char want[64], name[64];
+	int tport, dport, t6port;
+
+	CHECK(t >= 0 && d >= 0 && t6 >= 0 && x >= 0, "sockets");
+	CHECK_OK(bind(t, (struct sockaddr *)&a, sizeof(a)));
+	CHECK_OK(listen(t, 4));
+	CHECK_OK(getsockname(t, (struct sockaddr *)&a, &len));
+	tport = ntohs(a.sin_port);
+	a.sin_port = 0;
+	CHECK_OK(bind(d, (struct sockaddr *)&a, sizeof(a)));
+	len = sizeof(a);
+	CHECK_OK(getsockname(d, (struct sockaddr *)&a, &len));
+	dport = ntohs(a.sin_port);
+	CHECK_OK(bind(t6, (struct sockaddr *)&a6, sizeof(a6)));
+	CHECK_OK(listen(t6, 4));
+	len = sizeof(a6);
+	CHECK_OK(getsockname(t6, (struct sockaddr *)&a6, &len));
+	t6port = ntohs(a6.sin6_port);
+	snprintf(name, sizeof(name), "husk-proc-net-%d", getpid());
+	memcpy(u.sun_path + 1, name, strlen(name));
+	CHECK_OK(bind(x, (struct sockaddr *)&u,
+		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))));
+	CHECK_OK(listen(x, 4));
+
+	CHECK(slurp("/proc/net/tcp", buf, sizeof(buf)) > 0, "read /proc/net/tcp");
+	CHECK(!strncmp(buf, "  sl  local_address rem_address   st", 36), "tcp header: %.60s", buf);
+	snprintf(want, sizeof(want), " 0100007F:%04X 00000000:0000 0A ", tport);
+	CHECK(strstr(buf, want) != NULL, "tcp has the listener %s", want);
+	CHECK(slurp("/proc/net/udp", buf, sizeof(buf)) > 0, "read /proc/net/udp");
+	snprintf(want, sizeof(want), " 0100007F:%04X 00000000:0000 07 ", dport);
+	CHECK(strstr(buf, want) != NULL, "udp has the bound socket %s", want);
+	CHECK(slurp("/proc/net/tcp6", buf, sizeof(buf)) > 0, "read /proc/net/tcp6");
+	snprintf(want, sizeof(want), " 00000000000000000000000001000000:%04X ", t6port);
+	CHECK(has_line_with(buf, want, " 0A "), "tcp6 has the listener %s", want);
+	CHECK(slurp("/proc/net/udp6", buf, sizeof(buf)) > 0, "read /proc/net/udp6");
+	CHECK(slurp("/proc/net/unix", buf, sizeof(buf)) > 0, "read /proc/net/unix");
+	CHECK(!strncmp(buf, "Num       RefCount Protocol Flags    Type St Inode Path", 54),
+	      "unix header: %.60s", buf);
+	snprintf(want, sizeof(want), " @%s", name);
+	CHECK(has_line_with(buf, want, " 00010000 0001 01 "), "unix has the listener %s", want);
+	CHECK(slurp("/proc/net/dev", buf, sizeof(buf)) > 0, "read /proc/net/dev");
+	CHECK(strstr(buf, "Inter-|   Receive") == buf && strstr(buf, "    lo: ") != NULL,
+	      "dev has lo: %.200s", buf);
+	CHECK_ERR(open("/proc/net/nope", O_RDONLY), ENOENT);
+	close(t);
+	close(d);
+	close(t6);
+	close(x);
+}
+
 int main(int argc, char **argv)
 {
 	check_self(argv[0]);
 	check_fds();
 	check_system();
 	check_other();
+	check_net();
 	return finish();
 }

@@ -165,6 +165,18 @@ static void test_sigchld(void)
 		nanosleep(&ts, NULL);
 	CHECK(got_chld, "no SIGCHLD after a child's exit");
 
+	/* The SIGCHLD of a reaped child is pending by the time wait returns: it never interrupts
+	 * the next wait (no SA_RESTART here). */
+	int eintr = 0;
+	for (int i = 0; i < 40; i++) {
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			eintr++;
+	}
+	CHECK(eintr == 0, "%d waits interrupted by an earlier child's SIGCHLD", eintr);
+
 	/* SIGCHLD ignored: children are reaped by the kernel and wait gives ECHILD. */
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGCHLD, &sa, NULL);
@@ -209,6 +221,66 @@ static void test_subreaper(void)
 	prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
+static volatile sig_atomic_t got_hup;
+static void on_hup(int sig)
+{
+	got_hup = 1;
+}
+
+/*
+ * POSIX: a process group that becomes orphaned while one of its members is stopped gets
+ * SIGHUP then SIGCONT. C starts a session, G stops in its own group of that session; when C
+ * exits, G goes to us (the subreaper, in another session) and its group is orphaned.
+ */
+static void test_orphaned_pgrp(void)
+{
+	int p[2], st;
+	pid_t pid, g = 0;
+
+	CHECK_RET(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	if (pipe(p) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		setsid();
+		g = fork();
+		if (g == 0) {
+			struct sigaction sa;
+
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_hup;
+			sigaction(SIGHUP, &sa, NULL);
+			setpgid(0, 0);
+			raise(SIGSTOP);
+			/* Resumed by the SIGCONT that follows the SIGHUP. */
+			_exit(got_hup ? 42 : 1);
+		}
+		setpgid(g, g);
+		write(p[1], &g, sizeof(g));
+		waitpid(g, &st, WUNTRACED); /* G is stopped */
+		_exit(0);
+	}
+	close(p[1]);
+	CHECK_RET(read(p[0], &g, sizeof(g)), sizeof(g));
+	close(p[0]);
+	CHECK_RET(waitpid(pid, &st, 0), pid);
+	/* A watchdog, not a timing check: without the SIGCONT, G would stay stopped forever. */
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	pid_t r = 0;
+	for (int i = 0; i < 1500 && r == 0; i++) {
+		r = waitpid(g, &st, WNOHANG);
+		if (r == 0)
+			nanosleep(&ts, NULL);
+	}
+	if (r == 0) {
+		kill(g, SIGKILL);
+		waitpid(g, &st, 0);
+	}
+	CHECK(r == g && WIFEXITED(st) && WEXITSTATUS(st) == 42,
+	      "orphaned stopped member: waitpid %d, status %#x", r, st);
+	prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -217,5 +289,6 @@ int main(void)
 	test_stop_continue();
 	test_sigchld();
 	test_subreaper();
+	test_orphaned_pgrp();
 	return finish();
 }

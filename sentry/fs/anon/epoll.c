@@ -274,7 +274,7 @@ static int pq_add(struct poll_queues *q, struct file *f, int level)
 	}
 	ep = f->priv;
 	ret = pq_push(q, &ep->wq, f);
-	if (ret < 0 || level >= 0)
+	if (ret < 0 || level > EP_MAX_NESTS)
 		return ret;
 	pthread_mutex_lock(&ep->lock);
 	list_for_each_entry(it, &ep->items, link) {

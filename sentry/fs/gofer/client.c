@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,6 +35,13 @@
 
 #include "common/log.h"
 #include "common/util.h"
+
+/*
+ * Messages sent, by type, by every client of the process (atomics; GOFER_MSG_TYPE_END counts
+ * unknown types). Read by gofer_client_msgs() and reported at exit (client_report_stats).
+ */
+static uint64_t msg_counts[GOFER_MSG_TYPE_END + 1];
+static pid_t msg_counts_pid; /* the process that counted: a forked child reports nothing */
 
 /* Room for more FDs than a reply may carry, so that extra ones are received and closed. */
 #define CLIENT_MAX_FDS 8
@@ -121,6 +129,69 @@ static int collect_fds(struct msghdr *msg, int *fds, int max)
 	return n;
 }
 
+static void count_msg(uint16_t type)
+{
+	if (!__atomic_load_n(&msg_counts_pid, __ATOMIC_RELAXED))
+		__atomic_store_n(&msg_counts_pid, getpid(), __ATOMIC_RELAXED);
+	__atomic_add_fetch(&msg_counts[MIN(type, (uint16_t)GOFER_MSG_TYPE_END)], 1,
+			   __ATOMIC_RELAXED);
+}
+
+uint64_t gofer_client_msgs(int type)
+{
+	uint64_t sum = 0;
+
+	if (type >= 0)
+		return __atomic_load_n(&msg_counts[MIN(type, (int)GOFER_MSG_TYPE_END)],
+				       __ATOMIC_RELAXED);
+	for (int i = 0; i <= (int)GOFER_MSG_TYPE_END; i++)
+		sum += __atomic_load_n(&msg_counts[i], __ATOMIC_RELAXED);
+	return sum;
+}
+
+/*
+ * At exit, with HUSK_GOFER_STATS set in the sentry's environment or HUSK_LOG=debug: one line
+ * on stderr with the number of gofer messages sent, in all and by type (for profiling the
+ * VFS: round trips are what a cache saves).
+ */
+__attribute__((destructor)) static void client_report_stats(void)
+{
+	static const char *const names[GOFER_MSG_TYPE_END] = {
+		[GOFER_MSG_MOUNT] = "mount",	   [GOFER_MSG_WALK] = "walk",
+		[GOFER_MSG_STAT] = "stat",	   [GOFER_MSG_OPEN] = "open",
+		[GOFER_MSG_READLINK] = "readlink", [GOFER_MSG_GETDENTS] = "getdents",
+		[GOFER_MSG_STATFS] = "statfs",	   [GOFER_MSG_CLOSE] = "close",
+		[GOFER_MSG_WALKSTAT] = "walkstat", [GOFER_MSG_SETSTAT] = "setstat",
+		[GOFER_MSG_CREATE] = "create",	   [GOFER_MSG_MKDIR] = "mkdir",
+		[GOFER_MSG_MKNOD] = "mknod",	   [GOFER_MSG_SYMLINK] = "symlink",
+		[GOFER_MSG_LINK] = "link",	   [GOFER_MSG_UNLINK] = "unlink",
+		[GOFER_MSG_RENAME] = "rename",	   [GOFER_MSG_FSYNC] = "fsync",
+		[GOFER_MSG_GETXATTR] = "getxattr", [GOFER_MSG_SETXATTR] = "setxattr",
+		[GOFER_MSG_LISTXATTR] = "listxattr", [GOFER_MSG_REMOVEXATTR] = "removexattr",
+	};
+	char line[1024];
+	size_t len;
+
+	if (!msg_counts_pid || msg_counts_pid != getpid())
+		return;
+	if (!getenv("HUSK_GOFER_STATS") && log_get_level() < LOG_DEBUG)
+		return;
+	len = (size_t)snprintf(line, sizeof(line), "gofer messages: %llu",
+			       (unsigned long long)gofer_client_msgs(-1));
+	for (int i = 0; i <= (int)GOFER_MSG_TYPE_END && len < sizeof(line); i++) {
+		const char *name = i < (int)GOFER_MSG_TYPE_END && names[i] ? names[i] : "other";
+		uint64_t n = gofer_client_msgs(i);
+
+		if (n)
+			len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%llu", name,
+						(unsigned long long)n);
+	}
+	if (log_get_level() >= LOG_DEBUG)
+		log_msg(LOG_DEBUG, "%s", line);
+	else
+		fprintf(stderr, "husk-sentry: %s\n", line);
+}
+
 /*
  * Sends c->req (its tag is set here) and receives the reply into rbuf (GOFER_MSG_MAX bytes),
  * decoded into c->rep. With fd_out, a successful reply must carry exactly one FD, stored there;
@@ -148,6 +219,7 @@ static int rpc(struct gofer_client *c, uint8_t *rbuf, int *fd_out)
 	n = gofer_req_encode(&c->req, c->sbuf, GOFER_MSG_MAX);
 	if (n < 0)
 		return n == -EMSGSIZE ? -EINVAL : (int)n;
+	count_msg(c->req.type);
 
 	iov = (struct iovec){ .iov_base = c->sbuf, .iov_len = (size_t)n };
 	msg = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1 };

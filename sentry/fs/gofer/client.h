@@ -24,6 +24,13 @@ struct gofer_client;
 int gofer_client_create(int sock, struct gofer_client **out);
 void gofer_client_destroy(struct gofer_client *c);
 
+/*
+ * The number of messages of type (GOFER_MSG_*) sent by every client of this process so far, or
+ * of all types when type is negative. For tests and profiling: a cache hit sends nothing. With
+ * HUSK_GOFER_STATS set (or HUSK_LOG=debug), the totals are logged on stderr at exit.
+ */
+uint64_t gofer_client_msgs(int type);
+
 /* Attaches to the served root. Returns 0 with its handle and attributes, or -errno. */
 int gofer_mount(struct gofer_client *c, uint64_t *root, struct gofer_attr *attr);
 

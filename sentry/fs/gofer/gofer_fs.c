@@ -22,6 +22,19 @@
  * pages alike, truncation drops (and zeroes) cached pages past the new size. Pages handed to a
  * writable mapping are dirty: msync and the release of a writable file write them back (never
  * past the host file's size). Changes the host makes to a cached page are not seen.
+ *
+ * Donated FD cache (read-only mounts): the first read-only open of a regular file keeps a
+ * duplicate of the FD the gofer donated in the node, and later read-only opens of the node take
+ * a dup(2) of it instead of asking the gofer again, so that opening an unchanged file needs no
+ * round trip (ld.so opening libc on every exec, compilers re-reading headers). At most
+ * fs->fdc_max FDs are kept per mount (GOFER_FD_CACHE_MAX unless gofer_fs_set_fd_cache says
+ * otherwise), in LRU order: the least recently opened node gives its FD back first. Coherence:
+ * the cached FD and the node's handle name the same host inode (both were opened from the
+ * handle), so the cache shows exactly what a new OPEN of the handle would (data changes made on
+ * the host are seen by both, a file the host replaces by rename is seen by neither, as names
+ * are not revalidated). Opens are dups, so each file has its own FD; they share the host file
+ * offset, which no regular-file read or write uses (all are preadv/pwritev), and the status
+ * flags, which nothing changes on a read-only FD.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +59,11 @@
 #include "sentry/mm/memfile.h"
 #include "sentry/vfs/fs.h"
 
+/* Donated FDs of read-only files kept per mount by default (see the top of the file). */
+#define GOFER_FD_CACHE_MAX 128
+
+struct gofer_node;
+
 struct gofer_fs {
 	struct vfs_fs base;
 	struct gofer_client *gc; /* not owned: the kernel's, outlives the filesystem */
@@ -53,6 +71,10 @@ struct gofer_fs {
 	bool cache_attrs; /* writable: cached attributes are valid while gen is unchanged */
 	struct memfile *mf; /* not owned: the kernel's, for the page cache; NULL: no MAP_SHARED */
 	uint64_t gen; /* atomic: bumped by every change the sandbox makes (writable mounts) */
+	/* The donated FD cache: nodes with a cached FD, most recently used first. */
+	pthread_mutex_t fdc_lock; /* protects fdc_* here and every node's ro_fd, fdc_prev/next */
+	struct gofer_node *fdc_head, *fdc_tail;
+	int fdc_n, fdc_max;
 };
 
 struct gofer_node {
@@ -69,6 +91,9 @@ struct gofer_node {
 	/* The page cache (see the top of the file), sorted by pgoff; protected by lock. */
 	struct gofer_page *pages;
 	size_t npages, cap_pages;
+	/* The donated FD cache (read-only mounts; under fs->fdc_lock): -1 when none. */
+	int ro_fd;
+	struct gofer_node *fdc_prev, *fdc_next;
 };
 
 /* A page of a node's page cache: the file's bytes [pgoff * 4096, +4096). */
@@ -112,6 +137,7 @@ static struct gofer_node *gofer_node_new(struct gofer_fs *fs, struct vfs_node *p
 	n->handle = handle;
 	n->attr = *attr;
 	n->created_fd = -1;
+	n->ro_fd = -1;
 	pthread_mutex_init(&n->lock, NULL);
 	vfs_dcache_init(&n->children);
 	return n;
@@ -579,6 +605,100 @@ static const struct file_ops gofer_file_ops = {
 	.sync_pages = gofer_file_sync_pages,
 };
 
+/* Unlinks gn from fs's LRU list (fs->fdc_lock held; gn->ro_fd >= 0). */
+static void fdc_unlink(struct gofer_fs *fs, struct gofer_node *gn)
+{
+	if (gn->fdc_prev)
+		gn->fdc_prev->fdc_next = gn->fdc_next;
+	else
+		fs->fdc_head = gn->fdc_next;
+	if (gn->fdc_next)
+		gn->fdc_next->fdc_prev = gn->fdc_prev;
+	else
+		fs->fdc_tail = gn->fdc_prev;
+	gn->fdc_prev = gn->fdc_next = NULL;
+}
+
+/* Puts gn first in fs's LRU list (fs->fdc_lock held; gn not in it). */
+static void fdc_push(struct gofer_fs *fs, struct gofer_node *gn)
+{
+	gn->fdc_prev = NULL;
+	gn->fdc_next = fs->fdc_head;
+	if (fs->fdc_head)
+		fs->fdc_head->fdc_prev = gn;
+	else
+		fs->fdc_tail = gn;
+	fs->fdc_head = gn;
+}
+
+/* A dup of gn's cached read-only FD (gn made most recent), or -1 when it has none. */
+static int fdc_get(struct gofer_fs *fs, struct gofer_node *gn)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&fs->fdc_lock);
+	if (gn->ro_fd >= 0) {
+		fd = fcntl(gn->ro_fd, F_DUPFD_CLOEXEC, 0);
+		if (gn != fs->fdc_head) {
+			fdc_unlink(fs, gn);
+			fdc_push(fs, gn);
+		}
+	}
+	pthread_mutex_unlock(&fs->fdc_lock);
+	return fd;
+}
+
+/*
+ * Keeps a dup of fd (just donated for a read-only open of gn) as gn's cached FD, unless gn has
+ * one already; past fs->fdc_max cached FDs, the least recently used goes. Best effort.
+ */
+static void fdc_put(struct gofer_fs *fs, struct gofer_node *gn, int fd)
+{
+	int keep, evicted = -1;
+
+	if (fs->fdc_max <= 0)
+		return;
+	keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (keep < 0)
+		return;
+	pthread_mutex_lock(&fs->fdc_lock);
+	if (gn->ro_fd >= 0) {
+		pthread_mutex_unlock(&fs->fdc_lock);
+		close(keep);
+		return;
+	}
+	gn->ro_fd = keep;
+	fdc_push(fs, gn);
+	if (++fs->fdc_n > fs->fdc_max) {
+		struct gofer_node *old = fs->fdc_tail;
+
+		fdc_unlink(fs, old);
+		evicted = old->ro_fd;
+		old->ro_fd = -1;
+		fs->fdc_n--;
+	}
+	pthread_mutex_unlock(&fs->fdc_lock);
+	if (evicted >= 0)
+		close(evicted);
+}
+
+/* Drops gn's cached FD, if any (its release). */
+static void fdc_drop(struct gofer_fs *fs, struct gofer_node *gn)
+{
+	int fd;
+
+	pthread_mutex_lock(&fs->fdc_lock);
+	fd = gn->ro_fd;
+	if (fd >= 0) {
+		fdc_unlink(fs, gn);
+		gn->ro_fd = -1;
+		fs->fdc_n--;
+	}
+	pthread_mutex_unlock(&fs->fdc_lock);
+	if (fd >= 0)
+		close(fd);
+}
+
 /*
  * The FD gofer_create donated when n was created, if an open follows its creation (O_CREAT):
  * it was opened O_RDWR whatever the file's mode, as Linux opens a file it just created. Taken
@@ -605,6 +725,7 @@ static struct file *gofer_open_op(struct vfs_node *n, int flags)
 	struct gofer_fs *fs = gofer_fs_of(n);
 	struct gofer_file *gf;
 	int hostflags, fd;
+	bool cacheable;
 	struct file *f;
 
 	switch (n->type) {
@@ -631,9 +752,14 @@ static struct file *gofer_open_op(struct vfs_node *n, int flags)
 	gf = malloc(sizeof(*gf));
 	if (!gf)
 		return ERR_PTR(-ENOMEM);
-	fd = take_created_fd(gn, flags);
-	if (fd < 0)
+	/* A read-only mount donates only read-only FDs: each can serve every later open. */
+	cacheable = fs->readonly && hostflags == O_RDONLY;
+	fd = cacheable ? fdc_get(fs, gn) : take_created_fd(gn, flags);
+	if (fd < 0) {
 		fd = gofer_open(fs->gc, gn->handle, hostflags);
+		if (fd >= 0 && cacheable)
+			fdc_put(fs, gn, fd);
+	}
 	if (fd < 0) {
 		free(gf);
 		return ERR_PTR(fd);
@@ -1023,6 +1149,7 @@ static void gofer_node_release(struct vfs_node *n)
 	if (gn->npages)
 		pcache_drop(fs, gn, 0);
 	free(gn->pages);
+	fdc_drop(fs, gn);
 	gofer_close(fs->gc, &gn->handle, 1);
 	if (gn->created_fd >= 0)
 		close(gn->created_fd);
@@ -1049,6 +1176,7 @@ static void gofer_fs_release(struct vfs_fs *vfs)
 
 	gofer_drop_tree(fs->base.root, fs->base.root);
 	vfs_node_put(fs->base.root);
+	pthread_mutex_destroy(&fs->fdc_lock);
 	free(fs);
 }
 
@@ -1100,9 +1228,12 @@ static int gofer_fs_new(struct gofer_client *gc, bool readonly, bool cache_attrs
 	fs->readonly = readonly;
 	fs->cache_attrs = !readonly && cache_attrs;
 	fs->gen = 1;
+	pthread_mutex_init(&fs->fdc_lock, NULL);
+	fs->fdc_max = GOFER_FD_CACHE_MAX;
 	root = gofer_node_new(fs, NULL, "", handle, &attr);
 	if (!root) {
 		gofer_close(gc, &handle, 1);
+		pthread_mutex_destroy(&fs->fdc_lock);
 		free(fs);
 		return -ENOMEM;
 	}
@@ -1135,6 +1266,34 @@ int gofer_fs_create(struct gofer_client *gc, bool readonly, struct vfs_fs **out)
 void gofer_fs_set_memfile(struct vfs_fs *vfs, struct memfile *mf)
 {
 	container_of(vfs, struct gofer_fs, base)->mf = mf;
+}
+
+void gofer_fs_set_fd_cache(struct vfs_fs *vfs, int max)
+{
+	struct gofer_fs *fs = container_of(vfs, struct gofer_fs, base);
+
+	pthread_mutex_lock(&fs->fdc_lock);
+	fs->fdc_max = max < 0 ? 0 : max;
+	while (fs->fdc_n > fs->fdc_max) {
+		struct gofer_node *old = fs->fdc_tail;
+
+		fdc_unlink(fs, old);
+		close(old->ro_fd);
+		old->ro_fd = -1;
+		fs->fdc_n--;
+	}
+	pthread_mutex_unlock(&fs->fdc_lock);
+}
+
+int gofer_fs_fd_cache_count(struct vfs_fs *vfs)
+{
+	struct gofer_fs *fs = container_of(vfs, struct gofer_fs, base);
+	int n;
+
+	pthread_mutex_lock(&fs->fdc_lock);
+	n = fs->fdc_n;
+	pthread_mutex_unlock(&fs->fdc_lock);
+	return n;
 }
 
 int vfs_mount_volume(struct kernel *k, struct gofer_client *gc, const char *path, bool readonly)

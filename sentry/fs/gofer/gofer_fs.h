@@ -24,6 +24,14 @@ struct memfile;
 void gofer_fs_set_memfile(struct vfs_fs *fs, struct memfile *mf);
 
 /*
+ * Sets how many donated FDs of read-only files fs (a read-only gofer filesystem) keeps for
+ * repeated opens (128 by default; 0 disables the cache), closing the least recently used past
+ * it. gofer_fs_fd_cache_count gives how many it holds now (for tests).
+ */
+void gofer_fs_set_fd_cache(struct vfs_fs *fs, int max);
+int gofer_fs_fd_cache_count(struct vfs_fs *fs);
+
+/*
  * Mounts the tree gc serves (a volume: husk do --volume HOST:GUEST[:ro]) at the absolute guest
  * path, creating missing directories of the path as vfs_mount_at does; read-only (MS_RDONLY,
  * writes -EROFS) or writable through the gofer. The host may change a volume behind the

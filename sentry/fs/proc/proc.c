@@ -26,6 +26,7 @@
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/net/net.h"
 #include "sentry/vfs/internal.h"
 
 long proc_parse_num(const char *name)
@@ -471,6 +472,50 @@ static const struct pseudo_ent sys_vm_ents[] = {
 	{ 0 },
 };
 
+/*
+ * /proc/net/NAME: the sockets' texts of sentry/net, named by the entry. Weak: procfs's unit
+ * tests link no sentry/net (the sentry does: sentry/net/sock.c refers to it strongly).
+ */
+ssize_t net_proc_render(const char *name, char *buf, size_t size) __attribute__((weak));
+
+static int gen_net(struct pseudo_node *n, FILE *out)
+{
+	char small[4096];
+	ssize_t len;
+	char *big;
+
+	if (!net_proc_render)
+		return -ENOENT;
+	len = net_proc_render(n->ent->name, small, sizeof(small));
+	if (len < 0)
+		return (int)len;
+	if ((size_t)len < sizeof(small)) {
+		fwrite(small, 1, (size_t)len, out);
+		return 0;
+	}
+	/* More sockets than fit: render again into a buffer of the full size (plus growth). */
+	for (size_t size = (size_t)len + 4096;; size = (size_t)len + 4096) {
+		big = malloc(size);
+		if (!big)
+			return -ENOMEM;
+		len = net_proc_render(n->ent->name, big, size);
+		if (len >= 0 && (size_t)len < size)
+			break;
+		free(big);
+		if (len < 0)
+			return (int)len;
+	}
+	fwrite(big, 1, (size_t)len, out);
+	free(big);
+	return 0;
+}
+
+static const struct pseudo_ent net_ents[] = {
+	REG("dev", 90, gen_net),   REG("tcp", 91, gen_net),  REG("tcp6", 92, gen_net),
+	REG("udp", 93, gen_net),   REG("udp6", 94, gen_net), REG("unix", 95, gen_net),
+	{ 0 },
+};
+
 static const struct pseudo_ent sys_ents[] = {
 	DIR("fs", 80, sys_fs_ents),
 	DIR("kernel", 81, sys_kernel_ents),
@@ -575,6 +620,7 @@ static const struct pseudo_ent root_ents[] = {
 	REG("loadavg", 5, gen_loadavg),
 	REG("meminfo", 6, gen_meminfo),
 	{ .name = "mounts", .mode = S_IFLNK | 0777, .readlink = mounts_readlink, .id = 7 },
+	DIR("net", 14, net_ents),
 	{ .name = "self", .mode = S_IFLNK | 0777, .readlink = self_readlink, .id = 8 },
 	REG("stat", 9, gen_stat),
 	DIR("sys", 10, sys_ents),

@@ -7,10 +7,82 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sentry/net/bpf/netbpf.h"
 #include "sentry/net/net.h"
+
+void netbpf_free_args(char **args)
+{
+	for (char **a = args; a && *a; a++)
+		free(*a);
+	free(args);
+}
+
+/* Appends "--egress-KIND=RULE" to out[*n] for every rule of list (checked). */
+static int add_rules(const char *list, bool allow, char **out, int *n, int max, char *why,
+		     size_t why_len)
+{
+	char *copy, *save = NULL, *tok;
+	int ret = 0;
+
+	if (!list)
+		return 0;
+	copy = strdup(list);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ", \t\n", &save); tok && !ret;
+	     tok = strtok_r(NULL, ", \t\n", &save)) {
+		net_egress_reset();
+		if (*n >= max || net_egress_add(tok, allow) < 0) {
+			snprintf(why, why_len, "dev.husk.egress-%s: %s: expected CIDR[:PORT]",
+				 allow ? "allow" : "deny", tok);
+			ret = -EINVAL;
+		} else if (asprintf(&out[*n], "--egress-%s=%s", allow ? "allow" : "deny", tok) < 0) {
+			ret = -ENOMEM;
+		} else {
+			(*n)++;
+		}
+	}
+	net_egress_reset();
+	free(copy);
+	return ret;
+}
+
+int netbpf_annotation_args(const char *network, const char *allow, const char *deny, char ***out,
+			   char *why, size_t why_len)
+{
+	/* At most one rule per two characters of the lists, plus the mode and the end. */
+	size_t max = 2 + (allow ? strlen(allow) : 0) / 2 + (deny ? strlen(deny) : 0) / 2 + 2;
+	char **args = calloc(max + 1, sizeof(char *));
+	int n = 0, ret;
+
+	*out = NULL;
+	if (!args)
+		return -ENOMEM;
+	if (network && strcmp(network, "none") && strcmp(network, "host")) {
+		snprintf(why, why_len, "dev.husk.network: %s: expected none or host", network);
+		free(args);
+		return -EINVAL;
+	}
+	if (network && !strcmp(network, "host")) {
+		args[n] = strdup("--network=host");
+		if (!args[n++]) {
+			free(args);
+			return -ENOMEM;
+		}
+	}
+	ret = add_rules(allow, true, args, &n, (int)max, why, why_len);
+	if (!ret)
+		ret = add_rules(deny, false, args, &n, (int)max, why, why_len);
+	if (ret < 0) {
+		netbpf_free_args(args);
+		return ret;
+	}
+	*out = args;
+	return 0;
+}
 
 #ifdef HUSK_HAVE_BPF
 #include <bpf/bpf.h>
@@ -88,11 +160,18 @@ int netbpf_attach_egress(int cgroup_fd, const char *const *net_args, char *why, 
 	}
 
 	libbpf_set_print(quiet);
-	skel = egress_bpf__open_and_load();
+	skel = egress_bpf__open();
 	if (!skel) {
 		ret = -errno;
-		snprintf(why, why_len, "loading the BPF programs: %s", strerror(errno));
+		snprintf(why, why_len, "opening the BPF programs: %s", strerror(errno));
 		return ret ? ret : -EINVAL;
+	}
+	/* Read-only after the load (libbpf freezes .rodata): the programs walk n rules. */
+	skel->rodata->nrules = (__u32)n;
+	ret = egress_bpf__load(skel);
+	if (ret < 0) {
+		snprintf(why, why_len, "loading the BPF programs: %s", strerror(-ret));
+		return ret;
 	}
 	for (int i = 0; i < n; i++) {
 		struct netbpf_rule m;

@@ -20,4 +20,16 @@
  */
 int netbpf_attach_egress(int cgroup_fd, const char *const *net_args, char *why, size_t why_len);
 
+/*
+ * The sentry's network arguments from the values of the OCI annotations dev.husk.network
+ * ("none" or "host"), dev.husk.egress-allow and dev.husk.egress-deny (rules CIDR[:PORT]
+ * separated by commas or blanks); each value may be NULL. Sets *out to a NULL-terminated
+ * malloc'd array of malloc'd strings ("--network=host", "--egress-allow=CIDR[:PORT]", ...; free
+ * it with netbpf_free_args). Returns 0, -EINVAL (bad mode or rule; the offending text is written
+ * into why) or -ENOMEM.
+ */
+int netbpf_annotation_args(const char *network, const char *allow, const char *deny, char ***out,
+			   char *why, size_t why_len);
+void netbpf_free_args(char **args);
+
 #endif

@@ -140,3 +140,78 @@ Test(net_egress, mode_names)
 	cr_expect_eq(net_get_mode(), NET_MODE_NONE);
 	cr_expect_eq(net_set_mode("bridge"), -EINVAL);
 }
+
+/* The first matching rule of the exported list, as the BPF program walks it (no match: allow). */
+static bool walk_rules(const struct net_egress_rule *r, int n, const char *s, uint16_t port)
+{
+	uint8_t a[16];
+
+	addr16(s, a);
+	for (int i = 0; i < n; i++) {
+		int full = r[i].prefix / 8, rest = r[i].prefix % 8;
+
+		if (r[i].port && r[i].port != port)
+			continue;
+		if (memcmp(r[i].addr, a, (size_t)full))
+			continue;
+		if (rest && (a[full] & (uint8_t)(0xff << (8 - rest))) != r[i].addr[full])
+			continue;
+		return r[i].allow;
+	}
+	return true;
+}
+
+Test(net_egress, exported_rules_list_newest_user_rule_first_then_default_denials)
+{
+	struct net_egress_rule r[96];
+	uint8_t meta[16];
+	int n;
+
+	cr_assert_eq(net_egress_add("169.254.169.254/32:80", true), 0);
+	cr_assert_eq(net_egress_add("203.0.113.0/24", false), 0);
+	n = net_egress_rules(r, 96);
+	cr_assert_eq(n, 2 + 14);
+	cr_expect_eq(r[0].prefix, 96 + 24);
+	cr_expect_not(r[0].allow);
+	cr_expect_eq(r[0].port, 0);
+	addr16("169.254.169.254", meta);
+	cr_expect_arr_eq(r[1].addr, meta, 16);
+	cr_expect_eq(r[1].prefix, 128);
+	cr_expect_eq(r[1].port, 80);
+	cr_expect(r[1].allow);
+	for (int i = 2; i < n; i++)
+		cr_expect_not(r[i].allow, "default rule %d allows", i);
+}
+
+Test(net_egress, walking_the_exported_rules_gives_the_sentry_verdicts)
+{
+	static const struct {
+		const char *addr;
+		uint16_t port;
+	} cases[] = {
+		{ "169.254.169.254", 80 }, { "169.254.169.254", 81 }, { "169.254.1.1", 80 },
+		{ "203.0.113.10", 8080 },  { "203.0.113.10", 8081 },  { "8.8.8.8", 53 },
+		{ "10.1.2.3", 22 },	   { "::1", 80 },	      { "fe80::1", 80 },
+		{ "2001:db8::1", 443 },	   { "127.0.0.1", 18080 },    { "192.168.0.1", 80 },
+	};
+	struct net_egress_rule r[96];
+	int n;
+
+	cr_assert_eq(net_egress_add("169.254.169.254/32:80", true), 0);
+	cr_assert_eq(net_egress_add("203.0.113.0/24", false), 0);
+	cr_assert_eq(net_egress_add("203.0.113.10/32:8080", true), 0);
+	cr_assert_eq(net_egress_add("127.0.0.1:18080", true), 0);
+	n = net_egress_rules(r, 96);
+	cr_assert_gt(n, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(walk_rules(r, n, cases[i].addr, cases[i].port),
+			     allowed(cases[i].addr, cases[i].port), "%s port %u", cases[i].addr,
+			     cases[i].port);
+}
+
+Test(net_egress, exporting_into_too_small_an_array_is_enospc)
+{
+	struct net_egress_rule r[4];
+
+	cr_expect_eq(net_egress_rules(r, 4), -ENOSPC);
+}

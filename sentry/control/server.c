@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control server: one thread accepts on the listening socket husk passed (--control-fd);
+ * each connection gets a thread that reads one request, answers it and, for an exec that
+ * waits, sends CONTROL_EXITED when the process ends. The peer is husk on the same host, but
+ * its messages are still checked like any input (control_decode_exec).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "runtime/control.h"
+#include "sentry/control/control.h"
+#include "sentry/kernel/task.h"
+
+#define CONTROL_THREAD_STACK (256u << 10)
+#define CONTROL_MAX_FDS 3
+
+static int listen_fd = -1;
+
+int control_listen_fd(void)
+{
+	return listen_fd;
+}
+
+void control_set_listen_fd(int fd)
+{
+	listen_fd = fd;
+}
+
+struct conn {
+	struct kernel *k;
+	int fd;
+};
+
+/* Receives one message (and up to CONTROL_MAX_FDS fds). Returns its length or -errno. */
+static ssize_t recv_request(int fd, void *buf, size_t len, int *fds, int *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf.buf,
+		.msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*nfds = 0;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		for (size_t i = 0; i < k; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*nfds < CONTROL_MAX_FDS)
+				fds[(*nfds)++] = f;
+			else
+				close(f);
+		}
+	}
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		for (int i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return -EMSGSIZE;
+	}
+	return n;
+}
+
+/* One message (sendmsg: the filter allows it, not send/sendto). */
+static void send_all(int fd, const void *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+}
+
+static void serve_ps(struct kernel *k, int fd)
+{
+	size_t max = CONTROL_PS_MAX;
+	size_t sz = sizeof(struct control_hdr) + sizeof(struct control_ps_reply) +
+		    max * sizeof(struct control_ps_entry);
+	char *buf = calloc(1, sz);
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_PS_REPLY };
+	struct control_ps_reply r = { 0 };
+	int n;
+
+	if (!buf) {
+		r.err = -ENOMEM;
+		h.len = sizeof(r);
+		char small[sizeof(h) + sizeof(r)];
+		memcpy(small, &h, sizeof(h));
+		memcpy(small + sizeof(h), &r, sizeof(r));
+		send_all(fd, small, sizeof(small));
+		return;
+	}
+	n = control_list_processes(k, (struct control_ps_entry *)(buf + sizeof(h) + sizeof(r)),
+				   (int)max);
+	r.err = n < 0 ? n : 0;
+	r.n = n < 0 ? 0 : (uint32_t)n;
+	h.len = (uint32_t)(sizeof(r) + r.n * sizeof(struct control_ps_entry));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &r, sizeof(r));
+	send_all(fd, buf, sizeof(h) + h.len);
+	free(buf);
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct thread_group *tg = NULL;
+	struct control_hdr h;
+	char reply[64];
+	int fds[CONTROL_MAX_FDS], nfds;
+	void *buf = malloc(CONTROL_MAX_MSG);
+	ssize_t n;
+
+	if (!buf)
+		goto out;
+	n = recv_request(c->fd, buf, CONTROL_MAX_MSG, fds, &nfds);
+	if (n < (ssize_t)sizeof(h)) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		goto out;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op == CONTROL_PS) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		serve_ps(c->k, c->fd);
+		goto out;
+	}
+	/* Anything else is an exec request (control_serve rejects what is not one). */
+	n = control_serve(c->k, buf, (size_t)n, fds, nfds, reply, &tg);
+	send_all(c->fd, reply, (size_t)n);
+	if (tg) {
+		struct control_hdr eh = { .magic = CONTROL_MAGIC,
+					  .version = CONTROL_VERSION,
+					  .op = CONTROL_EXITED,
+					  .len = sizeof(struct control_exited) };
+		struct control_exited ex;
+		char msg[sizeof(eh) + sizeof(ex)];
+
+		ex.status = control_wait_exit(c->k, tg);
+		tg_put(tg);
+		memcpy(msg, &eh, sizeof(eh));
+		memcpy(msg + sizeof(eh), &ex, sizeof(ex));
+		send_all(c->fd, msg, sizeof(msg));
+	}
+out:
+	free(buf);
+	close(c->fd);
+	free(c);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct kernel *k = arg;
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, CONTROL_THREAD_STACK);
+	for (;;) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct conn *c;
+		pthread_t th;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* Out of resources for now: try again a little later. */
+				struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			log_error("control socket: accept: %s", strerror(errno));
+			break;
+		}
+		c = malloc(sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->k = k;
+		c->fd = fd;
+		if (pthread_create(&th, &attr, conn_main, c) != 0) {
+			close(fd);
+			free(c);
+		}
+	}
+	pthread_attr_destroy(&attr);
+	return NULL;
+}
+
+int control_server_start(struct kernel *k, int fd)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int ret;
+
+	listen_fd = fd;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, CONTROL_THREAD_STACK);
+	ret = pthread_create(&th, &attr, accept_main, k);
+	pthread_attr_destroy(&attr);
+	return -ret;
+}

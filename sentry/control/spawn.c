@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Process creation for husk exec, waiting for such a process from a non-task thread, and the
+ * process list for husk ps.
+ *
+ * kernel_spawn builds a task and its process (unlinked: pid 0) on the calling thread, then
+ * starts the host thread that will own it: that thread changes directory, loads the program
+ * (task_exec makes the mm and the platform context, so the context belongs to it, as the
+ * ptrace platform wants), and only then links the process into the tree and the pid table,
+ * checking under k->tree_lock that pid 1 is not exiting (so that no process escapes the end of
+ * the sandbox). The caller waits for that outcome on a struct spawn_result.
+ *
+ * References: the new task starts with one reference (the host thread's); pid_insert takes
+ * the pid table's. The process's reference for control_wait_exit is taken before it can run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "runtime/control.h"
+#include "sentry/control/control.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
+#include "sentry/vfs/vfs.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define SPAWN_THREAD_STACK (1u << 20)
+#define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
+
+/* The outcome of a spawn, handed from the new host thread to the caller. */
+struct spawn_result {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+	int32_t pid;
+};
+
+/* What the new host thread needs; freed by it. */
+struct spawn_job {
+	struct task *t;
+	char **argv, **envp;
+	char *cwd;
+	struct thread_group *waiter_ref; /* a reference for the caller, or NULL */
+	struct spawn_result *res; /* the caller's; NULL once reported */
+};
+
+static char **strv_dup(const char *const *v)
+{
+	size_t n = 0;
+	char **out;
+
+	while (v[n])
+		n++;
+	out = calloc(n + 1, sizeof(char *));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		out[i] = strdup(v[i]);
+		if (!out[i]) {
+			for (size_t j = 0; j < i; j++)
+				free(out[j]);
+			free(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void job_free(struct spawn_job *j)
+{
+	strv_free(j->argv);
+	strv_free(j->envp);
+	free(j->cwd);
+	free(j);
+}
+
+static void report(struct spawn_job *j, int err, int32_t pid)
+{
+	struct spawn_result *r = j->res;
+
+	j->res = NULL;
+	pthread_mutex_lock(&r->lock);
+	r->err = err;
+	r->pid = pid;
+	r->done = true;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static const char *env_lookup(char *const *env, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (; *env; env++) {
+		if (!strncmp(*env, name, len) && (*env)[len] == '=')
+			return *env + len + 1;
+	}
+	return NULL;
+}
+
+/* execvp's search: a name with a slash is a path, else each PATH entry in turn. */
+static int exec_search(struct task *t, char **argv, char **envp)
+{
+	const char *name = argv[0], *path;
+	bool saw_eacces = false;
+	int ret = -ENOENT;
+
+	if (!*name)
+		return -ENOENT;
+	if (strchr(name, '/'))
+		return task_exec(t, name, argv, envp);
+	path = env_lookup(envp, "PATH");
+	if (!path)
+		path = DEFAULT_PATH;
+	while (*path) {
+		const char *end = strchrnul(path, ':');
+		char full[4096];
+		int n;
+
+		if (end == path)
+			n = snprintf(full, sizeof(full), "%s", name);
+		else
+			n = snprintf(full, sizeof(full), "%.*s/%s", (int)(end - path), path, name);
+		path = *end ? end + 1 : end;
+		if (n < 0 || (size_t)n >= sizeof(full))
+			continue;
+		ret = task_exec(t, full, argv, envp);
+		if (ret == 0)
+			return 0;
+		if (ret == -EACCES)
+			saw_eacces = true;
+		if (ret != -ENOENT && ret != -ENOTDIR && ret != -EACCES && ret != -ENAMETOOLONG &&
+		    ret != -ELOOP)
+			return ret;
+	}
+	return saw_eacces ? -EACCES : ret;
+}
+
+/*
+ * Links the loaded process into the tree as a session leader with no parent. Returns its pid,
+ * or -ESRCH when pid 1 is gone or exiting, -EAGAIN when no pid is free.
+ */
+static int32_t link_process(struct task *t)
+{
+	struct kernel *k = t->k;
+	struct thread_group *tg = t->tg, *itg;
+	int32_t pid;
+	bool ending;
+
+	pthread_mutex_lock(&k->tree_lock);
+	itg = k->init ? k->init->tg : NULL;
+	if (!itg) {
+		pthread_mutex_unlock(&k->tree_lock);
+		return -ESRCH;
+	}
+	pthread_mutex_lock(&itg->lock);
+	ending = itg->exiting || itg->state != TG_RUNNING;
+	pthread_mutex_unlock(&itg->lock);
+	pid = ending ? -ESRCH : pid_alloc(k);
+	if (pid < 0) {
+		pthread_mutex_unlock(&k->tree_lock);
+		return pid;
+	}
+	t->tid = pid;
+	tg->pid = pid;
+	tg->ppid = 0;
+	tg->parent = NULL;
+	tg->pgid = pid;
+	tg->sid = pid;
+	pid_insert(k, t);
+	pthread_mutex_unlock(&k->tree_lock);
+	return pid;
+}
+
+static void *spawn_thread_main(void *arg)
+{
+	struct spawn_job *j = arg;
+	struct task *t = j->t;
+	int32_t pid;
+	int ret;
+
+	t->thread = pthread_self();
+	ret = fs_context_chdir(t, j->cwd);
+	if (ret == 0)
+		ret = exec_search(t, j->argv, j->envp);
+	if (ret < 0) {
+		log_info("exec %s in %s: %s", j->argv[0], j->cwd, strerror(-ret));
+		report(j, ret, 0);
+		goto out_fail;
+	}
+	/* Counted before it can be seen, so that the end of the sandbox waits for it. */
+	pid_task_started(t->k);
+	pid = link_process(t);
+	if (pid < 0) {
+		pid_task_finished(t->k);
+		report(j, pid, 0);
+		goto out_fail;
+	}
+	report(j, 0, pid);
+	job_free(j);
+	task_run(t);
+	task_exit_thread(t);
+	return NULL;
+
+out_fail:
+	if (j->waiter_ref)
+		tg_put(j->waiter_ref);
+	task_release(t);
+	task_put(t);
+	job_free(j);
+	return NULL;
+}
+
+/* Wraps host fd (duplicated) as guest fd n of fdt. */
+static int install_hostfd(struct fdtable *fdt, int hostfd, int n)
+{
+	struct file *f;
+	int fl, dupfd, ret;
+
+	fl = fcntl(hostfd, F_GETFL);
+	if (fl < 0)
+		return -EBADF;
+	dupfd = fcntl(hostfd, F_DUPFD_CLOEXEC, 10);
+	if (dupfd < 0)
+		return -errno;
+	f = hostfile_create(dupfd, fl & ~O_CLOEXEC);
+	if (!f) {
+		close(dupfd);
+		return -ENOMEM;
+	}
+	ret = fdtable_install_at(fdt, f, n, false, 1024);
+	file_put(f);
+	return ret < 0 ? ret : 0;
+}
+
+/* A task and its (unlinked) process with s's credentials, files and pid 1's limits. */
+static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
+{
+	struct thread_group *tg, *itg;
+	struct task *t;
+	int ret;
+
+	tg = tg_alloc(k, NULL);
+	t = task_alloc(k);
+	if (!tg || !t) {
+		if (tg)
+			tg_put(tg);
+		if (t)
+			task_put(t);
+		return ERR_PTR(-ENOMEM);
+	}
+	t->tg = tg; /* takes tg's first reference */
+	tg->leader = t;
+	list_add_tail(&t->tg_link, &tg->tasks);
+	tg->nr_threads = 1;
+
+	pthread_mutex_lock(&k->lock);
+	itg = k->init ? k->init->tg : NULL;
+	if (itg)
+		tg_get(itg);
+	pthread_mutex_unlock(&k->lock);
+	if (!itg) {
+		ret = -ESRCH;
+		goto out_put;
+	}
+	pthread_mutex_lock(&itg->lock);
+	memcpy(tg->rlimits, itg->rlimits, sizeof(tg->rlimits));
+	pthread_mutex_unlock(&itg->lock);
+	tg_put(itg);
+
+	t->cred.uid = t->cred.euid = t->cred.suid = t->cred.fsuid = s->uid;
+	t->cred.gid = t->cred.egid = t->cred.sgid = t->cred.fsgid = s->gid;
+	t->cred.ngroups = s->ngroups < 0 ? 0 : s->ngroups > 32 ? 32 : s->ngroups;
+	if (t->cred.ngroups)
+		memcpy(t->cred.groups, s->groups, sizeof(uint32_t) * (size_t)t->cred.ngroups);
+	/* As pid 1 gets them (task_create_init): root has every capability. */
+	if (s->uid == 0)
+		t->cred.cap_effective = t->cred.cap_permitted = CAP_ALL;
+	t->cred.cap_bounding = CAP_ALL;
+	strcpy(t->comm, "exec");
+
+	t->fdt = fdtable_create();
+	t->fs = fs_context_create(k);
+	if (!t->fdt || !t->fs) {
+		ret = -ENOMEM;
+		goto out_put;
+	}
+	fs_context_set_umask(t->fs, s->umask >= 0 ? (unsigned int)s->umask & 0777 : 022);
+	for (int n = 0; n < 3; n++) {
+		ret = install_hostfd(t->fdt, s->stdio[n], n);
+		if (ret < 0 && ret != -EBADF)
+			goto out_put;
+	}
+	return t;
+
+out_put:
+	task_release(t);
+	task_put(t);
+	return ERR_PTR(ret);
+}
+
+int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
+{
+	struct spawn_result r = { .done = false };
+	struct spawn_job *j;
+	pthread_attr_t attr;
+	pthread_t th;
+	struct task *t;
+	int ret;
+
+	if (!s->argv || !s->argv[0] || !s->envp || !s->cwd || s->cwd[0] != '/')
+		return -EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->argv = strv_dup(s->argv);
+	j->envp = strv_dup(s->envp);
+	j->cwd = strdup(s->cwd);
+	if (!j->argv || !j->envp || !j->cwd) {
+		job_free(j);
+		return -ENOMEM;
+	}
+	t = spawn_task(k, s);
+	if (IS_ERR(t)) {
+		job_free(j);
+		return (int)PTR_ERR(t);
+	}
+	j->t = t;
+	if (s->tg_out) {
+		tg_get(t->tg);
+		j->waiter_ref = t->tg;
+	}
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.cond, NULL);
+	j->res = &r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, SPAWN_THREAD_STACK);
+	ret = -pthread_create(&th, &attr, spawn_thread_main, j);
+	pthread_attr_destroy(&attr);
+	if (ret < 0) {
+		if (j->waiter_ref)
+			tg_put(j->waiter_ref);
+		task_release(t);
+		task_put(t);
+		job_free(j);
+		goto out;
+	}
+	pthread_mutex_lock(&r.lock);
+	while (!r.done)
+		pthread_cond_wait(&r.cond, &r.lock);
+	pthread_mutex_unlock(&r.lock);
+	ret = r.err;
+	if (ret == 0) {
+		if (s->pid_out)
+			*s->pid_out = r.pid;
+		if (s->tg_out)
+			*s->tg_out = t->tg; /* the reference taken above */
+	}
+out:
+	pthread_cond_destroy(&r.cond);
+	pthread_mutex_destroy(&r.lock);
+	return ret;
+}
+
+static bool tg_ended(void *arg)
+{
+	struct thread_group *tg = arg;
+	bool ended;
+
+	pthread_mutex_lock(&tg->lock);
+	ended = tg->state != TG_RUNNING;
+	pthread_mutex_unlock(&tg->lock);
+	return ended;
+}
+
+int control_wait_exit(struct kernel *k, struct thread_group *tg)
+{
+	struct waitq *wq = &tg->exit_wq;
+	struct task *w;
+	int status;
+
+	/* task_wait sleeps a task: a bare one (never run, in no tree) stands for this thread. */
+	w = task_alloc(k);
+	if (w)
+		w->tg = tg_alloc(k, NULL);
+	if (!w || !w->tg) {
+		task_put(w);
+		return -ENOMEM;
+	}
+	while (task_wait(w, &wq, 1, tg_ended, tg, NULL, false) != 0)
+		;
+	task_put(w);
+	pthread_mutex_lock(&tg->lock);
+	status = tg->exit_status;
+	pthread_mutex_unlock(&tg->lock);
+	return status;
+}
+
+struct ps_walk {
+	struct control_ps_entry *out;
+	int n, max;
+	uint64_t boot_ns;
+};
+
+static int ps_fn(struct thread_group *tg, void *arg)
+{
+	struct ps_walk *w = arg;
+	struct control_ps_entry *e;
+	struct task *t;
+
+	if (w->n >= w->max)
+		return 1;
+	e = &w->out[w->n++];
+	memset(e, 0, sizeof(*e));
+	e->pid = tg->pid;
+	e->ppid = tg->ppid;
+	t = pid_lookup(tg->k, tg->pid);
+	if (t) {
+		e->uid = t->cred.uid;
+		memcpy(e->comm, t->comm, sizeof(e->comm) - 1);
+	}
+	pthread_mutex_lock(&tg->lock);
+	e->state = tg->state == TG_ZOMBIE ? 'Z' : tg->stopped ? 'T' : 'S';
+	e->start_ns = tg->start_ns > w->boot_ns ? tg->start_ns - w->boot_ns : 0;
+	e->cpu_ns = tg->utime_ns + tg->stime_ns;
+	pthread_mutex_unlock(&tg->lock);
+	return 0;
+}
+
+int control_list_processes(struct kernel *k, struct control_ps_entry *out, int max)
+{
+	struct ps_walk w = { .out = out, .max = max, .boot_ns = k->boot_ns };
+
+	pthread_mutex_lock(&k->tree_lock);
+	pid_for_each_tg(k, ps_fn, &w);
+	pthread_mutex_unlock(&k->tree_lock);
+	return w.n;
+}
