@@ -363,6 +363,12 @@ static bool open_flags_valid(uint32_t flags)
 	return !(flags & ~(uint32_t)GOFER_OPEN_FLAGS) && (flags & 03) != 03;
 }
 
+/* The request flags of GETDENTS (none) and GETDENTSPLUS. */
+static bool getdents_flags_valid(uint16_t type, uint32_t flags)
+{
+	return !(flags & ~(type == GOFER_MSG_GETDENTSPLUS ? GOFER_GETDENTS_DIR_HANDLES : 0u));
+}
+
 GOFER_PROTO_API ssize_t gofer_req_encode(const struct gofer_req *req, void *buf, size_t cap)
 {
 	struct wcur w = { .p = buf, .len = GOFER_HDR_SIZE, .cap = cap };
@@ -502,12 +508,13 @@ GOFER_PROTO_API ssize_t gofer_req_encode(const struct gofer_req *req, void *buf,
 		w_u32(&w, 0);
 		break;
 	case GOFER_MSG_GETDENTS:
-		if (req->getdents.max < 1)
+	case GOFER_MSG_GETDENTSPLUS:
+		if (req->getdents.max < 1 || !getdents_flags_valid(req->type, req->getdents.flags))
 			return -EINVAL;
 		w_u64(&w, req->getdents.handle);
 		w_u64(&w, (uint64_t)req->getdents.cookie);
 		w_u32(&w, req->getdents.max);
-		w_u32(&w, 0);
+		w_u32(&w, req->getdents.flags);
 		break;
 	case GOFER_MSG_CLOSE:
 		if (req->close.n < 1 || req->close.n > GOFER_CLOSE_MAX)
@@ -673,11 +680,13 @@ GOFER_PROTO_API int gofer_req_decode(const void *buf, size_t len, struct gofer_r
 			return -EINVAL;
 		break;
 	case GOFER_MSG_GETDENTS:
+	case GOFER_MSG_GETDENTSPLUS:
 		req->getdents.handle = r_u64(&r);
 		req->getdents.cookie = (int64_t)r_u64(&r);
 		req->getdents.max = r_u32(&r);
-		r_pad32(&r);
-		if (req->getdents.max < 1)
+		/* GETDENTS: padding, which must be 0 as flags valid for it are. */
+		req->getdents.flags = r_u32(&r);
+		if (req->getdents.max < 1 || !getdents_flags_valid(h.type, req->getdents.flags))
 			return -EINVAL;
 		break;
 	case GOFER_MSG_CLOSE:
@@ -738,16 +747,90 @@ GOFER_PROTO_API int gofer_dirent_decode(const uint8_t *p, size_t left, struct go
 	return (int)(left - r.left);
 }
 
-/* Checks that raw[0..size) is exactly n valid dirents. */
-static bool dirents_valid(const uint8_t *raw, size_t size, uint32_t n)
+/* The file type of a mode as a dirent type (Linux's IFTODT). */
+static uint8_t mode_dtype(uint32_t mode)
 {
-	struct gofer_dirent d;
+	return (uint8_t)((mode & S_IFMT) >> 12);
+}
+
+GOFER_PROTO_API int gofer_dirent_plus_encode(const struct gofer_dirent_plus *e, uint8_t *p,
+					     size_t cap)
+{
+	static const struct gofer_attr zero;
+	struct wcur w = { .p = p, .cap = cap };
+	int len;
+
+	if (e->flags & ~GOFER_DIRENT_ATTR)
+		return -EINVAL;
+	if (e->flags & GOFER_DIRENT_ATTR) {
+		if (!attr_valid(&e->attr) || mode_dtype(e->attr.mode) != e->d.type)
+			return -EINVAL;
+	} else if (memcmp(&e->attr, &zero, sizeof(zero)) != 0) {
+		return -EINVAL;
+	}
+	if (e->handle && (!(e->flags & GOFER_DIRENT_ATTR) || !S_ISDIR(e->attr.mode)))
+		return -EINVAL;
+	w_u64(&w, e->handle);
+	w_u32(&w, e->flags);
+	w_u32(&w, 0);
+	w_attr(&w, &e->attr);
+	if (w.overflow)
+		return -EMSGSIZE;
+	len = gofer_dirent_encode(&e->d, p + w.len, cap - w.len);
+	if (len < 0)
+		return len;
+	return (int)w.len + len;
+}
+
+GOFER_PROTO_API int gofer_dirent_plus_decode(const uint8_t *p, size_t left,
+					     struct gofer_dirent_plus *e)
+{
+	struct rcur r = { .p = p, .left = left };
+	const uint8_t *raw_attr;
+	int used;
+
+	e->handle = r_u64(&r);
+	e->flags = r_u32(&r);
+	r_pad32(&r);
+	if (r.bad || (e->flags & ~GOFER_DIRENT_ATTR))
+		return -EINVAL;
+	raw_attr = r.p;
+	if (e->flags & GOFER_DIRENT_ATTR) {
+		r_attr(&r, &e->attr); /* checks it */
+	} else {
+		memset(&e->attr, 0, sizeof(e->attr));
+		/* No attributes: the block is all zero (nothing hides in it). */
+		if (!r_take(&r, GOFER_ATTR_SIZE))
+			return -EINVAL;
+		for (size_t i = 0; i < GOFER_ATTR_SIZE; i++) {
+			if (raw_attr[i])
+				return -EINVAL;
+		}
+	}
+	if (r.bad)
+		return -EINVAL;
+	used = gofer_dirent_decode(r.p, r.left, &e->d);
+	if (used < 0)
+		return -EINVAL;
+	if ((e->flags & GOFER_DIRENT_ATTR) && mode_dtype(e->attr.mode) != e->d.type)
+		return -EINVAL;
+	if (e->handle && (!(e->flags & GOFER_DIRENT_ATTR) || !S_ISDIR(e->attr.mode)))
+		return -EINVAL;
+	return (int)(left - r.left) + used;
+}
+
+/* Checks that raw[0..size) is exactly n valid dirents (GETDENTSPLUS: entries). */
+static bool dirents_valid(uint16_t type, const uint8_t *raw, size_t size, uint32_t n)
+{
+	struct gofer_dirent_plus e;
 	size_t off = 0;
 
 	if (size && !raw)
 		return false;
 	for (uint32_t i = 0; i < n; i++) {
-		int used = gofer_dirent_decode(raw + off, size - off, &d);
+		int used = type == GOFER_MSG_GETDENTSPLUS ?
+				   gofer_dirent_plus_decode(raw + off, size - off, &e) :
+				   gofer_dirent_decode(raw + off, size - off, &e.d);
 
 		if (used < 0)
 			return false;
@@ -914,10 +997,13 @@ GOFER_PROTO_API ssize_t gofer_rep_encode(const struct gofer_rep *rep, void *buf,
 		w_bytes(&w, rep->readlink.target, rep->readlink.len);
 		break;
 	case GOFER_MSG_GETDENTS:
-		if (!dirents_valid(rep->getdents.raw, rep->getdents.size, rep->getdents.n))
+	case GOFER_MSG_GETDENTSPLUS:
+		if ((rep->getdents.flags & ~GOFER_GETDENTS_EOF) ||
+		    !dirents_valid(rep->type, rep->getdents.raw, rep->getdents.size,
+				   rep->getdents.n))
 			return -EINVAL;
 		w_u32(&w, rep->getdents.n);
-		w_u32(&w, 0);
+		w_u32(&w, rep->getdents.flags);
 		w_bytes(&w, rep->getdents.raw, rep->getdents.size);
 		break;
 	case GOFER_MSG_STATFS:
@@ -1029,13 +1115,14 @@ GOFER_PROTO_API int gofer_rep_decode(const void *buf, size_t len, struct gofer_r
 			return -EINVAL;
 		break;
 	case GOFER_MSG_GETDENTS:
+	case GOFER_MSG_GETDENTSPLUS:
 		rep->getdents.n = r_u32(&r);
-		r_pad32(&r);
-		if (r.bad)
+		rep->getdents.flags = r_u32(&r);
+		if (r.bad || (rep->getdents.flags & ~GOFER_GETDENTS_EOF))
 			return -EINVAL;
 		rep->getdents.raw = r.p;
 		rep->getdents.size = r.left;
-		if (!dirents_valid(r.p, r.left, rep->getdents.n))
+		if (!dirents_valid(rep->type, r.p, r.left, rep->getdents.n))
 			return -EINVAL;
 		r_take(&r, r.left);
 		break;

@@ -51,6 +51,8 @@
 #define GOFER_STATFS_SIZE 80u /* encoded struct gofer_statfs */
 #define GOFER_WALK_ENTRY_SIZE (8u + GOFER_ATTR_SIZE)
 #define GOFER_DIRENT_HDR_SIZE 20u /* encoded dirent without its name */
+/* Encoded GETDENTSPLUS entry without its name: u64 handle, u32 flags, u32 0, attr, dirent. */
+#define GOFER_DIRENT_PLUS_HDR_SIZE (16u + GOFER_ATTR_SIZE + GOFER_DIRENT_HDR_SIZE)
 /* Most dirent bytes one GETDENTS reply can hold (the max a request may usefully ask). */
 #define GOFER_GETDENTS_MAX (GOFER_MSG_MAX - GOFER_HDR_SIZE - 8u)
 
@@ -62,6 +64,16 @@
 #define GOFER_MOUNT_READONLY 0x1u
 /* WALK reply flags: the walk stopped because the next name does not exist. */
 #define GOFER_WALK_ENOENT 0x1u
+/*
+ * GETDENTS and GETDENTSPLUS reply flags: the gofer read the directory to its end (its host
+ * getdents64 returned 0) after the last entry of this reply; never set after an error or when
+ * the reply was full.
+ */
+#define GOFER_GETDENTS_EOF 0x1u
+/* GETDENTSPLUS request flags: make a handle for each subdirectory listed (when it can). */
+#define GOFER_GETDENTS_DIR_HANDLES 0x1u
+/* GETDENTSPLUS entry flags: the entry carries attributes (the host's lstat of the name). */
+#define GOFER_DIRENT_ATTR 0x1u
 
 /* Linux's O_LARGEFILE (glibc's O_LARGEFILE is 0 on x86-64). */
 #define GOFER_O_LARGEFILE 0100000
@@ -125,6 +137,7 @@ enum gofer_msg_type {
 	GOFER_MSG_SETXATTR = 20,
 	GOFER_MSG_LISTXATTR = 21,
 	GOFER_MSG_REMOVEXATTR = 22,
+	GOFER_MSG_GETDENTSPLUS = 23,
 	GOFER_MSG_TYPE_END, /* first unassigned number */
 };
 /*
@@ -175,6 +188,19 @@ struct gofer_dirent {
 	const char *name;
 };
 
+/*
+ * One GETDENTSPLUS entry: a dirent with the attributes of its name (when flags has
+ * GOFER_DIRENT_ATTR; else attr is zero: the name vanished or could not be stat'ed) and, for a
+ * directory when the request asked for it, a new handle of it (else 0). The type of an entry
+ * with attributes is its mode's (DT_DIR for S_IFDIR, ...).
+ */
+struct gofer_dirent_plus {
+	struct gofer_dirent d;
+	uint64_t handle; /* 0, or a handle of the directory the entry names (the receiver owns it) */
+	uint32_t flags; /* GOFER_DIRENT_ATTR */
+	struct gofer_attr attr;
+};
+
 struct gofer_hdr {
 	uint32_t len;
 	uint16_t type;
@@ -216,7 +242,8 @@ struct gofer_req {
 			uint64_t handle;
 			int64_t cookie; /* 0: the start; else a dirent's next */
 			uint32_t max; /* most dirent bytes in the reply, >= 1 */
-		} getdents;
+			uint32_t flags; /* GETDENTSPLUS: GOFER_GETDENTS_DIR_HANDLES; GETDENTS: 0 */
+		} getdents; /* GETDENTS and GETDENTSPLUS */
 		struct {
 			uint32_t n; /* 1..GOFER_CLOSE_MAX */
 			uint64_t handles[GOFER_CLOSE_MAX];
@@ -293,9 +320,12 @@ struct gofer_rep {
 		} readlink;
 		struct {
 			uint32_t n; /* number of entries */
-			const uint8_t *raw; /* n encoded dirents (gofer_dirent_encode) */
+			uint32_t flags; /* GOFER_GETDENTS_EOF */
+			/* n encoded dirents (gofer_dirent_encode), or GETDENTSPLUS entries
+			 * (gofer_dirent_plus_encode) */
+			const uint8_t *raw;
 			size_t size; /* bytes at raw */
-		} getdents;
+		} getdents; /* GETDENTS and GETDENTSPLUS */
 		struct gofer_statfs statfs;
 		struct {
 			uint32_t n; /* components reached, <= GOFER_WALK_MAX */
@@ -426,5 +456,27 @@ GOFER_PROTO_API int gofer_dirent_encode(const struct gofer_dirent *d, uint8_t *p
  * -EINVAL when it is truncated or invalid.
  */
 GOFER_PROTO_API int gofer_dirent_decode(const uint8_t *p, size_t left, struct gofer_dirent *d);
+
+/* Encoded size of a GETDENTSPLUS entry with a name of namelen bytes. */
+static inline size_t gofer_dirent_plus_size(size_t namelen)
+{
+	return GOFER_DIRENT_PLUS_HDR_SIZE + namelen;
+}
+/*
+ * Encodes e at p (cap bytes): u64 handle, u32 flags, u32 0, attr, then the dirent as
+ * gofer_dirent_encode. Returns the bytes written, -EINVAL for an invalid entry (as
+ * gofer_dirent_plus_decode rejects), -EMSGSIZE when it does not fit.
+ */
+GOFER_PROTO_API int gofer_dirent_plus_encode(const struct gofer_dirent_plus *e, uint8_t *p,
+					     size_t cap);
+/*
+ * Decodes one GETDENTSPLUS entry from p (left bytes); e->d.name points into p. Returns the bytes
+ * used, or -EINVAL when it is truncated or invalid: unknown flags, non-zero padding, an invalid
+ * dirent, attributes that are invalid or whose file type is not the entry's type, an entry
+ * without attributes whose attribute bytes are not all zero, a handle on an entry that is not
+ * a directory with attributes.
+ */
+GOFER_PROTO_API int gofer_dirent_plus_decode(const uint8_t *p, size_t left,
+					     struct gofer_dirent_plus *e);
 
 #endif

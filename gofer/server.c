@@ -398,13 +398,70 @@ static int do_readlink(struct gofer_server *s, const struct gofer_req *req, stru
 	return 0;
 }
 
-static int do_getdents(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
+/*
+ * The attributes (and, when asked, a handle of a directory) of the entry name in dirfd, for
+ * GETDENTSPLUS: e->flags says whether there are attributes (a name removed since it was listed,
+ * or one that cannot be stat'ed, has none; it is still listed). Only lstat-like calls relative
+ * to dirfd, of a single component (the host's own dirent name), never following a symlink.
+ */
+static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool handles,
+		      struct gofer_dirent_plus *e)
+{
+	struct stat st;
+	int64_t h;
+	int fd;
+
+	e->handle = 0;
+	e->flags = 0;
+	memset(&e->attr, 0, sizeof(e->attr));
+	if (handles && e->d.type == DT_DIR) {
+		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			if (fd_attr(fd, &e->attr) == 0 && S_ISDIR(e->attr.mode)) {
+				e->flags = GOFER_DIRENT_ATTR;
+				h = node_add(s, fd, S_IFDIR); /* closes fd on failure */
+				if (h > 0)
+					e->handle = (uint64_t)h;
+				return;
+			}
+			close(fd);
+			memset(&e->attr, 0, sizeof(e->attr));
+		}
+	}
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	attr_from_stat(&e->attr, &st);
+	e->flags = GOFER_DIRENT_ATTR;
+}
+
+/* Releases the handles of the n GETDENTSPLUS entries encoded at raw (a reply not sent). */
+static void plus_release(struct gofer_server *s, const uint8_t *raw, size_t size, uint32_t n)
+{
+	struct gofer_dirent_plus e;
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int used = gofer_dirent_plus_decode(raw + off, size - off, &e);
+
+		if (used < 0)
+			return;
+		off += (size_t)used;
+		if (e.handle && node_get(s, e.handle))
+			node_release(s, node_get(s, e.handle));
+	}
+}
+
+/* GETDENTS, and GETDENTSPLUS (plus: each entry with its attributes, and maybe a handle). */
+static int do_getdents(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep,
+		       bool plus)
 {
 	struct gofer_node *node = node_get(s, req->getdents.handle);
 	size_t budget = MIN((size_t)req->getdents.max, (size_t)GOFER_GETDENTS_MAX);
+	bool handles = plus && (req->getdents.flags & GOFER_GETDENTS_DIR_HANDLES);
 	size_t used = 0;
 	uint32_t count = 0;
-	bool full = false;
+	bool full = false, eof = false;
+	int dirfd;
 
 	if (!node)
 		return -EBADF;
@@ -418,44 +475,67 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 			return fd;
 		node->dirfd = fd;
 	}
-	if (lseek(node->dirfd, req->getdents.cookie, SEEK_SET) < 0)
+	/* GETDENTSPLUS adds nodes, which may move the table: keep the FD, not the node. */
+	dirfd = node->dirfd;
+	node = NULL;
+	if (lseek(dirfd, req->getdents.cookie, SEEK_SET) < 0)
 		return -errno;
 	while (!full) {
-		ssize_t nread = getdents64(node->dirfd, s->dents, sizeof(s->dents));
+		ssize_t nread = getdents64(dirfd, s->dents, sizeof(s->dents));
 		size_t off = 0;
 
 		if (nread < 0) {
 			if (count)
-				break; /* what was read is progress */
+				break; /* what was read is progress (and no end is claimed) */
 			return -errno;
 		}
-		if (nread == 0)
+		if (nread == 0) {
+			eof = true; /* the host said so: nothing follows the last entry */
 			break;
+		}
 		while (off + offsetof(struct linux_dirent64, d_name) < (size_t)nread) {
 			const struct linux_dirent64 *d = (const void *)(s->dents + off);
 			size_t maxlen =
 				(size_t)nread - off - offsetof(struct linux_dirent64, d_name);
-			struct gofer_dirent ge;
+			struct gofer_dirent_plus ge;
+			size_t need;
 			int len;
 
-			if (d->d_reclen == 0 || d->d_reclen > (size_t)nread - off)
+			if (d->d_reclen == 0 || d->d_reclen > (size_t)nread - off) {
+				if (plus)
+					plus_release(s, s->scratch, used, count);
 				return -EIO;
+			}
 			off += d->d_reclen;
-			ge.name = d->d_name;
-			ge.namelen = (uint16_t)strnlen(d->d_name, MIN(maxlen, GOFER_NAME_MAX + 1));
+			ge.d.name = d->d_name;
+			ge.d.namelen =
+				(uint16_t)strnlen(d->d_name, MIN(maxlen, GOFER_NAME_MAX + 1));
 			/* "." and ".." are the sentry's to make up; skip anything unnamable. */
-			if (gofer_name_check(ge.name, ge.namelen) < 0)
+			if (gofer_name_check(ge.d.name, ge.d.namelen) < 0 ||
+			    ge.d.namelen >= maxlen)
 				continue;
-			ge.ino = d->d_ino;
-			ge.next = d->d_off;
-			ge.type = d->d_type;
-			if (used + gofer_dirent_size(ge.namelen) > budget) {
+			ge.d.ino = d->d_ino;
+			ge.d.next = d->d_off;
+			ge.d.type = d->d_type;
+			need = plus ? gofer_dirent_plus_size(ge.d.namelen) :
+				      gofer_dirent_size(ge.d.namelen);
+			if (used + need > budget) {
 				full = true;
 				break;
 			}
-			len = gofer_dirent_encode(&ge, s->scratch + used, budget - used);
+			if (!plus) {
+				len = gofer_dirent_encode(&ge.d, s->scratch + used, budget - used);
+			} else {
+				plus_fill(s, dirfd, d->d_name, handles, &ge);
+				/* The type of what was stat'ed (a name replaced since, DT_UNKNOWN). */
+				if (ge.flags & GOFER_DIRENT_ATTR)
+					ge.d.type = (uint8_t)((ge.attr.mode & S_IFMT) >> 12);
+				len = gofer_dirent_plus_encode(&ge, s->scratch + used, budget - used);
+				if (len < 0 && ge.handle)
+					node_release(s, node_get(s, ge.handle));
+			}
 			if (len < 0)
-				continue; /* a d_type this protocol does not know */
+				continue; /* a d_type or attribute this protocol does not know */
 			used += (size_t)len;
 			count++;
 		}
@@ -464,6 +544,7 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 	if (count == 0 && full)
 		return -EINVAL;
 	rep->getdents.n = count;
+	rep->getdents.flags = eof ? GOFER_GETDENTS_EOF : 0;
 	rep->getdents.raw = s->scratch;
 	rep->getdents.size = used;
 	return 0;
@@ -971,7 +1052,10 @@ size_t gofer_server_handle(struct gofer_server *s, const void *req, size_t len, 
 		ret = do_readlink(s, &s->req, &s->rep);
 		break;
 	case GOFER_MSG_GETDENTS:
-		ret = do_getdents(s, &s->req, &s->rep);
+		ret = do_getdents(s, &s->req, &s->rep, false);
+		break;
+	case GOFER_MSG_GETDENTSPLUS:
+		ret = do_getdents(s, &s->req, &s->rep, true);
 		break;
 	case GOFER_MSG_STATFS:
 		ret = do_statfs(s, &s->req, &s->rep);

@@ -417,6 +417,8 @@ static void force_signal(struct task *t, int sig, struct linux_siginfo *info, bo
 	struct linux_sigaction *ka;
 	bool blocked;
 
+	if (sig < 1 || sig > LINUX_NSIG)
+		return;
 	pthread_mutex_lock(&tg->sighand->lock);
 	ka = &tg->sighand->actions[sig - 1];
 	blocked = sig_in(sig, t->sigmask);

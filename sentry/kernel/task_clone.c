@@ -129,9 +129,13 @@ static void *task_thread_main(void *arg)
 	if (t->ctx) {
 		ret = ops->ctx_adopt(t->ctx);
 	} else {
+		uint64_t t0 = task_monotonic_ns();
+
 		ret = mm_activate(t->mm);
 		if (ret == 0)
 			ret = ops->ctx_create(t->mm->as, &t->ctx);
+		log_debug("timing: fork child %d: mm_activate+ctx_create %llu us", t->tid,
+			  (unsigned long long)(task_monotonic_ns() - t0) / 1000);
 	}
 	if (ret == 0 && t->clone_fpstate) {
 		/* Linux copies the FPU state: MXCSR and x87 control modes survive fork. */
@@ -348,7 +352,11 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 			goto out_release;
 		}
 	} else {
+		uint64_t t0 = task_monotonic_ns();
+
 		c->mm = mm_fork(p->mm);
+		log_debug("timing: fork by %d: mm_fork %llu us", p->tid,
+			  (unsigned long long)(task_monotonic_ns() - t0) / 1000);
 		if (IS_ERR(c->mm)) {
 			ret = PTR_ERR(c->mm);
 			c->mm = NULL;

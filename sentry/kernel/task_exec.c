@@ -124,14 +124,17 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	struct fdtable *fdt = NULL;
 	struct mm *mm;
 	const char *base;
+	uint64_t t0 = task_monotonic_ns(), t1, t2, t3;
 	int ret;
 
 	mm = mm_create(t->k);
 	if (IS_ERR(mm))
 		return (int)PTR_ERR(mm);
+	t1 = task_monotonic_ns();
 	ret = loader_load(t, mm, path, argv, envp, &res);
 	if (ret < 0)
 		goto out_put_mm;
+	t2 = task_monotonic_ns();
 	/* The files table is unshared (Linux's unshare_files) before close-on-exec applies. */
 	if (t->fdt) {
 		fdt = fdtable_dup(t->fdt);
@@ -143,6 +146,7 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	ret = ops->ctx_create(mm->as, &ctx);
 	if (ret < 0)
 		goto out_put_fdt;
+	t3 = task_monotonic_ns();
 	ret = task_dethread(t);
 	if (ret < 0)
 		goto out_destroy_ctx;
@@ -188,6 +192,12 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	pthread_mutex_unlock(&t->k->tree_lock);
 	/* A vfork parent resumes now. */
 	task_vfork_release(t);
+	/* Per-step cost of exec (the old mm's put includes destroying its address space). */
+	log_debug("timing: exec pid %d: mm_create %llu us, load %llu us, ctx %llu us, "
+		  "switch-over %llu us",
+		  t->tid, (unsigned long long)(t1 - t0) / 1000, (unsigned long long)(t2 - t1) / 1000,
+		  (unsigned long long)(t3 - t2) / 1000,
+		  (unsigned long long)(task_monotonic_ns() - t3) / 1000);
 	return 0;
 
 out_destroy_ctx:

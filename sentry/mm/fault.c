@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/err.h"
 #include "common/log.h"
@@ -286,18 +287,28 @@ out_unlock:
 	return ERR_PTR(r);
 }
 
+/* Microseconds from a to b, for the debug timings. */
+static long long ts_us(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000000LL + (b->tv_nsec - a->tv_nsec) / 1000;
+}
+
 int mm_activate(struct mm *mm)
 {
 	const struct platform_ops *ops = mm->k->platform->ops;
 	struct platform_as *as;
+	struct timespec t0, t1, t2;
+	size_t calls = 0;
 	int r = 0;
 
 	pthread_mutex_lock(&mm->lock);
 	if (mm->as)
 		goto out_unlock;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = ops->as_create(mm->k->platform, &as);
 	if (r < 0)
 		goto out_unlock;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* One call per run of VMAs that are contiguous in both address and memory file. */
 	const struct vma_set *s = vset(mm);
 	for (size_t i = 0; i < s->n && r == 0;) {
@@ -309,6 +320,7 @@ int mm_activate(struct mm *mm)
 		       vma_platform_prot(&s->v[j]) == prot)
 			j++;
 		r = ops->as_map(as, v->start, s->v[j - 1].end - v->start, prot, v->off);
+		calls++;
 		i = j;
 	}
 	if (r < 0) {
@@ -316,6 +328,9 @@ int mm_activate(struct mm *mm)
 		goto out_unlock;
 	}
 	mm->as = as;
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	log_debug("timing: mm_activate: as_create %lld us, replay of %zu VMAs in %zu calls %lld us",
+		  ts_us(&t0, &t1), s->n, calls, ts_us(&t1, &t2));
 out_unlock:
 	pthread_mutex_unlock(&mm->lock);
 	return r;

@@ -269,10 +269,12 @@ static uint64_t *get_file_pages(struct file *file, uint64_t file_off, uint64_t l
 }
 
 /*
- * Makes [start, start + n pages) a MAP_SHARED file mapping over the file's pages offs (each
- * referenced; taken over, and dropped on failure), replacing whatever VMAs were in the range:
- * one VMA per run of pages contiguous in the memory file. If the platform fails half-way, the
- * whole range ends up unmapped (its old VMAs are gone, as with a failed MAP_FIXED on Linux).
+ * Makes [start, start + n pages) a file mapping over the file's pages offs (each referenced;
+ * taken over, and dropped on failure), replacing whatever VMAs were in the range: one VMA per
+ * run of pages contiguous in the memory file. A MAP_SHARED mapping writes the file's pages; a
+ * MAP_PRIVATE one is VMA_COW over them (the platform maps them without PROT_WRITE and the first
+ * write copies: see fault.c). If the platform fails half-way, the whole range ends up unmapped
+ * (its old VMAs are gone, as with a failed MAP_FIXED on Linux).
  */
 static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64_t *offs,
 				     size_t n, int prot, unsigned int flags, struct file *file,
@@ -283,6 +285,8 @@ static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64
 	size_t runs = 0;
 	int r;
 
+	flags = (flags & MM_VMA_SHARED) ? flags & ~VMA_COW : flags | VMA_COW;
+	int pprot = (flags & VMA_COW) ? prot & ~PROT_WRITE : prot;
 	for (size_t i = 0; i < n; i += run_pages(offs, i, n))
 		runs++;
 	r = vma_set_reserve(s, VMA_RESERVE + runs);
@@ -290,7 +294,7 @@ static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64
 		goto out_put_pages;
 	for (size_t i = 0; i < n;) {
 		size_t k = run_pages(offs, i, n);
-		r = plat_map(mm, start + i * PAGE_SIZE, k * PAGE_SIZE, prot, offs[i]);
+		r = plat_map(mm, start + i * PAGE_SIZE, k * PAGE_SIZE, pprot, offs[i]);
 		if (r < 0) {
 			if (i > 0) {
 				int u = plat_unmap(mm, start, i * PAGE_SIZE);
@@ -312,7 +316,7 @@ static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64
 			.end = start + (i + k) * PAGE_SIZE,
 			.off = offs[i],
 			.prot = prot,
-			.flags = flags & ~VMA_COW,
+			.flags = flags,
 			.file = file,
 			.file_off = file_off + i * PAGE_SIZE,
 		};
@@ -326,6 +330,35 @@ static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64
 out_put_pages:
 	put_file_pages(mm, offs, n);
 	return r;
+}
+
+/*
+ * How many of the n pages of a MAP_PRIVATE mapping of file from off may start as the file's own
+ * pages (its page cache) instead of a copy: 0 if the file has no page cache, else the number of
+ * leading pages that hold some of the file's bytes (found with one-byte reads: the last page
+ * first, then a binary search), so that no page past the end of the file is allocated for the
+ * file on the mapping's behalf. Linux too shows a private mapping the file's bytes until the
+ * first write to each page.
+ */
+static size_t private_cache_pages(struct file *file, uint64_t off, size_t n)
+{
+	size_t lo = 0, hi = n; /* pages [0, lo) hold file bytes, pages [hi, n) do not */
+	char byte;
+
+	if (!file->ops || !file->ops->get_pages || n == 0)
+		return 0;
+	if (file_pread(file, &byte, 1, (int64_t)(off + (n - 1) * PAGE_SIZE)) == 1)
+		return n;
+	hi = n - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (file_pread(file, &byte, 1, (int64_t)(off + mid * PAGE_SIZE)) == 1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /*
@@ -460,17 +493,28 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 	/* File contents are read before the lock: the read may be slow (gofer I/O). */
 	int64_t pages = -1;
 	_cleanup_free_ uint64_t *offs = NULL;
-	if (shared_file) {
-		offs = get_file_pages(file, off, len, !(vflags & VMA_NOWRITE));
+	/*
+	 * Pages from the page cache: all of a shared mapping; the leading pages of a private one
+	 * that hold file bytes (copy-on-write; the rest, past the end of the file, are fresh).
+	 */
+	uint64_t clen = shared_file ? len :
+			file	    ? private_cache_pages(file, off, len / PAGE_SIZE) * PAGE_SIZE :
+				      0;
+	if (clen) {
+		offs = get_file_pages(file, off, clen, shared_file && !(vflags & VMA_NOWRITE));
 		if (IS_ERR(offs)) {
 			long e = PTR_ERR(offs);
 			offs = NULL;
 			return e;
 		}
-	} else if (file) {
-		pages = alloc_filled(mm, len, file, off);
-		if (pages < 0)
+	}
+	if (file && clen < len) {
+		pages = alloc_filled(mm, len - clen, file, off + clen);
+		if (pages < 0) {
+			if (offs)
+				put_file_pages(mm, offs, clen / PAGE_SIZE);
 			return pages;
+		}
 	}
 
 	pthread_mutex_lock(&mm->lock);
@@ -490,10 +534,26 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 			goto out_free_pages;
 		}
 	}
-	if (shared_file) {
+	if (clen) {
 		/* install_file_pages_locked owns the page references from here. */
-		r = install_file_pages_locked(mm, addr, offs, len / PAGE_SIZE, prot, vflags, file,
+		r = install_file_pages_locked(mm, addr, offs, clen / PAGE_SIZE, prot, vflags, file,
 					      off);
+		free(steal_pointer(&offs));
+		if (r < 0 || clen == len) {
+			if (r < 0 && pages >= 0)
+				memfile_free(mfile(mm), (uint64_t)pages, len - clen);
+			pthread_mutex_unlock(&mm->lock);
+			return r < 0 ? r : (long)addr;
+		}
+		/* A private mapping past the end of the file: fresh pages for the rest. */
+		r = vma_set_reserve(s, VMA_RESERVE);
+		if (r < 0)
+			memfile_free(mfile(mm), (uint64_t)pages, len - clen);
+		else
+			r = install_locked(mm, addr + clen, addr + len, prot, vflags, file,
+					   off + clen, (uint64_t)pages);
+		if (r < 0 && plat_unmap(mm, addr, clen) == 0)
+			remove_range(mm, addr, addr + clen);
 		pthread_mutex_unlock(&mm->lock);
 		return r < 0 ? r : (long)addr;
 	}
@@ -511,9 +571,9 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 
 out_free_pages:
 	if (pages >= 0)
-		memfile_free(mfile(mm), (uint64_t)pages, len);
+		memfile_free(mfile(mm), (uint64_t)pages, len - clen);
 	if (offs)
-		put_file_pages(mm, offs, len / PAGE_SIZE);
+		put_file_pages(mm, offs, clen / PAGE_SIZE);
 out_unlock:
 	pthread_mutex_unlock(&mm->lock);
 	return r;

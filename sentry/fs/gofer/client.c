@@ -168,6 +168,7 @@ __attribute__((destructor)) static void client_report_stats(void)
 		[GOFER_MSG_RENAME] = "rename",	   [GOFER_MSG_FSYNC] = "fsync",
 		[GOFER_MSG_GETXATTR] = "getxattr", [GOFER_MSG_SETXATTR] = "setxattr",
 		[GOFER_MSG_LISTXATTR] = "listxattr", [GOFER_MSG_REMOVEXATTR] = "removexattr",
+		[GOFER_MSG_GETDENTSPLUS] = "getdentsplus",
 	};
 	char line[1024];
 	size_t len;
@@ -456,43 +457,74 @@ ssize_t gofer_readlink(struct gofer_client *c, uint64_t h, char *buf, size_t len
 	return ret;
 }
 
-int gofer_getdents_max(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
-		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg)
+/*
+ * Sends a GETDENTS or GETDENTSPLUS request and receives its reply into a buffer of the call's
+ * own (*bufp, to free), so that the caller's callback can run unlocked. Returns 0 with the
+ * reply's count, raw entries, size and flags, or -errno.
+ */
+static int getdents_rpc(struct gofer_client *c, uint16_t type, uint64_t h, int64_t off,
+			uint32_t max, uint32_t flags, uint8_t **bufp, struct gofer_rep *out)
 {
 	uint8_t *buf;
-	const uint8_t *raw;
-	size_t size, pos = 0;
-	uint32_t n;
-	int count = 0, ret;
+	int ret;
 
-	if (!fn || max < 1 || max > GOFER_GETDENTS_MAX)
+	if (max < 1 || max > GOFER_GETDENTS_MAX)
 		return -EINVAL;
-	/* A buffer of this call's own, so that fn can run unlocked. */
 	buf = malloc(GOFER_MSG_MAX);
 	if (!buf)
 		return -ENOMEM;
 	pthread_mutex_lock(&c->lock);
-	c->req.type = GOFER_MSG_GETDENTS;
+	c->req.type = type;
 	c->req.getdents.handle = h;
 	c->req.getdents.cookie = off;
 	c->req.getdents.max = max;
+	c->req.getdents.flags = flags;
 	ret = rpc(c, buf, NULL);
-	n = c->rep.getdents.n;
-	raw = c->rep.getdents.raw;
-	size = c->rep.getdents.size;
-	if (ret == 0 && size > max) {
+	if (ret == 0 && c->rep.getdents.size > max) {
 		log_warn("gofer: GETDENTS reply larger than asked");
 		ret = -EIO;
+	}
+	if (ret == 0) {
+		*out = c->rep;
+		/* An empty reply is the end, whatever it says: anything else would loop. */
+		if (out->getdents.n == 0)
+			out->getdents.flags |= GOFER_GETDENTS_EOF;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (ret < 0) {
 		free(buf);
 		return ret;
 	}
-	for (uint32_t i = 0; i < n; i++) {
+	*bufp = buf;
+	return 0;
+}
+
+/* Keeps buf as the last GETDENTS reply (its names stay valid until the next). */
+static void getdents_keep(struct gofer_client *c, uint8_t *buf)
+{
+	pthread_mutex_lock(&c->lock);
+	free(c->dents_keep);
+	c->dents_keep = buf;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int gofer_getdents_eof(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg, bool *eof)
+{
+	struct gofer_rep rep;
+	uint8_t *buf;
+	size_t pos = 0;
+	int count = 0, ret;
+
+	if (!fn)
+		return -EINVAL;
+	ret = getdents_rpc(c, GOFER_MSG_GETDENTS, h, off, max, 0, &buf, &rep);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < rep.getdents.n; i++) {
 		struct gofer_dirent d;
 		/* Decoded once already by gofer_rep_decode: cannot fail here. */
-		int used = gofer_dirent_decode(raw + pos, size - pos, &d);
+		int used = gofer_dirent_decode(rep.getdents.raw + pos, rep.getdents.size - pos, &d);
 
 		if (used < 0)
 			break;
@@ -501,17 +533,70 @@ int gofer_getdents_max(struct gofer_client *c, uint64_t h, int64_t off, uint32_t
 		if (fn(arg, &d))
 			break;
 	}
-	pthread_mutex_lock(&c->lock);
-	free(c->dents_keep);
-	c->dents_keep = buf;
-	pthread_mutex_unlock(&c->lock);
+	if (eof)
+		*eof = count == (int)rep.getdents.n && (rep.getdents.flags & GOFER_GETDENTS_EOF);
+	getdents_keep(c, buf);
 	return count;
+}
+
+int gofer_getdents_max(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg)
+{
+	return gofer_getdents_eof(c, h, off, max, fn, arg, NULL);
 }
 
 int gofer_getdents(struct gofer_client *c, uint64_t h, int64_t off,
 		   int (*fn)(void *arg, const struct gofer_dirent *d), void *arg)
 {
 	return gofer_getdents_max(c, h, off, GOFER_GETDENTS_MAX, fn, arg);
+}
+
+int gofer_getdents_plus(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+			uint32_t flags, int (*fn)(void *arg, const struct gofer_dirent_plus *e),
+			void *arg, bool *eof)
+{
+	uint64_t unused[GOFER_CLOSE_MAX];
+	struct gofer_rep rep;
+	int nunused = 0;
+	bool stopped = false;
+	uint8_t *buf;
+	size_t pos = 0;
+	int count = 0, ret;
+
+	if (!fn || (flags & ~GOFER_GETDENTS_DIR_HANDLES))
+		return -EINVAL;
+	ret = getdents_rpc(c, GOFER_MSG_GETDENTSPLUS, h, off, max, flags, &buf, &rep);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < rep.getdents.n; i++) {
+		struct gofer_dirent_plus e;
+		int used = gofer_dirent_plus_decode(rep.getdents.raw + pos,
+						    rep.getdents.size - pos, &e);
+
+		if (used < 0)
+			break;
+		pos += (size_t)used;
+		if (stopped || (e.handle && !(flags & GOFER_GETDENTS_DIR_HANDLES))) {
+			/* Not passed on (or not asked for): the handle is closed here. */
+			if (e.handle) {
+				unused[nunused++] = e.handle;
+				if (nunused == GOFER_CLOSE_MAX) {
+					gofer_close(c, unused, nunused);
+					nunused = 0;
+				}
+			}
+			continue;
+		}
+		count++;
+		if (fn(arg, &e))
+			stopped = true;
+	}
+	if (nunused)
+		gofer_close(c, unused, nunused);
+	if (eof)
+		*eof = !stopped && (rep.getdents.flags & GOFER_GETDENTS_EOF);
+	getdents_keep(c, buf);
+	return count;
 }
 
 int gofer_statfs(struct gofer_client *c, uint64_t h, struct gofer_statfs *st)

@@ -69,6 +69,25 @@ int gofer_getdents(struct gofer_client *c, uint64_t h, int64_t off,
  */
 int gofer_getdents_max(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
 		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg);
+/*
+ * As gofer_getdents_max; when eof is not NULL, *eof tells whether the directory was read to its
+ * end with this call: the gofer said so (GOFER_GETDENTS_EOF) and every entry of the reply was
+ * passed to fn (fn never returned non-zero). A reply with no entry is always the end.
+ */
+int gofer_getdents_eof(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+		       int (*fn)(void *arg, const struct gofer_dirent *d), void *arg, bool *eof);
+/*
+ * GETDENTSPLUS: as gofer_getdents_eof, but each entry comes with the attributes of its name
+ * (e->flags & GOFER_DIRENT_ATTR; an entry whose name could not be stat'ed has none) and, when
+ * flags has GOFER_GETDENTS_DIR_HANDLES, a handle of each subdirectory (e->handle, 0 when the
+ * gofer could not make one). fn takes ownership of e->handle; the handles of the entries after
+ * the one for which fn returned non-zero are closed here. max counts
+ * gofer_dirent_plus_size() of each entry (1..GOFER_GETDENTS_MAX; -EINVAL when the next entry
+ * does not fit). Returns the number of entries passed to fn, or -errno.
+ */
+int gofer_getdents_plus(struct gofer_client *c, uint64_t h, int64_t off, uint32_t max,
+			uint32_t flags, int (*fn)(void *arg, const struct gofer_dirent_plus *e),
+			void *arg, bool *eof);
 int gofer_statfs(struct gofer_client *c, uint64_t h, struct gofer_statfs *st);
 /* Releases handles; batched in one message (GOFER_CLOSE_MAX handles each). Errors are logged,
  * not returned. */

@@ -59,6 +59,14 @@
 #include "sentry/mm/memfile.h"
 #include "sentry/vfs/fs.h"
 
+/*
+ * Weak: the VFS unit tests link this file with a fake client (tests/unit/vfs/fake_gofer.c) that
+ * predates these calls. Without them, directories are listed with GETDENTS and names walked to
+ * one by one, as before. The sentry always has them (client.c is linked for gofer_walk).
+ */
+#pragma weak gofer_getdents_eof
+#pragma weak gofer_getdents_plus
+
 /* Donated FDs of read-only files kept per mount by default (see the top of the file). */
 #define GOFER_FD_CACHE_MAX 128
 
@@ -77,15 +85,41 @@ struct gofer_fs {
 	int fdc_n, fdc_max;
 };
 
+/* One entry of a directory's cached listing (read-only mounts). */
+struct gofer_lent {
+	char *name;
+	uint64_t ino;
+	int64_t next; /* the gofer's cookie of the following entry */
+	uint8_t type; /* DT_* */
+};
+
 struct gofer_node {
 	struct vfs_node base;
-	uint64_t handle; /* owned: closed on release */
-	pthread_mutex_t lock; /* protects attr, attr_gen, children, link, link_len, created_fd */
+	/*
+	 * Owned: closed on release. 0 (read-only mounts) for a node made from a directory listing
+	 * and not walked to yet: gofer_node_handle walks to it on first use.
+	 */
+	uint64_t handle;
+	/* protects handle, attr, attr_gen, children, complete, misses, link, link_len, created_fd
+	 * and the listing while it is built */
+	pthread_mutex_t lock;
 	struct gofer_attr attr;
 	uint64_t attr_gen; /* writable mounts: fs->gen when attr was read (0: never valid) */
 	int created_fd; /* owned: the FD the creating gofer_create donated, for the open after */
 	bool unlinked; /* its name was removed (or moved over): it cannot be linked by name */
 	struct vfs_dcache children;
+	/*
+	 * Directories of read-only mounts, once listed with GETDENTSPLUS (gofer_dir_fill): the
+	 * listing in the gofer's order (immutable once listed is set, so read without the lock),
+	 * and whether children then holds every name of the directory (a name missing from it does
+	 * not exist: no WALK is needed to say so). misses counts lookups that had to walk.
+	 */
+	struct gofer_lent *lents;
+	size_t nlents;
+	bool listed; /* atomic (release/acquire): lents is complete and immutable */
+	bool complete;
+	uint32_t misses;
+	size_t lent_hint; /* where the last iterate stopped (a hint, unlocked) */
 	char *link; /* symlink target, cached on first read (read-only mounts) */
 	size_t link_len;
 	/* The page cache (see the top of the file), sorted by pgoff; protected by lock. */
@@ -165,6 +199,170 @@ static void gofer_set_attr(struct gofer_node *gn, const struct gofer_attr *ga, u
 	pthread_mutex_unlock(&gn->lock);
 }
 
+/*
+ * The handle of gn, walking to it from its parent when it has none yet (a node made from a
+ * directory listing: read-only mounts, where names never change). Returns the handle (not 0)
+ * or -errno: -ESTALE when the host's node is no longer of the node's type, -ENOENT when its
+ * name is gone.
+ */
+static int64_t gofer_node_handle(struct gofer_node *gn)
+{
+	struct gofer_fs *fs = gofer_fs_of(&gn->base);
+	const char *names[1] = { gn->base.name };
+	struct gofer_attr attr;
+	uint64_t h, extra = 0;
+	int64_t ph;
+	int n;
+
+	pthread_mutex_lock(&gn->lock);
+	h = gn->handle;
+	pthread_mutex_unlock(&gn->lock);
+	if (h)
+		return (int64_t)h;
+	if (!gn->base.parent)
+		return -EIO; /* a root always has its handle */
+	ph = gofer_node_handle(gofer_node_of(gn->base.parent));
+	if (ph < 0)
+		return ph;
+	n = gofer_walk(fs->gc, (uint64_t)ph, names, 1, &h, &attr);
+	if (n < 0)
+		return n;
+	if (n == 0)
+		return -ENOENT;
+	if ((attr.mode & S_IFMT) != (gn->base.type & S_IFMT)) {
+		gofer_close(fs->gc, &h, 1);
+		return -ESTALE;
+	}
+	pthread_mutex_lock(&gn->lock);
+	if (gn->handle) {
+		extra = h; /* another thread walked to it first */
+		h = gn->handle;
+	} else {
+		gn->handle = h;
+	}
+	pthread_mutex_unlock(&gn->lock);
+	if (extra)
+		gofer_close(fs->gc, &extra, 1);
+	return (int64_t)h;
+}
+
+/* Entries taken from one GETDENTSPLUS reply into a directory (gofer_dir_fill). */
+struct gofer_fill {
+	struct gofer_node *gd;
+	struct gofer_lent *v;
+	size_t n, cap;
+	int64_t cookie; /* the next entry's */
+	bool all_attrs; /* every entry came with its attributes */
+	int err;
+};
+
+static int gofer_fill_one(void *arg, const struct gofer_dirent_plus *e)
+{
+	struct gofer_fill *fl = arg;
+	struct gofer_node *gd = fl->gd;
+	struct gofer_fs *fs = gofer_fs_of(&gd->base);
+	uint64_t h = e->handle;
+	struct vfs_node *cached;
+	struct gofer_lent *le;
+	char name[GOFER_NAME_MAX + 1];
+
+	memcpy(name, e->d.name, e->d.namelen);
+	name[e->d.namelen] = '\0';
+	fl->cookie = e->d.next;
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 64;
+		struct gofer_lent *v = realloc(fl->v, cap * sizeof(*v));
+
+		if (!v)
+			goto nomem;
+		fl->v = v;
+		fl->cap = cap;
+	}
+	le = &fl->v[fl->n];
+	le->name = strdup(name);
+	if (!le->name)
+		goto nomem;
+	le->ino = e->d.ino;
+	le->next = e->d.next;
+	le->type = e->d.type;
+	fl->n++;
+	if (!(e->flags & GOFER_DIRENT_ATTR)) {
+		fl->all_attrs = false;
+		return 0;
+	}
+	/* A node known already (walked to, or made by an earlier listing) stays as it is. */
+	if (vfs_dcache_lookup(&gd->children, name, &cached) && cached) {
+		vfs_node_put(cached);
+	} else {
+		struct gofer_node *child = gofer_node_new(fs, &gd->base, name, h, &e->attr);
+
+		if (!child) {
+			fl->all_attrs = false; /* not cached: a lookup must walk to it */
+		} else {
+			h = 0; /* the child's now */
+			if (vfs_dcache_insert(&gd->children, name, &child->base) < 0) {
+				vfs_dcache_remove(&gd->children, name);
+				fl->all_attrs = false;
+			}
+			vfs_node_put(&child->base); /* the cache holds it */
+		}
+	}
+	if (h)
+		gofer_close(fs->gc, &h, 1);
+	return 0;
+
+nomem:
+	if (h)
+		gofer_close(fs->gc, &h, 1);
+	fl->err = -ENOMEM;
+	return 1;
+}
+
+/*
+ * Lists directory gd (a read-only mount's) with GETDENTSPLUS from its start to its end: every
+ * name with its attributes (and each subdirectory's handle) becomes a cached child, the listing
+ * is kept for gofer_iterate, and the directory is complete when every entry came with its
+ * attributes. gd->lock held, and gd has its handle. Returns 0 or -errno (then nothing is
+ * listed; the children made so far stay cached, as walked-to nodes do).
+ */
+static int gofer_dir_fill(struct gofer_node *gd)
+{
+	struct gofer_fs *fs = gofer_fs_of(&gd->base);
+	struct gofer_fill fl = { .gd = gd, .all_attrs = true };
+	uint64_t h = gd->handle;
+	bool eof = false;
+	int n = 0;
+
+	if (!h)
+		return -EIO;
+	if (!gofer_getdents_plus)
+		return -ENOSYS; /* a test's client without it */
+	while (!eof) {
+		int64_t before = fl.cookie;
+
+		n = gofer_getdents_plus(fs->gc, h, fl.cookie, GOFER_GETDENTS_MAX,
+					GOFER_GETDENTS_DIR_HANDLES, gofer_fill_one, &fl, &eof);
+		if (n < 0 || fl.err < 0)
+			break;
+		/* A reply that does not move the cookie and is not the end would loop. */
+		if (!eof && (n == 0 || fl.cookie == before)) {
+			n = -EIO;
+			break;
+		}
+	}
+	if (n < 0 || fl.err < 0) {
+		for (size_t i = 0; i < fl.n; i++)
+			free(fl.v[i].name);
+		free(fl.v);
+		return n < 0 ? n : fl.err;
+	}
+	gd->lents = fl.v;
+	gd->nlents = fl.n;
+	gd->complete = fl.all_attrs;
+	__atomic_store_n(&gd->listed, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
 {
 	struct gofer_node *gd = gofer_node_of(dir);
@@ -174,16 +372,38 @@ static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
 	struct vfs_node *cached;
 	struct gofer_attr attr;
 	uint64_t handle, gen;
+	int64_t dh;
 	int n;
 
+	/* A directory made from a listing walks to its own handle first (not under its lock). */
+	dh = gofer_node_handle(gd);
+	if (dh < 0)
+		return ERR_PTR(dh);
 	/* The lock is held across the walk so that two lookups of a name make one node. */
 	pthread_mutex_lock(&gd->lock);
 	if (vfs_dcache_lookup(&gd->children, name, &cached)) {
 		pthread_mutex_unlock(&gd->lock);
 		return cached ? cached : ERR_PTR(-ENOENT);
 	}
+	/*
+	 * Read-only: the second name that misses in a directory has the whole directory listed
+	 * with its attributes (git status, a compiler's include path, python's imports look up
+	 * many names of one directory), so that the others need no round trip, and names it does
+	 * not list are known not to exist.
+	 */
+	if (fs->readonly && !gd->complete && !gd->listed && ++gd->misses >= 2 &&
+	    gofer_dir_fill(gd) == 0) {
+		if (vfs_dcache_lookup(&gd->children, name, &cached)) {
+			pthread_mutex_unlock(&gd->lock);
+			return cached ? cached : ERR_PTR(-ENOENT);
+		}
+	}
+	if (fs->readonly && gd->complete) {
+		pthread_mutex_unlock(&gd->lock);
+		return ERR_PTR(-ENOENT);
+	}
 	gen = gofer_gen(fs);
-	n = gofer_walk(fs->gc, gd->handle, names, 1, &handle, &attr);
+	n = gofer_walk(fs->gc, (uint64_t)dh, names, 1, &handle, &attr);
 	if (n <= 0) {
 		if (n == 0 && fs->readonly)
 			vfs_dcache_insert(&gd->children, name, NULL); /* best effort */
@@ -252,8 +472,14 @@ static ssize_t gofer_readlink_op(struct vfs_node *n, char *buf, size_t len)
 	struct gofer_fs *fs = gofer_fs_of(n);
 	ssize_t ret;
 
+	int64_t h;
+
 	if (!vfs_node_is_symlink(n))
 		return -EINVAL;
+	/* A symlink made from a listing walks to its handle first (not under its lock). */
+	h = gofer_node_handle(gn);
+	if (h < 0)
+		return h;
 	pthread_mutex_lock(&gn->lock);
 	if (!gn->link) {
 		char *target = malloc(VFS_PATH_MAX);
@@ -263,7 +489,7 @@ static ssize_t gofer_readlink_op(struct vfs_node *n, char *buf, size_t len)
 			pthread_mutex_unlock(&gn->lock);
 			return -ENOMEM;
 		}
-		r = gofer_readlink(fs->gc, gn->handle, target, VFS_PATH_MAX);
+		r = gofer_readlink(fs->gc, (uint64_t)h, target, VFS_PATH_MAX);
 		if (r < 0) {
 			pthread_mutex_unlock(&gn->lock);
 			free(target);
@@ -756,7 +982,9 @@ static struct file *gofer_open_op(struct vfs_node *n, int flags)
 	cacheable = fs->readonly && hostflags == O_RDONLY;
 	fd = cacheable ? fdc_get(fs, gn) : take_created_fd(gn, flags);
 	if (fd < 0) {
-		fd = gofer_open(fs->gc, gn->handle, hostflags);
+		int64_t h = gofer_node_handle(gn);
+
+		fd = h < 0 ? (int)h : gofer_open(fs->gc, (uint64_t)h, hostflags);
 		if (fd >= 0 && cacheable)
 			fdc_put(fs, gn, fd);
 	}
@@ -820,11 +1048,32 @@ static uint64_t gofer_node_ino(struct vfs_node *n)
 	return ino;
 }
 
+/*
+ * The index in gd's listing (gd->listed) of the entry at position pos: 0 at the first, nlents
+ * past the last, SIZE_MAX when no entry is followed by pos.
+ */
+static size_t gofer_lent_find(struct gofer_node *gd, int64_t pos)
+{
+	size_t hint = __atomic_load_n(&gd->lent_hint, __ATOMIC_RELAXED);
+
+	if (pos == GOFER_POS_FIRST)
+		return 0;
+	/* Where the last call stopped: a guest reading a directory in several calls. */
+	if (hint > 0 && hint <= gd->nlents && gd->lents[hint - 1].next == pos)
+		return hint;
+	for (size_t i = 0; i < gd->nlents; i++) {
+		if (gd->lents[i].next == pos)
+			return i + 1;
+	}
+	return SIZE_MAX;
+}
+
 static int gofer_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter *e)
 {
 	struct gofer_node *gd = gofer_node_of(dir);
 	struct gofer_fs *fs = gofer_fs_of(dir);
 	struct gofer_iter it = { .e = e, .pos = pos };
+	int64_t h;
 
 	if (*pos == GOFER_POS_DOT) {
 		if (!e->emit(e, ".", 1, gofer_node_ino(dir), DT_DIR, GOFER_POS_DOTDOT))
@@ -839,15 +1088,50 @@ static int gofer_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter 
 			return 0;
 		*pos = GOFER_POS_FIRST;
 	}
+	h = gofer_node_handle(gd);
+	if (h < 0)
+		return (int)h;
+	if (fs->readonly) {
+		int err = 0;
+
+		/* Listed once, with every child's attributes; then served from the listing. */
+		if (!__atomic_load_n(&gd->listed, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_lock(&gd->lock);
+			if (!gd->listed)
+				err = gofer_dir_fill(gd);
+			pthread_mutex_unlock(&gd->lock);
+		}
+		if (err == 0) {
+			size_t i = gofer_lent_find(gd, *pos);
+
+			if (i != SIZE_MAX) {
+				for (; i < gd->nlents; i++) {
+					const struct gofer_lent *le = &gd->lents[i];
+
+					if (!e->emit(e, le->name, strlen(le->name), le->ino, le->type,
+						     le->next))
+						break;
+					*pos = le->next;
+				}
+				__atomic_store_n(&gd->lent_hint, i, __ATOMIC_RELAXED);
+				return 0;
+			}
+		}
+		/* Not listed (out of memory), or a position the listing does not know: ask. */
+	}
 	for (;;) {
 		int64_t before = *pos;
 		int64_t cookie = *pos == GOFER_POS_FIRST ? 0 : *pos;
-		int n = gofer_getdents(fs->gc, gd->handle, cookie, gofer_iter_one, &it);
+		bool eof = false;
+		int n = gofer_getdents_eof ?
+				gofer_getdents_eof(fs->gc, (uint64_t)h, cookie, GOFER_GETDENTS_MAX,
+						   gofer_iter_one, &it, &eof) :
+				gofer_getdents(fs->gc, (uint64_t)h, cookie, gofer_iter_one, &it);
 
 		if (n < 0)
 			return n;
-		/* A reply that does not move the cookie would loop for ever: treat it as the end. */
-		if (n == 0 || it.full || *pos == before)
+		/* The end, or a reply that does not move the cookie (it would loop for ever). */
+		if (n == 0 || eof || it.full || *pos == before)
 			return 0;
 	}
 }
@@ -858,7 +1142,9 @@ static int gofer_statfs_op(struct vfs_node *n, struct linux_statfs *st)
 	struct gofer_statfs gs;
 	int err;
 
-	err = gofer_statfs(fs->gc, gofer_node_of(n)->handle, &gs);
+	int64_t h = gofer_node_handle(gofer_node_of(n));
+
+	err = h < 0 ? (int)h : gofer_statfs(fs->gc, (uint64_t)h, &gs);
 	if (err < 0)
 		return err;
 	memset(st, 0, sizeof(*st));
@@ -1150,7 +1436,11 @@ static void gofer_node_release(struct vfs_node *n)
 		pcache_drop(fs, gn, 0);
 	free(gn->pages);
 	fdc_drop(fs, gn);
-	gofer_close(fs->gc, &gn->handle, 1);
+	if (gn->handle)
+		gofer_close(fs->gc, &gn->handle, 1);
+	for (size_t i = 0; i < gn->nlents; i++)
+		free(gn->lents[i].name);
+	free(gn->lents);
 	if (gn->created_fd >= 0)
 		close(gn->created_fd);
 	free(gn->link);

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -71,6 +72,7 @@ struct ptrace_ctx {
 	arch_regs_t regs;
 	int cpu; /* the one CPU the thread is bound to, or -1 (see bind_to_tracer_cpu) */
 	int interrupt; /* atomic: ctx_interrupt() was called and not yet reported */
+	bool switched; /* ctx_switch ran once (the first one's duration is logged) */
 };
 
 struct ptrace_as {
@@ -92,6 +94,15 @@ struct ptrace_as {
 };
 
 static const struct platform_ops ptrace_ops;
+
+/* CLOCK_MONOTONIC in nanoseconds, for the timings logged at debug level. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 static struct ptrace_as *to_as(struct platform_as *as)
 {
@@ -405,6 +416,7 @@ static int ptrace_as_create(struct platform *p, struct platform_as **out)
 	struct ptrace_ctx *leader;
 	struct ptrace_as *as;
 	arch_regs_t regs;
+	uint64_t t0 = mono_ns();
 	pid_t pid;
 	int ret;
 
@@ -441,6 +453,8 @@ static int ptrace_as_create(struct platform *p, struct platform_as **out)
 		return ret;
 	}
 	*out = &as->base;
+	log_debug("timing: ptrace as_create %llu us (stub %d)",
+		  (unsigned long long)(mono_ns() - t0) / 1000, pid);
 	return 0;
 }
 
@@ -459,6 +473,7 @@ static void ptrace_as_destroy(struct platform_as *pas)
 {
 	struct ptrace_as *as;
 	struct ptrace_ctx *t, *next;
+	uint64_t t0 = mono_ns();
 	int status;
 
 	if (!pas)
@@ -488,6 +503,7 @@ static void ptrace_as_destroy(struct platform_as *pas)
 	pthread_mutex_destroy(&as->lock);
 	free(as->queue);
 	free(as);
+	log_debug("timing: ptrace as_destroy %llu us", (unsigned long long)(mono_ns() - t0) / 1000);
 }
 
 static int ptrace_as_map(struct platform_as *pas, uint64_t addr, uint64_t len, int prot,
@@ -827,8 +843,29 @@ static bool classify_signal(struct ptrace_ctx *ctx, int status, struct platform_
 	return false;
 }
 
+static int ptrace_ctx_switch_once(struct platform_ctx *pctx, arch_regs_t *regs,
+				  struct platform_event *ev);
+
+/* ctx_switch; the first switch of a ctx (the new program's start) is timed. */
 static int ptrace_ctx_switch(struct platform_ctx *pctx, arch_regs_t *regs,
 			     struct platform_event *ev)
+{
+	struct ptrace_ctx *ctx = to_ctx(pctx);
+	uint64_t t0;
+	int ret;
+
+	if (ctx->switched || log_get_level() < LOG_DEBUG)
+		return ptrace_ctx_switch_once(pctx, regs, ev);
+	ctx->switched = true;
+	t0 = mono_ns();
+	ret = ptrace_ctx_switch_once(pctx, regs, ev);
+	log_debug("timing: ptrace first switch of %d: %llu us", ctx->tid,
+		  (unsigned long long)(mono_ns() - t0) / 1000);
+	return ret;
+}
+
+static int ptrace_ctx_switch_once(struct platform_ctx *pctx, arch_regs_t *regs,
+				  struct platform_event *ev)
 {
 	struct ptrace_ctx *ctx = to_ctx(pctx);
 	struct ptrace_as *as = ctx->as;

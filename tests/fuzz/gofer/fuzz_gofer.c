@@ -7,7 +7,8 @@
  * server over a scratch tree, which the write messages change from one input to the next (it
  * is made again when it no longer has the names above, and every 512 writable inputs).
  *
- * Oracles besides the sanitizers: the dispatcher's reply always decodes; a request or reply that
+ * Oracles besides the sanitizers: the dispatcher's reply always decodes; a GETDENTSPLUS reply
+ * made exactly as many new handles as it carries (none when it failed); a request or reply that
  * decodes re-encodes to the same bytes (the encoding is canonical); nothing outside the scratch
  * tree changes: the directory holding both trees keeps exactly its three entries, and a
  * sentinel file beside them keeps its inode, mode, owner, size, times and link count.
@@ -241,6 +242,12 @@ static void write_seeds(const char *dir)
 	seeds[n].type = GOFER_MSG_GETDENTS;
 	seeds[n].getdents.handle = many;
 	seeds[n++].getdents.max = 100;
+	seeds[n] = seeds[n - 1];
+	seeds[n++].type = GOFER_MSG_GETDENTSPLUS;
+	seeds[n].type = GOFER_MSG_GETDENTSPLUS;
+	seeds[n].getdents.handle = root;
+	seeds[n].getdents.max = 4000;
+	seeds[n++].getdents.flags = GOFER_GETDENTS_DIR_HANDLES;
 	seeds[n].type = GOFER_MSG_STATFS;
 	seeds[n++].node.handle = root;
 	seeds[n].type = GOFER_MSG_CLOSE;
@@ -346,11 +353,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ssize_t n;
 	int fd;
 
+	uint32_t live = gofer_server_live_handles(s);
+
 	len = gofer_server_handle(s, data, size, rep_buf, &fd);
 	if (fd >= 0)
 		close(fd);
 	if (gofer_rep_decode(rep_buf, len, &rep) < 0)
 		abort(); /* the dispatcher sent something its own client would reject */
+	if (rep.type == GOFER_MSG_GETDENTSPLUS) {
+		uint32_t made = 0;
+		size_t off = 0;
+
+		for (uint32_t i = 0; !rep.error && i < rep.getdents.n; i++) {
+			struct gofer_dirent_plus e;
+			int used = gofer_dirent_plus_decode(rep.getdents.raw + off,
+							    rep.getdents.size - off, &e);
+
+			if (used < 0)
+				abort();
+			off += (size_t)used;
+			made += e.handle != 0;
+		}
+		if (gofer_server_live_handles(s) != live + made)
+			abort(); /* a handle leaked, or one the sentry does not know of was made */
+	}
 	gofer_server_destroy(s);
 	if (writable)
 		check_jail();

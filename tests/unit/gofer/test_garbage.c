@@ -73,8 +73,11 @@ static size_t valid_request(const uint64_t *handles, int nhandles)
 		req.open.flags = (uint32_t)(next_random() % 3);
 		break;
 	case GOFER_MSG_GETDENTS:
+	case GOFER_MSG_GETDENTSPLUS:
 		req.getdents.handle = h;
 		req.getdents.max = 1 + (uint32_t)(next_random() % 512);
+		if (req.type == GOFER_MSG_GETDENTSPLUS)
+			req.getdents.flags = (uint32_t)(next_random() % 2);
 		break;
 	case GOFER_MSG_CLOSE:
 		/* Closing would leave the rest of the run without handles: ask for a bad one. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gofer/proto.c: encoding round trips and rejection of malformed messages. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -869,4 +870,133 @@ Test(gofer_proto, encode_into_a_small_buffer_is_emsgsize)
 	walk_req(names, 1);
 	cr_assert_eq(gofer_req_encode(&req, buf, GOFER_HDR_SIZE + 12), -EMSGSIZE);
 	cr_assert_eq(gofer_req_encode(&req, buf, 4), -EMSGSIZE);
+}
+
+/* --- GETDENTS end mark and GETDENTSPLUS --- */
+
+Test(gofer_proto, getdents_reply_carries_the_end_mark)
+{
+	rep = (struct gofer_rep){ .type = GOFER_MSG_GETDENTS, .tag = 7 };
+	rep.getdents.flags = GOFER_GETDENTS_EOF;
+	rep_round_trip();
+	cr_assert_eq(rout.getdents.flags, GOFER_GETDENTS_EOF);
+	rep.getdents.flags = 0x2;
+	cr_assert_eq(gofer_rep_encode(&rep, buf, sizeof(buf)), -EINVAL);
+	rep.getdents.flags = GOFER_GETDENTS_EOF;
+	cr_assert_gt(gofer_rep_encode(&rep, buf, sizeof(buf)), 0);
+	buf[GOFER_HDR_SIZE + 4] = 0x2; /* an unknown reply flag */
+	cr_assert_eq(gofer_rep_decode(buf, GOFER_HDR_SIZE + 8, &rout), -EINVAL);
+}
+
+Test(gofer_proto, getdents_request_flags_are_getdentsplus_only)
+{
+	req = (struct gofer_req){ .type = GOFER_MSG_GETDENTSPLUS, .tag = 8 };
+	req.getdents.handle = 5;
+	req.getdents.max = 100;
+	req.getdents.flags = GOFER_GETDENTS_DIR_HANDLES;
+	req_round_trip();
+	cr_assert_eq(out.getdents.flags, GOFER_GETDENTS_DIR_HANDLES);
+	cr_assert_eq(out.getdents.max, 100);
+	req.getdents.flags = 0x2;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	req.type = GOFER_MSG_GETDENTS;
+	req.getdents.flags = GOFER_GETDENTS_DIR_HANDLES;
+	cr_assert_eq(gofer_req_encode(&req, buf, sizeof(buf)), -EINVAL);
+	/* The same bytes as a GETDENTS: its padding must stay 0. */
+	req.type = GOFER_MSG_GETDENTSPLUS;
+	ssize_t n = gofer_req_encode(&req, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	gofer_put_u16(buf + 4, GOFER_MSG_GETDENTS);
+	cr_assert_eq(gofer_req_decode(buf, (size_t)n, &out), -EINVAL);
+}
+
+static struct gofer_dirent_plus plus_entry(const char *name, uint32_t mode, uint64_t handle)
+{
+	struct gofer_dirent_plus e = { .handle = handle, .flags = GOFER_DIRENT_ATTR };
+
+	e.attr = sample_attr(mode, 77);
+	e.d = (struct gofer_dirent){ .ino = 77,
+				     .next = 4242,
+				     .type = (uint8_t)((mode & S_IFMT) >> 12),
+				     .namelen = (uint16_t)strlen(name),
+				     .name = name };
+	return e;
+}
+
+Test(gofer_proto, getdentsplus_reply_round_trips)
+{
+	static uint8_t raw[1024];
+	struct gofer_dirent_plus in[3], e;
+	size_t size = 0, pos = 0;
+
+	in[0] = plus_entry("dir", S_IFDIR | 0755, 0x100000009ULL);
+	in[1] = plus_entry("link", S_IFLNK | 0777, 0);
+	in[2] = (struct gofer_dirent_plus){ .d = { .ino = 9, .next = 5, .type = DT_UNKNOWN,
+						   .namelen = 4, .name = "gone" } };
+	for (int i = 0; i < 3; i++) {
+		int n = gofer_dirent_plus_encode(&in[i], raw + size, sizeof(raw) - size);
+
+		cr_assert_eq(n, (int)gofer_dirent_plus_size(in[i].d.namelen));
+		size += (size_t)n;
+	}
+	rep = (struct gofer_rep){ .type = GOFER_MSG_GETDENTSPLUS, .tag = 9 };
+	rep.getdents.n = 3;
+	rep.getdents.flags = GOFER_GETDENTS_EOF;
+	rep.getdents.raw = raw;
+	rep.getdents.size = size;
+	cr_assert_eq(rep_round_trip(), GOFER_HDR_SIZE + 8 + size);
+	cr_assert_eq(rout.getdents.flags, GOFER_GETDENTS_EOF);
+	for (int i = 0; i < 3; i++) {
+		int n = gofer_dirent_plus_decode(rout.getdents.raw + pos, size - pos, &e);
+
+		cr_assert_gt(n, 0);
+		pos += (size_t)n;
+		cr_assert_eq(e.handle, in[i].handle);
+		cr_assert_eq(e.flags, in[i].flags);
+		cr_assert_eq(e.d.type, in[i].d.type);
+		cr_assert_eq(e.d.namelen, in[i].d.namelen);
+		cr_assert_eq(memcmp(e.d.name, in[i].d.name, e.d.namelen), 0);
+		assert_attr_eq(&e.attr, &in[i].attr);
+	}
+}
+
+Test(gofer_proto, getdentsplus_entries_that_disagree_are_einval)
+{
+	static uint8_t raw[512];
+	struct gofer_dirent_plus e, good = plus_entry("x", S_IFREG | 0644, 0), d;
+	int n;
+
+	/* A handle is only for a directory with attributes. */
+	e = good;
+	e.handle = 3;
+	cr_assert_eq(gofer_dirent_plus_encode(&e, raw, sizeof(raw)), -EINVAL);
+	/* The type is the attributes'. */
+	e = good;
+	e.d.type = DT_DIR;
+	cr_assert_eq(gofer_dirent_plus_encode(&e, raw, sizeof(raw)), -EINVAL);
+	/* No attributes: the block is zero. */
+	e = good;
+	e.flags = 0;
+	cr_assert_eq(gofer_dirent_plus_encode(&e, raw, sizeof(raw)), -EINVAL);
+	e.flags = 0x4;
+	cr_assert_eq(gofer_dirent_plus_encode(&e, raw, sizeof(raw)), -EINVAL);
+
+	/* The same on the decoding side, from a valid encoding altered byte by byte. */
+	n = gofer_dirent_plus_encode(&good, raw, sizeof(raw));
+	cr_assert_eq(n, (int)gofer_dirent_plus_size(1));
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n, &d), n);
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n - 1, &d), -EINVAL, "truncated");
+	raw[0] = 1; /* a handle on a regular file */
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n, &d), -EINVAL);
+	raw[0] = 0;
+	raw[8] = 0; /* flags: no attributes, yet a non-zero block */
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n, &d), -EINVAL);
+	raw[8] = GOFER_DIRENT_ATTR;
+	raw[12] = 1; /* padding */
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n, &d), -EINVAL);
+	raw[12] = 0;
+	raw[16 + GOFER_ATTR_SIZE + 16] = DT_DIR; /* the dirent's type */
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n, &d), -EINVAL);
+	raw[16 + GOFER_ATTR_SIZE + 16] = DT_REG;
+	cr_assert_eq(gofer_dirent_plus_decode(raw, (size_t)n, &d), n, "restored");
 }

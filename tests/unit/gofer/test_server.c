@@ -686,3 +686,139 @@ Test(gofer_server_raw, close_reports_ebadf_for_unknown_handles_and_closes_the_re
 	req.node.handle = root;
 	cr_assert_eq(raw_req(raw, &req, rbuf, &rep, NULL), EBADF, "the valid one was closed");
 }
+
+/* --- the end mark and GETDENTSPLUS --- */
+
+Test(gofer_server, getdents_of_a_directory_that_fits_ends_in_one_reply)
+{
+	uint64_t h = walk_path("many", NULL);
+	static struct listing l;
+	bool eof = false;
+
+	cr_assert_eq(gofer_getdents_eof(c, h, 0, GOFER_GETDENTS_MAX, collect, &l, &eof),
+		     TREE_MANY);
+	cr_assert(eof, "the whole directory fitted: the reply says it ended");
+	check_many_listing(&l);
+}
+
+Test(gofer_server, getdents_that_stops_early_does_not_claim_the_end)
+{
+	uint64_t h = walk_path("many", NULL);
+	static struct listing l;
+	int calls = 0, ret;
+	bool eof = true;
+
+	/* Two entries a reply: only the reply that reaches the end may say so. */
+	while ((ret = gofer_getdents_eof(c, h, l.next, 2 * (uint32_t)gofer_dirent_size(3),
+					 collect, &l, &eof)) > 0 &&
+	       !eof) {
+		calls++;
+		cr_assert_lt(calls, 1000);
+	}
+	cr_assert_geq(ret, 0);
+	cr_assert(eof);
+	cr_assert_geq(calls, TREE_MANY / 2 - 1, "an end claimed after %d replies", calls);
+	check_many_listing(&l);
+	/* The callback stopping before the reply's last entry is not the end either. */
+	static struct listing l2 = { .limit = 3 };
+	cr_assert_eq(gofer_getdents_eof(c, h, 0, GOFER_GETDENTS_MAX, collect, &l2, &eof), 3);
+	cr_assert(!eof);
+}
+
+struct plus_listing {
+	char names[16][32];
+	struct gofer_attr attrs[16];
+	uint64_t handles[16];
+	uint32_t flags[16];
+	int n;
+};
+
+static int collect_plus(void *arg, const struct gofer_dirent_plus *e)
+{
+	struct plus_listing *l = arg;
+
+	cr_assert_lt(l->n, 16);
+	cr_assert_lt(e->d.namelen, 32);
+	memcpy(l->names[l->n], e->d.name, e->d.namelen);
+	l->names[l->n][e->d.namelen] = '\0';
+	l->attrs[l->n] = e->attr;
+	l->handles[l->n] = e->handle;
+	l->flags[l->n] = e->flags;
+	l->n++;
+	return 0;
+}
+
+static int plus_find(const struct plus_listing *l, const char *name)
+{
+	for (int i = 0; i < l->n; i++) {
+		if (!strcmp(l->names[i], name))
+			return i;
+	}
+	cr_assert_fail("%s was not listed", name);
+	return -1;
+}
+
+Test(gofer_server, getdentsplus_gives_each_name_its_own_attributes)
+{
+	static const char *const names[] = { "file", "a", "sub", "many", "deep", "fifo",
+					     "passwd_link", "up_link" };
+	static struct plus_listing l;
+	bool eof = false;
+
+	cr_assert_eq(gofer_getdents_plus(c, root, 0, GOFER_GETDENTS_MAX, 0, collect_plus, &l, &eof),
+		     8);
+	cr_assert(eof);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int k = plus_find(&l, names[i]);
+		struct stat st;
+
+		host_lstat(names[i], &st);
+		cr_assert_eq(l.flags[k], GOFER_DIRENT_ATTR, "%s has attributes", names[i]);
+		/* Never followed: a symlink's own attributes, even one pointing outside. */
+		cr_assert_eq(l.attrs[k].mode, st.st_mode, "mode of %s", names[i]);
+		cr_assert_eq(l.attrs[k].ino, st.st_ino, "inode of %s", names[i]);
+		cr_assert_eq(l.attrs[k].size, st.st_size, "size of %s", names[i]);
+		cr_assert_eq(l.handles[k], 0, "no handle asked for, none made");
+	}
+}
+
+Test(gofer_server, getdentsplus_makes_usable_handles_of_directories_only)
+{
+	static struct plus_listing l;
+	static const char *const b[] = { "b" };
+	uint64_t hb;
+	bool eof = false;
+
+	cr_assert_eq(gofer_getdents_plus(c, root, 0, GOFER_GETDENTS_MAX,
+					 GOFER_GETDENTS_DIR_HANDLES, collect_plus, &l, &eof),
+		     8);
+	for (int i = 0; i < l.n; i++) {
+		bool dir = S_ISDIR(l.attrs[i].mode);
+
+		cr_assert_eq(l.handles[i] != 0, dir, "%s: a handle iff a directory", l.names[i]);
+	}
+	/* The handle of a/ is a/: b is found in it. */
+	cr_assert_eq(gofer_walk(c, l.handles[plus_find(&l, "a")], b, 1, &hb, NULL), 1);
+	for (int i = 0; i < l.n; i++) {
+		if (l.handles[i])
+			gofer_close(c, &l.handles[i], 1);
+	}
+	struct gofer_attr attr;
+	cr_assert_eq(gofer_stat(c, l.handles[plus_find(&l, "sub")], &attr), -EBADF, "closed");
+}
+
+Test(gofer_server, getdentsplus_of_a_file_is_enotdir_and_of_a_bad_handle_ebadf)
+{
+	static struct plus_listing l;
+	uint64_t h = walk_path("file", NULL);
+
+	cr_assert_eq(gofer_getdents_plus(c, h, 0, GOFER_GETDENTS_MAX, 0, collect_plus, &l, NULL),
+		     -ENOTDIR);
+	cr_assert_eq(gofer_getdents_plus(c, 12345, 0, GOFER_GETDENTS_MAX, 0, collect_plus, &l,
+					 NULL),
+		     -EBADF);
+	cr_assert_eq(gofer_getdents_plus(c, root, 0, (uint32_t)gofer_dirent_plus_size(1) - 1, 0,
+					 collect_plus, &l, NULL),
+		     -EINVAL, "too small for any entry");
+	cr_assert_eq(l.n, 0);
+}
