@@ -142,6 +142,15 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 	pthread_mutex_lock(&mm->lock);
 	int r = -EFAULT;
 	const struct vma *v = vma_find(vset(mm), addr);
+	if (v && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE)) {
+		/*
+		 * Another thread of this space resolved the page between this thread's fault and
+		 * now: re-apply the VMA's protection to the page (a no-op when the platform has it
+		 * already) so that the retry cannot fault again on a stale mapping.
+		 */
+		r = plat_protect(mm, PAGE_ALIGN_DOWN(addr), PAGE_SIZE, v->prot);
+		goto out_unlock;
+	}
 	/* Not copy-on-write, or not writable: the access was really not allowed. */
 	if (!v || !(v->flags & VMA_COW) || !(v->prot & PROT_WRITE))
 		goto out_unlock;
