@@ -239,6 +239,16 @@ static void test_clone3(void)
 	a.flags = CLONE_SIGHAND | CLONE_CLEAR_SIGHAND | CLONE_VM;
 	CHECK_ERR(raw_clone3(&a, sizeof(a)), EINVAL);
 
+	/* set_tid naming a pid in use. */
+	pid_t want = getpid();
+	memset(&a, 0, sizeof(a));
+	a.exit_signal = SIGCHLD;
+	a.set_tid = (uint64_t)(uintptr_t)&want;
+	a.set_tid_size = 1;
+	CHECK_ERR(raw_clone3(&a, sizeof(a)), EEXIST);
+	a.set_tid_size = 0;
+	CHECK_ERR(raw_clone3(&a, sizeof(a)), EINVAL); /* set_tid without a size */
+
 	/* fork through clone3, with a pidfd; waitid(P_PIDFD) reaps through it. */
 	memset(&a, 0, sizeof(a));
 	a.flags = CLONE_PIDFD;

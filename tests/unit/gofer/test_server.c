@@ -793,9 +793,9 @@ Test(gofer_server, getdentsplus_makes_usable_handles_of_directories_only)
 					 GOFER_GETDENTS_DIR_HANDLES, collect_plus, &l, &eof),
 		     8);
 	for (int i = 0; i < l.n; i++) {
-		bool dir = S_ISDIR(l.attrs[i].mode);
+		bool isdir = S_ISDIR(l.attrs[i].mode);
 
-		cr_assert_eq(l.handles[i] != 0, dir, "%s: a handle iff a directory", l.names[i]);
+		cr_assert_eq(l.handles[i] != 0, isdir, "%s: a handle iff a directory", l.names[i]);
 	}
 	/* The handle of a/ is a/: b is found in it. */
 	cr_assert_eq(gofer_walk(c, l.handles[plus_find(&l, "a")], b, 1, &hb, NULL), 1);

@@ -201,3 +201,135 @@ Test(gofer_cache, cached_fd_sees_host_changes_to_the_same_file)
 	cat_ok("/file", buf, sizeof(buf));
 	cr_assert_str_eq(buf, "HELLO gofer\n", "the same host inode as a new OPEN would give");
 }
+
+/* --- listings: one GETDENTSPLUS fills the directory's cache --- */
+
+/* Names emitted by a directory file, at most budget per iterate call (0: no limit). */
+struct names {
+	struct dir_emitter e;
+	char seen[TREE_MANY + 8][16];
+	int n, budget, this_call;
+};
+
+static bool names_emit(struct dir_emitter *e, const char *name, size_t namelen, uint64_t ino,
+		       unsigned int dtype, int64_t next_off)
+{
+	struct names *nm = container_of(e, struct names, e);
+
+	if (nm->budget && nm->this_call == nm->budget)
+		return false;
+	cr_assert_lt(nm->n, TREE_MANY + 8, "more entries than the directory has");
+	cr_assert_lt(namelen, 16);
+	memcpy(nm->seen[nm->n], name, namelen);
+	nm->seen[nm->n][namelen] = '\0';
+	nm->n++;
+	nm->this_call++;
+	return true;
+}
+
+/* Lists /many to its end (budget entries per call); checks each name shows exactly once. */
+static void list_many(int budget)
+{
+	struct names nm = { .e.emit = names_emit, .budget = budget };
+	struct file *f;
+	char name[8];
+
+	cr_assert_eq(vfs_open(&h.t, AT_FDCWD, "/many", O_RDONLY | O_DIRECTORY, 0, &f), 0);
+	for (int round = 0; round < 100; round++) {
+		int had = nm.n;
+
+		nm.this_call = 0;
+		cr_assert_eq(f->ops->iterate(f, &nm.e), 0);
+		if (nm.n == had)
+			break;
+	}
+	file_put(f);
+	cr_assert_eq(nm.n, 2 + TREE_MANY, "., .. and the files, listed %d", nm.n);
+	for (int i = 0; i < TREE_MANY; i++) {
+		int count = 0;
+
+		snprintf(name, sizeof(name), "f%02d", i);
+		for (int k = 0; k < nm.n; k++)
+			count += !strcmp(nm.seen[k], name);
+		cr_assert_eq(count, 1, "%s listed %d times", name, count);
+	}
+}
+
+static void listing_takes_one_round_trip_and_answers_lookups(int budget)
+{
+	struct vfs_attr a;
+	struct vfs_path p;
+	uint64_t before, plus;
+
+	stat_ok("/many", &a); /* the walk to the directory itself */
+	before = gofer_client_msgs(-1);
+	plus = gofer_client_msgs(GOFER_MSG_GETDENTSPLUS);
+	list_many(budget);
+	cr_assert_eq(gofer_client_msgs(GOFER_MSG_GETDENTSPLUS), plus + 1);
+	cr_assert_eq(gofer_client_msgs(-1), before + 1, "one round trip for the whole listing");
+	/* Every child is known with its attributes, and what is not listed does not exist. */
+	stat_ok("/many/f07", &a);
+	cr_assert_eq(a.size, 1);
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/many/nope", 0, &p), -ENOENT);
+	list_many(0);
+	cr_assert_eq(gofer_client_msgs(-1), before + 1, "lookups and a second listing: cached");
+}
+
+Test(gofer_cache, listing_takes_one_round_trip_and_answers_lookups)
+{
+	listing_takes_one_round_trip_and_answers_lookups(0);
+}
+
+Test(gofer_cache, listing_resumes_from_the_cache_between_calls)
+{
+	listing_takes_one_round_trip_and_answers_lookups(3);
+}
+
+Test(gofer_cache_overlay, listing_takes_one_round_trip_and_answers_lookups)
+{
+	listing_takes_one_round_trip_and_answers_lookups(0);
+}
+
+Test(gofer_cache, second_missed_name_lists_the_directory)
+{
+	struct vfs_attr a;
+	char path[32];
+	uint64_t before;
+
+	stat_ok("/many/f00", &a);
+	before = gofer_client_msgs(-1);
+	stat_ok("/many/f01", &a); /* the second miss lists many/ */
+	cr_assert_eq(gofer_client_msgs(GOFER_MSG_GETDENTSPLUS), 1);
+	cr_assert_eq(gofer_client_msgs(-1), before + 1);
+	for (int i = 2; i < TREE_MANY; i++) {
+		snprintf(path, sizeof(path), "/many/f%02d", i);
+		stat_ok(path, &a);
+		cr_assert_eq(a.size, 1, "%s", path);
+	}
+	cr_assert_eq(gofer_client_msgs(-1), before + 1, "the other files came with the listing");
+}
+
+Test(gofer_cache, nodes_from_a_listing_open_and_read_link_on_demand)
+{
+	char buf[32];
+	ssize_t n;
+	struct vfs_attr a;
+	uint64_t walks;
+
+	stat_ok("/a", &a);
+	stat_ok("/sub", &a); /* lists the root: file, passwd_link come without handles */
+	walks = gofer_client_msgs(GOFER_MSG_WALK);
+	cat_ok("/file", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "hello gofer\n");
+	cr_assert_eq(gofer_client_msgs(GOFER_MSG_WALK), walks + 1, "walked to on first open");
+	struct vfs_path p;
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/passwd_link", AT_SYMLINK_NOFOLLOW, &p), 0);
+	n = p.node->ops->readlink(p.node, buf, sizeof(buf));
+	vfs_path_put(&p);
+	cr_assert_eq(n, 11);
+	cr_assert_eq(memcmp(buf, "/etc/passwd", 11), 0);
+	/* a/ came with a handle: looking into it walks from there, nothing more. */
+	walks = gofer_client_msgs(GOFER_MSG_WALK);
+	stat_ok("/a/b", &a);
+	cr_assert_eq(gofer_client_msgs(GOFER_MSG_WALK), walks + 1);
+}
