@@ -540,6 +540,7 @@ static int parse_process(struct walk *w, json_t *p, struct oci_config *c)
 	if (w->ret)
 		return w->ret;
 	v = member(w, p, "capabilities", JSON_OBJECT);
+	c->has_caps = v != NULL;
 	if (v && parse_caps(w, v, c))
 		return w->ret;
 	if (w->ret || get_int(w, p, "oomScoreAdj", -1000, 1000, &oom_adj, &c->has_oom_score_adj))
@@ -780,6 +781,74 @@ static int parse_resources(struct walk *w, json_t *r, struct oci_config *c)
 	return w->ret;
 }
 
+static const char *const seccomp_ops[] = {
+	[OCI_SCMP_CMP_NE] = "SCMP_CMP_NE", [OCI_SCMP_CMP_LT] = "SCMP_CMP_LT",
+	[OCI_SCMP_CMP_LE] = "SCMP_CMP_LE", [OCI_SCMP_CMP_EQ] = "SCMP_CMP_EQ",
+	[OCI_SCMP_CMP_GE] = "SCMP_CMP_GE", [OCI_SCMP_CMP_GT] = "SCMP_CMP_GT",
+	[OCI_SCMP_CMP_MASKED_EQ] = "SCMP_CMP_MASKED_EQ",
+};
+
+/* linux.seccomp.syscalls[i].args: [{index, value, valueTwo, op}]. */
+static int parse_seccomp_args(struct walk *w, json_t *arr, struct oci_seccomp_rule *rule)
+{
+	size_t saved, i;
+	json_t *a;
+
+	rule->args = calloc(json_array_size(arr) + 1, sizeof(*rule->args));
+	if (!rule->args)
+		return oom(w);
+	json_array_foreach(arr, i, a)
+	{
+		struct oci_seccomp_arg *arg = &rule->args[i];
+		const char *op = NULL;
+		long long idx = 0;
+		bool present;
+
+		push_index(w, i, &saved);
+		if (!json_is_object(a)) {
+			bad(w, NULL, "expected an object, got %s", json_kind(a));
+		} else if (!get_int(w, a, "index", 0, 5, &idx, &present) &&
+			   !get_u64(w, a, "value", &arg->value, NULL) &&
+			   !get_u64(w, a, "valueTwo", &arg->value_two, NULL) &&
+			   !get_string(w, a, "op", true, &op)) {
+			if (!present)
+				bad(w, "index", "required");
+			arg->index = (unsigned int)idx;
+			arg->op = 0;
+			for (size_t k = 1; k < sizeof(seccomp_ops) / sizeof(seccomp_ops[0]); k++)
+				if (!strcmp(seccomp_ops[k], op))
+					arg->op = (enum oci_seccomp_op)k;
+			if (!arg->op)
+				bad(w, "op", "unknown comparison \"%s\"", op);
+		}
+		pop(w, saved);
+		if (w->ret)
+			return w->ret;
+		rule->nargs++;
+	}
+	return 0;
+}
+
+/* linux.seccomp.flags: the names runc knows. */
+static int parse_seccomp_flags(struct walk *w, json_t *s, struct oci_seccomp *sc)
+{
+	_cleanup_free_ const char **flags = NULL;
+
+	if (get_strings(w, s, "flags", &flags, NULL) || !flags)
+		return w->ret;
+	for (size_t i = 0; flags[i]; i++) {
+		if (!strcmp(flags[i], "SECCOMP_FILTER_FLAG_TSYNC"))
+			sc->flags |= OCI_SECCOMP_FLAG_TSYNC;
+		else if (!strcmp(flags[i], "SECCOMP_FILTER_FLAG_LOG"))
+			sc->flags |= OCI_SECCOMP_FLAG_LOG;
+		else if (!strcmp(flags[i], "SECCOMP_FILTER_FLAG_SPEC_ALLOW"))
+			sc->flags |= OCI_SECCOMP_FLAG_SPEC_ALLOW;
+		else
+			return bad(w, "flags", "unknown seccomp flag \"%s\"", flags[i]);
+	}
+	return 0;
+}
+
 static int parse_seccomp(struct walk *w, json_t *s, struct oci_config *c)
 {
 	struct oci_seccomp *sc;
@@ -797,11 +866,10 @@ static int parse_seccomp(struct walk *w, json_t *s, struct oci_config *c)
 		return w->ret;
 	if (!get_int(w, s, "defaultErrnoRet", 1, 4095, &e, &present) && present)
 		sc->default_errno = (uint32_t)e;
-	{
-		_cleanup_free_ const char **archs = NULL;
-		if (get_strings(w, s, "architectures", &archs, NULL))
-			return w->ret;
-	}
+	if (get_strings(w, s, "architectures", &sc->architectures, NULL))
+		return w->ret;
+	if (parse_seccomp_flags(w, s, sc))
+		return w->ret;
 	rules = member(w, s, "syscalls", JSON_ARRAY);
 	if (w->ret || !rules)
 		return w->ret;
@@ -825,7 +893,14 @@ static int parse_seccomp(struct walk *w, json_t *s, struct oci_config *c)
 			else if (!get_int(w, r, "errnoRet", 0, 4095, &e, &present) && present)
 				rule->errno_ret = (uint32_t)e;
 			args = member(w, r, "args", JSON_ARRAY);
-			rule->has_args = args && json_array_size(args) > 0;
+			if (args && !w->ret) {
+				size_t saved3;
+
+				push_key(w, "args", &saved3);
+				parse_seccomp_args(w, args, rule);
+				pop(w, saved3);
+			}
+			rule->has_args = rule->nargs > 0;
 		}
 		pop(w, saved2);
 		if (w->ret)
@@ -1028,8 +1103,11 @@ void oci_config_free(struct oci_config *c)
 	free(c->namespaces);
 	free(c->sysctl);
 	if (c->seccomp) {
-		for (size_t i = 0; c->seccomp->rules && c->seccomp->rules[i].names; i++)
+		for (size_t i = 0; c->seccomp->rules && i < c->seccomp->nrules + 1; i++) {
 			free(c->seccomp->rules[i].names);
+			free(c->seccomp->rules[i].args);
+		}
+		free(c->seccomp->architectures);
 		free(c->seccomp->rules);
 		free(c->seccomp);
 	}

@@ -101,19 +101,53 @@ enum oci_seccomp_action {
 	OCI_SECCOMP_NOTIFY,
 };
 
+/* Argument comparisons, numbered as libseccomp's enum scmp_compare. */
+enum oci_seccomp_op {
+	OCI_SCMP_CMP_NE = 1,
+	OCI_SCMP_CMP_LT = 2,
+	OCI_SCMP_CMP_LE = 3,
+	OCI_SCMP_CMP_EQ = 4,
+	OCI_SCMP_CMP_GE = 5,
+	OCI_SCMP_CMP_GT = 6,
+	OCI_SCMP_CMP_MASKED_EQ = 7,
+};
+
+struct oci_seccomp_arg {
+	unsigned int index; /* 0-5 */
+	uint64_t value, value_two;
+	enum oci_seccomp_op op;
+};
+
 struct oci_seccomp_rule {
 	const char **names; /* NULL-terminated */
 	enum oci_seccomp_action action;
 	uint32_t errno_ret; /* for ERRNO; default EPERM */
-	bool has_args; /* argument conditions (recorded, not decoded here) */
+	bool has_args; /* nargs > 0 */
+	struct oci_seccomp_arg *args;
+	size_t nargs;
 };
+
+/* linux.seccomp.flags */
+#define OCI_SECCOMP_FLAG_TSYNC 0x1u
+#define OCI_SECCOMP_FLAG_LOG 0x2u
+#define OCI_SECCOMP_FLAG_SPEC_ALLOW 0x4u
 
 struct oci_seccomp {
 	enum oci_seccomp_action default_action;
 	uint32_t default_errno;
 	struct oci_seccomp_rule *rules;
 	size_t nrules;
+	const char **architectures; /* NULL-terminated ("SCMP_ARCH_X86_64"); NULL if absent */
+	unsigned int flags; /* OCI_SECCOMP_FLAG_* */
 };
+
+/*
+ * Compiles a profile with libseccomp into a classic BPF program for x86-64 guests (what
+ * husk-sentry --seccomp-fd reads) and writes it to fd. Rules naming a system call libseccomp
+ * does not know are skipped (as runc does); rules whose action and errno are the default's are
+ * skipped. Returns 0, or -EINVAL/-ENOMEM/-errno of the write with err filled.
+ */
+int oci_seccomp_compile(const struct oci_seccomp *sc, int fd, struct oci_error *err);
 
 #define OCI_CAP_SETS 5 /* bounding, effective, inheritable, permitted, ambient */
 
@@ -134,6 +168,7 @@ struct oci_config {
 	struct oci_rlimit *rlimits;
 	size_t nrlimits;
 	uint64_t caps[OCI_CAP_SETS]; /* bit N: capability N */
+	bool has_caps; /* process.capabilities given (else the sentry's defaults stay) */
 	bool no_new_privileges;
 	bool has_oom_score_adj;
 	int oom_score_adj;

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -60,6 +61,8 @@
 #define SENTRY_LOG_FD 7
 #define SENTRY_VOLUME_FD 8
 #define MAX_VOLUMES 16
+#define SENTRY_SECCOMP_FD (SENTRY_VOLUME_FD + MAX_VOLUMES) /* linux.seccomp's BPF program */
+#define SENTRY_NFDS (SENTRY_SECCOMP_FD + 1)
 #define MAX_TMPFS 16
 
 /* A growable argv. */
@@ -289,6 +292,19 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	}
 	if (cfg->has_umask)
 		addf(a, "--umask=%o", cfg->umask);
+	/* process.capabilities, in husk-sentry's order: bounding, effective, inheritable,
+	 * permitted, ambient (oci_config's caps[] order). */
+	if (cfg->has_caps)
+		addf(a, "--caps=%llx:%llx:%llx:%llx:%llx", (unsigned long long)cfg->caps[0],
+		     (unsigned long long)cfg->caps[1], (unsigned long long)cfg->caps[2],
+		     (unsigned long long)cfg->caps[3], (unsigned long long)cfg->caps[4]);
+	if (cfg->no_new_privileges)
+		add(a, "--no-new-privs");
+	if (cfg->seccomp) {
+		addf(a, "--seccomp-fd=%d", SENTRY_SECCOMP_FD);
+		if (cfg->seccomp->flags & OCI_SECCOMP_FLAG_LOG)
+			add(a, "--seccomp-log");
+	}
 	for (size_t i = 0; i < cfg->nrlimits; i++)
 		addf(a, "--rlimit=%d=%llu:%llu", cfg->rlimits[i].resource,
 		     (unsigned long long)cfg->rlimits[i].soft,
@@ -353,6 +369,7 @@ struct sandbox_fds {
 	int pairs[1 + MAX_VOLUMES][2]; /* [0]: the root's gofer; then one per bind */
 	int npairs;
 	int ready_w, fifo, control, stdio, sentry_log, gofer_log;
+	int seccomp; /* a memfd with linux.seccomp's program, or -1 */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -382,16 +399,19 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		return -errno;
 	if (*spid == 0) {
 		int io = f->stdio;
-		int fds[SENTRY_VOLUME_FD + MAX_VOLUMES] = {
+		int fds[SENTRY_NFDS] = {
 			io >= 0 ? io : 0, io >= 0 ? io : 1, io >= 0 ? io : 2, f->pairs[0][1],
 			f->ready_w,	  f->fifo,	    f->control,	      f->sentry_log,
 		};
-		int targets[SENTRY_VOLUME_FD + MAX_VOLUMES];
+		int targets[SENTRY_NFDS];
 
-		for (int i = 0; i < SENTRY_VOLUME_FD + MAX_VOLUMES; i++)
+		for (int i = 0; i < SENTRY_NFDS; i++)
 			targets[i] = i;
+		for (int i = SENTRY_VOLUME_FD; i < SENTRY_NFDS; i++)
+			fds[i] = -1;
 		for (int i = 1; i < f->npairs; i++)
 			fds[SENTRY_VOLUME_FD + i - 1] = f->pairs[i][1];
+		fds[SENTRY_SECCOMP_FD] = f->seccomp;
 		if (io >= 0) {
 			/* The pty is the guest's terminal: a new session has it as controlling
 			 * terminal, as runc's init does. */
@@ -400,9 +420,36 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		}
 		if (f->sentry_log >= 0)
 			setenv("HUSK_LOG", "info", 0);
-		exec_child(c, f->sentry_argv, fds, targets, SENTRY_VOLUME_FD + f->npairs - 1);
+		exec_child(c, f->sentry_argv, fds, targets,
+			   f->seccomp >= 0 ? SENTRY_NFDS : SENTRY_VOLUME_FD + f->npairs - 1);
 	}
 	return 0;
+}
+
+/*
+ * linux.seccomp compiled to BPF in a memfd (husk-sentry --seccomp-fd reads it from the start).
+ * Returns 0 with *fd, or -errno (the message printed).
+ */
+static int seccomp_program(const struct oci_config *cfg, int *fd)
+{
+	struct oci_error err = { "" };
+	int ret;
+
+	*fd = memfd_create("husk-seccomp", MFD_CLOEXEC);
+	if (*fd < 0) {
+		ret = -errno;
+		oci_fail("linux.seccomp: memfd: %s", strerror(-ret));
+		return ret;
+	}
+	ret = oci_seccomp_compile(cfg->seccomp, *fd, &err);
+	if (ret == 0 && lseek(*fd, 0, SEEK_SET) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		oci_fail("%s", err.msg[0] ? err.msg : strerror(-ret));
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
 }
 
 /* <state>/control.sock, bound and listening (husk exec, husk ps). Returns the fd or -errno. */
@@ -454,7 +501,9 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	_cleanup_free_ char *fifo_path = container_path(c, "exec.fifo");
 	const char *log_dir = husk_option(c->config, "debug-log", oci_g.debug_log);
 	struct args ga[1 + MAX_VOLUMES] = { 0 }, sa = { 0 };
-	struct sandbox_fds f = { .ready_w = -1, .fifo = -1, .control = -1, .stdio = o->stdio_fd };
+	struct sandbox_fds f = {
+		.ready_w = -1, .fifo = -1, .control = -1, .stdio = o->stdio_fd, .seccomp = -1,
+	};
 	struct bind_plan binds;
 	int ready[2] = { -1, -1 }, info[2] = { -1, -1 };
 	pid_t mid, gpid = -1, spid = -1;
@@ -472,6 +521,11 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		return oci_fail("rootfs %s: %s", c->rootfs,
 				errno ? strerror(errno) : "not a directory"),
 		       -ENOENT;
+	if (c->config->seccomp) {
+		ret = seccomp_program(c->config, &f.seccomp);
+		if (ret < 0)
+			return ret;
+	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
 	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds);
@@ -588,6 +642,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		oci_fail("the sandbox failed to start (the sentry exited during setup)");
 	}
 out:
+	if (f.seccomp >= 0)
+		close(f.seccomp);
 	if (f.fifo >= 0)
 		close(f.fifo);
 	if (f.control >= 0)

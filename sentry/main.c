@@ -7,7 +7,8 @@
  *               [--rlimit RES=SOFT:HARD]... [--strace] [--writable-root]
  *               [--readonly-root] [--detached] [--ready-fd N] [--start-fd N]
  *               [--control-fd N] [--log-fd N] [--tmpfs GUEST[:size=N][:mode=OCT]]...
- *               [--volume-fd N:GUEST[:ro]]... -- PROGRAM ARGS...
+ *               [--volume-fd N:GUEST[:ro]]... [--caps BND:EFF:INH:PRM:AMB] [--no-new-privs]
+ *               [--seccomp-fd N [--seccomp-log]] -- PROGRAM ARGS...
  *
  * Started by the husk runtime with the gofer's socket at fd N and the caller's stdio at 0-2.
  * Sets up the kernel (memory file, platform, root filesystem), confines itself, starts
@@ -44,6 +45,7 @@
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/net.h"
@@ -93,6 +95,10 @@ struct sentry_opts {
 	char **env;
 	int nenv;
 	char **argv;
+	/* config.json's process.capabilities, noNewPrivileges, linux.seccomp (OCI). */
+	struct control_guest_defaults guest;
+	int seccomp_fd;
+	bool seccomp_log;
 };
 
 static void usage(void)
@@ -250,6 +256,49 @@ static int parse_volume(const char *arg, struct sentry_opts *o)
 	return 0;
 }
 
+/* "BND:EFF:INH:PRM:AMB", each a hexadecimal capability set. */
+static int parse_caps(const char *arg, struct control_guest_defaults *g)
+{
+	uint64_t *sets[] = { &g->cap_bounding, &g->cap_effective, &g->cap_inheritable,
+			     &g->cap_permitted, &g->cap_ambient };
+	char *end;
+
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		*sets[i] = strtoull(arg, &end, 16);
+		if (end == arg || *end != (i + 1 < sizeof(sets) / sizeof(sets[0]) ? ':' : 0))
+			return -EINVAL;
+		arg = end + 1;
+	}
+	g->has_caps = true;
+	return 0;
+}
+
+/*
+ * Reads the seccomp program at fd (from its start: a memfd the runtime wrote) and makes the
+ * container's filter of it. Returns 0 or -errno (-EINVAL: not a program seccomp accepts).
+ */
+static int read_seccomp(int fd, bool log, struct seccomp_filter **out)
+{
+	static struct sock_filter prog[SECCOMP_MAX_INSNS + 1];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof(prog)) {
+		n = read(fd, (char *)prog + len, sizeof(prog) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len % sizeof(struct sock_filter))
+		return -EINVAL;
+	return seccomp_filter_create(prog, len / sizeof(struct sock_filter), NULL, log, out);
+}
+
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
 	static const struct option longopts[] = {
@@ -279,6 +328,12 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "egress-allow", required_argument, NULL, 'A' },
 		{ "egress-deny", required_argument, NULL, 'Y' },
 		{ "test-no-egress-check", no_argument, NULL, 'Z' },
+		/* OCI: --caps=BND:EFF:INH:PRM:AMB (hex), --no-new-privs, --seccomp-fd=N (a cBPF
+		 * program, read at start), --seccomp-log (SECCOMP_FILTER_FLAG_LOG). */
+		{ "caps", required_argument, NULL, 'P' },
+		{ "no-new-privs", no_argument, NULL, 'n' },
+		{ "seccomp-fd", required_argument, NULL, 'F' },
+		{ "seccomp-log", no_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -288,6 +343,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->start_fd = -1;
 	o->control_fd = -1;
 	o->log_fd = -1;
+	o->seccomp_fd = -1;
 	o->platform = "ptrace";
 	o->cwd = "/";
 	o->hostname = "husk";
@@ -383,6 +439,21 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case 'Z':
 			net_egress_disable_check();
+			break;
+		case 'P':
+			if (parse_caps(optarg, &o->guest) < 0)
+				return -EINVAL;
+			break;
+		case 'n':
+			o->guest.no_new_privs = true;
+			break;
+		case 'F':
+			o->seccomp_fd = atoi(optarg);
+			if (o->seccomp_fd < 3)
+				return -EINVAL;
+			break;
+		case 'O':
+			o->seccomp_log = true;
 			break;
 		default:
 			return -EINVAL;
@@ -551,6 +622,7 @@ int main(int argc, char **argv)
 	keep[nkeep++] = o.start_fd;
 	keep[nkeep++] = o.control_fd;
 	keep[nkeep++] = o.log_fd;
+	keep[nkeep++] = o.seccomp_fd;
 	for (int i = 0; i < o.nvolumes; i++)
 		keep[nkeep++] = o.volumes[i].fd;
 	ret = sentry_close_fds_except(keep, nkeep);
@@ -560,6 +632,14 @@ int main(int argc, char **argv)
 	}
 	if (o.log_fd >= 0)
 		log_set_fd(o.log_fd);
+	if (o.seccomp_fd >= 0) {
+		ret = read_seccomp(o.seccomp_fd, o.seccomp_log, &o.guest.seccomp);
+		if (ret < 0) {
+			log_error("--seccomp-fd: %s", ret == -EINVAL ? "not a valid seccomp program" :
+								  strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
 
 	pthread_mutex_init(&k.lock, NULL);
 	snprintf(k.hostname, sizeof(k.hostname), "%s", o.hostname);
@@ -691,6 +771,15 @@ int main(int argc, char **argv)
 	if (ret != 0) {
 		task_release(init);
 		return ret;
+	}
+	/* Capabilities, no_new_privs and the seccomp filter last: set-up above ran as root. */
+	ret = control_set_guest_defaults(&o.guest, init);
+	seccomp_filter_put(o.guest.seccomp);
+	if (ret < 0) {
+		log_error("applying the process's capabilities and seccomp filter: %s",
+			  strerror(-ret));
+		task_release(init);
+		return EXIT_SETUP;
 	}
 	ret = wait_for_start(&o);
 	if (ret != 0) {

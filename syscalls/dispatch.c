@@ -6,6 +6,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
 #include "syscalls/strace.h"
 #include "syscalls/syscalls.h"
@@ -22,7 +23,11 @@ long syscall_dispatch(struct task *t, long nr, const struct syscall_args *args)
 		strace_enter(t, nr, args);
 	task_set_current(t);
 
-	if (e && e->fn) {
+	/* The guest's seccomp filters run before the call, as in Linux (sentry/kernel/seccomp.c). */
+	if (unlikely(__atomic_load_n(&t->seccomp_mode, __ATOMIC_RELAXED)) &&
+	    !seccomp_syscall_enter(t, nr, args, &ret)) {
+		/* The call does not run: ret is its result (or rax while SIGSYS is acted on). */
+	} else if (e && e->fn) {
 		ret = e->fn(t, args);
 	} else {
 		kernel_log_unimplemented(t->k, nr);

@@ -162,13 +162,29 @@ SYSCALL_DECL(getsid);
 /* sys_futex.c: futexes (single-threaded for now) */
 SYSCALL_DECL(futex);
 
-/* sys_xattr.c: extended attributes (none stored yet) */
+/* sys_xattr.c: extended attributes */
 SYSCALL_DECL(getxattr);
 SYSCALL_DECL(lgetxattr);
 SYSCALL_DECL(fgetxattr);
 SYSCALL_DECL(listxattr);
 SYSCALL_DECL(llistxattr);
 SYSCALL_DECL(flistxattr);
+SYSCALL_DECL(setxattr);
+SYSCALL_DECL(lsetxattr);
+SYSCALL_DECL(fsetxattr);
+SYSCALL_DECL(removexattr);
+SYSCALL_DECL(lremovexattr);
+SYSCALL_DECL(fremovexattr);
+SYSCALL_DECL(getxattrat);
+SYSCALL_DECL(setxattrat);
+SYSCALL_DECL(listxattrat);
+SYSCALL_DECL(removexattrat);
+
+/* sys_inotify.c: inotify */
+SYSCALL_DECL(inotify_init);
+SYSCALL_DECL(inotify_init1);
+SYSCALL_DECL(inotify_add_watch);
+SYSCALL_DECL(inotify_rm_watch);
 
 /* sys_id.c: credentials */
 SYSCALL_DECL(getuid);
@@ -259,5 +275,16 @@ SYSCALL_DECL(recvmmsg);
 SYSCALL_DECL(shutdown);
 SYSCALL_DECL(setsockopt);
 SYSCALL_DECL(getsockopt);
+
+/* sys_splice.c: data between two files */
+SYSCALL_DECL(sendfile);
+SYSCALL_DECL(splice);
+SYSCALL_DECL(tee);
+SYSCALL_DECL(copy_file_range);
+
+/* sys_seccomp.c: seccomp(2), and prctl(2) with PR_SET_SECCOMP/PR_GET_SECCOMP (the rest goes
+ * to sys_prctl) */
+SYSCALL_DECL(seccomp);
+SYSCALL_DECL(prctl_seccomp);
 
 #endif

@@ -25,6 +25,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
@@ -175,16 +176,19 @@ static ssize_t do_rw(struct task *t, struct file *f, bool is_read, const struct 
 {
 	ssize_t r;
 
-	if (explicit_pos || !file_seekable(f))
-		return rw_guest(t, f, is_read, giov, gcnt, explicit_pos);
-	pthread_mutex_lock(&f->pos_lock);
-	{
+	if (explicit_pos || !file_seekable(f)) {
+		r = rw_guest(t, f, is_read, giov, gcnt, explicit_pos);
+	} else {
+		pthread_mutex_lock(&f->pos_lock);
 		int64_t pos = f->pos;
 
 		r = rw_guest(t, f, is_read, giov, gcnt, &pos);
 		f->pos = pos;
+		pthread_mutex_unlock(&f->pos_lock);
 	}
-	pthread_mutex_unlock(&f->pos_lock);
+	/* inotify: IN_ACCESS / IN_MODIFY when data moved (Linux's fsnotify_access/modify). */
+	if (r > 0)
+		vfs_notify_file(f, is_read ? VFS_IN_ACCESS : VFS_IN_MODIFY);
 	return r;
 }
 
@@ -840,12 +844,14 @@ long sys_ioctl(struct task *t, const struct syscall_args *args)
 		break;
 	default:
 		r = -ENOIOCTLCMD;
-		if (cmd == FIONREAD && f->node && S_ISREG(f->node->type)) {
+		/* A file's own FIONREAD first: anon files (inotify) have regular-file nodes. */
+		if (f->ops && f->ops->ioctl)
+			r = f->ops->ioctl(f, t, cmd, arg);
+		if ((r == -ENOIOCTLCMD || r == -ENOTTY) && cmd == FIONREAD && f->node &&
+		    S_ISREG(f->node->type)) {
 			r = ioctl_fionread_reg(t, f, arg);
 			break;
 		}
-		if (f->ops && f->ops->ioctl)
-			r = f->ops->ioctl(f, t, cmd, arg);
 		if (r == -ENOIOCTLCMD)
 			r = -ENOTTY;
 		break;

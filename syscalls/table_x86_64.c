@@ -169,12 +169,27 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(timer_delete),
 
 	/* extended attributes: sys_xattr.c */
-	ERROR(getxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
-	ERROR(lgetxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
-	ERROR(fgetxattr, "ENOTSUP: no filesystem stores extended attributes yet"),
-	PARTIAL(listxattr, "always an empty list"),
-	PARTIAL(llistxattr, "always an empty list"),
-	PARTIAL(flistxattr, "always an empty list"),
+	FULL(getxattr),
+	FULL(lgetxattr),
+	FULL(fgetxattr),
+	FULL(listxattr),
+	FULL(llistxattr),
+	FULL(flistxattr),
+	FULL(setxattr),
+	FULL(lsetxattr),
+	FULL(fsetxattr),
+	FULL(removexattr),
+	FULL(lremovexattr),
+	FULL(fremovexattr),
+	FULL(getxattrat),
+	FULL(setxattrat),
+	FULL(listxattrat),
+	FULL(removexattrat),
+	/* inotify: sys_inotify.c */
+	FULL(inotify_init),
+	FULL(inotify_init1),
+	PARTIAL(inotify_add_watch, "changes made inside the sandbox only (not the host's to volumes)"),
+	FULL(inotify_rm_watch),
 
 	/* credentials: sys_id.c */
 	FULL(getuid),
@@ -207,8 +222,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(waitid, "rusage reports user and system time only"),
 	FULL(setsid),
 	FULL(setpgid),
-	PARTIAL(prctl,
-		"NAME, PDEATHSIG, NO_NEW_PRIVS, DUMPABLE, CHILD_SUBREAPER, KEEPCAPS, CAPBSET_READ; others EINVAL"),
+	/* PR_SET_SECCOMP/PR_GET_SECCOMP in sys_seccomp.c, which passes the rest to sys_prctl. */
+	[LINUX_NR_prctl] = { "prctl", sys_prctl_seccomp, SYSCALL_PARTIAL,
+			     "NAME, PDEATHSIG, NO_NEW_PRIVS, DUMPABLE, CHILD_SUBREAPER, KEEPCAPS, "
+			     "CAPBSET_READ, SET_SECCOMP, GET_SECCOMP; others EINVAL" },
+	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
+			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),
 
 	/* clocks: sys_time.c */
@@ -249,6 +268,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(shutdown),
 	PARTIAL(setsockopt, "common options are accepted; most TCP/IP tuning is not applied"),
 	PARTIAL(getsockopt, "TCP_INFO gives the state only"),
+
+	/* data between two files: sys_splice.c */
+	FULL(sendfile),
+	PARTIAL(splice, "copies through the sentry; SPLICE_F_NONBLOCK has no effect"),
+	ERROR(tee, "checked as Linux, then ENOSYS: pipes have no non-consuming read yet"),
+	PARTIAL(copy_file_range, "a copy through the sentry, never a reflink"),
 
 	/* signals: sys_signal.c */
 	FULL(rt_sigaction),

@@ -12,6 +12,7 @@
 #define HUSK_SENTRY_CONTROL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct kernel;
@@ -77,5 +78,27 @@ int control_listen_fd(void);
 
 /* Records the listening fd before the filter is built (main, from --control-fd). */
 void control_set_listen_fd(int fd);
+
+struct seccomp_filter;
+struct task;
+
+/*
+ * What config.json's process gives every process of the container, pid 1 and those husk exec
+ * starts: capability sets (when has_caps), no_new_privs, and the seccomp filter (linux.seccomp,
+ * or NULL).
+ */
+struct control_guest_defaults {
+	bool has_caps;
+	uint64_t cap_bounding, cap_effective, cap_inheritable, cap_permitted, cap_ambient;
+	bool no_new_privs;
+	struct seccomp_filter *seccomp;
+};
+
+/*
+ * Records the defaults (main, before the control server starts; a reference is taken on the
+ * filter) that kernel_spawn applies to each process it starts. Also applies them to t (pid 1)
+ * when t is non-NULL. Returns 0 or -errno of seccomp_attach.
+ */
+int control_set_guest_defaults(const struct control_guest_defaults *d, struct task *t);
 
 #endif

@@ -27,6 +27,7 @@
 #include "runtime/control.h"
 #include "sentry/control/control.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/vfs/vfs.h"
@@ -249,6 +250,33 @@ static int install_hostfd(struct fdtable *fdt, int hostfd, int n)
 	return ret < 0 ? ret : 0;
 }
 
+static struct control_guest_defaults guest_defaults;
+
+/* Gives t the container's capability sets, no_new_privs and seccomp filter. */
+static int guest_defaults_apply(struct task *t)
+{
+	const struct control_guest_defaults *d = &guest_defaults;
+
+	if (d->has_caps) {
+		t->cred.cap_bounding = d->cap_bounding;
+		t->cred.cap_effective = d->cap_effective;
+		t->cred.cap_inheritable = d->cap_inheritable;
+		t->cred.cap_permitted = d->cap_permitted;
+		t->cred.cap_ambient = d->cap_ambient;
+	}
+	if (d->no_new_privs)
+		t->no_new_privs = true;
+	return d->seccomp ? seccomp_attach(t, d->seccomp) : 0;
+}
+
+int control_set_guest_defaults(const struct control_guest_defaults *d, struct task *t)
+{
+	guest_defaults = *d;
+	if (d->seccomp)
+		seccomp_filter_get(d->seccomp);
+	return t ? guest_defaults_apply(t) : 0;
+}
+
 /* A task and its (unlinked) process with s's credentials, files and pid 1's limits. */
 static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 {
@@ -294,6 +322,11 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 		t->cred.cap_effective = t->cred.cap_permitted = CAP_ALL;
 	t->cred.cap_bounding = CAP_ALL;
 	strcpy(t->comm, "exec");
+	/* config.json's capabilities, noNewPrivileges and seccomp profile, as pid 1 got them. */
+	if (guest_defaults_apply(t) < 0) {
+		ret = -EINVAL;
+		goto out_put;
+	}
 
 	t->fdt = fdtable_create();
 	t->fs = fs_context_create(k);

@@ -22,6 +22,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
 #include "sentry/loader/loader.h"
 #include "sentry/mm/mm.h"
@@ -77,6 +78,7 @@ void task_put(struct task *t)
 		return;
 	sigpending_free(&t->pending);
 	free(t->clone_fpstate);
+	seccomp_task_release(t);
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->wait_cond);
 	tg_put(t->tg);

@@ -22,6 +22,7 @@ struct kernel;
 struct mm;
 struct fdtable;
 struct fs_context;
+struct seccomp_filter;
 
 #define LINUX_NSIG 64
 #define LINUX_RLIM_NLIMITS 16
@@ -201,6 +202,12 @@ struct task {
 	void *clone_fpstate; /* the creator's FP/vector state, applied by the new thread, freed */
 	size_t clone_fpstate_len;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at creation */
+
+	/* Added by the OCI engineer (seccomp.c): SECCOMP_MODE_* and the newest filter of the
+	 * task's chain (referenced). Written by the task itself, or under tg->lock by a thread
+	 * of its process (SECCOMP_FILTER_FLAG_TSYNC); read with atomic loads. */
+	int seccomp_mode;
+	struct seccomp_filter *seccomp_filter;
 };
 
 void task_get(struct task *t);

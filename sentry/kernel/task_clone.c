@@ -26,6 +26,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -187,6 +188,7 @@ static void copy_task_state(struct task *c, struct task *p, const struct task_cl
 	c->cred = p->cred;
 	c->sigmask = p->sigmask;
 	c->no_new_privs = p->no_new_privs;
+	seccomp_task_inherit(c, p);
 	memcpy(c->comm, p->comm, sizeof(c->comm));
 	c->regs = p->regs;
 	c->regs.rax = 0;

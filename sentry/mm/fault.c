@@ -133,6 +133,12 @@ int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end)
 	return 0;
 }
 
+/*
+ * The page this host thread (one per guest thread) last made writable in mm_handle_fault: a
+ * new fault at that same page is a real one, not a copy-on-write to resolve again.
+ */
+static __thread uint64_t fault_last_resolved = UINT64_MAX;
+
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 {
 	/* A write to a present, read-only page is SEGV_ACCERR; copy-on-write is nothing else. */
@@ -142,12 +148,15 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 	pthread_mutex_lock(&mm->lock);
 	int r = -EFAULT;
 	const struct vma *v = vma_find(vset(mm), addr);
-	if (v && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE)) {
+	if (v && (v->flags & MM_VMA_PRIVATE) && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE) &&
+	    PAGE_ALIGN_DOWN(addr) != fault_last_resolved) {
 		/*
 		 * Another thread of this space resolved the page between this thread's fault and
-		 * now: re-apply the VMA's protection to the page (a no-op when the platform has it
-		 * already) so that the retry cannot fault again on a stale mapping.
+		 * now. Re-apply the VMA's protection to the page (a no-op when the platform has it
+		 * already) and retry once; a second fault at the same page is a real one (an
+		 * execute of a non-executable page looks the same: no error code tells them apart).
 		 */
+		fault_last_resolved = PAGE_ALIGN_DOWN(addr);
 		r = plat_protect(mm, PAGE_ALIGN_DOWN(addr), PAGE_SIZE, v->prot);
 		goto out_unlock;
 	}
@@ -161,6 +170,8 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 	while (lo < page && page_exclusive(mm, v->off + (lo - v->start)))
 		lo += PAGE_SIZE;
 	r = cow_resolve_locked(mm, lo, hi);
+	if (r == 0)
+		fault_last_resolved = page;
 	if (r < 0) {
 		log_warn("mm: copy-on-write at %#lx failed: %s", (unsigned long)addr, strerror(-r));
 		r = -EFAULT;

@@ -1037,13 +1037,16 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 		return v->file ? fill_from_file(mm, off, b - a, v->file, foff) : 0;
 	}
 	/* Pages perhaps shared with another mm: give this mm fresh ones instead of zeroing. */
+	struct file *file = v->file;
+	int prot = v->prot;
+	/* Reserving may move the VMA array: v is not used past this point. */
 	int r = vma_set_reserve(s, VMA_RESERVE);
 	if (r < 0)
 		return r;
-	int64_t fresh = alloc_filled(mm, b - a, v->file, foff);
+	int64_t fresh = alloc_filled(mm, b - a, file, foff);
 	if (fresh < 0)
 		return (int)fresh;
-	r = plat_map(mm, a, b - a, v->prot, (uint64_t)fresh);
+	r = plat_map(mm, a, b - a, prot, (uint64_t)fresh);
 	if (r < 0) {
 		memfile_free(mfile(mm), (uint64_t)fresh, b - a);
 		return r;

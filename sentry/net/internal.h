@@ -93,6 +93,9 @@ struct sock {
 	bool reuseaddr, reuseport, keepalive, nodelay, v6only, broadcast, oobinline;
 	int rcvlowat;
 	uint64_t rcvtimeo_ns, sndtimeo_ns; /* 0: none */
+
+	/* AF_NETLINK: the port id (the owner's pid), set on first use; 0 until then. */
+	uint32_t nl_portid;
 	struct linger linger;
 	int ttl, tos;
 	uint32_t mark;
@@ -184,6 +187,8 @@ int egress_check(const struct inet_ep *ep, const char *what);
 /* --- netlink.c --- */
 bool netlink_family(int family);
 ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m);
+/* The port id of netlink socket s (net_lock held): fixed at first use to the caller's pid. */
+uint32_t netlink_portid_locked(struct sock *s);
 
 /* --- ifioctl.c --- */
 /*

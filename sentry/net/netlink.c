@@ -31,6 +31,16 @@ bool netlink_family(int family)
 	return family == AF_NETLINK;
 }
 
+uint32_t netlink_portid_locked(struct sock *s)
+{
+	if (!s->nl_portid) {
+		struct task *ct = task_current();
+
+		s->nl_portid = ct ? (uint32_t)task_pid(ct) : 0;
+	}
+	return s->nl_portid;
+}
+
 static void *nl_put(struct nlbuf *b, size_t len)
 {
 	void *p;
@@ -44,6 +54,9 @@ static void *nl_put(struct nlbuf *b, size_t len)
 	return p;
 }
 
+/* The requester's port id, which Linux puts in every reply (iproute2 skips other ones). */
+static uint32_t nl_reply_portid; /* net_lock */
+
 static struct nlmsghdr *nl_msg(struct nlbuf *b, const struct nlmsghdr *req, int type, int flags,
 			       size_t payload)
 {
@@ -55,7 +68,7 @@ static struct nlmsghdr *nl_msg(struct nlbuf *b, const struct nlmsghdr *req, int 
 	h->nlmsg_type = (uint16_t)type;
 	h->nlmsg_flags = (uint16_t)flags;
 	h->nlmsg_seq = req->nlmsg_seq;
-	h->nlmsg_pid = req->nlmsg_pid;
+	h->nlmsg_pid = nl_reply_portid;
 	return h;
 }
 
@@ -198,6 +211,7 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 		len += k;
 	}
 	pthread_mutex_lock(&net_lock);
+	nl_reply_portid = netlink_portid_locked(s);
 	for (struct nlmsghdr *h = (struct nlmsghdr *)req; NLMSG_OK(h, len);
 	     h = NLMSG_NEXT(h, len)) {
 		int family = AF_UNSPEC;

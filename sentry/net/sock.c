@@ -669,11 +669,8 @@ int net_getname(struct file *f, bool peer, void *addr, size_t *len)
 			uint32_t pid, groups;
 		} nl = { AF_NETLINK, 0, 0, 0 };
 
-		if (!peer) {
-			struct task *ct = task_current();
-
-			nl.pid = ct ? (uint32_t)task_pid(ct) : 0;
-		}
+		if (!peer)
+			nl.pid = netlink_portid_locked(s);
 		memcpy(&ss, &nl, sizeof(nl));
 		n = sizeof(nl);
 	} else if (is_unix(s)) {

@@ -10,6 +10,7 @@
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/lock.h"
+#include "sentry/vfs/notify.h"
 
 struct file *file_alloc(const struct file_ops *ops, int flags, void *priv)
 {
@@ -35,6 +36,12 @@ void file_put(struct file *f)
 	if (!f || !refcount_dec(&f->ref))
 		return;
 	vfs_locks_release_file(f);
+	if (vfs_notify_active() && f->mnt) {
+		int acc = f->flags & O_ACCMODE;
+
+		vfs_notify_file(f, (acc == O_WRONLY || acc == O_RDWR) ? VFS_IN_CLOSE_WRITE :
+									 VFS_IN_CLOSE_NOWRITE);
+	}
 	if (f->ops && f->ops->release)
 		f->ops->release(f);
 	vfs_node_put(f->node);

@@ -199,7 +199,36 @@ struct vfs_node_ops {
 	 * the procfs engineer.
 	 */
 	int (*get_link)(struct vfs_node *n, struct vfs_path *out);
+
+	/*
+	 * Extended attributes (sentry/vfs/xattr.c calls them). The VFS has checked the name (a
+	 * known namespace prefix and more, 1..VFS_XATTR_NAME_MAX bytes), the size (at most
+	 * VFS_XATTR_SIZE_MAX), the flags, the mount's read-only flag and Linux's permission rules
+	 * (trusted.* and security.* privileges, user.* only on regular files and directories,
+	 * read or write permission on the node). Filesystems still refuse what they cannot store
+	 * (-EOPNOTSUPP for a namespace they do not keep, -EPERM for one they keep read-only).
+	 * Added by the filesystem round 4 engineer.
+	 *
+	 * getxattr: with size 0 returns the value's length (buf unused); otherwise copies it into
+	 * buf and returns its length, -ERANGE when it does not fit, -ENODATA when absent.
+	 * setxattr: flags VFS_XATTR_CREATE (-EEXIST if present) or VFS_XATTR_REPLACE (-ENODATA if
+	 * absent); returns 0 or -errno (-ENOSPC). listxattr: the names, each NUL-terminated, as
+	 * getxattr sizes them; trusted.* names only when list_trusted. removexattr: 0 or -ENODATA.
+	 * NULL members: get/set/remove -EOPNOTSUPP, list an empty list.
+	 */
+	ssize_t (*getxattr)(struct vfs_node *n, const char *name, void *buf, size_t size);
+	int (*setxattr)(struct vfs_node *n, const char *name, const void *value, size_t size,
+			int flags);
+	ssize_t (*listxattr)(struct vfs_node *n, char *buf, size_t size, bool list_trusted);
+	int (*removexattr)(struct vfs_node *n, const char *name);
 };
+
+/* Extended attribute limits and setxattr flags (Linux's XATTR_*). */
+#define VFS_XATTR_NAME_MAX 255
+#define VFS_XATTR_SIZE_MAX 65536
+#define VFS_XATTR_LIST_MAX 65536
+#define VFS_XATTR_CREATE 0x1
+#define VFS_XATTR_REPLACE 0x2
 
 /*
  * A node of a filesystem: a name (Linux's dentry) with its file. Filesystems with hard links

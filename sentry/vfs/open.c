@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/internal.h"
+#include "sentry/vfs/notify.h"
 
 /* Linux's own values: glibc's O_LARGEFILE is 0 on x86-64, its __O_TMPFILE has O_DIRECTORY. */
 #define LINUX_O_LARGEFILE 0100000
@@ -126,6 +127,12 @@ attach:
 	f->node = p->node;
 	vfs_mount_get(f->mnt);
 	vfs_node_get(f->node);
+	if (!(flags & O_PATH)) {
+		/* The filesystem's open truncated (O_TRUNC was dropped where it does not apply). */
+		if ((flags & O_TRUNC) && S_ISREG(type))
+			vfs_notify_node(p->node, VFS_IN_MODIFY);
+		vfs_notify_node(p->node, VFS_IN_OPEN);
+	}
 	*out = f;
 	return 0;
 }
@@ -147,6 +154,7 @@ static int create_file(struct task *t, const struct vfs_path *dir, const char *n
 	err = dir->node->ops->create(dir->node, name, &a, &n);
 	if (err < 0)
 		return err;
+	vfs_notify_name(dir->node, name, n, VFS_IN_CREATE, 0);
 	out->mnt = dir->mnt;
 	vfs_mount_get(out->mnt);
 	out->node = n;

@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/internal.h"
+#include "sentry/vfs/notify.h"
 
 static pthread_mutex_t ns_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -167,8 +168,10 @@ static int do_create(struct task *t, int dirfd, const char *path, uint32_t mode,
 		goto out_put;
 	}
 	err = dir.node->ops->create(dir.node, last.name, &a, &n);
-	if (err == 0)
+	if (err == 0) {
+		vfs_notify_name(dir.node, last.name, n, VFS_IN_CREATE, 0);
 		vfs_node_put(n);
+	}
 out_put:
 	vfs_path_put(&dir);
 out_unlock:
@@ -296,6 +299,8 @@ static int do_rmdir(struct task *t, int dirfd, const char *path)
 	if (err == 0)
 		err = dir.node->ops->rmdir ? dir.node->ops->rmdir(dir.node, last.name, victim) :
 					     -EROFS;
+	if (err == 0)
+		vfs_notify_delete(dir.node, last.name, victim, true, false);
 	vfs_node_put(victim);
 out_put:
 	vfs_path_put(&dir);
@@ -337,6 +342,8 @@ static int do_unlink(struct task *t, int dirfd, const char *path)
 	if (err == 0)
 		err = dir.node->ops->unlink ? dir.node->ops->unlink(dir.node, last.name, victim) :
 					      -EROFS;
+	if (err == 0)
+		vfs_notify_delete(dir.node, last.name, victim, false, true);
 	vfs_node_put(victim);
 out_put:
 	vfs_path_put(&dir);
@@ -412,8 +419,12 @@ int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd,
 		goto out_put;
 	}
 	err = dir.node->ops->link(dir.node, last.name, old.node, &n);
-	if (err == 0)
+	if (err == 0) {
+		/* Linux's fsnotify_link: the link count, then the new name. */
+		vfs_notify_self(old.node, VFS_IN_ATTRIB);
+		vfs_notify_name(dir.node, last.name, n, VFS_IN_CREATE, 0);
 		vfs_node_put(n);
+	}
 out_put:
 	vfs_path_put(&dir);
 out_unlock:
@@ -489,6 +500,31 @@ static int rename_checks(struct task *t, const struct vfs_path *od, struct vfs_n
 	if (is_mountpoint(old) || (target && is_mountpoint(target)))
 		return -EBUSY;
 	return 0;
+}
+
+/* Linux's fsnotify_move for a rename done (twice for an exchange), then the replaced target. */
+static void notify_rename(const struct vfs_path *od, const char *oldname, struct vfs_node *old,
+			  const struct vfs_path *nd, const char *newname, struct vfs_node *target,
+			  unsigned int flags)
+{
+	uint32_t cookie;
+
+	if (!vfs_notify_active())
+		return;
+	cookie = vfs_notify_cookie();
+	vfs_notify_name(od->node, oldname, old, VFS_IN_MOVED_FROM, cookie);
+	vfs_notify_name(nd->node, newname, old, VFS_IN_MOVED_TO, cookie);
+	if (target && !(flags & VFS_RENAME_EXCHANGE))
+		vfs_notify_self(target, VFS_IN_ATTRIB);
+	vfs_notify_self(old, VFS_IN_MOVE_SELF);
+	if (target && (flags & VFS_RENAME_EXCHANGE)) {
+		cookie = vfs_notify_cookie();
+		vfs_notify_name(nd->node, newname, target, VFS_IN_MOVED_FROM, cookie);
+		vfs_notify_name(od->node, oldname, target, VFS_IN_MOVED_TO, cookie);
+		vfs_notify_self(target, VFS_IN_MOVE_SELF);
+	} else if (target) {
+		vfs_notify_delete(NULL, NULL, target, vfs_node_is_dir(target), false);
+	}
 }
 
 int vfs_renameat2(struct task *t, int olddirfd, const char *oldpath, int newdirfd,
@@ -579,6 +615,8 @@ int vfs_renameat2(struct task *t, int olddirfd, const char *oldpath, int newdirf
 		goto out_put_nodes;
 	}
 	err = od.node->ops->rename(od.node, ol.name, old, nd.node, nl.name, target, flags);
+	if (err == 0)
+		notify_rename(&od, ol.name, old, &nd, nl.name, target, flags);
 out_put_nodes:
 	vfs_node_put(old);
 	vfs_node_put(target);
@@ -593,11 +631,41 @@ out_unlock:
 
 /* --- attributes --- */
 
+/* The inotify event of a setattr (Linux's fsnotify_change). */
+static uint32_t setattr_event(unsigned int valid)
+{
+	unsigned int times = VFS_SETATTR_ATIME | VFS_SETATTR_MTIME;
+	uint32_t mask = 0;
+
+	if (valid & (VFS_SETATTR_UID | VFS_SETATTR_GID | VFS_SETATTR_MODE))
+		mask |= VFS_IN_ATTRIB;
+	if (valid & VFS_SETATTR_SIZE)
+		mask |= VFS_IN_MODIFY;
+	if ((valid & times) == times)
+		mask |= VFS_IN_ATTRIB;
+	else if (valid & VFS_SETATTR_ATIME)
+		mask |= VFS_IN_ACCESS;
+	else if (valid & VFS_SETATTR_MTIME)
+		mask |= VFS_IN_MODIFY;
+	return mask;
+}
+
 static int setattr(struct vfs_node *n, const struct vfs_setattr *sa)
 {
+	uint32_t mask;
+	int err;
+
 	if (!n->ops->setattr)
 		return -EROFS;
-	return n->ops->setattr(n, sa);
+	err = n->ops->setattr(n, sa);
+	if (err == 0 && vfs_notify_active()) {
+		/* One event per bit, as Linux's fsnotify_dentry reports each set bit. */
+		mask = setattr_event(sa->valid);
+		for (uint32_t bit = 1; bit <= VFS_IN_ATTRIB; bit <<= 1)
+			if (mask & bit)
+				vfs_notify_node(n, bit);
+	}
+	return err;
 }
 
 static bool owner_or_capable(const struct cred *c, const struct vfs_attr *a)

@@ -46,6 +46,20 @@ expect_output "http.server and urllib over 127.0.0.1 in one sandbox" "inside" 0 
 expect_output "socketpair exchange" "pair ok" 0 -- \
 	"$HUSK" do -- $PY -c 'import socket; a,b=socket.socketpair(); a.send(b"pair ok"); print(b.recv(16).decode())'
 
+# iproute2 reads the sandbox's interfaces over netlink: lo alone, 127.0.0.1/8, the local route.
+IP=/usr/sbin/ip
+if [ -x "$IP" ]; then
+	expect_output "ip -4 -o addr in husk: lo 127.0.0.1/8" \
+		"1: lo    inet 127.0.0.1/8 scope host lo" 0 -- "$HUSK" do -- "$IP" -4 -o addr
+	expect_output "ip -o link in husk: lo alone, up" "1: lo: <LOOPBACK,UP,LOWER_UP>" 0 -- \
+		sh -c '"$1" do -- "$2" -o link | cut -d" " -f1-3' sh "$HUSK" "$IP"
+	expect_output "ip route show table all in husk: the local route of lo" \
+		"local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1" 0 -- \
+		sh -c '"$1" do -- "$2" route show table all | sed "s/ *$//"' sh "$HUSK" "$IP"
+else
+	echo "# skip: iproute2 (/usr/sbin/ip) is not installed"
+fi
+
 # --- namespaces ---
 
 if ! ip netns add "$CLI" 2>/dev/null || ! ip netns add "$SRV" 2>/dev/null; then

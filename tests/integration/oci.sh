@@ -323,4 +323,53 @@ else
 	fail "hooks run in order with the state on stdin" "$got"
 fi
 
+# linux.seccomp, applied by the sentry: a profile that denies mkdir/mkdirat with EPERM.
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c.pop("hooks", None)
+c["process"]["terminal"] = False
+c["linux"]["seccomp"] = {
+    "defaultAction": "SCMP_ACT_ALLOW",
+    "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+    "syscalls": [
+        {"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+        {"names": ["personality"], "action": "SCMP_ACT_ERRNO", "errnoRet": 22,
+         "args": [{"index": 0, "value": 255, "op": "SCMP_CMP_EQ"}]},
+        {"names": ["no_such_call_here"], "action": "SCMP_ACT_KILL"},
+    ],
+}
+json.dump(c, open(p, "w"), indent=1)
+PY
+set_args sh -c 'busybox mkdir /x 2>&1; [ -d /x ] && echo made; busybox touch /y && echo touched'
+expect_output "seccomp profile denies mkdir with EPERM" \
+	"mkdir: can't create directory '/x': Operation not permitted
+touched" 0 -- H run --bundle "$bundle" sc1
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW",
+    "syscalls": [{"names": ["sync"], "action": "SCMP_ACT_KILL_PROCESS"}]}
+json.dump(c, open(p, "w"), indent=1)
+PY
+set_args sh -c 'busybox sh -c "busybox sync"; echo "status $?"'
+expect_output "SCMP_ACT_KILL_PROCESS kills the caller with SIGSYS" "status 159" 0 -- \
+	H run --bundle "$bundle" sc2
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+del c["linux"]["seccomp"]
+c["process"]["capabilities"] = {"bounding": ["CAP_CHOWN", "CAP_KILL"],
+    "effective": ["CAP_CHOWN"], "permitted": ["CAP_CHOWN"]}
+c["process"]["noNewPrivileges"] = True
+json.dump(c, open(p, "w"), indent=1)
+PY
+set_args sh -c 'busybox grep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status'
+expect_output "process.capabilities and noNewPrivileges reach the guest" "CapEff:	0000000000000001
+CapBnd:	0000000000000021
+NoNewPrivs:	1" 0 -- H run --bundle "$bundle" cap1
+
 finish

@@ -227,9 +227,15 @@ static void dump(int s, int type, int family, uint32_t seq, struct dump_seen *se
 	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
 	static char buf[65536];
 
+	struct sockaddr_nl me = { 0 };
+	socklen_t melen = sizeof(me);
+
 	memset(seen, 0, sizeof(*seen));
 	CHECK_RET(sendto(s, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&to, sizeof(to)),
 		  req.h.nlmsg_len);
+	/* Bound by the send (Linux autobinds there): the port id the replies must carry. */
+	CHECK_RET(getsockname(s, (struct sockaddr *)&me, &melen), 0);
+	CHECK(me.nl_pid != 0, "netlink port id 0 after a send");
 	while (!seen->done && !seen->error) {
 		ssize_t n = recv(s, buf, sizeof(buf), 0);
 		int len = (int)n;
@@ -241,6 +247,9 @@ static void dump(int s, int type, int family, uint32_t seq, struct dump_seen *se
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, len);
 		     h = NLMSG_NEXT(h, len)) {
 			CHECK(h->nlmsg_seq == seq, "seq %u, sent %u", h->nlmsg_seq, seq);
+			/* Replies carry the requester's port id (ip(8) drops others). */
+			CHECK(h->nlmsg_pid == me.nl_pid, "nlmsg_pid %u, port id %u", h->nlmsg_pid,
+			      me.nl_pid);
 			if (h->nlmsg_type == NLMSG_DONE) {
 				seen->done = true;
 				break;

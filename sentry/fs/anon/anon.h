@@ -85,4 +85,15 @@ bool file_is_signalfd(struct file *f);
 /* Replaces the mask of signalfd f (signalfd(2) with an existing fd). */
 void signalfd_set_mask(struct file *f, uint64_t mask);
 
+/*
+ * An inotify instance (inotify_init1(2)); flags may hold O_NONBLOCK. Returns 0 and *out (one
+ * reference), -EMFILE past NOTIFY_MAX_GROUPS instances in the sandbox, or -ENOMEM.
+ */
+struct vfs_node;
+int inotify_create_file(int flags, struct file **out);
+bool file_is_inotify(struct file *f);
+/* notify_add_watch / notify_rm_watch (sentry/vfs/notify.h) on inotify file f; -EINVAL if not one. */
+int inotify_add_watch_file(struct file *f, struct vfs_node *n, uint32_t mask);
+int inotify_rm_watch_file(struct file *f, int wd);
+
 #endif

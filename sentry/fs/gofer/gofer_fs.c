@@ -1425,6 +1425,69 @@ static int gofer_setattr_op(struct vfs_node *n, const struct vfs_setattr *sa)
 	return 0;
 }
 
+/*
+ * --- extended attributes: through the gofer, which serves user.* on regular files and
+ * directories and security.capability read-only (gofer/README.md) ---
+ */
+
+static ssize_t gofer_getxattr_op(struct vfs_node *n, const char *name, void *buf, size_t size)
+{
+	int64_t h = gofer_node_handle(gofer_node_of(n));
+
+	if (h < 0)
+		return h;
+	/* A value past the gofer's maximum cannot come back: ask for what it can send. */
+	if (size > GOFER_XATTR_SIZE_MAX)
+		size = GOFER_XATTR_SIZE_MAX;
+	return gofer_getxattr(gofer_fs_of(n)->gc, (uint64_t)h, name, buf, size);
+}
+
+static int gofer_setxattr_op(struct vfs_node *n, const char *name, const void *value, size_t size,
+			     int flags)
+{
+	struct gofer_fs *fs = gofer_fs_of(n);
+	int64_t h = gofer_node_handle(gofer_node_of(n));
+	uint32_t gflags = 0;
+	int err;
+
+	if (h < 0)
+		return (int)h;
+	if (size > GOFER_XATTR_SIZE_MAX)
+		return -E2BIG;
+	if (flags & VFS_XATTR_CREATE)
+		gflags |= GOFER_XATTR_CREATE;
+	if (flags & VFS_XATTR_REPLACE)
+		gflags |= GOFER_XATTR_REPLACE;
+	err = gofer_setxattr(fs->gc, (uint64_t)h, name, value, size, gflags);
+	gofer_changed(fs); /* ctime moved */
+	return err;
+}
+
+static ssize_t gofer_listxattr_op(struct vfs_node *n, char *buf, size_t size, bool list_trusted)
+{
+	int64_t h = gofer_node_handle(gofer_node_of(n));
+
+	/* The gofer never lists trusted.* names: list_trusted changes nothing. */
+	if (h < 0)
+		return h;
+	if (size > GOFER_XATTR_SIZE_MAX)
+		size = GOFER_XATTR_SIZE_MAX;
+	return gofer_listxattr(gofer_fs_of(n)->gc, (uint64_t)h, buf, size);
+}
+
+static int gofer_removexattr_op(struct vfs_node *n, const char *name)
+{
+	struct gofer_fs *fs = gofer_fs_of(n);
+	int64_t h = gofer_node_handle(gofer_node_of(n));
+	int err;
+
+	if (h < 0)
+		return (int)h;
+	err = gofer_removexattr(fs->gc, (uint64_t)h, name);
+	gofer_changed(fs);
+	return err;
+}
+
 static void gofer_node_release(struct vfs_node *n)
 {
 	struct gofer_node *gn = gofer_node_of(n);
@@ -1471,6 +1534,10 @@ static void gofer_fs_release(struct vfs_fs *vfs)
 }
 
 static const struct vfs_node_ops gofer_node_ops = {
+	.getxattr = gofer_getxattr_op,
+	.setxattr = gofer_setxattr_op,
+	.listxattr = gofer_listxattr_op,
+	.removexattr = gofer_removexattr_op,
 	.lookup = gofer_lookup,
 	.getattr = gofer_getattr,
 	.readlink = gofer_readlink_op,

@@ -33,6 +33,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include "common/cleanup.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -333,6 +334,43 @@ static bool drop_whiteout(struct vfs_node *ud, const char *name)
 }
 
 /* Gives n an upper node (lock held); data false skips a regular file's contents. */
+/*
+ * Copies the extended attributes of lower (the gofer serves user.* and security.capability)
+ * to upper. Names the upper layer does not keep (-EOPNOTSUPP) are skipped, as overlayfs does.
+ */
+static int copy_xattrs(struct vfs_node *lower, struct vfs_node *upper)
+{
+	_cleanup_free_ char *names = NULL;
+	_cleanup_free_ char *value = NULL;
+	ssize_t len;
+
+	if (!lower->ops->listxattr || !upper->ops->setxattr)
+		return 0;
+	len = lower->ops->listxattr(lower, NULL, 0, true);
+	if (len <= 0)
+		return len == -EOPNOTSUPP ? 0 : (int)len;
+	names = malloc((size_t)len);
+	value = malloc(VFS_XATTR_SIZE_MAX);
+	if (!names || !value)
+		return -ENOMEM;
+	len = lower->ops->listxattr(lower, names, (size_t)len, true);
+	if (len < 0)
+		return (int)len; /* -ERANGE: the list grew on the host meanwhile */
+	for (char *name = names; name < names + len; name += strlen(name) + 1) {
+		ssize_t vlen = lower->ops->getxattr(lower, name, value, VFS_XATTR_SIZE_MAX);
+		int err;
+
+		if (vlen == -ENODATA || vlen == -EOPNOTSUPP)
+			continue;
+		if (vlen < 0)
+			return (int)vlen;
+		err = upper->ops->setxattr(upper, name, value, (size_t)vlen, 0);
+		if (err < 0 && err != -EOPNOTSUPP)
+			return err;
+	}
+	return 0;
+}
+
 static int copy_up(struct ovl_fs *fs, struct ovl_node *n, bool data)
 {
 	struct vfs_create_args a = { 0 };
@@ -373,13 +411,17 @@ static int copy_up(struct ovl_fs *fs, struct ovl_node *n, bool data)
 	free(target);
 	if (err < 0)
 		return err;
-	if (S_ISREG(la.mode) && data && la.size > 0) {
+	if (S_ISREG(la.mode) && data && la.size > 0)
 		err = copy_data(n->lower, u);
-		if (err < 0) {
+	if (err == 0 && (S_ISREG(la.mode) || S_ISDIR(la.mode)))
+		err = copy_xattrs(n->lower, u);
+	if (err < 0) {
+		if (S_ISDIR(la.mode))
+			parent->upper->ops->rmdir(parent->upper, n->base.name, u);
+		else
 			parent->upper->ops->unlink(parent->upper, n->base.name, u);
-			vfs_node_put(u);
-			return err;
-		}
+		vfs_node_put(u);
+		return err;
 	}
 	/* Keep the lower file's times; ctime can only be now, as on Linux. */
 	sa.valid = VFS_SETATTR_ATIME | VFS_SETATTR_MTIME;
@@ -938,6 +980,76 @@ static int ovl_setattr(struct vfs_node *n, const struct vfs_setattr *sa)
 	return err;
 }
 
+/* --- extended attributes: read from the real node, written after a copy-up --- */
+
+static ssize_t ovl_getxattr(struct vfs_node *n, const char *name, void *buf, size_t size)
+{
+	struct ovl_fs *fs = ovl_of(n);
+	struct vfs_node *r;
+	ssize_t ret;
+
+	ovl_lock(fs);
+	r = real(onode(n));
+	ret = r->ops->getxattr ? r->ops->getxattr(r, name, buf, size) : -EOPNOTSUPP;
+	ovl_unlock(fs);
+	return ret;
+}
+
+static ssize_t ovl_listxattr(struct vfs_node *n, char *buf, size_t size, bool list_trusted)
+{
+	struct ovl_fs *fs = ovl_of(n);
+	struct vfs_node *r;
+	ssize_t ret;
+
+	ovl_lock(fs);
+	r = real(onode(n));
+	ret = r->ops->listxattr ? r->ops->listxattr(r, buf, size, list_trusted) : 0;
+	ovl_unlock(fs);
+	return ret;
+}
+
+static int ovl_setxattr(struct vfs_node *n, const char *name, const void *value, size_t size,
+			int flags)
+{
+	struct ovl_fs *fs = ovl_of(n);
+	struct ovl_node *on = onode(n);
+	int err;
+
+	ovl_lock(fs);
+	err = copy_up(fs, on, true);
+	if (err == 0)
+		err = on->upper->ops->setxattr ?
+			      on->upper->ops->setxattr(on->upper, name, value, size, flags) :
+			      -EOPNOTSUPP;
+	ovl_unlock(fs);
+	return err;
+}
+
+static int ovl_removexattr(struct vfs_node *n, const char *name)
+{
+	struct ovl_fs *fs = ovl_of(n);
+	struct ovl_node *on = onode(n);
+	int err = 0;
+
+	ovl_lock(fs);
+	/* Removing what the lower file does not have needs no copy-up (overlayfs does the same). */
+	if (!on->upper) {
+		ssize_t r = on->lower->ops->getxattr ?
+				    on->lower->ops->getxattr(on->lower, name, NULL, 0) :
+				    -EOPNOTSUPP;
+		if (r < 0)
+			err = (int)r;
+	}
+	if (err == 0)
+		err = copy_up(fs, on, true);
+	if (err == 0)
+		err = on->upper->ops->removexattr ?
+			      on->upper->ops->removexattr(on->upper, name) :
+			      -EOPNOTSUPP;
+	ovl_unlock(fs);
+	return err;
+}
+
 static void ovl_node_release(struct vfs_node *n)
 {
 	struct ovl_node *on = onode(n);
@@ -982,6 +1094,10 @@ static const struct vfs_node_ops ovl_node_ops = {
 	.rmdir = ovl_rmdir,
 	.rename = ovl_rename,
 	.setattr = ovl_setattr,
+	.getxattr = ovl_getxattr,
+	.setxattr = ovl_setxattr,
+	.listxattr = ovl_listxattr,
+	.removexattr = ovl_removexattr,
 };
 
 static const struct vfs_fs_ops ovl_fs_ops = {

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
 #include "include/abi/linux/stat.h"
@@ -79,7 +80,21 @@ struct tmpfs_inode {
 	/* the overlay's marks */
 	bool opaque;
 	uint64_t origin_ino;
+	/* extended attributes, in the order they were set */
+	struct tmpfs_xattr *xattrs;
+	size_t xattr_bytes; /* names and values, against TMPFS_XATTR_INODE_MAX */
 };
+
+/* One extended attribute of an inode. */
+struct tmpfs_xattr {
+	struct tmpfs_xattr *next;
+	size_t size;
+	char *name; /* owned */
+	void *value; /* owned; NULL when size is 0 */
+};
+
+/* Bytes of names and values one inode may hold (Linux's tmpfs limits user.* by its ispace). */
+#define TMPFS_XATTR_INODE_MAX (1024 * 1024)
 
 struct tmpfs_node {
 	struct vfs_node base;
@@ -197,6 +212,12 @@ static void inode_put(struct tmpfs *fs, struct tmpfs_inode *in)
 	inode_free_pages(fs, in, 0);
 	free(in->pages);
 	free(in->target);
+	for (struct tmpfs_xattr *x = in->xattrs, *next; x; x = next) {
+		next = x->next;
+		free(x->name);
+		free(x->value);
+		free(x);
+	}
 	/* A directory reaches here only empty: its names held its children. */
 	vfs_dcache_clear(&in->names, NULL, NULL);
 	free(in);
@@ -1053,6 +1074,161 @@ static void tmpfs_fs_release(struct vfs_fs *vfs)
 	free(fs);
 }
 
+/* --- extended attributes (the VFS checked names, sizes, flags and permissions) --- */
+
+/* The namespaces tmpfs keeps: user.*, trusted.*, security.* (no ACLs: system.* unsupported). */
+static int xattr_supported(const char *name)
+{
+	if (!strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	    !strncmp(name, "security.", 9))
+		return 0;
+	return -EOPNOTSUPP;
+}
+
+static struct tmpfs_xattr **xattr_find(struct tmpfs_inode *in, const char *name)
+{
+	struct tmpfs_xattr **pp;
+
+	for (pp = &in->xattrs; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->name, name))
+			return pp;
+	return pp;
+}
+
+static ssize_t tmpfs_getxattr(struct vfs_node *n, const char *name, void *buf, size_t size)
+{
+	struct tmpfs *fs = tmpfs_of(n);
+	struct tmpfs_xattr *x;
+	ssize_t ret;
+
+	ret = xattr_supported(name);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&fs->lock);
+	x = *xattr_find(tinode(n), name);
+	if (!x)
+		ret = -ENODATA;
+	else if (size && x->size > size)
+		ret = -ERANGE;
+	else {
+		if (size && x->size)
+			memcpy(buf, x->value, x->size);
+		ret = (ssize_t)x->size;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+static int tmpfs_setxattr(struct vfs_node *n, const char *name, const void *value, size_t size,
+			  int flags)
+{
+	struct tmpfs *fs = tmpfs_of(n);
+	struct tmpfs_inode *in = tinode(n);
+	struct tmpfs_xattr **pp, *x;
+	void *copy = NULL;
+	size_t old, need;
+	int err;
+
+	err = xattr_supported(name);
+	if (err < 0)
+		return err;
+	if (size) {
+		copy = malloc(size);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, value, size);
+	}
+	pthread_mutex_lock(&fs->lock);
+	pp = xattr_find(in, name);
+	x = *pp;
+	if (x && (flags & VFS_XATTR_CREATE)) {
+		err = -EEXIST;
+		goto out_unlock;
+	}
+	if (!x && (flags & VFS_XATTR_REPLACE)) {
+		err = -ENODATA;
+		goto out_unlock;
+	}
+	old = x ? strlen(x->name) + 1 + x->size : 0;
+	need = strlen(name) + 1 + size;
+	if (in->xattr_bytes - old + need > TMPFS_XATTR_INODE_MAX) {
+		err = -ENOSPC;
+		goto out_unlock;
+	}
+	if (!x) {
+		x = calloc(1, sizeof(*x));
+		if (x)
+			x->name = strdup(name);
+		if (!x || !x->name) {
+			free(x);
+			err = -ENOMEM;
+			goto out_unlock;
+		}
+		*pp = x; /* appended: pp was the list's end */
+	}
+	free(x->value);
+	x->value = steal_pointer(&copy);
+	x->size = size;
+	in->xattr_bytes = in->xattr_bytes - old + need;
+	in->ctime = now();
+out_unlock:
+	pthread_mutex_unlock(&fs->lock);
+	free(copy);
+	return err;
+}
+
+static ssize_t tmpfs_listxattr(struct vfs_node *n, char *buf, size_t size, bool list_trusted)
+{
+	struct tmpfs *fs = tmpfs_of(n);
+	size_t len = 0;
+	ssize_t ret;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct tmpfs_xattr *x = tinode(n)->xattrs; x; x = x->next) {
+		size_t l = strlen(x->name) + 1;
+
+		if (!list_trusted && !strncmp(x->name, "trusted.", 8))
+			continue;
+		if (size && len + l > size) {
+			pthread_mutex_unlock(&fs->lock);
+			return -ERANGE;
+		}
+		if (size)
+			memcpy(buf + len, x->name, l);
+		len += l;
+	}
+	ret = (ssize_t)len;
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+static int tmpfs_removexattr(struct vfs_node *n, const char *name)
+{
+	struct tmpfs *fs = tmpfs_of(n);
+	struct tmpfs_inode *in = tinode(n);
+	struct tmpfs_xattr **pp, *x;
+	int err;
+
+	err = xattr_supported(name);
+	if (err < 0)
+		return err;
+	pthread_mutex_lock(&fs->lock);
+	pp = xattr_find(in, name);
+	x = *pp;
+	if (!x) {
+		pthread_mutex_unlock(&fs->lock);
+		return -ENODATA;
+	}
+	*pp = x->next;
+	in->xattr_bytes -= strlen(x->name) + 1 + x->size;
+	in->ctime = now();
+	pthread_mutex_unlock(&fs->lock);
+	free(x->name);
+	free(x->value);
+	free(x);
+	return 0;
+}
+
 static const struct vfs_node_ops tmpfs_node_ops = {
 	.lookup = tmpfs_lookup,
 	.getattr = tmpfs_getattr,
@@ -1068,6 +1244,10 @@ static const struct vfs_node_ops tmpfs_node_ops = {
 	.rmdir = tmpfs_rmdir,
 	.rename = tmpfs_rename,
 	.setattr = tmpfs_setattr,
+	.getxattr = tmpfs_getxattr,
+	.setxattr = tmpfs_setxattr,
+	.listxattr = tmpfs_listxattr,
+	.removexattr = tmpfs_removexattr,
 };
 
 static const struct vfs_fs_ops tmpfs_fs_ops = {

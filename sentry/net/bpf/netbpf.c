@@ -39,7 +39,8 @@ static int add_rules(const char *list, bool allow, char **out, int *n, int max, 
 			snprintf(why, why_len, "dev.husk.egress-%s: %s: expected CIDR[:PORT]",
 				 allow ? "allow" : "deny", tok);
 			ret = -EINVAL;
-		} else if (asprintf(&out[*n], "--egress-%s=%s", allow ? "allow" : "deny", tok) < 0) {
+		} else if (asprintf(&out[*n], "--egress-%s=%s", allow ? "allow" : "deny", tok) <
+			   0) {
 			ret = -ENOMEM;
 		} else {
 			(*n)++;

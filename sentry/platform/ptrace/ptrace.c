@@ -41,10 +41,38 @@
 #define KERNEL_ERESTARTSYS 512
 #define KERNEL_ERESTART_RESTARTBLOCK 516
 
+struct ptrace_as;
+
+/*
+ * The stub factory (README.md, "The template stub"): a host thread that forks the template
+ * stub, traces it, and keeps one new stub forked from it ready for the next as_create.
+ */
+struct stub_factory {
+	pthread_mutex_t lock; /* protects everything below but thread */
+	pthread_cond_t cond; /* ready, err, stop and started changed */
+	pthread_t thread;
+	bool started; /* the thread was created (joined by ptrace_destroy) */
+	bool stop; /* ptrace_destroy asks the thread to end */
+	pid_t ready; /* a stub parked for as_create to take, or 0 */
+	int err; /* the factory failed (-errno): as_create forks stubs from the sentry */
+};
+
 struct ptrace_platform {
 	struct platform base;
 	const struct stub_code *code;
+	struct stub_factory factory;
+	struct ptrace_platform *next_factory; /* in the factories list (factories_lock) */
+	bool registered; /* in the factories list (factories_lock) */
 };
+
+/*
+ * Platforms whose factory may run: the process's exit stops them (factories_stop_all, atexit),
+ * which kills and reaps the template and the ready stub. The sentry exits without
+ * platform_destroy; left to die with it, they would be zombies for pid 1 to reap.
+ */
+static pthread_mutex_t factories_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ptrace_platform *factories;
+static pthread_once_t factories_once = PTHREAD_ONCE_INIT;
 
 /* A mapping change queued by a thread that traces no thread of the space. */
 struct ptrace_op {
@@ -52,8 +80,6 @@ struct ptrace_op {
 	uint64_t addr, len, off;
 	int prot;
 };
-
-struct ptrace_as;
 
 /*
  * One stub thread, and the guest thread (ctx) it runs. The initial thread exists from
@@ -132,11 +158,12 @@ static void thread_mark_dead(struct ptrace_ctx *t, int status)
 	if (WIFSIGNALED(status)) {
 		if (!as->destroying)
 			log_warn("ptrace: stub %d (thread %d) killed by signal %d", as->pid, t->tid,
-			 WTERMSIG(status));
+				 WTERMSIG(status));
 		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
 	} else if (t->tid == as->pid) {
 		if (!as->destroying)
-			log_warn("ptrace: stub %d exited with status %d", as->pid, WEXITSTATUS(status));
+			log_warn("ptrace: stub %d exited with status %d", as->pid,
+				 WEXITSTATUS(status));
 		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
 	}
 	if (t->tid == as->pid)
@@ -187,9 +214,8 @@ static int request_failed(struct ptrace_ctx *t)
  * all (it compares against t->regs). Returns the call's result or -errno (-ESRCH if the thread
  * is gone).
  */
-static long stub_call_at(struct ptrace_ctx *t, uint64_t gadget, uint64_t done, long nr,
-			 uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5,
-			 uint64_t a6)
+static long stub_call_at(struct ptrace_ctx *t, uint64_t gadget, uint64_t done, long nr, uint64_t a1,
+			 uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6)
 {
 	arch_regs_t r = t->regs;
 	siginfo_t si;
@@ -220,13 +246,13 @@ static long stub_call_at(struct ptrace_ctx *t, uint64_t gadget, uint64_t done, l
 				return request_failed(t);
 			if (t->regs.rip == done)
 				return (long)t->regs.rax;
-		} else if ((status >> 16) == 0 &&
-			   ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) == 0 && si.si_code > 0 &&
+		} else if ((status >> 16) == 0 && ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) == 0 &&
+			   si.si_code > 0 &&
 			   (WSTOPSIG(status) == SIGSEGV || WSTOPSIG(status) == SIGBUS ||
 			    WSTOPSIG(status) == SIGILL || WSTOPSIG(status) == SIGFPE)) {
 			/* The gadget itself faulted: the stub is beyond use. */
-			log_error("ptrace: stub %d faulted (signal %d) running call %ld", t->as->pid,
-				  WSTOPSIG(status), nr);
+			log_error("ptrace: stub %d faulted (signal %d) running call %ld",
+				  t->as->pid, WSTOPSIG(status), nr);
 			return -EIO;
 		}
 		/*
@@ -334,7 +360,8 @@ static int submit_op(struct ptrace_as *as, const struct ptrace_op *op)
 	__atomic_store_n(&as->queued, 1, __ATOMIC_RELEASE);
 	/* Threads in a ptrace stop get the signal when resumed, and drop it after applying. */
 	for (t = as->threads; t; t = t->next) {
-		if (t->tracer && !thread_is_dead(t) && !__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE))
+		if (t->tracer && !thread_is_dead(t) &&
+		    !__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE))
 			tgkill(as->pid, t->tid, PTRACE_INTERRUPT_SIGNAL);
 	}
 	pthread_mutex_unlock(&as->lock);
@@ -409,36 +436,46 @@ static void thread_unlink_free(struct ptrace_ctx *t)
 }
 
 static void ptrace_as_destroy(struct platform_as *pas);
+static int thread_seize(struct ptrace_ctx *t);
+static pid_t factory_take(struct ptrace_platform *pp);
 
-static int ptrace_as_create(struct platform *p, struct platform_as **out)
+/*
+ * Makes as's stub: one forked from the template stub if the factory can (it is then seized by
+ * the calling thread), else one forked from the calling thread (stub_spawn). Returns 0 with the
+ * initial thread linked and traced by the caller, or -errno (as is then to be freed alone, or
+ * destroyed if as->pid is set).
+ */
+static int as_make_stub(struct ptrace_platform *pp, struct ptrace_as *as)
 {
-	struct ptrace_platform *pp = container_of(p, struct ptrace_platform, base);
 	struct ptrace_ctx *leader;
-	struct ptrace_as *as;
 	arch_regs_t regs;
-	uint64_t t0 = mono_ns();
-	pid_t pid;
+	pid_t pid = factory_take(pp);
 	int ret;
 
-	as = calloc(1, sizeof(*as));
-	if (!as)
-		return -ENOMEM;
-	ret = stub_spawn(pp->code, p->memfd, &pid, &regs);
-	if (ret < 0) {
-		free(as);
-		return ret;
+	if (pid > 0) {
+		leader = thread_new(as, pid);
+		if (!leader) {
+			stub_kill_and_reap(pid);
+			return -ENOMEM;
+		}
+		as->pid = pid;
+		thread_link(leader);
+		ret = thread_seize(leader);
+		if (ret < 0)
+			return ret;
+		as->init_regs = leader->regs;
+		return 0;
 	}
+	ret = stub_spawn(pp->code, pp->base.memfd, &pid, &regs);
+	if (ret < 0)
+		return ret;
 	leader = thread_new(as, pid);
 	if (!leader) {
 		stub_kill_and_reap(pid);
-		free(as);
 		return -ENOMEM;
 	}
-	as->base.p = p;
-	as->code = pp->code;
 	as->pid = pid;
 	as->init_regs = regs;
-	pthread_mutex_init(&as->lock, NULL);
 	leader->tracer = gettid();
 	leader->regs = regs;
 	thread_link(leader);
@@ -446,15 +483,38 @@ static int ptrace_as_create(struct platform *p, struct platform_as **out)
 	 * PR_SET_PDEATHSIG guarded the stub until PTRACE_O_EXITKILL was set. It acts when the
 	 * *thread* that forked the stub exits, which with guest threads is no reason to kill the
 	 * process: one guest thread (this host thread's task) may exit while others run on.
+	 * (A stub forked from the template keeps it: its parent is the factory thread.)
 	 */
 	ret = (int)stub_call(leader, __NR_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
+	return ret < 0 ? ret : 0;
+}
+
+static int ptrace_as_create(struct platform *p, struct platform_as **out)
+{
+	struct ptrace_platform *pp = container_of(p, struct ptrace_platform, base);
+	struct ptrace_as *as;
+	uint64_t t0 = mono_ns();
+	int ret;
+
+	as = calloc(1, sizeof(*as));
+	if (!as)
+		return -ENOMEM;
+	as->base.p = p;
+	as->code = pp->code;
+	pthread_mutex_init(&as->lock, NULL);
+	ret = as_make_stub(pp, as);
 	if (ret < 0) {
-		ptrace_as_destroy(&as->base);
+		if (as->pid) {
+			ptrace_as_destroy(&as->base);
+		} else {
+			pthread_mutex_destroy(&as->lock);
+			free(as);
+		}
 		return ret;
 	}
 	*out = &as->base;
 	log_debug("timing: ptrace as_create %llu us (stub %d)",
-		  (unsigned long long)(mono_ns() - t0) / 1000, pid);
+		  (unsigned long long)(mono_ns() - t0) / 1000, as->pid);
 	return 0;
 }
 
@@ -497,7 +557,8 @@ static void ptrace_as_destroy(struct platform_as *pas)
 	}
 	/* An initial thread that exit(2)ed while others ran is a zombie of its own. */
 	if (as->leader_exited && !__atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE)) {
-		while (stub_wait(as->pid, &status) == 0 && !WIFEXITED(status) && !WIFSIGNALED(status))
+		while (stub_wait(as->pid, &status) == 0 && !WIFEXITED(status) &&
+		       !WIFSIGNALED(status))
 			;
 	}
 	pthread_mutex_destroy(&as->lock);
@@ -563,6 +624,229 @@ static int thread_seize(struct ptrace_ctx *t)
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) < 0)
 		return request_failed(t);
 	return 0;
+}
+
+/*
+ * Forks a new stub from the template (on the factory thread, the template's tracer). The child
+ * is traced by this thread from birth (CLONE_PTRACE; it inherits the template's
+ * PTRACE_O_EXITKILL) and stops with SIGSTOP; resumed, it sets its parent-death signal (its parent
+ * is this thread, by CLONE_PARENT) and stacks the child filter, then traps. It is detached only
+ * then, so that at every moment either its tracer or its parent's death ends it; it parks until
+ * as_create seizes it. Returns its pid, or -errno with nothing left behind.
+ */
+static pid_t template_fork(struct ptrace_ctx *tmpl)
+{
+	const struct stub_code *code = tmpl->as->code;
+	arch_regs_t r;
+	int status, ret, sig;
+	long pid = stub_call_at(tmpl, code->fork, code->fork_done, __NR_clone, STUB_FORK_FLAGS, 0,
+				0, 0, 0, 0);
+
+	if (pid <= 0)
+		return pid < 0 ? (pid_t)pid : -EIO;
+	for (;;) {
+		ret = stub_wait((pid_t)pid, &status);
+		if (ret < 0)
+			goto out_kill;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			log_error(
+				"ptrace: a stub forked from the template died during set-up (%#x)",
+				status);
+			return -EIO;
+		}
+		sig = WSTOPSIG(status);
+		if (sig == SIGTRAP)
+			break;
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) {
+			ret = -EIO;
+			goto out_kill;
+		}
+		/* The SIGSTOP every CLONE_PTRACE child starts with, or a signal someone sent. */
+		if (ptrace(PTRACE_CONT, (pid_t)pid, 0, 0) < 0) {
+			ret = -errno;
+			goto out_kill;
+		}
+	}
+	if (ptrace(PTRACE_GETREGS, (pid_t)pid, 0, &r) < 0) {
+		ret = -errno;
+		goto out_kill;
+	}
+	if (r.rip != code->forked_done || r.r12 != 0) {
+		ret = r.rip == code->forked_done && (long)r.rax < 0 && (long)r.rax >= -4095 ?
+			      (int)r.rax :
+			      -EIO;
+		log_error("ptrace: a stub forked from the template failed to set itself up "
+			  "(step %llu at %#llx): %s",
+			  r.r12, r.rip, strerror(-ret));
+		goto out_kill;
+	}
+	if (ptrace(PTRACE_DETACH, (pid_t)pid, 0, 0) < 0) {
+		ret = -errno;
+		goto out_kill;
+	}
+	return (pid_t)pid;
+
+out_kill:
+	stub_kill_and_reap((pid_t)pid);
+	return ret;
+}
+
+/*
+ * The factory thread: forks the template stub (stub_spawn: it is the template's tracer and
+ * parent), then keeps one stub forked from it ready. It runs until ptrace_destroy, even after
+ * a failure: the stubs it made have it as their parent, and its end would kill them
+ * (PR_SET_PDEATHSIG).
+ */
+static void *factory_main(void *arg)
+{
+	struct ptrace_platform *pp = arg;
+	struct stub_factory *f = &pp->factory;
+	struct ptrace_as *tas = calloc(1, sizeof(*tas));
+	struct ptrace_ctx *tmpl = NULL;
+	arch_regs_t regs;
+	pid_t pid = 0;
+	int ret = tas ? stub_spawn(pp->code, pp->base.memfd, &pid, &regs) : -ENOMEM;
+
+	if (ret == 0) {
+		tmpl = thread_new(tas, pid);
+		if (!tmpl) {
+			stub_kill_and_reap(pid);
+			ret = -ENOMEM;
+		}
+	}
+	if (ret == 0) {
+		tas->base.p = &pp->base;
+		tas->code = pp->code;
+		tas->pid = pid;
+		tas->init_regs = regs;
+		pthread_mutex_init(&tas->lock, NULL);
+		tmpl->tracer = gettid();
+		tmpl->regs = regs;
+		thread_link(tmpl);
+		log_debug("ptrace: template stub %d", pid);
+	}
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->stop) {
+		if (ret < 0 || f->ready) {
+			pthread_cond_wait(&f->cond, &f->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&f->lock);
+		pid = template_fork(tmpl);
+		pthread_mutex_lock(&f->lock);
+		if (pid < 0) {
+			ret = pid;
+			log_warn(
+				"ptrace: cannot fork stubs from the template stub (%s); forking them "
+				"from the sentry instead",
+				strerror(-ret));
+			f->err = ret;
+		} else {
+			f->ready = pid;
+		}
+		pthread_cond_broadcast(&f->cond);
+	}
+	if (f->ready) {
+		stub_kill_and_reap(f->ready);
+		f->ready = 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (tmpl)
+		ptrace_as_destroy(&tas->base); /* kills and reaps the template, frees tas */
+	else
+		free(tas);
+	return NULL;
+}
+
+/* Ends pp's factory thread (it kills and reaps its stubs) and waits for it. */
+static void factory_stop(struct ptrace_platform *pp)
+{
+	struct stub_factory *f = &pp->factory;
+	bool started;
+
+	pthread_mutex_lock(&f->lock);
+	f->stop = true;
+	started = f->started;
+	f->started = false;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	if (started)
+		pthread_join(f->thread, NULL);
+}
+
+static void factories_stop_all(void)
+{
+	pthread_mutex_lock(&factories_lock);
+	for (struct ptrace_platform *pp = factories; pp; pp = pp->next_factory)
+		factory_stop(pp);
+	pthread_mutex_unlock(&factories_lock);
+}
+
+static void factories_init(void)
+{
+	if (atexit(factories_stop_all) != 0)
+		log_warn("ptrace: cannot register the stub factories' end at exit");
+}
+
+/* Puts pp in the factories list (once). */
+static void factory_register(struct ptrace_platform *pp)
+{
+	pthread_once(&factories_once, factories_init);
+	pthread_mutex_lock(&factories_lock);
+	if (!pp->registered) {
+		pp->next_factory = factories;
+		factories = pp;
+		pp->registered = true;
+	}
+	pthread_mutex_unlock(&factories_lock);
+}
+
+/* Takes pp out of the factories list. */
+static void factory_unregister(struct ptrace_platform *pp)
+{
+	pthread_mutex_lock(&factories_lock);
+	for (struct ptrace_platform **pp_ = &factories; *pp_; pp_ = &(*pp_)->next_factory) {
+		if (*pp_ == pp) {
+			*pp_ = pp->next_factory;
+			break;
+		}
+	}
+	pp->registered = false;
+	pthread_mutex_unlock(&factories_lock);
+}
+
+/*
+ * Takes the stub the factory has ready (starting the factory the first time), waiting for it if
+ * need be. Returns its pid (a parked stub, traced by nobody), or -errno if the factory cannot
+ * make stubs or was stopped (the caller then forks one from the sentry).
+ */
+static pid_t factory_take(struct ptrace_platform *pp)
+{
+	struct stub_factory *f = &pp->factory;
+	pid_t pid;
+
+	factory_register(pp);
+	pthread_mutex_lock(&f->lock);
+	if (f->stop) {
+		pthread_mutex_unlock(&f->lock);
+		return -ESHUTDOWN;
+	}
+	if (!f->started && !f->err) {
+		int r = pthread_create(&f->thread, NULL, factory_main, pp);
+
+		if (r == 0)
+			f->started = true;
+		else
+			f->err = -r;
+	}
+	while (!f->ready && !f->err && !f->stop)
+		pthread_cond_wait(&f->cond, &f->lock);
+	pid = f->ready ? f->ready : f->err ? f->err : -ESHUTDOWN;
+	f->ready = 0;
+	pthread_cond_broadcast(&f->cond); /* make the next one */
+	pthread_mutex_unlock(&f->lock);
+	return pid;
 }
 
 static int ptrace_ctx_clone(struct platform_ctx *pfrom, struct platform_ctx **out)
@@ -707,8 +991,9 @@ static void ptrace_ctx_destroy(struct platform_ctx *pctx)
 	}
 	if (!is_tracer(t)) {
 		/* Only the tracer can end a single thread; the process ends with as_destroy. */
-		log_error("ptrace: ctx of stub thread %d destroyed by a thread that does not own it",
-			  t->tid);
+		log_error(
+			"ptrace: ctx of stub thread %d destroyed by a thread that does not own it",
+			t->tid);
 		t->claimed = false;
 		return;
 	}
@@ -1001,7 +1286,14 @@ static int ptrace_ctx_set_fpstate(struct platform_ctx *pctx, const void *buf, si
 
 static void ptrace_destroy(struct platform *p)
 {
-	free(container_of(p, struct ptrace_platform, base));
+	struct ptrace_platform *pp = container_of(p, struct ptrace_platform, base);
+	struct stub_factory *f = &pp->factory;
+
+	factory_unregister(pp);
+	factory_stop(pp);
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->lock);
+	free(pp);
 }
 
 pid_t ptrace_as_stub_pid(struct platform_as *pas)
@@ -1028,6 +1320,8 @@ int ptrace_platform_create(int memfd, struct platform **out)
 	pp->base.ops = &ptrace_ops;
 	pp->base.memfd = memfd;
 	pp->code = code;
+	pthread_mutex_init(&pp->factory.lock, NULL);
+	pthread_cond_init(&pp->factory.cond, NULL);
 	*out = &pp->base;
 	return 0;
 }

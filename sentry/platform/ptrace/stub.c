@@ -37,6 +37,9 @@
 
 #define STUB_FPROG_OFF 0x800
 #define STUB_FILTER_OFF 0x810
+/* The filter a stub forked from the template adds (ptrace_stub_child_filter). */
+#define STUB_CHILD_FPROG_OFF 0xc00
+#define STUB_CHILD_FILTER_OFF 0xc10
 /* A word that stays 0: a new stub thread waits on it (FUTEX_WAIT_PRIVATE) until adopted. */
 #define STUB_PARK_WORD_OFF 0xff8
 #define STUB_FUTEX_WAIT_PRIVATE 128 /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
@@ -114,12 +117,46 @@ __asm__(".pushsection .rodata.husk_stub, \"a\"\n"
 	"	mov $" STR(__NR_futex) ", %eax\n"
 	"	syscall\n"
 	"	jmp 2b\n"
+	/*
+	 * fork of the template (clone STUB_FORK_FLAGS): the template traps back with the pid; the
+	 * child, traced by the template's tracer, sets its parent-death signal, stacks the child
+	 * filter, traps (r12: 0, or the failed step 1/2 with the error in rax) and, once detached,
+	 * parks like a new thread until the thread that will drive it seizes it.
+	 */
+	"husk_stub_fork:\n"
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jz 4f\n"
+	"	int3\n"
+	"husk_stub_fork_done:\n"
+	"	ud2\n"
+	"4:	mov $1, %r12d\n"
+	"	mov $" STR(__NR_prctl) ", %eax\n"
+	"	mov $" STR(PR_SET_PDEATHSIG) ", %edi\n"
+	"	mov $9, %esi\n" /* SIGKILL */
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jnz 5f\n"
+	"	mov $2, %r12d\n"
+	"	mov $" STR(__NR_seccomp) ", %eax\n"
+	"	mov $" STR(SECCOMP_SET_MODE_FILTER) ", %edi\n"
+	"	xor %esi, %esi\n"
+	"	lea husk_stub_code_start(%rip), %rdx\n"
+	"	add $" STR(STUB_CHILD_FPROG_OFF) ", %rdx\n"
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jnz 5f\n"
+	"	xor %r12d, %r12d\n"
+	"5:	int3\n"
+	"husk_stub_forked_done:\n"
+	"	jmp 2b\n"
 	"husk_stub_code_end:\n"
 	".popsection\n");
 /* clang-format on */
 
 extern const char husk_stub_code_start[], husk_stub_setup_done[], husk_stub_gadget[],
-	husk_stub_gadget_done[], husk_stub_clone[], husk_stub_clone_done[], husk_stub_code_end[];
+	husk_stub_gadget_done[], husk_stub_clone[], husk_stub_clone_done[], husk_stub_fork[],
+	husk_stub_fork_done[], husk_stub_forked_done[], husk_stub_code_end[];
 
 size_t ptrace_stub_filter(uint64_t code_page, struct sock_filter *out)
 {
@@ -147,38 +184,69 @@ size_t ptrace_stub_filter(uint64_t code_page, struct sock_filter *out)
 	/* Only the numbers the stub needs; x32 numbers (bit 30 set) match none of them. */
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, nr));
-	/* Layout: jumps to ALLOW, to the futex, clone and prctl checks; KILL; ALLOW; checks. */
+	/*
+	 * Layout: jumps to ALLOW; jumps to the futex, clone, prctl and seccomp checks; KILL; ALLOW;
+	 * the checks (4, 7, 7 and 6 instructions).
+	 */
 	for (uint8_t i = 0; i < nallowed; i++)
 		out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, allowed[i],
-							(uint8_t)(nallowed - i + 3), 0);
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_futex, 4, 0);
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 7, 0);
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 12, 0);
+							(uint8_t)(nallowed - i + 4), 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_futex, 5, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 8, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 14, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 20, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	/* futex: only FUTEX_WAIT_PRIVATE (a new thread parked until its tracer takes it). */
+	/* futex: only FUTEX_WAIT_PRIVATE (a new thread or stub parked until its tracer takes it). */
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, args[1]));
 	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_FUTEX_WAIT_PRIVATE,
 						0, 1);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-	/* clone: only a thread of the stub with exactly the flags ctx_clone uses. */
-	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-						offsetof(struct seccomp_data, args[0]));
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_CLONE_FLAGS, 0, 3);
+	/* clone: exactly the flags of ctx_clone (a thread) or of the template's fork. */
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, args[0]) + 4);
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
-	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[0]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_CLONE_FLAGS, 2, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_FORK_FLAGS, 1, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-	/* prctl: only PR_SET_PDEATHSIG 0 (see stub_spawn: the tracer clears it once set up). */
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	/* prctl: only PR_SET_PDEATHSIG 0 (a stub forked from the sentry) or SIGKILL (a forked one). */
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, args[0]));
 	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_PDEATHSIG, 0, 3);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 						offsetof(struct seccomp_data, args[1]));
-	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIGKILL, 1, 0);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	/* seccomp: only SECCOMP_SET_MODE_FILTER without flags (a stub stacking the child filter). */
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[0]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_SET_MODE_FILTER,
+						0, 2);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[1]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	return n;
+}
+
+size_t ptrace_stub_child_filter(struct sock_filter *out)
+{
+	size_t n = 0;
+
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, nr));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 2);
+	out[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						offsetof(struct seccomp_data, args[0]));
+	out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, STUB_FORK_FLAGS, 1, 0);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	out[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	return n;
@@ -216,6 +284,13 @@ static void stub_code_init(void)
 	char *page;
 	size_t n;
 
+	_Static_assert(STUB_FILTER_OFF + PTRACE_STUB_FILTER_MAX * sizeof(struct sock_filter) <=
+			       STUB_CHILD_FPROG_OFF,
+		       "the filters overlap");
+	_Static_assert(STUB_CHILD_FILTER_OFF +
+				       PTRACE_STUB_CHILD_FILTER_LEN * sizeof(struct sock_filter) <=
+			       STUB_PARK_WORD_OFF,
+		       "the child filter overlaps the park word");
 	if (code_len > STUB_FPROG_OFF) {
 		stub_code_err = -E2BIG;
 		return;
@@ -233,6 +308,11 @@ static void stub_code_init(void)
 	fprog.filter = (struct sock_filter *)(page + STUB_FILTER_OFF);
 	memcpy(page + STUB_FPROG_OFF, &fprog, sizeof(fprog));
 	memcpy(page + STUB_FILTER_OFF, filter, n * sizeof(filter[0]));
+	n = ptrace_stub_child_filter(filter);
+	fprog.len = (unsigned short)n;
+	fprog.filter = (struct sock_filter *)(page + STUB_CHILD_FILTER_OFF);
+	memcpy(page + STUB_CHILD_FPROG_OFF, &fprog, sizeof(fprog));
+	memcpy(page + STUB_CHILD_FILTER_OFF, filter, n * sizeof(filter[0]));
 	/* The sentry never runs this code: read-only here, the child makes it executable. */
 	if (mprotect(page, PAGE_SIZE, PROT_READ) < 0) {
 		stub_code_err = -errno;
@@ -251,6 +331,11 @@ static void stub_code_init(void)
 	stub_code.clone = stub_code.page + (uint64_t)(husk_stub_clone - husk_stub_code_start);
 	stub_code.clone_done =
 		stub_code.page + (uint64_t)(husk_stub_clone_done - husk_stub_code_start);
+	stub_code.fork = stub_code.page + (uint64_t)(husk_stub_fork - husk_stub_code_start);
+	stub_code.fork_done =
+		stub_code.page + (uint64_t)(husk_stub_fork_done - husk_stub_code_start);
+	stub_code.forked_done =
+		stub_code.page + (uint64_t)(husk_stub_forked_done - husk_stub_code_start);
 }
 
 const struct stub_code *stub_code_get(int *err)

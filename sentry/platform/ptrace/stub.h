@@ -17,6 +17,9 @@ struct stub_code {
 	uint64_t setup_done; /* rip at the SIGTRAP stop that ends the stub's set-up */
 	uint64_t clone; /* `syscall` of clone: the parent traps after it, the child parks */
 	uint64_t clone_done; /* rip at the parent's SIGTRAP stop after the clone */
+	uint64_t fork; /* `syscall` of the template's fork (clone STUB_FORK_FLAGS) */
+	uint64_t fork_done; /* rip at the template's SIGTRAP stop after the fork */
+	uint64_t forked_done; /* rip at the new stub's SIGTRAP stop once it set itself up */
 };
 
 /*

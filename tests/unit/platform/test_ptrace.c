@@ -581,8 +581,38 @@ Test(platform_ptrace, as_destroy_leaves_no_process_and_no_fd)
 	as = NULL;
 	cr_assert_eq(kill(pid, 0), -1);
 	cr_assert_eq(errno, ESRCH);
+	/* The template stub and the stub kept ready go with the platform. */
+	platform_destroy(plat);
+	plat = NULL;
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG | __WALL), -1);
 	cr_assert_eq(errno, ECHILD);
+}
+
+/* The number after `key` in /proc/pid/status, or -1. */
+static long status_number(pid_t pid, const char *key)
+{
+	char line[256];
+
+	proc_line(pid, "status", key, line, sizeof(line));
+	return line[0] ? strtol(line + strlen(key), NULL, 10) : -1;
+}
+
+Test(platform_ptrace, stubs_are_forked_from_a_template_with_the_child_filter)
+{
+	struct platform_as *as2;
+	pid_t pid = ptrace_as_stub_pid(as), pid2;
+
+	cr_assert_eq(ops()->as_create(plat, &as2), 0);
+	pid2 = ptrace_as_stub_pid(as2);
+	/* CLONE_PARENT: the template's parent (this process) is theirs, so this process reaps. */
+	cr_assert_eq(status_number(pid, "PPid:"), getpid());
+	cr_assert_eq(status_number(pid2, "PPid:"), getpid());
+	/* The template's filter and the child filter that forbids forking again. */
+	cr_assert_eq(status_number(pid, "Seccomp_filters:"), 2);
+	cr_assert_eq(status_number(pid2, "Seccomp_filters:"), 2);
+	/* Traced by the thread that created the space (PTRACE_SEIZE), not by the factory. */
+	cr_assert_eq(status_number(pid2, "TracerPid:"), gettid());
+	ops()->as_destroy(as2);
 }
 
 Test(platform_ptrace, killed_stub_reports_died)
@@ -598,7 +628,6 @@ Test(platform_ptrace, killed_stub_reports_died)
 	cr_assert_eq(ev.kind, PLATFORM_EV_DIED);
 	cr_assert_eq(ops()->as_map(as, EXTRA_ADDR, 4096, PROT_READ, EXTRA_OFF), -ESRCH);
 }
-
 
 Test(platform_ptrace, mappings_outside_the_guest_range_are_refused)
 {
@@ -800,8 +829,7 @@ static void *create_space_and_leave(void *arg)
 	cr_assert_eq(ops()->as_create(plat, &c->as), 0);
 	cr_assert_eq(ops()->as_map(c->as, CODE_ADDR, 4096, PROT_READ | PROT_EXEC, CODE_OFF), 0);
 	cr_assert_eq(ops()->as_map(c->as, DATA_ADDR, 4096, PROT_READ | PROT_WRITE, DATA_OFF), 0);
-	cr_assert_eq(ops()->as_map(c->as, STACK_ADDR, 4096, PROT_READ | PROT_WRITE, STACK_OFF),
-		     0);
+	cr_assert_eq(ops()->as_map(c->as, STACK_ADDR, 4096, PROT_READ | PROT_WRITE, STACK_OFF), 0);
 	cr_assert_eq(ops()->ctx_create(c->as, &mine), 0);
 	cr_assert_eq(ops()->ctx_clone(mine, &c->for_main), 0);
 	ops()->ctx_destroy(mine);

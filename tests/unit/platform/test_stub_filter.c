@@ -31,7 +31,16 @@ static long gadget_call(uint64_t page, long nr, long a1, long a2)
 	return ret;
 }
 
-enum action { CALL_ALLOWED_FROM_PAGE, CALL_OTHER_FROM_PAGE, CALL_ALLOWED_ELSEWHERE };
+enum action {
+	CALL_ALLOWED_FROM_PAGE,
+	CALL_OTHER_FROM_PAGE,
+	CALL_ALLOWED_ELSEWHERE,
+	PDEATHSIG_KILL_FROM_PAGE, /* allowed: a stub forked from the template sets it */
+	PDEATHSIG_TERM_FROM_PAGE, /* any other signal: killed */
+	FORK_OTHER_FLAGS_FROM_PAGE, /* clone with flags that are neither a thread nor the fork */
+	FORK_AFTER_CHILD_FILTER, /* the template's fork, under the child filter: killed */
+	SECCOMP_WITH_FLAGS_FROM_PAGE, /* seccomp(SET_MODE_FILTER, TSYNC...): killed */
+};
 
 /* Forks a child that installs the filter for its own gadget page and does action. */
 static int run_filtered(enum action action)
@@ -57,10 +66,18 @@ static int run_filtered(enum action action)
 		page[2] = 0xc3; /* ret */
 		if (mprotect(page, 4096, PROT_READ | PROT_EXEC) < 0)
 			_exit(3);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(4);
+		if (action == FORK_AFTER_CHILD_FILTER) {
+			/* Stacked in the other order than in a stub: the result is the same. */
+			prog.len = (unsigned short)ptrace_stub_child_filter(filter);
+			prog.filter = filter;
+			if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+				_exit(4);
+		}
 		prog.len = (unsigned short)ptrace_stub_filter((uint64_t)page, filter);
 		prog.filter = filter;
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 			_exit(4);
 		switch (action) {
 		case CALL_ALLOWED_FROM_PAGE:
@@ -74,6 +91,29 @@ static int run_filtered(enum action action)
 		case CALL_ALLOWED_ELSEWHERE:
 			syscall(SYS_munmap, scratch, 4096);
 			gadget_call((uint64_t)page, __NR_exit_group, 7, 0);
+			break;
+		case PDEATHSIG_KILL_FROM_PAGE:
+			r = gadget_call((uint64_t)page, __NR_prctl, PR_SET_PDEATHSIG, SIGKILL);
+			gadget_call((uint64_t)page, __NR_exit_group, r == 0 ? 42 : 8, 0);
+			break;
+		case PDEATHSIG_TERM_FROM_PAGE:
+			gadget_call((uint64_t)page, __NR_prctl, PR_SET_PDEATHSIG, SIGTERM);
+			gadget_call((uint64_t)page, __NR_exit_group, 9, 0);
+			break;
+		case FORK_OTHER_FLAGS_FROM_PAGE:
+			/* A plain fork(2); were it allowed, both would exit 10. */
+			gadget_call((uint64_t)page, __NR_clone, SIGCHLD, 0);
+			gadget_call((uint64_t)page, __NR_exit_group, 10, 0);
+			break;
+		case FORK_AFTER_CHILD_FILTER:
+			/* Allowed by the template's filter alone: only the child filter stops it. */
+			gadget_call((uint64_t)page, __NR_clone, STUB_FORK_FLAGS, 0);
+			gadget_call((uint64_t)page, __NR_exit_group, 11, 0);
+			break;
+		case SECCOMP_WITH_FLAGS_FROM_PAGE:
+			gadget_call((uint64_t)page, __NR_seccomp, SECCOMP_SET_MODE_FILTER,
+				    SECCOMP_FILTER_FLAG_TSYNC);
+			gadget_call((uint64_t)page, __NR_exit_group, 13, 0);
 			break;
 		}
 		for (;;)
@@ -102,6 +142,46 @@ Test(platform_stub_filter, kills_other_calls_from_the_code_page)
 Test(platform_stub_filter, kills_allowed_calls_from_outside_the_code_page)
 {
 	int status = run_filtered(CALL_ALLOWED_ELSEWHERE);
+
+	cr_assert(WIFSIGNALED(status), "status %#x", status);
+	cr_assert_eq(WTERMSIG(status), SIGSYS);
+}
+
+Test(platform_stub_filter, allows_pdeathsig_sigkill_from_the_code_page)
+{
+	int status = run_filtered(PDEATHSIG_KILL_FROM_PAGE);
+
+	cr_assert(WIFEXITED(status), "status %#x", status);
+	cr_assert_eq(WEXITSTATUS(status), 42);
+}
+
+Test(platform_stub_filter, kills_pdeathsig_other_than_sigkill)
+{
+	int status = run_filtered(PDEATHSIG_TERM_FROM_PAGE);
+
+	cr_assert(WIFSIGNALED(status), "status %#x", status);
+	cr_assert_eq(WTERMSIG(status), SIGSYS);
+}
+
+Test(platform_stub_filter, kills_clone_with_other_flags)
+{
+	int status = run_filtered(FORK_OTHER_FLAGS_FROM_PAGE);
+
+	cr_assert(WIFSIGNALED(status), "status %#x", status);
+	cr_assert_eq(WTERMSIG(status), SIGSYS);
+}
+
+Test(platform_stub_filter, child_filter_kills_the_templates_fork)
+{
+	int status = run_filtered(FORK_AFTER_CHILD_FILTER);
+
+	cr_assert(WIFSIGNALED(status), "status %#x", status);
+	cr_assert_eq(WTERMSIG(status), SIGSYS);
+}
+
+Test(platform_stub_filter, kills_seccomp_with_flags)
+{
+	int status = run_filtered(SECCOMP_WITH_FLAGS_FROM_PAGE);
 
 	cr_assert(WIFSIGNALED(status), "status %#x", status);
 	cr_assert_eq(WTERMSIG(status), SIGSYS);

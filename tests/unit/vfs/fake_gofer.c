@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "include/abi/linux/stat.h"
@@ -328,4 +329,48 @@ int gofer_walk_stat(struct gofer_client *c, uint64_t dir, const char *const *nam
 int gofer_fsync(struct gofer_client *c, uint64_t h, bool datasync)
 {
 	return 0;
+}
+
+/* Extended attributes: user.* of the handle's file, through its /proc/self/fd link. */
+static void fd_path(uint64_t h, char *buf, size_t size)
+{
+	snprintf(buf, size, "/proc/self/fd/%d", (int)h);
+}
+
+ssize_t gofer_getxattr(struct gofer_client *c, uint64_t h, const char *name, void *buf,
+		       size_t size)
+{
+	char path[64];
+	ssize_t n;
+
+	fd_path(h, path, sizeof(path));
+	n = getxattr(path, name, buf, size);
+	return n < 0 ? -errno : n;
+}
+
+int gofer_setxattr(struct gofer_client *c, uint64_t h, const char *name, const void *value,
+		   size_t size, uint32_t flags)
+{
+	char path[64];
+
+	fd_path(h, path, sizeof(path));
+	return setxattr(path, name, value, size, (int)flags) < 0 ? -errno : 0;
+}
+
+ssize_t gofer_listxattr(struct gofer_client *c, uint64_t h, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+
+	fd_path(h, path, sizeof(path));
+	n = listxattr(path, buf, size);
+	return n < 0 ? -errno : n;
+}
+
+int gofer_removexattr(struct gofer_client *c, uint64_t h, const char *name)
+{
+	char path[64];
+
+	fd_path(h, path, sizeof(path));
+	return removexattr(path, name) < 0 ? -errno : 0;
 }

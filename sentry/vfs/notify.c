@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * inotify's core (see notify.h): a table of watched inodes, each with its watches, and per group
+ * a queue of events.
+ *
+ * Locks: notify_lock (global) protects the inode table, every watch and every group's watch
+ * list; a group's lock protects its queue. Order: notify_lock, then a group's lock, then the
+ * group's wait queue (woken with the group lock released). getattr is asked before notify_lock
+ * is taken, so filesystem locks are never taken under it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/list.h"
+#include "common/util.h"
+#include "include/abi/linux/errno.h"
+#include "sentry/kernel/waitq.h"
+#include "sentry/vfs/fs.h"
+#include "sentry/vfs/notify.h"
+
+#define NOTIFY_BUCKETS 256
+/* sizeof(struct inotify_event): wd, mask, cookie, len. */
+#define EVENT_HDR 16
+
+int vfs_notify_watches;
+
+struct notify_event {
+	struct list_head link;
+	int32_t wd;
+	uint32_t mask, cookie;
+	uint32_t len; /* name bytes with NUL padding to EVENT_HDR; 0 without a name */
+	char name[];
+};
+
+struct notify_inode {
+	struct notify_inode *next; /* hash chain */
+	uint64_t dev, ino;
+	struct list_head watches; /* of notify_watch.inode_link */
+};
+
+struct notify_watch {
+	struct list_head inode_link;
+	struct list_head group_link;
+	struct notify_inode *in;
+	struct notify_group *g;
+	int wd;
+	uint32_t mask; /* events and IN_ONESHOT, IN_EXCL_UNLINK */
+};
+
+struct notify_group {
+	struct list_head watches; /* of notify_watch.group_link; notify_lock */
+	int next_wd; /* notify_lock */
+	pthread_mutex_t lock;
+	struct list_head events; /* lock */
+	size_t nevents, bytes; /* lock */
+	bool overflow_queued; /* lock: an IN_Q_OVERFLOW is in events */
+	struct waitq wq;
+};
+
+static pthread_mutex_t notify_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct notify_inode *buckets[NOTIFY_BUCKETS]; /* notify_lock */
+static int ngroups; /* notify_lock */
+static uint32_t next_cookie; /* atomic */
+
+static size_t bucket_of(uint64_t dev, uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) ^ dev) % NOTIFY_BUCKETS;
+}
+
+static struct notify_inode *inode_find(uint64_t dev, uint64_t ino)
+{
+	struct notify_inode *in;
+
+	for (in = buckets[bucket_of(dev, ino)]; in; in = in->next)
+		if (in->dev == dev && in->ino == ino)
+			return in;
+	return NULL;
+}
+
+static void inode_free_if_unused(struct notify_inode *in)
+{
+	struct notify_inode **pp;
+
+	if (!list_empty(&in->watches))
+		return;
+	for (pp = &buckets[bucket_of(in->dev, in->ino)]; *pp; pp = &(*pp)->next) {
+		if (*pp == in) {
+			*pp = in->next;
+			break;
+		}
+	}
+	free(in);
+}
+
+/* Queues an event on g (notify_lock held); merges it with an identical last event, as Linux. */
+static void queue_event(struct notify_group *g, int wd, uint32_t mask, uint32_t cookie,
+			const char *name)
+{
+	size_t nlen = name ? strlen(name) : 0;
+	uint32_t len = nlen ? (uint32_t)((nlen + EVENT_HDR) / EVENT_HDR * EVENT_HDR) : 0;
+	struct notify_event *e;
+
+	pthread_mutex_lock(&g->lock);
+	if (!list_empty(&g->events)) {
+		struct notify_event *last = list_entry(g->events.prev, struct notify_event, link);
+
+		if (last->wd == wd && last->mask == mask && last->cookie == cookie &&
+		    ((!nlen && !last->len) || (nlen && last->len && !strcmp(last->name, name)))) {
+			pthread_mutex_unlock(&g->lock);
+			return;
+		}
+	}
+	if (g->nevents >= NOTIFY_MAX_QUEUED_EVENTS) {
+		/* Full: one IN_Q_OVERFLOW, then nothing until the reader makes room. */
+		if (g->overflow_queued) {
+			pthread_mutex_unlock(&g->lock);
+			return;
+		}
+		g->overflow_queued = true;
+		wd = -1;
+		mask = VFS_IN_Q_OVERFLOW;
+		cookie = 0;
+		len = 0;
+	}
+	e = calloc(1, sizeof(*e) + len);
+	if (!e) {
+		pthread_mutex_unlock(&g->lock);
+		return; /* Linux drops the event too when it cannot allocate it */
+	}
+	e->wd = wd;
+	e->mask = mask;
+	e->cookie = cookie;
+	e->len = len;
+	if (len)
+		memcpy(e->name, name, nlen);
+	list_add_tail(&e->link, &g->events);
+	g->nevents++;
+	g->bytes += EVENT_HDR + len;
+	pthread_mutex_unlock(&g->lock);
+	waitq_wake_all(&g->wq);
+}
+
+/*
+ * Drops watch w (notify_lock held), queueing IN_IGNORED when ignored is true. Its inode entry
+ * stays, maybe empty: the caller frees it with inode_free_if_unused once done with it.
+ */
+static void watch_remove(struct notify_watch *w, bool ignored)
+{
+	if (ignored)
+		queue_event(w->g, w->wd, VFS_IN_IGNORED, 0, NULL);
+	list_del(&w->inode_link);
+	list_del(&w->group_link);
+	free(w);
+	__atomic_sub_fetch(&vfs_notify_watches, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Delivers mask (an event bit, maybe with IN_ISDIR) on inode (dev, ino) to the watches that
+ * want it, with name (NULL: the event is about the inode itself). unlinked: the subject has no
+ * link left, so IN_EXCL_UNLINK watches are skipped.
+ */
+static void deliver(uint64_t dev, uint64_t ino, uint32_t mask, uint32_t cookie, const char *name,
+		    bool unlinked)
+{
+	struct notify_watch *w, *tmp;
+	struct notify_inode *in;
+
+	/* inotify never reports IN_ISDIR with the self events (Linux keeps that for fanotify). */
+	if (mask & (VFS_IN_MOVE_SELF | VFS_IN_DELETE_SELF))
+		mask &= ~VFS_IN_ISDIR;
+	pthread_mutex_lock(&notify_lock);
+	in = inode_find(dev, ino);
+	if (in) {
+		list_for_each_entry_safe(w, tmp, &in->watches, inode_link) {
+			if (!(w->mask & mask & VFS_IN_ALL_EVENTS))
+				continue;
+			if (unlinked && (w->mask & VFS_IN_EXCL_UNLINK))
+				continue;
+			queue_event(w->g, w->wd, mask, cookie, name);
+			if (w->mask & VFS_IN_ONESHOT)
+				watch_remove(w, true);
+		}
+		inode_free_if_unused(in); /* its last watch may have been a one-shot one */
+	}
+	pthread_mutex_unlock(&notify_lock);
+}
+
+uint32_t vfs_notify_cookie(void)
+{
+	uint32_t c;
+
+	do
+		c = __atomic_add_fetch(&next_cookie, 1, __ATOMIC_RELAXED);
+	while (c == 0);
+	return c;
+}
+
+void vfs_notify_self(struct vfs_node *n, uint32_t mask)
+{
+	struct vfs_attr a;
+
+	if (!vfs_notify_active() || !n || vfs_node_getattr(n, &a) < 0)
+		return;
+	if (S_ISDIR(a.mode))
+		mask |= VFS_IN_ISDIR;
+	deliver(a.dev, a.ino, mask, 0, NULL, false);
+}
+
+void vfs_notify_node(struct vfs_node *n, uint32_t mask)
+{
+	char name[VFS_NAME_MAX + 1];
+	struct vfs_node *parent;
+	struct vfs_attr a, pa;
+
+	if (!vfs_notify_active() || !n || vfs_node_getattr(n, &a) < 0)
+		return;
+	if (S_ISDIR(a.mode))
+		mask |= VFS_IN_ISDIR;
+	deliver(a.dev, a.ino, mask, 0, NULL, false);
+
+	vfs_rename_read_lock();
+	parent = n->parent;
+	if (parent) {
+		vfs_node_get(parent);
+		snprintf(name, sizeof(name), "%s", n->name ? n->name : "");
+	}
+	vfs_rename_read_unlock();
+	if (!parent)
+		return;
+	if (name[0] && vfs_node_getattr(parent, &pa) == 0)
+		deliver(pa.dev, pa.ino, mask, 0, name, a.nlink == 0);
+	vfs_node_put(parent);
+}
+
+void vfs_notify_name(struct vfs_node *dir, const char *name, struct vfs_node *child, uint32_t mask,
+		     uint32_t cookie)
+{
+	struct vfs_attr da;
+
+	if (!vfs_notify_active() || vfs_node_getattr(dir, &da) < 0)
+		return;
+	if (child && vfs_node_is_dir(child))
+		mask |= VFS_IN_ISDIR;
+	deliver(da.dev, da.ino, mask, cookie, name, false);
+}
+
+/* Ends every watch on inode (dev, ino) with IN_IGNORED: the inode is gone. */
+static void drop_inode(uint64_t dev, uint64_t ino)
+{
+	struct notify_watch *w, *tmp;
+	struct notify_inode *in;
+
+	pthread_mutex_lock(&notify_lock);
+	in = inode_find(dev, ino);
+	if (in) {
+		list_for_each_entry_safe(w, tmp, &in->watches, inode_link)
+			watch_remove(w, true);
+		inode_free_if_unused(in);
+	}
+	pthread_mutex_unlock(&notify_lock);
+}
+
+void vfs_notify_delete(struct vfs_node *dir, const char *name, struct vfs_node *victim, bool isdir,
+		       bool attrib)
+{
+	struct vfs_attr a;
+	bool gone;
+
+	if (!vfs_notify_active())
+		return;
+	if (attrib)
+		vfs_notify_self(victim, VFS_IN_ATTRIB);
+	if (vfs_node_getattr(victim, &a) < 0)
+		return;
+	gone = isdir || a.nlink == 0;
+	if (gone)
+		deliver(a.dev, a.ino, VFS_IN_DELETE_SELF, 0, NULL, false);
+	if (dir)
+		vfs_notify_name(dir, name, victim, VFS_IN_DELETE, 0);
+	if (gone)
+		drop_inode(a.dev, a.ino);
+}
+
+void vfs_notify_file(struct file *f, uint32_t mask)
+{
+	if (!vfs_notify_active() || !f || !f->node ||
+	    (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_PATH))
+		return;
+	vfs_notify_node(f->node, mask);
+}
+
+/* --- groups --- */
+
+int notify_group_create(struct notify_group **out)
+{
+	struct notify_group *g;
+
+	pthread_mutex_lock(&notify_lock);
+	if (ngroups >= NOTIFY_MAX_GROUPS) {
+		pthread_mutex_unlock(&notify_lock);
+		return -EMFILE;
+	}
+	ngroups++;
+	pthread_mutex_unlock(&notify_lock);
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		pthread_mutex_lock(&notify_lock);
+		ngroups--;
+		pthread_mutex_unlock(&notify_lock);
+		return -ENOMEM;
+	}
+	list_init(&g->watches);
+	list_init(&g->events);
+	pthread_mutex_init(&g->lock, NULL);
+	waitq_init(&g->wq);
+	g->next_wd = 1;
+	*out = g;
+	return 0;
+}
+
+void notify_group_destroy(struct notify_group *g)
+{
+	struct notify_watch *w, *tmp;
+	struct notify_event *e, *etmp;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&notify_lock);
+	list_for_each_entry_safe(w, tmp, &g->watches, group_link) {
+		struct notify_inode *in = w->in;
+
+		watch_remove(w, false);
+		inode_free_if_unused(in);
+	}
+	ngroups--;
+	pthread_mutex_unlock(&notify_lock);
+	list_for_each_entry_safe(e, etmp, &g->events, link)
+		free(e);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+int notify_add_watch(struct notify_group *g, struct vfs_node *n, uint32_t mask)
+{
+	uint32_t keep = VFS_IN_ALL_EVENTS | VFS_IN_ONESHOT | VFS_IN_EXCL_UNLINK;
+	struct notify_watch *w;
+	struct notify_inode *in;
+	struct vfs_attr a;
+	int err, wd;
+
+	if (!(mask & VFS_IN_ALL_EVENTS))
+		return -EINVAL;
+	if ((mask & VFS_IN_MASK_ADD) && (mask & VFS_IN_MASK_CREATE))
+		return -EINVAL;
+	err = vfs_node_getattr(n, &a);
+	if (err < 0)
+		return err;
+	if ((mask & VFS_IN_ONLYDIR) && !S_ISDIR(a.mode))
+		return -ENOTDIR;
+
+	pthread_mutex_lock(&notify_lock);
+	in = inode_find(a.dev, a.ino);
+	if (in) {
+		list_for_each_entry(w, &in->watches, inode_link) {
+			if (w->g != g)
+				continue;
+			if (mask & VFS_IN_MASK_CREATE) {
+				wd = -EEXIST;
+			} else {
+				if (mask & VFS_IN_MASK_ADD)
+					w->mask |= mask & keep;
+				else
+					w->mask = mask & keep;
+				wd = w->wd;
+			}
+			pthread_mutex_unlock(&notify_lock);
+			return wd;
+		}
+	}
+	if (__atomic_load_n(&vfs_notify_watches, __ATOMIC_RELAXED) >= NOTIFY_MAX_WATCHES) {
+		wd = -ENOSPC;
+		goto out_unlock;
+	}
+	if (!in) {
+		size_t b = bucket_of(a.dev, a.ino);
+
+		in = calloc(1, sizeof(*in));
+		if (!in) {
+			wd = -ENOMEM;
+			goto out_unlock;
+		}
+		in->dev = a.dev;
+		in->ino = a.ino;
+		list_init(&in->watches);
+		in->next = buckets[b];
+		buckets[b] = in;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		inode_free_if_unused(in);
+		wd = -ENOMEM;
+		goto out_unlock;
+	}
+	w->in = in;
+	w->g = g;
+	w->mask = mask & keep;
+	w->wd = wd = g->next_wd++;
+	if (g->next_wd <= 0)
+		g->next_wd = 1; /* wrapped: Linux's idr is cyclic too */
+	list_add_tail(&w->inode_link, &in->watches);
+	list_add_tail(&w->group_link, &g->watches);
+	__atomic_add_fetch(&vfs_notify_watches, 1, __ATOMIC_RELAXED);
+out_unlock:
+	pthread_mutex_unlock(&notify_lock);
+	return wd;
+}
+
+int notify_rm_watch(struct notify_group *g, int wd)
+{
+	struct notify_watch *w;
+
+	pthread_mutex_lock(&notify_lock);
+	list_for_each_entry(w, &g->watches, group_link) {
+		if (w->wd == wd) {
+			struct notify_inode *in = w->in;
+
+			watch_remove(w, true);
+			inode_free_if_unused(in);
+			pthread_mutex_unlock(&notify_lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&notify_lock);
+	return -EINVAL;
+}
+
+ssize_t notify_group_read(struct notify_group *g, void *buf, size_t size)
+{
+	size_t done = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (list_empty(&g->events)) {
+		pthread_mutex_unlock(&g->lock);
+		return -EAGAIN;
+	}
+	while (!list_empty(&g->events)) {
+		struct notify_event *e = list_first_entry(&g->events, struct notify_event, link);
+		size_t need = EVENT_HDR + e->len;
+		uint32_t hdr[3] = { e->mask, e->cookie, e->len };
+		int32_t wd = e->wd;
+
+		if (need > size - done)
+			break;
+		memcpy((char *)buf + done, &wd, 4);
+		memcpy((char *)buf + done + 4, hdr, sizeof(hdr));
+		memcpy((char *)buf + done + EVENT_HDR, e->name, e->len);
+		done += need;
+		list_del(&e->link);
+		if (e->mask == VFS_IN_Q_OVERFLOW)
+			g->overflow_queued = false;
+		g->nevents--;
+		g->bytes -= need;
+		free(e);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return done ? (ssize_t)done : -EINVAL;
+}
+
+size_t notify_group_pending(struct notify_group *g)
+{
+	size_t n;
+
+	pthread_mutex_lock(&g->lock);
+	n = g->bytes;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+struct waitq *notify_group_waitq(struct notify_group *g)
+{
+	return &g->wq;
+}
