@@ -511,8 +511,7 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 			ge.d.namelen =
 				(uint16_t)strnlen(d->d_name, MIN(maxlen, GOFER_NAME_MAX + 1));
 			/* "." and ".." are the sentry's to make up; skip anything unnamable. */
-			if (gofer_name_check(ge.d.name, ge.d.namelen) < 0 ||
-			    ge.d.namelen >= maxlen)
+			if (gofer_name_check(ge.d.name, ge.d.namelen) < 0 || ge.d.namelen >= maxlen)
 				continue;
 			ge.d.ino = d->d_ino;
 			ge.d.next = d->d_off;
@@ -530,7 +529,8 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 				/* The type of what was stat'ed (a name replaced since, DT_UNKNOWN). */
 				if (ge.flags & GOFER_DIRENT_ATTR)
 					ge.d.type = (uint8_t)((ge.attr.mode & S_IFMT) >> 12);
-				len = gofer_dirent_plus_encode(&ge, s->scratch + used, budget - used);
+				len = gofer_dirent_plus_encode(&ge, s->scratch + used,
+							       budget - used);
 				if (len < 0 && ge.handle)
 					node_release(s, node_get(s, ge.handle));
 			}

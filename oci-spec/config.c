@@ -782,9 +782,12 @@ static int parse_resources(struct walk *w, json_t *r, struct oci_config *c)
 }
 
 static const char *const seccomp_ops[] = {
-	[OCI_SCMP_CMP_NE] = "SCMP_CMP_NE", [OCI_SCMP_CMP_LT] = "SCMP_CMP_LT",
-	[OCI_SCMP_CMP_LE] = "SCMP_CMP_LE", [OCI_SCMP_CMP_EQ] = "SCMP_CMP_EQ",
-	[OCI_SCMP_CMP_GE] = "SCMP_CMP_GE", [OCI_SCMP_CMP_GT] = "SCMP_CMP_GT",
+	[OCI_SCMP_CMP_NE] = "SCMP_CMP_NE",
+	[OCI_SCMP_CMP_LT] = "SCMP_CMP_LT",
+	[OCI_SCMP_CMP_LE] = "SCMP_CMP_LE",
+	[OCI_SCMP_CMP_EQ] = "SCMP_CMP_EQ",
+	[OCI_SCMP_CMP_GE] = "SCMP_CMP_GE",
+	[OCI_SCMP_CMP_GT] = "SCMP_CMP_GT",
 	[OCI_SCMP_CMP_MASKED_EQ] = "SCMP_CMP_MASKED_EQ",
 };
 

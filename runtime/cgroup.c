@@ -247,14 +247,16 @@ static int attach_egress(const char *path, const struct oci_config *cfg)
 	} else if (host) {
 		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-		ret = fd < 0 ? -errno : netbpf_attach_egress(fd, (const char *const *)args, why,
-							      sizeof(why));
+		ret = fd < 0 ?
+			      -errno :
+			      netbpf_attach_egress(fd, (const char *const *)args, why, sizeof(why));
 		if (fd < 0)
 			snprintf(why, sizeof(why), "%s: %s", dir, strerror(-ret));
 		if (ret < 0)
-			oci_warn("BPF egress filter unavailable (%s); the sentry's own check applies "
-				 "alone",
-				 why);
+			oci_warn(
+				"BPF egress filter unavailable (%s); the sentry's own check applies "
+				"alone",
+				why);
 	}
 	netbpf_free_args(args);
 	return 0;

@@ -244,8 +244,7 @@ static int wait_exited(int sock)
 	int ret = recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex));
 
 	if (ret < 0)
-		return oci_fail("exec: lost the sandbox's control connection (%s)",
-				strerror(-ret));
+		return oci_fail("exec: lost the sandbox's control connection (%s)", strerror(-ret));
 	return exit_code(ex.status);
 }
 

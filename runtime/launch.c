@@ -83,8 +83,8 @@ char *runtime_find_helper(const char *name)
  * In a child: moves socks[0..n) to CHILD_SOCK_FD, CHILD_SOCK_FD + 1, ..., arranges to die with
  * husk, and execs argv.
  */
-static void __attribute__((noreturn)) child_exec(const int *socks, int n, char **argv,
-						 int devnull_stdio)
+static void __attribute__((noreturn))
+child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 {
 	int high[1 + MAX_VOLUMES];
 
@@ -284,8 +284,8 @@ static int own_cgroup2(char *buf, size_t len)
  * Makes the sandbox's cgroup and attaches the egress programs to it (before any process is in
  * it). Returns 0, or -errno with the reason in why.
  */
-static int sandbox_cgroup_create(struct sandbox_cgroup *cg, const char *const *net_args,
-				 char *why, size_t why_len)
+static int sandbox_cgroup_create(struct sandbox_cgroup *cg, const char *const *net_args, char *why,
+				 size_t why_len)
 {
 	const char *mnt = cgroup2_mount();
 	char own[PATH_MAX / 2], procs[PATH_MAX + 16];

@@ -152,8 +152,10 @@ static bool usual_place(const struct oci_mount *m)
 		enum oci_mount_kind kind;
 		const char *dest;
 	} usual[] = {
-		{ OCI_MOUNT_PROC, "/proc" },	  { OCI_MOUNT_SYSFS, "/sys" },
-		{ OCI_MOUNT_DEVPTS, "/dev/pts" }, { OCI_MOUNT_MQUEUE, "/dev/mqueue" },
+		{ OCI_MOUNT_PROC, "/proc" },
+		{ OCI_MOUNT_SYSFS, "/sys" },
+		{ OCI_MOUNT_DEVPTS, "/dev/pts" },
+		{ OCI_MOUNT_MQUEUE, "/dev/mqueue" },
 		{ OCI_MOUNT_CGROUP, "/sys/fs/cgroup" },
 	};
 
@@ -201,13 +203,13 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 			char size[32] = "", mode[32] = "";
 
 			/* /dev is the sentry's own devfs, with its own /dev/shm tmpfs. */
-			if (!strcmp(m->destination, "/dev") || !strcmp(m->destination, "/dev/shm") ||
-			    !mountpoint_ok(c, m))
+			if (!strcmp(m->destination, "/dev") ||
+			    !strcmp(m->destination, "/dev/shm") || !mountpoint_ok(c, m))
 				break;
 
 			if (ntmpfs >= MAX_TMPFS) {
-				oci_warn("tmpfs %s: at most %d tmpfs mounts, skipped", m->destination,
-					 MAX_TMPFS);
+				oci_warn("tmpfs %s: at most %d tmpfs mounts, skipped",
+					 m->destination, MAX_TMPFS);
 				break;
 			}
 			if (m->tmpfs_size)
@@ -224,9 +226,10 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 				break;
 			if (stat(m->source, &st) < 0 || !S_ISDIR(st.st_mode)) {
 				if (oci_g.debug)
-					oci_warn("bind mount %s -> %s: only directories can be bound "
-						 "yet, skipped",
-						 m->source, m->destination);
+					oci_warn(
+						"bind mount %s -> %s: only directories can be bound "
+						"yet, skipped",
+						m->source, m->destination);
 				break;
 			}
 			if (binds->n >= MAX_VOLUMES) {
@@ -241,9 +244,10 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 		default:
 			/* proc, sysfs, devpts, mqueue, cgroup: the sentry's own. */
 			if (!usual_place(m) && oci_g.debug)
-				oci_warn("%s mount at %s: the sentry provides it at its usual place "
-					 "only, skipped",
-					 m->type ? m->type : "special", m->destination);
+				oci_warn(
+					"%s mount at %s: the sentry provides it at its usual place "
+					"only, skipped",
+					m->type ? m->type : "special", m->destination);
 			break;
 		}
 	}
@@ -502,7 +506,11 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	const char *log_dir = husk_option(c->config, "debug-log", oci_g.debug_log);
 	struct args ga[1 + MAX_VOLUMES] = { 0 }, sa = { 0 };
 	struct sandbox_fds f = {
-		.ready_w = -1, .fifo = -1, .control = -1, .stdio = o->stdio_fd, .seccomp = -1,
+		.ready_w = -1,
+		.fifo = -1,
+		.control = -1,
+		.stdio = o->stdio_fd,
+		.seccomp = -1,
 	};
 	struct bind_plan binds;
 	int ready[2] = { -1, -1 }, info[2] = { -1, -1 };

@@ -62,7 +62,8 @@ static const struct filter_rule rules[] = {
 	ALLOW(mremap, "realloc of large blocks"),
 	ALLOW(madvise, "malloc trimming"),
 	ALLOW(brk, "malloc"),
-	ALLOW(fallocate, "punching freed guest memory out of the memory file; fallocate(2) of donated files"),
+	ALLOW(fallocate,
+	      "punching freed guest memory out of the memory file; fallocate(2) of donated files"),
 	ALLOW(ftruncate, "truncate(2)/ftruncate(2) of donated files (--overlay=none, volumes)"),
 	/* Threads, stubs and tracing. */
 	ALLOW(clone, "sentry threads; forking stubs"),
@@ -152,9 +153,11 @@ int sentry_install_filter(void)
 		static const int fams[] = { AF_INET, AF_INET6 };
 		static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
 		static const struct filter_rule sock_rules[] = {
-			ALLOW(connect, "host sockets: connecting to a destination the policy allowed"),
+			ALLOW(connect,
+			      "host sockets: connecting to a destination the policy allowed"),
 			ALLOW(getsockopt, "host sockets: SO_ERROR of a non-blocking connect"),
-			ALLOW(setsockopt, "host sockets: IPV6_V6ONLY, TCP_NODELAY as the guest asked"),
+			ALLOW(setsockopt,
+			      "host sockets: IPV6_V6ONLY, TCP_NODELAY as the guest asked"),
 			ALLOW(getsockname, "host sockets: getsockname(2) for the guest"),
 			ALLOW(getpeername, "host sockets: getpeername(2) for the guest"),
 			ALLOW(shutdown, "host sockets: shutdown(2) for the guest"),

@@ -175,7 +175,8 @@ static int parse_tmpfs(const char *arg, char *path, size_t len, uint64_t *size, 
 		char buf[64], *end;
 
 		colon = strchr(opt, ':');
-		if (snprintf(buf, sizeof(buf), "%.*s", colon ? (int)(colon - opt) : (int)strlen(opt),
+		if (snprintf(buf, sizeof(buf), "%.*s",
+			     colon ? (int)(colon - opt) : (int)strlen(opt),
 			     opt) >= (int)sizeof(buf))
 			return -EINVAL;
 		if (!strncmp(buf, "size=", 5)) {
@@ -425,7 +426,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case 'N':
 			if (net_set_mode(optarg) < 0) {
-				fprintf(stderr, "husk: --network %s: expected none or host\n", optarg);
+				fprintf(stderr, "husk: --network %s: expected none or host\n",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -635,8 +637,8 @@ int main(int argc, char **argv)
 	if (o.seccomp_fd >= 0) {
 		ret = read_seccomp(o.seccomp_fd, o.seccomp_log, &o.guest.seccomp);
 		if (ret < 0) {
-			log_error("--seccomp-fd: %s", ret == -EINVAL ? "not a valid seccomp program" :
-								  strerror(-ret));
+			log_error("--seccomp-fd: %s",
+				  ret == -EINVAL ? "not a valid seccomp program" : strerror(-ret));
 			return EXIT_SETUP;
 		}
 	}
@@ -704,7 +706,8 @@ int main(int argc, char **argv)
 				gofer_client_destroy(vgc);
 		}
 		if (ret < 0) {
-			fprintf(stderr, "husk: --volume %s: %s\n", o.volumes[i].path, strerror(-ret));
+			fprintf(stderr, "husk: --volume %s: %s\n", o.volumes[i].path,
+				strerror(-ret));
 			return EXIT_SETUP;
 		}
 	}

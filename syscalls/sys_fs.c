@@ -391,8 +391,7 @@ long sys_utimensat(struct task *t, const struct syscall_args *args)
 		if (mm_copy_in(t->mm, ts, args->a[2], sizeof(ts)) != sizeof(ts))
 			return -EFAULT;
 	}
-	return do_utimes(t, (int)args->a[0], args->a[1], args->a[2] ? ts : NULL,
-			 (int)args->a[3]);
+	return do_utimes(t, (int)args->a[0], args->a[1], args->a[2] ? ts : NULL, (int)args->a[3]);
 }
 
 /* utimes(2)/futimesat(2) arguments: struct timeval[2], or NULL for now. */

@@ -219,7 +219,8 @@ static struct timespec timespec_add_sat(struct timespec a, struct timespec b)
 }
 
 /* Writes the time left until deadline on host clock to the guest's rem (if any). */
-static long write_rem(struct task *t, uint64_t rem, clockid_t clock, const struct timespec *deadline)
+static long write_rem(struct task *t, uint64_t rem, clockid_t clock,
+		      const struct timespec *deadline)
 {
 	struct timespec now;
 	struct linux_timespec left = { 0, 0 };
@@ -266,8 +267,8 @@ static long sleep_restart(struct task *t)
  * signal interrupts writes the time left to rem and arranges its restart; an absolute one
  * returns -ERESTARTNOHAND (restarted as is when no handler runs, else -EINTR).
  */
-static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline,
-			bool rel, uint64_t rem)
+static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline, bool rel,
+			uint64_t rem)
 {
 	long ret = task_sleep_until(t, clock, deadline);
 	long err;
@@ -280,7 +281,8 @@ static long sleep_until(struct task *t, clockid_t clock, const struct timespec *
 	if (err)
 		return err;
 	t->restart_data[0] = (uint64_t)clock;
-	t->restart_data[1] = (uint64_t)deadline->tv_sec * NSEC_PER_SEC + (uint64_t)deadline->tv_nsec;
+	t->restart_data[1] =
+		(uint64_t)deadline->tv_sec * NSEC_PER_SEC + (uint64_t)deadline->tv_nsec;
 	t->restart_data[2] = rem;
 	t->restart_fn = sleep_restart;
 	return -ERESTART_RESTARTBLOCK;

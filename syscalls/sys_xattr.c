@@ -168,8 +168,7 @@ out:
 	return err;
 }
 
-static long do_listxattr(struct task *t, const struct xattr_target *tg, uint64_t ulist,
-			 size_t size)
+static long do_listxattr(struct task *t, const struct xattr_target *tg, uint64_t ulist, size_t size)
 {
 	_cleanup_free_ char *buf = NULL;
 	struct vfs_path p;

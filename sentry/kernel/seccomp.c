@@ -164,7 +164,8 @@ int seccomp_check(const struct sock_filter *prog, size_t len)
 				return -EINVAL;
 			break;
 		default:
-			if (is_cond_jump(f->code) && (pc + f->jt + 1 >= len || pc + f->jf + 1 >= len))
+			if (is_cond_jump(f->code) &&
+			    (pc + f->jt + 1 >= len || pc + f->jf + 1 >= len))
 				return -EINVAL;
 			break;
 		}
@@ -439,8 +440,8 @@ bool seccomp_syscall_enter(struct task *t, long nr, const struct syscall_args *a
 		return true;
 	case SECCOMP_RET_ERRNO:
 		if (log)
-			log_info("seccomp: pid %d: %s (%ld): errno %u", t->tid, syscall_label(nr), nr,
-				 data);
+			log_info("seccomp: pid %d: %s (%ld): errno %u", t->tid, syscall_label(nr),
+				 nr, data);
 		*ret = -(long)(data > MAX_ERRNO ? MAX_ERRNO : data);
 		return false;
 	case SECCOMP_RET_TRACE:
@@ -448,13 +449,15 @@ bool seccomp_syscall_enter(struct task *t, long nr, const struct syscall_args *a
 		/* No tracer and no listener can exist in the sandbox: Linux's answer then. */
 		log_warn("seccomp: pid %d: %s (%ld): %s is not supported: ENOSYS", t->tid,
 			 syscall_label(nr), nr,
-			 (r & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_TRACE ? "SECCOMP_RET_TRACE" :
-									      "SECCOMP_RET_USER_NOTIF");
+			 (r & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_TRACE ?
+				 "SECCOMP_RET_TRACE" :
+				 "SECCOMP_RET_USER_NOTIF");
 		*ret = -ENOSYS;
 		return false;
 	case SECCOMP_RET_TRAP:
 		if (log)
-			log_info("seccomp: pid %d: %s (%ld): SIGSYS", t->tid, syscall_label(nr), nr);
+			log_info("seccomp: pid %d: %s (%ld): SIGSYS", t->tid, syscall_label(nr),
+				 nr);
 		memset(&info, 0, sizeof(info));
 		info.si_signo = SIGSYS;
 		info.si_code = LINUX_SYS_SECCOMP;
@@ -505,10 +508,10 @@ static bool is_ancestor(const struct seccomp_filter *anc, const struct seccomp_f
 	return false;
 }
 
-#define SECCOMP_KNOWN_FLAGS                                                         \
-	(SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_LOG |                      \
-	 SECCOMP_FILTER_FLAG_SPEC_ALLOW | SECCOMP_FILTER_FLAG_NEW_LISTENER |         \
-	 SECCOMP_FILTER_FLAG_TSYNC_ESRCH | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+#define SECCOMP_KNOWN_FLAGS                                                                     \
+	(SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_LOG | SECCOMP_FILTER_FLAG_SPEC_ALLOW | \
+	 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC_ESRCH |                   \
+	 SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 
 long seccomp_set_filter(struct task *t, unsigned int flags, const struct sock_filter *prog,
 			size_t len)

@@ -44,8 +44,8 @@ int signal_altstack(struct task *t, const struct linux_stack *ss, struct linux_s
 		oss->ss_sp = t->altstack_sp;
 		oss->ss_size = t->altstack_size;
 		oss->ss_flags = (int32_t)((!t->altstack_size ? LINUX_SS_DISABLE :
-					   on_stack	       ? LINUX_SS_ONSTACK :
-								 0) |
+					   on_stack	     ? LINUX_SS_ONSTACK :
+							       0) |
 					  ((uint32_t)t->altstack_flags & LINUX_SS_AUTODISARM));
 	}
 	if (ss) {
@@ -187,7 +187,8 @@ int signal_frame_setup(struct task *t, int sig, const struct linux_siginfo *info
 
 	memset(&frame, 0, sizeof(frame));
 	frame.pretcode = ka->restorer;
-	frame.uc.uc_flags = LINUX_UC_FP_XSTATE | LINUX_UC_SIGCONTEXT_SS | LINUX_UC_STRICT_RESTORE_SS;
+	frame.uc.uc_flags = LINUX_UC_FP_XSTATE | LINUX_UC_SIGCONTEXT_SS |
+			    LINUX_UC_STRICT_RESTORE_SS;
 	frame.uc.uc_link = 0;
 	frame.uc.uc_stack.ss_sp = t->altstack_sp;
 	frame.uc.uc_stack.ss_size = t->altstack_size;
@@ -273,8 +274,8 @@ static int restore_fpstate(struct task *t, uint64_t addr)
 		goto out;
 	memcpy(&sw, buf + LINUX_FXSAVE_SW_OFFSET, sizeof(sw));
 	fx_only = sw.magic1 != LINUX_FP_XSTATE_MAGIC1 ||
-		  sw.xstate_size < LINUX_FXSAVE_SIZE + LINUX_XSAVE_HDR_SIZE || sw.xstate_size > fsize ||
-		  sw.xstate_size > sw.extended_size;
+		  sw.xstate_size < LINUX_FXSAVE_SIZE + LINUX_XSAVE_HDR_SIZE ||
+		  sw.xstate_size > fsize || sw.xstate_size > sw.extended_size;
 	if (!fx_only) {
 		uint32_t magic2;
 

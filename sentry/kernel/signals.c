@@ -28,11 +28,12 @@
 #define B(sig) SIGBIT(LINUX_##sig)
 #define SIG_KERNEL_ONLY_MASK (B(SIGKILL) | B(SIGSTOP))
 #define SIG_KERNEL_STOP_MASK (B(SIGSTOP) | B(SIGTSTP) | B(SIGTTIN) | B(SIGTTOU))
-#define SIG_KERNEL_COREDUMP_MASK                                                            \
+#define SIG_KERNEL_COREDUMP_MASK                                                                 \
 	(B(SIGQUIT) | B(SIGILL) | B(SIGTRAP) | B(SIGABRT) | B(SIGBUS) | B(SIGFPE) | B(SIGSEGV) | \
 	 B(SIGXCPU) | B(SIGXFSZ) | B(SIGSYS))
 #define SIG_KERNEL_IGNORE_MASK (B(SIGCONT) | B(SIGCHLD) | B(SIGWINCH) | B(SIGURG))
-#define SIG_SYNCHRONOUS_MASK (B(SIGSEGV) | B(SIGBUS) | B(SIGILL) | B(SIGTRAP) | B(SIGFPE) | B(SIGSYS))
+#define SIG_SYNCHRONOUS_MASK \
+	(B(SIGSEGV) | B(SIGBUS) | B(SIGILL) | B(SIGTRAP) | B(SIGFPE) | B(SIGSYS))
 
 /* Wait-status bit for "dumped core". */
 #define WCORE_FLAG 0x80
@@ -308,9 +309,8 @@ int signal_send(struct thread_group *tg, struct task *t, int sig, const void *in
 	force = (flags & SIGSEND_FROM_OUTSIDE) || !in || in->si_code == LINUX_SI_KERNEL;
 
 	/* Allocate before locking; a legacy signal is always queued, an rt one within the limit. */
-	if (sig < LINUX_SIGRTMIN ||
-	    (uint64_t)__atomic_load_n(&nr_queued, __ATOMIC_RELAXED) <
-		    tg->rlimits[RLIMIT_SIGPENDING].rlim_cur) {
+	if (sig < LINUX_SIGRTMIN || (uint64_t)__atomic_load_n(&nr_queued, __ATOMIC_RELAXED) <
+					    tg->rlimits[RLIMIT_SIGPENDING].rlim_cur) {
 		q = calloc(1, sizeof(*q));
 		if (q) {
 			if (in)

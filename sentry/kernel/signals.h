@@ -62,7 +62,8 @@ struct linux_siginfo;
 struct linux_stack;
 
 /* signal_send() flags. */
-#define SIGSEND_FROM_OUTSIDE 0x1 /* from outside the sandbox (the host): Linux's "ancestor pid
+#define SIGSEND_FROM_OUTSIDE \
+	0x1 /* from outside the sandbox (the host): Linux's "ancestor pid
 				  * namespace", which may kill or stop pid 1 */
 
 /*

@@ -195,8 +195,8 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	/* Per-step cost of exec (the old mm's put includes destroying its address space). */
 	log_debug("timing: exec pid %d: mm_create %llu us, load %llu us, ctx %llu us, "
 		  "switch-over %llu us",
-		  t->tid, (unsigned long long)(t1 - t0) / 1000, (unsigned long long)(t2 - t1) / 1000,
-		  (unsigned long long)(t3 - t2) / 1000,
+		  t->tid, (unsigned long long)(t1 - t0) / 1000,
+		  (unsigned long long)(t2 - t1) / 1000, (unsigned long long)(t3 - t2) / 1000,
 		  (unsigned long long)(task_monotonic_ns() - t3) / 1000);
 	return 0;
 

@@ -114,8 +114,8 @@ long task_wait(struct task *t, struct waitq *const *wqs, int nwq, wait_cond_fn c
 		pthread_mutex_lock(&t->wait_lock);
 		while (!t->wake_pending) {
 			if (deadline) {
-				if (pthread_cond_timedwait(&t->wait_cond, &t->wait_lock, deadline) ==
-				    ETIMEDOUT)
+				if (pthread_cond_timedwait(&t->wait_cond, &t->wait_lock,
+							   deadline) == ETIMEDOUT)
 					break;
 			} else {
 				pthread_cond_wait(&t->wait_cond, &t->wait_lock);

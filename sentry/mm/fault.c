@@ -116,7 +116,8 @@ int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end)
 		if (page_exclusive(mm, v->off + (cur - v->start))) {
 			/* The whole run of pages held alone around cur, even beyond [start, end). */
 			uint64_t lo = cur;
-			while (lo > v->start && page_exclusive(mm, v->off + (lo - PAGE_SIZE - v->start)))
+			while (lo > v->start &&
+			       page_exclusive(mm, v->off + (lo - PAGE_SIZE - v->start)))
 				lo -= PAGE_SIZE;
 			while (hi < v->end && page_exclusive(mm, v->off + (hi - v->start)))
 				hi += PAGE_SIZE;
@@ -222,8 +223,7 @@ static int protect_for_fork_locked(struct mm *parent)
 		size_t j = i + 1;
 		while (j < s->n && s->v[j].start == s->v[j - 1].end && s->v[j].prot == v->prot &&
 		       (s->v[j].flags & MM_VMA_PRIVATE) &&
-		       !(s->v[j].flags &
-			 (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK)))
+		       !(s->v[j].flags & (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK)))
 			j++;
 		int r = plat_protect(parent, v->start, s->v[j - 1].end - v->start,
 				     v->prot & ~PROT_WRITE);

@@ -276,8 +276,8 @@ static uint64_t *get_file_pages(struct file *file, uint64_t file_off, uint64_t l
  * write copies: see fault.c). If the platform fails half-way, the whole range ends up unmapped
  * (its old VMAs are gone, as with a failed MAP_FIXED on Linux).
  */
-static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64_t *offs,
-				     size_t n, int prot, unsigned int flags, struct file *file,
+static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64_t *offs, size_t n,
+				     int prot, unsigned int flags, struct file *file,
 				     uint64_t file_off)
 {
 	struct vma_set *s = vset(mm);
@@ -299,8 +299,10 @@ static int install_file_pages_locked(struct mm *mm, uint64_t start, const uint64
 			if (i > 0) {
 				int u = plat_unmap(mm, start, i * PAGE_SIZE);
 				if (u < 0)
-					log_error("mm: platform kept [%#lx, +%#lx) of a failed mapping",
-						  (unsigned long)start, (unsigned long)(i * PAGE_SIZE));
+					log_error(
+						"mm: platform kept [%#lx, +%#lx) of a failed mapping",
+						(unsigned long)start,
+						(unsigned long)(i * PAGE_SIZE));
 				remove_range(mm, start, start + i * PAGE_SIZE);
 			}
 			goto out_put_pages;
@@ -738,8 +740,8 @@ static int grow_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, un
 		       struct file *file, uint64_t file_off)
 {
 	if (file && (flags & MM_VMA_SHARED)) {
-		uint64_t *offs = get_file_pages(file, file_off, end - start,
-						!(flags & VMA_NOWRITE));
+		uint64_t *offs =
+			get_file_pages(file, file_off, end - start, !(flags & VMA_NOWRITE));
 		if (IS_ERR(offs))
 			return (int)PTR_ERR(offs);
 		int r = install_file_pages_locked(mm, start, offs, (end - start) / PAGE_SIZE, prot,

@@ -40,7 +40,7 @@ void file_put(struct file *f)
 		int acc = f->flags & O_ACCMODE;
 
 		vfs_notify_file(f, (acc == O_WRONLY || acc == O_RDWR) ? VFS_IN_CLOSE_WRITE :
-									 VFS_IN_CLOSE_NOWRITE);
+									VFS_IN_CLOSE_NOWRITE);
 	}
 	if (f->ops && f->ops->release)
 		f->ops->release(f);

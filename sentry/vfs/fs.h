@@ -162,7 +162,8 @@ struct vfs_node_ops {
 	 * O_TMPFILE: a regular file in dir's filesystem with no name (link count 0). Returns 0
 	 * and *out (a new reference whose parent is dir) or -errno. NULL: -EOPNOTSUPP.
 	 */
-	int (*tmpfile)(struct vfs_node *dir, const struct vfs_create_args *a, struct vfs_node **out);
+	int (*tmpfile)(struct vfs_node *dir, const struct vfs_create_args *a,
+		       struct vfs_node **out);
 	/*
 	 * A new name for old (a non-directory of the same filesystem) in dir. Returns 0 and
 	 * *out (a new reference: the node of the new name) or -errno (-EMLINK, -ENOENT when old
@@ -350,8 +351,7 @@ int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint);
  * reference on m). Stops at a non-zero return of fn and returns it; 0 otherwise, -ENOMEM.
  * Added by the procfs engineer (/proc/PID/mounts, mountinfo).
  */
-int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg),
-		       void *arg);
+int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg), void *arg);
 
 /*
  * Mounts fs (the caller keeps its reference) with flags at the absolute guest path of k's

@@ -145,8 +145,8 @@ static bool same_owner(const struct file_lock *a, const void *owner, bool ofd)
 }
 
 /* The first lock of list that conflicts with type over [start, end] for owner, or NULL. */
-static struct file_lock *find_conflict(struct list_head *list, int type, int64_t start,
-				       int64_t end, const void *owner, bool ofd)
+static struct file_lock *find_conflict(struct list_head *list, int type, int64_t start, int64_t end,
+				       const void *owner, bool ofd)
 {
 	struct file_lock *fl;
 
@@ -203,8 +203,12 @@ static int apply_lock(struct list_head *list, int type, int64_t start, int64_t e
 			free(nl);
 			return -ENOLCK;
 		}
-		*nl = (struct file_lock){ .type = type, .start = start, .end = end, .owner = owner,
-					  .ofd = ofd, .pid = ofd ? -1 : pid };
+		*nl = (struct file_lock){ .type = type,
+					  .start = start,
+					  .end = end,
+					  .owner = owner,
+					  .ofd = ofd,
+					  .pid = ofd ? -1 : pid };
 	}
 	/* At most one split: when one lock strictly contains the range. */
 	list_for_each_entry(fl, list, link) {
@@ -290,8 +294,8 @@ static int lock_wait_apply(struct task *t, struct lock_req *r, bool wait, bool p
 	pthread_mutex_lock(&table_lock);
 	for (;;) {
 		struct file_lock *c = r->type == F_UNLCK ? NULL :
-				      find_conflict(r->list, r->type, r->start, r->end, r->owner,
-						    r->ofd);
+							   find_conflict(r->list, r->type, r->start,
+									 r->end, r->owner, r->ofd);
 
 		if (!c) {
 			err = apply_lock(r->list, r->type, r->start, r->end, r->owner, r->ofd, pid);
@@ -461,8 +465,9 @@ int vfs_fcntl_lock(struct task *t, struct file *f, int cmd, struct vfs_flock *fl
 		return 0;
 	}
 
-	r = (struct lock_req){ .type = fl->type, .start = start, .end = end, .owner = owner,
-			       .ofd = ofd };
+	r = (struct lock_req){
+		.type = fl->type, .start = start, .end = end, .owner = owner, .ofd = ofd
+	};
 	r.li = inode_use(f, dev, ino, ofd);
 	if (!r.li)
 		return -ENOLCK;

@@ -150,8 +150,7 @@ static int mount_collect(struct vfs_mount *m, struct vfs_mount ***v, size_t *n, 
 	return 0;
 }
 
-int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg),
-		       void *arg)
+int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg), void *arg)
 {
 	struct vfs_mount **v = NULL;
 	size_t n = 0, cap = 0;

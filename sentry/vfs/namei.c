@@ -127,8 +127,8 @@ static int follow_dotdot(const struct vfs_walk_state *ws, struct vfs_path *cur)
 	vfs_mount_get(up.mnt);
 	vfs_path_put(cur);
 	*cur = up;
-	if ((ws->resolve & VFS_RESOLVE_NO_XDEV) && __atomic_load_n(&cur->node->mounts,
-								    __ATOMIC_ACQUIRE) > 0)
+	if ((ws->resolve & VFS_RESOLVE_NO_XDEV) &&
+	    __atomic_load_n(&cur->node->mounts, __ATOMIC_ACQUIRE) > 0)
 		return -EXDEV;
 	vfs_path_follow_mounts(cur);
 	return 0;
@@ -343,7 +343,8 @@ int vfs_walk_state(struct vfs_walk_state *ws, const struct vfs_path *start, cons
 				break;
 			p = buf;
 			if (*p == '/') {
-				if ((ws->resolve & VFS_RESOLVE_NO_XDEV) && cur.mnt != ws->root->mnt) {
+				if ((ws->resolve & VFS_RESOLVE_NO_XDEV) &&
+				    cur.mnt != ws->root->mnt) {
 					err = -EXDEV;
 					break;
 				}

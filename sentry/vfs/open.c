@@ -320,8 +320,8 @@ int vfs_open_resolve(struct task *t, int dirfd, const char *path, int flags, uns
 	}
 	ws.root = &root;
 	if (tmpfile) {
-		err = vfs_walk_state(&ws, &start, path, VFS_LOOKUP_FOLLOW | VFS_LOOKUP_DIRECTORY, &p,
-				     NULL);
+		err = vfs_walk_state(&ws, &start, path, VFS_LOOKUP_FOLLOW | VFS_LOOKUP_DIRECTORY,
+				     &p, NULL);
 		if (err == 0) {
 			err = open_tmpfile(t, &p, flags, mode, out);
 			vfs_path_put(&p);

@@ -271,8 +271,8 @@ int vfs_mknodat(struct task *t, int dirfd, const char *path, unsigned int mode, 
 int vfs_mkdirat(struct task *t, int dirfd, const char *path, unsigned int mode);
 int vfs_symlinkat(struct task *t, const char *target, int dirfd, const char *path);
 /* linkat(2): flags AT_SYMLINK_FOLLOW, AT_EMPTY_PATH; fs.protected_hardlinks rules. */
-int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd,
-	       const char *newpath, int flags);
+int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+	       int flags);
 /* unlinkat(2): flags AT_REMOVEDIR (rmdir). */
 int vfs_unlinkat(struct task *t, int dirfd, const char *path, int flags);
 /* renameat2(2): flags VFS_RENAME_* (RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT). */

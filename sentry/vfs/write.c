@@ -241,8 +241,7 @@ static int may_delete(const struct cred *cred, const struct vfs_path *dir, struc
 	if (err < 0)
 		return err;
 	/* Sticky directories: only the owner of the file or of the directory may remove it. */
-	if ((da.mode & S_ISVTX) && !capable(cred) && cred->fsuid != va.uid &&
-	    cred->fsuid != da.uid)
+	if ((da.mode & S_ISVTX) && !capable(cred) && cred->fsuid != va.uid && cred->fsuid != da.uid)
 		return -EPERM;
 	if (isdir) {
 		if (!S_ISDIR(va.mode))
@@ -379,8 +378,8 @@ static int may_link(const struct cred *cred, struct vfs_node *n)
 	return 0;
 }
 
-int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd,
-	       const char *newpath, int flags)
+int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+	       int flags)
 {
 	struct vfs_create_args a;
 	struct vfs_path old, dir;
@@ -490,9 +489,8 @@ static int rename_checks(struct task *t, const struct vfs_path *od, struct vfs_n
 				return err;
 		}
 		if (exchange && target && vfs_node_is_dir(target)) {
-			err = vfs_path_permission_cred(&t->cred,
-						       &(struct vfs_path){ nd->mnt, target },
-						       VFS_MAY_WRITE);
+			err = vfs_path_permission_cred(
+				&t->cred, &(struct vfs_path){ nd->mnt, target }, VFS_MAY_WRITE);
 			if (err < 0)
 				return err;
 		}
@@ -538,8 +536,7 @@ int vfs_renameat2(struct task *t, int olddirfd, const char *oldpath, int newdirf
 
 	if (flags & ~(VFS_RENAME_NOREPLACE | VFS_RENAME_EXCHANGE | VFS_RENAME_WHITEOUT))
 		return -EINVAL;
-	if ((flags & VFS_RENAME_EXCHANGE) &&
-	    (flags & (VFS_RENAME_NOREPLACE | VFS_RENAME_WHITEOUT)))
+	if ((flags & VFS_RENAME_EXCHANGE) && (flags & (VFS_RENAME_NOREPLACE | VFS_RENAME_WHITEOUT)))
 		return -EINVAL;
 	if ((flags & VFS_RENAME_WHITEOUT) && t->cred.euid != 0)
 		return -EPERM;
@@ -711,8 +708,7 @@ int vfs_path_chown(struct task *t, const struct vfs_path *p, uint32_t uid, uint3
 	}
 	if (gid != (uint32_t)-1) {
 		if (!capable(&t->cred) &&
-		    (t->cred.fsuid != a.uid ||
-		     (gid != a.gid && !vfs_cred_in_group(&t->cred, gid))))
+		    (t->cred.fsuid != a.uid || (gid != a.gid && !vfs_cred_in_group(&t->cred, gid))))
 			return -EPERM;
 		sa.valid |= VFS_SETATTR_GID;
 		sa.gid = gid;

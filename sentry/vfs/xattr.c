@@ -133,8 +133,7 @@ ssize_t vfs_listxattr(struct task *t, const struct vfs_path *p, char *buf, size_
 		return 0;
 	if (size > VFS_XATTR_LIST_MAX)
 		size = VFS_XATTR_LIST_MAX;
-	n = p->node->ops->listxattr(p->node, buf, size,
-				    xattr_capable(&t->cred, CAP_SYS_ADMIN_BIT));
+	n = p->node->ops->listxattr(p->node, buf, size, xattr_capable(&t->cred, CAP_SYS_ADMIN_BIT));
 	if (n == -ERANGE && size >= VFS_XATTR_LIST_MAX)
 		return -E2BIG;
 	return n;

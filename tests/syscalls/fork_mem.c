@@ -19,13 +19,13 @@
 
 /* Checks made in a child: counted there, reported through its exit status. */
 static int child_failures;
-#define CHILD_CHECK(cond)                                                          \
-	do {                                                                       \
-		if (!(cond)) {                                                     \
+#define CHILD_CHECK(cond)                                                              \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
 			printf("FAIL (child) %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			fflush(stdout);                                            \
-			child_failures++;                                          \
-		}                                                                  \
+			fflush(stdout);                                                \
+			child_failures++;                                              \
+		}                                                                      \
 	} while (0)
 
 static void *map(size_t len, int flags)

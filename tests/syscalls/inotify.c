@@ -73,12 +73,12 @@ static void dump(const char *what)
 	printf("\n");
 }
 
-#define CHECK_EVENTS(what, cond)               \
-	do {                                   \
-		int _ok = (cond);              \
-		CHECK(_ok, "%s", what);        \
-		if (!_ok)                      \
-			dump(what);            \
+#define CHECK_EVENTS(what, cond)        \
+	do {                            \
+		int _ok = (cond);       \
+		CHECK(_ok, "%s", what); \
+		if (!_ok)               \
+			dump(what);     \
 	} while (0)
 
 static void write_file(const char *path, const char *data)
@@ -142,9 +142,9 @@ static void test_directory_events(void)
 	CHECK_RET(read(fd, buf, sizeof(buf)), 3);
 	close(fd);
 	drain(in);
-	CHECK_EVENTS("open, access, close_nowrite",
-		     nevs == 3 && ev_is(0, wd, IN_OPEN, "a") && ev_is(1, wd, IN_ACCESS, "a") &&
-			     ev_is(2, wd, IN_CLOSE_NOWRITE, "a"));
+	CHECK_EVENTS("open, access, close_nowrite", nevs == 3 && ev_is(0, wd, IN_OPEN, "a") &&
+							    ev_is(1, wd, IN_ACCESS, "a") &&
+							    ev_is(2, wd, IN_CLOSE_NOWRITE, "a"));
 
 	CHECK_OK(chmod("d/a", 0600));
 	CHECK_OK(truncate("d/a", 1));
@@ -155,20 +155,20 @@ static void test_directory_events(void)
 	CHECK_OK(mkdir("d/sub", 0755));
 	CHECK_OK(rename("d/a", "d/b"));
 	drain(in);
-	CHECK_EVENTS("mkdir, rename",
-		     nevs == 3 && ev_is(0, wd, IN_CREATE | IN_ISDIR, "sub") &&
-			     ev_is(1, wd, IN_MOVED_FROM, "a") && ev_is(2, wd, IN_MOVED_TO, "b") &&
-			     evs[1].cookie != 0 && evs[1].cookie == evs[2].cookie);
+	CHECK_EVENTS("mkdir, rename", nevs == 3 && ev_is(0, wd, IN_CREATE | IN_ISDIR, "sub") &&
+					      ev_is(1, wd, IN_MOVED_FROM, "a") &&
+					      ev_is(2, wd, IN_MOVED_TO, "b") &&
+					      evs[1].cookie != 0 && evs[1].cookie == evs[2].cookie);
 
 	CHECK_OK(link("d/b", "d/c"));
 	CHECK_OK(unlink("d/b"));
 	CHECK_OK(unlink("d/c"));
 	CHECK_OK(rmdir("d/sub"));
 	drain(in);
-	CHECK_EVENTS("link, unlink, rmdir",
-		     nevs == 4 && ev_is(0, wd, IN_CREATE, "c") && ev_is(1, wd, IN_DELETE, "b") &&
-			     ev_is(2, wd, IN_DELETE, "c") &&
-			     ev_is(3, wd, IN_DELETE | IN_ISDIR, "sub"));
+	CHECK_EVENTS("link, unlink, rmdir", nevs == 4 && ev_is(0, wd, IN_CREATE, "c") &&
+						    ev_is(1, wd, IN_DELETE, "b") &&
+						    ev_is(2, wd, IN_DELETE, "c") &&
+						    ev_is(3, wd, IN_DELETE | IN_ISDIR, "sub"));
 
 	/* The directory itself goes: DELETE_SELF, then IGNORED. */
 	CHECK_OK(rmdir("d"));
@@ -203,9 +203,9 @@ static void test_file_events(void)
 	CHECK_EVENTS("unlink of one name", nevs == 1 && ev_is(0, wd, IN_ATTRIB, ""));
 	CHECK_OK(unlink("g"));
 	drain(in);
-	CHECK_EVENTS("unlink of the last name",
-		     nevs == 3 && ev_is(0, wd, IN_ATTRIB, "") && ev_is(1, wd, IN_DELETE_SELF, "") &&
-			     ev_is(2, wd, IN_IGNORED, ""));
+	CHECK_EVENTS("unlink of the last name", nevs == 3 && ev_is(0, wd, IN_ATTRIB, "") &&
+							ev_is(1, wd, IN_DELETE_SELF, "") &&
+							ev_is(2, wd, IN_IGNORED, ""));
 
 	/* rm_watch queues IGNORED; watch descriptors are not reused at once. */
 	write_file("h", "x");
@@ -221,8 +221,8 @@ static void test_file_events(void)
 	CHECK_OK(chmod("h", 0600));
 	write_file("h", "y");
 	drain(in);
-	CHECK_EVENTS("mask_add", nevs == 2 && ev_is(0, wd, IN_ATTRIB, "") &&
-					 ev_is(1, wd, IN_MODIFY, ""));
+	CHECK_EVENTS("mask_add",
+		     nevs == 2 && ev_is(0, wd, IN_ATTRIB, "") && ev_is(1, wd, IN_MODIFY, ""));
 	CHECK_RET(inotify_add_watch(in, "h", IN_ATTRIB), wd);
 	write_file("h", "z");
 	drain(in);
@@ -235,8 +235,8 @@ static void test_file_events(void)
 	CHECK_OK(chmod("h", 0644));
 	CHECK_OK(chmod("h", 0600));
 	drain(in);
-	CHECK_EVENTS("oneshot", nevs == 2 && ev_is(0, wd, IN_ATTRIB, "") &&
-					ev_is(1, wd, IN_IGNORED, ""));
+	CHECK_EVENTS("oneshot",
+		     nevs == 2 && ev_is(0, wd, IN_ATTRIB, "") && ev_is(1, wd, IN_IGNORED, ""));
 
 	/* utimensat with both times: ATTRIB. */
 	wd = (int)CHECK_OK(inotify_add_watch(in, "h", IN_ALL_EVENTS));

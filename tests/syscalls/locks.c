@@ -27,8 +27,9 @@ static int lk(int fd, int cmd, short type, off_t start, off_t len)
 /* F_GETLK (or F_OFD_GETLK) for type over [start, start+len): the answer in *out. */
 static int getlk(int fd, int cmd, short type, off_t start, off_t len, struct flock *out)
 {
-	*out = (struct flock){ .l_type = type, .l_whence = SEEK_SET, .l_start = start,
-			       .l_len = len };
+	*out = (struct flock){
+		.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len
+	};
 	return fcntl(fd, cmd, out);
 }
 
@@ -273,8 +274,7 @@ static void test_ofd(void)
 	/* POSIX locks of the process conflict with OFD locks too. */
 	CHECK_ERR(lk(b, F_SETLK, F_WRLCK, 0, 1), EAGAIN);
 	CHECK_OK(getlk(b, F_GETLK, F_WRLCK, 0, 1, &fl));
-	CHECK(fl.l_type == F_WRLCK && fl.l_pid == -1, "GETLK: type %d pid %d", fl.l_type,
-	      fl.l_pid);
+	CHECK(fl.l_type == F_WRLCK && fl.l_pid == -1, "GETLK: type %d pid %d", fl.l_type, fl.l_pid);
 	/* l_pid must be 0. */
 	fl = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_pid = 1 };
 	CHECK_ERR(fcntl(b, F_OFD_SETLK, &fl), EINVAL);
@@ -335,8 +335,9 @@ int main(void)
 	}
 	snprintf(path, sizeof(path), "%s/f", dir);
 	fd = open(path, O_CREAT | O_RDWR, 0644);
-	CHECK_RET(write(fd, "0123456789012345678901234567890123456789012345678901234567890123"
-			    "456789012345678901234567890123456789",
+	CHECK_RET(write(fd,
+			"0123456789012345678901234567890123456789012345678901234567890123"
+			"456789012345678901234567890123456789",
 			100),
 		  100);
 	close(fd);

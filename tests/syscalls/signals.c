@@ -289,7 +289,8 @@ static void check_restart(void)
 			ts.tv_nsec = 0;
 			CHECK_ERR(nanosleep(&ts, &rem), EINTR);
 			CHECK(got_sig == SIGALRM, "alarm handler saw %d", got_sig);
-			CHECK(rem.tv_sec > 0 && rem.tv_sec <= 5, "remaining %ld s", (long)rem.tv_sec);
+			CHECK(rem.tv_sec > 0 && rem.tv_sec <= 5, "remaining %ld s",
+			      (long)rem.tv_sec);
 		} else {
 			printf("skip: setitimer not available (%s)\n", strerror(errno));
 		}

@@ -69,8 +69,7 @@ static void test_basic(void)
 	n = listxattr("f", NULL, 0);
 	CHECK(n >= (ssize_t)(sizeof("user.a") + sizeof("user.empty")), "list length %zd", n);
 	n = listxattr("f", buf, sizeof(buf));
-	CHECK(n > 0 && list_has(buf, n, "user.a") && list_has(buf, n, "user.empty"),
-	      "list %zd", n);
+	CHECK(n > 0 && list_has(buf, n, "user.a") && list_has(buf, n, "user.empty"), "list %zd", n);
 	CHECK_ERR(listxattr("f", buf, 3), ERANGE);
 	/* Removal. */
 	CHECK_RET(removexattr("f", "user.empty"), 0);
@@ -197,7 +196,7 @@ static void test_unprivileged(void)
 static void test_xattrat(void)
 {
 	char buf[32];
-	struct xattr_args a = { .value = (uintptr_t)"at", .size = 2, .flags = 0 };
+	struct xattr_args a = { .value = (uintptr_t) "at", .size = 2, .flags = 0 };
 	int dfd;
 	long r;
 
@@ -226,7 +225,7 @@ static void test_xattrat(void)
 	CHECK_RET(syscall(SYS_removexattrat, dfd, "f", 0, "user.at"), 0);
 	CHECK_ERR(syscall(SYS_removexattrat, dfd, "f", 0, "user.at"), ENODATA);
 	/* A symlink without following: user.* not allowed there. */
-	a = (struct xattr_args){ .value = (uintptr_t)"x", .size = 1 };
+	a = (struct xattr_args){ .value = (uintptr_t) "x", .size = 1 };
 	CHECK_ERR(syscall(SYS_setxattrat, dfd, "l", AT_SYMLINK_NOFOLLOW, "user.x", &a, sizeof(a)),
 		  EPERM);
 	close(fd);

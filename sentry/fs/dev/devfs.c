@@ -279,9 +279,9 @@ static int devfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter 
 		else
 			ok = e->emit(e, devfs_entries[i - 2].name,
 				     strlen(devfs_entries[i - 2].name), fs->children[i - 2]->ino,
-				     devfs_is_chr(&devfs_entries[i - 2])    ? DT_CHR
-				     : devfs_is_link(&devfs_entries[i - 2]) ? DT_LNK
-									    : DT_DIR,
+				     devfs_is_chr(&devfs_entries[i - 2])  ? DT_CHR :
+				     devfs_is_link(&devfs_entries[i - 2]) ? DT_LNK :
+									    DT_DIR,
 				     i + 1);
 		if (!ok)
 			break;
@@ -337,7 +337,9 @@ static struct devfs_node *devfs_node_new(struct devfs *fs, struct vfs_node *pare
 	if (!n)
 		return NULL;
 	if (vfs_node_init(&n->base, &devfs_node_ops, &fs->base, parent, e ? e->name : "",
-			  devfs_is_chr(e) ? S_IFCHR : devfs_is_link(e) ? S_IFLNK : S_IFDIR) < 0) {
+			  devfs_is_chr(e)  ? S_IFCHR :
+			  devfs_is_link(e) ? S_IFLNK :
+					     S_IFDIR) < 0) {
 		free(n);
 		return NULL;
 	}

@@ -157,17 +157,28 @@ uint64_t gofer_client_msgs(int type)
 __attribute__((destructor)) static void client_report_stats(void)
 {
 	static const char *const names[GOFER_MSG_TYPE_END] = {
-		[GOFER_MSG_MOUNT] = "mount",	   [GOFER_MSG_WALK] = "walk",
-		[GOFER_MSG_STAT] = "stat",	   [GOFER_MSG_OPEN] = "open",
-		[GOFER_MSG_READLINK] = "readlink", [GOFER_MSG_GETDENTS] = "getdents",
-		[GOFER_MSG_STATFS] = "statfs",	   [GOFER_MSG_CLOSE] = "close",
-		[GOFER_MSG_WALKSTAT] = "walkstat", [GOFER_MSG_SETSTAT] = "setstat",
-		[GOFER_MSG_CREATE] = "create",	   [GOFER_MSG_MKDIR] = "mkdir",
-		[GOFER_MSG_MKNOD] = "mknod",	   [GOFER_MSG_SYMLINK] = "symlink",
-		[GOFER_MSG_LINK] = "link",	   [GOFER_MSG_UNLINK] = "unlink",
-		[GOFER_MSG_RENAME] = "rename",	   [GOFER_MSG_FSYNC] = "fsync",
-		[GOFER_MSG_GETXATTR] = "getxattr", [GOFER_MSG_SETXATTR] = "setxattr",
-		[GOFER_MSG_LISTXATTR] = "listxattr", [GOFER_MSG_REMOVEXATTR] = "removexattr",
+		[GOFER_MSG_MOUNT] = "mount",
+		[GOFER_MSG_WALK] = "walk",
+		[GOFER_MSG_STAT] = "stat",
+		[GOFER_MSG_OPEN] = "open",
+		[GOFER_MSG_READLINK] = "readlink",
+		[GOFER_MSG_GETDENTS] = "getdents",
+		[GOFER_MSG_STATFS] = "statfs",
+		[GOFER_MSG_CLOSE] = "close",
+		[GOFER_MSG_WALKSTAT] = "walkstat",
+		[GOFER_MSG_SETSTAT] = "setstat",
+		[GOFER_MSG_CREATE] = "create",
+		[GOFER_MSG_MKDIR] = "mkdir",
+		[GOFER_MSG_MKNOD] = "mknod",
+		[GOFER_MSG_SYMLINK] = "symlink",
+		[GOFER_MSG_LINK] = "link",
+		[GOFER_MSG_UNLINK] = "unlink",
+		[GOFER_MSG_RENAME] = "rename",
+		[GOFER_MSG_FSYNC] = "fsync",
+		[GOFER_MSG_GETXATTR] = "getxattr",
+		[GOFER_MSG_SETXATTR] = "setxattr",
+		[GOFER_MSG_LISTXATTR] = "listxattr",
+		[GOFER_MSG_REMOVEXATTR] = "removexattr",
 		[GOFER_MSG_GETDENTSPLUS] = "getdentsplus",
 	};
 	char line[1024];
@@ -570,8 +581,8 @@ int gofer_getdents_plus(struct gofer_client *c, uint64_t h, int64_t off, uint32_
 		return ret;
 	for (uint32_t i = 0; i < rep.getdents.n; i++) {
 		struct gofer_dirent_plus e;
-		int used = gofer_dirent_plus_decode(rep.getdents.raw + pos,
-						    rep.getdents.size - pos, &e);
+		int used = gofer_dirent_plus_decode(rep.getdents.raw + pos, rep.getdents.size - pos,
+						    &e);
 
 		if (used < 0)
 			break;

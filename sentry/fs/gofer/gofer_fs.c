@@ -737,7 +737,8 @@ static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, u
 			memfile_free(mf, (uint64_t)off, PAGE_SIZE);
 			break;
 		}
-		memmove(&gn->pages[at + 1], &gn->pages[at], (gn->npages - at) * sizeof(gn->pages[0]));
+		memmove(&gn->pages[at + 1], &gn->pages[at],
+			(gn->npages - at) * sizeof(gn->pages[0]));
 		gn->pages[at] = (struct gofer_page){ .pgoff = want, .mf_off = (uint64_t)off };
 		__atomic_store_n(&gn->npages, gn->npages + 1, __ATOMIC_RELAXED);
 	}
@@ -1108,8 +1109,8 @@ static int gofer_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter 
 				for (; i < gd->nlents; i++) {
 					const struct gofer_lent *le = &gd->lents[i];
 
-					if (!e->emit(e, le->name, strlen(le->name), le->ino, le->type,
-						     le->next))
+					if (!e->emit(e, le->name, strlen(le->name), le->ino,
+						     le->type, le->next))
 						break;
 					*pos = le->next;
 				}
@@ -1254,8 +1255,8 @@ static int gofer_link_op(struct vfs_node *dir, const char *name, struct vfs_node
 	if (unlinked || !old->parent)
 		return -ENOENT;
 	pthread_mutex_lock(&gd->lock);
-	err = gofer_link(fs->gc, gofer_node_of(old->parent)->handle, old->name, gd->handle, name, &h,
-			 &attr);
+	err = gofer_link(fs->gc, gofer_node_of(old->parent)->handle, old->name, gd->handle, name,
+			 &h, &attr);
 	gofer_changed(fs);
 	if (err < 0) {
 		pthread_mutex_unlock(&gd->lock);

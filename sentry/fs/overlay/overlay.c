@@ -390,8 +390,9 @@ static int copy_up(struct ovl_fs *fs, struct ovl_node *n, bool data)
 	err = vfs_node_getattr(n->lower, &la);
 	if (err < 0)
 		return err;
-	a = (struct vfs_create_args){ .mode = la.mode, .uid = la.uid, .gid = la.gid,
-				      .rdev = la.rdev };
+	a = (struct vfs_create_args){
+		.mode = la.mode, .uid = la.uid, .gid = la.gid, .rdev = la.rdev
+	};
 	if (S_ISLNK(la.mode)) {
 		ssize_t len;
 
@@ -453,7 +454,7 @@ struct ovl_list {
 };
 
 static int olist_add(struct ovl_list *l, const char *name, size_t len, uint64_t ino,
-		    unsigned int type)
+		     unsigned int type)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
@@ -761,8 +762,7 @@ out:
 	return err;
 }
 
-static int ovl_tmpfile(struct vfs_node *dir, const struct vfs_create_args *a,
-		       struct vfs_node **out)
+static int ovl_tmpfile(struct vfs_node *dir, const struct vfs_create_args *a, struct vfs_node **out)
 {
 	struct ovl_fs *fs = ovl_of(dir);
 	struct ovl_node *d = onode(dir), *n;
@@ -1043,9 +1043,8 @@ static int ovl_removexattr(struct vfs_node *n, const char *name)
 	if (err == 0)
 		err = copy_up(fs, on, true);
 	if (err == 0)
-		err = on->upper->ops->removexattr ?
-			      on->upper->ops->removexattr(on->upper, name) :
-			      -EOPNOTSUPP;
+		err = on->upper->ops->removexattr ? on->upper->ops->removexattr(on->upper, name) :
+						    -EOPNOTSUPP;
 	ovl_unlock(fs);
 	return err;
 }

@@ -511,8 +511,12 @@ static int gen_net(struct pseudo_node *n, FILE *out)
 }
 
 static const struct pseudo_ent net_ents[] = {
-	REG("dev", 90, gen_net),   REG("tcp", 91, gen_net),  REG("tcp6", 92, gen_net),
-	REG("udp", 93, gen_net),   REG("udp6", 94, gen_net), REG("unix", 95, gen_net),
+	REG("dev", 90, gen_net),
+	REG("tcp", 91, gen_net),
+	REG("tcp6", 92, gen_net),
+	REG("udp", 93, gen_net),
+	REG("udp6", 94, gen_net),
+	REG("unix", 95, gen_net),
 	{ 0 },
 };
 

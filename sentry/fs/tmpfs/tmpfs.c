@@ -639,9 +639,9 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 	case S_IFREG:
 		break;
 	case S_IFCHR:
-		return devfs_open_chrdev((uint32_t)((in->rdev >> 8) & 0xfff),
-					 (uint32_t)((in->rdev & 0xff) | ((in->rdev >> 12) & ~0xffu)),
-					 flags);
+		return devfs_open_chrdev(
+			(uint32_t)((in->rdev >> 8) & 0xfff),
+			(uint32_t)((in->rdev & 0xff) | ((in->rdev >> 12) & ~0xffu)), flags);
 	default:
 		return ERR_PTR(-ENXIO); /* FIFOs and sockets come with pipes and unix sockets */
 	}

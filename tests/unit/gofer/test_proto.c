@@ -931,8 +931,9 @@ Test(gofer_proto, getdentsplus_reply_round_trips)
 
 	in[0] = plus_entry("dir", S_IFDIR | 0755, 0x100000009ULL);
 	in[1] = plus_entry("link", S_IFLNK | 0777, 0);
-	in[2] = (struct gofer_dirent_plus){ .d = { .ino = 9, .next = 5, .type = DT_UNKNOWN,
-						   .namelen = 4, .name = "gone" } };
+	in[2] = (struct gofer_dirent_plus){
+		.d = { .ino = 9, .next = 5, .type = DT_UNKNOWN, .namelen = 4, .name = "gone" }
+	};
 	for (int i = 0; i < 3; i++) {
 		int n = gofer_dirent_plus_encode(&in[i], raw + size, sizeof(raw) - size);
 

@@ -695,8 +695,7 @@ Test(gofer_server, getdents_of_a_directory_that_fits_ends_in_one_reply)
 	static struct listing l;
 	bool eof = false;
 
-	cr_assert_eq(gofer_getdents_eof(c, h, 0, GOFER_GETDENTS_MAX, collect, &l, &eof),
-		     TREE_MANY);
+	cr_assert_eq(gofer_getdents_eof(c, h, 0, GOFER_GETDENTS_MAX, collect, &l, &eof), TREE_MANY);
 	cr_assert(eof, "the whole directory fitted: the reply says it ended");
 	check_many_listing(&l);
 }
@@ -709,8 +708,8 @@ Test(gofer_server, getdents_that_stops_early_does_not_claim_the_end)
 	bool eof = true;
 
 	/* Two entries a reply: only the reply that reaches the end may say so. */
-	while ((ret = gofer_getdents_eof(c, h, l.next, 2 * (uint32_t)gofer_dirent_size(3),
-					 collect, &l, &eof)) > 0 &&
+	while ((ret = gofer_getdents_eof(c, h, l.next, 2 * (uint32_t)gofer_dirent_size(3), collect,
+					 &l, &eof)) > 0 &&
 	       !eof) {
 		calls++;
 		cr_assert_lt(calls, 1000);
@@ -760,8 +759,8 @@ static int plus_find(const struct plus_listing *l, const char *name)
 
 Test(gofer_server, getdentsplus_gives_each_name_its_own_attributes)
 {
-	static const char *const names[] = { "file", "a", "sub", "many", "deep", "fifo",
-					     "passwd_link", "up_link" };
+	static const char *const names[] = { "file", "a",    "sub",	    "many",
+					     "deep", "fifo", "passwd_link", "up_link" };
 	static struct plus_listing l;
 	bool eof = false;
 
@@ -789,8 +788,8 @@ Test(gofer_server, getdentsplus_makes_usable_handles_of_directories_only)
 	uint64_t hb;
 	bool eof = false;
 
-	cr_assert_eq(gofer_getdents_plus(c, root, 0, GOFER_GETDENTS_MAX,
-					 GOFER_GETDENTS_DIR_HANDLES, collect_plus, &l, &eof),
+	cr_assert_eq(gofer_getdents_plus(c, root, 0, GOFER_GETDENTS_MAX, GOFER_GETDENTS_DIR_HANDLES,
+					 collect_plus, &l, &eof),
 		     8);
 	for (int i = 0; i < l.n; i++) {
 		bool isdir = S_ISDIR(l.attrs[i].mode);

@@ -189,7 +189,8 @@ Test(seccomp_check, rejects_empty_and_too_long_programs)
 Test(seccomp_check, rejects_jumps_out_of_the_program)
 {
 	struct sock_filter ja[] = { STMT(BPF_JMP | BPF_JA, 1), STMT(BPF_RET | BPF_K, 0) };
-	struct sock_filter ja_back[] = { STMT(BPF_RET | BPF_K, 0), STMT(BPF_JMP | BPF_JA, 0xffffffff),
+	struct sock_filter ja_back[] = { STMT(BPF_RET | BPF_K, 0),
+					 STMT(BPF_JMP | BPF_JA, 0xffffffff),
 					 STMT(BPF_RET | BPF_K, 0) };
 	struct sock_filter jt[] = { JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
 				    STMT(BPF_RET | BPF_K, 0), STMT(BPF_RET | BPF_K, 1) };
@@ -208,9 +209,11 @@ Test(seccomp_check, rejects_jumps_out_of_the_program)
 Test(seccomp_check, rejects_opcodes_seccomp_does_not_allow)
 {
 	static const uint16_t bad[] = {
-		BPF_LD | BPF_H | BPF_ABS,  BPF_LD | BPF_B | BPF_ABS,   BPF_LD | BPF_W | BPF_IND,
-		BPF_LDX | BPF_B | BPF_MSH, BPF_ALU | BPF_MOD | BPF_K,  BPF_ALU | BPF_NEG | BPF_X,
-		BPF_RET | BPF_X,	   0xffff,		       BPF_MISC | 0x10,
+		BPF_LD | BPF_H | BPF_ABS,  BPF_LD | BPF_B | BPF_ABS,
+		BPF_LD | BPF_W | BPF_IND,  BPF_LDX | BPF_B | BPF_MSH,
+		BPF_ALU | BPF_MOD | BPF_K, BPF_ALU | BPF_NEG | BPF_X,
+		BPF_RET | BPF_X,	   0xffff,
+		BPF_MISC | 0x10,
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -228,7 +231,8 @@ Test(seccomp_check, rejects_bad_loads_shifts_and_divisions)
 					  STMT(BPF_RET | BPF_A, 0) };
 	struct sock_filter last_word[] = { STMT(BPF_LD | BPF_W | BPF_ABS, 60),
 					   STMT(BPF_RET | BPF_A, 0) };
-	struct sock_filter div0[] = { STMT(BPF_ALU | BPF_DIV | BPF_K, 0), STMT(BPF_RET | BPF_A, 0) };
+	struct sock_filter div0[] = { STMT(BPF_ALU | BPF_DIV | BPF_K, 0),
+				      STMT(BPF_RET | BPF_A, 0) };
 	struct sock_filter shift[] = { STMT(BPF_ALU | BPF_LSH | BPF_K, 32),
 				       STMT(BPF_RET | BPF_A, 0) };
 	struct sock_filter mem[] = { STMT(BPF_ST, 16), STMT(BPF_RET | BPF_A, 0) };

@@ -158,7 +158,8 @@ Test(mm_fork, once_the_child_is_gone_the_parent_takes_its_pages_back_without_cop
 	fake_clear_calls(pas);
 	cr_assert_eq(mm_handle_fault(parent, X + 40 * P, SEGV_ACCERR), 0);
 	cr_assert_eq(parent->cow_copied, 0);
-	cr_assert_eq(parent->cow_reused, 64, "took over %lu pages", (unsigned long)parent->cow_reused);
+	cr_assert_eq(parent->cow_reused, 64, "took over %lu pages",
+		     (unsigned long)parent->cow_reused);
 	/* One platform call made the whole VMA writable again. */
 	cr_assert_eq(pas->ncalls, 1);
 	cr_assert_eq(pas->calls[0].op, FAKE_PROTECT);

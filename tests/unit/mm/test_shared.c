@@ -37,8 +37,7 @@ static struct page_file *PF(struct file *f)
 	return container_of(f, struct page_file, f);
 }
 
-static int pf_get_pages(struct file *f, uint64_t pgoff, size_t npages, uint64_t *offs,
-			bool write)
+static int pf_get_pages(struct file *f, uint64_t pgoff, size_t npages, uint64_t *offs, bool write)
 {
 	struct page_file *p = PF(f);
 
@@ -232,8 +231,9 @@ Test(mm_shared, mremap_grows_with_the_files_pages)
 
 	cr_assert_gt(addr, 0);
 	/* Block in-place growth so that the mapping moves. */
-	cr_assert_eq(mm_mmap(mm, (uint64_t)addr + 2 * P, P, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
-			     MAP_FIXED, NULL, 0), (long)addr + 2 * P);
+	cr_assert_eq(mm_mmap(mm, (uint64_t)addr + 2 * P, P, PROT_READ,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, NULL, 0),
+		     (long)addr + 2 * P);
 	long moved = mm_mremap(mm, (uint64_t)addr, 2 * P, 6 * P, MREMAP_MAYMOVE, 0);
 	struct mm_vma_info v;
 

@@ -308,10 +308,10 @@ int gofer_setstat(struct gofer_client *c, uint64_t h, const struct gofer_setstat
 		return -errno;
 	if (st->mask & (GOFER_SETSTAT_ATIME | GOFER_SETSTAT_MTIME)) {
 		struct timespec ts[2] = {
-			{ st->atime_sec, (st->mask & GOFER_SETSTAT_ATIME) ? st->atime_nsec :
-									   UTIME_OMIT },
-			{ st->mtime_sec, (st->mask & GOFER_SETSTAT_MTIME) ? st->mtime_nsec :
-									   UTIME_OMIT },
+			{ st->atime_sec,
+			  (st->mask & GOFER_SETSTAT_ATIME) ? st->atime_nsec : UTIME_OMIT },
+			{ st->mtime_sec,
+			  (st->mask & GOFER_SETSTAT_MTIME) ? st->mtime_nsec : UTIME_OMIT },
 		};
 
 		if (utimensat(AT_FDCWD, path, ts, 0) < 0)
@@ -337,8 +337,7 @@ static void fd_path(uint64_t h, char *buf, size_t size)
 	snprintf(buf, size, "/proc/self/fd/%d", (int)h);
 }
 
-ssize_t gofer_getxattr(struct gofer_client *c, uint64_t h, const char *name, void *buf,
-		       size_t size)
+ssize_t gofer_getxattr(struct gofer_client *c, uint64_t h, const char *name, void *buf, size_t size)
 {
 	char path[64];
 	ssize_t n;

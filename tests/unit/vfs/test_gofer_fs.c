@@ -320,8 +320,7 @@ Test(gofer_rw, created_file_is_written_even_with_mode_0)
 	host_stat("new", &st);
 	cr_assert_eq(st.st_mode, S_IFREG | 0);
 	cr_assert_eq(st.st_size, 4);
-	cr_assert_eq(vfs_open(&h.t, AT_FDCWD, "/new", O_WRONLY | O_CREAT | O_EXCL, 0, &f),
-		     -EEXIST);
+	cr_assert_eq(vfs_open(&h.t, AT_FDCWD, "/new", O_WRONLY | O_CREAT | O_EXCL, 0, &f), -EEXIST);
 }
 
 Test(gofer_rw, namespace_changes_reach_the_host)
