@@ -281,8 +281,9 @@ int cgroup_create(const char *path, const struct oci_config *cfg)
 		if (h == H_V2 && is_pure_v2())
 			v2_enable_controllers(dir);
 	}
-	ret = set_limits(path, cfg->memory_limit >= 0 ? cfg->memory_limit : -2,
-			 cfg->pids_limit >= 0 ? cfg->pids_limit : -2, cfg->cpu_shares,
+	/* The pids limit is the sentry's (--pids-limit: guest tasks); the host cgroup would count
+	 * the sentry's own threads and stubs, so it gets none from config.json. */
+	ret = set_limits(path, cfg->memory_limit >= 0 ? cfg->memory_limit : -2, -2, cfg->cpu_shares,
 			 cfg->cpu_quota, cfg->cpu_period);
 	if (ret == 0)
 		ret = attach_egress(path, cfg);

@@ -304,6 +304,12 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		     (unsigned long long)cfg->caps[3], (unsigned long long)cfg->caps[4]);
 	if (cfg->no_new_privileges)
 		add(a, "--no-new-privs");
+	for (size_t i = 0; cfg->masked_paths && cfg->masked_paths[i]; i++)
+		addf(a, "--masked-path=%s", cfg->masked_paths[i]);
+	for (size_t i = 0; cfg->readonly_paths && cfg->readonly_paths[i]; i++)
+		addf(a, "--readonly-path=%s", cfg->readonly_paths[i]);
+	if (cfg->pids_limit > 0)
+		addf(a, "--pids-limit=%lld", (long long)cfg->pids_limit);
 	if (cfg->seccomp) {
 		addf(a, "--seccomp-fd=%d", SENTRY_SECCOMP_FD);
 		if (cfg->seccomp->flags & OCI_SECCOMP_FLAG_LOG)

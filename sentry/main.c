@@ -8,7 +8,8 @@
  *               [--readonly-root] [--detached] [--ready-fd N] [--start-fd N]
  *               [--control-fd N] [--log-fd N] [--tmpfs GUEST[:size=N][:mode=OCT]]...
  *               [--volume-fd N:GUEST[:ro]]... [--caps BND:EFF:INH:PRM:AMB] [--no-new-privs]
- *               [--seccomp-fd N [--seccomp-log]] -- PROGRAM ARGS...
+ *               [--seccomp-fd N [--seccomp-log]] [--masked-path GUEST]...
+ *               [--readonly-path GUEST]... [--pids-limit N] -- PROGRAM ARGS...
  *
  * Started by the husk runtime with the gofer's socket at fd N and the caller's stdio at 0-2.
  * Sets up the kernel (memory file, platform, root filesystem), confines itself, starts
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +101,10 @@ struct sentry_opts {
 	struct control_guest_defaults guest;
 	int seccomp_fd;
 	bool seccomp_log;
+	/* config.json maskedPaths, readonlyPaths (NULL-terminated), linux.resources.pids.limit. */
+	const char **masked, **readonly_paths;
+	int nmasked, nreadonly;
+	int pids_limit;
 };
 
 static void usage(void)
@@ -300,6 +306,56 @@ static int read_seccomp(int fd, bool log, struct seccomp_filter **out)
 	return seccomp_filter_create(prog, len / sizeof(struct sock_filter), NULL, log, out);
 }
 
+/*
+ * Applies config.json's maskedPaths (an empty read-only tmpfs over directories, /dev/null over
+ * files) and then readonlyPaths (a read-only bind onto itself), as runc does: a path missing
+ * from the guest's tree is skipped. Returns 0 or -errno (logged).
+ */
+static int sentry_mask_paths(struct kernel *k, const struct sentry_opts *o)
+{
+	struct vfs_create_args file_args = { .mode = S_IFREG | 0444 };
+	struct vfs_fs *empty = NULL, *files = NULL;
+	struct vfs_node *empty_file = NULL;
+	int ret = 0;
+
+	if (o->nmasked) {
+		/* Two tmpfs: one stays empty (shown over directories), one holds the empty file. */
+		empty = tmpfs_create(&k->mf, 4096, 0555, 0, 0);
+		files = tmpfs_create(&k->mf, 4096, 0555, 0, 0);
+		ret = empty && files ? files->root->ops->create(files->root, "empty", &file_args,
+								&empty_file) :
+				       -ENOMEM;
+		if (ret < 0)
+			log_error("maskedPaths: %s", strerror(-ret));
+	}
+	for (int i = 0; i < o->nmasked && ret >= 0; i++) {
+		ret = vfs_mount_mask(k, o->masked[i], empty, empty_file);
+		if (ret == -ENOENT || ret == -ENOTDIR) {
+			log_debug("maskedPaths: %s: %s, skipped", o->masked[i], strerror(-ret));
+			ret = 0;
+		} else if (ret < 0) {
+			log_error("maskedPaths: %s: %s", o->masked[i], strerror(-ret));
+		}
+	}
+	if (empty_file)
+		vfs_node_put(empty_file);
+	if (files)
+		vfs_fs_put(files);
+	if (empty)
+		vfs_fs_put(empty);
+	for (int i = 0; i < o->nreadonly && ret >= 0; i++) {
+		ret = vfs_mount_readonly_path(k, o->readonly_paths[i]);
+		if (ret == -ENOENT || ret == -ENOTDIR) {
+			log_debug("readonlyPaths: %s: %s, skipped", o->readonly_paths[i],
+				  strerror(-ret));
+			ret = 0;
+		} else if (ret < 0) {
+			log_error("readonlyPaths: %s: %s", o->readonly_paths[i], strerror(-ret));
+		}
+	}
+	return ret;
+}
+
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
 	static const struct option longopts[] = {
@@ -335,6 +391,10 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "no-new-privs", no_argument, NULL, 'n' },
 		{ "seccomp-fd", required_argument, NULL, 'F' },
 		{ "seccomp-log", no_argument, NULL, 'O' },
+		/* OCI: maskedPaths, readonlyPaths (one option each), linux.resources.pids.limit. */
+		{ "masked-path", required_argument, NULL, 'M' },
+		{ "readonly-path", required_argument, NULL, 'o' },
+		{ "pids-limit", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -351,7 +411,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->uid = (uint32_t)getuid();
 	o->gid = (uint32_t)getgid();
 	o->env = calloc((size_t)argc + 1, sizeof(char *));
-	if (!o->env)
+	o->masked = calloc((size_t)argc + 1, sizeof(char *));
+	o->readonly_paths = calloc((size_t)argc + 1, sizeof(char *));
+	if (!o->env || !o->masked || !o->readonly_paths)
 		return -ENOMEM;
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		switch (c) {
@@ -457,6 +519,21 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		case 'O':
 			o->seccomp_log = true;
 			break;
+		case 'M':
+			o->masked[o->nmasked++] = optarg;
+			break;
+		case 'o':
+			o->readonly_paths[o->nreadonly++] = optarg;
+			break;
+		case 'I': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || n < 0 || n > INT32_MAX)
+				return -EINVAL;
+			o->pids_limit = (int)n;
+			break;
+		}
 		default:
 			return -EINVAL;
 		}
@@ -711,6 +788,10 @@ int main(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 	}
+	ret = sentry_mask_paths(&k, &o);
+	if (ret < 0)
+		return EXIT_SETUP;
+	k.pids_limit = o.pids_limit;
 
 	fdt = fdtable_create();
 	fs = fs_context_create(&k);

@@ -36,6 +36,7 @@ struct kernel {
 	pthread_mutex_t tree_lock;
 	void *pids; /* tid -> task map, private to sentry/kernel/pid.c (tree_lock) */
 	int nr_tasks; /* live tasks (tree_lock) */
+	int pids_limit; /* linux.resources.pids.limit: clone past it is -EAGAIN; 0: none */
 
 	pthread_mutex_t lock; /* protects the fields below */
 	char hostname[65];

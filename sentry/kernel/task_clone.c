@@ -247,7 +247,8 @@ static struct thread_group *clone_tg(struct task *p, const struct task_clone_arg
 /*
  * Links c into the tree and the pid table, as a thread of p's process or as a new process
  * (tg). Fails with -ERESTARTNOINTR when p's process is exiting, so that no task escapes an
- * exit_group, a de-threading exec or the end of the sandbox.
+ * exit_group, a de-threading exec or the end of the sandbox; with -EAGAIN when the sandbox
+ * already has k->pids_limit tasks.
  */
 static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 		     const struct task_clone_args *a)
@@ -258,6 +259,11 @@ static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 	int ret = 0;
 
 	pthread_mutex_lock(&k->tree_lock);
+	/* The sandbox's pids limit (OCI linux.resources.pids.limit), as the pids cgroup's. */
+	if (k->pids_limit > 0 && k->nr_tasks >= k->pids_limit) {
+		ret = -EAGAIN;
+		goto out_unlock;
+	}
 	tid = a->set_tid ? a->set_tid : pid_alloc(k);
 	if (a->set_tid) {
 		ret = pid_alloc_exact(k, a->set_tid);

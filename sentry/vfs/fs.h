@@ -339,9 +339,9 @@ struct vfs_mount *vfs_mount_create(struct vfs_fs *fs, struct vfs_node *root, int
 void vfs_mount_get(struct vfs_mount *m);
 void vfs_mount_put(struct vfs_mount *m);
 /*
- * Attaches m on top of mountpoint (which must be a directory): later walks reaching mountpoint
- * continue at m's root. The mount tree takes its own reference on m; m references the
- * mountpoint's mount and node. Returns 0 or -ENOTDIR.
+ * Attaches m on top of mountpoint (a directory if m's root is one, else a non-directory): later
+ * walks reaching mountpoint continue at m's root. The mount tree takes its own reference on m;
+ * m references the mountpoint's mount and node. Returns 0, -ENOTDIR or -EISDIR.
  */
 int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint);
 
@@ -362,6 +362,20 @@ int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, voi
  */
 struct kernel;
 int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags);
+
+/*
+ * config.json maskedPaths: mounts the root of empty_dir (an empty filesystem) read-only over the
+ * directory at the absolute guest path, or empty_file (an empty regular file's node) read-only
+ * over a non-directory. The caller keeps its references. Returns 0 or -errno (-ENOENT: no such
+ * path).
+ */
+int vfs_mount_mask(struct kernel *k, const char *path, struct vfs_fs *empty_dir,
+		   struct vfs_node *empty_file);
+/*
+ * config.json readonlyPaths: a read-only bind of the node at the absolute guest path onto
+ * itself (its mount's flags plus MS_RDONLY). Returns 0 or -errno (-ENOENT: no such path).
+ */
+int vfs_mount_readonly_path(struct kernel *k, const char *path);
 
 static inline bool vfs_mount_readonly(const struct vfs_mount *m)
 {

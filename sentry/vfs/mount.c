@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/internal.h"
 
@@ -57,8 +58,9 @@ void vfs_mount_put(struct vfs_mount *m)
 
 int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint)
 {
-	if (!vfs_node_is_dir(mountpoint->node))
-		return -ENOTDIR;
+	/* A directory on a directory, a non-directory on a non-directory (file binds). */
+	if (vfs_node_is_dir(mountpoint->node) != vfs_node_is_dir(m->root))
+		return vfs_node_is_dir(m->root) ? -ENOTDIR : -EISDIR;
 	vfs_mount_get(m); /* the tree's reference */
 	m->parent = mountpoint->mnt;
 	vfs_mount_get(m->parent);
@@ -297,5 +299,62 @@ int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flag
 	vfs_mount_put(m);
 out:
 	vfs_path_put(&cur);
+	return err;
+}
+
+/* Resolves the absolute guest path from k's root as root would (final symlinks followed). */
+static int mount_resolve(struct kernel *k, const char *path, struct vfs_path *out)
+{
+	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct cred c = { 0 };
+
+	if (path[0] != '/' || !root.node)
+		return -EINVAL;
+	return vfs_walk(&c, &root, &root, path, VFS_LOOKUP_FOLLOW, out);
+}
+
+int vfs_mount_mask(struct kernel *k, const char *path, struct vfs_fs *empty_dir,
+		   struct vfs_node *empty_file)
+{
+	struct vfs_path p;
+	struct vfs_mount *m;
+	int err = mount_resolve(k, path, &p);
+
+	if (err < 0)
+		return err;
+	/* runc binds /dev/null over files; the guest may have no /dev, so an empty file instead. */
+	if (vfs_node_is_dir(p.node))
+		m = vfs_mount_create(empty_dir, empty_dir->root, MS_RDONLY | MS_NOSUID | MS_NODEV);
+	else
+		m = vfs_mount_create(empty_file->fs, empty_file, MS_RDONLY | MS_NOSUID | MS_NODEV);
+	if (!m) {
+		err = -ENOMEM;
+		goto out_put_path;
+	}
+	err = vfs_mount_attach(m, &p);
+	vfs_mount_put(m);
+out_put_path:
+	vfs_path_put(&p);
+	return err;
+}
+
+int vfs_mount_readonly_path(struct kernel *k, const char *path)
+{
+	struct vfs_path p;
+	struct vfs_mount *m;
+	int err = mount_resolve(k, path, &p);
+
+	if (err < 0)
+		return err;
+	/* A bind of the node onto itself: the same filesystem, the mount's flags plus MS_RDONLY. */
+	m = vfs_mount_create(p.mnt->fs, p.node, p.mnt->flags | MS_RDONLY);
+	if (!m) {
+		err = -ENOMEM;
+		goto out_put_path;
+	}
+	err = vfs_mount_attach(m, &p);
+	vfs_mount_put(m);
+out_put_path:
+	vfs_path_put(&p);
 	return err;
 }

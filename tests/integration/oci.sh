@@ -372,4 +372,51 @@ expect_output "process.capabilities and noNewPrivileges reach the guest" "CapEff
 CapBnd:	0000000000000021
 NoNewPrivs:	1" 0 -- H run --bundle "$bundle" cap1
 
+# maskedPaths and readonlyPaths, applied by the sentry: an empty read-only directory, an empty
+# read-only file, a read-only bind (EROFS); the rest of the root stays writable.
+mkdir -p "$bundle/rootfs/secret" "$bundle/rootfs/etc" "$bundle/rootfs/ro"
+echo s >"$bundle/rootfs/secret/f"
+echo hidden >"$bundle/rootfs/etc/secretfile"
+echo r >"$bundle/rootfs/ro/f"
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"].pop("capabilities", None)
+c["process"]["noNewPrivileges"] = False
+c["root"]["readonly"] = False
+c["linux"]["maskedPaths"] = c["linux"].get("maskedPaths", []) + ["/secret", "/etc/secretfile"]
+c["linux"]["readonlyPaths"] = c["linux"].get("readonlyPaths", []) + ["/ro"]
+json.dump(c, open(p, "w"), indent=1)
+PY
+set_args sh -c 'echo "[$(busybox ls -A /secret)]"; echo "[$(cat /etc/secretfile)]"
+echo x 2>&1 >/secret/n | busybox grep -o "Read-only file system"
+echo x 2>&1 >/ro/f | busybox grep -o "Read-only file system"; cat /ro/f; echo w >/w && cat /w'
+expect_output "maskedPaths read empty, readonlyPaths give EROFS" "[]
+[]
+Read-only file system
+Read-only file system
+r
+w" 0 -- H run --bundle "$bundle" mp1
+[ "$(cat "$bundle/rootfs/secret/f" "$bundle/rootfs/ro/f")" = "s
+r" ] && pass "masked and read-only paths keep their host contents" ||
+	fail "masked and read-only paths keep their host contents"
+
+# linux.resources.pids.limit, enforced by the sentry: 5 guest processes, the 6th fork is EAGAIN.
+pids_script='sleep 1 | sleep 1 | sleep 1 | sleep 1; echo four=$?
+sh -c "sleep 1 | sleep 1 | sleep 1 | sleep 1" 2>&1; echo five=$?'
+set_args sh -c "$pids_script"
+expect_output "without a pids limit six processes run" "four=0
+five=0" 0 -- H run --bundle "$bundle" pl0
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["linux"].setdefault("resources", {})["pids"] = {"limit": 5}
+json.dump(c, open(p, "w"), indent=1)
+PY
+expect_output "pids limit 5: the 6th process's fork fails with EAGAIN" "four=0
+sh: can't fork: Resource temporarily unavailable
+five=2" 0 -- H run --bundle "$bundle" pl1
+
 finish

@@ -594,7 +594,8 @@ static int root_dyn_iterate(struct pseudo_node *dir, int64_t *idx, struct dir_em
 		free(l.pids);
 		return err;
 	}
-	qsort(l.pids, l.n, sizeof(*l.pids), cmp_pid);
+	if (l.n)
+		qsort(l.pids, l.n, sizeof(*l.pids), cmp_pid);
 	for (size_t i = 0; i < l.n; i++) {
 		char name[16];
 		int len;
