@@ -23,8 +23,8 @@ else
 	fmt_ok=1
 fi
 
-echo "== fuzz: the gofer's message dispatcher for ${HUSK_FUZZ_SECONDS:-30} s"
-if FUZZ_BUILD_DIR="$build/fuzz" ./tests/fuzz/gofer/run.sh "${HUSK_FUZZ_SECONDS:-30}" >"$build/fuzz.log" 2>&1; then
+echo "== fuzz: the gofer's message dispatcher for ${HUSK_FUZZ_SECONDS:-60} s"
+if FUZZ_BUILD_DIR="$build/fuzz" ./tests/fuzz/gofer/run.sh "${HUSK_FUZZ_SECONDS:-60}" >"$build/fuzz.log" 2>&1; then
 	fuzz_ok=1
 	grep -E '^stat::number_of_executed_units' "$build/fuzz.log" || true
 else
