@@ -328,13 +328,14 @@ long sys_splice(struct task *t, const struct syscall_args *args)
 
 /* tee(2) */
 /*
- * Checked as Linux (EBADF, EINVAL for non-pipes or one pipe on both sides, 0 for len 0), then
- * -ENOSYS: duplicating pipe data needs a non-consuming read of the pipe, which sentry/fs/pipe
- * does not offer yet.
+ * Copies the queued bytes instead of sharing pages: the input is read without consuming it
+ * (pipe_peek), then as much as fits is appended to the output as stream data (O_DIRECT packet
+ * boundaries of the input are not carried over).
  */
 long sys_tee(struct task *t, const struct syscall_args *args)
 {
 	struct file *in, *out;
+	size_t len = MIN(args->a[2], MAX_RW_COUNT);
 	unsigned int flags = (unsigned int)args->a[3];
 	long r = 0;
 
@@ -352,8 +353,30 @@ long sys_tee(struct task *t, const struct syscall_args *args)
 		r = -EBADF;
 	else if (!file_is_pipe(in) || !file_is_pipe(out) || in->priv == out->priv)
 		r = -EINVAL;
-	else if (args->a[2] != 0)
-		r = -ENOSYS;
+	if (r == 0 && len > 0) {
+		/* As Linux's do_tee: O_NONBLOCK on either file means SPLICE_F_NONBLOCK. */
+		bool nonblock = (flags & SPLICE_F_NONBLOCK) ||
+				((flags_of(in) | flags_of(out)) & O_NONBLOCK);
+		long cap_in = pipe_fcntl(t, in, F_GETPIPE_SZ, 0);
+		long cap_out = pipe_fcntl(t, out, F_GETPIPE_SZ, 0);
+		uint8_t *buf;
+
+		/* More than either pipe holds can never be copied in one call. */
+		if (cap_in > 0)
+			len = MIN(len, (size_t)cap_in);
+		if (cap_out > 0)
+			len = MIN(len, (size_t)cap_out);
+		buf = malloc(len);
+		if (!buf) {
+			r = -ENOMEM;
+		} else {
+			r = pipe_peek(in, buf, len, nonblock);
+			/* Linux checks the output's readers even at the input's end: EPIPE there. */
+			if (r >= 0)
+				r = pipe_fill(out, buf, (size_t)r, nonblock);
+			free(buf);
+		}
+	}
 	file_put(out);
 	file_put(in);
 	return r;

@@ -275,7 +275,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* data between two files: sys_splice.c */
 	FULL(sendfile),
 	PARTIAL(splice, "copies through the sentry; SPLICE_F_NONBLOCK has no effect"),
-	ERROR(tee, "checked as Linux, then ENOSYS: pipes have no non-consuming read yet"),
+	PARTIAL(tee, "copies instead of sharing pages; O_DIRECT packet boundaries are not kept"),
 	PARTIAL(copy_file_range, "a copy through the sentry, never a reflink"),
 
 	/* signals: sys_signal.c */

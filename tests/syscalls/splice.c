@@ -2,18 +2,22 @@
 /*
  * sendfile(2), splice(2), tee(2) and copy_file_range(2) between regular files, pipes and
  * sockets: data, offsets and file positions, and Linux's errors. Works in a scratch directory
- * under /tmp. tee's data path is not checked (husk answers ENOSYS there); its errors are.
+ * under /tmp.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "scratch.h"
@@ -203,6 +207,79 @@ static void test_splice_errors(void)
 	close(b);
 }
 
+static void test_tee(void)
+{
+	int p[2], q[2];
+	char buf[64];
+	pid_t pid;
+	int status;
+	void (*old)(int);
+
+	CHECK_RET(pipe(p), 0);
+	CHECK_RET(pipe(q), 0);
+	/* Copies without consuming: both pipes then hold the bytes. */
+	CHECK_RET(write(p[1], "hello", 5), 5);
+	CHECK_RET(tee(p[0], q[1], 100, 0), 5);
+	CHECK_RET(tee(p[0], q[1], 3, 0), 3); /* at most len */
+	CHECK_RET(read(q[0], buf, sizeof(buf)), 8);
+	CHECK(!memcmp(buf, "hellohel", 8), "tee output got other bytes");
+	CHECK_RET(read(p[0], buf, sizeof(buf)), 5);
+	CHECK(!memcmp(buf, "hello", 5), "tee input lost its bytes");
+	CHECK_RET(tee(p[0], q[1], 0, 0), 0);
+	/* Empty input: EAGAIN with SPLICE_F_NONBLOCK or O_NONBLOCK on either end. */
+	CHECK_ERR(tee(p[0], q[1], 10, SPLICE_F_NONBLOCK), EAGAIN);
+	CHECK_RET(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	CHECK_ERR(tee(p[0], q[1], 10, 0), EAGAIN);
+	CHECK_RET(fcntl(p[0], F_SETFL, 0), 0);
+	CHECK_RET(fcntl(q[1], F_SETFL, O_NONBLOCK), 0);
+	CHECK_ERR(tee(p[0], q[1], 10, 0), EAGAIN);
+	CHECK_RET(fcntl(q[1], F_SETFL, 0), 0);
+	/* A full output: EAGAIN without waiting. */
+	{
+		long cap = CHECK_OK(fcntl(q[1], F_GETPIPE_SZ));
+		static char back[DATA_LEN];
+
+		CHECK_RET(write(p[1], "x", 1), 1);
+		CHECK_RET(write(q[1], data, (size_t)cap), cap);
+		CHECK_ERR(tee(p[0], q[1], 10, SPLICE_F_NONBLOCK), EAGAIN);
+		CHECK_RET(read_all(q[0], back, (size_t)cap), cap);
+		CHECK_RET(read(p[0], buf, sizeof(buf)), 1);
+	}
+	/* Blocking: waits for a writer's data. */
+	pid = fork();
+	if (pid == 0) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		_exit(write(p[1], "late", 4) == 4 ? 0 : 1);
+	}
+	CHECK(pid > 0, "fork failed");
+	if (pid > 0) {
+		CHECK_RET(tee(p[0], q[1], 100, 0), 4);
+		CHECK_RET(waitpid(pid, &status, 0), pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+		CHECK_RET(read(q[0], buf, sizeof(buf)), 4);
+		CHECK(!memcmp(buf, "late", 4), "tee output got other bytes");
+		CHECK_RET(read(p[0], buf, sizeof(buf)), 4);
+	}
+	/* No reader on the output: EPIPE (and SIGPIPE, ignored here). */
+	old = signal(SIGPIPE, SIG_IGN);
+	CHECK_RET(write(p[1], "z", 1), 1);
+	close(q[0]);
+	CHECK_ERR(tee(p[0], q[1], 10, 0), EPIPE);
+	CHECK_RET(read(p[0], buf, sizeof(buf)), 1);
+	close(p[1]);
+	CHECK_ERR(tee(p[0], q[1], 10, 0), EPIPE); /* the output is checked even at the end */
+	signal(SIGPIPE, old);
+	close(q[1]);
+	/* Empty input without a writer: 0. */
+	CHECK_RET(pipe(q), 0);
+	CHECK_RET(tee(p[0], q[1], 10, 0), 0);
+	close(p[0]);
+	close(q[0]);
+	close(q[1]);
+}
+
 static void test_copy_file_range(void)
 {
 	int in = make_file("src", data, DATA_LEN), out = make_file("dst", "", 0), p[2];
@@ -269,6 +346,7 @@ int main(void)
 	test_splice_pipe_file();
 	test_splice_socket_pipe();
 	test_splice_errors();
+	test_tee();
 	test_copy_file_range();
 	scratch_remove();
 	return finish();

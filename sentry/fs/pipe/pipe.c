@@ -547,6 +547,91 @@ long pipe_fcntl(struct task *t, struct file *f, int cmd, uint64_t arg)
 	return ret < 0 ? ret : (long)cap;
 }
 
+ssize_t pipe_peek(struct file *f, void *buf, size_t len, bool nonblock)
+{
+	struct pipe *p;
+	struct waitq *wq;
+	struct task *t;
+	long r;
+
+	if (f->ops != &pipe_read_ops)
+		return -EINVAL;
+	p = file_pipe(f);
+	wq = &p->wq;
+	if (len == 0)
+		return 0;
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		if (p->len > 0) {
+			struct iovec iov = { buf, len };
+			struct iov_cursor c = { &iov, 1, 0, 0 };
+			size_t n = MIN(len, p->len);
+
+			ring_copy(p, 0, n, &c, true);
+			pthread_mutex_unlock(&p->lock);
+			return (ssize_t)n;
+		}
+		if (p->writers == 0) {
+			pthread_mutex_unlock(&p->lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&p->lock);
+		t = task_current();
+		if (nonblock || (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) || !t)
+			return -EAGAIN;
+		r = task_wait(t, &wq, 1, pipe_readable, p, NULL, true);
+		if (r < 0)
+			return r;
+	}
+}
+
+ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock)
+{
+	struct pipe *p;
+	struct waitq *wq;
+	struct task *t = task_current();
+	long r;
+
+	if (f->ops != &pipe_write_ops)
+		return -EINVAL;
+	p = file_pipe(f);
+	wq = &p->wq;
+	for (;;) {
+		struct write_wait ww = { p, 1, false };
+		size_t n = 0;
+
+		pthread_mutex_lock(&p->lock);
+		if (p->readers == 0) {
+			pthread_mutex_unlock(&p->lock);
+			if (t)
+				signal_send_task(t, LINUX_SIGPIPE, NULL);
+			return -EPIPE;
+		}
+		if (len == 0) {
+			pthread_mutex_unlock(&p->lock);
+			return 0;
+		}
+		if (seg_slots_ok(p, false))
+			n = MIN(len, p->cap - p->len);
+		if (n) {
+			struct iovec iov = { (void *)buf, n };
+			struct iov_cursor c = { &iov, 1, 0, 0 };
+
+			pipe_put_bytes(p, &c, n, false);
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (n) {
+			waitq_wake_all(&p->wq);
+			return (ssize_t)n;
+		}
+		if (nonblock || (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) || !t)
+			return -EAGAIN;
+		r = task_wait(t, &wq, 1, pipe_writable, &ww, NULL, true);
+		if (r < 0)
+			return r;
+	}
+}
+
 static const struct file_ops pipe_read_ops = {
 	.read = pipe_read,
 	.poll = pipe_poll_read,

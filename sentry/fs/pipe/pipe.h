@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct file;
 struct task;
@@ -40,5 +41,21 @@ bool file_is_pipe(struct file *f);
  * CAP_SYS_RESOURCE), -EBUSY (the data in the pipe would not fit).
  */
 long pipe_fcntl(struct task *t, struct file *f, int cmd, uint64_t arg);
+
+/*
+ * Copies up to len bytes queued in the read end f into buf without consuming them (tee(2)).
+ * With nothing queued: 0 when no writer is left, -EAGAIN if nonblock or f has O_NONBLOCK, else
+ * waits interruptibly as a read does (-ERESTARTSYS). Packet boundaries are not reported. Returns
+ * the bytes copied, or -EINVAL if f is not a pipe's read end.
+ */
+ssize_t pipe_peek(struct file *f, void *buf, size_t len, bool nonblock);
+
+/*
+ * Appends up to len bytes of buf to the write end f as stream data, only as much as fits now
+ * (no PIPE_BUF atomicity; tee(2)). With no room: -EAGAIN if nonblock or f has O_NONBLOCK, else
+ * waits interruptibly for some (-ERESTARTSYS). With no reader left: SIGPIPE and -EPIPE, even for
+ * len 0. Returns the bytes appended (> 0 when len > 0), or -EINVAL if f is not a pipe's write end.
+ */
+ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock);
 
 #endif
