@@ -428,14 +428,8 @@ static int gen_max_map_count(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
-#define REG(nm, id_, fn)                                                 \
-	{                                                                \
-		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_ \
-	}
-#define DIR(nm, id_, ch)                                                      \
-	{                                                                     \
-		.name = nm, .mode = S_IFDIR | 0555, .children = ch, .id = id_ \
-	}
+#define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
+#define DIR(nm, id_, ch) PSEUDO_DIR(nm, id_, ch, 0555)
 
 static const struct pseudo_ent sys_kernel_random_ents[] = {
 	REG("boot_id", 40, gen_boot_id),

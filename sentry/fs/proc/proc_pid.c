@@ -1101,10 +1101,7 @@ static const struct pseudo_dyn task_dyn = {
 
 /* --- the tables --- */
 
-#define REG(nm, id_, fn)                                                 \
-	{                                                                \
-		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_ \
-	}
+#define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
 #define LNK(nm, id_, rl, gl)                                                                  \
 	{                                                                                     \
 		.name = nm, .mode = S_IFLNK | 0777, .readlink = rl, .get_link = gl, .id = id_ \

@@ -131,4 +131,14 @@ struct task *pseudo_node_task(struct pseudo_node *n);
 /* The ops of pseudo nodes other than magic links. */
 extern const struct vfs_node_ops pseudo_node_ops;
 
+/* Table entries: a read-only generated file, and a directory with the given permissions. */
+#define PSEUDO_REG(nm, id_, fn)                                          \
+	{                                                                \
+		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_ \
+	}
+#define PSEUDO_DIR(nm, id_, ch, perm)                                           \
+	{                                                                       \
+		.name = nm, .mode = S_IFDIR | (perm), .children = ch, .id = id_ \
+	}
+
 #endif

@@ -41,14 +41,8 @@ static int gen_thp(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
-#define REG(nm, id_, fn)                                                 \
-	{                                                                \
-		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_ \
-	}
-#define DIR(nm, id_, ch)                                                      \
-	{                                                                     \
-		.name = nm, .mode = S_IFDIR | 0755, .children = ch, .id = id_ \
-	}
+#define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
+#define DIR(nm, id_, ch) PSEUDO_DIR(nm, id_, ch, 0755)
 
 static const struct pseudo_ent cpu_n_ent = { .name = "cpu", .mode = S_IFDIR | 0755, .id = 30 };
 
