@@ -97,9 +97,10 @@ static int read_file(const char *dir, const char *file, char *buf, size_t len)
 /* Directory of path in hierarchy h, or NULL if h is not usable. */
 static const char *hier_path(enum hier h, const char *path, char *buf, size_t len)
 {
-	char mnt[256];
+	char mbuf[256];
+	const char *mnt = hier_mount(h, mbuf, sizeof(mbuf)); /* mbuf, or a constant */
 
-	if (!hier_mount(h, mnt, sizeof(mnt)))
+	if (!mnt)
 		return NULL;
 	snprintf(buf, len, "%s%s%s", mnt, path[0] == '/' ? "" : "/", path);
 	return buf;
@@ -156,6 +157,14 @@ static int set_limits(const char *path, int64_t memory, int64_t pids, uint64_t s
 			else
 				snprintf(val, sizeof(val), "%lld", (long long)memory);
 			ret = write_file(dir, "memory.max", val);
+			/* No memory.max: the controller is not available to this hierarchy (it is
+			 * bound to v1, or not delegated); the sentry's own limit still holds. */
+			if (ret == -ENOENT) {
+				if (memory >= 0)
+					oci_warn("no memory controller in the cgroup v2 hierarchy: "
+						 "the memory limit is not applied on the host");
+				ret = 0;
+			}
 		} else if (hier_path(H_MEMORY, path, dir, sizeof(dir))) {
 			snprintf(val, sizeof(val), "%lld", (long long)(memory < 0 ? -1 : memory));
 			ret = write_file(dir, "memory.limit_in_bytes", val);
@@ -173,11 +182,15 @@ static int set_limits(const char *path, int64_t memory, int64_t pids, uint64_t s
 			snprintf(val, sizeof(val), "max");
 		else
 			snprintf(val, sizeof(val), "%lld", (long long)pids);
-		if (hier_path(h, path, dir, sizeof(dir)))
-			ret = write_file(dir, "pids.max", val);
-		else if (pids >= 0)
-			oci_warn("no pids cgroup controller: the pids limit is not applied on the "
-				 "host");
+		ret = hier_path(h, path, dir, sizeof(dir)) ? write_file(dir, "pids.max", val) :
+							     -ENOENT;
+		/* No hierarchy, or no pids.max in it: the sentry's own limit still holds. */
+		if (ret == -ENOENT) {
+			if (pids >= 0)
+				oci_warn("no pids cgroup controller: the pids limit is not applied "
+					 "on the host");
+			ret = 0;
+		}
 		if (ret < 0)
 			return ret;
 	}
@@ -386,8 +399,20 @@ int cgroup_freeze(const char *path, bool frozen)
 	}
 	if (hier_path(H_V2, path, dir, sizeof(dir)) && access(dir, F_OK) == 0) {
 		snprintf(buf, sizeof(buf), "%s/cgroup.freeze", dir);
-		if (access(buf, F_OK) == 0)
-			return write_file(dir, "cgroup.freeze", frozen ? "1" : "0");
+		if (access(buf, F_OK) == 0) {
+			int ret = write_file(dir, "cgroup.freeze", frozen ? "1" : "0");
+
+			/* cgroup.events says "frozen 1" once every task stopped. */
+			for (int i = 0; !ret && frozen && i < 1000; i++) {
+				struct timespec ts = { 0, 1000 * 1000 };
+
+				if (read_file(dir, "cgroup.events", buf, sizeof(buf)) < 0 ||
+				    strstr(buf, "frozen 1"))
+					break;
+				nanosleep(&ts, NULL);
+			}
+			return ret;
+		}
 	}
 	return -ENOTSUP;
 }

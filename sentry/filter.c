@@ -106,6 +106,8 @@ static const struct filter_rule rules[] = {
 	ALLOW(gettimeofday, "gettimeofday(2) for the guest"),
 	ALLOW(clock_nanosleep, "sleeping for the guest"),
 	ALLOW(nanosleep, "sleeping for the guest"),
+	ALLOW(restart_syscall, "the kernel's resumption of an interrupted timed sleep, futex or "
+			       "poll (after a cgroup v2 freeze and thaw, or a stop and continue)"),
 	ALLOW(getrandom, "AT_RANDOM, getrandom(2), /dev/urandom for the guest"),
 	ALLOW(sysinfo, "sysinfo(2) for the guest: host memory figures"),
 	ALLOW(prlimit64, "getrlimit"),

@@ -465,7 +465,8 @@ bool seccomp_syscall_enter(struct task *t, long nr, const struct syscall_args *a
 		info.sys.call_addr = d.instruction_pointer;
 		info.sys.syscall = (int32_t)nr;
 		info.sys.arch = SECCOMP_ARCH_X86_64;
-		signal_send(t->tg, t, SIGSYS, &info, 0);
+		/* Forced, as Linux's force_sig_seccomp: a blocked or ignored SIGSYS kills. */
+		signal_force_info(t, SIGSYS, &info);
 		/* Linux rolls the call back: rax holds the number while the handler runs. */
 		*ret = nr;
 		return false;

@@ -441,6 +441,11 @@ void signal_force_sigsegv(struct task *t)
 	force_signal(t, LINUX_SIGSEGV, &info, false);
 }
 
+void signal_force_info(struct task *t, int sig, struct linux_siginfo *info)
+{
+	force_signal(t, sig, info, false);
+}
+
 void signal_force_fault(struct task *t, const struct platform_event *ev)
 {
 	struct linux_siginfo info;

@@ -102,6 +102,11 @@ void signal_set_blocked(struct task *t, uint64_t mask);
 
 /* Forces SIGSEGV with SI_KERNEL on t (a bad sigreturn frame, a frame that cannot be built). */
 void signal_force_sigsegv(struct task *t);
+/*
+ * Linux's force_sig_info: sends sig with info to t even if t blocks or ignores it (then the
+ * action becomes SIG_DFL and sig is unblocked), as for SECCOMP_RET_TRAP's SIGSYS.
+ */
+void signal_force_info(struct task *t, int sig, struct linux_siginfo *info);
 
 /* Fills a siginfo for kill(2)/tkill(2)-style sends by sender: si_code code, its pid and uid. */
 void signal_info_from(struct linux_siginfo *info, int sig, int code, const struct task *sender);

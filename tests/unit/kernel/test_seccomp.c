@@ -2,8 +2,8 @@
 /*
  * The sentry's seccomp filters (sentry/kernel/seccomp.c): the load-time checker on hostile
  * programs, the interpreter on programs libseccomp generates, stacking precedence, and the
- * actions taken for a bare task (task_exit_group, signal_send and cred_capable are stubbed
- * below and record what they were asked).
+ * actions taken for a bare task (task_exit_group, signal_send, signal_force_info and
+ * cred_capable are stubbed below and record what they were asked).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -43,6 +43,12 @@ int signal_send(struct thread_group *tg, struct task *t, int sig, const void *in
 	sent_sig = sig;
 	memcpy(&sent_info, info, sizeof(sent_info));
 	return 0;
+}
+
+/* seccomp.c forces SIGSYS for RET_TRAP; the forcing itself is tested by tests/syscalls/seccomp. */
+void signal_force_info(struct task *t, int sig, struct linux_siginfo *info)
+{
+	signal_send(t->tg, t, sig, info, 0);
 }
 
 bool cred_capable(const struct cred *c, int cap)
