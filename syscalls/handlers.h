@@ -21,6 +21,7 @@ SYSCALL_DECL(pwritev2);
 SYSCALL_DECL(open);
 SYSCALL_DECL(openat);
 SYSCALL_DECL(close);
+SYSCALL_DECL(close_range);
 SYSCALL_DECL(lseek);
 SYSCALL_DECL(getdents64);
 SYSCALL_DECL(readlink);
@@ -286,5 +287,18 @@ SYSCALL_DECL(copy_file_range);
  * to sys_prctl) */
 SYSCALL_DECL(seccomp);
 SYSCALL_DECL(prctl_seccomp);
+
+/* sys_advise.c: advice and residency (fadvise64, readahead, sync_file_range, mlock, mincore) */
+SYSCALL_DECL(fadvise64);
+SYSCALL_DECL(readahead);
+SYSCALL_DECL(sync_file_range);
+SYSCALL_DECL(mlock);
+SYSCALL_DECL(mlock2);
+SYSCALL_DECL(munlock);
+SYSCALL_DECL(mlockall);
+SYSCALL_DECL(munlockall);
+SYSCALL_DECL(mincore);
+/* sys_info.c */
+SYSCALL_DECL(personality);
 
 #endif

@@ -418,6 +418,49 @@ long sys_close(struct task *t, const struct syscall_args *args)
 	return fdtable_close(t->fdt, (int)args->a[0]);
 }
 
+#define LINUX_CLOSE_RANGE_UNSHARE 2u
+#define LINUX_CLOSE_RANGE_CLOEXEC 4u
+
+/*
+ * close_range(2): closes (or marks close-on-exec) every open fd in [first, last]. With
+ * CLOSE_RANGE_UNSHARE the files table is first made the task's own (as unshare(CLONE_FILES)).
+ */
+long sys_close_range(struct task *t, const struct syscall_args *args)
+{
+	uint64_t first = (uint32_t)args->a[0], last = (uint32_t)args->a[1];
+	unsigned int flags = (unsigned int)args->a[2];
+	struct file *f = NULL;
+	int fd;
+
+	if (flags & ~(LINUX_CLOSE_RANGE_UNSHARE | LINUX_CLOSE_RANGE_CLOEXEC))
+		return -EINVAL;
+	if (first > last)
+		return -EINVAL;
+	if (flags & LINUX_CLOSE_RANGE_UNSHARE) {
+		struct fdtable *own = fdtable_dup(t->fdt);
+
+		if (!own)
+			return -ENOMEM;
+		fdtable_put(t->fdt);
+		t->fdt = own;
+	}
+	if (first > INT_MAX)
+		return 0;
+	for (fd = (int)first; (fd = fdtable_next(t->fdt, fd, &f)) >= 0 && (uint64_t)fd <= last;
+	     fd++) {
+		file_put(f);
+		if (flags & LINUX_CLOSE_RANGE_CLOEXEC)
+			fdtable_set_cloexec(t->fdt, fd, true);
+		else
+			fdtable_close(t->fdt, fd);
+		if (fd == INT_MAX)
+			break;
+	}
+	if (fd >= 0 && f && (uint64_t)fd > last)
+		file_put(f);
+	return 0;
+}
+
 /* lseek(2) */
 long sys_lseek(struct task *t, const struct syscall_args *args)
 {

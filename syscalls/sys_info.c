@@ -326,3 +326,17 @@ long sys_sched_yield(struct task *t, const struct syscall_args *args)
 	sched_yield();
 	return 0;
 }
+
+/*
+ * personality(2): 0xffffffff queries; any other value is stored and the old one returned. The
+ * value is kept (fork, execve) and reported; its flags change nothing in the sentry.
+ */
+long sys_personality(struct task *t, const struct syscall_args *args)
+{
+	uint32_t persona = (uint32_t)args->a[0];
+	uint32_t old = t->personality;
+
+	if (persona != 0xffffffffu)
+		t->personality = persona;
+	return old;
+}

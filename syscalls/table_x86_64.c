@@ -27,6 +27,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(open, "FIFOs and sockets of the filesystem: ENXIO"),
 	PARTIAL(openat, "FIFOs and sockets of the filesystem: ENXIO"),
 	FULL(close),
+	FULL(close_range),
 	FULL(lseek),
 	FULL(getdents64),
 	FULL(readlink),
@@ -100,6 +101,17 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(mremap),
 	PARTIAL(madvise, "DONTNEED and FREE zero the range; other advice is accepted and ignored"),
 	FULL(msync),
+
+	/* advice and residency: sys_advise.c */
+	PARTIAL(fadvise64, "arguments checked; the advice changes nothing"),
+	PARTIAL(readahead, "arguments checked; nothing is read ahead"),
+	PARTIAL(sync_file_range, "arguments checked; gofer writes are not cached, tmpfs is memory"),
+	PARTIAL(mlock, "the range must be mapped; pages are not pinned (RLIMIT_MEMLOCK per call)"),
+	PARTIAL(mlock2, "as mlock; MLOCK_ONFAULT accepted"),
+	PARTIAL(munlock, "the range must be mapped"),
+	PARTIAL(mlockall, "flags checked; nothing is pinned"),
+	FULL(munlockall),
+	PARTIAL(mincore, "every page of a mapped range reads as resident"),
 
 	/* the calling task: sys_thread.c */
 	PARTIAL(arch_prctl,
@@ -250,6 +262,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(setrlimit),
 	FULL(sched_getaffinity),
 	FULL(sched_yield),
+	PARTIAL(personality, "stored, inherited and reported; its flags change nothing"),
 
 	/* sockets: sys_socket.c (sentry/net) */
 	PARTIAL(socket, "AF_UNIX, AF_INET, AF_INET6 (TCP, UDP), AF_NETLINK NETLINK_ROUTE dumps"),

@@ -183,6 +183,7 @@ struct task {
 	uint32_t rseq_sig;
 	struct completion *vfork_done; /* signalled at exec or exit of a vfork child */
 	bool no_new_privs;
+	uint32_t personality; /* personality(2): kept across fork and execve */
 	char comm[16];
 
 	/* ERESTART_RESTARTBLOCK: how to restart (nanosleep's remaining time, ...). */

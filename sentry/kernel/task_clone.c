@@ -188,6 +188,7 @@ static void copy_task_state(struct task *c, struct task *p, const struct task_cl
 	c->cred = p->cred;
 	c->sigmask = p->sigmask;
 	c->no_new_privs = p->no_new_privs;
+	c->personality = p->personality;
 	seccomp_task_inherit(c, p);
 	memcpy(c->comm, p->comm, sizeof(c->comm));
 	c->regs = p->regs;
