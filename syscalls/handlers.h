@@ -22,6 +22,7 @@ SYSCALL_DECL(open);
 SYSCALL_DECL(openat);
 SYSCALL_DECL(close);
 SYSCALL_DECL(close_range);
+SYSCALL_DECL(memfd_create);
 SYSCALL_DECL(lseek);
 SYSCALL_DECL(getdents64);
 SYSCALL_DECL(readlink);

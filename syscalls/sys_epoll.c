@@ -20,16 +20,6 @@ struct linux_epoll_event {
 	uint64_t data;
 } __attribute__((packed));
 
-static int fd_limit(struct task *t)
-{
-	rlim_t cur;
-
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	return cur > INT_MAX ? INT_MAX : (int)cur;
-}
-
 static long do_epoll_create(struct task *t, int flags)
 {
 	struct file *f;
@@ -40,7 +30,7 @@ static long do_epoll_create(struct task *t, int flags)
 	f = epoll_create_file();
 	if (!f)
 		return -ENOMEM;
-	fd = fdtable_install(t->fdt, f, 0, flags & EPOLL_CLOEXEC, fd_limit(t));
+	fd = fdtable_install(t->fdt, f, 0, flags & EPOLL_CLOEXEC, task_nofile_limit(t));
 	file_put(f);
 	return fd;
 }

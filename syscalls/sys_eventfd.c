@@ -14,7 +14,6 @@
 static long do_eventfd(struct task *t, uint32_t initval, int flags)
 {
 	struct file *f;
-	rlim_t cur;
 	int fd;
 
 	if (flags & ~(EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE))
@@ -22,10 +21,7 @@ static long do_eventfd(struct task *t, uint32_t initval, int flags)
 	f = eventfd_create(initval, flags);
 	if (!f)
 		return -ENOMEM;
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	fd = fdtable_install(t->fdt, f, 0, flags & EFD_CLOEXEC, cur > INT_MAX ? INT_MAX : (int)cur);
+	fd = fdtable_install(t->fdt, f, 0, flags & EFD_CLOEXEC, task_nofile_limit(t));
 	file_put(f);
 	return fd;
 }

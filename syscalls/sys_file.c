@@ -22,6 +22,8 @@
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/pipe/pipe.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
@@ -40,16 +42,6 @@ struct guest_iovec {
 	uint64_t base;
 	uint64_t len;
 };
-
-static int nofile_limit(struct task *t)
-{
-	rlim_t cur;
-
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	return cur > INT_MAX ? INT_MAX : (int)cur;
-}
 
 static int file_flags(struct file *f)
 {
@@ -393,7 +385,7 @@ static long do_openat(struct task *t, int dirfd, uint64_t path_addr, int flags, 
 	free(path);
 	if (r < 0)
 		return r;
-	r = fdtable_install(t->fdt, f, 0, flags & O_CLOEXEC, nofile_limit(t));
+	r = fdtable_install(t->fdt, f, 0, flags & O_CLOEXEC, task_nofile_limit(t));
 	file_put(f);
 	return r;
 }
@@ -729,7 +721,7 @@ long sys_fcntl(struct task *t, const struct syscall_args *args)
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
-		limit = nofile_limit(t);
+		limit = task_nofile_limit(t);
 		if (arg >= (uint64_t)limit)
 			r = -EINVAL;
 		else
@@ -761,10 +753,58 @@ long sys_fcntl(struct task *t, const struct syscall_args *args)
 	case F_SETPIPE_SZ:
 		r = pipe_fcntl(t, f, cmd, arg);
 		break;
+	case 1033: /* F_ADD_SEALS */
+		r = tmpfs_file_add_seals(f, (unsigned int)arg);
+		break;
+	case 1034: /* F_GET_SEALS */
+		r = tmpfs_file_seals(f);
+		break;
 	default:
 		r = -EINVAL;
 		break;
 	}
+	file_put(f);
+	return r;
+}
+
+#define LINUX_MFD_CLOEXEC 0x1u
+#define LINUX_MFD_ALLOW_SEALING 0x2u
+#define LINUX_MFD_HUGETLB 0x4u
+#define LINUX_MFD_NOEXEC_SEAL 0x8u
+#define LINUX_MFD_EXEC 0x10u
+
+/*
+ * memfd_create(2): an anonymous tmpfs file of the sandbox's memory, opened read-write, shown as
+ * "/memfd:NAME (deleted)" in /proc/PID/fd. MFD_HUGETLB is refused (no huge pages).
+ */
+long sys_memfd_create(struct task *t, const struct syscall_args *args)
+{
+	unsigned int flags = (unsigned int)args->a[1], tflags = 0;
+	char name[TMPFS_MEMFD_NAME_MAX + 1];
+	struct file *f;
+	ssize_t len;
+	long r;
+
+	if (flags & ~(LINUX_MFD_CLOEXEC | LINUX_MFD_ALLOW_SEALING | LINUX_MFD_HUGETLB |
+		      LINUX_MFD_NOEXEC_SEAL | LINUX_MFD_EXEC))
+		return -EINVAL;
+	if ((flags & LINUX_MFD_EXEC) && (flags & LINUX_MFD_NOEXEC_SEAL))
+		return -EINVAL;
+	if (flags & LINUX_MFD_HUGETLB)
+		return -EINVAL;
+	len = mm_copy_in_string(t->mm, name, args->a[0], sizeof(name));
+	if (len == -ENAMETOOLONG)
+		return -EINVAL;
+	if (len < 0)
+		return len;
+	if (flags & LINUX_MFD_ALLOW_SEALING)
+		tflags |= TMPFS_MEMFD_ALLOW_SEALING;
+	if (flags & LINUX_MFD_NOEXEC_SEAL)
+		tflags |= TMPFS_MEMFD_NOEXEC;
+	r = tmpfs_memfd_create(&t->k->mf, name, tflags, &f);
+	if (r < 0)
+		return r;
+	r = fdtable_install(t->fdt, f, 0, flags & LINUX_MFD_CLOEXEC, task_nofile_limit(t));
 	file_put(f);
 	return r;
 }
@@ -777,14 +817,14 @@ long sys_dup(struct task *t, const struct syscall_args *args)
 
 	if (!f)
 		return -EBADF;
-	r = fdtable_install(t->fdt, f, 0, false, nofile_limit(t));
+	r = fdtable_install(t->fdt, f, 0, false, task_nofile_limit(t));
 	file_put(f);
 	return r;
 }
 
 static long do_dup3(struct task *t, unsigned int oldfd, unsigned int newfd, int flags)
 {
-	int limit = nofile_limit(t);
+	int limit = task_nofile_limit(t);
 	struct file *f;
 	long r;
 

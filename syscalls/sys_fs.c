@@ -603,15 +603,7 @@ long sys_openat2(struct task *t, const struct syscall_args *args)
 	free(p);
 	if (r < 0)
 		return r;
-	{
-		rlim_t cur;
-
-		pthread_mutex_lock(&t->tg->lock);
-		cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-		pthread_mutex_unlock(&t->tg->lock);
-		r = fdtable_install(t->fdt, f, 0, how.flags & O_CLOEXEC,
-				    cur > INT32_MAX ? INT32_MAX : (int)cur);
-	}
+	r = fdtable_install(t->fdt, f, 0, how.flags & O_CLOEXEC, task_nofile_limit(t));
 	file_put(f);
 	return r;
 }

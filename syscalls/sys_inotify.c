@@ -25,7 +25,6 @@
 static long do_inotify_init(struct task *t, int flags)
 {
 	struct file *f;
-	rlim_t cur;
 	int err, fd;
 
 	if (flags & ~(LINUX_IN_CLOEXEC | LINUX_IN_NONBLOCK))
@@ -33,11 +32,7 @@ static long do_inotify_init(struct task *t, int flags)
 	err = inotify_create_file(flags & LINUX_IN_NONBLOCK, &f);
 	if (err < 0)
 		return err;
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	fd = fdtable_install(t->fdt, f, 0, flags & LINUX_IN_CLOEXEC,
-			     cur > INT_MAX ? INT_MAX : (int)cur);
+	fd = fdtable_install(t->fdt, f, 0, flags & LINUX_IN_CLOEXEC, task_nofile_limit(t));
 	file_put(f);
 	return fd;
 }

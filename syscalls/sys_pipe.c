@@ -11,20 +11,10 @@
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
-static int fd_limit(struct task *t)
-{
-	rlim_t cur;
-
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	return cur > INT_MAX ? INT_MAX : (int)cur;
-}
-
 static long do_pipe2(struct task *t, uint64_t addr, int flags)
 {
 	struct file *ends[2];
-	int fds[2], limit = fd_limit(t);
+	int fds[2], limit = task_nofile_limit(t);
 	bool cloexec = flags & O_CLOEXEC;
 	long ret;
 

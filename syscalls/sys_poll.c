@@ -119,16 +119,6 @@ static void poll_set_release(struct poll_set *s)
 	free(s->e);
 }
 
-static int nofile_cur(struct task *t)
-{
-	rlim_t cur;
-
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	return cur > INT_MAX ? INT_MAX : (int)cur;
-}
-
 /* Absolute CLOCK_MONOTONIC deadline from a relative timespec. */
 struct timespec poll_deadline_after(struct timespec rel)
 {
@@ -171,7 +161,7 @@ static long do_poll(struct task *t, uint64_t ufds, uint64_t nfds, const struct t
 	struct pollfd *pfd;
 	long ret;
 
-	if (nfds > (uint64_t)nofile_cur(t) || nfds > 1u << 20)
+	if (nfds > (uint64_t)task_nofile_limit(t) || nfds > 1u << 20)
 		return -EINVAL;
 	s.n = (int)nfds;
 	pfd = calloc(nfds + 1, sizeof(*pfd));
@@ -347,8 +337,8 @@ static long do_select(struct task *t, int n, uint64_t inp, uint64_t outp, uint64
 
 	if (n < 0)
 		return -EINVAL;
-	if (n > nofile_cur(t))
-		n = nofile_cur(t);
+	if (n > task_nofile_limit(t))
+		n = task_nofile_limit(t);
 	if (n > 1 << 20)
 		return -EINVAL;
 	words = ((size_t)n + 63) / 64;

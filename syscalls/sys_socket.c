@@ -27,16 +27,6 @@
 #define SOCK_CTL_MAX 65536
 #define SOCK_MAX_RW 0x7ffff000 /* MAX_RW_COUNT */
 
-static int fd_limit(struct task *t)
-{
-	rlim_t cur;
-
-	pthread_mutex_lock(&t->tg->lock);
-	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
-	pthread_mutex_unlock(&t->tg->lock);
-	return cur > INT_MAX ? INT_MAX : (int)cur;
-}
-
 /* The socket at fd (a new reference) or NULL with *err -EBADF / -ENOTSOCK. */
 static struct file *sock_fd(struct task *t, int fd, long *err)
 {
@@ -88,7 +78,7 @@ static long copy_addr_out(struct task *t, const void *name, size_t n, uint64_t a
 
 static long install(struct task *t, struct file *f, bool cloexec)
 {
-	return fdtable_install(t->fdt, f, 0, cloexec, fd_limit(t));
+	return fdtable_install(t->fdt, f, 0, cloexec, task_nofile_limit(t));
 }
 
 /* socket(2) */

@@ -28,6 +28,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(openat, "FIFOs and sockets of the filesystem: ENXIO"),
 	FULL(close),
 	FULL(close_range),
+	PARTIAL(memfd_create,
+		"MFD_HUGETLB: EINVAL; seals are enforced on write, truncate and fallocate, not on new writable shared mappings"),
 	FULL(lseek),
 	FULL(getdents64),
 	FULL(readlink),

@@ -367,6 +367,17 @@ void pid_wait_all_finished(struct kernel *k);
 
 /* True if cred has capability cap (CAP_*) in its effective set. */
 bool cred_capable(const struct cred *c, int cap);
+
+/* RLIMIT_NOFILE's soft limit of t's process, as an fd bound for fdtable_install. */
+static inline int task_nofile_limit(struct task *t)
+{
+	rlim_t cur;
+
+	pthread_mutex_lock(&t->tg->lock);
+	cur = t->tg->rlimits[RLIMIT_NOFILE].rlim_cur;
+	pthread_mutex_unlock(&t->tg->lock);
+	return cur > INT32_MAX ? INT32_MAX : (int)cur;
+}
 /* The set*id rules of Linux. Each returns 0 or -EPERM/-EINVAL and updates t->cred. */
 int cred_setresuid(struct task *t, uint32_t r, uint32_t e, uint32_t s);
 int cred_setresgid(struct task *t, uint32_t r, uint32_t e, uint32_t s);

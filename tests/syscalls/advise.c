@@ -45,10 +45,10 @@ static void test_close_range(void)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
-		_exit(syscall(SYS_close_range, base, ~0U, CLOSE_RANGE_UNSHARE) == 0 && !is_open(base) &&
-			      !is_open(base + 5) && is_open(0) ?
-		      0 :
-		      1);
+		_exit(syscall(SYS_close_range, base, ~0U, CLOSE_RANGE_UNSHARE) == 0 &&
+				      !is_open(base) && !is_open(base + 5) && is_open(0) ?
+			      0 :
+			      1);
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "child close_range to ~0: status %#x", st);
 	CHECK_RET(syscall(SYS_close_range, base, ~0U, 0), 0);

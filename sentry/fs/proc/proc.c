@@ -23,6 +23,7 @@
 #include "sentry/fs/anon/anon.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/proc/proc.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -675,6 +676,10 @@ int proc_file_name(struct task *viewer, struct file *f, char *buf, size_t len)
 	if (!f->node || !f->mnt)
 		return snprintf(buf, len, "anon_inode:[pidfd]") < (int)len ? (int)strlen(buf) :
 									     -ERANGE;
+	if (tmpfs_memfd_name(f->node)) {
+		n = snprintf(buf, len, "/memfd:%s (deleted)", tmpfs_memfd_name(f->node));
+		return n < (int)len ? n : -ERANGE;
+	}
 	if (f->mnt == vfs_anon_mount()) {
 		const char *what;
 

@@ -71,6 +71,8 @@ struct tmpfs_inode {
 	size_t npages; /* length of pages */
 	size_t nalloc; /* pages allocated */
 	bool tmpfile; /* made by O_TMPFILE and never linked: linkat may give it a name */
+	uint32_t seals; /* F_SEAL_*: F_SEAL_SEAL but for a memfd made with MFD_ALLOW_SEALING */
+	char *memfd_name; /* memfd_create's name (owned), else NULL */
 	/* symlinks */
 	char *target;
 	/* directories */
@@ -160,6 +162,7 @@ static struct tmpfs_inode *inode_new(struct tmpfs *fs, const struct vfs_create_a
 	in->gid = a->gid;
 	in->rdev = a->rdev;
 	in->nlink = S_ISDIR(a->mode) ? 2 : 1;
+	in->seals = LINUX_F_SEAL_SEAL;
 	in->atime = in->mtime = in->ctime = t;
 	vfs_dcache_init(&in->names);
 	list_init(&in->entries);
@@ -212,6 +215,7 @@ static void inode_put(struct tmpfs *fs, struct tmpfs_inode *in)
 	inode_free_pages(fs, in, 0);
 	free(in->pages);
 	free(in->target);
+	free(in->memfd_name);
 	for (struct tmpfs_xattr *x = in->xattrs, *next; x; x = next) {
 		next = x->next;
 		free(x->name);
@@ -481,6 +485,8 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 
 	pthread_mutex_lock(&fs->lock);
 	off = (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_APPEND) ? in->size : *pos;
+	if (in->seals & (LINUX_F_SEAL_WRITE | LINUX_F_SEAL_FUTURE_WRITE))
+		err = -EPERM;
 	for (int i = 0; i < iovcnt && !err; i++) {
 		size_t ioff = 0;
 
@@ -492,6 +498,14 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 			if (off > TMPFS_MAX_SIZE - (int64_t)chunk) {
 				err = -EFBIG;
 				break;
+			}
+			/* F_SEAL_GROW: a write may fill the file up to its size, not past it. */
+			if ((in->seals & LINUX_F_SEAL_GROW) && off + (int64_t)chunk > in->size) {
+				if (off >= in->size) {
+					err = -EPERM;
+					break;
+				}
+				chunk = (size_t)(in->size - off);
 			}
 			page = page_get(fs, in, idx, &err);
 			if (!page)
@@ -552,6 +566,16 @@ static int tmpfs_fallocate(struct file *f, int mode, int64_t off, int64_t len)
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&fs->lock);
+	if ((mode & FALLOC_FL_PUNCH_HOLE) &&
+	    (in->seals & (LINUX_F_SEAL_WRITE | LINUX_F_SEAL_FUTURE_WRITE)))
+		err = -EPERM;
+	else if (!(mode & FALLOC_FL_PUNCH_HOLE) && (in->seals & LINUX_F_SEAL_GROW) &&
+		 end > in->size)
+		err = -EPERM;
+	if (err) {
+		pthread_mutex_unlock(&fs->lock);
+		return err;
+	}
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
 		/* Whole pages in the range go; partial ones are zeroed. */
 		for (int64_t p = off; p < end && p < in->size;) {
@@ -644,6 +668,15 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 			(uint32_t)((in->rdev & 0xff) | ((in->rdev >> 12) & ~0xffu)), flags);
 	default:
 		return ERR_PTR(-ENXIO); /* FIFOs and sockets come with pipes and unix sockets */
+	}
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+		bool sealed;
+
+		pthread_mutex_lock(&fs->lock);
+		sealed = in->size && (in->seals & LINUX_F_SEAL_SHRINK);
+		pthread_mutex_unlock(&fs->lock);
+		if (sealed)
+			return ERR_PTR(-EPERM);
 	}
 	f = file_alloc(&tmpfs_file_ops, flags, n);
 	if (!f)
@@ -1017,6 +1050,11 @@ static int tmpfs_setattr(struct vfs_node *n, const struct vfs_setattr *sa)
 			pthread_mutex_unlock(&fs->lock);
 			return -EINVAL;
 		}
+		if ((sa->size < in->size && (in->seals & LINUX_F_SEAL_SHRINK)) ||
+		    (sa->size > in->size && (in->seals & LINUX_F_SEAL_GROW))) {
+			pthread_mutex_unlock(&fs->lock);
+			return -EPERM;
+		}
 		if (sa->size != in->size) {
 			inode_truncate(fs, in, sa->size);
 			in->mtime = now();
@@ -1374,5 +1412,109 @@ int tmpfs_parse_size(const char *s, uint64_t *out)
 	if (*end || (shift && v > (~0ULL >> shift)))
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* --- seals and memfd_create --- */
+
+int tmpfs_file_seals(struct file *f)
+{
+	struct tmpfs_node *n;
+	int seals;
+
+	if (f->ops != &tmpfs_file_ops)
+		return -EINVAL;
+	n = file_node(f);
+	pthread_mutex_lock(&tmpfs_of(&n->base)->lock);
+	seals = (int)n->inode->seals;
+	pthread_mutex_unlock(&tmpfs_of(&n->base)->lock);
+	return seals;
+}
+
+int tmpfs_file_add_seals(struct file *f, unsigned int seals)
+{
+	struct tmpfs_node *n;
+	struct tmpfs *fs;
+	int err = 0;
+
+	if (f->ops != &tmpfs_file_ops)
+		return -EINVAL;
+	if (seals & ~(unsigned int)LINUX_F_SEAL_ALL)
+		return -EINVAL;
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EPERM;
+	n = file_node(f);
+	fs = tmpfs_of(&n->base);
+	pthread_mutex_lock(&fs->lock);
+	if (n->inode->seals & LINUX_F_SEAL_SEAL)
+		err = -EPERM;
+	else
+		n->inode->seals |= seals;
+	pthread_mutex_unlock(&fs->lock);
+	return err;
+}
+
+const char *tmpfs_memfd_name(const struct vfs_node *n)
+{
+	return tmpfs_is_node(n) ? tinode(n)->memfd_name : NULL;
+}
+
+/* The hidden tmpfs and mount memfds live in, one per memory file (one per sandbox). */
+static pthread_mutex_t memfd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct memfile *memfd_mf;
+static struct vfs_fs *memfd_fs;
+static struct vfs_mount *memfd_mnt;
+
+int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags, struct file **out)
+{
+	struct vfs_create_args a = { .mode = S_IFREG | 0777 };
+	struct vfs_node *node;
+	struct tmpfs_inode *in;
+	struct file *f;
+	int err;
+
+	if (strlen(name) > TMPFS_MEMFD_NAME_MAX)
+		return -EINVAL;
+	if (flags & TMPFS_MEMFD_NOEXEC)
+		a.mode = S_IFREG | 0666;
+	pthread_mutex_lock(&memfd_lock);
+	if (!memfd_fs || memfd_mf != mf) {
+		struct vfs_fs *fs = tmpfs_create(mf, 0, 01777, 0, 0);
+		struct vfs_mount *m = fs ? vfs_mount_create(fs, fs->root, MS_NOSUID | MS_NODEV) :
+					   NULL;
+
+		if (!m) {
+			pthread_mutex_unlock(&memfd_lock);
+			return -ENOMEM;
+		}
+		/* An earlier sandbox's (unit tests) stays: its files may still be open. */
+		memfd_fs = fs;
+		memfd_mnt = m;
+		memfd_mf = mf;
+	}
+	err = tmpfs_tmpfile(memfd_fs->root, &a, &node);
+	if (err < 0) {
+		pthread_mutex_unlock(&memfd_lock);
+		return err;
+	}
+	in = tinode(node);
+	in->tmpfile = false; /* linkat cannot give a memfd a name */
+	in->memfd_name = strdup(name);
+	if (flags & TMPFS_MEMFD_NOEXEC)
+		in->seals = LINUX_F_SEAL_EXEC;
+	else if (flags & TMPFS_MEMFD_ALLOW_SEALING)
+		in->seals = 0;
+	f = in->memfd_name ? tmpfs_open(node, O_RDWR | O_LARGEFILE) : ERR_PTR(-ENOMEM);
+	if (IS_ERR(f)) {
+		vfs_node_put(node);
+		pthread_mutex_unlock(&memfd_lock);
+		return (int)PTR_ERR(f);
+	}
+	f->flags = O_RDWR | O_LARGEFILE;
+	f->mnt = memfd_mnt;
+	f->node = node; /* the reference tmpfs_tmpfile gave */
+	vfs_mount_get(f->mnt);
+	pthread_mutex_unlock(&memfd_lock);
+	*out = f;
 	return 0;
 }

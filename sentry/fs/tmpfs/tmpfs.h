@@ -55,4 +55,39 @@ int tmpfs_parse_size(const char *s, uint64_t *out);
  */
 int vfs_mount_tmpfs(struct kernel *k, const char *path, uint64_t size_limit);
 
+/* File seals (fcntl F_ADD_SEALS, memfd_create), Linux's values. */
+#define LINUX_F_SEAL_SEAL 0x0001
+#define LINUX_F_SEAL_SHRINK 0x0002
+#define LINUX_F_SEAL_GROW 0x0004
+#define LINUX_F_SEAL_WRITE 0x0008
+#define LINUX_F_SEAL_FUTURE_WRITE 0x0010
+#define LINUX_F_SEAL_EXEC 0x0020
+#define LINUX_F_SEAL_ALL 0x003f
+
+struct file;
+
+/*
+ * F_GET_SEALS: the seals of tmpfs file f (F_SEAL_SEAL for every file but a memfd made with
+ * MFD_ALLOW_SEALING). Returns them, or -EINVAL when f is not a tmpfs file.
+ */
+int tmpfs_file_seals(struct file *f);
+/*
+ * F_ADD_SEALS: adds seals to f's file. Returns 0, -EINVAL (not a tmpfs file, unknown seals),
+ * -EPERM (f not open for writing, or F_SEAL_SEAL set). Writable shared mappings do not make
+ * F_SEAL_WRITE fail with EBUSY (they are not counted).
+ */
+int tmpfs_file_add_seals(struct file *f, unsigned int seals);
+
+#define TMPFS_MEMFD_NAME_MAX 249 /* NAME_MAX minus "memfd:" */
+#define TMPFS_MEMFD_ALLOW_SEALING 0x1u
+#define TMPFS_MEMFD_NOEXEC 0x2u /* MFD_NOEXEC_SEAL: mode 0666, F_SEAL_EXEC, sealable */
+
+/*
+ * memfd_create(2): a new file with no name in a hidden tmpfs of memory file mf, opened O_RDWR.
+ * Returns 0 and *out (one reference), -EINVAL (name longer than TMPFS_MEMFD_NAME_MAX), -ENOMEM.
+ */
+int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags, struct file **out);
+/* The memfd_create name of n's file (for /proc/PID/fd), or NULL if it is not a memfd. */
+const char *tmpfs_memfd_name(const struct vfs_node *n);
+
 #endif
