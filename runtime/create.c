@@ -19,6 +19,7 @@
 #include "common/cleanup.h"
 #include "oci-spec/state.h"
 #include "runtime/oci.h"
+#include "sentry/kernel/sysctl.h"
 
 /* Copies the bundle's config.json into the state directory (later commands read that copy). */
 static int copy_config(const char *from, const struct container *c)
@@ -91,6 +92,16 @@ int oci_create_container(const struct create_args *a, struct container *c)
 	ret = oci_config_load(config_path, &cfg, &err);
 	if (ret < 0)
 		return oci_fail("%s", err.msg);
+	/* linux.sysctl: known to the sentry, namespaced, a value it takes (in this process's copy
+	 * of the table, in order, as the sentry will apply them); before anything is made. */
+	for (size_t i = 0; i < cfg->nsysctl; i++) {
+		char why[256];
+
+		if (sysctl_set(cfg->sysctl[i].key, cfg->sysctl[i].value, why, sizeof(why)) < 0) {
+			oci_config_free(cfg);
+			return oci_fail("%s", why);
+		}
+	}
 	if (cfg->terminal && !a->console_socket && !a->foreground) {
 		oci_config_free(cfg);
 		return oci_fail("cannot allocate tty if runc will detach without setting console "

@@ -5,7 +5,8 @@
  *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [--platform ptrace] [--strace]
  *           [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
- *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... -- CMD [ARGS...]
+ *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
+ *           -- CMD [ARGS...]
  *
  * The root defaults to the host's /, served read-only by the gofer below an in-memory overlay:
  * the sandbox writes anywhere and nothing reaches the host (--overlay=none: writes go through
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
+#include "sentry/kernel/sysctl.h"
 
 #define MAX_RESOLVERS 3 /* MAXNS */
 
@@ -82,7 +84,8 @@ static void do_usage(FILE *out)
 	      "                    through the host, under the egress policy\n"
 	      "  --egress-allow CIDR[:PORT]  allow a destination the default policy denies\n"
 	      "                    (private, loopback, link-local/metadata, multicast)\n"
-	      "  --egress-deny CIDR[:PORT]   deny a destination; the last matching rule wins\n",
+	      "  --egress-deny CIDR[:PORT]   deny a destination; the last matching rule wins\n"
+	      "  --sysctl KEY=VALUE  a namespaced sysctl of the sandbox (repeatable)\n",
 	      out);
 }
 
@@ -101,6 +104,7 @@ int cmd_do(int argc, char **argv)
 		{ "network", required_argument, NULL, 'N' },
 		{ "egress-allow", required_argument, NULL, 'A' },
 		{ "egress-deny", required_argument, NULL, 'D' },
+		{ "sysctl", required_argument, NULL, 1000 },
 		/* Test-only: the sentry skips its own egress check (the BPF program must refuse). */
 		{ "test-no-sentry-egress-check", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
@@ -232,6 +236,21 @@ int cmd_do(int argc, char **argv)
 				strcpy(a, "--test-no-egress-check");
 			else
 				sprintf(a, "--egress-%s=%s", c == 'A' ? "allow" : "deny", optarg);
+			net_args[nnet++] = a;
+			break;
+		}
+		case 1000: {
+			/* Checked here with the sentry's table, passed on with the sentry's args. */
+			char why[256], *a;
+
+			if (sysctl_apply(optarg, why, sizeof(why)) < 0) {
+				fprintf(stderr, "husk do: %s\n", why);
+				return 125;
+			}
+			a = malloc(strlen(optarg) + 16);
+			if (!a)
+				return 125;
+			sprintf(a, "--sysctl=%s", optarg);
 			net_args[nnet++] = a;
 			break;
 		}

@@ -310,6 +310,9 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		addf(a, "--readonly-path=%s", cfg->readonly_paths[i]);
 	if (cfg->pids_limit > 0)
 		addf(a, "--pids-limit=%lld", (long long)cfg->pids_limit);
+	/* linux.sysctl, in the config's order (create checked each with the same table). */
+	for (size_t i = 0; i < cfg->nsysctl; i++)
+		addf(a, "--sysctl=%s=%s", cfg->sysctl[i].key, cfg->sysctl[i].value);
 	if (cfg->seccomp) {
 		addf(a, "--seccomp-fd=%d", SENTRY_SECCOMP_FD);
 		if (cfg->seccomp->flags & OCI_SECCOMP_FLAG_LOG)

@@ -9,7 +9,8 @@
  *               [--control-fd N] [--log-fd N] [--tmpfs GUEST[:size=N][:mode=OCT]]...
  *               [--volume-fd N:GUEST[:ro]]... [--caps BND:EFF:INH:PRM:AMB] [--no-new-privs]
  *               [--seccomp-fd N [--seccomp-log]] [--masked-path GUEST]...
- *               [--readonly-path GUEST]... [--pids-limit N] -- PROGRAM ARGS...
+ *               [--readonly-path GUEST]... [--pids-limit N] [--sysctl KEY=VALUE]...
+ *               -- PROGRAM ARGS...
  *
  * Started by the husk runtime with the gofer's socket at fd N and the caller's stdio at 0-2.
  * Sets up the kernel (memory file, platform, root filesystem), confines itself, starts
@@ -49,6 +50,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/net.h"
 #include "sentry/platform/platform.h"
@@ -105,6 +107,9 @@ struct sentry_opts {
 	const char **masked, **readonly_paths;
 	int nmasked, nreadonly;
 	int pids_limit;
+	/* config.json linux.sysctl: --sysctl KEY=VALUE, applied in order (NULL-terminated). */
+	const char **sysctls;
+	int nsysctls;
 };
 
 static void usage(void)
@@ -395,6 +400,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "masked-path", required_argument, NULL, 'M' },
 		{ "readonly-path", required_argument, NULL, 'o' },
 		{ "pids-limit", required_argument, NULL, 'I' },
+		{ "sysctl", required_argument, NULL, 1000 },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -413,7 +419,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->env = calloc((size_t)argc + 1, sizeof(char *));
 	o->masked = calloc((size_t)argc + 1, sizeof(char *));
 	o->readonly_paths = calloc((size_t)argc + 1, sizeof(char *));
-	if (!o->env || !o->masked || !o->readonly_paths)
+	o->sysctls = calloc((size_t)argc + 1, sizeof(char *));
+	if (!o->env || !o->masked || !o->readonly_paths || !o->sysctls)
 		return -ENOMEM;
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		switch (c) {
@@ -524,6 +531,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case 'o':
 			o->readonly_paths[o->nreadonly++] = optarg;
+			break;
+		case 1000:
+			o->sysctls[o->nsysctls++] = optarg;
 			break;
 		case 'I': {
 			char *end;
@@ -723,6 +733,17 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&k.lock, NULL);
 	snprintf(k.hostname, sizeof(k.hostname), "%s", o.hostname);
 	snprintf(k.domainname, sizeof(k.domainname), "%s", o.domainname ? o.domainname : "(none)");
+	/* The sysctl table (/proc/sys): the UTS names are the kernel's; then --sysctl in order. */
+	sysctl_bind_string(SYSCTL_KERNEL_HOSTNAME, k.hostname, sizeof(k.hostname), &k.lock);
+	sysctl_bind_string(SYSCTL_KERNEL_DOMAINNAME, k.domainname, sizeof(k.domainname), &k.lock);
+	for (int i = 0; i < o.nsysctls; i++) {
+		char why[256];
+
+		if (sysctl_apply(o.sysctls[i], why, sizeof(why)) < 0) {
+			log_error("--sysctl: %s", why);
+			return EXIT_SETUP;
+		}
+	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	k.boot_ns = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 	k.strace = o.strace;

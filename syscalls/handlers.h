@@ -301,5 +301,7 @@ SYSCALL_DECL(munlockall);
 SYSCALL_DECL(mincore);
 /* sys_info.c */
 SYSCALL_DECL(personality);
+SYSCALL_DECL(sethostname);
+SYSCALL_DECL(setdomainname);
 
 #endif

@@ -90,7 +90,7 @@ static bool pid_is_self(struct task *t, int32_t pid)
 	return pid == 0 || pid == task_pid(t) || pid == t->tid;
 }
 
-/* uname(2): nodename and domainname are the sandbox's (sethostname/setdomainname later). */
+/* uname(2): nodename and domainname are the sandbox's (sethostname, setdomainname). */
 long sys_uname(struct task *t, const struct syscall_args *args)
 {
 	struct linux_utsname u;
@@ -339,4 +339,32 @@ long sys_personality(struct task *t, const struct syscall_args *args)
 	if (persona != 0xffffffffu)
 		t->personality = persona;
 	return old;
+}
+
+/* sethostname(2)/setdomainname(2): CAP_SYS_ADMIN (EPERM), at most 64 bytes (EINVAL). */
+static long set_uts_name(struct task *t, char *field, uint64_t addr, int64_t len)
+{
+	char buf[65];
+
+	if (!cred_capable(&t->cred, 21 /* CAP_SYS_ADMIN */))
+		return -EPERM;
+	if ((int32_t)len < 0 || (int32_t)len > 64)
+		return -EINVAL;
+	if (len && mm_copy_in(t->mm, buf, addr, (size_t)len) != (ssize_t)len)
+		return -EFAULT;
+	buf[len] = '\0';
+	pthread_mutex_lock(&t->k->lock);
+	memcpy(field, buf, (size_t)len + 1);
+	pthread_mutex_unlock(&t->k->lock);
+	return 0;
+}
+
+long sys_sethostname(struct task *t, const struct syscall_args *args)
+{
+	return set_uts_name(t, t->k->hostname, args->a[0], (int32_t)args->a[1]);
+}
+
+long sys_setdomainname(struct task *t, const struct syscall_args *args)
+{
+	return set_uts_name(t, t->k->domainname, args->a[0], (int32_t)args->a[1]);
 }

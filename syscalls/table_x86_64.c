@@ -264,6 +264,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(setrlimit),
 	FULL(sched_getaffinity),
 	FULL(sched_yield),
+	FULL(sethostname),
+	FULL(setdomainname),
 	PARTIAL(personality, "stored, inherited and reported; its flags change nothing"),
 
 	/* sockets: sys_socket.c (sentry/net) */

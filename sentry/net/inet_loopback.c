@@ -6,6 +6,7 @@
  * loopback go to host.c through the egress policy.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,11 @@
 
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/internal.h"
 
-#define EPHEMERAL_LO 32768
-#define EPHEMERAL_HI 60999
 #define UDP_MAX_PAYLOAD 65507
 
 static struct list_head inet_bound = LIST_HEAD_INIT(inet_bound); /* net_lock */
@@ -147,13 +148,16 @@ static int bind_locked(struct sock *s, const uint8_t a[16], uint16_t port)
 	if (s->bound)
 		return -EINVAL;
 	if (port == 0) {
+		/* The ephemeral ports are net.ipv4.ip_local_port_range (low <= high). */
+		uint32_t lo = (uint32_t)sysctl_get(SYSCTL_NET_IPV4_IP_LOCAL_PORT_RANGE, 0);
+		uint32_t range =
+			(uint32_t)sysctl_get(SYSCTL_NET_IPV4_IP_LOCAL_PORT_RANGE, 1) - lo + 1;
 		uint32_t r = 0;
-		uint32_t range = EPHEMERAL_HI - EPHEMERAL_LO + 1;
 
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 			r = (uint32_t)(uintptr_t)s;
 		for (uint32_t i = 0; i < range; i++) {
-			uint16_t p = (uint16_t)(EPHEMERAL_LO + (r + i) % range);
+			uint16_t p = (uint16_t)(lo + (r + i) % range);
 
 			if (!conflicts(s, a, p)) {
 				port = p;
@@ -187,6 +191,7 @@ int inet_autobind_locked(struct sock *s, const uint8_t local[16])
 int inet_bind(struct sock *s, const void *addr, size_t len)
 {
 	struct inet_ep ep;
+	struct task *t;
 	int ret;
 
 	ret = inet_parse(s->family, addr, len, &ep);
@@ -196,6 +201,11 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		return -EINVAL;
 	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr))
 		return -EADDRNOTAVAIL; /* the sandbox's only interface is lo */
+	/* Ports below net.ipv4.ip_unprivileged_port_start need CAP_NET_BIND_SERVICE (IPv6 too). */
+	t = task_current();
+	if (ep.port && ep.port < sysctl_get(SYSCTL_NET_IPV4_IP_UNPRIVILEGED_PORT_START, 0) && t &&
+	    !cred_capable(&t->cred, CAP_NET_BIND_SERVICE))
+		return -EACCES;
 	if (s->family == AF_INET6 && !memcmp(ep.addr, v4_any, 16))
 		memcpy(ep.addr, v4_any, 16);
 	pthread_mutex_lock(&net_lock);

@@ -31,6 +31,7 @@
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/hostpoll.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -45,7 +46,6 @@
 #define SOCK_MAX_BUF (64 << 20)
 #define STREAM_CHUNK (64 << 10) /* bytes per skb of a stream */
 #define DGRAM_QLEN 512 /* net.unix.max_dgram_qlen */
-#define MAX_BACKLOG 4096 /* net.core.somaxconn */
 
 pthread_mutex_t net_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_ino = 1000;
@@ -511,6 +511,7 @@ int net_bind(struct task *t, struct file *f, const void *addr, size_t len)
 int net_listen(struct task *t, struct file *f, int backlog)
 {
 	struct sock *s = file_sock(f);
+	int64_t somaxconn;
 	int ret = 0;
 
 	if (!s)
@@ -524,8 +525,10 @@ int net_listen(struct task *t, struct file *f, int backlog)
 		if (ret < 0)
 			return ret;
 	}
-	if (backlog < 0 || backlog > MAX_BACKLOG)
-		backlog = MAX_BACKLOG;
+	/* net.core.somaxconn caps the backlog; a negative one is taken as unsigned (Linux). */
+	somaxconn = sysctl_get(SYSCTL_NET_CORE_SOMAXCONN, 0);
+	if ((int64_t)(unsigned int)backlog > somaxconn)
+		backlog = (int)somaxconn;
 	pthread_mutex_lock(&net_lock);
 	if (s->state != SOCK_UNCONNECTED && s->state != SOCK_LISTENING) {
 		ret = -EINVAL;

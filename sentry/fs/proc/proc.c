@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/net.h"
 #include "sentry/vfs/internal.h"
@@ -280,42 +282,44 @@ static int gen_cmdline(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
-/* --- sys/ --- */
+/* --- sys/: the sysctl table (sentry/kernel/sysctl.c) and the generated files --- */
 
-static int gen_hostname(struct pseudo_node *n, FILE *out)
+/* Entry ids of sysctl files: SYSCTL_ENT_BASE + enum sysctl_id (below pseudo_ino's 4096). */
+#define SYSCTL_ENT_BASE 600
+
+static int gen_sysctl(struct pseudo_node *n, FILE *out)
 {
-	struct kernel *k = pseudo_fs_of(n)->k;
+	char buf[256];
+	ssize_t len = sysctl_read((enum sysctl_id)(n->ent->id - SYSCTL_ENT_BASE), buf, sizeof(buf));
 
-	if (!k) {
-		fputs("husk\n", out);
-		return 0;
-	}
-	pthread_mutex_lock(&k->lock);
-	fprintf(out, "%s\n", k->hostname);
-	pthread_mutex_unlock(&k->lock);
+	if (len < 0)
+		return (int)len;
+	fwrite(buf, 1, (size_t)len, out);
 	return 0;
 }
 
-/* Writing the host name is sethostname(2): root only (CAP_SYS_ADMIN), at most 64 bytes. */
-static ssize_t write_hostname(struct pseudo_node *n, const char *buf, size_t len)
+/*
+ * As Linux (proc_sys_permission, net_ctl_permissions): a sysctl file is writable by euid 0, and
+ * a net.* one by CAP_NET_ADMIN too; some handlers want CAP_NET_ADMIN even from root
+ * (net.ipv4.ip_forward: EPERM). The value is parsed and checked by the table (EINVAL).
+ */
+static ssize_t write_sysctl(struct pseudo_node *n, const char *buf, size_t len)
 {
-	struct kernel *k = pseudo_fs_of(n)->k;
+	enum sysctl_id id = (enum sysctl_id)(n->ent->id - SYSCTL_ENT_BASE);
+	const struct sysctl_def *d = sysctl_def(id);
 	struct task *t = task_current();
-	size_t l = len;
 
-	if (t && !cred_capable(&t->cred, 21 /* CAP_SYS_ADMIN */))
-		return -EPERM;
-	if (l && buf[l - 1] == '\n')
-		l--;
-	if (l > 64)
-		return -EINVAL;
-	if (!k)
-		return -EINVAL;
-	pthread_mutex_lock(&k->lock);
-	memcpy(k->hostname, buf, l);
-	k->hostname[l] = '\0';
-	pthread_mutex_unlock(&k->lock);
-	return (ssize_t)len;
+	if (!d || (d->flags & SYSCTL_F_RO))
+		return -EACCES;
+	if (t) {
+		bool net_admin = cred_capable(&t->cred, CAP_NET_ADMIN);
+
+		if (t->cred.euid != 0 && !((d->flags & SYSCTL_F_NET) && net_admin))
+			return -EACCES;
+		if ((d->flags & SYSCTL_F_NET_ADMIN) && !net_admin)
+			return -EPERM;
+	}
+	return sysctl_write(id, buf, len);
 }
 
 static int gen_osrelease(struct pseudo_node *n, FILE *out)
@@ -333,24 +337,6 @@ static int gen_ostype(struct pseudo_node *n, FILE *out)
 static int gen_kversion(struct pseudo_node *n, FILE *out)
 {
 	fprintf(out, "%s\n", HUSK_UTS_VERSION);
-	return 0;
-}
-
-static int gen_pid_max(struct pseudo_node *n, FILE *out)
-{
-	fputs("4194304\n", out);
-	return 0;
-}
-
-static int gen_cap_last_cap(struct pseudo_node *n, FILE *out)
-{
-	fputs("40\n", out);
-	return 0;
-}
-
-static int gen_ngroups_max(struct pseudo_node *n, FILE *out)
-{
-	fputs("65536\n", out);
 	return 0;
 }
 
@@ -405,32 +391,16 @@ static int gen_pipe_max_size(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
-static int gen_nr_open(struct pseudo_node *n, FILE *out)
-{
-	fputs("1048576\n", out);
-	return 0;
-}
-
-static int gen_file_max(struct pseudo_node *n, FILE *out)
-{
-	fputs("9223372036854775807\n", out);
-	return 0;
-}
-
-static int gen_overcommit_memory(struct pseudo_node *n, FILE *out)
-{
-	fputs("0\n", out);
-	return 0;
-}
-
-static int gen_max_map_count(struct pseudo_node *n, FILE *out)
-{
-	fputs("65530\n", out);
-	return 0;
-}
-
 #define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
 #define DIR(nm, id_, ch) PSEUDO_DIR(nm, id_, ch, 0555)
+
+/* A sysctl file: 0644, or 0444 for one the sandbox may not change (SYSCTL_F_RO). */
+#define SYSCTL_RW(nm, sid)                                                                    \
+	{                                                                                     \
+		.name = nm, .mode = S_IFREG | 0644, .gen = gen_sysctl, .write = write_sysctl, \
+		.id = SYSCTL_ENT_BASE + (sid)                                                 \
+	}
+#define SYSCTL_RO(nm, sid) REG(nm, SYSCTL_ENT_BASE + (sid), gen_sysctl)
 
 static const struct pseudo_ent sys_kernel_random_ents[] = {
 	REG("boot_id", 40, gen_boot_id),
@@ -439,31 +409,98 @@ static const struct pseudo_ent sys_kernel_random_ents[] = {
 };
 
 static const struct pseudo_ent sys_kernel_ents[] = {
-	REG("cap_last_cap", 50, gen_cap_last_cap),
-	{ .name = "hostname",
-	  .mode = S_IFREG | 0644,
-	  .gen = gen_hostname,
-	  .write = write_hostname,
-	  .id = 51 },
-	REG("ngroups_max", 52, gen_ngroups_max),
+	SYSCTL_RO("cap_last_cap", SYSCTL_KERNEL_CAP_LAST_CAP),
+	SYSCTL_RW("domainname", SYSCTL_KERNEL_DOMAINNAME),
+	SYSCTL_RW("hostname", SYSCTL_KERNEL_HOSTNAME),
+	SYSCTL_RW("msgmax", SYSCTL_KERNEL_MSGMAX),
+	SYSCTL_RW("msgmnb", SYSCTL_KERNEL_MSGMNB),
+	SYSCTL_RW("msgmni", SYSCTL_KERNEL_MSGMNI),
+	SYSCTL_RO("ngroups_max", SYSCTL_KERNEL_NGROUPS_MAX),
 	REG("osrelease", 53, gen_osrelease),
 	REG("ostype", 54, gen_ostype),
-	REG("pid_max", 55, gen_pid_max),
+	SYSCTL_RO("pid_max", SYSCTL_KERNEL_PID_MAX),
 	DIR("random", 56, sys_kernel_random_ents),
+	SYSCTL_RW("sem", SYSCTL_KERNEL_SEM),
+	SYSCTL_RW("shm_rmid_forced", SYSCTL_KERNEL_SHM_RMID_FORCED),
+	SYSCTL_RW("shmall", SYSCTL_KERNEL_SHMALL),
+	SYSCTL_RW("shmmax", SYSCTL_KERNEL_SHMMAX),
+	SYSCTL_RW("shmmni", SYSCTL_KERNEL_SHMMNI),
 	REG("version", 57, gen_kversion),
 	{ 0 },
 };
 
+static const struct pseudo_ent sys_fs_mqueue_ents[] = {
+	SYSCTL_RW("msg_default", SYSCTL_FS_MQUEUE_MSG_DEFAULT),
+	SYSCTL_RW("msg_max", SYSCTL_FS_MQUEUE_MSG_MAX),
+	SYSCTL_RW("msgsize_default", SYSCTL_FS_MQUEUE_MSGSIZE_DEFAULT),
+	SYSCTL_RW("msgsize_max", SYSCTL_FS_MQUEUE_MSGSIZE_MAX),
+	SYSCTL_RW("queues_max", SYSCTL_FS_MQUEUE_QUEUES_MAX),
+	{ 0 },
+};
+
 static const struct pseudo_ent sys_fs_ents[] = {
-	REG("file-max", 60, gen_file_max),
-	REG("nr_open", 61, gen_nr_open),
+	SYSCTL_RO("file-max", SYSCTL_FS_FILE_MAX),
+	DIR("mqueue", 560, sys_fs_mqueue_ents),
+	SYSCTL_RO("nr_open", SYSCTL_FS_NR_OPEN),
 	REG("pipe-max-size", 62, gen_pipe_max_size),
 	{ 0 },
 };
 
 static const struct pseudo_ent sys_vm_ents[] = {
-	REG("max_map_count", 70, gen_max_map_count),
-	REG("overcommit_memory", 71, gen_overcommit_memory),
+	SYSCTL_RO("max_map_count", SYSCTL_VM_MAX_MAP_COUNT),
+	SYSCTL_RO("overcommit_memory", SYSCTL_VM_OVERCOMMIT_MEMORY),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_core_ents[] = {
+	SYSCTL_RW("somaxconn", SYSCTL_NET_CORE_SOMAXCONN),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ipv4_ents[] = {
+	SYSCTL_RW("ip_forward", SYSCTL_NET_IPV4_IP_FORWARD),
+	SYSCTL_RW("ip_local_port_range", SYSCTL_NET_IPV4_IP_LOCAL_PORT_RANGE),
+	SYSCTL_RW("ip_unprivileged_port_start", SYSCTL_NET_IPV4_IP_UNPRIVILEGED_PORT_START),
+	SYSCTL_RW("ping_group_range", SYSCTL_NET_IPV4_PING_GROUP_RANGE),
+	SYSCTL_RW("tcp_fin_timeout", SYSCTL_NET_IPV4_TCP_FIN_TIMEOUT),
+	SYSCTL_RW("tcp_keepalive_intvl", SYSCTL_NET_IPV4_TCP_KEEPALIVE_INTVL),
+	SYSCTL_RW("tcp_keepalive_probes", SYSCTL_NET_IPV4_TCP_KEEPALIVE_PROBES),
+	SYSCTL_RW("tcp_keepalive_time", SYSCTL_NET_IPV4_TCP_KEEPALIVE_TIME),
+	SYSCTL_RW("tcp_syncookies", SYSCTL_NET_IPV4_TCP_SYNCOOKIES),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ipv6_all_ents[] = {
+	SYSCTL_RW("disable_ipv6", SYSCTL_NET_IPV6_CONF_ALL_DISABLE_IPV6),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ipv6_default_ents[] = {
+	SYSCTL_RW("disable_ipv6", SYSCTL_NET_IPV6_CONF_DEFAULT_DISABLE_IPV6),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ipv6_lo_ents[] = {
+	SYSCTL_RW("disable_ipv6", SYSCTL_NET_IPV6_CONF_LO_DISABLE_IPV6),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ipv6_conf_ents[] = {
+	DIR("all", 561, sys_net_ipv6_all_ents),
+	DIR("default", 562, sys_net_ipv6_default_ents),
+	DIR("lo", 563, sys_net_ipv6_lo_ents),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ipv6_ents[] = {
+	DIR("conf", 564, sys_net_ipv6_conf_ents),
+	{ 0 },
+};
+
+static const struct pseudo_ent sys_net_ents[] = {
+	DIR("core", 565, sys_net_core_ents),
+	DIR("ipv4", 566, sys_net_ipv4_ents),
+	DIR("ipv6", 567, sys_net_ipv6_ents),
 	{ 0 },
 };
 
@@ -518,6 +555,7 @@ static const struct pseudo_ent net_ents[] = {
 static const struct pseudo_ent sys_ents[] = {
 	DIR("fs", 80, sys_fs_ents),
 	DIR("kernel", 81, sys_kernel_ents),
+	DIR("net", 83, sys_net_ents),
 	DIR("vm", 82, sys_vm_ents),
 	{ 0 },
 };
@@ -647,6 +685,13 @@ struct vfs_fs *procfs_create(struct kernel *k)
 
 	if (!fs)
 		return NULL;
+	/* kernel.hostname and kernel.domainname are the kernel's fields (uname, sethostname). */
+	if (k) {
+		sysctl_bind_string(SYSCTL_KERNEL_HOSTNAME, k->hostname, sizeof(k->hostname),
+				   &k->lock);
+		sysctl_bind_string(SYSCTL_KERNEL_DOMAINNAME, k->domainname, sizeof(k->domainname),
+				   &k->lock);
+	}
 	if (pseudo_fs_init(fs, k, "proc", PROC_SUPER_MAGIC, &root_ent) < 0) {
 		free(fs);
 		return NULL;
