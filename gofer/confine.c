@@ -58,6 +58,39 @@ int gofer_close_fds_except(const int *keep, int nkeep)
 		}                                                         \
 	} while (0)
 
+/*
+ * Makes newroot (an empty directory of the scratch tmpfs) a root that holds one name, FILE, a
+ * bind of the regular file root_path names, and nothing else: the file's directory and its
+ * siblings are never mounted in the gofer's namespace, so no request can reach them.
+ */
+static int file_root_prepare(const char *newroot, const char *source, bool readonly)
+{
+	char file[80];
+	int fd;
+
+	/* pivot_root needs a mount point: newroot bound onto itself (the file bind goes inside
+	 * this mount, so it comes with the pivot). */
+	STEP("bind-mounting the file root's directory",
+	     mount(newroot, newroot, NULL, MS_BIND, NULL));
+	snprintf(file, sizeof(file), "%s/" GOFER_FILE_ROOT_NAME, newroot);
+	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		log_error("confine: making the file root's mount point: %s", strerror(errno));
+		return -errno;
+	}
+	close(fd); /* open for writing, it would keep the directory from going read-only */
+	STEP("bind-mounting the file", mount(source, file, NULL, MS_BIND, NULL));
+	/* Read-only in the kernel with --readonly (DESIGN.md rule 4), never set-uid or a device. */
+	STEP("remounting the file",
+	     mount(NULL, file, NULL,
+		   MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0), NULL));
+	/* The directory around it is always read-only: nothing can be created beside the file. */
+	STEP("remounting the file root's directory",
+	     mount(NULL, newroot, NULL,
+		   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+	return 0;
+}
+
 int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd)
 {
 	static const char *const scratch_candidates[] = { "/tmp", "/mnt", "/run", "/var/tmp" };
@@ -67,6 +100,7 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	char newroot[64], source[64];
 	unsigned long flags;
 	struct stat st;
+	bool is_file;
 	int fd;
 
 	/* Opened before the pivot, it is the gofer's way to reopen an O_PATH FD as a file. It
@@ -81,12 +115,23 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	STEP("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS));
 	STEP("making / private", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
 	/* Opened in the new namespace (a bind source must be in it), before the scratch tmpfs
-	 * below can hide it (root may be under /tmp). */
-	old_root = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	 * below can hide it (root may be under /tmp). The path is the runtime's (config.json's
+	 * source), resolved as mount(8) would; what it names must be a directory or a regular
+	 * file, and from here on only that inode is used (through /proc/self/fd). */
+	old_root = open(root, O_PATH | O_CLOEXEC);
 	if (old_root < 0) {
 		log_error("confine: %s: %s", root, strerror(errno));
 		return -errno;
 	}
+	if (fstat(old_root, &st) < 0) {
+		log_error("confine: %s: %s", root, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		log_error("confine: %s: neither a directory nor a regular file", root);
+		return -ENOTDIR;
+	}
+	is_file = S_ISREG(st.st_mode);
 	for (size_t i = 0; i < ARRAY_SIZE(scratch_candidates); i++) {
 		if (stat(scratch_candidates[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 			scratch = scratch_candidates[i];
@@ -105,22 +150,34 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 		   "size=4k,nr_inodes=8,mode=0700"));
 	snprintf(newroot, sizeof(newroot), "%s/root", scratch);
 	STEP("mkdir in the scratch tmpfs", mkdir(newroot, 0700));
-	/* Non-recursive: mounts under root (a host's /proc, /sys, /dev when root is /) are not
-	 * part of the bind, so they are not served; their mount points show as empty dirs. */
 	snprintf(source, sizeof(source), "/proc/self/fd/%d", old_root);
-	STEP("bind-mounting the root", mount(source, newroot, NULL, MS_BIND, NULL));
-	/* Read-only in the kernel too (DESIGN.md rule 4); set-uid bits and device nodes of the
-	 * served tree mean nothing to the gofer. */
-	flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0);
-	STEP("remounting the root", mount(NULL, newroot, NULL, flags, NULL));
+	if (is_file) {
+		int ret = file_root_prepare(newroot, source, readonly);
+
+		if (ret < 0)
+			return ret;
+	} else {
+		/* Non-recursive: mounts under root (a host's /proc, /sys, /dev when root is /) are
+		 * not part of the bind, so they are not served; their mount points show as empty
+		 * dirs. */
+		STEP("bind-mounting the root", mount(source, newroot, NULL, MS_BIND, NULL));
+		/* Read-only in the kernel too (DESIGN.md rule 4); set-uid bits and device nodes of
+		 * the served tree mean nothing to the gofer. */
+		flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0);
+		STEP("remounting the root", mount(NULL, newroot, NULL, flags, NULL));
+	}
 	STEP("chdir to the new root", chdir(newroot));
 	/* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the
 	 * bind mount alone in the namespace. */
 	STEP("pivot_root", syscall(SYS_pivot_root, ".", "."));
 	STEP("detaching the old root", umount2(".", MNT_DETACH));
 	STEP("chdir /", chdir("/"));
-	/* old_root still points into the detached tree: closed on return. */
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* old_root still points into the detached tree: closed on return. A file root is served
+	 * as the file itself: the server's root FD is the file's. */
+	if (is_file)
+		fd = open("/" GOFER_FILE_ROOT_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	else
+		fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		log_error("confine: opening the new root: %s", strerror(errno));
 		return -errno;

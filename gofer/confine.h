@@ -9,12 +9,19 @@
 /* Closes every FD but those in keep[0..nkeep) (at most 16). Returns 0 or -errno. */
 int gofer_close_fds_except(const int *keep, int nkeep);
 
+/* The one name in the root of a gofer serving a single file (gofer_pivot_into). */
+#define GOFER_FILE_ROOT_NAME "file"
+
 /*
  * Puts the calling process in a new mount namespace whose root is a non-recursive bind mount of
  * root (read-only when readonly; nosuid and nodev always), with the old root detached.
- * Returns 0 with *root_fd, an O_PATH FD of the new root, and *proc_fd, an FD of /proc/self/fd
- * opened before the pivot (the only way out of the new root, used to reopen handles); or -errno,
- * after logging which step failed.
+ * When root names a regular file (a file bind mount), the new root is instead a read-only
+ * directory holding only GOFER_FILE_ROOT_NAME, a bind of that file (read-only when readonly):
+ * nothing else of the file's directory is in the namespace. Anything but a directory or a
+ * regular file is -ENOTDIR.
+ * Returns 0 with *root_fd, an O_PATH FD of the served root (the directory, or the file), and
+ * *proc_fd, an FD of /proc/self/fd opened before the pivot (the only way out of the new root,
+ * used to reopen handles); or -errno, after logging which step failed.
  */
 int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * husk-gofer: serves one directory tree to one sentry.
+ * husk-gofer: serves one directory tree (or one regular file: a file bind mount) to one sentry.
  *
  *   husk-gofer --fd N [--readonly] ROOT
  *
@@ -35,7 +35,8 @@ const char *__asan_default_options(void)
 static void usage(void)
 {
 	fputs("usage: husk-gofer --fd N [--readonly] ROOT\n"
-	      "husk-gofer is started by husk; it serves ROOT over the socket at fd N.\n",
+	      "husk-gofer is started by husk; it serves ROOT (a directory or a regular file)\n"
+	      "over the socket at fd N.\n",
 	      stderr);
 }
 

@@ -39,6 +39,7 @@ struct gofer_node {
 
 struct gofer_server {
 	int root_fd;
+	bool root_is_file; /* serving one regular file (a file bind mount) */
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH FDs */
 	bool readonly;
 	uint32_t max_handles;
@@ -213,15 +214,24 @@ static int do_mount(struct gofer_server *s, const struct gofer_req *req, struct 
 
 	if (req->mount.version != GOFER_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
-	fd = openat(s->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	/* A file root (a file bind mount) is reopened through its /proc link: that inode only. */
+	if (s->root_is_file) {
+		fd = fd_reopen(s, s->root_fd, O_PATH);
+		if (fd < 0)
+			return fd;
+	} else {
+		fd = openat(s->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
 	ret = fd_attr(fd, &rep->mount.attr);
+	if (ret == 0 && (rep->mount.attr.mode & S_IFMT) != (s->root_is_file ? S_IFREG : S_IFDIR))
+		ret = -EIO;
 	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
-	h = node_add(s, fd, S_IFDIR);
+	h = node_add(s, fd, rep->mount.attr.mode);
 	if (h < 0)
 		return (int)h;
 	rep->mount.root = (uint64_t)h;
@@ -1222,6 +1232,7 @@ int gofer_server_create(int root_fd, int proc_fd, const struct gofer_server_conf
 			struct gofer_server **out)
 {
 	struct gofer_server *s;
+	struct stat st = { 0 };
 
 	if (root_fd < 0 || proc_fd < 0) {
 		if (root_fd >= 0)
@@ -1236,7 +1247,17 @@ int gofer_server_create(int root_fd, int proc_fd, const struct gofer_server_conf
 		close(proc_fd);
 		return -ENOMEM;
 	}
+	/* The root is a directory, or a regular file served alone (a file bind mount). */
+	if (fstat(root_fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+		int ret = st.st_mode ? -ENOTDIR : -errno;
+
+		close(root_fd);
+		close(proc_fd);
+		free(s);
+		return ret;
+	}
 	s->root_fd = root_fd;
+	s->root_is_file = S_ISREG(st.st_mode);
 	s->proc_fd = proc_fd;
 	s->readonly = cfg && cfg->readonly;
 	s->max_handles = cfg && cfg->max_handles ? cfg->max_handles : GOFER_MAX_HANDLES;

@@ -24,8 +24,10 @@ struct gofer_server_config {
 
 /*
  * Creates a server for the directory root_fd (any FD of it, O_PATH is enough), reopening handles
- * through proc_fd, an FD of /proc/self/fd. Takes ownership of both FDs, even on failure.
- * Returns 0 and *out, or -errno.
+ * through proc_fd, an FD of /proc/self/fd. root_fd may also be a regular file (a file bind
+ * mount): MOUNT then gives a handle of that file, and no request can name anything else (WALK,
+ * GETDENTS and the write messages that take a directory get ENOTDIR). Takes ownership of both
+ * FDs, even on failure. Returns 0 and *out, or -errno (-ENOTDIR: root_fd is neither).
  */
 int gofer_server_create(int root_fd, int proc_fd, const struct gofer_server_config *cfg,
 			struct gofer_server **out);

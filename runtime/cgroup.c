@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,21 @@ static void v2_enable_controllers(const char *dir)
 	}
 }
 
+/*
+ * The host cgroup's memory limit for a guest limit: the sentry enforces the guest's own limit on
+ * the memory file (its OOM killer picks the process to kill); the host cgroup also holds the
+ * sentry's and gofer's own memory and page cache, so it gets a margin above it (a quarter, at
+ * least 64 MiB) and stays a backstop, reached only if the sentry fails to keep the limit.
+ */
+static int64_t host_memory_limit(int64_t memory)
+{
+	int64_t margin = memory / 4 > (64LL << 20) ? memory / 4 : (64LL << 20);
+
+	if (memory < 0 || memory > INT64_MAX - margin)
+		return memory;
+	return memory + margin;
+}
+
 static int set_limits(const char *path, int64_t memory, int64_t pids, uint64_t shares,
 		      int64_t quota, uint64_t period)
 {
@@ -151,6 +167,7 @@ static int set_limits(const char *path, int64_t memory, int64_t pids, uint64_t s
 	int ret = 0, r;
 
 	if (memory != -2) {
+		memory = host_memory_limit(memory);
 		if (v2 && hier_path(H_V2, path, dir, sizeof(dir))) {
 			if (memory < 0)
 				snprintf(val, sizeof(val), "max");

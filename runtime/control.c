@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The control protocol's codec (see control.h). Linked by husk and by the sentry. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/control.h"
 
@@ -65,7 +67,8 @@ int control_decode_exec(const void *msg, size_t len, struct control_exec_req *re
 	    h->len != len - sizeof(*h))
 		return -EINVAL;
 	memcpy(&req->e, (const char *)msg + sizeof(*h), sizeof(req->e));
-	if (req->e.nargs == 0 || req->e.nargs > len || req->e.nenv > len || req->e.ngroups > 32)
+	if (req->e.nargs == 0 || req->e.nargs > len || req->e.nenv > len || req->e.ngroups > 32 ||
+	    req->e.npreserve > CONTROL_MAX_PRESERVE)
 		return -EINVAL;
 	p = (const char *)msg + sizeof(*h) + sizeof(req->e);
 	end = (const char *)msg + len;
@@ -94,4 +97,59 @@ bad:
 	free(req->env);
 	req->args = req->env = NULL;
 	return -EINVAL;
+}
+
+size_t control_encode_signal(int32_t pid, int sig, void *buf)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_SIGNAL,
+				 .len = sizeof(struct control_signal) };
+	struct control_signal s = { .pid = pid, .sig = sig };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy((char *)buf + sizeof(h), &s, sizeof(s));
+	return CONTROL_SIGNAL_MSG_LEN;
+}
+
+int control_decode_signal(const void *msg, size_t len, struct control_signal *out)
+{
+	struct control_hdr h;
+
+	memset(out, 0, sizeof(*out));
+	if (len != CONTROL_SIGNAL_MSG_LEN)
+		return -EINVAL;
+	memcpy(&h, msg, sizeof(h));
+	if (h.magic != CONTROL_MAGIC || h.version != CONTROL_VERSION || h.op != CONTROL_SIGNAL ||
+	    h.len != sizeof(*out))
+		return -EINVAL;
+	memcpy(out, (const char *)msg + sizeof(h), sizeof(*out));
+	if (out->pid == 0 || out->pid < -1 || out->sig < 1 || out->sig > 64) {
+		memset(out, 0, sizeof(*out));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int control_listen_fds(void)
+{
+	const char *fds = getenv("LISTEN_FDS"), *pid = getenv("LISTEN_PID");
+	char *end;
+	long n;
+
+	if (!fds || !*fds || !pid || !*pid || strtol(pid, &end, 10) != getpid() || *end)
+		return 0;
+	n = strtol(fds, &end, 10);
+	return *end || n <= 0 || n > CONTROL_MAX_PRESERVE ? 0 : (int)n;
+}
+
+int control_check_preserved(int n, int *bad)
+{
+	for (int i = 0; i < n; i++) {
+		if (fcntl(3 + i, F_GETFD) < 0) {
+			*bad = i;
+			return -EBADF;
+		}
+	}
+	return 0;
 }

@@ -18,13 +18,24 @@
  *
  * CONTROL_EXEC payload: struct control_exec, then its strings, each NUL-terminated, in order:
  * cwd, the nargs arguments, the nenv environment entries. fds: stdin, stdout, stderr (or one pty
- * slave when CONTROL_EXEC_TTY). All integers are host-endian (both ends are on one host).
+ * slave when CONTROL_EXEC_TTY), then npreserve more (--preserve-fds, $LISTEN_FDS) that become
+ * the process's fds 3, 4, ... All integers are host-endian (both ends are on one host).
+ *
+ * CONTROL_SIGNAL payload: struct control_signal, no fds, on a connection of its own (the exec
+ * connection's thread is busy waiting for the process). Its reply is a CONTROL_REPLY whose err is
+ * 0, -ESRCH (no such process) or -EINVAL (a bad signal number or request).
+ *
+ * CONTROL_UPDATE payload: struct control_update, no fds. Its reply is a CONTROL_REPLY whose err is
+ * 0 or -EINVAL (a malformed request). A memory limit below the usage OOM-kills down to it before
+ * the reply, as a write to Linux's memory.max.
  */
 #ifndef HUSK_RUNTIME_CONTROL_H
 #define HUSK_RUNTIME_CONTROL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CONTROL_MAGIC 0x4b535548u /* "HUSK" */
 #define CONTROL_VERSION 1
@@ -36,6 +47,8 @@ enum control_op {
 	CONTROL_EXITED = 3,
 	CONTROL_PS = 4, /* the guest's process list (husk ps) */
 	CONTROL_PS_REPLY = 5,
+	CONTROL_UPDATE = 6, /* new memory and pids limits (husk update) */
+	CONTROL_SIGNAL = 7, /* a signal to a guest process (husk exec's proxy forwards its own) */
 };
 
 struct control_hdr {
@@ -55,7 +68,12 @@ struct control_exec {
 	uint32_t nargs, nenv;
 	uint32_t ngroups;
 	uint32_t groups[32];
+	uint32_t npreserve; /* fds after stdio that become the process's fds 3.. */
 };
+
+/* Most fds a CONTROL_EXEC request carries: stdio and the preserved ones. */
+#define CONTROL_MAX_PRESERVE 250
+#define CONTROL_MAX_FDS (3 + CONTROL_MAX_PRESERVE)
 
 struct control_reply {
 	int32_t err; /* 0 or -errno */
@@ -85,6 +103,60 @@ struct control_ps_entry {
 	char comm[16];
 };
 
+/*
+ * A signal for a guest process, sent as kill(2) from outside the sandbox would: to a process that
+ * is not pid 1 the default actions apply; pid 1 gets it only if it handles or blocks it (SIGKILL
+ * and SIGSTOP always). pid -1: every process of the sandbox, pid 1 included.
+ */
+struct control_signal {
+	int32_t pid;
+	int32_t sig; /* 1..64 */
+};
+
+/* New limits for the sandbox (husk update). Each: -1 no limit, -2 unchanged, else the limit. */
+struct control_update {
+	int64_t memory; /* bytes */
+	int64_t pids; /* tasks; a limit below the current count only stops new forks */
+};
+
+#define CONTROL_UPDATE_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_update))
+
+/* Encodes an update request into buf (at least CONTROL_UPDATE_MSG_LEN bytes). Returns its size. */
+static inline size_t control_encode_update(int64_t memory, int64_t pids, void *buf)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_UPDATE,
+				 .len = sizeof(struct control_update) };
+	struct control_update u = { .memory = memory, .pids = pids };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy((char *)buf + sizeof(h), &u, sizeof(u));
+	return CONTROL_UPDATE_MSG_LEN;
+}
+
+/*
+ * Decodes a message of len bytes holding an update request into *out. Returns 0, or -EINVAL
+ * for anything malformed (bad magic, version, op or length; a limit below -2; pids past 2^31-1).
+ */
+static inline int control_decode_update(const void *msg, size_t len, struct control_update *out)
+{
+	struct control_hdr h;
+	struct control_update u;
+
+	if (!msg || len != CONTROL_UPDATE_MSG_LEN)
+		return -EINVAL;
+	memcpy(&h, msg, sizeof(h));
+	if (h.magic != CONTROL_MAGIC || h.version != CONTROL_VERSION || h.op != CONTROL_UPDATE ||
+	    h.len != sizeof(u))
+		return -EINVAL;
+	memcpy(&u, (const char *)msg + sizeof(h), sizeof(u));
+	if (u.memory < -2 || u.pids < -2 || u.pids > INT32_MAX)
+		return -EINVAL;
+	*out = u;
+	return 0;
+}
+
 /* A decoded CONTROL_EXEC request; strings point into the message buffer. */
 struct control_exec_req {
 	struct control_exec e;
@@ -106,5 +178,44 @@ void *control_encode_exec(const struct control_exec *e, const char *cwd, char *c
  * missing NUL terminators, trailing bytes).
  */
 int control_decode_exec(const void *msg, size_t len, struct control_exec_req *req);
+
+/* Encodes a signal request into buf (at least CONTROL_SIGNAL_MSG_LEN bytes). Returns its size. */
+#define CONTROL_SIGNAL_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_signal))
+size_t control_encode_signal(int32_t pid, int sig, void *buf);
+
+/*
+ * Decodes a message of len bytes holding a signal request into *out. Returns 0, or -EINVAL for
+ * anything malformed (bad magic, version, op or length; pid 0 or below -1; sig outside 1..64).
+ */
+int control_decode_signal(const void *msg, size_t len, struct control_signal *out);
+
+/*
+ * runc's $LISTEN_FDS (go-systemd's activation.Files): when LISTEN_FDS is set and LISTEN_PID is
+ * the caller's pid, fds 3..3+LISTEN_FDS-1 are socket-activation fds that go to the container's
+ * process before the --preserve-fds ones. Returns how many (at most CONTROL_MAX_PRESERVE), or 0.
+ */
+int control_listen_fds(void);
+
+/*
+ * Checks that fds 3..3+n-1 are open (husk create, run and exec, before opening anything that
+ * could take a missing one's number). Returns 0, or -EBADF with *bad set to the first missing
+ * one's index.
+ */
+int control_check_preserved(int n, int *bad);
+
+/* --- husk's side (runtime/control_client.c, not linked into the sentry) --- */
+
+/* Connects to the control socket at path. Returns the connected socket or -errno. */
+int control_dial(const char *path);
+/*
+ * Receives one message of type op whose payload is exactly len bytes (at most 48) into payload.
+ * Returns 0, -EPIPE (closed), -EPROTO (another message) or -errno.
+ */
+int control_recv(int sock, uint16_t op, void *payload, size_t len);
+/*
+ * Sends one request without fds (msg, len bytes) on a new connection to path and waits for its
+ * CONTROL_REPLY. Returns the reply's err (0 or -errno from the sentry) or -errno.
+ */
+int control_call(const char *path, const void *msg, size_t len);
 
 #endif

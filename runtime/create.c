@@ -18,8 +18,9 @@
 
 #include "common/cleanup.h"
 #include "oci-spec/state.h"
-#include "runtime/oci.h"
 #include "sentry/kernel/sysctl.h"
+#include "runtime/control.h"
+#include "runtime/oci.h"
 
 /* Copies the bundle's config.json into the state directory (later commands read that copy). */
 static int copy_config(const char *from, const struct container *c)
@@ -82,6 +83,13 @@ int oci_create_container(const struct create_args *a, struct container *c)
 
 	memset(c, 0, sizeof(*c));
 	c->lock_fd = -1;
+	/* Before husk opens anything that could take a missing one's number. */
+	if (a->preserve_fds < 0 || a->preserve_fds + control_listen_fds() > CONTROL_MAX_PRESERVE)
+		return oci_fail("--preserve-fds %d: expected 0 to %d", a->preserve_fds,
+				CONTROL_MAX_PRESERVE - control_listen_fds());
+	if (control_check_preserved(a->preserve_fds + control_listen_fds(), &ret) < 0)
+		return oci_fail("unable to stat preserved-fd %d (of %d): %s", ret,
+				a->preserve_fds + control_listen_fds(), strerror(EBADF));
 	if (container_id_valid(a->id) < 0)
 		return oci_fail("invalid container id '%s'", a->id);
 	bundle = realpath(a->bundle ? a->bundle : ".", NULL);

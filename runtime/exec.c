@@ -18,6 +18,18 @@
  *
  * --tty without --console-socket: husk makes the pty itself and copies between it and its own
  * stdio until the process ends.
+ *
+ * Signals: as runc's exec, husk exec (and the detached exec proxy) forwards every signal it can
+ * catch to the guest process, except SIGCHLD, SIGURG (ignored), the synchronous fault signals,
+ * and SIGWINCH, which resizes the pty husk holds (--tty without --console-socket; the guest
+ * process then gets SIGWINCH too) and is otherwise ignored. Each forwarded signal is a
+ * CONTROL_SIGNAL request on a connection of its own (the exec connection stays the sentry's
+ * for the exit status); the sentry sends it as kill(2) from outside the sandbox would.
+ *
+ * --preserve-fds N: husk's fds 3..3+N-1 become the process's fds 3..3+N-1 (after the
+ * $LISTEN_FDS ones when LISTEN_FDS is set and LISTEN_PID is husk's pid, as runc; the process
+ * then gets LISTEN_FDS and LISTEN_PID=1). They travel with the request (SCM_RIGHTS) and are
+ * read and written by the sentry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -124,7 +137,7 @@ static int load_process(const char *file, struct exec_proc *p)
 static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 3)];
+		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
@@ -140,29 +153,6 @@ static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, 
 	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
-/* Receives one message of the given op and payload size. Returns 0, -EPIPE (EOF) or -errno. */
-static int recv_msg(int sock, uint16_t op, void *payload, size_t len)
-{
-	char buf[64];
-	struct control_hdr h;
-	ssize_t n;
-
-	do
-		n = recv(sock, buf, sizeof(buf), 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return -EPIPE;
-	if ((size_t)n != sizeof(h) + len)
-		return -EPROTO;
-	memcpy(&h, buf, sizeof(h));
-	if (h.magic != CONTROL_MAGIC || h.op != op || h.len != len)
-		return -EPROTO;
-	memcpy(payload, buf + sizeof(h), len);
-	return 0;
 }
 
 /* husk's exit status for a wait status: the code, or 128+N after signal N. */
@@ -182,14 +172,99 @@ static void restore_tty(void)
 		tcsetattr(0, TCSANOW, &saved_tio);
 }
 
-/* Copies between husk's stdio and the pty master until the exited message arrives on sock. */
-static int proxy_tty(int master, int sock)
+/* Signals husk exec does not forward: its own child reaping, faults, and the unblockable. */
+static bool not_forwarded(int sig)
+{
+	switch (sig) {
+	case SIGKILL:
+	case SIGSTOP:
+	case SIGCHLD:
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGFPE:
+	case SIGILL:
+	case SIGTRAP:
+	case SIGSYS:
+		return true;
+	default:
+		/* glibc's own (SIGCANCEL, SIGSETXID): below SIGRTMIN, never sent to us. */
+		return sig >= 32 && sig < SIGRTMIN;
+	}
+}
+
+/*
+ * Blocks every signal husk exec forwards and returns a signalfd that reads them, or -errno.
+ * Each gets the default action first: one the caller's shell ignores (SIGINT and SIGQUIT for a
+ * background command) would be discarded when sent, never read. Call before the process
+ * starts, so that no signal meant for it is lost (runc does the same).
+ */
+static int forward_signals_fd(void)
+{
+	sigset_t set;
+	int fd;
+
+	sigemptyset(&set);
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (!not_forwarded(sig))
+			sigaddset(&set, sig);
+	}
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sigismember(&set, sig))
+			signal(sig, SIG_DFL);
+	}
+	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Where signals for the guest process go: its control socket and pid. */
+static const char *ctl_path;
+static int32_t guest_pid;
+
+/* Asks the sentry to send sig to the guest process (CONTROL_SIGNAL). Returns its err. */
+static int send_signal(int sig)
+{
+	char msg[CONTROL_SIGNAL_MSG_LEN];
+	size_t len = control_encode_signal(guest_pid, sig, msg);
+
+	return control_call(ctl_path, msg, len);
+}
+
+/* Handles the signals waiting on sigfd: forwarded, or a resize of the pty master (or -1). */
+static void handle_signals(int sigfd, int master)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGURG)
+			continue;
+		if (sig == SIGWINCH) {
+			struct winsize ws;
+
+			/* Only a pty husk holds: the guest's terminal is not its own. */
+			if (master < 0 || ioctl(0, TIOCGWINSZ, &ws) < 0)
+				continue;
+			ioctl(master, TIOCSWINSZ, &ws);
+		}
+		send_signal(sig);
+	}
+}
+
+/*
+ * The exec proxy's loop: until the exited message arrives on sock, forwards the signals read
+ * from sigfd and, with a pty master (>= 0), copies between it and husk's stdio. Returns the
+ * guest process's wait status, or -1 (the message printed) when the connection was lost.
+ */
+static int proxy_loop(int sock, int sigfd, int master)
 {
 	struct control_exited ex;
 	char buf[4096];
-	bool in_open = true;
+	bool in_open = master >= 0, master_open = master >= 0;
 
-	if (isatty(0) && tcgetattr(0, &saved_tio) == 0) {
+	if (master >= 0 && isatty(0) && tcgetattr(0, &saved_tio) == 0) {
 		struct termios raw = saved_tio;
 
 		tio_saved = true;
@@ -198,22 +273,32 @@ static int proxy_tty(int master, int sock)
 		tcsetattr(0, TCSANOW, &raw);
 	}
 	for (;;) {
-		struct pollfd p[3] = { { .fd = master, .events = POLLIN },
-				       { .fd = sock, .events = POLLIN },
+		struct pollfd p[4] = { { .fd = sock, .events = POLLIN },
+				       { .fd = sigfd, .events = POLLIN },
+				       { .fd = master_open ? master : -1, .events = POLLIN },
 				       { .fd = in_open ? 0 : -1, .events = POLLIN } };
 
-		if (poll(p, 3, -1) < 0) {
+		if (poll(p, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return oci_fail("exec: poll: %s", strerror(errno));
+			restore_tty();
+			oci_fail("exec: poll: %s", strerror(errno));
+			return -1;
 		}
-		if (p[0].revents & POLLIN) {
+		if (p[1].revents & POLLIN)
+			handle_signals(sigfd, master);
+		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
 			ssize_t n = read(master, buf, sizeof(buf));
 
-			if (n > 0 && write(1, buf, (size_t)n) < 0)
-				return 1;
+			/* EIO once the guest's side is closed: wait for the exit status alone. */
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				master_open = false;
+			if (n > 0 && write(1, buf, (size_t)n) < 0) {
+				restore_tty();
+				return 1 << 8;
+			}
 		}
-		if (p[2].revents & (POLLIN | POLLHUP)) {
+		if (p[3].revents & (POLLIN | POLLHUP)) {
 			ssize_t n = read(0, buf, sizeof(buf));
 
 			if (n <= 0)
@@ -221,31 +306,28 @@ static int proxy_tty(int master, int sock)
 			else if (write(master, buf, (size_t)n) < 0)
 				in_open = false;
 		}
-		if (p[1].revents & (POLLIN | POLLHUP)) {
-			int ret = recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex));
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			int ret = control_recv(sock, CONTROL_EXITED, &ex, sizeof(ex));
 			ssize_t n;
 
 			/* What the process wrote last is still in the pty. */
-			while ((n = read(master, buf, sizeof(buf))) > 0)
-				if (write(1, buf, (size_t)n) < 0)
-					break;
+			if (master >= 0) {
+				int fl = fcntl(master, F_GETFL);
+
+				fcntl(master, F_SETFL, fl | O_NONBLOCK);
+				while ((n = read(master, buf, sizeof(buf))) > 0)
+					if (write(1, buf, (size_t)n) < 0)
+						break;
+			}
 			restore_tty();
-			if (ret < 0)
-				return oci_fail("exec: lost the sandbox's control connection");
-			return exit_code(ex.status);
+			if (ret < 0) {
+				oci_fail("exec: lost the sandbox's control connection (%s)",
+					 strerror(-ret));
+				return -1;
+			}
+			return ex.status;
 		}
 	}
-}
-
-/* Waits for the exited message. Returns husk's exit status. */
-static int wait_exited(int sock)
-{
-	struct control_exited ex;
-	int ret = recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex));
-
-	if (ret < 0)
-		return oci_fail("exec: lost the sandbox's control connection (%s)", strerror(-ret));
-	return exit_code(ex.status);
 }
 
 /* The runc-worded failure for an exec that did not start. */
@@ -293,7 +375,6 @@ int cmd_exec(int argc, char **argv)
 	char **extra_env = calloc((size_t)argc + 1, sizeof(char *));
 	uint32_t gids[32];
 	int ngids = 0;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_free_ char *sock_path = NULL;
 	_cleanup_free_ void *msg = NULL;
 	_cleanup_close_ int sock = -1;
@@ -302,7 +383,9 @@ int cmd_exec(int argc, char **argv)
 	struct container c;
 	bool detach = false, tty = false;
 	size_t nextra = 0, len;
-	int opt, ret, fds[3], nfds;
+	int opt, ret, fds[CONTROL_MAX_FDS], nfds, npreserve = 0, nlisten;
+	_cleanup_close_ int sigfd = -1;
+	char listen_env[32];
 
 	if (!extra_env)
 		return oci_fail("out of memory");
@@ -337,9 +420,18 @@ int cmd_exec(int argc, char **argv)
 			if (ngids < 32)
 				gids[ngids++] = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
+		case 'f': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || n < 0 || n > CONTROL_MAX_PRESERVE)
+				return oci_fail("exec: --preserve-fds %s: expected 0 to %d", optarg,
+						CONTROL_MAX_PRESERVE);
+			npreserve = (int)n;
+			break;
+		}
 		case 'n':
 		case 'C':
-		case 'f':
 		case 'l':
 		case 'a':
 		case 'g':
@@ -353,6 +445,13 @@ int cmd_exec(int argc, char **argv)
 		return oci_fail("exec: expected a container id");
 	if (!process && optind + 1 >= argc)
 		return oci_fail("exec: expected a command, or --process FILE");
+	/* Checked before husk opens anything that could take a missing one's number. */
+	nlisten = control_listen_fds();
+	if (nlisten + npreserve > CONTROL_MAX_PRESERVE)
+		return oci_fail("exec: at most %d preserved fds", CONTROL_MAX_PRESERVE);
+	if (control_check_preserved(nlisten + npreserve, &ret) < 0)
+		return oci_fail("unable to stat preserved-fd %d (of %d): %s", ret,
+				nlisten + npreserve, strerror(EBADF));
 	if (oci_load_or_fail(argv[optind], &c))
 		return 1;
 	if (container_status(&c) != CONTAINER_RUNNING) {
@@ -430,6 +529,23 @@ int cmd_exec(int argc, char **argv)
 		}
 		p.env[n] = NULL;
 	}
+	if (nlisten) {
+		/* As runc: the process learns of the socket-activation fds. */
+		size_t n = 0;
+		char **env;
+
+		while (p.env[n])
+			n++;
+		env = realloc(p.env, (n + 3) * sizeof(char *));
+		if (!env)
+			return oci_fail("out of memory");
+		p.env = env;
+		snprintf(listen_env, sizeof(listen_env), "LISTEN_FDS=%d", nlisten);
+		p.env[n++] = listen_env;
+		p.env[n++] = "LISTEN_PID=1";
+		p.env[n] = NULL;
+	}
+	p.e.npreserve = (uint32_t)(nlisten + npreserve);
 	if (tty && detach && !console) {
 		container_release(&c);
 		return oci_fail("cannot allocate tty if runc will detach without setting console "
@@ -459,12 +575,16 @@ int cmd_exec(int argc, char **argv)
 	container_release(&c);
 	if (!msg)
 		return oci_fail("exec: %s", strerror(errno));
-	if (!sock_path || strlen(sock_path) >= sizeof(sa.sun_path))
-		return oci_fail("exec: control socket path too long");
-	strcpy(sa.sun_path, sock_path);
-	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return oci_fail("exec: the sandbox's control socket: %s", strerror(errno));
+	if (!sock_path)
+		return oci_fail("exec: %s", strerror(ENOMEM));
+	ctl_path = sock_path;
+	/* Before the process starts: no signal for it is lost meanwhile. */
+	sigfd = forward_signals_fd();
+	if (sigfd < 0)
+		return oci_fail("exec: signalfd: %s", strerror(-sigfd));
+	sock = control_dial(sock_path);
+	if (sock < 0)
+		return oci_fail("exec: the sandbox's control socket: %s", strerror(-sock));
 	if (tty) {
 		fds[0] = slave;
 		nfds = 1;
@@ -474,16 +594,19 @@ int cmd_exec(int argc, char **argv)
 		fds[2] = 2;
 		nfds = 3;
 	}
+	for (uint32_t i = 0; i < p.e.npreserve; i++)
+		fds[nfds++] = 3 + (int)i;
 	ret = send_with_fds(sock, msg, len, fds, nfds);
 	if (slave >= 0)
 		close(slave);
 	if (ret < 0)
 		return oci_fail("exec: sending the request: %s", strerror(-ret));
-	ret = recv_msg(sock, CONTROL_REPLY, &r, sizeof(r));
+	ret = control_recv(sock, CONTROL_REPLY, &r, sizeof(r));
 	if (ret < 0)
 		return oci_fail("exec: no answer from the sandbox (%s)", strerror(-ret));
 	if (r.err < 0)
 		return exec_failed(p.args[0], r.err);
+	guest_pid = r.pid;
 	if (detach) {
 		/* The exec proxy: the host process that lives as long as the guest process. */
 		pid_t pid = fork();
@@ -492,7 +615,6 @@ int cmd_exec(int argc, char **argv)
 			return oci_fail("exec: fork: %s", strerror(errno));
 		if (pid == 0) {
 			int status;
-			struct control_exited ex;
 			int devnull = open("/dev/null", O_RDWR);
 
 			setsid();
@@ -500,13 +622,20 @@ int cmd_exec(int argc, char **argv)
 				dup2(devnull, 0);
 				dup2(devnull, 1);
 				dup2(devnull, 2);
+				if (devnull > 2)
+					close(devnull);
 			}
-			if (recv_msg(sock, CONTROL_EXITED, &ex, sizeof(ex)) < 0)
+			status = proxy_loop(sock, sigfd, -1);
+			if (status < 0)
 				_exit(EXIT_EXEC_FAILED);
-			status = ex.status;
 			if (status & 0x7f) {
 				/* Die of the same signal, so that a waiting engine sees it. */
+				sigset_t one;
+
+				sigemptyset(&one);
+				sigaddset(&one, status & 0x7f);
 				signal(status & 0x7f, SIG_DFL);
+				sigprocmask(SIG_UNBLOCK, &one, NULL);
 				kill(getpid(), status & 0x7f);
 			}
 			_exit(exit_code(status));
@@ -517,7 +646,6 @@ int cmd_exec(int argc, char **argv)
 	}
 	if (pid_file && (ret = write_pid_file(pid_file, getpid())) < 0)
 		return oci_fail("pid file %s: %s", pid_file, strerror(-ret));
-	if (master >= 0)
-		return proxy_tty(master, sock);
-	return wait_exited(sock);
+	ret = proxy_loop(sock, sigfd, master);
+	return ret < 0 ? 1 : exit_code(ret);
 }

@@ -2,8 +2,9 @@
 /*
  * husk kill [--all] ID [SIGNAL]: sends SIGNAL (default TERM; a name or a number) to the sentry,
  * the container's process. The sentry forwards TERM, INT, HUP, QUIT, USR1 and USR2 to guest pid
- * 1; KILL kills the sentry and with it the whole sandbox. --all also signals every other host
- * process of the sandbox (the gofer, the stubs) through the cgroup.
+ * 1; KILL kills the sentry and with it the whole sandbox. --all sends SIGNAL to every guest
+ * process instead, through the control socket (CONTROL_SIGNAL to pid -1); KILL --all also kills
+ * the sandbox's other host processes (the gofer, the stubs) through the cgroup.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,6 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
+#include "runtime/control.h"
 #include "runtime/oci.h"
 
 int cmd_kill(int argc, char **argv)
@@ -45,6 +48,20 @@ int cmd_kill(int argc, char **argv)
 		container_release(&c);
 		return oci_fail("container not running");
 	}
+	if (all && sig != SIGKILL) {
+		/* Every guest process: the sentry signals them as kill(-1) from outside would. */
+		_cleanup_free_ char *path = container_path(&c, "control.sock");
+		char msg[CONTROL_SIGNAL_MSG_LEN];
+		size_t len = control_encode_signal(-1, sig, msg);
+		int r = path ? control_call(path, msg, len) : -ENOMEM;
+
+		if (r < 0)
+			ret = oci_fail("kill --all: %s", r == -ECONNREFUSED || r == -ENOENT ?
+								 "container not running" :
+								 strerror(-r));
+		container_release(&c);
+		return ret;
+	}
 	/* A pidfd, opened after checking the start time, cannot hit a reused pid. */
 	pfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
 	if (pfd < 0 || process_start_time(c.pid) != c.pid_start ||
@@ -52,6 +69,7 @@ int cmd_kill(int argc, char **argv)
 		ret = oci_fail("container not running");
 	if (pfd >= 0)
 		close(pfd);
+	/* KILL --all: the sandbox dies with its sentry; its other host processes go at once. */
 	if (all && c.cgroup) {
 		pid_t *pids = NULL;
 		int n = cgroup_pids(c.cgroup, &pids);

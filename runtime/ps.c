@@ -26,7 +26,6 @@ static int fetch_processes(const char *sock_path, struct control_ps_entry **out)
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
 				 .version = CONTROL_VERSION,
 				 .op = CONTROL_PS };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t max = sizeof(h) + sizeof(struct control_ps_reply) +
 		     CONTROL_PS_MAX * sizeof(struct control_ps_entry);
 	_cleanup_free_ char *buf = malloc(max);
@@ -36,12 +35,9 @@ static int fetch_processes(const char *sock_path, struct control_ps_entry **out)
 
 	if (!buf)
 		return -ENOMEM;
-	if (strlen(sock_path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, sock_path);
-	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
+	sock = control_dial(sock_path);
+	if (sock < 0)
+		return sock;
 	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
 		return -errno;
 	do

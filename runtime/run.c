@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * husk run [--bundle DIR] [--console-socket PATH] [--pid-file PATH] [--detach] [--keep] ID
+ * husk run [--bundle DIR] [--console-socket PATH] [--pid-file PATH] [--preserve-fds N]
+ *          [--detach] [--keep] ID
  *
  * create + start. In the foreground the sentry is husk's child: husk forwards the usual
  * signals to it, waits, deletes the container (unless --keep) and exits with the container's

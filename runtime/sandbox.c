@@ -6,7 +6,8 @@
  *
  *   husk create ──fork──> intermediate ──fork/exec──> husk-gofer --fd 3 [--readonly] ROOTFS
  *                                      ──fork/exec──> husk-gofer --fd 3 [--readonly] SOURCE
- *                                                       (one per bind mount of a directory)
+ *                                                       (one per bind mount: a directory, or
+ *                                                       a regular file served alone)
  *                                      ──fork/exec──> husk-sentry --detached --ready-fd 4
  *                                                       --start-fd 5 --control-fd 6
  *                                                       [--log-fd 7] [--volume-fd 8+I:DEST]...
@@ -22,14 +23,18 @@
  * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log.
  *
  * config.json mounts: tmpfs (and shm) become the sentry's tmpfs mounts with their size and
- * mode; a bind or rbind of a directory gets a gofer of its own (read-only in the gofer and in
- * the sentry with "ro"); nosuid, nodev and noexec are not enforced (the sentry has no per-mount
- * flags yet). proc, sysfs, devpts, mqueue and cgroup are the sentry's own at their usual places;
- * other destinations for them, and binds of files, are not supported yet: they are skipped
- * (logged with --debug). A tmpfs on /dev or /dev/shm is skipped: the sentry has its own
- * devfs and /dev/shm tmpfs there (of the default size). With a
- * read-only root, a mount whose mountpoint is missing from the rootfs is skipped (warning). The root is the in-memory overlay over a read-only gofer, read-only
- * inside with root.readonly; --overlay none (dev.husk.overlay) serves it writable instead.
+ * mode; a bind or rbind of a directory or of a regular file gets a gofer of its own (read-only
+ * in the gofer and in the sentry with "ro"; a file's gofer serves that file and nothing else of
+ * its directory: podman's /etc/hosts, /etc/resolv.conf, /etc/hostname, /run/.containerenv).
+ * noexec, nosuid and nodev become the sentry's per-mount flags (execve of a file on a noexec
+ * mount is EACCES; set-id bits are never honoured at execve anyway). proc, sysfs, devpts,
+ * mqueue and cgroup are the sentry's own at their usual places; other destinations for them are
+ * skipped (logged with --debug), as are binds of other file types (warning). A tmpfs on /dev or
+ * /dev/shm is skipped: the sentry has its own devfs and /dev/shm tmpfs there (of the default
+ * size). The sentry makes missing mountpoints (directories, or an empty file for a file bind),
+ * as runc does. The root is the in-memory overlay over a read-only gofer; with root.readonly
+ * the sentry makes the mountpoints in its upper layer and then makes the root read-only;
+ * --overlay none (dev.husk.overlay) serves it writable instead.
  *
  * husk run in the foreground skips the intermediate: the sentry is husk's child (and dies with
  * it), so husk gets its exit status.
@@ -50,6 +55,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "runtime/control.h"
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
 #include "sentry/net/bpf/netbpf.h"
@@ -62,7 +68,10 @@
 #define SENTRY_VOLUME_FD 8
 #define MAX_VOLUMES 16
 #define SENTRY_SECCOMP_FD (SENTRY_VOLUME_FD + MAX_VOLUMES) /* linux.seccomp's BPF program */
-#define SENTRY_NFDS (SENTRY_SECCOMP_FD + 1)
+#define SENTRY_PRESERVE_FD (SENTRY_SECCOMP_FD + 1) /* --preserve-fds: a socket holding them */
+#define SENTRY_NFDS (SENTRY_PRESERVE_FD + 1)
+/* Most fds --preserve-fds and $LISTEN_FDS pass (one SCM_RIGHTS message, as the sentry takes). */
+#define MAX_PRESERVE 250
 #define MAX_TMPFS 16
 
 /* A growable argv. */
@@ -167,23 +176,37 @@ static bool usual_place(const struct oci_mount *m)
 }
 
 /*
- * Whether the sentry can mount at m's destination: with a read-only root (no overlay) the
- * mountpoint cannot be made, so it must exist in the rootfs already (or be in the sentry's
- * /dev). Warns about a mount it skips.
+ * Whether the sentry can mount at m's destination. It makes missing mountpoints itself, as
+ * runc does (in the overlay's upper layer, even with a read-only root, which it makes read-only
+ * afterwards; on the host with --overlay none), following symlinks inside the guest's tree; a
+ * destination must only be absolute, without "." or ".." (the sentry refuses those). Warns
+ * about a mount it skips.
  */
 static bool mountpoint_ok(const struct container *c, const struct oci_mount *m)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	const char *d = m->destination;
 
-	if (!c->config->root_readonly || !strncmp(m->destination, "/dev/", 5))
-		return true;
-	snprintf(path, sizeof(path), "%s%s", c->rootfs, m->destination);
-	if (lstat(path, &st) == 0)
-		return true;
-	oci_warn("mount at %s: no such mountpoint in the read-only rootfs, skipped",
-		 m->destination);
-	return false;
+	for (const char *p = d; *p; p++) {
+		if (p[0] == '.' && (p == d || p[-1] == '/') &&
+		    (p[1] == '/' || !p[1] || (p[1] == '.' && (p[2] == '/' || !p[2])))) {
+			oci_warn("mount at %s: a destination with \".\" or \"..\", skipped", d);
+			return false;
+		}
+	}
+	if (d[0] != '/') {
+		oci_warn("mount at %s: not an absolute destination, skipped", d);
+		return false;
+	}
+	return true;
+}
+
+/* The sentry's :noexec, :nosuid, :nodev words for m's options (after a --volume-fd or --tmpfs). */
+static const char *mount_words(const struct oci_mount *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", (m->flags & OCI_MNT_NOEXEC) ? ":noexec" : "",
+		 (m->flags & OCI_MNT_NOSUID) ? ":nosuid" : "",
+		 (m->flags & OCI_MNT_NODEV) ? ":nodev" : "");
+	return buf;
 }
 
 /* Adds the sentry's --tmpfs and --volume-fd arguments and fills the bind plan. */
@@ -191,6 +214,7 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 {
 	const struct oci_config *cfg = c->config;
 	int ntmpfs = 0;
+	char words[32];
 	struct stat st;
 
 	binds->n = 0;
@@ -217,19 +241,25 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 					 (unsigned long long)m->tmpfs_size);
 			if (m->has_tmpfs_mode)
 				snprintf(mode, sizeof(mode), ":mode=%o", m->tmpfs_mode);
-			addf(a, "--tmpfs=%s%s%s", m->destination, size, mode);
+			addf(a, "--tmpfs=%s%s%s%s", m->destination, size, mode,
+			     mount_words(m, words, sizeof(words)));
 			ntmpfs++;
 			break;
 		}
 		case OCI_MOUNT_BIND:
 			if (!mountpoint_ok(c, m))
 				break;
-			if (stat(m->source, &st) < 0 || !S_ISDIR(st.st_mode)) {
-				if (oci_g.debug)
-					oci_warn(
-						"bind mount %s -> %s: only directories can be bound "
-						"yet, skipped",
-						m->source, m->destination);
+			/* A directory, or a regular file (served alone by its gofer: podman's
+			 * /etc/hosts, /etc/resolv.conf, /etc/hostname, /run/.containerenv). */
+			if (stat(m->source, &st) < 0) {
+				oci_warn("bind mount %s -> %s: %s, skipped", m->source,
+					 m->destination, strerror(errno));
+				break;
+			}
+			if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+				oci_warn("bind mount %s -> %s: only directories and regular files "
+					 "can be bound, skipped",
+					 m->source, m->destination);
 				break;
 			}
 			if (binds->n >= MAX_VOLUMES) {
@@ -237,8 +267,9 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 					 m->destination, MAX_VOLUMES);
 				break;
 			}
-			addf(a, "--volume-fd=%d:%s%s", SENTRY_VOLUME_FD + binds->n, m->destination,
-			     (m->flags & OCI_MNT_RDONLY) ? ":ro" : "");
+			addf(a, "--volume-fd=%d:%s%s%s", SENTRY_VOLUME_FD + binds->n,
+			     m->destination, (m->flags & OCI_MNT_RDONLY) ? ":ro" : "",
+			     mount_words(m, words, sizeof(words)));
 			binds->m[binds->n++] = m;
 			break;
 		default:
@@ -254,7 +285,7 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 }
 
 static void sentry_args(struct args *a, const char *sentry, const struct container *c,
-			bool detached, bool log, struct bind_plan *binds)
+			bool detached, bool log, struct bind_plan *binds, int nlisten, int nextra)
 {
 	const struct oci_config *cfg = c->config;
 	const char *platform = husk_option(cfg, "platform", oci_g.platform);
@@ -310,6 +341,8 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		addf(a, "--readonly-path=%s", cfg->readonly_paths[i]);
 	if (cfg->pids_limit > 0)
 		addf(a, "--pids-limit=%lld", (long long)cfg->pids_limit);
+	if (cfg->memory_limit > 0)
+		addf(a, "--memory-limit=%lld", (long long)cfg->memory_limit);
 	/* linux.sysctl, in the config's order (create checked each with the same table). */
 	for (size_t i = 0; i < cfg->nsysctl; i++)
 		addf(a, "--sysctl=%s=%s", cfg->sysctl[i].key, cfg->sysctl[i].value);
@@ -331,6 +364,13 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	addf(a, "--start-fd=%d", SENTRY_START_FD);
 	for (size_t i = 0; cfg->env[i]; i++)
 		addf(a, "--env=%s", cfg->env[i]);
+	if (nlisten) {
+		/* As runc: the socket-activation fds come first, and pid 1 is their listener. */
+		addf(a, "--env=LISTEN_FDS=%d", nlisten);
+		add(a, "--env=LISTEN_PID=1");
+	}
+	if (nextra)
+		addf(a, "--preserve-fds-fd=%d", SENTRY_PRESERVE_FD);
 	if (net) {
 		/* dev.husk.network/egress-allow/egress-deny, checked by create (cgroup.c). */
 		for (char **na = net; *na; na++)
@@ -348,10 +388,16 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
  */
 static int place_fds(int *fds, const int *targets, int n)
 {
+	int above = 20;
+
+	for (int i = 0; i < n; i++) {
+		if (targets[i] >= above)
+			above = targets[i] + 1;
+	}
 	for (int i = 0; i < n; i++) {
 		if (fds[i] < 0)
 			continue;
-		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 20);
+		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, above);
 		if (fds[i] < 0)
 			return -errno;
 	}
@@ -383,6 +429,7 @@ struct sandbox_fds {
 	int npairs;
 	int ready_w, fifo, control, stdio, sentry_log, gofer_log;
 	int seccomp; /* a memfd with linux.seccomp's program, or -1 */
+	int preserve; /* a socket holding the --preserve-fds fds in one message, or -1 */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -425,6 +472,7 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		for (int i = 1; i < f->npairs; i++)
 			fds[SENTRY_VOLUME_FD + i - 1] = f->pairs[i][1];
 		fds[SENTRY_SECCOMP_FD] = f->seccomp;
+		fds[SENTRY_PRESERVE_FD] = f->preserve;
 		if (io >= 0) {
 			/* The pty is the guest's terminal: a new session has it as controlling
 			 * terminal, as runc's init does. */
@@ -434,7 +482,8 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		if (f->sentry_log >= 0)
 			setenv("HUSK_LOG", "info", 0);
 		exec_child(c, f->sentry_argv, fds, targets,
-			   f->seccomp >= 0 ? SENTRY_NFDS : SENTRY_VOLUME_FD + f->npairs - 1);
+			   f->seccomp >= 0 || f->preserve >= 0 ? SENTRY_NFDS :
+								 SENTRY_VOLUME_FD + f->npairs - 1);
 	}
 	return 0;
 }
@@ -463,6 +512,60 @@ static int seccomp_program(const struct oci_config *cfg, int *fd)
 		*fd = -1;
 	}
 	return ret;
+}
+
+/*
+ * --preserve-fds: makes husk's fds 3..3+n-1 (checked by create) close-on-exec, so that they
+ * reach the sentry only, never the gofers or hooks, and sends them in one message over a new
+ * socket pair. Returns the sentry's end, or -errno after printing why.
+ */
+static int preserve_fds_socket(int n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * MAX_PRESERVE)];
+		struct cmsghdr align;
+	} cbuf;
+	char byte = 0;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	int sp[2], ret;
+
+	if (n > MAX_PRESERVE)
+		return oci_fail("--preserve-fds: at most %d fds", MAX_PRESERVE), -EINVAL;
+	for (int i = 0; i < n; i++) {
+		if (fcntl(3 + i, F_SETFD, FD_CLOEXEC) < 0) {
+			ret = -errno;
+			oci_fail("unable to stat preserved-fd %d (of %d): %s", i, n,
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		ret = -errno;
+		oci_fail("--preserve-fds: socketpair: %s", strerror(-ret));
+		return ret;
+	}
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		int fd = 3 + i;
+
+		memcpy(CMSG_DATA(cm) + (size_t)i * sizeof(int), &fd, sizeof(int));
+	}
+	ret = sendmsg(sp[0], &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	close(sp[0]);
+	if (ret < 0) {
+		close(sp[1]);
+		oci_fail("--preserve-fds: passing the fds: %s", strerror(-ret));
+		return ret;
+	}
+	return sp[1];
 }
 
 /* <state>/control.sock, bound and listening (husk exec, husk ps). Returns the fd or -errno. */
@@ -520,7 +623,10 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.control = -1,
 		.stdio = o->stdio_fd,
 		.seccomp = -1,
+		.preserve = -1,
 	};
+	int nlisten = control_listen_fds();
+	int nextra = nlisten + (o->preserve_fds > 0 ? o->preserve_fds : 0);
 	struct bind_plan binds;
 	int ready[2] = { -1, -1 }, info[2] = { -1, -1 };
 	pid_t mid, gpid = -1, spid = -1;
@@ -538,14 +644,22 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		return oci_fail("rootfs %s: %s", c->rootfs,
 				errno ? strerror(errno) : "not a directory"),
 		       -ENOENT;
+	if (nextra) {
+		f.preserve = preserve_fds_socket(nextra);
+		if (f.preserve < 0)
+			return f.preserve;
+	}
 	if (c->config->seccomp) {
 		ret = seccomp_program(c->config, &f.seccomp);
-		if (ret < 0)
+		if (ret < 0) {
+			if (f.preserve >= 0)
+				close(f.preserve);
 			return ret;
+		}
 	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
-	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds);
+	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra);
 	f.npairs = 1 + binds.n;
 	for (int i = 0; i < f.npairs; i++) {
 		/* The root is read-only in its gofer unless --overlay none makes it writable. */
@@ -659,6 +773,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		oci_fail("the sandbox failed to start (the sentry exited during setup)");
 	}
 out:
+	if (f.preserve >= 0)
+		close(f.preserve);
 	if (f.seccomp >= 0)
 		close(f.seccomp);
 	if (f.fifo >= 0)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * husk update [--memory BYTES] [--pids-limit N] [-r FILE|-] ID: changes the memory and pids
- * limits of the sandbox's cgroup (-r reads linux.resources JSON, as runc update -r).
+ * limits (-r reads linux.resources JSON, as runc update -r) of the running sentry, which enforces
+ * them for the guest at once (CONTROL_UPDATE: a memory limit below the usage OOM-kills down to
+ * it), and of the sandbox's host cgroup.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,8 +11,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
+#include "common/cleanup.h"
+#include "runtime/control.h"
 #include "runtime/oci.h"
+
+/* Sends the new limits to the sandbox's sentry (control.sock) and waits for its answer. */
+static int sentry_update(struct container *c, int64_t memory, int64_t pids)
+{
+	_cleanup_free_ char *path = container_path(c, "control.sock");
+	char msg[CONTROL_UPDATE_MSG_LEN];
+	size_t len = control_encode_update(memory, pids, msg);
+
+	return path ? control_call(path, msg, len) : -ENOMEM;
+}
 
 static int parse_bytes(const char *s, int64_t *out)
 {
@@ -98,10 +114,18 @@ int cmd_update(int argc, char **argv)
 		return 1;
 	if (container_status(&c) == CONTAINER_STOPPED)
 		ret = oci_fail("container not running");
-	else if (!c.cgroup)
-		ret = oci_fail("container %s has no cgroup", c.id);
+	/* The sentry first: a lower memory limit kills down to it there before the host's. */
 	if (!ret) {
-		int r = cgroup_update(c.cgroup, memory, pids);
+		int r = sentry_update(&c, memory, pids);
+		if (r < 0)
+			ret = oci_fail("update: the sandbox's control socket: %s", strerror(-r));
+	}
+	/*
+	 * As at create, the host cgroup gets no pids limit: it would count the sentry's own
+	 * threads and stubs (a low one stops the sentry from serving its control socket).
+	 */
+	if (!ret && c.cgroup) {
+		int r = cgroup_update(c.cgroup, memory, -2);
 		if (r < 0)
 			ret = oci_fail("update: %s", strerror(-r));
 	}

@@ -19,10 +19,11 @@
 
 int sentry_close_fds_except(const int *keep, int nkeep)
 {
-	int sorted[16];
+	int sorted[64];
 	unsigned int next = 0;
 
-	if (nkeep > (int)(sizeof(sorted) / sizeof(sorted[0])))
+	/* main keeps stdio, the gofer, log, control, seccomp and preserve fds and one per volume. */
+	if (nkeep < 0 || nkeep > (int)(sizeof(sorted) / sizeof(sorted[0])))
 		return -EINVAL;
 	memcpy(sorted, keep, sizeof(int) * (size_t)nkeep);
 	for (int i = 1; i < nkeep; i++) {

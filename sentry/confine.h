@@ -3,7 +3,7 @@
 #ifndef HUSK_SENTRY_CONFINE_H
 #define HUSK_SENTRY_CONFINE_H
 
-/* Closes every FD but those in keep[0..nkeep) (at most 16). Returns 0 or -errno. */
+/* Closes every FD but those in keep[0..nkeep) (at most 64). Returns 0 or -errno (-EINVAL). */
 int sentry_close_fds_except(const int *keep, int nkeep);
 
 /*

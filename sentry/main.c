@@ -6,11 +6,18 @@
  *               [--uid U] [--gid G] [--groups G1,G2...] [--umask OCT] [--domainname NAME]
  *               [--rlimit RES=SOFT:HARD]... [--strace] [--writable-root]
  *               [--readonly-root] [--detached] [--ready-fd N] [--start-fd N]
- *               [--control-fd N] [--log-fd N] [--tmpfs GUEST[:size=N][:mode=OCT]]...
- *               [--volume-fd N:GUEST[:ro]]... [--caps BND:EFF:INH:PRM:AMB] [--no-new-privs]
+ *               [--control-fd N] [--log-fd N] [--tmpfs GUEST[:size=N][:mode=OCT][:FLAG]]...
+ *               [--volume-fd N:GUEST[:ro][:FLAG]...]... [--caps BND:EFF:INH:PRM:AMB]
+ *               [--no-new-privs]
  *               [--seccomp-fd N [--seccomp-log]] [--masked-path GUEST]...
- *               [--readonly-path GUEST]... [--pids-limit N] [--sysctl KEY=VALUE]...
+ *               [--readonly-path GUEST]... [--pids-limit N] [--preserve-fds-fd N]
+ *               [--memory-limit BYTES] [--sysctl KEY=VALUE]...
  *               -- PROGRAM ARGS...
+ *
+ * Mounts (--tmpfs, --volume-fd): FLAG is noexec, nosuid or nodev (a tmpfs is always nosuid and
+ * nodev); a volume's gofer may serve one regular file (a file bind), mounted over a file. With
+ * --readonly-root the root is the overlay all the same, so that missing mountpoints can be made
+ * in its upper layer; it is made read-only once every mount is in place.
  *
  * Started by the husk runtime with the gofer's socket at fd N and the caller's stdio at 0-2.
  * Sets up the kernel (memory file, platform, root filesystem), confines itself, starts
@@ -32,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -44,10 +52,12 @@
 #include "sentry/control/control.h"
 #include "sentry/fs/gofer/client.h"
 #include "sentry/fs/gofer/gofer_fs.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/oom.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/sysctl.h"
@@ -66,6 +76,10 @@
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+/* getopt codes of long options without a letter. */
+#define OPT_PRESERVE_FDS_FD 0x100
+#define OPT_MEMORY_LIMIT 0x1e1
+
 struct sentry_opts {
 	int gofer_fd;
 	const char *platform;
@@ -77,13 +91,15 @@ struct sentry_opts {
 	bool readonly_root;
 	int control_fd, log_fd;
 	int ntmpfs;
-	const char *tmpfs[16]; /* --tmpfs GUEST[:size=N] */
+	const char *tmpfs[16]; /* --tmpfs GUEST[:size=N][:mode=OCT][:noexec|nosuid|nodev] */
+	int tmpfs_order[16]; /* place among the --tmpfs and --volume-fd options */
 	int nvolumes;
 	struct {
 		int fd; /* a gofer's socket */
 		char *path; /* where it is mounted (owned) */
-		bool readonly;
-	} volumes[16]; /* --volume-fd N:GUEST[:ro] */
+		int flags; /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC */
+		int order; /* place among the --tmpfs and --volume-fd options */
+	} volumes[16]; /* --volume-fd N:GUEST[:ro][:noexec][:nosuid][:nodev] */
 	bool detached;
 	int ready_fd, start_fd;
 	const char *domainname;
@@ -107,9 +123,11 @@ struct sentry_opts {
 	const char **masked, **readonly_paths;
 	int nmasked, nreadonly;
 	int pids_limit;
+	uint64_t memory_limit; /* linux.resources.memory.limit (--memory-limit); 0: none */
 	/* config.json linux.sysctl: --sysctl KEY=VALUE, applied in order (NULL-terminated). */
 	const char **sysctls;
 	int nsysctls;
+	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 };
 
 static void usage(void)
@@ -168,16 +186,34 @@ static int parse_rlimit(const char *arg, struct sentry_opts *o)
 	return 0;
 }
 
+/* A mount flag named by a --tmpfs or --volume-fd option (MS_*), or 0 for another word. */
+static int mount_flag(const char *word, size_t len)
+{
+	static const struct {
+		const char *name;
+		int flag;
+	} flags[] = { { "noexec", MS_NOEXEC }, { "nosuid", MS_NOSUID }, { "nodev", MS_NODEV } };
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (len == strlen(flags[i].name) && !strncmp(word, flags[i].name, len))
+			return flags[i].flag;
+	}
+	return 0;
+}
+
 /*
- * Parses --tmpfs GUEST[:size=N][:mode=OCT] into path (len bytes), *size and *mode (-1: the
- * default 01777). Returns 0 or -EINVAL / -ENAMETOOLONG.
+ * Parses --tmpfs GUEST[:size=N][:mode=OCT][:noexec|nosuid|nodev]... into path (len bytes), *size,
+ * *mode (-1: the default 01777) and *flags (MS_NOSUID|MS_NODEV and the flags named). Returns 0
+ * or -EINVAL / -ENAMETOOLONG.
  */
-static int parse_tmpfs(const char *arg, char *path, size_t len, uint64_t *size, long *mode)
+static int parse_tmpfs(const char *arg, char *path, size_t len, uint64_t *size, long *mode,
+		       int *flags)
 {
 	const char *colon = strchr(arg, ':');
 
 	*size = 0;
 	*mode = -1;
+	*flags = MS_NOSUID | MS_NODEV;
 	if (snprintf(path, len, "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg) >=
 	    (int)len)
 		return -ENAMETOOLONG;
@@ -197,6 +233,8 @@ static int parse_tmpfs(const char *arg, char *path, size_t len, uint64_t *size, 
 			*mode = strtol(buf + 5, &end, 8);
 			if (end == buf + 5 || *end || *mode < 0 || *mode > 07777)
 				return -EINVAL;
+		} else if (mount_flag(buf, strlen(buf))) {
+			*flags |= mount_flag(buf, strlen(buf));
 		} else {
 			return -EINVAL;
 		}
@@ -204,15 +242,26 @@ static int parse_tmpfs(const char *arg, char *path, size_t len, uint64_t *size, 
 	return 0;
 }
 
-/* Mounts a tmpfs for --tmpfs GUEST[:size=N][:mode=OCT]. Returns 0 or -errno. */
+/* Mounts a tmpfs for --tmpfs GUEST[:size=N][:mode=OCT][:FLAG]. Returns 0 or -errno. */
 static int sentry_mount_tmpfs(struct kernel *k, const char *arg)
 {
+	struct vfs_fs *fs;
 	uint64_t size;
 	char path[4096];
 	long mode;
-	int ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode);
+	int flags, ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode, &flags);
 
-	return ret < 0 ? ret : vfs_mount_tmpfs(k, path, size);
+	if (ret < 0)
+		return ret;
+	if (path[0] != '/')
+		return -EINVAL;
+	/* vfs_mount_tmpfs's filesystem, with the mount flags asked for (noexec). */
+	fs = tmpfs_create(&k->mf, size, 01777, 0, 0);
+	if (!fs)
+		return -ENOMEM;
+	ret = vfs_mount_at(k, path, fs, flags);
+	vfs_fs_put(fs);
+	return ret;
 }
 
 /*
@@ -226,7 +275,7 @@ static int sentry_chmod_tmpfs(struct task *init, const char *arg)
 	uint64_t size;
 	char path[4096];
 	long mode;
-	int ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode);
+	int flags, ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode, &flags);
 
 	if (ret < 0 || mode < 0)
 		return ret;
@@ -236,12 +285,17 @@ static int sentry_chmod_tmpfs(struct task *init, const char *arg)
 	if (ret == 0) {
 		ret = vfs_path_chmod(init, &p, (unsigned int)mode);
 		vfs_path_put(&p);
+	} else if (ret == -ENOENT && !strncmp(path, "/dev/", 5)) {
+		ret = 0; /* skipped by sentry_mount_all */
 	}
 	init->cred = saved;
 	return ret;
 }
 
-/* --volume-fd N:GUEST[:ro] into o->volumes. Returns 0 or -EINVAL. */
+/*
+ * --volume-fd N:GUEST[:ro][:noexec][:nosuid][:nodev] into o->volumes (the words at the end, in
+ * any order). Returns 0 or -EINVAL.
+ */
 static int parse_volume(const char *arg, struct sentry_opts *o)
 {
 	const char *colon = strchr(arg, ':');
@@ -255,10 +309,23 @@ static int parse_volume(const char *arg, struct sentry_opts *o)
 	if (end != colon || fd < 3 || fd > INT32_MAX || colon[1] != '/')
 		return -EINVAL;
 	len = strlen(colon + 1);
-	o->volumes[o->nvolumes].readonly = false;
-	if (len > 3 && !strcmp(colon + 1 + len - 3, ":ro")) {
-		o->volumes[o->nvolumes].readonly = true;
-		len -= 3;
+	o->volumes[o->nvolumes].flags = 0;
+	for (;;) {
+		const char *word = memrchr(colon + 1, ':', len);
+		size_t wlen;
+		int flag;
+
+		if (!word)
+			break;
+		wlen = len - (size_t)(word - colon - 1) - 1;
+		if (wlen == 2 && !strncmp(word + 1, "ro", 2))
+			flag = MS_RDONLY;
+		else
+			flag = mount_flag(word + 1, wlen);
+		if (!flag)
+			break;
+		o->volumes[o->nvolumes].flags |= flag;
+		len = (size_t)(word - colon - 1);
 	}
 	o->volumes[o->nvolumes].path = strndup(colon + 1, len);
 	if (!o->volumes[o->nvolumes].path)
@@ -361,6 +428,47 @@ static int sentry_mask_paths(struct kernel *k, const struct sentry_opts *o)
 	return ret;
 }
 
+/*
+ * Mounts the --tmpfs and --volume-fd mounts in the order they were given (config.json's order:
+ * a later mount goes over an earlier one). Volumes: one gofer each; its client lives as long as
+ * the sentry (as k->gofer). A mountpoint the sentry's /dev cannot have (devfs makes no names)
+ * is skipped with a warning, as the runtime skips its own /dev mounts. Returns 0 or -errno
+ * (printed).
+ */
+static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
+{
+	int ti = 0, vi = 0, ret = 0;
+
+	while (ret == 0 && (ti < o->ntmpfs || vi < o->nvolumes)) {
+		const char *what, *path;
+		struct gofer_client *vgc;
+
+		if (vi >= o->nvolumes ||
+		    (ti < o->ntmpfs && o->tmpfs_order[ti] < o->volumes[vi].order)) {
+			what = "--tmpfs";
+			path = o->tmpfs[ti];
+			ret = sentry_mount_tmpfs(k, o->tmpfs[ti++]);
+		} else {
+			what = "--volume";
+			path = o->volumes[vi].path;
+			ret = gofer_client_create(o->volumes[vi].fd, &vgc);
+			if (ret == 0) {
+				ret = vfs_mount_volume_flags(k, vgc, path, o->volumes[vi].flags);
+				if (ret < 0)
+					gofer_client_destroy(vgc);
+			}
+			vi++;
+		}
+		if (ret == -EROFS && !strncmp(path, "/dev/", 5)) {
+			log_warn("%s %s: no such name in the sentry's /dev, skipped", what, path);
+			ret = 0;
+		} else if (ret < 0) {
+			fprintf(stderr, "husk: %s %s: %s\n", what, path, strerror(-ret));
+		}
+	}
+	return ret;
+}
+
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
 	static const struct option longopts[] = {
@@ -400,7 +508,11 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "masked-path", required_argument, NULL, 'M' },
 		{ "readonly-path", required_argument, NULL, 'o' },
 		{ "pids-limit", required_argument, NULL, 'I' },
+		/* OCI: linux.resources.memory.limit, enforced by the sentry's OOM killer. */
+		{ "memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT },
 		{ "sysctl", required_argument, NULL, 1000 },
+		/* OCI --preserve-fds: one message on this unix socket carries them (SCM_RIGHTS). */
+		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -411,6 +523,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->control_fd = -1;
 	o->log_fd = -1;
 	o->seccomp_fd = -1;
+	o->preserve_fd = -1;
 	o->platform = "ptrace";
 	o->cwd = "/";
 	o->hostname = "husk";
@@ -463,11 +576,13 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		case 'T':
 			if (o->ntmpfs >= (int)(sizeof(o->tmpfs) / sizeof(o->tmpfs[0])))
 				return -EINVAL;
+			o->tmpfs_order[o->ntmpfs] = o->ntmpfs + o->nvolumes;
 			o->tmpfs[o->ntmpfs++] = optarg;
 			break;
 		case 'V':
 			if (parse_volume(optarg, o) < 0)
 				return -EINVAL;
+			o->volumes[o->nvolumes - 1].order = o->ntmpfs + o->nvolumes - 1;
 			break;
 		case 'D':
 			o->detached = true;
@@ -544,6 +659,20 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			o->pids_limit = (int)n;
 			break;
 		}
+		case OPT_MEMORY_LIMIT: {
+			char *end;
+			unsigned long long n = strtoull(optarg, &end, 10);
+
+			if (end == optarg || *end || optarg[0] == '-' || n > INT64_MAX)
+				return -EINVAL;
+			o->memory_limit = n;
+			break;
+		}
+		case OPT_PRESERVE_FDS_FD:
+			o->preserve_fd = atoi(optarg);
+			if (o->preserve_fd < 3)
+				return -EINVAL;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -620,6 +749,25 @@ static int exec_init(struct task *t, char **argv, char **envp)
 	return (ret == -ENOENT || ret == -ENOTDIR) ? EXIT_NOTFOUND : EXIT_NOEXEC;
 }
 
+/* CLOCK_MONOTONIC when main() started, for the start-up timings logged at debug level. */
+static uint64_t start_ns;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Logs (at debug level) how long after main() started a start-up stage ended. */
+static void timing_stage(const char *stage)
+{
+	if (log_get_level() >= LOG_DEBUG)
+		log_debug("timing: +%llu us %s", (unsigned long long)(now_ns() - start_ns) / 1000,
+			  stage);
+}
+
 /* Builds the guest environment: the given variables, plus PATH if they lack one. */
 static char **guest_env(struct sentry_opts *o)
 {
@@ -649,6 +797,30 @@ static int install_stdio(struct fdtable *fdt, int hostfd, int n)
 	ret = fdtable_install_at(fdt, f, n, false, 1024);
 	file_put(f);
 	return ret < 0 ? ret : 0;
+}
+
+/*
+ * --preserve-fds: the fds that came in one message on sock become guest fds 3, 4, ... as host
+ * files (given by the caller explicitly, like stdio). Closes sock. Returns 0 or -errno (logged).
+ */
+static int sentry_install_preserved(struct fdtable *fdt, int sock)
+{
+	int fds[HOSTFILE_MAX_PRESERVE];
+	int n = hostfile_recv_fds(sock, fds, HOSTFILE_MAX_PRESERVE), ret = 0;
+
+	close(sock);
+	if (n < 0) {
+		log_error("--preserve-fds-fd: %s", strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		if (ret == 0)
+			ret = hostfile_install(fdt, fds[i], 3 + i);
+		close(fds[i]);
+	}
+	if (ret < 0)
+		log_error("--preserve-fds: %s", strerror(-ret));
+	return ret;
 }
 
 /*
@@ -683,9 +855,10 @@ int main(int argc, char **argv)
 	struct fs_context *fs;
 	struct task *init;
 	struct timespec now;
-	int keep[8 + 16], nkeep = 0;
+	int keep[10 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
 	int ret, status;
 
+	start_ns = now_ns();
 	log_set_name("husk-sentry");
 	log_init_from_env();
 	prctl(PR_SET_NAME, "husk-sentry", 0, 0, 0);
@@ -712,6 +885,7 @@ int main(int argc, char **argv)
 	keep[nkeep++] = o.control_fd;
 	keep[nkeep++] = o.log_fd;
 	keep[nkeep++] = o.seccomp_fd;
+	keep[nkeep++] = o.preserve_fd;
 	for (int i = 0; i < o.nvolumes; i++)
 		keep[nkeep++] = o.volumes[i].fd;
 	ret = sentry_close_fds_except(keep, nkeep);
@@ -754,25 +928,57 @@ int main(int argc, char **argv)
 		log_error("cannot create the memory file: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
+	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */
+	oom_init(&k);
+	memfile_set_limit(&k.mf, o.memory_limit);
 	ret = platform_create(o.platform, k.mf.fd, &k.platform);
 	if (ret < 0) {
 		log_error("platform %s: %s", o.platform,
 			  ret == -ENOENT ? "no such platform" : strerror(-ret));
 		return EXIT_SETUP;
 	}
+	timing_stage("memory file and platform");
 	ret = gofer_client_create(o.gofer_fd, &k.gofer);
 	if (ret < 0) {
 		log_error("gofer connection: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
-	/* The root is an overlay over the gofer unless writes are to reach the host. */
-	if (o.writable_root || o.readonly_root)
-		ret = vfs_mount_root(&k, k.gofer, o.readonly_root);
+	/*
+	 * Confinement before the mounts: they need no host path, and the gofer is still starting
+	 * (its first reply is the root mount's), so this work overlaps its start-up.
+	 * Before confinement: libc reads a file the first time a task thread's arena shrinks.
+	 */
+	task_host_prepare();
+	/* The filter allows accept4 on the control socket only. */
+	control_set_listen_fd(o.control_fd);
+	if (sentry_confine() < 0)
+		return EXIT_SETUP;
+	timing_stage("confinement");
+	/* Before any other thread: every later thread inherits the forwarded signals blocked. */
+	ret = hostsig_start(&k);
+	if (ret < 0) {
+		log_error("forwarding host signals: %s", strerror(-ret));
+		return EXIT_SETUP;
+	}
+	timing_stage("host signal forwarding");
+	/* The root is an overlay over the gofer unless writes are to reach the host. A read-only
+	 * root too: mountpoints missing from the image are made in its upper layer, then it is
+	 * made read-only (below, once every mount is in place), as runc does. */
+	if (o.writable_root && !o.readonly_root)
+		ret = vfs_mount_root(&k, k.gofer, false);
 	else
 		ret = vfs_mount_root_overlay(&k, k.gofer, 0);
 	if (ret < 0) {
 		log_error("mounting the root filesystem: %s", strerror(-ret));
 		return EXIT_SETUP;
+	}
+	timing_stage("gofer connection and root mount");
+	/* The sentry's devfs is the guest's /dev (runc mounts a tmpfs there, making the directory
+	 * when the image has none): in the overlay, /dev is made when missing. */
+	if (!o.writable_root || o.readonly_root) {
+		ret = vfs_make_mountpoint(&k, "/dev", true);
+		if (ret < 0)
+			log_debug("making /dev: %s", strerror(-ret));
 	}
 	ret = vfs_mount_dev(&k);
 	if (ret < 0 && ret != -ENOENT) {
@@ -786,32 +992,16 @@ int main(int argc, char **argv)
 		log_error("mounting /proc and /sys: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
-	for (int i = 0; i < o.ntmpfs; i++) {
-		ret = sentry_mount_tmpfs(&k, o.tmpfs[i]);
-		if (ret < 0) {
-			fprintf(stderr, "husk: --tmpfs %s: %s\n", o.tmpfs[i], strerror(-ret));
-			return EXIT_SETUP;
-		}
-	}
-	/* Volumes: one gofer each; its client lives as long as the sentry (as k.gofer). */
-	for (int i = 0; i < o.nvolumes; i++) {
-		struct gofer_client *vgc;
-
-		ret = gofer_client_create(o.volumes[i].fd, &vgc);
-		if (ret == 0) {
-			ret = vfs_mount_volume(&k, vgc, o.volumes[i].path, o.volumes[i].readonly);
-			if (ret < 0)
-				gofer_client_destroy(vgc);
-		}
-		if (ret < 0) {
-			fprintf(stderr, "husk: --volume %s: %s\n", o.volumes[i].path,
-				strerror(-ret));
-			return EXIT_SETUP;
-		}
-	}
+	ret = sentry_mount_all(&k, &o);
+	if (ret < 0)
+		return EXIT_SETUP;
 	ret = sentry_mask_paths(&k, &o);
 	if (ret < 0)
 		return EXIT_SETUP;
+	/* root.readonly: EROFS for the guest's writes to the root; mounts on it keep theirs. */
+	if (o.readonly_root)
+		vfs_mount_set_flags(k.root_mnt, k.root_mnt->flags | MS_RDONLY);
+	timing_stage("mounts");
 	k.pids_limit = o.pids_limit;
 
 	fdt = fdtable_create();
@@ -827,19 +1017,10 @@ int main(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 	}
+	if (o.preserve_fd >= 0 && sentry_install_preserved(fdt, o.preserve_fd) < 0)
+		return EXIT_SETUP;
 
-	/* Before confinement: libc reads a file the first time a task thread's arena shrinks. */
-	task_host_prepare();
-	/* The filter allows accept4 on the control socket only. */
-	control_set_listen_fd(o.control_fd);
-	if (sentry_confine() < 0)
-		return EXIT_SETUP;
-	/* Before any other thread: every later thread inherits the forwarded signals blocked. */
-	ret = hostsig_start(&k);
-	if (ret < 0) {
-		log_error("forwarding host signals: %s", strerror(-ret));
-		return EXIT_SETUP;
-	}
+	timing_stage("stdio");
 
 	init = task_create_init(&k, fdt, fs, o.uid, o.gid);
 	if (IS_ERR(init)) {
@@ -872,12 +1053,9 @@ int main(int argc, char **argv)
 		}
 	}
 
-	ret = exec_init(init, o.argv, guest_env(&o));
-	if (ret != 0) {
-		task_release(init);
-		return ret;
-	}
-	/* Capabilities, no_new_privs and the seccomp filter last: set-up above ran as root. */
+	timing_stage("pid 1 created");
+	/* Capabilities, no_new_privs and the seccomp filter after the set-up above (which ran as
+	 * root) and before the exec, as runc does: execve's capability rules apply to them. */
 	ret = control_set_guest_defaults(&o.guest, init);
 	seccomp_filter_put(o.guest.seccomp);
 	if (ret < 0) {
@@ -885,6 +1063,12 @@ int main(int argc, char **argv)
 			  strerror(-ret));
 		task_release(init);
 		return EXIT_SETUP;
+	}
+	ret = exec_init(init, o.argv, guest_env(&o));
+	timing_stage("pid 1 loaded");
+	if (ret != 0) {
+		task_release(init);
+		return ret;
 	}
 	ret = wait_for_start(&o);
 	if (ret != 0) {
@@ -899,7 +1083,9 @@ int main(int argc, char **argv)
 	}
 	/* Runs pid 1; when it ends, every other task is killed and its stub reaped before this
 	 * returns, so nothing outlives the sandbox. */
+	timing_stage("pid 1 starts");
 	status = task_run_init(init);
+	timing_stage("pid 1 and every task ended");
 	if (status & 0x7f)
 		return 128 + (status & 0x7f);
 	return (status >> 8) & 0xff;

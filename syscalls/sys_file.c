@@ -168,7 +168,7 @@ static ssize_t do_rw(struct task *t, struct file *f, bool is_read, const struct 
 {
 	ssize_t r;
 
-	if (explicit_pos || !file_seekable(f)) {
+	if (explicit_pos || !file_seekable(f) || f->host_offset) {
 		r = rw_guest(t, f, is_read, giov, gcnt, explicit_pos);
 	} else {
 		pthread_mutex_lock(&f->pos_lock);

@@ -6,6 +6,7 @@
 
 #include "common/util.h"
 
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -26,9 +27,24 @@ long sys_mmap(struct task *t, const struct syscall_args *args)
 	if (off & (PAGE_SIZE - 1))
 		return -EINVAL;
 	if (!(flags & MAP_ANONYMOUS)) {
+		int seals;
+
 		f = fdtable_lookup(t->fdt, fd);
 		if (!f)
 			return -EBADF;
+		/* Linux: PROT_EXEC of a file on a noexec mount is EPERM (do_mmap). */
+		if ((prot & PROT_EXEC) && vfs_file_noexec(f)) {
+			file_put(f);
+			return -EPERM;
+		}
+		/* A writable shared mapping of a memfd sealed against writes: EPERM. */
+		seals = (flags & MAP_TYPE) != MAP_PRIVATE && (prot & PROT_WRITE) ?
+				tmpfs_file_seals(f) :
+				0;
+		if (seals > 0 && (seals & (LINUX_F_SEAL_WRITE | LINUX_F_SEAL_FUTURE_WRITE))) {
+			file_put(f);
+			return -EPERM;
+		}
 	}
 	long r = mm_mmap(t->mm, addr, len, prot, flags, f, off);
 	if (f)

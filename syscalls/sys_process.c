@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -552,6 +553,7 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
 			return -EINVAL;
 		return !!(t->cred.cap_bounding & (1ULL << a2));
 	default:
-		return -EINVAL;
+		/* PR_CAP_AMBIENT, PR_CAPBSET_DROP, PR_[GS]ET_SECUREBITS; -EINVAL for the rest. */
+		return cred_prctl(t, option, a2, args->a[2], args->a[3], args->a[4]);
 	}
 }

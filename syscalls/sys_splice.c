@@ -93,7 +93,7 @@ struct xfer_end {
 
 /*
  * Sets end e up: an explicit offset (uoff, already copied in), or the file's position for a
- * seekable file without one, or none for a stream.
+ * seekable file without one, or none for a stream or a host file (host_offset).
  */
 static void end_setup(struct xfer_end *e, struct file *f, const int64_t *uoff)
 {
@@ -103,10 +103,11 @@ static void end_setup(struct xfer_end *e, struct file *f, const int64_t *uoff)
 	if (uoff) {
 		e->pos = *uoff;
 		e->posp = &e->pos;
-	} else if (seekable(f)) {
+	} else if (seekable(f) && !f->host_offset) {
 		e->own_pos = true;
 		e->posp = &e->pos;
 	}
+	/* A host file without an offset moves the host FD's shared one (no position passed). */
 }
 
 /* Takes the file positions of both ends (one lock when both are the same file). */

@@ -225,7 +225,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(setfsgid),
 	PARTIAL(setgroups, "at most 32 groups (EINVAL beyond)"),
 	FULL(capget),
-	PARTIAL(capset, "no securebits; file capabilities are not applied at exec"),
+	FULL(capset),
 
 	/* processes: sys_process.c */
 	FULL(fork),

@@ -18,11 +18,15 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 	struct control_reply r = { 0 };
 	struct control_exec_req req;
 	int32_t pid = 0;
+	int nstdio = 3;
 
 	if (tg_out)
 		*tg_out = NULL;
 	r.err = control_decode_exec(msg, len, &req);
-	if (!r.err && nfds != 3 && !((req.e.flags & CONTROL_EXEC_TTY) && nfds == 1))
+	if (!r.err && (req.e.flags & CONTROL_EXEC_TTY))
+		nstdio = 1;
+	/* stdio (3 fds, or one pty slave), then exactly the preserved fds the request counts. */
+	if (!r.err && (nfds < 0 || (uint32_t)nfds != (uint32_t)nstdio + req.e.npreserve))
 		r.err = -EINVAL;
 	if (!r.err) {
 		struct spawn_spec s = {
@@ -34,7 +38,9 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 			.ngroups = (int)req.e.ngroups,
 			.groups = req.e.groups,
 			.umask = req.e.umask == 0xffffffffu ? -1 : (int32_t)(req.e.umask & 0777),
-			.stdio = { fds[0], fds[nfds > 1 ? 1 : 0], fds[nfds > 2 ? 2 : 0] },
+			.stdio = { fds[0], fds[nstdio > 1 ? 1 : 0], fds[nstdio > 2 ? 2 : 0] },
+			.npreserve = (int)req.e.npreserve,
+			.preserve = fds + nstdio,
 			.pid_out = &pid,
 			.tg_out = (req.e.flags & CONTROL_EXEC_DETACH) ? NULL : tg_out,
 		};
@@ -46,6 +52,25 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 	free(req.env);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
+	memcpy(reply, &h, sizeof(h));
+	memcpy((char *)reply + sizeof(h), &r, sizeof(r));
+	return (int)(sizeof(h) + sizeof(r));
+}
+
+int control_serve_signal(struct kernel *k, const void *msg, size_t len, void *reply)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_REPLY,
+				 .len = sizeof(struct control_reply) };
+	struct control_reply r = { 0 };
+	struct control_signal s;
+
+	r.err = control_decode_signal(msg, len, &s);
+	if (!r.err) {
+		r.err = control_send_signal(k, s.pid, s.sig);
+		r.pid = s.pid;
+	}
 	memcpy(reply, &h, sizeof(h));
 	memcpy((char *)reply + sizeof(h), &r, sizeof(r));
 	return (int)(sizeof(h) + sizeof(r));

@@ -29,6 +29,8 @@ struct spawn_spec {
 	const uint32_t *groups;
 	int32_t umask; /* -1: the default (022) */
 	int stdio[3]; /* host fds for guest fds 0-2 (duplicated: the caller keeps its own) */
+	int npreserve; /* host fds for guest fds 3, 4, ... (--preserve-fds; duplicated too) */
+	const int *preserve;
 	int32_t *pid_out; /* set to the new process's pid */
 	/* If not NULL, set to a new reference on the new process (control_wait_exit, tg_put). */
 	struct thread_group **tg_out;
@@ -44,6 +46,21 @@ struct spawn_spec {
  * -ENOMEM.
  */
 int kernel_spawn(struct kernel *k, const struct spawn_spec *s);
+
+/*
+ * Sends sig to the sandbox's process pid as kill(2) from outside the sandbox would (SI_USER
+ * from pid 0): a process other than pid 1 gets the default actions; pid 1 only what it handles
+ * or blocks (SIGKILL and SIGSTOP always). pid -1: every process, pid 1 included. Any thread.
+ * Returns 0, -ESRCH (no such process, or a zombie) or -EINVAL (sig outside 1..64).
+ */
+int control_send_signal(struct kernel *k, int32_t pid, int sig);
+
+/*
+ * Serves one CONTROL_SIGNAL request of len bytes: decodes it, calls control_send_signal and
+ * writes the reply (struct control_hdr + struct control_reply, err and the pid) into reply (at
+ * least 64 bytes). Returns the reply's length. A malformed request gets -EINVAL.
+ */
+int control_serve_signal(struct kernel *k, const void *msg, size_t len, void *reply);
 
 /*
  * Waits (any non-task thread) until process tg has ended, and returns its wait status (exit

@@ -16,10 +16,10 @@
 #include "common/log.h"
 #include "runtime/control.h"
 #include "sentry/control/control.h"
+#include "sentry/kernel/oom.h"
 #include "sentry/kernel/task.h"
 
 #define CONTROL_THREAD_STACK (256u << 10)
-#define CONTROL_MAX_FDS 3
 
 static int listen_fd = -1;
 
@@ -38,7 +38,7 @@ struct conn {
 	int fd;
 };
 
-/* Receives one message (and up to CONTROL_MAX_FDS fds). Returns its length or -errno. */
+/* Receives one message and up to CONTROL_MAX_FDS fds. Returns its length or -errno. */
 static ssize_t recv_request(int fd, void *buf, size_t len, int *fds, int *nfds)
 {
 	union {
@@ -129,6 +129,28 @@ static void serve_ps(struct kernel *k, int fd)
 	free(buf);
 }
 
+/* CONTROL_UPDATE: new memory and pids limits (husk update), applied at once. */
+static void serve_update(struct kernel *k, int fd, const void *msg, size_t len)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_REPLY,
+				 .len = sizeof(struct control_reply) };
+	struct control_reply r = { 0 };
+	struct control_update u;
+	char out[sizeof(h) + sizeof(r)];
+
+	r.err = control_decode_update(msg, len, &u);
+	if (r.err == 0) {
+		log_info("control: update: memory %lld, pids %lld", (long long)u.memory,
+			 (long long)u.pids);
+		r.err = oom_update_limits(k, u.memory, u.pids);
+	}
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	send_all(fd, out, sizeof(out));
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -152,6 +174,19 @@ static void *conn_main(void *arg)
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		serve_ps(c->k, c->fd);
+		goto out;
+	}
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op == CONTROL_SIGNAL) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		n = control_serve_signal(c->k, buf, (size_t)n, reply);
+		send_all(c->fd, reply, (size_t)n);
+		goto out;
+	}
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op == CONTROL_UPDATE) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		serve_update(c->k, c->fd, buf, (size_t)n);
 		goto out;
 	}
 	/* Anything else is an exec request (control_serve rejects what is not one). */

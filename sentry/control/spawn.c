@@ -26,8 +26,11 @@
 #include "common/log.h"
 #include "runtime/control.h"
 #include "sentry/control/control.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/kernel/kernel.h"
+#include "include/abi/linux/signal.h"
 #include "sentry/kernel/seccomp.h"
+#include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/vfs/vfs.h"
@@ -228,28 +231,6 @@ out_fail:
 	return NULL;
 }
 
-/* Wraps host fd (duplicated) as guest fd n of fdt. */
-static int install_hostfd(struct fdtable *fdt, int hostfd, int n)
-{
-	struct file *f;
-	int fl, dupfd, ret;
-
-	fl = fcntl(hostfd, F_GETFL);
-	if (fl < 0)
-		return -EBADF;
-	dupfd = fcntl(hostfd, F_DUPFD_CLOEXEC, 10);
-	if (dupfd < 0)
-		return -errno;
-	f = hostfile_create(dupfd, fl & ~O_CLOEXEC);
-	if (!f) {
-		close(dupfd);
-		return -ENOMEM;
-	}
-	ret = fdtable_install_at(fdt, f, n, false, 1024);
-	file_put(f);
-	return ret < 0 ? ret : 0;
-}
-
 static struct control_guest_defaults guest_defaults;
 
 /* Gives t the container's capability sets, no_new_privs and seccomp filter. */
@@ -336,7 +317,13 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 	}
 	fs_context_set_umask(t->fs, s->umask >= 0 ? (unsigned int)s->umask & 0777 : 022);
 	for (int n = 0; n < 3; n++) {
-		ret = install_hostfd(t->fdt, s->stdio[n], n);
+		ret = hostfile_install(t->fdt, s->stdio[n], n);
+		if (ret < 0 && ret != -EBADF)
+			goto out_put;
+	}
+	/* --preserve-fds: given by the caller like stdio, read and written by the sentry. */
+	for (int n = 0; n < s->npreserve; n++) {
+		ret = hostfile_install(t->fdt, s->preserve[n], 3 + n);
 		if (ret < 0 && ret != -EBADF)
 			goto out_put;
 	}
@@ -410,6 +397,53 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
 out:
 	pthread_cond_destroy(&r.cond);
 	pthread_mutex_destroy(&r.lock);
+	return ret;
+}
+
+struct signal_all {
+	int sig;
+	int count;
+};
+
+static int signal_one(struct thread_group *tg, void *arg)
+{
+	struct signal_all *a = arg;
+	struct linux_siginfo info;
+
+	if (tg->reaped)
+		return 0;
+	signal_info_from(&info, a->sig, LINUX_SI_USER, NULL);
+	signal_send(tg, NULL, a->sig, &info, SIGSEND_FROM_OUTSIDE);
+	a->count++;
+	return 0;
+}
+
+int control_send_signal(struct kernel *k, int32_t pid, int sig)
+{
+	struct linux_siginfo info;
+	struct thread_group *tg;
+	int ret;
+
+	if (sig < 1 || sig > LINUX_NSIG)
+		return -EINVAL;
+	if (pid == -1) {
+		struct signal_all a = { .sig = sig };
+
+		/* As kill(-1) from outside the sandbox's pid namespace: pid 1 included. */
+		pthread_mutex_lock(&k->tree_lock);
+		pid_for_each_tg(k, signal_one, &a);
+		pthread_mutex_unlock(&k->tree_lock);
+		return a.count ? 0 : -ESRCH;
+	}
+	if (pid <= 0)
+		return -ESRCH;
+	tg = kernel_find_tg(k, pid);
+	if (!tg)
+		return -ESRCH;
+	/* Host and guest signal numbers are the same on x86-64. */
+	signal_info_from(&info, sig, LINUX_SI_USER, NULL);
+	ret = signal_send(tg, NULL, sig, &info, SIGSEND_FROM_OUTSIDE);
+	tg_put(tg);
 	return ret;
 }
 

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Credentials: the set*id rules of Linux (kernel/sys.c) and the capability fix-ups that go
- * with uid changes (security/commoncap.c: cap_emulate_setxuid, the fsuid mask). The host's
+ * with uid changes (security/commoncap.c: cap_emulate_setxuid, the fsuid mask), the
+ * transformation at execve (cap_bprm_creds_from_file) and the capability prctls. The host's
  * credentials are never consulted or changed. A task changes only its own cred.
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/prctl.h>
+#include <linux/securebits.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
 
+#include "sentry/kernel/cred.h"
 #include "sentry/kernel/task.h"
 
 #define INVALID_ID ((uint32_t)-1)
@@ -35,6 +41,8 @@ static void fix_fsuid_caps(struct cred *n, uint32_t old_fsuid)
 /* cap_emulate_setxuid plus the fsuid rule, after a change of the uids from old to *n. */
 static void fix_setuid_caps(struct cred *n, const struct cred *old)
 {
+	if (n->securebits & SECBIT_NO_SETUID_FIXUP)
+		return;
 	if ((old->uid == 0 || old->euid == 0 || old->suid == 0) &&
 	    (n->uid != 0 && n->euid != 0 && n->suid != 0)) {
 		if (!n->keep_caps) {
@@ -208,4 +216,174 @@ uint32_t cred_setfsgid(struct task *t, uint32_t gid)
 	    cred_capable(c, CAP_SETGID))
 		c->fsgid = gid;
 	return old;
+}
+
+#define CAP_VALID ((1ULL << (CAP_LAST_CAP + 1)) - 1)
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int cred_parse_file_caps(const void *buf, size_t len, struct cred_file_caps *out)
+{
+	const uint8_t *p = buf;
+	uint32_t magic;
+	size_t words;
+
+	memset(out, 0, sizeof(*out));
+	if (len < 4)
+		return -EINVAL;
+	magic = le32(p);
+	switch (magic & VFS_CAP_REVISION_MASK) {
+	case VFS_CAP_REVISION_1:
+		if (len != XATTR_CAPS_SZ_1)
+			return -EINVAL;
+		words = 1;
+		break;
+	case VFS_CAP_REVISION_2:
+		if (len != XATTR_CAPS_SZ_2)
+			return -EINVAL;
+		words = 2;
+		break;
+	case VFS_CAP_REVISION_3:
+		if (len != XATTR_CAPS_SZ_3)
+			return -EINVAL;
+		/* The root id of the namespace the caps belong to: only the sandbox's own. */
+		if (le32(p + XATTR_CAPS_SZ_2) != 0)
+			return -ENODATA;
+		words = 2;
+		break;
+	default:
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < words; i++) {
+		out->permitted |= (uint64_t)le32(p + 4 + 8 * i) << (32 * i);
+		out->inheritable |= (uint64_t)le32(p + 8 + 8 * i) << (32 * i);
+	}
+	out->permitted &= CAP_VALID;
+	out->inheritable &= CAP_VALID;
+	out->effective = magic & VFS_CAP_FLAGS_EFFECTIVE;
+	out->present = true;
+	return 0;
+}
+
+/* Linux's in_group_p: gid is c's fsgid or one of its supplementary groups. */
+static bool in_group(const struct cred *c, uint32_t gid)
+{
+	if (c->fsgid == gid)
+		return true;
+	for (int i = 0; i < c->ngroups && i < 32; i++) {
+		if (c->groups[i] == gid)
+			return true;
+	}
+	return false;
+}
+
+int cred_exec_transform(const struct cred *old, bool no_new_privs, const struct cred_exec_file *f,
+			struct cred *out, bool *secure)
+{
+	struct cred n = *old;
+	bool effective = false, has_fcap = f->caps.present, is_setid, id_changed;
+
+	/* bprm_fill_uid: set-id bits, which no_new_privs disables. */
+	if (!no_new_privs) {
+		if (f->mode & S_ISUID)
+			n.euid = f->uid;
+		if ((f->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+			n.egid = f->gid;
+	}
+	/* get_file_caps: pP' = (X & fP) | (pI & fI); pA' is added below. */
+	n.cap_permitted = 0;
+	if (has_fcap) {
+		effective = f->caps.effective;
+		n.cap_permitted = (old->cap_bounding & f->caps.permitted) |
+				  (old->cap_inheritable & f->caps.inheritable);
+		/* A capability-dumb program that would not get all it asks for is refused. */
+		if (effective && (f->caps.permitted & ~n.cap_permitted))
+			return -EPERM;
+	}
+	/* handle_privileged_root: root's file sets count as all-ones. */
+	if (!(old->securebits & SECBIT_NOROOT) && !(has_fcap && n.euid == 0 && n.uid != 0)) {
+		if (n.euid == 0 || n.uid == 0)
+			n.cap_permitted = old->cap_bounding | old->cap_inheritable;
+		if (n.euid == 0)
+			effective = true;
+	}
+	/* Set-id for AT_SECURE: effective ids that are not the real ones. Changed by this exec
+	 * (Linux 6.15+, for no_new_privs and the ambient set): not the old effective ones. */
+	is_setid = n.euid != old->uid || n.egid != old->gid;
+	id_changed = n.euid != old->euid || !in_group(old, n.egid);
+	/* No new privileges: no more than before, and no set-id (ptrace is not modelled). */
+	if (no_new_privs && (id_changed || (n.cap_permitted & ~old->cap_permitted))) {
+		n.euid = n.uid;
+		n.egid = n.gid;
+		n.cap_permitted &= old->cap_permitted;
+	}
+	n.suid = n.fsuid = n.euid;
+	n.sgid = n.fsgid = n.egid;
+	if (has_fcap || id_changed)
+		n.cap_ambient = 0;
+	n.cap_permitted |= n.cap_ambient;
+	n.cap_effective = effective ? n.cap_permitted : n.cap_ambient;
+	n.keep_caps = false; /* SECURE_KEEP_CAPS does not survive exec */
+	*secure = is_setid || (n.uid != 0 && (effective || (n.cap_permitted & ~n.cap_ambient)));
+	*out = n;
+	return 0;
+}
+
+long cred_prctl(struct task *t, int option, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
+{
+	struct cred *c = &t->cred;
+	uint32_t bits;
+
+	switch (option) {
+	case PR_CAP_AMBIENT:
+		if (a2 == PR_CAP_AMBIENT_CLEAR_ALL) {
+			if (a3 | a4 | a5)
+				return -EINVAL;
+			c->cap_ambient = 0;
+			return 0;
+		}
+		if (a3 > CAP_LAST_CAP || a4 || a5)
+			return -EINVAL;
+		switch (a2) {
+		case PR_CAP_AMBIENT_IS_SET:
+			return !!(c->cap_ambient & (1ULL << a3));
+		case PR_CAP_AMBIENT_RAISE:
+			if (!(c->cap_permitted & (1ULL << a3)) ||
+			    !(c->cap_inheritable & (1ULL << a3)) ||
+			    (c->securebits & SECBIT_NO_CAP_AMBIENT_RAISE))
+				return -EPERM;
+			c->cap_ambient |= 1ULL << a3;
+			return 0;
+		case PR_CAP_AMBIENT_LOWER:
+			c->cap_ambient &= ~(1ULL << a3);
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	case PR_CAPBSET_DROP:
+		if (!cred_capable(c, CAP_SETPCAP))
+			return -EPERM;
+		if (a2 > CAP_LAST_CAP)
+			return -EINVAL;
+		c->cap_bounding &= ~(1ULL << a2);
+		return 0;
+	case PR_GET_SECUREBITS:
+		return c->securebits | (c->keep_caps ? SECBIT_KEEP_CAPS : 0);
+	case PR_SET_SECUREBITS:
+		bits = c->securebits | (c->keep_caps ? SECBIT_KEEP_CAPS : 0);
+		/* No change of a locked bit, no unlocking, no unknown bit, and CAP_SETPCAP. */
+		if ((((bits & SECURE_ALL_LOCKS) >> 1) & (bits ^ a2)) ||
+		    (bits & SECURE_ALL_LOCKS & ~a2) ||
+		    (a2 & ~(uint64_t)(SECURE_ALL_LOCKS | SECURE_ALL_BITS)) ||
+		    !cred_capable(c, CAP_SETPCAP))
+			return -EPERM;
+		c->keep_caps = a2 & SECBIT_KEEP_CAPS;
+		c->securebits = (uint32_t)a2 & ~SECBIT_KEEP_CAPS;
+		return 0;
+	default:
+		return -EINVAL;
+	}
 }

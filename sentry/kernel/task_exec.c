@@ -2,9 +2,12 @@
 /*
  * execve(2) and execveat(2): copying argv/envp in from guest memory with Linux's limits,
  * loading the new program into a new mm (the old one stays usable until the point of no
- * return), de-threading, close-on-exec, and the reset of signal handlers.
+ * return), de-threading, close-on-exec, the reset of signal handlers, and the new credentials
+ * (set-id bits and capabilities: cred.h's cred_exec_file, which the loader calls through
+ * loader_exec_creds once it knows the program).
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,7 +17,9 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
@@ -22,6 +27,46 @@
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
 #include "sentry/vfs/vfs.h"
+#include "sentry/vfs/xattr.h"
+
+int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *secure)
+{
+	struct cred_exec_file f = { 0 };
+	struct vfs_attr attr;
+	struct vfs_path p;
+	uint8_t buf[XATTR_CAPS_SZ_3 + 1];
+	ssize_t n;
+	int ret;
+
+	ret = file_getattr(prog, &attr);
+	if (ret < 0)
+		return ret;
+	f.mode = attr.mode;
+	f.uid = attr.uid;
+	f.gid = attr.gid;
+	/* On a nosuid mount set-id bits and file capabilities give nothing (mnt_may_suid). */
+	if (vfs_file_nosuid(prog))
+		f.mode &= ~(uint32_t)(S_ISUID | S_ISGID);
+	else if (vfs_file_path(prog, &p) == 0) {
+		/* -ENODATA (none), -EOPNOTSUPP (no xattrs here): a file without capabilities. */
+		n = vfs_getxattr(t, &p, "security.capability", buf, sizeof(buf));
+		vfs_path_put(&p);
+		if (n == -ERANGE || n == -E2BIG || n > (ssize_t)XATTR_CAPS_SZ_3)
+			return -EINVAL;
+		if (n >= 0) {
+			ret = cred_parse_file_caps(buf, (size_t)n, &f.caps);
+			if (ret == -EINVAL)
+				return ret;
+		}
+	}
+	return cred_exec_transform(&t->cred, t->no_new_privs, &f, out, secure);
+}
+
+/* The loader asks the kernel for the credentials a program runs with (loader.h). */
+__attribute__((constructor)) static void register_exec_creds(void)
+{
+	loader_exec_creds = cred_exec_file;
+}
 
 /* x86-64 user segment selectors, as Linux sets them for a 64-bit process. */
 #define USER_CS 0x33
@@ -174,6 +219,16 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	t->rseq = t->rseq_len = 0;
 	t->altstack_sp = t->altstack_size = 0;
 	t->altstack_flags = SS_DISABLE;
+	/* The new credentials (cred_exec_file). A process that changed identity or gained
+	 * capabilities is not dumpable and forgets its parent-death signal, as in Linux. */
+	if (res.cred.euid != res.cred.uid || res.cred.egid != res.cred.gid ||
+	    (res.cred.cap_permitted & ~t->cred.cap_permitted))
+		t->tg->dumpable = false;
+	else
+		t->tg->dumpable = true;
+	if (res.secure || res.cred.euid != t->cred.euid || res.cred.egid != t->cred.egid)
+		t->pdeath_signal = 0;
+	t->cred = res.cred;
 	if (unshare_sighand(t) < 0)
 		log_warn("pid %d: exec: cannot unshare signal handlers", t->tid);
 	/* Handled signals revert to the default action across exec; ignored ones stay ignored. */

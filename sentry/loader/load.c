@@ -37,6 +37,8 @@
 
 static const uint8_t zero_page[PAGE_SIZE];
 
+int (*loader_exec_creds)(struct task *t, struct file *prog, struct cred *out, bool *secure);
+
 _Static_assert(LOADER_AUXV_WORDS <= ARRAY_SIZE(((struct mm *)0)->auxv), "mm->auxv too small");
 
 /* An executable file opened for loading. */
@@ -115,6 +117,9 @@ static int exe_open(struct task *t, const char *path, struct exe *e)
 	if (ret)
 		return ret;
 	if (!S_ISREG(attr.mode) || !may_exec(&t->cred, &attr))
+		return -EACCES;
+	/* A program (or interpreter) on a noexec mount cannot be run (Linux: EACCES). */
+	if (vfs_file_noexec(e->f))
 		return -EACCES;
 	e->size = attr.size > 0 ? (uint64_t)attr.size : 0;
 
@@ -480,6 +485,15 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 			goto out_release;
 	}
 
+	/* The credentials come from the program that runs (after `#!`), before its stack. */
+	res->cred = t->cred;
+	res->secure = false;
+	if (loader_exec_creds) {
+		ret = loader_exec_creds(t, prog.f, &res->cred, &res->secure);
+		if (ret)
+			goto out_release;
+	}
+
 	size = stack_size(t, &rlim_cur);
 	sa.limit = loader_arg_limit(rlim_cur);
 	ret = loader_check_args((char *const *)av.v, envp, path, sa.limit);
@@ -533,10 +547,11 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 	sa.phnum = prog.info.phnum;
 	sa.base = has_interp ? ibias : 0;
 	sa.entry = entry;
-	sa.uid = t->cred.uid;
-	sa.euid = t->cred.euid;
-	sa.gid = t->cred.gid;
-	sa.egid = t->cred.egid;
+	sa.uid = res->cred.uid;
+	sa.euid = res->cred.euid;
+	sa.gid = res->cred.gid;
+	sa.egid = res->cred.egid;
+	sa.secure = res->secure;
 	ret = loader_build_stack(&sa, &st);
 	if (ret)
 		goto out_release;

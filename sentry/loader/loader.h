@@ -11,10 +11,12 @@
 #include <stdint.h>
 #include <elf.h>
 
+#include "sentry/kernel/task.h"
 #include "sentry/platform/platform.h"
 
 struct task;
 struct mm;
+struct file;
 
 /* What elf_parse() learned from an ELF header and its program headers. */
 struct elf_info {
@@ -39,13 +41,26 @@ int elf_parse(const void *buf, size_t len, uint64_t file_size, struct elf_info *
 struct loader_result {
 	uint64_t entry; /* where the guest starts (the interpreter's entry if there is one) */
 	uint64_t sp; /* initial stack pointer: argc */
+	/* The credentials the program runs with (execve's transformation of t->cred, which the
+	 * caller installs past its point of no return) and whether the exec is secure. */
+	struct cred cred;
+	bool secure;
 };
+
+/*
+ * execve's credential transformation, provided by the kernel (sentry/kernel/cred.c's
+ * cred_exec_file, registered by task_exec.c): fills *out with the credentials t runs the
+ * program file prog (after `#!`) with, and *secure (AT_SECURE). Returns 0 or -errno (the exec
+ * fails). NULL (the loader's unit tests): t's credentials are kept and AT_SECURE is 0.
+ */
+extern int (*loader_exec_creds)(struct task *t, struct file *prog, struct cred *out, bool *secure);
 
 /*
  * Loads the program at path for t into mm (a fresh, empty mm): resolves path in t's fs
  * context, follows `#!` (up to 4 levels; the script path becomes an argument), maps the
  * segments and interpreter, sets mm's brk and layout, builds the stack with argv, envp and
- * auxv. t->cred supplies AT_UID etc.; argv/envp are sentry strings. Returns 0 or -errno
+ * auxv. The credentials of loader_exec_creds (else t->cred) supply AT_UID etc. and AT_SECURE,
+ * and go to res->cred; argv/envp are sentry strings. Returns 0 or -errno
  * (-ENOENT, -EACCES, -ENOEXEC, -E2BIG, -ENOMEM, -ELOOP).
  * Also, as Linux: -ELIBBAD when the PT_INTERP file is not a valid ELF interpreter, -EINVAL
  * when the entry point lies outside guest memory, and whatever vfs_open() or mm_mmap() return
@@ -124,6 +139,7 @@ struct loader_stack_args {
 	uint64_t base; /* AT_BASE: the interpreter's load bias, or 0 */
 	uint64_t entry; /* AT_ENTRY: the main program's entry, bias included */
 	uint32_t uid, euid, gid, egid;
+	bool secure; /* AT_SECURE */
 };
 
 /* The stack image: the bytes of [sp, top) in guest order, and where things are. */

@@ -166,7 +166,7 @@ int loader_build_stack(const struct loader_stack_args *a, struct loader_stack *o
 	AUX(LINUX_AT_EUID, a->euid);
 	AUX(LINUX_AT_GID, a->gid);
 	AUX(LINUX_AT_EGID, a->egid);
-	AUX(LINUX_AT_SECURE, 0);
+	AUX(LINUX_AT_SECURE, a->secure ? 1 : 0);
 	AUX(LINUX_AT_RANDOM, random_addr);
 	AUX(LINUX_AT_HWCAP2, a->hwcap2);
 	AUX(LINUX_AT_EXECFN, execfn_addr);

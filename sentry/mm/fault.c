@@ -30,6 +30,13 @@
 /* Pages a copy-on-write fault copies at most: the aligned window around the faulting page. */
 #define COW_WINDOW 16
 
+/*
+ * Pages the first touch of lazily populated memory (VMA_LAZY) makes accessible at most: the
+ * aligned window around the touched page. Under a memory limit the usage can pass it by at most
+ * this much per faulting thread (pages are counted when touched, not when made accessible).
+ */
+#define LAZY_WINDOW 32
+
 /* True if this mm holds the memory-file page at off alone. */
 static bool page_exclusive(struct mm *mm, uint64_t off)
 {
@@ -45,7 +52,8 @@ static int cow_take_over(struct mm *mm, uint64_t a, uint64_t b)
 	struct vma_set *s = vset(mm);
 	const struct vma *v = vma_find(s, a);
 
-	if (v->prot & PROT_WRITE) {
+	/* Pages not populated yet stay inaccessible: their first touch populates them. */
+	if ((v->prot & PROT_WRITE) && !(v->flags & VMA_LAZY)) {
 		int r = plat_protect(mm, a, b - a, v->prot);
 		if (r < 0)
 			return r;
@@ -70,11 +78,12 @@ static int cow_copy(struct mm *mm, uint64_t a, uint64_t b)
 	if (idx > 0 && s->v[idx - 1].end == a && !(s->v[idx - 1].flags & VMA_COW)) {
 		const struct vma *prev = &s->v[idx - 1];
 		uint64_t want = prev->off + (prev->end - prev->start);
-		if (memfile_alloc_at(mfile(mm), want, len) == 0)
+		if (memfile_alloc_at_nocharge(mfile(mm), want, len) == 0)
 			fresh = (int64_t)want;
 	}
+	/* Not charged here: mm_handle_fault checked the limit before taking mm->lock. */
 	if (fresh < 0)
-		fresh = memfile_alloc(mfile(mm), len);
+		fresh = memfile_alloc_nocharge(mfile(mm), len);
 	if (fresh < 0)
 		return (int)fresh;
 	/* Stable: every holder maps these pages read-only and the sentry never writes them. */
@@ -86,7 +95,7 @@ static int cow_copy(struct mm *mm, uint64_t a, uint64_t b)
 	}
 	size_t i = vma_isolate(s, a, b);
 	s->v[i].off = (uint64_t)fresh;
-	s->v[i].flags &= ~VMA_COW;
+	s->v[i].flags &= ~(VMA_COW | VMA_LAZY);
 	memfile_free(mfile(mm), old, len);
 	vma_merge_range(s, i ? i - 1 : 0, i + 1);
 	mm->cow_copied += len / PAGE_SIZE;
@@ -135,6 +144,36 @@ int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end)
 }
 
 /*
+ * Populates the window of lazy VMA pages around page (in a VMA_LAZY VMA): gives them the VMA's
+ * protection in the platform. The whole window if it fits under the memory limit, else the page
+ * alone if it does, else nothing (-ENOMEM) unless force. mm->lock held. Returns 0 or -errno.
+ */
+static int populate_locked(struct mm *mm, uint64_t page, bool force)
+{
+	struct vma_set *s = vset(mm);
+	const struct vma *v = vma_find(s, page);
+	uint64_t lo = MAX(v->start, page & ~(LAZY_WINDOW * PAGE_SIZE - 1));
+	uint64_t hi = MIN(v->end, lo + LAZY_WINDOW * PAGE_SIZE);
+
+	if (!memfile_fits(mfile(mm), hi - lo)) {
+		lo = page;
+		hi = page + PAGE_SIZE;
+		if (!force && !memfile_fits(mfile(mm), PAGE_SIZE))
+			return -ENOMEM;
+	}
+	int r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		return r;
+	size_t i = vma_isolate(s, lo, hi);
+	s->v[i].flags &= ~VMA_LAZY;
+	r = plat_protect(mm, lo, hi - lo, vma_platform_prot(&s->v[i]));
+	if (r < 0)
+		s->v[i].flags |= VMA_LAZY;
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	return r;
+}
+
+/*
  * The page this host thread (one per guest thread) last made writable in mm_handle_fault: a
  * new fault at that same page is a real one, not a copy-on-write to resolve again.
  */
@@ -146,9 +185,33 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 	if (code != SEGV_ACCERR || addr >= PLATFORM_GUEST_MAX)
 		return -EFAULT;
 
+	bool force = false;
+retry:
 	pthread_mutex_lock(&mm->lock);
 	int r = -EFAULT;
 	const struct vma *v = vma_find(vset(mm), addr);
+	if (v && (v->flags & VMA_LAZY)) {
+		/* A PROT_NONE mapping is really inaccessible; anything else is populated now. */
+		if (!(v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)))
+			goto out_unlock;
+		r = populate_locked(mm, PAGE_ALIGN_DOWN(addr), force);
+		if (r == -ENOMEM && !force) {
+			/*
+			 * Over the memory limit: the OOM killer makes room (without mm->lock: it
+			 * looks at every mm), then populate again. If it cannot (or chose this
+			 * process, which dies before it runs again), the page is given anyway.
+			 */
+			pthread_mutex_unlock(&mm->lock);
+			force = memfile_charge(mfile(mm), PAGE_SIZE) < 0;
+			goto retry;
+		}
+		if (r < 0) {
+			log_warn("mm: populating %#lx failed: %s", (unsigned long)addr,
+				 strerror(-r));
+			r = -EFAULT;
+		}
+		goto out_unlock;
+	}
 	if (v && (v->flags & MM_VMA_PRIVATE) && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE) &&
 	    PAGE_ALIGN_DOWN(addr) != fault_last_resolved) {
 		/*
@@ -164,6 +227,12 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 	/* Not copy-on-write, or not writable: the access was really not allowed. */
 	if (!v || !(v->flags & VMA_COW) || !(v->prot & PROT_WRITE))
 		goto out_unlock;
+	/* A copy takes new memory: as for a first touch, the OOM killer makes room first. */
+	if (!force && !memfile_fits(mfile(mm), PAGE_SIZE)) {
+		pthread_mutex_unlock(&mm->lock);
+		force = memfile_charge(mfile(mm), PAGE_SIZE) < 0;
+		goto retry;
+	}
 	uint64_t page = PAGE_ALIGN_DOWN(addr);
 	uint64_t lo = MAX(v->start, page & ~(COW_WINDOW * PAGE_SIZE - 1));
 	uint64_t hi = MIN(v->end, lo + COW_WINDOW * PAGE_SIZE);
@@ -213,8 +282,11 @@ static int protect_for_fork_locked(struct mm *parent)
 			i++;
 			continue;
 		}
-		/* WIPEONFORK pages are not shared: the child gets zero pages. */
-		if (!(v->prot & PROT_WRITE) || (v->flags & MM_VMA_WIPEONFORK)) {
+		/*
+		 * WIPEONFORK pages are not shared: the child gets zero pages. Pages not populated
+		 * yet (VMA_LAZY) are inaccessible in the platform already.
+		 */
+		if (!(v->prot & PROT_WRITE) || (v->flags & (MM_VMA_WIPEONFORK | VMA_LAZY))) {
 			if (!(v->flags & MM_VMA_WIPEONFORK))
 				v->flags |= VMA_COW;
 			i++;
@@ -223,7 +295,8 @@ static int protect_for_fork_locked(struct mm *parent)
 		size_t j = i + 1;
 		while (j < s->n && s->v[j].start == s->v[j - 1].end && s->v[j].prot == v->prot &&
 		       (s->v[j].flags & MM_VMA_PRIVATE) &&
-		       !(s->v[j].flags & (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK)))
+		       !(s->v[j].flags &
+			 (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK | VMA_LAZY)))
 			j++;
 		int r = plat_protect(parent, v->start, s->v[j - 1].end - v->start,
 				     v->prot & ~PROT_WRITE);
@@ -275,12 +348,15 @@ struct mm *mm_fork(struct mm *parent)
 		if (v.flags & MM_VMA_DONTFORK)
 			continue;
 		if (v.flags & MM_VMA_WIPEONFORK) {
-			int64_t fresh = memfile_alloc(mfile(parent), len);
+			int64_t fresh = memfile_alloc_nocharge(mfile(parent), len);
 			if (fresh < 0) {
 				r = (int)fresh;
 				goto out_unlock;
 			}
 			v.off = (uint64_t)fresh;
+			/* Fresh pages: populated on first touch under a memory limit. */
+			if (mm_lazy(parent))
+				v.flags |= VMA_LAZY;
 		} else {
 			memfile_ref(mfile(parent), v.off, len);
 		}

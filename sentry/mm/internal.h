@@ -6,6 +6,7 @@
 #ifndef HUSK_SENTRY_MM_INTERNAL_H
 #define HUSK_SENTRY_MM_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -47,10 +48,21 @@ static inline int plat_protect(struct mm *mm, uint64_t addr, uint64_t len, int p
 	return mm->as ? mm->k->platform->ops->as_protect(mm->as, addr, len, prot) : 0;
 }
 
-/* The protection the platform gives a VMA's pages: copy-on-write pages are not writable. */
+/*
+ * The protection the platform gives a VMA's pages: copy-on-write pages are not writable, pages
+ * not populated yet (VMA_LAZY) are not accessible.
+ */
 static inline int vma_platform_prot(const struct vma *v)
 {
+	if (v->flags & VMA_LAZY)
+		return PROT_NONE;
 	return (v->flags & VMA_COW) ? v->prot & ~PROT_WRITE : v->prot;
+}
+
+/* True when new anonymous memory of mm is to be populated lazily (a memory limit was set). */
+static inline bool mm_lazy(struct mm *mm)
+{
+	return __atomic_load_n(&mfile(mm)->lazy, __ATOMIC_ACQUIRE);
 }
 
 /*

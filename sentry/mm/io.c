@@ -106,11 +106,38 @@ static void unshare_for_write_locked(struct mm *mm, uint64_t addr, size_t len, e
 		cow_resolve_locked(mm, PAGE_ALIGN_DOWN(addr), PAGE_ALIGN_UP(cur));
 }
 
+/*
+ * Under a memory limit, before the sentry writes [addr, addr+len): the part of it in pages not
+ * populated yet (VMA_LAZY) is new memory, as a guest touch would be; when it does not fit under
+ * the limit, the OOM killer makes room first (mm->lock is dropped meanwhile, as in a fault).
+ * The write happens either way: if the caller's own process was chosen, it dies after the call.
+ */
+static void charge_for_write_locked(struct mm *mm, uint64_t addr, size_t len)
+{
+	const struct vma_set *s = mm->vmas;
+	struct memfile *mf = &mm->k->mf;
+	uint64_t end, need = 0;
+
+	if (!__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) || len == 0 ||
+	    !guest_range(addr, len, &end))
+		return;
+	for (size_t i = vma_lower_bound(s, addr); i < s->n && s->v[i].start < end; i++)
+		if (s->v[i].flags & VMA_LAZY)
+			need += MIN(end, s->v[i].end) - MAX(addr, s->v[i].start);
+	if (need == 0 || memfile_fits(mf, need))
+		return;
+	pthread_mutex_unlock(&mm->lock);
+	memfile_charge(mf, need);
+	pthread_mutex_lock(&mm->lock);
+}
+
 static ssize_t copy(struct mm *mm, uint64_t addr, void *buf, size_t len, enum io_mode mode)
 {
 	pthread_mutex_lock(&mm->lock);
-	if (mode != IO_READ)
+	if (mode != IO_READ) {
+		charge_for_write_locked(mm, addr, len);
 		unshare_for_write_locked(mm, addr, len, mode);
+	}
 	ssize_t r = copy_locked(mm, addr, buf, len, mode);
 	pthread_mutex_unlock(&mm->lock);
 	return r;
@@ -184,8 +211,10 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 		return 0;
 
 	pthread_mutex_lock(&mm->lock);
-	if (write)
+	if (write) {
+		charge_for_write_locked(mm, addr, len);
 		unshare_for_write_locked(mm, addr, len, mode);
+	}
 	const struct vma_set *s = mm->vmas;
 	struct memfile *mf = &mm->k->mf;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {

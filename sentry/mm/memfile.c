@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -137,6 +138,11 @@ int memfile_init(struct memfile *mf, uint64_t size)
 	mf->size = size;
 	mf->extra_refs = refs;
 	mf->shared_pages = 0;
+	mf->limit = mf->peak = 0;
+	mf->lazy = false;
+	mf->events_max = mf->events_oom = mf->events_oom_kill = 0;
+	mf->oom = NULL;
+	mf->oom_arg = NULL;
 	mf->alloc = steal_pointer(&s);
 	return 0;
 }
@@ -161,6 +167,22 @@ void memfile_destroy(struct memfile *mf)
 
 int64_t memfile_alloc(struct memfile *mf, uint64_t len)
 {
+	if (__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) && len && IS_PAGE_ALIGNED(len) &&
+	    memfile_charge(mf, len) < 0)
+		return -ENOMEM;
+	return memfile_alloc_nocharge(mf, len);
+}
+
+int memfile_alloc_at(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	if (__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) && len && IS_PAGE_ALIGNED(len) &&
+	    memfile_charge(mf, len) < 0)
+		return -ENOMEM;
+	return memfile_alloc_at_nocharge(mf, off, len);
+}
+
+int64_t memfile_alloc_nocharge(struct memfile *mf, uint64_t len)
+{
 	struct memfile_alloc_state *s = state(mf);
 	int64_t off = -ENOMEM;
 
@@ -184,7 +206,7 @@ int64_t memfile_alloc(struct memfile *mf, uint64_t len)
 	return off;
 }
 
-int memfile_alloc_at(struct memfile *mf, uint64_t off, uint64_t len)
+int memfile_alloc_at_nocharge(struct memfile *mf, uint64_t off, uint64_t len)
 {
 	struct memfile_alloc_state *s = state(mf);
 	uint64_t end;
@@ -377,4 +399,67 @@ size_t memfile_free_extents(struct memfile *mf)
 	size_t n = s->n;
 	pthread_mutex_unlock(&mf->lock);
 	return n;
+}
+
+/* --- accounting --- */
+
+uint64_t memfile_usage(struct memfile *mf)
+{
+	struct stat st;
+
+	if (fstat(mf->fd, &st) < 0)
+		return __atomic_load_n(&mf->peak, __ATOMIC_RELAXED);
+	uint64_t u = (uint64_t)st.st_blocks * 512;
+	uint64_t p = __atomic_load_n(&mf->peak, __ATOMIC_RELAXED);
+
+	while (u > p && !__atomic_compare_exchange_n(&mf->peak, &p, u, true, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+	return u;
+}
+
+bool memfile_fits(struct memfile *mf, uint64_t len)
+{
+	uint64_t limit = __atomic_load_n(&mf->limit, __ATOMIC_RELAXED);
+
+	return !limit || (len <= limit && memfile_usage(mf) <= limit - len);
+}
+
+int memfile_charge(struct memfile *mf, uint64_t len)
+{
+	/* Each round kills one process; a sandbox has at most a few thousand of them. */
+	for (int round = 0; round < 4096; round++) {
+		if (memfile_fits(mf, len))
+			return 0;
+		__atomic_fetch_add(&mf->events_max, 1, __ATOMIC_RELAXED);
+		if (!mf->oom || mf->oom(mf, len, mf->oom_arg) < 0)
+			return -ENOMEM;
+	}
+	return -ENOMEM;
+}
+
+void memfile_set_limit(struct memfile *mf, uint64_t limit)
+{
+	if (limit)
+		__atomic_store_n(&mf->lazy, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&mf->limit, limit, __ATOMIC_RELEASE);
+}
+
+uint64_t memfile_resident(struct memfile *mf, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len, n = 0;
+
+	/* lseek moves the fd's shared position: nothing reads or writes the memfd by position. */
+	while (off < end) {
+		off_t d = lseek(mf->fd, (off_t)off, SEEK_DATA);
+		if (d < 0 || (uint64_t)d >= end)
+			break;
+		off_t h = lseek(mf->fd, d, SEEK_HOLE);
+		if (h < 0)
+			break;
+		uint64_t stop = MIN((uint64_t)h, end);
+		n += stop - (uint64_t)d;
+		off = stop;
+	}
+	return n / PAGE_SIZE;
 }

@@ -17,6 +17,7 @@
 #define HUSK_SENTRY_MM_MEMFILE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,14 +29,62 @@ struct memfile {
 	void *alloc; /* allocator state, private to memfile.c; protected by lock */
 	uint32_t *extra_refs; /* per page: references beyond the first (atomics; sparse mapping) */
 	uint64_t shared_pages; /* atomic: pages whose extra_refs is non-zero */
+
+	/*
+	 * Memory accounting (memory cgroup semantics; see README.md "Accounting"). Usage is what
+	 * the host holds for the file (its allocated blocks): every page counts once however
+	 * many mappings share it, and a freed (punched) page stops counting. All atomics.
+	 */
+	uint64_t limit; /* bytes; 0: no limit */
+	bool lazy; /* anonymous memory is populated on first touch (set with the first limit) */
+	uint64_t peak; /* highest usage seen */
+	uint64_t events_max, events_oom, events_oom_kill; /* memory.events counters */
+	/*
+	 * Called (without memfile locks) when need more bytes would take usage past the limit:
+	 * frees memory (kills a process) and returns 0 when the caller should check again, or
+	 * -ENOMEM when nothing more can be done (or the caller itself was chosen). NULL: none.
+	 */
+	int (*oom)(struct memfile *mf, uint64_t need, void *arg);
+	void *oom_arg;
 };
 
 /* Creates a memfd of size bytes (sparse) and maps it. Returns 0 or -errno. */
 int memfile_init(struct memfile *mf, uint64_t size);
 void memfile_destroy(struct memfile *mf);
 
-/* Allocates len bytes (page multiple). Returns the offset (>= 0) or -ENOMEM. Contents are zero. */
+/*
+ * Allocates len bytes (page multiple). Returns the offset (>= 0) or -ENOMEM. Contents are zero.
+ * The caller is about to fill the pages (tmpfs data, page caches): with a limit, the allocation
+ * is charged first (memfile_charge) and fails with -ENOMEM if it cannot be.
+ */
 int64_t memfile_alloc(struct memfile *mf, uint64_t len);
+/*
+ * memfile_alloc and memfile_alloc_at without the charge: for memory that is populated (and
+ * checked against the limit) later, page by page (sentry/mm's anonymous memory).
+ */
+int64_t memfile_alloc_nocharge(struct memfile *mf, uint64_t len);
+int memfile_alloc_at_nocharge(struct memfile *mf, uint64_t off, uint64_t len);
+
+/*
+ * Bytes of memory the file holds on the host now (its allocated blocks: pages that were
+ * touched and not freed since). Updates the peak. One fstat(2).
+ */
+uint64_t memfile_usage(struct memfile *mf);
+/* True when len more bytes fit under the limit (always true without one). */
+bool memfile_fits(struct memfile *mf, uint64_t len);
+/*
+ * Makes room for len more bytes under the limit: while they do not fit, counts a memory.events
+ * "max" event and calls mf->oom (which kills a process). Returns 0 when they fit (or there is no
+ * limit), -ENOMEM when the oom hook gave up (or there is none). May block while a victim exits.
+ */
+int memfile_charge(struct memfile *mf, uint64_t len);
+/*
+ * Sets the limit (0: none). A limit also turns on lazy population of anonymous memory for the
+ * mappings made from now on (mf->lazy). Does not reclaim: see oom_set_memory_limit.
+ */
+void memfile_set_limit(struct memfile *mf, uint64_t limit);
+/* Pages of [off, off+len) that the host holds (resident), found with SEEK_DATA/SEEK_HOLE. */
+uint64_t memfile_resident(struct memfile *mf, uint64_t off, uint64_t len);
 /*
  * Drops one reference on each page of [off, off+len). Pages whose last reference this was go
  * back to the allocator and their memory to the host; pages still referenced by someone else
@@ -59,7 +108,7 @@ uint64_t memfile_shared_pages(struct memfile *mf);
 /*
  * Allocates exactly [off, off+len) if all of it is free (sentry/mm uses it to keep a growing
  * mapping's pages contiguous). Returns 0, -ENOMEM if any of it is in use, -EINVAL if the range
- * is unaligned, empty or past the end of the file. Contents are zero.
+ * is unaligned, empty or past the end of the file. Contents are zero. Charged as memfile_alloc.
  */
 int memfile_alloc_at(struct memfile *mf, uint64_t off, uint64_t len);
 /*

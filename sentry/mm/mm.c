@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/err.h"
@@ -130,15 +131,16 @@ static int64_t alloc_pages(struct mm *mm, uint64_t start, uint64_t end)
 	if (i > 0 && s->v[i - 1].end == start && !s->v[i - 1].file) {
 		const struct vma *prev = &s->v[i - 1];
 		uint64_t want = prev->off + (prev->end - prev->start);
-		if (memfile_alloc_at(mfile(mm), want, len) == 0)
+		if (memfile_alloc_at_nocharge(mfile(mm), want, len) == 0)
 			return (int64_t)want;
 	}
 	if (i < s->n && s->v[i].start == end && !s->v[i].file && s->v[i].off >= len) {
 		uint64_t want = s->v[i].off - len;
-		if (memfile_alloc_at(mfile(mm), want, len) == 0)
+		if (memfile_alloc_at_nocharge(mfile(mm), want, len) == 0)
 			return (int64_t)want;
 	}
-	return memfile_alloc(mfile(mm), len);
+	/* Not charged: pages count when touched (and are checked when populated, fault.c). */
+	return memfile_alloc_nocharge(mfile(mm), len);
 }
 
 /*
@@ -147,7 +149,7 @@ static int64_t alloc_pages(struct mm *mm, uint64_t start, uint64_t end)
  */
 static int64_t alloc_filled(struct mm *mm, uint64_t len, struct file *file, uint64_t file_off)
 {
-	int64_t off = memfile_alloc(mfile(mm), len);
+	int64_t off = memfile_alloc_nocharge(mfile(mm), len);
 
 	if (off < 0 || !file)
 		return off;
@@ -192,8 +194,12 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 {
 	struct vma_set *s = vset(mm);
 
+	/* Anonymous memory under a memory limit is populated on first touch (fault.c). */
+	flags &= ~(VMA_COW | VMA_LAZY);
+	if (!file && mm_lazy(mm))
+		flags |= VMA_LAZY;
 	/* as_map replaces any mapping of the range: the old VMAs' pages are unreachable after. */
-	int r = plat_map(mm, start, end - start, prot, off);
+	int r = plat_map(mm, start, end - start, (flags & VMA_LAZY) ? PROT_NONE : prot, off);
 	if (r < 0) {
 		memfile_free(mfile(mm), off, end - start);
 		return r;
@@ -205,7 +211,7 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 		.end = end,
 		.off = off,
 		.prot = prot,
-		.flags = flags & ~VMA_COW,
+		.flags = flags,
 		.file = file,
 		.file_off = file_off,
 	};
@@ -609,6 +615,8 @@ static int protect_platform_locked(struct mm *mm, uint64_t start, uint64_t end, 
 
 	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < end; i++) {
 		int p = (s->v[i].flags & VMA_COW) ? prot & ~PROT_WRITE : prot;
+		if (s->v[i].flags & VMA_LAZY)
+			p = PROT_NONE;
 		uint64_t a = MAX(s->v[i].start, start);
 		if (p != run_prot) {
 			if (run_prot >= 0) {
@@ -718,7 +726,8 @@ out_unlock:;
 static bool same_mapping(const struct vma *a, const struct vma *b)
 {
 	if (a->end != b->start || a->prot != b->prot ||
-	    (a->flags & ~VMA_COW) != (b->flags & ~VMA_COW) || a->file != b->file)
+	    (a->flags & ~(VMA_COW | VMA_LAZY)) != (b->flags & ~(VMA_COW | VMA_LAZY)) ||
+	    a->file != b->file)
 		return false;
 	return !a->file || a->file_off + (a->end - a->start) == b->file_off;
 }
@@ -778,7 +787,7 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 	if (!pieces)
 		return -ENOMEM;
 	if (dontunmap) {
-		refill = memfile_alloc(mfile(mm), old_len);
+		refill = memfile_alloc_nocharge(mfile(mm), old_len);
 		if (refill < 0)
 			return refill;
 	}
@@ -825,7 +834,7 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 				     .end = old + old_len,
 				     .off = (uint64_t)refill,
 				     .prot = prot,
-				     .flags = flags & ~VMA_COW };
+				     .flags = flags & ~(VMA_COW | VMA_LAZY) };
 		j = vma_insert(s, &fresh);
 		vma_merge_range(s, j ? j - 1 : 0, j + 1);
 	}
@@ -1036,7 +1045,20 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	if (!(v->flags & VMA_COW)) {
 		memfile_zero(mfile(mm), off, b - a);
 		/* A private file mapping drops its changes: it reads the file's bytes again. */
-		return v->file ? fill_from_file(mm, off, b - a, v->file, foff) : 0;
+		if (v->file)
+			return fill_from_file(mm, off, b - a, v->file, foff);
+		/* Under a memory limit, the next touch is checked against it again. */
+		if (!mm_lazy(mm) || (v->flags & VMA_LAZY))
+			return 0;
+		int r = vma_set_reserve(s, VMA_RESERVE);
+		if (r == 0)
+			r = plat_protect(mm, a, b - a, PROT_NONE);
+		if (r < 0)
+			return 0; /* the pages are zero either way; they stay populated */
+		size_t i = vma_isolate(s, a, b);
+		s->v[i].flags |= VMA_LAZY;
+		vma_merge_range(s, i ? i - 1 : 0, i + 1);
+		return 0;
 	}
 	/* Pages perhaps shared with another mm: give this mm fresh ones instead of zeroing. */
 	struct file *file = v->file;
@@ -1048,7 +1070,8 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	int64_t fresh = alloc_filled(mm, b - a, file, foff);
 	if (fresh < 0)
 		return (int)fresh;
-	r = plat_map(mm, a, b - a, prot, (uint64_t)fresh);
+	bool lazy = !file && mm_lazy(mm);
+	r = plat_map(mm, a, b - a, lazy ? PROT_NONE : prot, (uint64_t)fresh);
 	if (r < 0) {
 		memfile_free(mfile(mm), (uint64_t)fresh, b - a);
 		return r;
@@ -1056,7 +1079,9 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	size_t i = vma_isolate(s, a, b);
 	memfile_free(mfile(mm), s->v[i].off, b - a);
 	s->v[i].off = (uint64_t)fresh;
-	s->v[i].flags &= ~VMA_COW;
+	s->v[i].flags &= ~(VMA_COW | VMA_LAZY);
+	if (lazy)
+		s->v[i].flags |= VMA_LAZY;
 	vma_merge_range(s, i ? i - 1 : 0, i + 1);
 	return 0;
 }
@@ -1108,6 +1133,29 @@ int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
 	return r;
 }
 
+uint64_t mm_rss_pages(struct mm *mm)
+{
+	uint64_t n = 0;
+	int tries = 0;
+
+	/*
+	 * The OOM killer may run with a filesystem lock held (a tmpfs write), which comes after
+	 * mm->lock in the lock order: wait for the lock a little, never for good.
+	 */
+	while (pthread_mutex_trylock(&mm->lock) != 0) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		if (++tries > 200)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	const struct vma_set *s = vset(mm);
+	for (size_t i = 0; i < s->n; i++)
+		n += memfile_resident(mfile(mm), s->v[i].off, s->v[i].end - s->v[i].start);
+	pthread_mutex_unlock(&mm->lock);
+	return n;
+}
+
 int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
 {
 	int r = 0;
@@ -1120,7 +1168,7 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 			.start = v->start,
 			.end = v->end,
 			.prot = v->prot,
-			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE),
+			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY),
 			.file = v->file,
 			.file_off = v->file_off,
 			.mf_off = v->off,

@@ -136,6 +136,14 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 
 /* --- inspection (for /proc/PID/maps, core dumps, tests) --- */
 
+/*
+ * Resident pages of mm: the pages of its VMAs that the host holds (touched and not freed),
+ * shared ones included, as Linux's RSS. Takes mm->lock, waiting for it at most about 200 ms
+ * (then returns 0); not for the fault path (one or two lseek(2) per VMA). The OOM killer's
+ * measure (sentry/kernel/oom.c).
+ */
+uint64_t mm_rss_pages(struct mm *mm);
+
 /* Kinds of VMA, in struct mm_vma_info.flags. */
 #define MM_VMA_PRIVATE 0x01u /* MAP_PRIVATE */
 #define MM_VMA_SHARED 0x02u /* MAP_SHARED: the same pages in every forked mm (and the file's) */

@@ -32,6 +32,12 @@ struct memfile;
  * add PROT_WRITE to it (Linux's missing VM_MAYWRITE).
  */
 #define VMA_NOWRITE 0x20000u
+/*
+ * Internal VMA flag: anonymous memory not populated yet (with a memory limit only). The platform
+ * maps the pages PROT_NONE; the first access faults and mm_handle_fault checks the limit, then
+ * gives a window of pages the VMA's protection (fault.c). Never set without mf->lazy.
+ */
+#define VMA_LAZY 0x40000u
 
 struct vma {
 	uint64_t start, end;

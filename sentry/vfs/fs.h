@@ -355,13 +355,31 @@ int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, voi
 
 /*
  * Mounts fs (the caller keeps its reference) with flags at the absolute guest path of k's
- * tree, creating the missing directories of the path on the way (mode 0755, root's: in the
- * overlay's upper layer, or on the host with a writable gofer root). Call after the root is
- * mounted. Returns 0 or -errno (-EINVAL for a relative path or a "." or ".." component,
- * -ENOTDIR, -EROFS when a directory is missing on a read-only mount).
+ * tree, creating the missing names of the path on the way (in the overlay's upper layer, or on
+ * the host with a writable gofer root), root's: directories (0755), and for the last name a
+ * directory when fs's root is one, else an empty regular file (0644; a file bind mount). As
+ * runc does, symlinks met on the way, the last name's too, are followed, inside the guest's
+ * tree (an absolute target from k's root, ".." never above it). Call after the root is mounted.
+ * Returns 0 or -errno (-EINVAL for a relative path or a "." or ".." component in path itself,
+ * -ENOTDIR, -EISDIR (a non-directory over a directory), -ELOOP, -EROFS when a name is missing
+ * on a read-only mount).
  */
 struct kernel;
 int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags);
+
+/*
+ * Makes the mountpoint vfs_mount_at would make for a filesystem whose root is a directory
+ * (isdir) or not, and mounts nothing. Returns 0 or vfs_mount_at's errors.
+ */
+int vfs_make_mountpoint(struct kernel *k, const char *path, bool isdir);
+
+/*
+ * Replaces m's flags (MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC), as mount -o remount,bind
+ * does: e.g. the root made read-only once its mountpoints were made (root.readonly). Mounts
+ * attached on m keep their own flags. Walks read flags without a lock: meant for set-up, before
+ * any guest task runs.
+ */
+void vfs_mount_set_flags(struct vfs_mount *m, int flags);
 
 /*
  * config.json maskedPaths: mounts the root of empty_dir (an empty filesystem) read-only over the

@@ -229,10 +229,13 @@ int vfs_anon_node_init(struct vfs_node *n, const struct vfs_node_ops *ops, uint3
 	return vfs_node_init(n, ops, &anon_fs, NULL, "", type);
 }
 
-/* The directory name in dir, made (0755, root's) if missing. Namespace lock held. */
-static int lookup_or_mkdir(struct vfs_path *dir, const char *name, struct vfs_path *out)
+/*
+ * The name in dir, made if missing (a directory 0755, or with isdir false an empty regular file
+ * 0644, root's). Symlinks are not followed here. Namespace lock held.
+ */
+static int lookup_or_make(struct vfs_path *dir, const char *name, bool isdir, struct vfs_path *out)
 {
-	struct vfs_create_args a = { .mode = S_IFDIR | 0755 };
+	struct vfs_create_args a = { .mode = isdir ? S_IFDIR | 0755 : S_IFREG | 0644 };
 	struct vfs_node *n;
 	int err = vfs_lookup_one(dir, name, out);
 
@@ -252,54 +255,162 @@ static int lookup_or_mkdir(struct vfs_path *dir, const char *name, struct vfs_pa
 	return 0;
 }
 
-int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags)
+/* Replaces *bufp by target + "/" + rest. Returns 0 or -ENOMEM / -ENAMETOOLONG. */
+static int mountpoint_splice(char **bufp, const char *target, const char *rest)
 {
-	struct vfs_path cur = { .mnt = k->root_mnt, .node = k->root_node };
-	struct vfs_mount *m;
-	char *copy, *save = NULL;
-	int err = 0;
+	size_t tl = strlen(target), rl = strlen(rest);
+	char *n;
 
-	if (path[0] != '/' || !cur.node)
-		return -EINVAL;
-	copy = strdup(path);
-	if (!copy)
+	if (tl + rl + 2 > VFS_PATH_MAX)
+		return -ENAMETOOLONG;
+	n = malloc(tl + rl + 2);
+	if (!n)
 		return -ENOMEM;
-	vfs_path_copy(&cur, &cur);
+	memcpy(n, target, tl);
+	n[tl] = '/';
+	memcpy(n + tl + 1, rest, rl + 1);
+	free(*bufp);
+	*bufp = n;
+	return 0;
+}
+
+/*
+ * Resolves the absolute guest path from k's root for a mount, as runc prepares a mountpoint:
+ * symlinks met on the way (the last name's too) are followed inside the guest's tree, and
+ * missing names are made, directories but the last, which is a directory when isdir and an
+ * empty regular file otherwise. Returns 0 and *out (referenced) or -errno (-EINVAL for a "."
+ * or ".." in path itself, -ENOTDIR, -ELOOP, -EROFS when a name is missing on a read-only mount).
+ */
+static int mountpoint_make(struct kernel *k, const char *path, bool isdir, struct vfs_path *out)
+{
+	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_path cur;
+	struct cred c = { 0 };
+	char *buf, *p, target[VFS_PATH_MAX];
+	bool from_link = false;
+	int err = 0, nlinks = 0;
+
+	if (path[0] != '/' || !root.node)
+		return -EINVAL;
+	buf = strdup(path);
+	if (!buf)
+		return -ENOMEM;
+	vfs_path_copy(&cur, &root);
 	vfs_path_follow_mounts(&cur);
 	vfs_ns_lock();
-	for (char *name = strtok_r(copy, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+	p = buf;
+	for (;;) {
 		struct vfs_path next;
+		char *name, *rest;
+		bool last;
+		ssize_t n;
 
-		if (!strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > VFS_NAME_MAX) {
-			err = -EINVAL;
+		while (*p == '/')
+			p++;
+		if (!*p)
 			break;
-		}
+		name = p;
+		rest = strchrnul(p, '/');
+		p = *rest ? rest + 1 : rest;
+		*rest = '\0';
+		for (rest = p; *rest == '/'; rest++)
+			;
+		last = !*rest;
 		if (!vfs_node_is_dir(cur.node)) {
 			err = -ENOTDIR;
 			break;
 		}
-		err = lookup_or_mkdir(&cur, name, &next);
+		if (strlen(name) > VFS_NAME_MAX) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		if (!strcmp(name, ".") || !strcmp(name, "..")) {
+			/* Only a symlink's target may say "." or "..": ".." stays at the root. */
+			if (!from_link) {
+				err = -EINVAL;
+				break;
+			}
+			if (name[1] == '\0')
+				continue;
+			err = vfs_walk(&c, &root, &cur, "..", 0, &next);
+		} else {
+			err = lookup_or_make(&cur, name, last ? isdir : true, &next);
+		}
 		if (err < 0)
 			break;
-		vfs_path_put(&cur);
-		cur = next;
+		if (!vfs_node_is_symlink(next.node)) {
+			vfs_path_put(&cur);
+			cur = next;
+			continue;
+		}
+		/* A symlink: its target, then the rest, from the root or from here. */
+		n = ++nlinks > VFS_MAXSYMLINKS ?
+			    -ELOOP :
+			    vfs_path_readlink(&next, target, sizeof(target) - 1);
+		vfs_path_put(&next);
+		if (n <= 0) {
+			err = n < 0 ? (int)n : -ENOENT;
+			break;
+		}
+		target[n] = '\0';
+		err = mountpoint_splice(&buf, target, p);
+		if (err < 0)
+			break;
+		p = buf;
+		from_link = true;
+		if (target[0] == '/') {
+			vfs_path_put(&cur);
+			vfs_path_copy(&cur, &root);
+			vfs_path_follow_mounts(&cur);
+		}
 	}
 	vfs_ns_unlock();
-	free(copy);
-	if (err == 0 && !vfs_node_is_dir(cur.node))
-		err = -ENOTDIR;
+	free(buf);
+	if (err < 0) {
+		vfs_path_put(&cur);
+		return err;
+	}
+	*out = cur;
+	return 0;
+}
+
+int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags)
+{
+	struct vfs_path cur;
+	struct vfs_mount *m;
+	int err = mountpoint_make(k, path, vfs_node_is_dir(fs->root), &cur);
+
 	if (err < 0)
-		goto out;
+		return err;
 	m = vfs_mount_create(fs, fs->root, flags);
 	if (!m) {
 		err = -ENOMEM;
-		goto out;
+		goto out_put_path;
 	}
+	/* -ENOTDIR: a directory over a non-directory; -EISDIR: the reverse. */
 	err = vfs_mount_attach(m, &cur);
 	vfs_mount_put(m);
-out:
+out_put_path:
 	vfs_path_put(&cur);
 	return err;
+}
+
+int vfs_make_mountpoint(struct kernel *k, const char *path, bool isdir)
+{
+	struct vfs_path p;
+	int err = mountpoint_make(k, path, isdir, &p);
+
+	if (err < 0)
+		return err;
+	if (vfs_node_is_dir(p.node) != isdir)
+		err = isdir ? -ENOTDIR : -EISDIR;
+	vfs_path_put(&p);
+	return err;
+}
+
+void vfs_mount_set_flags(struct vfs_mount *m, int flags)
+{
+	__atomic_store_n(&m->flags, flags, __ATOMIC_RELEASE);
 }
 
 /* Resolves the absolute guest path from k's root as root would (final symlinks followed). */

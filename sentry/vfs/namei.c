@@ -77,6 +77,16 @@ int vfs_path_may_exec(struct task *t, const struct vfs_path *p)
 	return vfs_path_permission_cred(&t->cred, p, VFS_MAY_EXEC);
 }
 
+bool vfs_file_noexec(const struct file *f)
+{
+	return f->mnt && (__atomic_load_n(&f->mnt->flags, __ATOMIC_ACQUIRE) & MS_NOEXEC);
+}
+
+bool vfs_file_nosuid(const struct file *f)
+{
+	return f->mnt && (__atomic_load_n(&f->mnt->flags, __ATOMIC_ACQUIRE) & MS_NOSUID);
+}
+
 /* Search permission on directory p. */
 static int may_lookup(const struct vfs_walk_state *ws, const struct vfs_path *p)
 {

@@ -112,6 +112,11 @@ struct file {
 	int flags; /* O_ACCMODE and status flags (O_APPEND, O_NONBLOCK, ...); not O_CLOEXEC */
 	pthread_mutex_t pos_lock; /* protects pos */
 	int64_t pos;
+	/*
+	 * The position is a host FD's own offset, shared with the sentry's caller (host files:
+	 * stdio, --preserve-fds): read(2)/write(2) pass the file no position, pread/pwrite theirs.
+	 */
+	bool host_offset;
 	void *priv; /* owned by ops */
 	/* The lock table's (lock.c): f may own OFD or flock locks on the inode (dev, ino). */
 	bool lock_used; /* atomic; the two keys are set before it */
@@ -253,6 +258,18 @@ uint64_t vfs_path_mnt_id(const struct vfs_path *p);
  */
 int vfs_path_permission(struct task *t, const struct vfs_path *p, int may);
 int vfs_path_may_exec(struct task *t, const struct vfs_path *p);
+/*
+ * Whether f was opened on a mount with MS_NOEXEC (config.json's noexec): execve of it is
+ * -EACCES (vfs_path_may_exec) and, as Linux, mmap with PROT_EXEC of it -EPERM and mprotect
+ * adding PROT_EXEC to such a mapping -EACCES. False for files with no path.
+ */
+bool vfs_file_noexec(const struct file *f);
+/*
+ * Whether f was opened on a mount with MS_NOSUID (config.json's nosuid): as Linux's
+ * mnt_may_suid, execve of it then ignores its set-user-ID and set-group-ID bits and its file
+ * capabilities. False for files with no path.
+ */
+bool vfs_file_nosuid(const struct file *f);
 /*
  * Copies the target of the symlink at p into buf (no NUL, truncated to len). Returns the
  * number of bytes copied or -EINVAL when p is not a symlink.

@@ -71,4 +71,25 @@ if command -v python3 >/dev/null; then
 	rm -f /tmp/husk-it-log.$$
 fi
 
+# stdio that is a regular file shares its offset with the caller, as an inherited FD does:
+# output written after husk's lands after the guest's, and a guest's reads and lseeks move the
+# caller's offset (head -c rewinds to what it consumed, so cat goes on from there).
+io=$(mktemp /tmp/husk-it-io.XXXXXX)
+{
+	echo first
+	"$HUSK" do -- /bin/sh -c 'echo guest; cat /etc/hostname >/dev/null'
+	echo last
+} >"$io" 2>&1
+got=$(tr '\n' ' ' <"$io")
+[ "$got" = "first guest last " ] && pass "stdout to a file shares the caller's offset" ||
+	fail "stdout to a file shares the caller's offset" "file: $got"
+printf '0123456789\n' >"$io"
+expect_output "stdin from a file: head's lseek back moves the shared offset" "3456789" 0 -- \
+	sh -c "'$HUSK' do -- /bin/sh -c 'head -c 3 >/dev/null; cat' <'$io'"
+printf 'line1\nline2\n' >"$io"
+expect_output "stdin from a file: the shell's read and cat's copy_file_range continue" \
+	"got line1
+line2" 0 -- sh -c "'$HUSK' do -- /bin/sh -c 'read -r x; echo \"got \$x\"; cat' <'$io'"
+rm -f "$io"
+
 finish

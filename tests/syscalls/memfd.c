@@ -139,6 +139,21 @@ static void test_seals(void)
 	CHECK_ERR(fallocate(sfd, 0, 0, 16384), EPERM);
 	CHECK_RET(fcntl(sfd, F_ADD_SEALS, F_SEAL_WRITE), 0);
 	CHECK_ERR(pwrite(sfd, &c, 1, 0), EPERM);
+	/* No new writable shared mapping; read-only and private ones are fine. */
+	CHECK(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0) == MAP_FAILED &&
+		      errno == EPERM,
+	      "a writable shared mapping of a write-sealed memfd: %s", strerror(errno));
+	{
+		void *ro = mmap(NULL, 4096, PROT_READ, MAP_SHARED, sfd, 0);
+		void *pv = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, sfd, 0);
+
+		CHECK(ro != MAP_FAILED && pv != MAP_FAILED, "read-only/private mappings: %s",
+		      strerror(errno));
+		if (ro != MAP_FAILED)
+			munmap(ro, 4096);
+		if (pv != MAP_FAILED)
+			munmap(pv, 4096);
+	}
 	CHECK_ERR(fallocate(sfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), EPERM);
 	CHECK_RET(pread(sfd, &c, 1, 8191), 1);
 	CHECK_RET(fcntl(sfd, F_ADD_SEALS, F_SEAL_SEAL), 0);

@@ -306,7 +306,8 @@ int gofer_mount(struct gofer_client *c, uint64_t *root, struct gofer_attr *attr)
 	c->req.type = GOFER_MSG_MOUNT;
 	c->req.mount.version = GOFER_PROTO_VERSION;
 	ret = rpc(c, c->rbuf, NULL);
-	if (ret == 0 && !S_ISDIR(c->rep.mount.attr.mode))
+	/* A directory, or a regular file served alone (a file bind mount). */
+	if (ret == 0 && !S_ISDIR(c->rep.mount.attr.mode) && !S_ISREG(c->rep.mount.attr.mode))
 		ret = -EIO;
 	if (ret == 0) {
 		*root = c->rep.mount.root;

@@ -31,7 +31,10 @@ void gofer_client_destroy(struct gofer_client *c);
  */
 uint64_t gofer_client_msgs(int type);
 
-/* Attaches to the served root. Returns 0 with its handle and attributes, or -errno. */
+/*
+ * Attaches to the served root: a directory, or a regular file (the gofer of a file bind mount).
+ * Returns 0 with its handle and attributes, or -errno (-EIO for a root of any other type).
+ */
 int gofer_mount(struct gofer_client *c, uint64_t *root, struct gofer_attr *attr);
 
 /*

@@ -77,6 +77,7 @@ struct gofer_fs {
 	struct gofer_client *gc; /* not owned: the kernel's, outlives the filesystem */
 	bool readonly;
 	bool cache_attrs; /* writable: cached attributes are valid while gen is unchanged */
+	bool file_root; /* serves one regular file (a file bind): its attributes are never cached */
 	struct memfile *mf; /* not owned: the kernel's, for the page cache; NULL: no MAP_SHARED */
 	uint64_t gen; /* atomic: bumped by every change the sandbox makes (writable mounts) */
 	/* The donated FD cache: nodes with a cached FD, most recently used first. */
@@ -453,7 +454,9 @@ static int gofer_getattr(struct vfs_node *n, struct vfs_attr *attr)
 
 	pthread_mutex_lock(&gn->lock);
 	ga = gn->attr;
-	cached = fs->readonly || (fs->cache_attrs && gn->attr_gen == gen);
+	/* A bound file is the host's to change even when read-only here (podman rewrites
+	 * /etc/hosts): one STAT per stat, as for a writable volume. */
+	cached = (fs->readonly && !fs->file_root) || (fs->cache_attrs && gn->attr_gen == gen);
 	pthread_mutex_unlock(&gn->lock);
 	if (!cached) {
 		/* A writable mount changes under us (our own writes, or the host's): ask again. */
@@ -1558,7 +1561,10 @@ static const struct vfs_fs_ops gofer_fs_ops = {
 	.release = gofer_fs_release,
 };
 
-/* gofer_fs_create, with attributes cached (writable mounts) or not (shared host trees). */
+/*
+ * gofer_fs_create, with attributes cached (writable mounts) or not (shared host trees); a
+ * served regular file (a file bind mount's gofer) is a root only when cache_attrs is false.
+ */
 static int gofer_fs_new(struct gofer_client *gc, bool readonly, bool cache_attrs,
 			struct vfs_fs **out)
 {
@@ -1571,7 +1577,7 @@ static int gofer_fs_new(struct gofer_client *gc, bool readonly, bool cache_attrs
 	err = gofer_mount(gc, &handle, &attr);
 	if (err < 0)
 		return err;
-	if (!S_ISDIR(attr.mode)) {
+	if (!S_ISDIR(attr.mode) && (cache_attrs || !S_ISREG(attr.mode))) {
 		log_error("gofer: the served root is not a directory (mode %o)", attr.mode);
 		gofer_close(gc, &handle, 1);
 		return -ENOTDIR;
@@ -1585,6 +1591,7 @@ static int gofer_fs_new(struct gofer_client *gc, bool readonly, bool cache_attrs
 	fs->gc = gc;
 	fs->readonly = readonly;
 	fs->cache_attrs = !readonly && cache_attrs;
+	fs->file_root = S_ISREG(attr.mode);
 	fs->gen = 1;
 	pthread_mutex_init(&fs->fdc_lock, NULL);
 	fs->fdc_max = GOFER_FD_CACHE_MAX;
@@ -1654,19 +1661,25 @@ int gofer_fs_fd_cache_count(struct vfs_fs *vfs)
 	return n;
 }
 
-int vfs_mount_volume(struct kernel *k, struct gofer_client *gc, const char *path, bool readonly)
+int vfs_mount_volume_flags(struct kernel *k, struct gofer_client *gc, const char *path, int flags)
 {
 	struct vfs_fs *fs;
 	int err;
 
 	/* The host may change a volume behind the sandbox: attributes are always asked for. */
-	err = gofer_fs_new(gc, readonly, false, &fs);
+	err = gofer_fs_new(gc, (flags & MS_RDONLY) != 0, false, &fs);
 	if (err < 0)
 		return err;
 	gofer_fs_set_memfile(fs, &k->mf);
-	err = vfs_mount_at(k, path, fs, readonly ? MS_RDONLY : 0);
+	/* A served file is mounted over a file (made empty in the root when missing). */
+	err = vfs_mount_at(k, path, fs, flags);
 	vfs_fs_put(fs);
 	return err;
+}
+
+int vfs_mount_volume(struct kernel *k, struct gofer_client *gc, const char *path, bool readonly)
+{
+	return vfs_mount_volume_flags(k, gc, path, readonly ? MS_RDONLY : 0);
 }
 
 int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly)

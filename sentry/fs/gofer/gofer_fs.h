@@ -41,4 +41,13 @@ int gofer_fs_fd_cache_count(struct vfs_fs *fs);
 struct kernel;
 int vfs_mount_volume(struct kernel *k, struct gofer_client *gc, const char *path, bool readonly);
 
+/*
+ * vfs_mount_volume with the mount's flags: MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC (config.json
+ * bind mounts' ro, nosuid, nodev, noexec). gc may serve a single regular file (the gofer of a
+ * file bind mount): it is then mounted over the file at path, which is made (empty, 0644, and
+ * its missing parent directories) when the tree has no such name, as runc makes mountpoints.
+ * Returns 0 or -errno (-EISDIR: a file over a directory; -ENOTDIR: a directory over a file).
+ */
+int vfs_mount_volume_flags(struct kernel *k, struct gofer_client *gc, const char *path, int flags);
+
 #endif

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Files over host FDs the sentry was given at start (the caller's stdin, stdout, stderr):
- * stream files (no position) read and written with readv/writev on the host FD. Their node
- * lives in the anonymous filesystem, so fstat and AT_EMPTY_PATH work on them.
+ * Files over host FDs the sentry was given by its caller, as stdio or with --preserve-fds
+ * (pipes, terminals, sockets, regular files): the sentry reads and writes the host FD for the
+ * guest, which never holds it. Pipes, terminals and sockets are stream files (no position)
+ * read and written with readv/writev. Regular files share their offset with the caller, as the
+ * guest's FD shares the caller's open file description (`{ husk do CMD; echo more; } >out`
+ * appends after CMD's output): read, write and lseek use the host FD's own offset (the file is
+ * host_offset), pread/pwrite preadv/pwritev. Their node lives in the
+ * anonymous filesystem, so fstat and AT_EMPTY_PATH work.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #include "common/util.h"
+#include "sentry/fs/host/hostfile.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/kernel/current.h"
@@ -98,6 +106,43 @@ static ssize_t host_write(struct file *f, const struct iovec *iov, int iovcnt, i
 	return n < 0 ? host_errno(errno) : n;
 }
 
+/*
+ * Regular files: read(2)/write(2) come with no position (f->host_offset) and use the host FD's
+ * shared offset; pread(2)/pwrite(2) come with theirs: positional host I/O.
+ */
+static ssize_t host_reg_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	ssize_t n;
+
+	if (!pos)
+		return host_read(f, iov, iovcnt, NULL);
+	n = preadv(host_fd(f), iov, iovcnt, *pos);
+	if (n < 0)
+		return host_errno(errno);
+	*pos += n;
+	return n;
+}
+
+static ssize_t host_reg_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	ssize_t n;
+
+	if (!pos)
+		return host_write(f, iov, iovcnt, NULL); /* the caller's O_APPEND applies */
+	n = pwritev(host_fd(f), iov, iovcnt, *pos);
+	if (n < 0)
+		return host_errno(errno);
+	*pos += n;
+	return n;
+}
+
+static int64_t host_reg_llseek(struct file *f, int64_t off, int whence)
+{
+	off_t r = lseek(host_fd(f), off, whence);
+
+	return r < 0 ? -errno : r;
+}
+
 /* Copies n bytes of buf out to the guest at arg. */
 static long copy_out_exact(struct task *t, uint64_t arg, const void *buf, size_t n)
 {
@@ -158,6 +203,14 @@ static unsigned int host_poll(struct file *f, struct waitq **wq)
 static const struct file_ops hostfile_ops = {
 	.read = host_read,
 	.write = host_write,
+	.ioctl = host_ioctl,
+	.poll = host_poll,
+};
+
+static const struct file_ops hostfile_reg_ops = {
+	.read = host_reg_read,
+	.write = host_reg_write,
+	.llseek = host_reg_llseek,
 	.ioctl = host_ioctl,
 	.poll = host_poll,
 };
@@ -239,7 +292,8 @@ struct file *hostfile_create(int hostfd, int flags)
 		return NULL;
 	}
 	/* As Linux on x86-64, where every open file has O_LARGEFILE (F_GETFL shows it). */
-	f = file_alloc(&hostfile_ops, flags | 0100000, hn);
+	f = file_alloc(S_ISREG(hn->base.type) ? &hostfile_reg_ops : &hostfile_ops, flags | 0100000,
+		       hn);
 	if (!f) {
 		vfs_node_put(&hn->base);
 		return NULL;
@@ -249,5 +303,79 @@ struct file *hostfile_create(int hostfd, int flags)
 	f->node = &hn->base; /* the node's first reference moves to the file */
 	f->mnt = vfs_anon_mount();
 	vfs_mount_get(f->mnt);
+	if (S_ISREG(hn->base.type)) {
+		off_t pos = lseek(hostfd, 0, SEEK_CUR);
+
+		f->pos = pos > 0 ? pos : 0;
+		f->host_offset = true;
+	}
 	return f;
+}
+
+int hostfile_install(struct fdtable *fdt, int hostfd, int n)
+{
+	struct file *f;
+	int fl, dupfd, ret;
+
+	fl = fcntl(hostfd, F_GETFL);
+	if (fl < 0)
+		return -EBADF;
+	dupfd = fcntl(hostfd, F_DUPFD_CLOEXEC, 10);
+	if (dupfd < 0)
+		return -errno;
+	f = hostfile_create(dupfd, fl & ~O_CLOEXEC);
+	if (!f) {
+		close(dupfd);
+		return -ENOMEM;
+	}
+	ret = fdtable_install_at(fdt, f, n, false, 1024);
+	file_put(f);
+	return ret < 0 ? ret : 0;
+}
+
+int hostfile_recv_fds(int sock, int *fds, int max)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * HOSTFILE_MAX_PRESERVE)];
+		struct cmsghdr align;
+	} cbuf;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf.buf,
+		.msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *c;
+	ssize_t r;
+	int n = 0;
+
+	do
+		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (n < max && n < HOSTFILE_MAX_PRESERVE)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (r == 0 || (mh.msg_flags & MSG_CTRUNC)) {
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		return r == 0 ? -ENODATA : -EMSGSIZE;
+	}
+	return n;
 }

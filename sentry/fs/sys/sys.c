@@ -2,6 +2,8 @@
 /* sysfs (sys.h) on the pseudo-filesystem machinery of sentry/fs/proc/pseudo.h. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -11,6 +13,9 @@
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/proc/pseudo.h"
 #include "sentry/fs/sys/sys.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/memfile.h"
 
 static int gen_cpu_range(struct pseudo_node *n, FILE *out)
 {
@@ -38,6 +43,135 @@ static int gen_kernel_max(struct pseudo_node *n, FILE *out)
 static int gen_thp(struct pseudo_node *n, FILE *out)
 {
 	fputs("always [madvise] never\n", out);
+	return 0;
+}
+
+/* --- /sys/fs/cgroup: the sandbox's own cgroup, as a container on a cgroup v2 host sees it --- */
+
+static struct kernel *node_kernel(struct pseudo_node *n)
+{
+	return pseudo_fs_of(n)->k;
+}
+
+static void print_max(FILE *out, uint64_t v)
+{
+	if (v)
+		fprintf(out, "%llu\n", (unsigned long long)v);
+	else
+		fputs("max\n", out);
+}
+
+static int gen_cg_controllers(struct pseudo_node *n, FILE *out)
+{
+	fputs("memory pids\n", out);
+	return 0;
+}
+
+static int gen_cg_memory_max(struct pseudo_node *n, FILE *out)
+{
+	print_max(out, __atomic_load_n(&node_kernel(n)->mf.limit, __ATOMIC_RELAXED));
+	return 0;
+}
+
+static int gen_cg_memory_current(struct pseudo_node *n, FILE *out)
+{
+	fprintf(out, "%llu\n", (unsigned long long)memfile_usage(&node_kernel(n)->mf));
+	return 0;
+}
+
+static int gen_cg_memory_peak(struct pseudo_node *n, FILE *out)
+{
+	struct memfile *mf = &node_kernel(n)->mf;
+
+	memfile_usage(mf); /* updates the peak */
+	fprintf(out, "%llu\n", (unsigned long long)__atomic_load_n(&mf->peak, __ATOMIC_RELAXED));
+	return 0;
+}
+
+static int gen_cg_memory_events(struct pseudo_node *n, FILE *out)
+{
+	struct memfile *mf = &node_kernel(n)->mf;
+
+	fprintf(out, "low 0\nhigh 0\nmax %llu\noom %llu\noom_kill %llu\noom_group_kill 0\n",
+		(unsigned long long)__atomic_load_n(&mf->events_max, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&mf->events_oom, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&mf->events_oom_kill, __ATOMIC_RELAXED));
+	return 0;
+}
+
+static int gen_zero(struct pseudo_node *n, FILE *out)
+{
+	fputs("0\n", out);
+	return 0;
+}
+
+static int gen_cg_pids_max(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = node_kernel(n);
+
+	pthread_mutex_lock(&k->tree_lock);
+	int max = k->pids_limit;
+	pthread_mutex_unlock(&k->tree_lock);
+	print_max(out, max > 0 ? (uint64_t)max : 0);
+	return 0;
+}
+
+static int gen_cg_pids_current(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = node_kernel(n);
+
+	pthread_mutex_lock(&k->tree_lock);
+	int cur = k->nr_tasks;
+	pthread_mutex_unlock(&k->tree_lock);
+	fprintf(out, "%d\n", cur);
+	return 0;
+}
+
+static int gen_cg_cpu_max(struct pseudo_node *n, FILE *out)
+{
+	fputs("max 100000\n", out);
+	return 0;
+}
+
+struct pid_list {
+	int32_t *v;
+	size_t n, cap;
+};
+
+static int collect_pid(struct thread_group *tg, void *arg)
+{
+	struct pid_list *l = arg;
+
+	if (l->n < l->cap)
+		l->v[l->n++] = tg->pid;
+	return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int gen_cg_procs(struct pseudo_node *n, FILE *out)
+{
+	struct kernel *k = node_kernel(n);
+	struct pid_list l = { 0 };
+
+	pthread_mutex_lock(&k->tree_lock);
+	l.cap = (size_t)k->nr_tasks + 1;
+	l.v = calloc(l.cap, sizeof(*l.v));
+	if (l.v)
+		pid_for_each_tg(k, collect_pid, &l);
+	pthread_mutex_unlock(&k->tree_lock);
+	if (!l.v)
+		return -ENOMEM;
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_pid);
+	for (size_t i = 0; i < l.n; i++)
+		fprintf(out, "%d\n", l.v[i]);
+	free(l.v);
 	return 0;
 }
 
@@ -109,12 +243,23 @@ static const struct pseudo_ent kernel_ents[] = {
 	{ 0 },
 };
 
-static const struct pseudo_ent empty_ents[] = {
+static const struct pseudo_ent cgroup_ents[] = {
+	REG("cgroup.controllers", 40, gen_cg_controllers),
+	REG("cgroup.procs", 41, gen_cg_procs),
+	REG("cpu.max", 42, gen_cg_cpu_max),
+	REG("memory.current", 43, gen_cg_memory_current),
+	REG("memory.events", 44, gen_cg_memory_events),
+	REG("memory.max", 45, gen_cg_memory_max),
+	REG("memory.peak", 46, gen_cg_memory_peak),
+	REG("memory.swap.current", 47, gen_zero),
+	REG("memory.swap.max", 48, gen_zero),
+	REG("pids.current", 49, gen_cg_pids_current),
+	REG("pids.max", 50, gen_cg_pids_max),
 	{ 0 },
 };
 
 static const struct pseudo_ent fs_ents[] = {
-	DIR("cgroup", 20, empty_ents),
+	DIR("cgroup", 20, cgroup_ents),
 	{ 0 },
 };
 

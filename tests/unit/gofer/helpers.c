@@ -100,7 +100,7 @@ pid_t server_start(const char *dir, const struct gofer_server_config *cfg, int *
 		int root_fd, proc_fd, ret;
 
 		close(sv[0]);
-		root_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		root_fd = open(dir, O_PATH | O_CLOEXEC); /* a directory, or a file served alone */
 		proc_fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (gofer_server_create(root_fd, proc_fd, cfg, &s) < 0)
 			_exit(1);

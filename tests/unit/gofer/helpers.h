@@ -26,7 +26,8 @@ void tree_create(char *dir);
 void tree_remove(const char *dir);
 
 /*
- * Forks a child running gofer_server_serve over dir with cfg, without confinement. Returns its
+ * Forks a child running gofer_server_serve over dir (or over a regular file: a file bind's
+ * gofer) with cfg, without confinement. Returns its
  * pid; *sock is the other end of the SOCK_SEQPACKET socketpair. The child exits 0 when the
  * socket is closed, 1 when serving failed.
  */

@@ -485,11 +485,32 @@ RESPONDER(mount_of_a_file)
 	return encode(&rep, out);
 }
 
-Test(gofer_client, mount_of_a_non_directory_is_eio, .fini = stop_fake)
+RESPONDER(mount_of_a_fifo)
 {
+	struct gofer_rep rep = { .type = GOFER_MSG_MOUNT, .tag = req->tag };
+
+	rep.mount.root = 1;
+	rep.mount.attr = attr_of(S_IFIFO | 0644);
+	return encode(&rep, out);
+}
+
+/* A file bind mount's gofer serves a regular file as its root. */
+Test(gofer_client, mount_of_a_regular_file_is_accepted, .fini = stop_fake)
+{
+	struct gofer_attr attr;
 	uint64_t root;
 
 	start_fake(mount_of_a_file);
+	cr_assert_eq(gofer_mount(c, &root, &attr), 0);
+	cr_assert_eq(root, 1);
+	cr_assert(S_ISREG(attr.mode));
+}
+
+Test(gofer_client, mount_of_neither_a_directory_nor_a_file_is_eio, .fini = stop_fake)
+{
+	uint64_t root;
+
+	start_fake(mount_of_a_fifo);
 	cr_assert_eq(gofer_mount(c, &root, NULL), -EIO);
 }
 

@@ -209,6 +209,12 @@ int file_getattr(struct file *f, struct vfs_attr *attr)
 	return 0;
 }
 
+/* The fake files live on an exec mount (noexec is tested by tests/integration/oci-mounts). */
+bool vfs_file_noexec(const struct file *f)
+{
+	return false;
+}
+
 ssize_t file_pread(struct file *f, void *buf, size_t len, int64_t off)
 {
 	struct fake_node *n = f->priv;

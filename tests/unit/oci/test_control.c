@@ -59,6 +59,7 @@ static struct {
 	uint32_t uid, gid;
 	int32_t umask;
 	int stdio_ok; /* the three fds were open when kernel_spawn ran */
+	int npreserve, preserve_ok; /* the preserved fds: how many, and how many open */
 	bool wants_tg;
 } fake;
 
@@ -74,6 +75,10 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
 	fake.stdio_ok = 0;
 	for (int i = 0; i < 3; i++)
 		fake.stdio_ok += fcntl(s->stdio[i], F_GETFD) >= 0;
+	fake.npreserve = s->npreserve;
+	fake.preserve_ok = 0;
+	for (int i = 0; i < s->npreserve; i++)
+		fake.preserve_ok += fcntl(s->preserve[i], F_GETFD) >= 0;
 	fake.wants_tg = s->tg_out != NULL;
 	if (fake.ret == 0) {
 		*s->pid_out = 42;
@@ -183,4 +188,123 @@ Test(control, a_tty_exec_takes_one_fd_and_a_plain_one_three)
 	open_fds(fds, 2);
 	cr_expect_eq(serve(&tty, 2, fds, NULL).err, -EINVAL);
 	cr_expect_eq(fake.calls, 1);
+}
+
+Test(control, a_request_counts_its_preserved_fds_after_stdio)
+{
+	struct control_exec e = { .npreserve = 2 };
+	struct control_exec tty = { .flags = CONTROL_EXEC_TTY, .npreserve = 1 };
+	int fds[5];
+
+	memset(&fake, 0, sizeof(fake));
+	open_fds(fds, 5);
+	cr_expect_eq(serve(&e, 5, fds, NULL).err, 0);
+	cr_expect_eq(fake.calls, 1);
+	cr_expect_eq(fake.npreserve, 2);
+	cr_expect_eq(fake.preserve_ok, 2);
+	open_fds(fds, 2);
+	cr_expect_eq(serve(&tty, 2, fds, NULL).err, 0);
+	cr_expect_eq(fake.npreserve, 1);
+	cr_expect_eq(fake.stdio_ok, 3);
+	/* One fd short, or one too many: refused before kernel_spawn. */
+	open_fds(fds, 4);
+	cr_expect_eq(serve(&e, 4, fds, NULL).err, -EINVAL);
+	open_fds(fds, 3);
+	cr_expect_eq(serve(&tty, 3, fds, NULL).err, -EINVAL);
+	cr_expect_eq(fake.calls, 2);
+	/* More than the protocol carries. */
+	e.npreserve = CONTROL_MAX_PRESERVE + 1;
+	open_fds(fds, 3);
+	cr_expect_eq(serve(&e, 3, fds, NULL).err, -EINVAL);
+	cr_expect_eq(fake.calls, 2);
+}
+
+/* A fake control_send_signal: control_serve_signal decodes and hands over. */
+static struct {
+	int calls;
+	int32_t pid;
+	int sig;
+	int ret;
+} fake_sig;
+
+int control_send_signal(struct kernel *k, int32_t pid, int sig)
+{
+	fake_sig.calls++;
+	fake_sig.pid = pid;
+	fake_sig.sig = sig;
+	return fake_sig.ret;
+}
+
+static struct control_reply serve_signal(const void *msg, size_t len)
+{
+	char reply[64];
+	struct control_hdr h;
+	struct control_reply r;
+
+	cr_assert_eq(control_serve_signal(NULL, msg, len, reply), sizeof(h) + sizeof(r));
+	memcpy(&h, reply, sizeof(h));
+	memcpy(&r, reply + sizeof(h), sizeof(r));
+	cr_expect_eq(h.op, CONTROL_REPLY);
+	cr_expect_eq(h.len, sizeof(r));
+	return r;
+}
+
+Test(control, signal_request_round_trips_and_reaches_the_process)
+{
+	char msg[CONTROL_SIGNAL_MSG_LEN];
+	struct control_signal s;
+	size_t len = control_encode_signal(12, 15, msg);
+
+	cr_assert_eq(len, CONTROL_SIGNAL_MSG_LEN);
+	cr_assert_eq(control_decode_signal(msg, len, &s), 0);
+	cr_expect_eq(s.pid, 12);
+	cr_expect_eq(s.sig, 15);
+	memset(&fake_sig, 0, sizeof(fake_sig));
+	cr_expect_eq(serve_signal(msg, len).err, 0);
+	cr_expect_eq(fake_sig.calls, 1);
+	cr_expect_eq(fake_sig.pid, 12);
+	cr_expect_eq(fake_sig.sig, 15);
+	fake_sig.ret = -ESRCH;
+	cr_expect_eq(serve_signal(msg, len).err, -ESRCH);
+	/* pid -1 is every process. */
+	len = control_encode_signal(-1, 9, msg);
+	cr_expect_eq(serve_signal(msg, len).err, -ESRCH);
+	cr_expect_eq(fake_sig.pid, -1);
+}
+
+Test(control, truncated_or_garbage_signal_requests_are_rejected)
+{
+	char msg[CONTROL_SIGNAL_MSG_LEN + 8];
+	char garbage[CONTROL_SIGNAL_MSG_LEN];
+	struct control_signal s;
+	size_t len = control_encode_signal(3, 2, msg);
+
+	memset(&fake_sig, 0, sizeof(fake_sig));
+	for (size_t n = 0; n < len; n++) {
+		cr_expect_eq(control_decode_signal(msg, n, &s), -EINVAL, "%zu bytes", n);
+		cr_expect_eq(serve_signal(msg, n).err, -EINVAL, "%zu bytes", n);
+	}
+	cr_expect_eq(control_decode_signal(msg, len + 1, &s), -EINVAL);
+	for (size_t i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (char)(i * 37 + 11);
+	cr_expect_eq(serve_signal(garbage, sizeof(garbage)).err, -EINVAL);
+	/* A well-framed exec header is not a signal request. */
+	{
+		struct control_hdr h;
+
+		memcpy(&h, msg, sizeof(h));
+		h.op = CONTROL_EXEC;
+		memcpy(msg, &h, sizeof(h));
+		cr_expect_eq(control_decode_signal(msg, len, &s), -EINVAL);
+	}
+	/* Out-of-range pids and signals. */
+	len = control_encode_signal(0, 15, msg);
+	cr_expect_eq(control_decode_signal(msg, len, &s), -EINVAL);
+	len = control_encode_signal(-2, 15, msg);
+	cr_expect_eq(control_decode_signal(msg, len, &s), -EINVAL);
+	len = control_encode_signal(5, 0, msg);
+	cr_expect_eq(control_decode_signal(msg, len, &s), -EINVAL);
+	len = control_encode_signal(5, 65, msg);
+	cr_expect_eq(control_decode_signal(msg, len, &s), -EINVAL);
+	cr_expect_eq(fake_sig.calls, 0);
 }

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Host files: host FDs the caller gave the sentry explicitly (stdio, --preserve-fds, the fds a
+ * husk exec request carries), wrapped as guest files whose reads and writes the sentry does
+ * (hostfile.c; hostfile_create is declared in sentry/vfs/vfs.h). The guest never holds a host FD.
+ */
+#ifndef HUSK_SENTRY_FS_HOST_HOSTFILE_H
+#define HUSK_SENTRY_FS_HOST_HOSTFILE_H
+
+struct fdtable;
+
+/* Most fds --preserve-fds hands the sentry (SCM_RIGHTS carries at most 253 per message). */
+#define HOSTFILE_MAX_PRESERVE 250
+
+/*
+ * Wraps a duplicate of hostfd (the caller keeps hostfd) as guest fd n of fdt, with hostfd's
+ * status flags (O_APPEND, O_NONBLOCK, access mode). Returns 0, -EBADF when hostfd is not open,
+ * or -errno.
+ */
+int hostfile_install(struct fdtable *fdt, int hostfd, int n);
+
+/*
+ * Receives the fds of one message on the unix socket sock (SCM_RIGHTS, at least one byte of
+ * data) into fds[0..max), in the order sent, close-on-exec. Extra fds are closed. Returns how
+ * many, -ENODATA at end of file, -EMSGSIZE when the control data was truncated, or -errno.
+ */
+int hostfile_recv_fds(int sock, int *fds, int max);
+
+#endif
