@@ -41,6 +41,12 @@ expect_output "podman run --rm prints the output" "hi" 0 \
 	-- P run --pull never --rm --network none localhost/husk-busybox:test /bin/echo hi
 expect_status "podman run --rm returns the exit status" 3 \
 	-- P run --pull never --rm --network none localhost/husk-busybox:test sh -c 'exit 3'
+# podman binds its own /etc/hosts and /etc/hostname files (single-file binds) into the container.
+out=$(P run --pull never --rm --network none --hostname husk-box localhost/husk-busybox:test \
+	sh -c 'echo $(cat /etc/hostname); grep -c husk-box /etc/hosts' 2>&1)
+[ "$out" = "husk-box
+1" ] && pass "podman's /etc/hostname and /etc/hosts file binds" ||
+	fail "podman's /etc/hostname and /etc/hosts file binds" "$out"
 expect_output "podman's default rlimits apply in the guest" "1048576" 0 \
 	-- P run --pull never --rm --network none localhost/husk-busybox:test sh -c 'ulimit -n'
 
