@@ -6,7 +6,9 @@
  * execve, SECCOMP_GET_ACTION_AVAIL, PR_GET_SECCOMP, and EACCES without no_new_privs or
  * CAP_SYS_ADMIN. Each filter is installed in a forked child.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
