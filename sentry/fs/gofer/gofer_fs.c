@@ -387,13 +387,15 @@ static struct vfs_node *gofer_lookup(struct vfs_node *dir, const char *name)
 		return cached ? cached : ERR_PTR(-ENOENT);
 	}
 	/*
-	 * Read-only: the second name that misses in a directory has the whole directory listed
-	 * with its attributes (git status, a compiler's include path, python's imports look up
-	 * many names of one directory), so that the others need no round trip, and names it does
-	 * not list are known not to exist.
+	 * Read-only: a directory that keeps missing is listed whole with its attributes (git
+	 * status, a compiler's include path, python's imports look up many names of one
+	 * directory), so that the others need no round trip, and names it does not list are known
+	 * not to exist. A small one on its second miss; a big one after a miss per 8 KiB of it
+	 * (about 250 names), so that two misses in /usr/lib/x86_64-linux-gnu (the loader's) do not
+	 * cost a listing of its thousand files with their attributes.
 	 */
-	if (fs->readonly && !gd->complete && !gd->listed && ++gd->misses >= 2 &&
-	    gofer_dir_fill(gd) == 0) {
+	if (fs->readonly && !gd->complete && !gd->listed &&
+	    ++gd->misses >= MAX(2, gd->attr.size / 8192) && gofer_dir_fill(gd) == 0) {
 		if (vfs_dcache_lookup(&gd->children, name, &cached)) {
 			pthread_mutex_unlock(&gd->lock);
 			return cached ? cached : ERR_PTR(-ENOENT);
@@ -685,6 +687,9 @@ static int pcache_writeback(struct gofer_fs *fs, struct gofer_node *gn, int fd, 
 	return err;
 }
 
+/* Pages of the cache read from the host FD at once (a run of missing pages). */
+#define PCACHE_RUN_MAX 64
+
 /*
  * MAP_SHARED: the node's cached pages, read from the host FD on first use. Pages given to a
  * writable mapping become dirty (there are no dirty bits to tell which were written).
@@ -704,13 +709,23 @@ static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, u
 	if (pgoff > INT64_MAX / PAGE_SIZE || npages > INT64_MAX / PAGE_SIZE - pgoff)
 		return -EOVERFLOW;
 	pthread_mutex_lock(&gn->lock);
-	for (size_t i = 0; i < npages; i++) {
+	for (size_t i = 0; i < npages;) {
 		uint64_t want = pgoff + i;
-		size_t at = pcache_lower(gn, want);
-		if (at < gn->npages && gn->pages[at].pgoff == want)
+		size_t at = pcache_lower(gn, want), run = 1;
+
+		if (at < gn->npages && gn->pages[at].pgoff == want) {
+			i++;
 			continue;
-		if (gn->npages == gn->cap_pages) {
+		}
+		/* A run of missing pages (up to the next cached one): one allocation, one read. */
+		while (i + run < npages && run < PCACHE_RUN_MAX &&
+		       (at == gn->npages || gn->pages[at].pgoff > want + run))
+			run++;
+		if (gn->npages + run > gn->cap_pages) {
 			size_t cap = gn->cap_pages ? gn->cap_pages * 2 : 16;
+
+			while (cap < gn->npages + run)
+				cap *= 2;
 			struct gofer_page *np = realloc(gn->pages, cap * sizeof(*np));
 			if (!np) {
 				err = -ENOMEM;
@@ -722,28 +737,41 @@ static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, u
 		/* Next to the previous page when free, so that the mapping is few VMAs. */
 		int64_t off = -ENOMEM;
 		if (at > 0 && gn->pages[at - 1].pgoff == want - 1 &&
-		    memfile_alloc_at(mf, gn->pages[at - 1].mf_off + PAGE_SIZE, PAGE_SIZE) == 0)
+		    memfile_alloc_at(mf, gn->pages[at - 1].mf_off + PAGE_SIZE, run * PAGE_SIZE) == 0)
 			off = (int64_t)(gn->pages[at - 1].mf_off + PAGE_SIZE);
 		if (off < 0)
-			off = memfile_alloc(mf, PAGE_SIZE);
+			off = memfile_alloc(mf, run * PAGE_SIZE);
 		if (off < 0) {
 			err = (int)off;
 			break;
 		}
-		ssize_t r;
-		do {
-			r = pread(gf->fd, memfile_ptr(mf, (uint64_t)off), PAGE_SIZE,
-				  (off_t)(want * PAGE_SIZE));
-		} while (r < 0 && errno == EINTR);
-		if (r < 0) {
-			err = -errno;
-			memfile_free(mf, (uint64_t)off, PAGE_SIZE);
+		/* Bytes past the end of the file stay zero (fresh memory-file pages are). */
+		size_t got = 0;
+		while (got < run * PAGE_SIZE) {
+			ssize_t r = pread(gf->fd, memfile_ptr(mf, (uint64_t)off) + got,
+					  run * PAGE_SIZE - got, (off_t)(want * PAGE_SIZE + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0) {
+				err = -errno;
+				break;
+			}
+			if (r == 0)
+				break;
+			got += (size_t)r;
+		}
+		if (err) {
+			memfile_free(mf, (uint64_t)off, run * PAGE_SIZE);
 			break;
 		}
-		memmove(&gn->pages[at + 1], &gn->pages[at],
+		memmove(&gn->pages[at + run], &gn->pages[at],
 			(gn->npages - at) * sizeof(gn->pages[0]));
-		gn->pages[at] = (struct gofer_page){ .pgoff = want, .mf_off = (uint64_t)off };
-		__atomic_store_n(&gn->npages, gn->npages + 1, __ATOMIC_RELAXED);
+		for (size_t k = 0; k < run; k++)
+			gn->pages[at + k] = (struct gofer_page){
+				.pgoff = want + k, .mf_off = (uint64_t)off + k * PAGE_SIZE
+			};
+		__atomic_store_n(&gn->npages, gn->npages + run, __ATOMIC_RELAXED);
+		i += run;
 	}
 	if (err == 0) {
 		size_t at = pcache_lower(gn, pgoff);
