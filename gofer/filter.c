@@ -12,11 +12,23 @@
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "gofer/confine.h"
+#include "gofer/filter.h"
+
+/* Weak: the programs built into husk-gofer at build time (filter_gen.c); absent elsewhere. */
+#pragma weak gofer_filter_prebuilt_ro
+#pragma weak gofer_filter_prebuilt_ro_len
+#pragma weak gofer_filter_prebuilt_rw
+#pragma weak gofer_filter_prebuilt_rw_len
 
 /* O_TMPFILE's own bit (glibc's __O_TMPFILE and O_TMPFILE also have O_DIRECTORY in them). */
 #define O_TMPFILE_BIT 020000000
@@ -113,7 +125,7 @@ static int add_write_rules(scmp_filter_ctx ctx)
 					~(uint64_t)(RENAME_NOREPLACE | RENAME_EXCHANGE), 0));
 }
 
-int gofer_install_filter(bool readonly)
+int gofer_filter_build(bool readonly, scmp_filter_ctx *out)
 {
 	scmp_filter_ctx ctx;
 	uint64_t deny;
@@ -157,8 +169,35 @@ int gofer_install_filter(bool readonly)
 		if (ret < 0)
 			goto out;
 	}
-	ret = seccomp_load(ctx);
+	*out = ctx;
+	return 0;
 out:
+	seccomp_release(ctx);
+	return ret;
+}
+
+int gofer_install_filter(bool readonly)
+{
+	const struct sock_filter *prebuilt = readonly ? gofer_filter_prebuilt_ro :
+							gofer_filter_prebuilt_rw;
+	struct sock_fprog prog;
+	scmp_filter_ctx ctx;
+	int ret;
+
+	/* Compiled by libseccomp from these same rules at build time: only loaded here. */
+	if (prebuilt) {
+		prog.len = readonly ? gofer_filter_prebuilt_ro_len : gofer_filter_prebuilt_rw_len;
+		prog.filter = (struct sock_filter *)prebuilt;
+		/* As seccomp_load() does: no_new_privs, then the filter without flags. */
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			return -errno;
+		return 0;
+	}
+	ret = gofer_filter_build(readonly, &ctx);
+	if (ret < 0)
+		return ret;
+	ret = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return ret;
 }

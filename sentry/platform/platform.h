@@ -122,6 +122,15 @@ struct platform_ops {
 	 * Returns 0, -EINVAL for a malformed area or a wrong len, or -errno.
 	 */
 	int (*ctx_set_fpstate)(struct platform_ctx *ctx, const void *buf, size_t len);
+
+	/*
+	 * Like ctx_switch, but the guest runs at most one instruction (guest ptrace's
+	 * PTRACE_SINGLESTEP): after it, the switch returns PLATFORM_EV_FAULT SIGTRAP with code
+	 * TRAP_TRACE (or the event that instruction caused: a system call, a fault). The trap
+	 * flag is not visible in the guest's eflags. NULL: the backend cannot single-step.
+	 */
+	int (*ctx_singlestep)(struct platform_ctx *ctx, arch_regs_t *regs,
+			      struct platform_event *ev);
 };
 
 struct platform {

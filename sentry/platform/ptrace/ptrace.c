@@ -52,6 +52,7 @@ struct stub_factory {
 	pthread_cond_t cond; /* ready, err, stop and started changed */
 	pthread_t thread;
 	bool started; /* the thread was created (joined by ptrace_destroy) */
+	bool first_taken; /* the first as_create made its stub itself (see factory_take) */
 	bool stop; /* ptrace_destroy asks the thread to end */
 	pid_t ready; /* a stub parked for as_create to take, or 0 */
 	int err; /* the factory failed (-errno): as_create forks stubs from the sentry */
@@ -99,6 +100,7 @@ struct ptrace_ctx {
 	int cpu; /* the one CPU the thread is bound to, or -1 (see bind_to_tracer_cpu) */
 	int interrupt; /* atomic: ctx_interrupt() was called and not yet reported */
 	bool switched; /* ctx_switch ran once (the first one's duration is logged) */
+	bool step; /* ctx_singlestep: resume with PTRACE_SYSEMU_SINGLESTEP; the owner's alone */
 };
 
 struct ptrace_as {
@@ -120,6 +122,33 @@ struct ptrace_as {
 };
 
 static const struct platform_ops ptrace_ops;
+
+/*
+ * The calling thread's host tid, cached: ctx_switch checks it on every guest system call, and
+ * gettid() would be one more host system call each time. A forked child (its one thread has a
+ * new tid) forgets it.
+ */
+static __thread pid_t self_tid;
+static pthread_once_t self_tid_once = PTHREAD_ONCE_INIT;
+
+static void self_tid_forget(void)
+{
+	self_tid = 0;
+}
+
+static void self_tid_init(void)
+{
+	pthread_atfork(NULL, NULL, self_tid_forget);
+}
+
+static pid_t my_tid(void)
+{
+	if (unlikely(!self_tid)) {
+		pthread_once(&self_tid_once, self_tid_init);
+		self_tid = gettid();
+	}
+	return self_tid;
+}
 
 /* CLOCK_MONOTONIC in nanoseconds, for the timings logged at debug level. */
 static uint64_t mono_ns(void)
@@ -289,7 +318,7 @@ static bool prot_ok(int prot)
 
 static bool is_tracer(const struct ptrace_ctx *t)
 {
-	return gettid() == t->tracer;
+	return my_tid() == t->tracer;
 }
 
 /* Runs one mapping change inside the stub, through thread t. t's tracer only. */
@@ -317,7 +346,7 @@ static int apply_op(struct ptrace_ctx *t, const struct ptrace_op *op)
 /* A live thread of as that the calling host thread traces, or NULL. */
 static struct ptrace_ctx *my_thread(struct ptrace_as *as)
 {
-	pid_t me = gettid();
+	pid_t me = my_tid();
 	struct ptrace_ctx *t;
 
 	pthread_mutex_lock(&as->lock);
@@ -476,7 +505,7 @@ static int as_make_stub(struct ptrace_platform *pp, struct ptrace_as *as)
 	}
 	as->pid = pid;
 	as->init_regs = regs;
-	leader->tracer = gettid();
+	leader->tracer = my_tid();
 	leader->regs = regs;
 	thread_link(leader);
 	/*
@@ -608,7 +637,7 @@ static int thread_seize(struct ptrace_ctx *t)
 
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0)
 		return -errno;
-	t->tracer = gettid();
+	t->tracer = my_tid();
 	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0)
 		return request_failed(t);
 	for (;;) {
@@ -720,7 +749,7 @@ static void *factory_main(void *arg)
 		tas->pid = pid;
 		tas->init_regs = regs;
 		pthread_mutex_init(&tas->lock, NULL);
-		tmpl->tracer = gettid();
+		tmpl->tracer = my_tid();
 		tmpl->regs = regs;
 		thread_link(tmpl);
 		log_debug("ptrace: template stub %d", pid);
@@ -832,6 +861,17 @@ static pid_t factory_take(struct ptrace_platform *pp)
 		pthread_mutex_unlock(&f->lock);
 		return -ESHUTDOWN;
 	}
+	/*
+	 * The first space (pid 1's) is made by the caller: one fork of a sentry that is still
+	 * small costs less than the factory thread, the template and a fork of it, and a sandbox
+	 * whose pid 1 never forks or execs never pays for the factory at all. It starts on the
+	 * second as_create.
+	 */
+	if (!f->first_taken) {
+		f->first_taken = true;
+		pthread_mutex_unlock(&f->lock);
+		return -EAGAIN;
+	}
 	if (!f->started && !f->err) {
 		int r = pthread_create(&f->thread, NULL, factory_main, pp);
 
@@ -878,7 +918,7 @@ static int ptrace_ctx_adopt(struct platform_ctx *pctx)
 	struct ptrace_ctx *t = to_ctx(pctx);
 
 	if (t->tracer)
-		return t->tracer == gettid() ? 0 : -EBUSY;
+		return t->tracer == my_tid() ? 0 : -EBUSY;
 	if (as_is_dead(t->as))
 		return -ESRCH;
 	return thread_seize(t);
@@ -889,7 +929,7 @@ static void ptrace_ctx_destroy(struct platform_ctx *pctx);
 static int ptrace_ctx_create(struct platform_as *pas, struct platform_ctx **out)
 {
 	struct ptrace_as *as = to_as(pas);
-	pid_t me = gettid();
+	pid_t me = my_tid();
 	struct ptrace_ctx *t, *mine = NULL, *free_thread = NULL;
 	int ret;
 
@@ -1180,7 +1220,8 @@ static int ptrace_ctx_switch_once(struct platform_ctx *pctx, arch_regs_t *regs,
 			goto fail;
 		bind_to_tracer_cpu(ctx);
 
-		if (ptrace(PTRACE_SYSEMU, ctx->tid, 0, 0) < 0) {
+		if (ptrace(ctx->step ? PTRACE_SYSEMU_SINGLESTEP : PTRACE_SYSEMU, ctx->tid, 0, 0) <
+		    0) {
 			ret = request_failed(ctx);
 			goto fail;
 		}
@@ -1240,6 +1281,21 @@ fail:
 died:
 	ev->kind = PLATFORM_EV_DIED;
 	return 0;
+}
+
+/* Guest ptrace's single step: the host's PTRACE_SYSEMU_SINGLESTEP for one switch. */
+static int ptrace_ctx_singlestep(struct platform_ctx *pctx, arch_regs_t *regs,
+				 struct platform_event *ev)
+{
+	struct ptrace_ctx *ctx = to_ctx(pctx);
+	int ret;
+
+	if (!is_tracer(ctx))
+		return -EPERM;
+	ctx->step = true;
+	ret = ptrace_ctx_switch(pctx, regs, ev);
+	ctx->step = false;
+	return ret;
 }
 
 static void ptrace_ctx_interrupt(struct platform_ctx *pctx)
@@ -1342,4 +1398,5 @@ static const struct platform_ops ptrace_ops = {
 	.destroy = ptrace_destroy,
 	.ctx_get_fpstate = ptrace_ctx_get_fpstate,
 	.ctx_set_fpstate = ptrace_ctx_set_fpstate,
+	.ctx_singlestep = ptrace_ctx_singlestep,
 };

@@ -597,21 +597,31 @@ static long status_number(pid_t pid, const char *key)
 	return line[0] ? strtol(line + strlen(key), NULL, 10) : -1;
 }
 
-Test(platform_ptrace, stubs_are_forked_from_a_template_with_the_child_filter)
+Test(platform_ptrace, stubs_after_the_first_are_forked_from_a_template_with_the_child_filter)
 {
-	struct platform_as *as2;
-	pid_t pid = ptrace_as_stub_pid(as), pid2;
+	struct platform_as *as2, *as3;
+	pid_t pid = ptrace_as_stub_pid(as), pid2, pid3;
 
 	cr_assert_eq(ops()->as_create(plat, &as2), 0);
+	cr_assert_eq(ops()->as_create(plat, &as3), 0);
 	pid2 = ptrace_as_stub_pid(as2);
+	pid3 = ptrace_as_stub_pid(as3);
 	/* CLONE_PARENT: the template's parent (this process) is theirs, so this process reaps. */
 	cr_assert_eq(status_number(pid, "PPid:"), getpid());
 	cr_assert_eq(status_number(pid2, "PPid:"), getpid());
-	/* The template's filter and the child filter that forbids forking again. */
-	cr_assert_eq(status_number(pid, "Seccomp_filters:"), 2);
+	cr_assert_eq(status_number(pid3, "PPid:"), getpid());
+	/*
+	 * The first space's stub was forked by the caller (its filter alone); the next ones come
+	 * from the template: its filter and the child filter that forbids forking again.
+	 */
+	cr_assert_eq(status_number(pid, "Seccomp_filters:"), 1);
 	cr_assert_eq(status_number(pid2, "Seccomp_filters:"), 2);
+	cr_assert_eq(status_number(pid3, "Seccomp_filters:"), 2);
 	/* Traced by the thread that created the space (PTRACE_SEIZE), not by the factory. */
+	cr_assert_eq(status_number(pid, "TracerPid:"), gettid());
 	cr_assert_eq(status_number(pid2, "TracerPid:"), gettid());
+	cr_assert_eq(status_number(pid3, "TracerPid:"), gettid());
+	ops()->as_destroy(as3);
 	ops()->as_destroy(as2);
 }
 
@@ -870,11 +880,26 @@ static void *churn_threads(void *arg)
 	return NULL;
 }
 
+Test(platform_ptrace, first_space_starts_no_template_factory)
+{
+	/* The fixture made one space: its stub is this process's only child (no template). */
+	cr_assert_eq(count_children(), 1);
+}
+
 Test(platform_ptrace, churning_spaces_and_threads_leaves_nothing_behind)
 {
-	int fds = count_fds(), children = count_children();
+	struct platform_as *first;
+	int fds, children;
 	pid_t pid = ptrace_as_stub_pid(as);
 
+	/* The second space starts the template factory: its stubs are counted from then on. */
+	cr_assert_eq(ops()->as_create(plat, &first), 0);
+	ops()->as_destroy(first);
+	for (int i = 0; i < 500 && count_children() != 3; i++)
+		usleep(10000);
+	fds = count_fds();
+	children = count_children();
+	cr_assert_eq(children, 3, "the stub, the template and the stub kept ready");
 	LOAD(snip_syscall);
 	churn_threads(NULL);
 	cr_assert_eq(count_threads_of(pid), 1);
