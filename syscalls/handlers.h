@@ -304,4 +304,9 @@ SYSCALL_DECL(personality);
 SYSCALL_DECL(sethostname);
 SYSCALL_DECL(setdomainname);
 
+/* sys_ptrace.c: ptrace of guest tasks, process_vm_readv/writev */
+SYSCALL_DECL(ptrace);
+SYSCALL_DECL(process_vm_readv);
+SYSCALL_DECL(process_vm_writev);
+
 #endif

@@ -312,6 +312,11 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(rt_sigqueueinfo),
 	FULL(rt_tgsigqueueinfo),
 	PARTIAL(pidfd_send_signal, "flags must be 0 (the PIDFD_SIGNAL_* scopes are Linux 6.9)"),
+
+	/* ptrace of guest tasks by guest tasks: sys_ptrace.c */
+	PARTIAL(ptrace, "no PTRACE_SYSEMU, no hardware breakpoints (debug registers read as 0)"),
+	FULL(process_vm_readv),
+	FULL(process_vm_writev),
 };
 
 #define NAME_ROW(n, nm) [n] = #nm,

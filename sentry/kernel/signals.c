@@ -18,9 +18,11 @@
 #include <sys/resource.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/signal.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/platform/platform.h"
@@ -67,9 +69,11 @@ bool task_signal_pending(struct task *t)
 	uint64_t pending = load_set(&t->pending) | load_set(&t->tg->shared_pending);
 	uint64_t blocked = __atomic_load_n(&t->sigmask, __ATOMIC_ACQUIRE);
 
-	/* A group stop in progress interrupts waits too: the thread must come and park. */
+	/* A group stop in progress interrupts waits too: the thread must come and park. So does
+	 * a PTRACE_INTERRUPT (ptrace.c). */
 	return (pending & ~blocked) != 0 || group_exiting(t->tg) ||
-	       __atomic_load_n(&t->tg->stopped, __ATOMIC_ACQUIRE);
+	       __atomic_load_n(&t->tg->stopped, __ATOMIC_ACQUIRE) ||
+	       unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE) & PT_TRAP);
 }
 
 bool task_fatal_signal_pending(struct task *t)
@@ -226,6 +230,9 @@ static bool sig_ignored(struct thread_group *tg, struct task *t, int sig, bool f
 
 	/* Blocked signals are kept: the action may change before they are unblocked. */
 	if (t && sig_in(sig, t->sigmask))
+		return false;
+	/* A tracer sees every signal but SIGKILL, ignored ones too (Linux's sig_ignored). */
+	if (t && unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) && sig != LINUX_SIGKILL)
 		return false;
 	if (tg_unkillable(tg) && ka->handler == LINUX_SIG_DFL &&
 	    !(force && sig_in(sig, SIG_KERNEL_ONLY_MASK)))
@@ -470,7 +477,10 @@ static bool stop_is_over(void *arg)
 	struct task *t = arg;
 
 	return !__atomic_load_n(&t->tg->stopped, __ATOMIC_ACQUIRE) || group_exiting(t->tg) ||
-	       task_fatal_signal_pending(t);
+	       task_fatal_signal_pending(t) ||
+	       /* Traced meanwhile: the tracer must see the stop (ptrace.c). */
+	       (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) &&
+		!ptrace_runs_in_group_stop(t));
 }
 
 /* Tells the parent of a stop or continue recorded by whichever thread acted on it. */
@@ -550,7 +560,12 @@ void signal_deliver(struct task *t, bool after_syscall)
 			return;
 		}
 		notify_parent(t);
-		if (__atomic_load_n(&tg->stopped, __ATOMIC_ACQUIRE)) {
+		/* A traced task reports traps and group stops as ptrace-stops (ptrace.c). */
+		if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) && ptrace_trap(t))
+			continue;
+		if (__atomic_load_n(&tg->stopped, __ATOMIC_ACQUIRE) &&
+		    !(unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) &&
+		      ptrace_runs_in_group_stop(t))) {
 			/* Group stop: park until SIGCONT or a kill (only those end the wait). */
 			task_wait(t, NULL, 0, stop_is_over, t, NULL, false);
 			continue;
@@ -561,6 +576,15 @@ void signal_deliver(struct task *t, bool after_syscall)
 		if (!sig) {
 			pthread_mutex_unlock(&sh->lock);
 			break;
+		}
+		/* Signal-delivery-stop: the tracer may change or suppress the signal. */
+		if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) &&
+		    sig != LINUX_SIGKILL) {
+			pthread_mutex_unlock(&sh->lock);
+			sig = ptrace_signal(t, sig, &info);
+			if (!sig)
+				continue;
+			pthread_mutex_lock(&sh->lock);
 		}
 		ka = sh->actions[sig - 1];
 		if (ka.handler == LINUX_SIG_IGN) {

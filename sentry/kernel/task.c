@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
@@ -79,6 +80,7 @@ void task_put(struct task *t)
 	sigpending_free(&t->pending);
 	free(t->clone_fpstate);
 	seccomp_task_release(t);
+	ptrace_task_free(t);
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->wait_cond);
 	tg_put(t->tg);
@@ -264,6 +266,11 @@ static void task_syscall(struct task *t)
 	} };
 	long nr = (long)t->regs.orig_rax;
 
+	/* A traced task has syscall-entry and -exit stops around the call (ptrace.c). */
+	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED))) {
+		ptrace_syscall(t);
+		return;
+	}
 	/* Restart codes stay in rax: signal_deliver() applies the restart rules. */
 	t->regs.rax = (uint64_t)syscall_dispatch(t, nr, &args);
 }
@@ -287,7 +294,11 @@ int task_run(struct task *t)
 	signal_deliver(t, false);
 	while (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE)) {
 		task_set_in_guest(t, true);
-		ret = ops->ctx_switch(t->ctx, &t->regs, &ev);
+		/* PTRACE_SINGLESTEP: one instruction (ptrace.c checked that the platform can). */
+		if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) & PT_SINGLESTEP))
+			ret = ops->ctx_singlestep(t->ctx, &t->regs, &ev);
+		else
+			ret = ops->ctx_switch(t->ctx, &t->regs, &ev);
 		task_set_in_guest(t, false);
 		if (ret < 0) {
 			log_error("pid %d: cannot run the guest: %s", t->tid, strerror(-ret));

@@ -23,6 +23,7 @@ struct mm;
 struct fdtable;
 struct fs_context;
 struct seccomp_filter;
+struct ptrace_task;
 
 #define LINUX_NSIG 64
 #define LINUX_RLIM_NLIMITS 16
@@ -140,6 +141,10 @@ struct thread_group {
 	/* Added by the signals engineer (signals.c; sighand->lock). */
 	bool sig_killable_init; /* a forced fault lifted pid 1's protection (SIGNAL_UNKILLABLE) */
 	int sig_notify; /* CLD_STOPPED/CLD_CONTINUED the parent is still to be told of, or 0 */
+
+	/* Added by the ptrace engineer (tree_lock): a zombie whose leader's tracer (not its real
+	 * parent) has not yet waited for it; its real parent is told once the tracer has. */
+	bool ptrace_held;
 };
 
 /* See sentry/kernel/waitq.h. */
@@ -209,6 +214,12 @@ struct task {
 	 * of its process (SECCOMP_FILTER_FLAG_TSYNC); read with atomic loads. */
 	int seccomp_mode;
 	struct seccomp_filter *seccomp_filter;
+
+	/* Added by the ptrace engineer (sentry/kernel/ptrace.c): PT_* bits of ptrace.h, non-zero
+	 * only while traced (atomic loads: the run loop tests it), and the state of both ptrace
+	 * roles, allocated on first use (k->tree_lock). */
+	uint32_t ptrace;
+	struct ptrace_task *pt;
 };
 
 void task_get(struct task *t);

@@ -23,8 +23,10 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
@@ -339,7 +341,7 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 	struct vfork_done *vd = NULL;
 	struct task *c;
 	int32_t tid;
-	int pidfd = -1;
+	int pidfd = -1, event = 0;
 	long ret;
 
 	c = task_alloc(p->k);
@@ -440,6 +442,9 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 		return ret;
 	}
 
+	/* A traced parent's new task may be auto-attached to the same tracer before it runs. */
+	if (unlikely(__atomic_load_n(&p->ptrace, __ATOMIC_ACQUIRE)))
+		event = ptrace_clone(p, c, a->flags, a->exit_signal);
 	ret = start_thread(c);
 	if (ret < 0) {
 		/* Linked but cannot run: let it go through the exit path on this thread. */
@@ -452,10 +457,14 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 	}
 	task_put(c); /* the creation reference: the host thread and pid table hold theirs */
 
+	if (event)
+		ptrace_event(p, event, (uint64_t)tid);
 	if (vd) {
 		/* Killable only, as Linux: the child may not run long without its parent. */
 		task_wait_for_completion(p, &vd->c);
 		vfork_done_put(vd);
+		if (unlikely(__atomic_load_n(&p->ptrace, __ATOMIC_ACQUIRE)))
+			ptrace_event(p, PT_EVENT_VFORK_DONE, (uint64_t)tid);
 	}
 	return tid;
 

@@ -21,6 +21,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/loader/loader.h"
@@ -333,6 +334,7 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 {
 	struct strv argv = { 0 }, envp = { 0 };
 	struct fs_context *saved_fs = NULL;
+	int32_t old_tid = t->tid;
 	char *path, *buf = NULL;
 	uint64_t budget;
 	ssize_t len;
@@ -430,5 +432,8 @@ out_free:
 	strv_free(&envp);
 	free(buf);
 	free(path);
+	/* PTRACE_EVENT_EXEC or the legacy SIGTRAP of a traced task (ptrace.c). */
+	if (ret == 0 && unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)))
+		ptrace_exec(t, old_tid);
 	return ret;
 }

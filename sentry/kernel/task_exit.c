@@ -30,6 +30,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
@@ -290,9 +291,18 @@ static void reparent_children(struct thread_group *tg, struct sigbatch *b)
 		pthread_mutex_unlock(&c->lock);
 		if (c->pgid != tg->pgid && c->sid == tg->sid)
 			check_orphaned_pgrp(tg->k, c->pgid, c->sid, tg, b);
-		if (c->state == TG_ZOMBIE && notify_parent_exit(c))
+		if (c->state == TG_ZOMBIE && !c->ptrace_held && notify_parent_exit(c))
 			tg_reap(c);
 	}
+}
+
+void tg_release_traced_zombie(struct thread_group *tg)
+{
+	if (!tg->ptrace_held)
+		return;
+	tg->ptrace_held = false;
+	if (tg->state == TG_ZOMBIE && notify_parent_exit(tg))
+		tg_reap(tg);
 }
 
 /* Kills a whole process (end of the sandbox). tree_lock held. */
@@ -339,7 +349,13 @@ static void process_exit(struct task *t)
 	pthread_mutex_lock(&tg->lock);
 	tg->state = TG_ZOMBIE;
 	pthread_mutex_unlock(&tg->lock);
-	reap = notify_parent_exit(tg);
+	/* A traced leader's process waits for its tracer before its real parent hears of it. */
+	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) && ptrace_holds_zombie(tg)) {
+		tg->ptrace_held = true;
+		reap = false;
+	} else {
+		reap = notify_parent_exit(tg);
+	}
 	waitq_wake_all(&tg->exit_wq);
 	if (reap)
 		tg_reap(tg);
@@ -353,6 +369,8 @@ void task_exit_thread(struct task *t)
 	struct kernel *k = t->k;
 	bool leader;
 
+	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)))
+		ptrace_exit_event(t);
 	if (t->mm && t->clear_child_tid) {
 		uint32_t zero = 0;
 
@@ -389,6 +407,9 @@ void task_exit_thread(struct task *t)
 		pthread_cond_wait(&tg->threads_cond, &tg->lock);
 	if (tg->exec_task) {
 		pthread_mutex_unlock(&tg->lock);
+		/* A tracer is not told of the death of a leader an exec replaces (ptrace(2)). */
+		if (unlikely(t->pt))
+			t->pt->quiet_exit = true;
 		task_release(t);
 		pthread_mutex_lock(&k->tree_lock);
 		pthread_mutex_lock(&tg->lock);
@@ -403,6 +424,9 @@ void task_exit_thread(struct task *t)
 	task_release(t);
 	process_exit(t);
 out:
+	/* Tracees of this thread are detached; a tracee becomes its tracer's zombie. */
+	if (t->pt)
+		ptrace_exit_thread(t);
 	pid_task_finished(k);
 	task_put(t); /* the host thread's reference */
 }
@@ -460,6 +484,10 @@ static bool wait_scan(struct wait_ctx *w)
 	struct task_wait_result *r = w->res;
 	bool any = false;
 
+	/* Tracees first: their ptrace-stops and exits (ptrace.c). */
+	w->ret = ptrace_wait_scan(w->t, w->which, w->id, w->options, r, &any);
+	if (w->ret > 0)
+		return true;
 	list_for_each_entry_safe(c, n, &tg->children, sibling) {
 		if (!wait_matches(w, c))
 			continue;
@@ -468,7 +496,7 @@ static bool wait_scan(struct wait_ctx *w)
 		r->uid = c->leader ? c->leader->cred.uid : 0;
 		r->utime_ns = c->utime_ns + c->cutime_ns;
 		r->stime_ns = c->stime_ns + c->cstime_ns;
-		if (c->state == TG_ZOMBIE && (w->options & WEXITED)) {
+		if (c->state == TG_ZOMBIE && (w->options & WEXITED) && !c->ptrace_held) {
 			r->status = c->exit_status;
 			decode_exit(c->exit_status, &r->cld_code, &r->cld_status);
 			w->ret = c->pid;

@@ -26,6 +26,7 @@
 #include "sentry/fs/proc/proc.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -295,10 +296,11 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 
 	fprintf(out,
 		"Name:\t%s\nUmask:\t%04o\nState:\t%c (%s)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\n"
-		"PPid:\t%d\nTracerPid:\t0\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n"
+		"PPid:\t%d\nTracerPid:\t%d\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n"
 		"FDSize:\t%d\nGroups:\t",
-		t->comm, umask, state, sname, (int)n->pid, (int)n->tid, (int)ids.ppid, c.uid,
-		c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid, c.fsgid, 64);
+		t->comm, umask, state, sname, (int)n->pid, (int)n->tid, (int)ids.ppid,
+		(int)ptrace_tracer_pid(t), c.uid, c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid,
+		c.fsgid, 64);
 	for (int i = 0; i < c.ngroups && i < 32; i++)
 		fprintf(out, "%u ", c.groups[i]);
 	fprintf(out, "\nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\nKthread:\t0\n",

@@ -9,6 +9,7 @@
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/platform/platform.h"
@@ -76,4 +77,20 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
 struct thread_group *pidfd_get_tg(struct task *t, int fd)
 {
 	return ERR_PTR(-EBADF);
+}
+
+/* ptrace hooks of signals.c: the harness's tasks are never traced. */
+bool ptrace_trap(struct task *t)
+{
+	return false;
+}
+
+bool ptrace_runs_in_group_stop(struct task *t)
+{
+	return false;
+}
+
+int ptrace_signal(struct task *t, int sig, struct linux_siginfo *info)
+{
+	return sig;
 }
