@@ -309,4 +309,18 @@ SYSCALL_DECL(ptrace);
 SYSCALL_DECL(process_vm_readv);
 SYSCALL_DECL(process_vm_writev);
 
+/* sys_ipc.c: System V shared memory, semaphores and message queues */
+SYSCALL_DECL(shmget);
+SYSCALL_DECL(shmat);
+SYSCALL_DECL(shmdt);
+SYSCALL_DECL(shmctl);
+SYSCALL_DECL(semget);
+SYSCALL_DECL(semop);
+SYSCALL_DECL(semtimedop);
+SYSCALL_DECL(semctl);
+SYSCALL_DECL(msgget);
+SYSCALL_DECL(msgsnd);
+SYSCALL_DECL(msgrcv);
+SYSCALL_DECL(msgctl);
+
 #endif

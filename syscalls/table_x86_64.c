@@ -317,6 +317,26 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(ptrace, "no PTRACE_SYSEMU, no hardware breakpoints (debug registers read as 0)"),
 	FULL(process_vm_readv),
 	FULL(process_vm_writev),
+
+	/* System V IPC: sys_ipc.c (sentry/kernel/ipc*.c) */
+	PARTIAL(shmget, "SHM_HUGETLB: ENOMEM (no huge pages are reserved)"),
+	PARTIAL(shmat,
+		"shm_nattch counts the VMAs that map the segment (as Linux), but an attach whose pages are not contiguous in the sandbox's memory file counts once per piece"),
+	FULL(shmdt),
+	PARTIAL(shmctl,
+		"SHM_LOCK/SHM_UNLOCK only set the flag; shm_dtime/shm_lpid change at shmdt and when an attach's last mapping goes, not at each process's exit"),
+	FULL(semget),
+	PARTIAL(semop,
+		"sleepers retry on every change of their set: the first to run wins, not Linux's queue order"),
+	PARTIAL(semtimedop,
+		"sleepers retry on every change of their set: the first to run wins, not Linux's queue order"),
+	FULL(semctl),
+	FULL(msgget),
+	PARTIAL(msgsnd,
+		"sleepers retry on every change of the queue: the first to run wins, not Linux's queue order"),
+	PARTIAL(msgrcv,
+		"sleepers retry on every change of the queue: the first to run wins, not Linux's queue order"),
+	FULL(msgctl),
 };
 
 #define NAME_ROW(n, nm) [n] = #nm,

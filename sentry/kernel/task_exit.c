@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/futex.h"
+#include "sentry/kernel/ipc.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
@@ -422,6 +423,8 @@ void task_exit_thread(struct task *t)
 	}
 	pthread_mutex_unlock(&tg->lock);
 	task_release(t);
+	/* SEM_UNDO adjustments, before the parent can see the process dead (Linux's exit_sem). */
+	ipc_sem_exit(tg, tg->pid);
 	process_exit(t);
 out:
 	/* Tracees of this thread are detached; a tracee becomes its tracer's zombie. */

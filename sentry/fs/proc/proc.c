@@ -26,6 +26,7 @@
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/current.h"
+#include "sentry/kernel/ipc.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
@@ -552,6 +553,26 @@ static const struct pseudo_ent net_ents[] = {
 	{ 0 },
 };
 
+/* /proc/sysvipc: the sandbox's System V IPC objects (sentry/kernel/ipc*.c). */
+static int gen_sysvipc(struct pseudo_node *n, FILE *out)
+{
+	switch (n->ent->id) {
+	case 571:
+		return ipc_proc_msg(out);
+	case 572:
+		return ipc_proc_sem(out);
+	default:
+		return ipc_proc_shm(out);
+	}
+}
+
+static const struct pseudo_ent sysvipc_ents[] = {
+	REG("msg", 571, gen_sysvipc),
+	REG("sem", 572, gen_sysvipc),
+	REG("shm", 573, gen_sysvipc),
+	{ 0 },
+};
+
 static const struct pseudo_ent sys_ents[] = {
 	DIR("fs", 80, sys_fs_ents),
 	DIR("kernel", 81, sys_kernel_ents),
@@ -662,6 +683,7 @@ static const struct pseudo_ent root_ents[] = {
 	{ .name = "self", .mode = S_IFLNK | 0777, .readlink = self_readlink, .id = 8 },
 	REG("stat", 9, gen_stat),
 	DIR("sys", 10, sys_ents),
+	DIR("sysvipc", 570, sysvipc_ents),
 	{ .name = "thread-self",
 	  .mode = S_IFLNK | 0777,
 	  .readlink = thread_self_readlink,

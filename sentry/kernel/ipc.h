@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * System V IPC: shared memory segments, semaphore sets and message queues, as Linux builds them
+ * (ipc/{util,shm,sem,msg}.c). One IPC namespace per sentry process (a sentry is one sandbox, as
+ * the sysctl table): limits come from sysctl_get (kernel.shm*, kernel.sem, kernel.msg*), so
+ * /proc/sys and config.json's linux.sysctl govern them.
+ *
+ * Every entry point takes the calling task (its credentials, its mm for guest pointers, its pid
+ * as the guest sees it) and returns a value >= 0 or -errno, as the system call returns it. The
+ * head comments of ipc_shm.c, ipc_sem.c and ipc_msg.c give each family's model, who holds
+ * references on what, and the lock order.
+ */
+#ifndef HUSK_SENTRY_IPC_H
+#define HUSK_SENTRY_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+struct task;
+struct thread_group;
+
+/* --- the Linux ABI (x86-64) --- */
+
+#define LINUX_IPC_PRIVATE 0
+#define LINUX_IPC_CREAT 00001000
+#define LINUX_IPC_EXCL 00002000
+#define LINUX_IPC_NOWAIT 00004000
+
+#define LINUX_IPC_RMID 0
+#define LINUX_IPC_SET 1
+#define LINUX_IPC_STAT 2
+#define LINUX_IPC_INFO 3
+
+#define LINUX_SHM_RDONLY 010000
+#define LINUX_SHM_RND 020000
+#define LINUX_SHM_REMAP 040000
+#define LINUX_SHM_EXEC 0100000
+#define LINUX_SHM_HUGETLB 04000
+#define LINUX_SHM_NORESERVE 010000
+#define LINUX_SHM_DEST 01000 /* in shm_perm.mode: removed, lives until the last detach */
+#define LINUX_SHM_LOCKED 02000 /* in shm_perm.mode: SHM_LOCK */
+#define LINUX_SHM_LOCK 11
+#define LINUX_SHM_UNLOCK 12
+#define LINUX_SHM_STAT 13
+#define LINUX_SHM_INFO 14
+#define LINUX_SHM_STAT_ANY 15
+
+#define LINUX_SEM_UNDO 0x1000
+#define LINUX_GETPID 11
+#define LINUX_GETVAL 12
+#define LINUX_GETALL 13
+#define LINUX_GETNCNT 14
+#define LINUX_GETZCNT 15
+#define LINUX_SETVAL 16
+#define LINUX_SETALL 17
+#define LINUX_SEM_STAT 18
+#define LINUX_SEM_INFO 19
+#define LINUX_SEM_STAT_ANY 20
+#define LINUX_SEMVMX 32767
+#define LINUX_SEMAEM LINUX_SEMVMX
+
+#define LINUX_MSG_NOERROR 010000
+#define LINUX_MSG_EXCEPT 020000
+#define LINUX_MSG_COPY 040000
+#define LINUX_MSG_STAT 11
+#define LINUX_MSG_INFO 12
+#define LINUX_MSG_STAT_ANY 13
+
+/* Ids are index + seq * IPC_ID_MULT (Linux's IPCMNI_SHIFT 15). */
+#define IPC_ID_SHIFT 15
+#define IPC_ID_MULT (1 << IPC_ID_SHIFT)
+#define IPC_MNI IPC_ID_MULT
+#define IPC_SEQ_MAX (INT32_MAX >> IPC_ID_SHIFT)
+
+struct linux_ipc64_perm {
+	int32_t key;
+	uint32_t uid, gid, cuid, cgid;
+	uint32_t mode;
+	uint16_t seq;
+	uint16_t pad2;
+	uint64_t unused1, unused2;
+};
+
+struct linux_shmid64_ds {
+	struct linux_ipc64_perm shm_perm;
+	uint64_t shm_segsz;
+	int64_t shm_atime, shm_dtime, shm_ctime;
+	int32_t shm_cpid, shm_lpid;
+	uint64_t shm_nattch;
+	uint64_t unused4, unused5;
+};
+
+struct linux_shminfo64 {
+	uint64_t shmmax, shmmin, shmmni, shmseg, shmall;
+	uint64_t unused1, unused2, unused3, unused4;
+};
+
+struct linux_shm_info {
+	int32_t used_ids;
+	uint64_t shm_tot, shm_rss, shm_swp, swap_attempts, swap_successes;
+};
+
+struct linux_semid64_ds {
+	struct linux_ipc64_perm sem_perm;
+	int64_t sem_otime;
+	uint64_t unused1;
+	int64_t sem_ctime;
+	uint64_t unused2;
+	uint64_t sem_nsems;
+	uint64_t unused3, unused4;
+};
+
+struct linux_seminfo {
+	int32_t semmap, semmni, semmns, semmnu, semmsl, semopm, semume, semusz, semvmx, semaem;
+};
+
+struct linux_sembuf {
+	uint16_t sem_num;
+	int16_t sem_op;
+	int16_t sem_flg;
+};
+
+struct linux_msqid64_ds {
+	struct linux_ipc64_perm msg_perm;
+	int64_t msg_stime, msg_rtime, msg_ctime;
+	uint64_t msg_cbytes, msg_qnum, msg_qbytes;
+	int32_t msg_lspid, msg_lrpid;
+	uint64_t unused4, unused5;
+};
+
+struct linux_msginfo {
+	int32_t msgpool, msgmap, msgmax, msgmnb, msgmni, msgssz, msgtql;
+	uint16_t msgseg;
+};
+
+/* --- shared memory (ipc_shm.c) --- */
+
+/* shmget(2). A new segment is an anonymous tmpfs file of the sandbox's memory file. */
+long ipc_shmget(struct task *t, int32_t key, uint64_t size, int flags);
+/*
+ * shmat(2): maps the segment MAP_SHARED into t's mm through a new "attach" file (one per
+ * shmat); returns the address or -errno.
+ */
+long ipc_shmat(struct task *t, int id, uint64_t addr, int flags);
+/* shmdt(2): unmaps the attach whose first page is at addr in t's mm (fork's copies too). */
+long ipc_shmdt(struct task *t, uint64_t addr);
+/* shmctl(2); buf is the guest pointer argument. */
+long ipc_shmctl(struct task *t, int id, int cmd, uint64_t buf);
+
+/* --- semaphores (ipc_sem.c) --- */
+
+/* semget(2). */
+long ipc_semget(struct task *t, int32_t key, int nsems, int flags);
+/*
+ * semop(2)/semtimedop(2): nsops operations at guest address sops, applied all or none, blocking
+ * until they can be (timeout: relative, NULL for none; -EAGAIN when it passes). Interrupted by a
+ * signal: -EINTR (never restarted, as Linux).
+ */
+long ipc_semtimedop(struct task *t, int id, uint64_t sops, uint64_t nsops,
+		    const struct timespec *timeout);
+/* semctl(2); arg is the fourth register (union semun by value: an int or a guest pointer). */
+long ipc_semctl(struct task *t, int id, int num, int cmd, uint64_t arg);
+/*
+ * Applies and frees the SEM_UNDO adjustments of process tg (its last thread is exiting; pid is
+ * its pid, recorded as the semaphores' sempid). Call before the parent can see the process dead.
+ */
+void ipc_sem_exit(struct thread_group *tg, int32_t pid);
+
+/* --- message queues (ipc_msg.c) --- */
+
+/* msgget(2). */
+long ipc_msgget(struct task *t, int32_t key, int flags);
+/* msgsnd(2): msgp is the guest's struct msgbuf (long mtype, then msgsz bytes). */
+long ipc_msgsnd(struct task *t, int id, uint64_t msgp, uint64_t msgsz, int flags);
+/* msgrcv(2): returns the number of bytes of text copied. */
+long ipc_msgrcv(struct task *t, int id, uint64_t msgp, uint64_t msgsz, int64_t msgtyp, int flags);
+/* msgctl(2). */
+long ipc_msgctl(struct task *t, int id, int cmd, uint64_t buf);
+
+/* --- /proc/sysvipc/{shm,sem,msg}: Linux's text, every object of the namespace --- */
+
+int ipc_proc_shm(FILE *out);
+int ipc_proc_sem(FILE *out);
+int ipc_proc_msg(FILE *out);
+
+#endif
