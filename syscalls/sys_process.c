@@ -557,3 +557,47 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
 		return cred_prctl(t, option, a2, args->a[2], args->a[3], args->a[4]);
 	}
 }
+
+/*
+ * unshare(2): CLONE_FILES and CLONE_FS give the caller tables of its own; CLONE_SYSVSEM changes
+ * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
+ * are accepted for a single-threaded process, as Linux. New namespaces are refused with EPERM,
+ * as under Docker's default seccomp profile: the sandbox is one set of namespaces.
+ */
+long sys_unshare(struct task *t, const struct syscall_args *args)
+{
+	uint64_t flags = args->a[0];
+	const uint64_t ns = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+			    CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP |
+			    0x80 /* CLONE_NEWTIME */;
+	const uint64_t known = ns | CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_THREAD |
+			       CLONE_SIGHAND | CLONE_VM;
+	int nthreads;
+
+	if (flags & ~known)
+		return -EINVAL;
+	pthread_mutex_lock(&t->tg->lock);
+	nthreads = t->tg->nr_threads;
+	pthread_mutex_unlock(&t->tg->lock);
+	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
+		return -EINVAL;
+	if (flags & ns)
+		return -EPERM;
+	if (flags & CLONE_FS) {
+		struct fs_context *fs = fs_context_copy(t->fs);
+
+		if (!fs)
+			return -ENOMEM;
+		fs_context_put(t->fs);
+		t->fs = fs;
+	}
+	if (flags & CLONE_FILES) {
+		struct fdtable *fdt = fdtable_dup(t->fdt);
+
+		if (!fdt)
+			return -ENOMEM;
+		fdtable_put(t->fdt);
+		t->fdt = fdt;
+	}
+	return 0;
+}

@@ -241,7 +241,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* PR_SET_SECCOMP/PR_GET_SECCOMP in sys_seccomp.c, which passes the rest to sys_prctl. */
 	[LINUX_NR_prctl] = { "prctl", sys_prctl_seccomp, SYSCALL_PARTIAL,
 			     "NAME, PDEATHSIG, NO_NEW_PRIVS, DUMPABLE, CHILD_SUBREAPER, KEEPCAPS, "
-			     "CAPBSET_READ, SET_SECCOMP, GET_SECCOMP; others EINVAL" },
+			     "CAPBSET_READ/DROP, CAP_AMBIENT, SECUREBITS, SET/GET_SECCOMP; others "
+			     "EINVAL" },
+	PARTIAL(unshare, "CLONE_FILES, CLONE_FS; new namespaces: EPERM (the sandbox is one set)"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),
