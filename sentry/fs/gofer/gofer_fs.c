@@ -737,7 +737,8 @@ static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, u
 		/* Next to the previous page when free, so that the mapping is few VMAs. */
 		int64_t off = -ENOMEM;
 		if (at > 0 && gn->pages[at - 1].pgoff == want - 1 &&
-		    memfile_alloc_at(mf, gn->pages[at - 1].mf_off + PAGE_SIZE, run * PAGE_SIZE) == 0)
+		    memfile_alloc_at(mf, gn->pages[at - 1].mf_off + PAGE_SIZE, run * PAGE_SIZE) ==
+			    0)
 			off = (int64_t)(gn->pages[at - 1].mf_off + PAGE_SIZE);
 		if (off < 0)
 			off = memfile_alloc(mf, run * PAGE_SIZE);
@@ -767,9 +768,9 @@ static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, u
 		memmove(&gn->pages[at + run], &gn->pages[at],
 			(gn->npages - at) * sizeof(gn->pages[0]));
 		for (size_t k = 0; k < run; k++)
-			gn->pages[at + k] = (struct gofer_page){
-				.pgoff = want + k, .mf_off = (uint64_t)off + k * PAGE_SIZE
-			};
+			gn->pages[at + k] =
+				(struct gofer_page){ .pgoff = want + k,
+						     .mf_off = (uint64_t)off + k * PAGE_SIZE };
 		__atomic_store_n(&gn->npages, gn->npages + run, __ATOMIC_RELAXED);
 		i += run;
 	}
