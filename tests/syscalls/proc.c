@@ -6,10 +6,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -207,10 +210,11 @@ static void check_system(void)
 		      strstr(buf, "\nbtime "),
 	      "stat");
 	{
-		double up = 0, idle = 0;
+		/* A sandbox's uptime counts from its start: 0.00 in its first 10 ms. */
+		double up = -1, idle = -1;
 
 		CHECK(slurp("/proc/uptime", buf, sizeof(buf)) > 0 &&
-			      sscanf(buf, "%lf %lf", &up, &idle) == 2 && up > 0,
+			      sscanf(buf, "%lf %lf", &up, &idle) == 2 && up >= 0 && idle >= 0,
 		      "uptime %s", buf);
 	}
 	CHECK(slurp("/proc/loadavg", buf, sizeof(buf)) > 0 && strchr(buf, '/'), "loadavg");
@@ -346,6 +350,60 @@ static void check_net(void)
 	close(x);
 }
 
+/* /proc/PID/mem: reads and writes of the process's memory at the offset (its address). */
+static void check_mem(void)
+{
+	static char buf[64] = "memory seen through /proc/self/mem";
+	char got[64] = { 0 };
+	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *gone = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fd = open("/proc/self/mem", O_RDWR);
+	int st;
+	pid_t pid;
+
+	CHECK(fd >= 0, "open /proc/self/mem: %s", strerror(errno));
+	CHECK(ro != MAP_FAILED && gone != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (fd < 0 || ro == MAP_FAILED || gone == MAP_FAILED)
+		return;
+	munmap(gone, 4096);
+	CHECK_RET(pread(fd, got, 34, (off_t)(uintptr_t)buf), 34);
+	CHECK(!memcmp(got, buf, 34), "pread: %s", got);
+	CHECK_RET(pwrite(fd, "MEMORY", 6, (off_t)(uintptr_t)buf), 6);
+	CHECK(!memcmp(buf, "MEMORY seen", 11), "after pwrite: %s", buf);
+	/* A debugger's write goes through a read-only page (the private copy). */
+	CHECK_RET(pwrite(fd, "x", 1, (off_t)(uintptr_t)ro), 1);
+	CHECK(ro[0] == 'x', "a read-only page after pwrite: %#x", ro[0]);
+	CHECK_ERR(pread(fd, got, 16, (off_t)(uintptr_t)gone), EIO);
+	CHECK_RET(lseek(fd, (off_t)(uintptr_t)buf, SEEK_SET), (off_t)(uintptr_t)buf);
+	CHECK_RET(read(fd, got, 6), 6);
+	CHECK(!memcmp(got, "MEMORY", 6), "read at the offset: %.6s", got);
+	CHECK_ERR(lseek(fd, 0, SEEK_END), EINVAL);
+	close(fd);
+	/* The parent reads its child's memory (the child is stopped; same uid, dumpable). */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		strcpy(buf, "the child's copy");
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	if (pid > 0 && waitpid(pid, &st, WUNTRACED) == pid) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+		fd = open(path, O_RDONLY);
+		memset(got, 0, sizeof(got));
+		CHECK(fd >= 0 && pread(fd, got, 16, (off_t)(uintptr_t)buf) == 16 &&
+			      !memcmp(got, "the child's copy", 16),
+		      "%s: %s", path, fd < 0 ? strerror(errno) : got);
+		if (fd >= 0)
+			close(fd);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	munmap(ro, 4096);
+}
+
 int main(int argc, char **argv)
 {
 	check_self(argv[0]);
@@ -353,5 +411,6 @@ int main(int argc, char **argv)
 	check_system();
 	check_other();
 	check_net();
+	check_mem();
 	return finish();
 }

@@ -2,7 +2,7 @@
 /*
  * procfs, per process: /proc/PID/ and /proc/PID/task/TID/ (stat, statm, status, cmdline,
  * environ, comm, maps, smaps_rollup, auxv, fd/, fdinfo/, exe, cwd, root, mounts, mountinfo,
- * limits, cgroup, task/). Values come from the thread group, the task, its mm, fd table and fs
+ * limits, cgroup, mem, task/). Values come from the thread group, the task, its mm, fd table and fs
  * context; a process that is gone gives -ESRCH to open and -ENOENT to lookups.
  */
 #include <dirent.h>
@@ -1103,6 +1103,96 @@ static const struct pseudo_dyn task_dyn = {
 
 /* --- the tables --- */
 
+/* --- mem --- */
+
+/*
+ * /proc/PID/mem: the process's memory at the file offset, bound to its address space when the
+ * file is opened (an exec after that leaves the file on the old one, as Linux). Opening needs
+ * ptrace access to the process (PTRACE_MODE_ATTACH). Reads follow the pages' protections;
+ * writes go through them (the private copy of read-only pages: a debugger's breakpoints).
+ * An address that is not mapped gives EIO, past what was already moved.
+ */
+static ssize_t mem_rw(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos,
+		      bool write)
+{
+	struct mm *mm = f->priv;
+	size_t done = 0;
+
+	if (!pos)
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++) {
+		uint64_t addr = (uint64_t)*pos + done;
+		ssize_t n = write ? mm_poke(mm, addr, iov[i].iov_base, iov[i].iov_len) :
+				    mm_copy_in(mm, iov[i].iov_base, addr, iov[i].iov_len);
+
+		if (n < 0)
+			n = 0;
+		done += (size_t)n;
+		if ((size_t)n < iov[i].iov_len)
+			break;
+	}
+	if (!done && iovcnt > 0 && iov[0].iov_len)
+		return -EIO;
+	*pos += (int64_t)done;
+	return (ssize_t)done;
+}
+
+static ssize_t mem_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	return mem_rw(f, iov, iovcnt, pos, false);
+}
+
+static ssize_t mem_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	return mem_rw(f, iov, iovcnt, pos, true);
+}
+
+/* Linux's mem_lseek: SEEK_SET and SEEK_CUR, any offset (addresses are unsigned). */
+static int64_t mem_llseek(struct file *f, int64_t off, int whence)
+{
+	if (whence == SEEK_SET)
+		return off;
+	if (whence == SEEK_CUR)
+		return (int64_t)((uint64_t)f->pos + (uint64_t)off);
+	return -EINVAL;
+}
+
+static void mem_release(struct file *f)
+{
+	mm_put(f->priv);
+}
+
+static const struct file_ops mem_fops = {
+	.read = mem_read,
+	.write = mem_write,
+	.llseek = mem_llseek,
+	.release = mem_release,
+};
+
+static struct file *mem_open(struct pseudo_node *n, int flags)
+{
+	struct task *t = pseudo_node_task(n), *cur = task_current();
+	struct mm *mm;
+	struct file *f;
+	int err;
+
+	if (!t)
+		return ERR_PTR(-ESRCH);
+	err = cur ? ptrace_may_access(cur, t) : 0;
+	mm = err ? NULL : task_mm(t);
+	task_put(t);
+	if (err)
+		return ERR_PTR(err == -EPERM ? -EACCES : err);
+	if (!mm)
+		return ERR_PTR(-ESRCH);
+	f = file_alloc(&mem_fops, flags, mm);
+	if (!f) {
+		mm_put(mm);
+		return ERR_PTR(-ENOMEM);
+	}
+	return f;
+}
+
 #define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
 #define LNK(nm, id_, rl, gl)                                                                  \
 	{                                                                                     \
@@ -1126,7 +1216,8 @@ static const struct pseudo_dyn task_dyn = {
 		REG("mountinfo", (o) + 12, gen_mountinfo), REG("mounts", (o) + 13, gen_mounts),   \
 		LNK("root", (o) + 14, root_readlink, root_get_link),                              \
 		REG("smaps_rollup", (o) + 15, gen_smaps_rollup), REG("stat", (o) + 16, gen_stat), \
-		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status)
+		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status),       \
+		{ .name = "mem", .mode = S_IFREG | 0600, .open = mem_open, .id = (o) + 19 }
 
 const struct pseudo_ent proc_pid_ents[] = {
 	PID_COMMON_ENTS(100),

@@ -46,6 +46,12 @@ ssize_t mm_copy_out(struct mm *mm, uint64_t addr, const void *src, size_t len)
 	return (ssize_t)n;
 }
 
+/* Protections are not modelled here: a poke is a copy out. */
+ssize_t mm_poke(struct mm *mm, uint64_t addr, const void *src, size_t len)
+{
+	return mm_copy_out(mm, addr, src, len);
+}
+
 ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max)
 {
 	for (size_t i = 0; i < max; i++) {
