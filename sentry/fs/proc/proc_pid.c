@@ -1112,8 +1112,7 @@ static const struct pseudo_dyn task_dyn = {
  * writes go through them (the private copy of read-only pages: a debugger's breakpoints).
  * An address that is not mapped gives EIO, past what was already moved.
  */
-static ssize_t mem_rw(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos,
-		      bool write)
+static ssize_t mem_rw(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos, bool write)
 {
 	struct mm *mm = f->priv;
 	size_t done = 0;
@@ -1216,8 +1215,10 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 		REG("mountinfo", (o) + 12, gen_mountinfo), REG("mounts", (o) + 13, gen_mounts),   \
 		LNK("root", (o) + 14, root_readlink, root_get_link),                              \
 		REG("smaps_rollup", (o) + 15, gen_smaps_rollup), REG("stat", (o) + 16, gen_stat), \
-		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status),       \
-		{ .name = "mem", .mode = S_IFREG | 0600, .open = mem_open, .id = (o) + 19 }
+		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status),           \
+	{                                                                                         \
+		.name = "mem", .mode = S_IFREG | 0600, .open = mem_open, .id = (o) + 19           \
+	}
 
 const struct pseudo_ent proc_pid_ents[] = {
 	PID_COMMON_ENTS(100),
