@@ -49,6 +49,8 @@ enum control_op {
 	CONTROL_PS_REPLY = 5,
 	CONTROL_UPDATE = 6, /* new memory and pids limits (husk update) */
 	CONTROL_SIGNAL = 7, /* a signal to a guest process (husk exec's proxy forwards its own) */
+	CONTROL_STATS = 8, /* the sandbox's memory and pids usage and limits (husk events) */
+	CONTROL_STATS_REPLY = 9,
 };
 
 struct control_hdr {
@@ -117,6 +119,17 @@ struct control_signal {
 struct control_update {
 	int64_t memory; /* bytes */
 	int64_t pids; /* tasks; a limit below the current count only stops new forks */
+};
+
+/*
+ * CONTROL_STATS has no payload and no fds; its reply is struct control_hdr
+ * { op = CONTROL_STATS_REPLY } and struct control_stats, as the guest's /sys/fs/cgroup shows them.
+ */
+struct control_stats {
+	int32_t err; /* 0 or -errno */
+	uint32_t pad;
+	uint64_t memory_usage, memory_limit, memory_peak, oom_kills; /* limit 0: none */
+	int64_t pids_current, pids_limit; /* limit 0: none */
 };
 
 #define CONTROL_UPDATE_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_update))
@@ -208,7 +221,7 @@ int control_check_preserved(int n, int *bad);
 /* Connects to the control socket at path. Returns the connected socket or -errno. */
 int control_dial(const char *path);
 /*
- * Receives one message of type op whose payload is exactly len bytes (at most 48) into payload.
+ * Receives one message of type op whose payload is exactly len bytes (at most 112) into payload.
  * Returns 0, -EPIPE (closed), -EPROTO (another message) or -errno.
  */
 int control_recv(int sock, uint16_t op, void *payload, size_t len);

@@ -4,22 +4,59 @@
  * prints a stats event every interval (default 5 s) until the container stops, as runc events
  * does ({"type":"stats","id":...,"data":{...}}, one JSON object per line).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
+#include "runtime/control.h"
 #include "runtime/oci.h"
 
+/*
+ * The sandbox's own usage and limits, asked of its sentry (CONTROL_STATS): what the guest sees in
+ * /sys/fs/cgroup. Returns 0 or -errno (the sentry is gone, or too old to answer).
+ */
+static int sentry_stats(const struct container *c, struct control_stats *st)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_STATS };
+	_cleanup_free_ char *path = container_path(c, "control.sock");
+	_cleanup_close_ int sock = path ? control_dial(path) : -ENOMEM;
+	int ret;
+
+	if (sock < 0)
+		return sock;
+	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
+		return -errno;
+	ret = control_recv(sock, CONTROL_STATS_REPLY, st, sizeof(*st));
+	return ret < 0 ? ret : st->err;
+}
+
+/*
+ * One stats event: cpu from the host cgroup (the sentry's threads run the guest); memory and
+ * pids from the sentry when it answers (the guest's own usage and limits; the host cgroup also
+ * counts the sentry and gofer, and its memory limit has a margin), else from the host cgroup.
+ */
 static void print_stats(const struct container *c)
 {
 	struct cgroup_stats st;
+	struct control_stats ss;
 	json_t *o;
 	char *s;
 
 	cgroup_stats(c->cgroup ? c->cgroup : "/", &st);
+	if (sentry_stats(c, &ss) == 0) {
+		st.memory_usage = (int64_t)ss.memory_usage;
+		st.memory_limit = (int64_t)ss.memory_limit;
+		st.pids_current = ss.pids_current;
+		st.pids_limit = ss.pids_limit;
+	}
 	o = json_pack("{s:s,s:s,s:{s:{s:{s:I}},s:{s:{s:I,s:I}},s:{s:I,s:I}}}", "type", "stats",
 		      "id", c->id, "data", "cpu", "usage", "total",
 		      (json_int_t)(st.cpu_usage_ns < 0 ? 0 : st.cpu_usage_ns), "memory", "usage",

@@ -151,6 +151,34 @@ static void serve_update(struct kernel *k, int fd, const void *msg, size_t len)
 	send_all(fd, out, sizeof(out));
 }
 
+/* CONTROL_STATS: the sandbox's memory and pids usage and limits (husk events --stats). */
+static void serve_stats(struct kernel *k, int fd, size_t len)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_STATS_REPLY,
+				 .len = sizeof(struct control_stats) };
+	struct control_stats r = { 0 };
+	char out[sizeof(h) + sizeof(r)];
+
+	if (len != sizeof(h)) {
+		r.err = -EINVAL;
+	} else {
+		struct oom_stats st;
+
+		oom_stats(k, &st);
+		r.memory_usage = st.memory_usage;
+		r.memory_limit = st.memory_limit;
+		r.memory_peak = st.memory_peak;
+		r.oom_kills = st.oom_kills;
+		r.pids_current = st.pids_current;
+		r.pids_limit = st.pids_limit;
+	}
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	send_all(fd, out, sizeof(out));
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -170,24 +198,28 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	memcpy(&h, buf, sizeof(h));
-	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op == CONTROL_PS) {
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op != CONTROL_EXEC) {
+		/* Only an exec request carries fds. */
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		serve_ps(c->k, c->fd);
-		goto out;
-	}
-	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op == CONTROL_SIGNAL) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		n = control_serve_signal(c->k, buf, (size_t)n, reply);
-		send_all(c->fd, reply, (size_t)n);
-		goto out;
-	}
-	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op == CONTROL_UPDATE) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		serve_update(c->k, c->fd, buf, (size_t)n);
-		goto out;
+		nfds = 0;
+		switch (h.op) {
+		case CONTROL_PS:
+			serve_ps(c->k, c->fd);
+			goto out;
+		case CONTROL_SIGNAL:
+			n = control_serve_signal(c->k, buf, (size_t)n, reply);
+			send_all(c->fd, reply, (size_t)n);
+			goto out;
+		case CONTROL_UPDATE:
+			serve_update(c->k, c->fd, buf, (size_t)n);
+			goto out;
+		case CONTROL_STATS:
+			serve_stats(c->k, c->fd, (size_t)n);
+			goto out;
+		default:
+			break;
+		}
 	}
 	/* Anything else is an exec request (control_serve rejects what is not one). */
 	n = control_serve(c->k, buf, (size_t)n, fds, nfds, reply, &tg);

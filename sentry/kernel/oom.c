@@ -239,3 +239,15 @@ int oom_update_limits(struct kernel *k, int64_t memory, int64_t pids)
 		ret = oom_set_memory_limit(k, memory < 0 ? 0 : (uint64_t)memory);
 	return ret;
 }
+
+void oom_stats(struct kernel *k, struct oom_stats *out)
+{
+	out->memory_usage = memfile_usage(&k->mf); /* also updates the peak */
+	out->memory_limit = __atomic_load_n(&k->mf.limit, __ATOMIC_RELAXED);
+	out->memory_peak = __atomic_load_n(&k->mf.peak, __ATOMIC_RELAXED);
+	out->oom_kills = __atomic_load_n(&k->mf.events_oom_kill, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&k->tree_lock);
+	out->pids_current = k->nr_tasks;
+	out->pids_limit = k->pids_limit;
+	pthread_mutex_unlock(&k->tree_lock);
+}

@@ -35,6 +35,16 @@ int oom_set_memory_limit(struct kernel *k, uint64_t limit);
  */
 int oom_update_limits(struct kernel *k, int64_t memory, int64_t pids);
 
+/* The sandbox's usage against its limits (husk events --stats, CONTROL_STATS). */
+struct oom_stats {
+	uint64_t memory_usage, memory_limit, memory_peak; /* bytes; limit 0: none */
+	uint64_t oom_kills;
+	int64_t pids_current, pids_limit; /* tasks; limit 0: none */
+};
+
+/* Fills *out from k's memory file and task count (any thread). */
+void oom_stats(struct kernel *k, struct oom_stats *out);
+
 /* A process the OOM killer may choose. */
 struct oom_candidate {
 	int32_t pid;

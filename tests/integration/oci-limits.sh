@@ -124,6 +124,13 @@ else
 fi ;;
 esac
 expect_output "pids.max is max without a pids limit" "max" 0 -- cg u1 pids.max
+# husk events --stats reports the sandbox's own memory limit and usage (the sentry's), not the
+# host cgroup's (which has a margin and counts the sentry too).
+ev=$(H events --stats u1 2>&1)
+case "$ev" in
+*'"memory":{"usage":{"usage":'[1-9]*',"limit":67108864}}'*) pass "events --stats: the sandbox's memory limit" ;;
+*) fail "events --stats: the sandbox's memory limit" "$ev" ;;
+esac
 expect_output "cpu.max" "max 100000" 0 -- cg u1 cpu.max
 expect_status "the cgroup files are read-only" 1 \
 	-- H exec u1 sh -c 'echo 1 > /sys/fs/cgroup/memory.max'
