@@ -9,6 +9,7 @@
 # container's cgroup of every usable hierarchy with the limits written, and delete must remove
 # the cgroups.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
 
 case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
 BUSYBOX=/bin/busybox
@@ -48,20 +49,8 @@ v2)
 	;;
 esac
 
-work=$(mktemp -d /tmp/husk-cg.XXXXXX)
-root=$work/state
-bundle=$work/bundle
-H() { "$HUSK" --root "$root" "$@"; }
-cleanup() {
-	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p "$bundle/rootfs/bin"
-cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
-for a in sh sleep; do ln -s busybox "$bundle/rootfs/bin/$a"; done
-(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
+oci_setup cg
+oci_bundle sh sleep
 python3 - "$bundle/config.json" <<'PY'
 import json, sys
 p = sys.argv[1]

@@ -3,31 +3,11 @@
 # exec'd process (non-detached and --detach), and --preserve-fds / $LISTEN_FDS hand host fds
 # (a file, a pipe, a socket) to pid 1 (run) and to exec'd processes.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
 
-BUSYBOX=$(command -v busybox || echo /bin/busybox)
-if [ ! -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q static; then
-	[ -x /bin/busybox ] && BUSYBOX=/bin/busybox
-fi
-if [ ! -x "$BUSYBOX" ]; then
-	echo "ok - SKIP all: no static busybox (apt-get install busybox-static)"
-	finish
-fi
+oci_setup oci-exec
 
-case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
-work=$(mktemp -d /tmp/husk-oci-exec.XXXXXX)
-root=$work/state
-bundle=$work/bundle
-H() { "$HUSK" --root "$root" "$@"; }
-cleanup() {
-	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p "$bundle/rootfs/bin"
-cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
-for a in sh echo sleep cat true touch ls stty; do ln -s busybox "$bundle/rootfs/bin/$a"; done
-(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
+oci_bundle sh echo sleep cat true touch ls stty
 set_args() {
 	sed -i -e 's/"terminal": true/"terminal": false/' "$bundle/config.json"
 	python3 - "$bundle/config.json" "$@" <<'PY'

@@ -4,37 +4,16 @@
 # from (/sys/fs/cgroup), and `husk update` reaching the running sentry (memory and pids).
 # The toucher is tests/payload/memtouch (static), copied into a busybox bundle.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
 
-BUSYBOX=$(command -v busybox || echo /bin/busybox)
-if [ ! -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q static; then
-	[ -x /bin/busybox ] && BUSYBOX=/bin/busybox
-fi
-if [ ! -x "$BUSYBOX" ]; then
-	echo "ok - SKIP all: no static busybox (apt-get install busybox-static)"
-	finish
-fi
-
-case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
+oci_setup limits
 MEMTOUCH=${MEMTOUCH:-$(dirname "$HUSK")/tests/payload/memtouch}
 if [ ! -x "$MEMTOUCH" ]; then
 	fail "the memtouch payload is built" "$MEMTOUCH"
 	finish
 fi
-work=$(mktemp -d /tmp/husk-limits.XXXXXX)
-root=$work/state
-bundle=$work/bundle
-H() { "$HUSK" --root "$root" "$@"; }
-cleanup() {
-	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p "$bundle/rootfs/bin"
-cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
+oci_bundle sh echo sleep cat true grep dd rm
 cp "$MEMTOUCH" "$bundle/rootfs/bin/memtouch"
-for a in sh echo sleep cat true grep dd rm; do ln -s busybox "$bundle/rootfs/bin/$a"; done
-(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
 # set_config MEMORY-LIMIT ARGS...: the process's args and linux.resources.memory.limit (0: none).
 set_config() {
 	python3 - "$bundle/config.json" "$@" <<'PY'

@@ -3,33 +3,14 @@
 # binds of single files (rw and ro, over an image file and at a destination the rootfs lacks),
 # a directory bind at a mountpoint missing from a read-only root, and noexec tmpfs mounts.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
 
-BUSYBOX=$(command -v busybox || echo /bin/busybox)
-if [ ! -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q static; then
-	[ -x /bin/busybox ] && BUSYBOX=/bin/busybox
-fi
-if [ ! -x "$BUSYBOX" ]; then
-	echo "ok - SKIP all: no static busybox (apt-get install busybox-static)"
-	finish
-fi
-
-case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
-work=$(mktemp -d /tmp/husk-oci-mounts.XXXXXX)
-root=$work/state
-bundle=$work/bundle
+oci_setup oci-mounts
 host=$work/host
-H() { "$HUSK" --root "$root" "$@"; }
-cleanup() {
-	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
 
-mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/etc" "$host/secret" "$host/data"
-cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
-for a in sh echo cat ls touch stat cp; do ln -s busybox "$bundle/rootfs/bin/$a"; done
+mkdir -p "$bundle/rootfs/etc" "$host/secret" "$host/data"
 echo "image hosts" >"$bundle/rootfs/etc/hosts"
-(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
+oci_bundle sh echo cat ls touch stat cp
 sed -i -e 's/"terminal": true/"terminal": false/' "$bundle/config.json"
 cp "$bundle/config.json" "$work/template.json"
 

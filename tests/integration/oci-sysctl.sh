@@ -4,31 +4,12 @@
 # sentry refuses fails `husk create` with a message naming it, leaving no state, cgroup or
 # process behind.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
 
-BUSYBOX=$(command -v busybox || echo /bin/busybox)
-if [ ! -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q static; then
-	[ -x /bin/busybox ] && BUSYBOX=/bin/busybox
-fi
-if [ ! -x "$BUSYBOX" ]; then
-	echo "ok - SKIP all: no static busybox (apt-get install busybox-static)"
-	finish
-fi
+oci_setup oci-sysctl
 
-case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
-work=$(mktemp -d /tmp/husk-oci-sysctl.XXXXXX)
-root=$work/state
-bundle=$work/bundle
-H() { "$HUSK" --root "$root" "$@"; }
-cleanup() {
-	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/proc"
-cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
-for a in sh echo cat; do ln -s busybox "$bundle/rootfs/bin/$a"; done
-(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
+mkdir -p "$bundle/rootfs/proc"
+oci_bundle sh echo cat
 sed -i -e 's/"terminal": true/"terminal": false/' "$bundle/config.json"
 
 # set_config JSON-SYSCTL-MAP ARGS...: linux.sysctl and process.args of the bundle's config.

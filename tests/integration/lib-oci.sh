@@ -1,0 +1,37 @@
+# The set-up the OCI tests share (sourced after lib.sh).
+#   oci_setup NAME      a static busybox in $BUSYBOX (else the whole test is skipped), $HUSK made
+#                       absolute, a work dir $work (/tmp/husk-NAME.XXXXXX) with the state root
+#                       $root and the bundle dir $bundle, H (husk --root $root), and a cleanup
+#                       at exit that deletes every container and the work dir
+#   oci_bundle APPLET...  $bundle/rootfs/bin with busybox and links for the applets, and
+#                       $bundle/config.json from `husk spec`
+
+oci_setup() {
+	BUSYBOX=$(command -v busybox || echo /bin/busybox)
+	if [ ! -x "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q static; then
+		[ -x /bin/busybox ] && BUSYBOX=/bin/busybox
+	fi
+	if [ ! -x "$BUSYBOX" ]; then
+		echo "ok - SKIP all: no static busybox (apt-get install busybox-static)"
+		finish
+	fi
+	case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
+	work=$(mktemp -d "/tmp/husk-$1.XXXXXX")
+	root=$work/state
+	bundle=$work/bundle
+	trap oci_cleanup EXIT
+}
+
+H() { "$HUSK" --root "$root" "$@"; }
+
+oci_cleanup() {
+	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done
+	rm -rf "$work"
+}
+
+oci_bundle() {
+	mkdir -p "$bundle/rootfs/bin"
+	cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
+	for a in "$@"; do ln -s busybox "$bundle/rootfs/bin/$a"; done
+	(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
+}
