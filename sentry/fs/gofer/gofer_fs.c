@@ -70,6 +70,10 @@
 /* Donated FDs of read-only files kept per mount by default (see the top of the file). */
 #define GOFER_FD_CACHE_MAX 128
 
+/* The longest security.capability value cached per node (v3 is 24 bytes). */
+#define GOFER_CAPS_CACHE_MAX 32
+#define GOFER_CAPS_NAME "security.capability"
+
 struct gofer_node;
 
 struct gofer_fs {
@@ -129,6 +133,14 @@ struct gofer_node {
 	/* The donated FD cache (read-only mounts; under fs->fdc_lock): -1 when none. */
 	int ro_fd;
 	struct gofer_node *fdc_prev, *fdc_next;
+	/*
+	 * security.capability, which every exec reads (read-only mounts but file binds, as
+	 * attributes; under lock): caps_len is its length, or -ENODATA/-EOPNOTSUPP, valid once
+	 * caps_known is set.
+	 */
+	bool caps_known;
+	ssize_t caps_len;
+	uint8_t caps[GOFER_CAPS_CACHE_MAX];
 };
 
 /* A page of a node's page cache: the file's bytes [pgoff * 4096, +4096). */
@@ -687,6 +699,45 @@ static int pcache_writeback(struct gofer_fs *fs, struct gofer_node *gn, int fd, 
 	return err;
 }
 
+/* The bounce buffer of pcache_fill (on the stack of the calling task's thread). */
+#define PCACHE_BOUNCE (64 * 1024)
+
+/*
+ * Copies the host file's bytes [pos, pos + len) (fewer at its end) into the memory file at off,
+ * through a bounce buffer and pwrite(2) on the memory file rather than pread(2) into the
+ * sentry's mapping of it: the pages are then allocated by the write, neither zeroed first nor
+ * faulted into the sentry's page tables one by one (libc's 1.9 MB: 0.7 ms instead of 1.4 here).
+ * Returns 0 or -errno.
+ */
+static int pcache_fill(struct memfile *mf, int fd, uint64_t off, uint64_t pos, size_t len)
+{
+	uint8_t buf[PCACHE_BOUNCE];
+	size_t done = 0;
+
+	while (done < len) {
+		size_t want = MIN(len - done, sizeof(buf));
+		ssize_t r = pread(fd, buf, want, (off_t)(pos + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return 0;
+		for (size_t w = 0; w < (size_t)r;) {
+			ssize_t n = pwrite(mf->fd, buf + w, (size_t)r - w, (off_t)(off + done + w));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EIO;
+			w += (size_t)n;
+		}
+		done += (size_t)r;
+	}
+	return 0;
+}
+
 /* Pages of the cache read from the host FD at once (a run of missing pages). */
 #define PCACHE_RUN_MAX 64
 
@@ -747,20 +798,7 @@ static int gofer_file_get_pages(struct file *f, uint64_t pgoff, size_t npages, u
 			break;
 		}
 		/* Bytes past the end of the file stay zero (fresh memory-file pages are). */
-		size_t got = 0;
-		while (got < run * PAGE_SIZE) {
-			ssize_t r = pread(gf->fd, memfile_ptr(mf, (uint64_t)off) + got,
-					  run * PAGE_SIZE - got, (off_t)(want * PAGE_SIZE + got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0) {
-				err = -errno;
-				break;
-			}
-			if (r == 0)
-				break;
-			got += (size_t)r;
-		}
+		err = pcache_fill(mf, gf->fd, (uint64_t)off, want * PAGE_SIZE, run * PAGE_SIZE);
 		if (err) {
 			memfile_free(mf, (uint64_t)off, run * PAGE_SIZE);
 			break;
@@ -1463,16 +1501,79 @@ static int gofer_setattr_op(struct vfs_node *n, const struct vfs_setattr *sa)
  * directories and security.capability read-only (gofer/README.md) ---
  */
 
+/*
+ * security.capability from the node's cache: false when nothing is cached, else true with *ret
+ * its answer to getxattr(name, buf, size) as the gofer would give it. gn->lock held.
+ */
+static bool caps_cached(const struct gofer_node *gn, void *buf, size_t size, ssize_t *ret)
+{
+	if (!gn->caps_known)
+		return false;
+	if (gn->caps_len < 0 || size == 0) {
+		*ret = gn->caps_len;
+	} else if (size < (size_t)gn->caps_len) {
+		*ret = -ERANGE;
+	} else {
+		memcpy(buf, gn->caps, (size_t)gn->caps_len);
+		*ret = gn->caps_len;
+	}
+	return true;
+}
+
+/* Keeps the gofer's definitive answer n for security.capability (value in buf). gn->lock held. */
+static void caps_remember(struct gofer_node *gn, ssize_t n, const void *buf, size_t size)
+{
+	if (n == -ENODATA || n == -EOPNOTSUPP) {
+		gn->caps_len = n;
+	} else if (n >= 0 && size > 0 && (size_t)n <= size && n <= GOFER_CAPS_CACHE_MAX) {
+		memcpy(gn->caps, buf, (size_t)n);
+		gn->caps_len = n;
+	} else {
+		return; /* a size query, -ERANGE, an error: not the value */
+	}
+	gn->caps_known = true;
+}
+
+/* An xattr change made through the node: its cached capabilities (if any) are stale. */
+static void caps_forget(struct gofer_node *gn)
+{
+	pthread_mutex_lock(&gn->lock);
+	gn->caps_known = false;
+	pthread_mutex_unlock(&gn->lock);
+}
+
 static ssize_t gofer_getxattr_op(struct vfs_node *n, const char *name, void *buf, size_t size)
 {
-	int64_t h = gofer_node_handle(gofer_node_of(n));
+	struct gofer_node *gn = gofer_node_of(n);
+	struct gofer_fs *fs = gofer_fs_of(n);
+	/* A read-only mount's xattrs do not change (nothing here writes them), as its attributes;
+	 * a bound file is the host's to change. Every exec asks for the program's capabilities. */
+	bool cache = fs->readonly && !fs->file_root && !strcmp(name, GOFER_CAPS_NAME);
+	int64_t h;
+	ssize_t ret;
 
+	if (cache) {
+		bool hit;
+
+		pthread_mutex_lock(&gn->lock);
+		hit = caps_cached(gn, buf, size, &ret);
+		pthread_mutex_unlock(&gn->lock);
+		if (hit)
+			return ret;
+	}
+	h = gofer_node_handle(gn);
 	if (h < 0)
 		return h;
 	/* A value past the gofer's maximum cannot come back: ask for what it can send. */
 	if (size > GOFER_XATTR_SIZE_MAX)
 		size = GOFER_XATTR_SIZE_MAX;
-	return gofer_getxattr(gofer_fs_of(n)->gc, (uint64_t)h, name, buf, size);
+	ret = gofer_getxattr(fs->gc, (uint64_t)h, name, buf, size);
+	if (cache) {
+		pthread_mutex_lock(&gn->lock);
+		caps_remember(gn, ret, buf, size);
+		pthread_mutex_unlock(&gn->lock);
+	}
+	return ret;
 }
 
 static int gofer_setxattr_op(struct vfs_node *n, const char *name, const void *value, size_t size,
@@ -1493,6 +1594,7 @@ static int gofer_setxattr_op(struct vfs_node *n, const char *name, const void *v
 		gflags |= GOFER_XATTR_REPLACE;
 	err = gofer_setxattr(fs->gc, (uint64_t)h, name, value, size, gflags);
 	gofer_changed(fs); /* ctime moved */
+	caps_forget(gofer_node_of(n));
 	return err;
 }
 
@@ -1518,6 +1620,7 @@ static int gofer_removexattr_op(struct vfs_node *n, const char *name)
 		return (int)h;
 	err = gofer_removexattr(fs->gc, (uint64_t)h, name);
 	gofer_changed(fs);
+	caps_forget(gofer_node_of(n));
 	return err;
 }
 
