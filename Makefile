@@ -39,8 +39,9 @@ format:
 format-check:
 	git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
 
-fuzz: deps
+fuzz: build
 	./tests/fuzz/gofer/run.sh 60
+	BUILD=$(BUILD) ./tests/fuzz/syscalls/run.sh 60
 
 bench: build
 	./bench/run

@@ -74,6 +74,8 @@ static const struct filter_rule rules[] = {
 	ALLOW(fallocate,
 	      "punching freed guest memory out of the memory file; fallocate(2) of donated files"),
 	ALLOW(ftruncate, "truncate(2)/ftruncate(2) of donated files (--overlay=none, volumes)"),
+	ALLOW(fsync, "fsync(2) of donated files (gofer_fs.c): the host's flush of the host file"),
+	ALLOW(fdatasync, "fdatasync(2) of donated files (gofer_fs.c)"),
 	/* Threads, stubs and tracing. */
 	ALLOW(clone, "sentry threads; forking stubs"),
 	ALLOW(clone3, "glibc's pthread_create uses clone3"),

@@ -281,8 +281,12 @@ static long sleep_until(struct task *t, clockid_t clock, const struct timespec *
 	if (err)
 		return err;
 	t->restart_data[0] = (uint64_t)clock;
-	t->restart_data[1] =
-		(uint64_t)deadline->tv_sec * NSEC_PER_SEC + (uint64_t)deadline->tv_nsec;
+	/* A deadline past 2554 saturates (a wrapped one would end the restarted sleep early). */
+	if ((uint64_t)deadline->tv_sec >= UINT64_MAX / NSEC_PER_SEC)
+		t->restart_data[1] = UINT64_MAX;
+	else
+		t->restart_data[1] =
+			(uint64_t)deadline->tv_sec * NSEC_PER_SEC + (uint64_t)deadline->tv_nsec;
 	t->restart_data[2] = rem;
 	t->restart_fn = sleep_restart;
 	return -ERESTART_RESTARTBLOCK;

@@ -32,7 +32,16 @@ else
 	tail -n 40 "$build/fuzz.log"
 fi
 
-python3 - "$build" "$asan" "$fmt_ok" "$fuzz_ok" <<'PY'
+echo "== fuzz: system calls of a guest in husk for ${HUSK_SYSFUZZ_SECONDS:-30} s"
+if BUILD="$build" ./tests/fuzz/syscalls/run.sh "${HUSK_SYSFUZZ_SECONDS:-30}" >"$build/sysfuzz.log" 2>&1; then
+	sysfuzz_ok=1
+	tail -n 1 "$build/sysfuzz.log"
+else
+	sysfuzz_ok=0
+	tail -n 40 "$build/sysfuzz.log"
+fi
+
+python3 - "$build" "$asan" "$fmt_ok" "$fuzz_ok" "$sysfuzz_ok" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for d in sys.argv[1:3]:
@@ -52,7 +61,8 @@ for d in sys.argv[1:3]:
         else:
             failed += 1
             print(f"FAILED: {d}: {r.get('name')} ({res})")
-for ok, what in ((sys.argv[3], "clang-format check"), (sys.argv[4], "gofer fuzzer")):
+for ok, what in ((sys.argv[3], "clang-format check"), (sys.argv[4], "gofer fuzzer"),
+                 (sys.argv[5], "system-call fuzzer")):
     if ok == "1":
         passed += 1
     else:

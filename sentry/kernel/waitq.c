@@ -145,11 +145,16 @@ long task_sleep_until(struct task *t, clockid_t clock, const struct timespec *ab
 	 * wakeup so that a changed realtime clock is honoured at the next check. */
 	for (;;) {
 		struct timespec cnow;
-		int64_t left_ns;
+		int64_t left_s, left_ns;
 
 		clock_gettime(clock, &cnow);
-		left_ns = (int64_t)(abs->tv_sec - cnow.tv_sec) * NSEC_PER_SEC +
-			  (abs->tv_nsec - cnow.tv_nsec);
+		/* A deadline centuries away (the guest's tv_sec may be up to INT64_MAX) saturates:
+		 * the wait is then re-derived after ~292 years, never cut short by an overflow. */
+		if (__builtin_sub_overflow((int64_t)abs->tv_sec, (int64_t)cnow.tv_sec, &left_s) ||
+		    __builtin_mul_overflow(left_s, (int64_t)NSEC_PER_SEC, &left_ns) ||
+		    __builtin_add_overflow(left_ns, (int64_t)(abs->tv_nsec - cnow.tv_nsec),
+					   &left_ns))
+			left_ns = abs->tv_sec < cnow.tv_sec ? 0 : INT64_MAX;
 		if (left_ns <= 0)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &now);

@@ -855,7 +855,9 @@ static ssize_t conn_send(struct task *t, struct sock *s, struct net_msg *m, int 
 			if (packet || n == 0)
 				break;
 		}
-		if (done == want && !first) {
+		/* An empty stream write (no data, no files) sends nothing and returns 0 at once: it
+		 * has nothing to wait for (waiting spun forever, the peer being "writable"). */
+		if (done == want && (!first || (want == 0 && !packet))) {
 			pthread_mutex_unlock(&net_lock);
 			return (ssize_t)done;
 		}

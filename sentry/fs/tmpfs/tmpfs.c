@@ -42,6 +42,13 @@
 #define TMPFS_PAGE 4096
 /* Linux's MAX_LFS_FILESIZE on 64-bit. */
 #define TMPFS_MAX_SIZE ((int64_t)0x7fffffffffffffffLL)
+/*
+ * The page table of a file is flat: a page at index i costs 8 * i bytes of sentry memory, zeroed.
+ * Data past this many pages (64 GiB) is -EFBIG, so that one byte written at a wild offset
+ * cannot make the sentry allocate and zero gigabytes (Linux's tmpfs takes sparse files up to
+ * TMPFS_MAX_SIZE; a sparse table would lift this limit).
+ */
+#define TMPFS_MAX_PAGES ((size_t)1 << 24)
 /* Linux's tmpfs allows any link count up to this. */
 #define TMPFS_LINK_MAX 0xffffffffu
 
@@ -358,6 +365,8 @@ static int pages_reserve(struct tmpfs_inode *in, size_t idx)
 
 	if (idx < in->npages)
 		return 0;
+	if (idx >= TMPFS_MAX_PAGES)
+		return -EFBIG;
 	while (n <= idx)
 		n *= 2;
 	p = realloc(in->pages, n * sizeof(*p));

@@ -1,0 +1,113 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Runs the system-call fuzzer (sysfuzz.c, a static guest) in `husk do` over seed after seed for
+# SECONDS (default 60), and fails when the sentry does not survive a run:
+#   - husk reports "the sentry died of signal N" (runtime/launch.c) or exits 125 (setup failed,
+#     or the sentry stopped with a message);
+#   - a sanitizer report (AddressSanitizer, UBSan "runtime error:") from an ASan+UBSan build
+#     (by default a huge malloc returns NULL there, as it fails in the normal build, instead of
+#     ending the sentry: set ASAN_OPTIONS=detect_leaks=0 to catch guest-sized allocations too);
+#   - a hang: a run that outlasts its timeout (the guest kills each batch after 2 s itself);
+# and tells those apart from a guest failure (sysfuzz itself, pid 1, did not finish: also a
+# failure, reported as such). It prints the seed that broke it; rerun that one with --seed S.
+#   tests/fuzz/syscalls/run.sh [SECONDS]
+#   tests/fuzz/syscalls/run.sh --seed S
+# Environment: HUSK (default BUILD/husk), BUILD (default build), SYSFUZZ_BATCHES (20),
+# SYSFUZZ_CALLS (200 per batch), SYSFUZZ_TIMEOUT (seconds per run, 120), SYSFUZZ_SEED0 (first
+# seed, default: from the clock), SYSFUZZ_TRACE=1 (the guest prints each call before making it,
+# to BUILD/sysfuzz/run-PID.err: the last lines of a batch name the call that broke the sentry).
+set -u
+src=$(cd "$(dirname "$0")/../../.." && pwd)
+build=${BUILD:-$src/build}
+# The sandbox starts in its own /: every path given to it is absolute.
+case $build in
+/*) ;;
+*) build=$(pwd)/$build ;;
+esac
+husk=${HUSK:-$build/husk}
+batches=${SYSFUZZ_BATCHES:-20}
+calls=${SYSFUZZ_CALLS:-200}
+per_run=${SYSFUZZ_TIMEOUT:-120}
+secs=60
+only=
+case ${1:-} in
+--seed) only=$2 ;;
+'') ;;
+*) secs=$1 ;;
+esac
+
+out=$build/sysfuzz
+mkdir -p "$out"
+# Built aside and renamed: another run.sh over the same BUILD may be running the last one.
+${CC:-cc} -std=gnu11 -O1 -g -static -Wall -Wextra -Werror \
+	"$src/tests/fuzz/syscalls/sysfuzz.c" -o "$out/sysfuzz.$$" || exit 2
+mv -f "$out/sysfuzz.$$" "$out/sysfuzz"
+# The implemented numbers (the table's rows that are not "none").
+nrs=$("$husk" syscalls | awk 'NR > 1 && $3 != "none" { printf "%s%s", sep, $1; sep = "," }')
+[ -n "$nrs" ] || { echo "sysfuzz: no system call list from $husk syscalls" >&2; exit 2; }
+
+# Each run's output, kept after a failure (BUILD/sysfuzz/run-PID.{out,err}).
+log=$out/run-$$
+trap 'rm -f "$log.out" "$log.err"' EXIT
+# run SEED: 0 when the sentry survived, 1 when it did not, 3 on a guest failure.
+run() {
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1} \
+		UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+		timeout -k 5 "$per_run" "$husk" do -- "$out/sysfuzz" "$1" "$batches" "$calls" "$nrs" \
+		${SYSFUZZ_TRACE:+trace} \
+		</dev/null >"$log.out" 2>"$log.err"
+	rc=$?
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		echo "sysfuzz: seed $1: HANG: no end after $per_run s (status $rc)"
+		return 1
+	fi
+	if grep -Eq 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|SUMMARY: UndefinedBehaviorSanitizer' "$log.err"; then
+		echo "sysfuzz: seed $1: sanitizer report (status $rc):"
+		grep -E -A 30 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' "$log.err" | head -n 60
+		return 1
+	fi
+	if grep -q 'the sentry died of signal' "$log.err"; then
+		echo "sysfuzz: seed $1: SENTRY CRASH: $(grep 'the sentry died' "$log.err")"
+		return 1
+	fi
+	if [ $rc -eq 125 ]; then
+		echo "sysfuzz: seed $1: sentry or setup failure (status 125):"
+		tail -n 20 "$log.err"
+		return 1
+	fi
+	if [ $rc -ne 0 ] || ! tail -n 1 "$log.out" | grep -q "^sysfuzz: seed $1: .* done$"; then
+		echo "sysfuzz: seed $1: GUEST FAILURE: sysfuzz (pid 1) exited $rc without finishing:"
+		tail -n 5 "$log.out" "$log.err"
+		return 3
+	fi
+	return 0
+}
+
+if [ -n "$only" ]; then
+	run "$only"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "sysfuzz: seed $only: the sentry survived"
+	else
+		echo "sysfuzz: output in $log.*"
+		trap - EXIT
+	fi
+	exit $rc
+fi
+
+seed=${SYSFUZZ_SEED0:-$(date +%s)}
+end=$(($(date +%s) + secs))
+n=0
+while [ "$(date +%s)" -lt $end ]; do
+	run $seed
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "sysfuzz: reproduce with: $0 --seed $seed (after $n good runs); output in $log.*"
+		trap - EXIT
+		exit $rc
+	fi
+	n=$((n + 1))
+	seed=$((seed + 1))
+done
+echo "sysfuzz: $n runs of $batches x $calls calls, seeds $((seed - n))..$((seed - 1)): the sentry survived"
+exit 0
