@@ -141,6 +141,16 @@ struct ipc_kperm *ipc_at(struct ipc_ids *ids, int idx)
 	return ids->slots[idx];
 }
 
+struct ipc_kperm *ipc_ctl_lookup(struct ipc_ids *ids, int id, bool by_index)
+{
+	return by_index ? ipc_at(ids, id) : ipc_lookup(ids, id);
+}
+
+int ipc_stat_perms(const struct cred *c, const struct ipc_kperm *p, bool any)
+{
+	return any ? 0 : ipc_perms(c, p, 0444);
+}
+
 int ipc_info_ret(struct ipc_ids *ids)
 {
 	return ids->max_idx < 0 ? 0 : ids->max_idx;

@@ -445,10 +445,8 @@ long ipc_msgctl(struct task *t, int id, int cmd, uint64_t buf)
 	}
 
 	pthread_mutex_lock(&msg_ids.lock);
-	if (cmd == LINUX_MSG_STAT || cmd == LINUX_MSG_STAT_ANY)
-		q = (struct msg_queue *)ipc_at(&msg_ids, id);
-	else
-		q = (struct msg_queue *)ipc_lookup(&msg_ids, id);
+	q = (struct msg_queue *)ipc_ctl_lookup(&msg_ids, id,
+					       cmd == LINUX_MSG_STAT || cmd == LINUX_MSG_STAT_ANY);
 	if (!q) {
 		pthread_mutex_unlock(&msg_ids.lock);
 		return -EINVAL;
@@ -457,11 +455,9 @@ long ipc_msgctl(struct task *t, int id, int cmd, uint64_t buf)
 	case LINUX_IPC_STAT:
 	case LINUX_MSG_STAT:
 	case LINUX_MSG_STAT_ANY:
-		if (cmd != LINUX_MSG_STAT_ANY) {
-			r = ipc_perms(&t->cred, &q->perm, 0444);
-			if (r < 0)
-				break;
-		}
+		r = ipc_stat_perms(&t->cred, &q->perm, cmd == LINUX_MSG_STAT_ANY);
+		if (r < 0)
+			break;
 		memset(&ds, 0, sizeof(ds));
 		ipc_fill_perm64(&ds.msg_perm, &q->perm);
 		ds.msg_stime = q->stime;

@@ -54,6 +54,10 @@ void ipc_remove(struct ipc_ids *ids, struct ipc_kperm *p);
 struct ipc_kperm *ipc_lookup(struct ipc_ids *ids, int id);
 /* The object at index idx (the *_STAT commands), or NULL. Lock held. */
 struct ipc_kperm *ipc_at(struct ipc_ids *ids, int idx);
+/* The object a *ctl command names: by index for the *_STAT commands (by_index), else by id. */
+struct ipc_kperm *ipc_ctl_lookup(struct ipc_ids *ids, int id, bool by_index);
+/* The read check of IPC_STAT and *_STAT (none for *_STAT_ANY: any). Returns 0 or -EACCES. */
+int ipc_stat_perms(const struct cred *c, const struct ipc_kperm *p, bool any);
 /* What *_INFO returns: the highest index in use, or 0 when none. Lock held. */
 int ipc_info_ret(struct ipc_ids *ids);
 

@@ -540,10 +540,8 @@ long ipc_semctl(struct task *t, int id, int num, int cmd, uint64_t arg)
 	}
 
 	pthread_mutex_lock(&sem_ids.lock);
-	if (cmd == LINUX_SEM_STAT || cmd == LINUX_SEM_STAT_ANY)
-		s = (struct sem_set *)ipc_at(&sem_ids, id);
-	else
-		s = (struct sem_set *)ipc_lookup(&sem_ids, id);
+	s = (struct sem_set *)ipc_ctl_lookup(&sem_ids, id,
+					     cmd == LINUX_SEM_STAT || cmd == LINUX_SEM_STAT_ANY);
 	if (!s) {
 		r = -EINVAL;
 		goto out_unlock;
@@ -552,11 +550,9 @@ long ipc_semctl(struct task *t, int id, int num, int cmd, uint64_t arg)
 	case LINUX_IPC_STAT:
 	case LINUX_SEM_STAT:
 	case LINUX_SEM_STAT_ANY:
-		if (cmd != LINUX_SEM_STAT_ANY) {
-			r = ipc_perms(&t->cred, &s->perm, 0444);
-			if (r < 0)
-				break;
-		}
+		r = ipc_stat_perms(&t->cred, &s->perm, cmd == LINUX_SEM_STAT_ANY);
+		if (r < 0)
+			break;
 		memset(&ds, 0, sizeof(ds));
 		ipc_fill_perm64(&ds.sem_perm, &s->perm);
 		ds.sem_otime = s->otime;

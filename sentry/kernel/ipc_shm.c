@@ -472,10 +472,8 @@ long ipc_shmctl(struct task *t, int id, int cmd, uint64_t buf)
 	}
 
 	pthread_mutex_lock(&shm_ids.lock);
-	if (cmd == LINUX_SHM_STAT || cmd == LINUX_SHM_STAT_ANY)
-		s = (struct shm_seg *)ipc_at(&shm_ids, id);
-	else
-		s = (struct shm_seg *)ipc_lookup(&shm_ids, id);
+	s = (struct shm_seg *)ipc_ctl_lookup(&shm_ids, id,
+					     cmd == LINUX_SHM_STAT || cmd == LINUX_SHM_STAT_ANY);
 	if (!s) {
 		r = -EINVAL;
 		goto out_unlock;
@@ -484,11 +482,9 @@ long ipc_shmctl(struct task *t, int id, int cmd, uint64_t buf)
 	case LINUX_IPC_STAT:
 	case LINUX_SHM_STAT:
 	case LINUX_SHM_STAT_ANY:
-		if (cmd != LINUX_SHM_STAT_ANY) {
-			r = ipc_perms(&t->cred, &s->perm, 0444);
-			if (r < 0)
-				break;
-		}
+		r = ipc_stat_perms(&t->cred, &s->perm, cmd == LINUX_SHM_STAT_ANY);
+		if (r < 0)
+			break;
 		fill_ds(&ds, s);
 		r = cmd == LINUX_IPC_STAT ? 0 : s->perm.id;
 		break;

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "child.h"
 
 #ifndef MSG_COPY
 #define MSG_COPY 040000
@@ -73,52 +74,6 @@ static long rcv(int id, struct msg *m, size_t len, long type, int flags)
 	return r;
 }
 
-static pid_t spawn(void (*fn)(void *), void *arg, int *pipe_out)
-{
-	int p[2], counts[2];
-	pid_t pid;
-
-	fflush(stdout);
-	if (pipe(p) < 0)
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		checks_passed = checks_failed = 0;
-		fn(arg);
-		counts[0] = checks_passed;
-		counts[1] = checks_failed;
-		fflush(stdout);
-		if (write(p[1], counts, sizeof(counts)) < 0)
-			_exit(99);
-		_exit(0);
-	}
-	close(p[1]);
-	*pipe_out = p[0];
-	return pid;
-}
-
-static int reap(pid_t pid, int fd)
-{
-	int counts[2], st = -1;
-
-	if (read(fd, counts, sizeof(counts)) == sizeof(counts)) {
-		checks_passed += counts[0];
-		checks_failed += counts[1];
-	}
-	close(fd);
-	waitpid(pid, &st, 0);
-	return st;
-}
-
-static int in_child(void (*fn)(void *), void *arg)
-{
-	int fd;
-	pid_t pid = spawn(fn, arg, &fd);
-
-	return pid < 0 ? -1 : reap(pid, fd);
-}
-
 /*
  * Waits until process pid sleeps (state S in /proc/PID/stat for 20 polls in a row): it is then
  * blocked in its msgsnd/msgrcv. A bound on the polls, not a timing assert.
@@ -143,13 +98,6 @@ static bool wait_sleeping(pid_t pid)
 		usleep(500);
 	}
 	return false;
-}
-
-static bool in_husk(void)
-{
-	struct utsname u;
-
-	return uname(&u) == 0 && strstr(u.version, "husk");
 }
 
 static key_t test_key(int n)
@@ -316,32 +264,32 @@ static void test_blocking(void)
 	CHECK_RET(stat_of(id).msg_qbytes, 100);
 	CHECK_RET(snd(id, 1, text, sizeof(text), 0), 0);
 	CHECK_ERR(snd(id, 1, text, sizeof(text), IPC_NOWAIT), EAGAIN);
-	pid = spawn(child_receives, &id, &fd);
+	pid = child_spawn(child_receives, &id, &fd);
 	CHECK_RET(snd(id, 1, text, sizeof(text), 0), 0);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %x", st);
 	CHECK_RET(rcv(id, &m, 100, 0, 0), 60);
 
 	/* A receiver sleeps until a message of its type comes. */
-	pid = spawn(child_sends, &id, &fd);
+	pid = child_spawn(child_sends, &id, &fd);
 	CHECK_RET(rcv(id, &m, 100, 7, 0), 4);
 	CHECK(!strcmp(m.text, "wake"), "received %s", m.text);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %x", st);
 
 	/* A handled signal: EINTR even under SA_RESTART. */
 	sigaction(SIGUSR1, &sa, NULL);
 	got_usr1 = 0;
-	pid = spawn(child_signals, &id, &fd);
+	pid = child_spawn(child_signals, &id, &fd);
 	CHECK_ERR(rcv(id, &m, 100, 0, 0), EINTR);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(got_usr1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "handler %d, child status %x",
 	      got_usr1, st);
 
 	/* Removal wakes the sleeper with EIDRM. */
-	pid = spawn(child_removes, &id, &fd);
+	pid = child_spawn(child_removes, &id, &fd);
 	CHECK_ERR(rcv(id, &m, 100, 0, 0), EIDRM);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %x", st);
 }
 

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "child.h"
 
 #ifndef SEM_STAT_ANY
 #define SEM_STAT_ANY 20
@@ -63,53 +64,6 @@ static long op1(int id, int num, int op, int flg)
 	return syscall(SYS_semop, id, &b, 1);
 }
 
-/* Runs fn in a forked child whose check counts come back through a pipe. Returns its pid. */
-static pid_t spawn(void (*fn)(void *), void *arg, int *pipe_out)
-{
-	int p[2], counts[2];
-	pid_t pid;
-
-	fflush(stdout);
-	if (pipe(p) < 0)
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		checks_passed = checks_failed = 0;
-		fn(arg);
-		counts[0] = checks_passed;
-		counts[1] = checks_failed;
-		fflush(stdout);
-		if (write(p[1], counts, sizeof(counts)) < 0)
-			_exit(99);
-		_exit(0);
-	}
-	close(p[1]);
-	*pipe_out = p[0];
-	return pid;
-}
-
-static int reap(pid_t pid, int fd)
-{
-	int counts[2], st = -1;
-
-	if (read(fd, counts, sizeof(counts)) == sizeof(counts)) {
-		checks_passed += counts[0];
-		checks_failed += counts[1];
-	}
-	close(fd);
-	waitpid(pid, &st, 0);
-	return st;
-}
-
-static int in_child(void (*fn)(void *), void *arg)
-{
-	int fd;
-	pid_t pid = spawn(fn, arg, &fd);
-
-	return pid < 0 ? -1 : reap(pid, fd);
-}
-
 /* Polls until semctl(id, num, cmd) == want (a bound, not a timing assert). */
 static bool wait_count(int id, int num, int cmd, long want)
 {
@@ -119,13 +73,6 @@ static bool wait_count(int id, int num, int cmd, long want)
 		usleep(500);
 	}
 	return false;
-}
-
-static bool in_husk(void)
-{
-	struct utsname u;
-
-	return uname(&u) == 0 && strstr(u.version, "husk");
 }
 
 static key_t test_key(int n)
@@ -292,18 +239,18 @@ static void test_blocking(void)
 	pid_t pid;
 
 	/* A child posts while the parent sleeps. */
-	pid = spawn(child_posts, &id, &fd);
+	pid = child_spawn(child_posts, &id, &fd);
 	CHECK_RET(op1(id, 0, -1, 0), 0);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %x", st);
 	CHECK_RET(sc(id, 0, GETVAL, 0), 0);
 	CHECK_RET(sc(id, 0, GETPID, 0), getpid());
 
 	/* Wait for zero. */
 	CHECK_RET(sc(id, 1, SETVAL, 1), 0);
-	pid = spawn(child_zeroes, &id, &fd);
+	pid = child_spawn(child_zeroes, &id, &fd);
 	CHECK_RET(op1(id, 1, 0, 0), 0);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %x", st);
 	/* The sleeper's own operation completed last: its pid is the semaphore's. */
 	CHECK_RET(sc(id, 1, GETPID, 0), getpid());
@@ -311,17 +258,17 @@ static void test_blocking(void)
 	/* A handled signal: EINTR even under SA_RESTART. */
 	sigaction(SIGUSR1, &sa, NULL);
 	got_usr1 = 0;
-	pid = spawn(child_signals, &id, &fd);
+	pid = child_spawn(child_signals, &id, &fd);
 	CHECK_ERR(op1(id, 0, -1, 0), EINTR);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(got_usr1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "handler %d, child status %x",
 	      got_usr1, st);
 	CHECK_RET(sc(id, 0, GETNCNT, 0), 0);
 
 	/* Removal wakes the sleeper with EIDRM. */
-	pid = spawn(child_removes, &id, &fd);
+	pid = child_spawn(child_removes, &id, &fd);
 	CHECK_ERR(op1(id, 0, -1, 0), EIDRM);
-	st = reap(pid, fd);
+	st = child_reap(pid, fd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %x", st);
 }
 

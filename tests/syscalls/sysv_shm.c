@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "child.h"
 
 #ifndef SHM_STAT_ANY
 #define SHM_STAT_ANY 15
@@ -51,39 +52,6 @@ static int track(int id)
 	return id;
 }
 
-/* Runs fn in a forked child whose check counts come back through a pipe. Returns its status. */
-static int in_child(void (*fn)(void *), void *arg)
-{
-	int p[2], counts[2], st = -1;
-	pid_t pid;
-
-	fflush(stdout);
-	if (pipe(p) < 0) {
-		CHECK(0, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		checks_passed = checks_failed = 0;
-		fn(arg);
-		counts[0] = checks_passed;
-		counts[1] = checks_failed;
-		fflush(stdout);
-		if (write(p[1], counts, sizeof(counts)) < 0)
-			_exit(99);
-		_exit(0);
-	}
-	close(p[1]);
-	if (read(p[0], counts, sizeof(counts)) == sizeof(counts)) {
-		checks_passed += counts[0];
-		checks_failed += counts[1];
-	}
-	close(p[0]);
-	waitpid(pid, &st, 0);
-	return st;
-}
-
 static struct shmid_ds stat_of(int id)
 {
 	struct shmid_ds ds;
@@ -100,13 +68,6 @@ static long nattch(int id)
 	if (shmctl(id, IPC_STAT, &ds) < 0)
 		return -1;
 	return (long)ds.shm_nattch;
-}
-
-static bool in_husk(void)
-{
-	struct utsname u;
-
-	return uname(&u) == 0 && strstr(u.version, "husk");
 }
 
 static key_t test_key(int n)
