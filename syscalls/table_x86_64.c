@@ -29,7 +29,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(close),
 	FULL(close_range),
 	PARTIAL(memfd_create,
-		"MFD_HUGETLB: EINVAL; seals are enforced on write, truncate and fallocate, not on new writable shared mappings"),
+		"MFD_HUGETLB: EINVAL; adding F_SEAL_WRITE never fails with EBUSY (writable shared mappings are not counted); files stop at 64 GiB (EFBIG)"),
 	FULL(lseek),
 	FULL(getdents64),
 	FULL(readlink),
