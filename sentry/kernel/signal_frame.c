@@ -30,9 +30,6 @@
 /* Cleared for the handler: DF, RF, TF. */
 #define HANDLER_CLEAR_EFLAGS 0x10500ULL
 
-/* User xfeatures of this machine, learned from the first XSAVE area the platform gave. */
-static uint64_t user_xfeatures;
-
 int signal_altstack(struct task *t, const struct linux_stack *ss, struct linux_stack *oss,
 		    uint64_t sp)
 {
@@ -160,15 +157,15 @@ int signal_frame_setup(struct task *t, int sig, const struct linux_siginfo *info
 		free(fp);
 		return -EFAULT;
 	}
-	memcpy(&sw, fp + LINUX_FXSAVE_SW_OFFSET, sizeof(sw));
-	if (sw.magic1 == LINUX_FP_XSTATE_MAGIC1 && sw.xfeatures)
-		__atomic_store_n(&user_xfeatures, sw.xfeatures, __ATOMIC_RELAXED);
+	/*
+	 * The platform's area is ptrace's layout, where bytes 464.. hold XCR0 for debuggers,
+	 * not the software bytes: those are written here, naming every enabled component so
+	 * that rt_sigreturn restores all of them (the YMM upper halves included).
+	 */
 	memset(&sw, 0, sizeof(sw));
 	sw.magic1 = LINUX_FP_XSTATE_MAGIC1;
 	sw.extended_size = (uint32_t)(fsize + LINUX_FP_XSTATE_MAGIC2_SIZE);
-	sw.xfeatures = __atomic_load_n(&user_xfeatures, __ATOMIC_RELAXED);
-	if (!sw.xfeatures)
-		sw.xfeatures = LINUX_XFEATURE_MASK_FPSSE;
+	sw.xfeatures = platform_user_xfeatures();
 	sw.xstate_size = (uint32_t)fsize;
 	memcpy(fp + LINUX_FXSAVE_SW_OFFSET, &sw, sizeof(sw));
 	memcpy(&hdr, fp + LINUX_XSAVE_HDR_OFFSET, sizeof(hdr));

@@ -35,3 +35,25 @@ size_t platform_fpstate_size(void)
 	__atomic_store_n(&size, (size_t)ebx, __ATOMIC_RELAXED);
 	return size;
 }
+
+uint64_t platform_user_xfeatures(void)
+{
+	static uint64_t mask;
+	unsigned int eax, ebx, ecx, edx, lo, hi;
+	uint64_t m;
+
+	m = __atomic_load_n(&mask, __ATOMIC_RELAXED);
+	if (m)
+		return m;
+	m = 0x3; /* x87 and SSE: always there on x86-64 */
+	/* XCR0 holds the user state components the kernel enabled; XGETBV needs OSXSAVE. */
+	if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE)) {
+		__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+		m = ((uint64_t)hi << 32) | lo;
+		/* AMX tile data is enabled per process on request (arch_prctl): not by default. */
+		m &= ~PLATFORM_XFEATURE_XTILEDATA;
+		m |= 0x3;
+	}
+	__atomic_store_n(&mask, m, __ATOMIC_RELAXED);
+	return m;
+}

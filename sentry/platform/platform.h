@@ -163,6 +163,14 @@ void platform_destroy(struct platform *p);
  */
 size_t platform_fpstate_size(void);
 
+/*
+ * The user state components (XSAVE feature bits) the host kernel enabled, as Linux names them
+ * in a signal frame's software bytes (fpx_sw_bytes.xfeatures): XCR0 without the dynamically
+ * enabled AMX tile data. Never 0 (x87 and SSE at least).
+ */
+uint64_t platform_user_xfeatures(void);
+#define PLATFORM_XFEATURE_XTILEDATA (1ULL << 18)
+
 /* Guest address range usable by guest mappings: [PLATFORM_GUEST_MIN, PLATFORM_GUEST_MAX). */
 #define PLATFORM_GUEST_MIN 0x10000ULL
 /* Above this the stub keeps its code page and nothing of the guest may be mapped. */

@@ -52,6 +52,11 @@ size_t platform_fpstate_size(void)
 	return 1024;
 }
 
+uint64_t platform_user_xfeatures(void)
+{
+	return 0x7; /* x87, SSE, AVX */
+}
+
 struct task *kernel_find_task(struct kernel *k, int32_t tid)
 {
 	return NULL;
