@@ -280,6 +280,15 @@ static void task_set_in_guest(struct task *t, bool in_guest)
 	pthread_mutex_lock(&t->wait_lock);
 	t->in_guest = in_guest;
 	pthread_mutex_unlock(&t->wait_lock);
+	/*
+	 * A signal sent after signal_deliver() looked and before in_guest was set found the task
+	 * out of the guest and kicked nobody (task_wake): the guest would run on until its next
+	 * system call, forever in a loop that makes none. The sender's pending bit is stored
+	 * before it takes wait_lock, so it is seen here; the interrupt makes the switch return
+	 * at once.
+	 */
+	if (in_guest && t->ctx && task_signal_pending(t))
+		t->k->platform->ops->ctx_interrupt(t->ctx);
 }
 
 int task_run(struct task *t)
