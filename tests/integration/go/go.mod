@@ -1,0 +1,3 @@
+module husk.test/gostress
+
+go 1.19
