@@ -25,6 +25,7 @@ SYSCALL_DECL(close_range);
 SYSCALL_DECL(memfd_create);
 SYSCALL_DECL(lseek);
 SYSCALL_DECL(getdents64);
+SYSCALL_DECL(getdents);
 SYSCALL_DECL(readlink);
 SYSCALL_DECL(readlinkat);
 SYSCALL_DECL(access);

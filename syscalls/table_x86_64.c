@@ -32,6 +32,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"MFD_HUGETLB: EINVAL; adding F_SEAL_WRITE never fails with EBUSY (writable shared mappings are not counted); files stop at 64 GiB (EFBIG)"),
 	FULL(lseek),
 	FULL(getdents64),
+	FULL(getdents),
 	FULL(readlink),
 	FULL(readlinkat),
 	FULL(access),
