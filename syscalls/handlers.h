@@ -325,4 +325,14 @@ SYSCALL_DECL(msgsnd);
 SYSCALL_DECL(msgrcv);
 SYSCALL_DECL(msgctl);
 
+/* Added for issue 11: calls real programs use that were missing. */
+SYSCALL_DECL(sched_setattr); /* sys_sched.c */
+SYSCALL_DECL(sched_getattr);
+SYSCALL_DECL(ioprio_get); /* sys_ioprio.c */
+SYSCALL_DECL(ioprio_set);
+SYSCALL_DECL(clock_settime); /* sys_time.c */
+SYSCALL_DECL(process_madvise); /* sys_advise.c */
+SYSCALL_DECL(pidfd_getfd); /* sys_process.c */
+SYSCALL_DECL(vmsplice); /* sys_splice.c */
+
 #endif

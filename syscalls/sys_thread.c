@@ -11,7 +11,7 @@
 /* Canonical user addresses are below 2^47 on x86-64 without 5-level paging. */
 #define USER_ADDR_LIMIT 0x800000000000ULL
 
-/* arch_prctl(2): FS/GS base only; CET, AMX and CPUID faulting requests get -EINVAL. */
+/* arch_prctl(2): FS/GS base; ARCH_SET_CPUID gives -ENODEV (no CPUID faulting); CET, AMX: -EINVAL. */
 long sys_arch_prctl(struct task *t, const struct syscall_args *args)
 {
 	int code = (int)args->a[0];
@@ -35,6 +35,10 @@ long sys_arch_prctl(struct task *t, const struct syscall_args *args)
 	case ARCH_GET_GS:
 		v = t->regs.gs_base;
 		return mm_copy_out(t->mm, addr, &v, sizeof(v)) == sizeof(v) ? 0 : -EFAULT;
+	case ARCH_GET_CPUID:
+		return 1; /* CPUID does not fault */
+	case ARCH_SET_CPUID:
+		return -ENODEV; /* as Linux on a CPU without CPUID faulting */
 	default:
 		return -EINVAL;
 	}

@@ -191,6 +191,14 @@ static void copy_task_state(struct task *c, struct task *p, const struct task_cl
 	c->sigmask = p->sigmask;
 	c->no_new_privs = p->no_new_privs;
 	c->personality = p->personality;
+	c->ioprio = p->ioprio;
+	c->sched_policy = p->sched_policy;
+	c->sched_priority = p->sched_priority;
+	if (p->sched_reset_on_fork && p->sched_priority) {
+		/* SCHED_RESET_ON_FORK: a real-time policy is not inherited; the flag is not either. */
+		c->sched_policy = 0;
+		c->sched_priority = 0;
+	}
 	seccomp_task_inherit(c, p);
 	memcpy(c->comm, p->comm, sizeof(c->comm));
 	c->regs = p->regs;
