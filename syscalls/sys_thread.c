@@ -3,6 +3,7 @@
 #include <asm/prctl.h>
 
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/rseq.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
@@ -77,10 +78,14 @@ long sys_get_robust_list(struct task *t, const struct syscall_args *args)
 	return 0;
 }
 
-/* rseq(2): not supported; glibc registers nothing and carries on when it gets -ENOSYS. */
+/*
+ * rseq(2): cpu_id is getcpu(2)'s number; critical sections are aborted at every return from the
+ * sentry, not at host preemption of the stub (which the sentry does not see).
+ */
 long sys_rseq(struct task *t, const struct syscall_args *args)
 {
-	return -ENOSYS;
+	return rseq_syscall(t, args->a[0], (uint32_t)args->a[1], (int)args->a[2],
+			    (uint32_t)args->a[3]);
 }
 
 /* exit(2): ends the calling thread; the last one out ends the process with its leader's code. */

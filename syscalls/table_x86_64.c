@@ -122,7 +122,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(set_tid_address),
 	FULL(set_robust_list),
 	FULL(get_robust_list),
-	ERROR(rseq, "ENOSYS, which glibc takes as 'no rseq' and works without"),
+	PARTIAL(rseq,
+		"cpu_id is getcpu's; critical sections abort at every return from the sentry "
+		"(system calls, faults, signals), not at host preemption, which it does not see"),
 	FULL(exit),
 	FULL(exit_group),
 	FULL(getpid),

@@ -228,6 +228,7 @@ struct task {
 	uint32_t sched_policy; /* SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR */
 	uint32_t sched_priority; /* 1..99 for FIFO and RR, else 0 */
 	bool sched_reset_on_fork;
+	uint32_t rseq_cpu; /* the cpu_id last written to the rseq area (sentry/kernel/rseq.c) */
 };
 
 void task_get(struct task *t);
