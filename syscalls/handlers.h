@@ -334,5 +334,11 @@ SYSCALL_DECL(clock_settime); /* sys_time.c */
 SYSCALL_DECL(process_madvise); /* sys_advise.c */
 SYSCALL_DECL(pidfd_getfd); /* sys_process.c */
 SYSCALL_DECL(vmsplice); /* sys_splice.c */
+SYSCALL_DECL(mq_open); /* sys_mqueue.c */
+SYSCALL_DECL(mq_unlink);
+SYSCALL_DECL(mq_timedsend);
+SYSCALL_DECL(mq_timedreceive);
+SYSCALL_DECL(mq_notify);
+SYSCALL_DECL(mq_getsetattr);
 
 #endif

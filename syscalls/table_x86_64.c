@@ -357,6 +357,14 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(process_madvise, "own process: as madvise; another process: COLD, PAGEOUT, "
 				 "WILLNEED, COLLAPSE checked against its mappings, then nothing"),
 	FULL(pidfd_getfd),
+	PARTIAL(mq_open, "one namespace per sandbox; RLIMIT_MSGQUEUE charged per owner uid with "
+			 "a fixed overhead per message"),
+	FULL(mq_unlink),
+	FULL(mq_timedsend),
+	FULL(mq_timedreceive),
+	PARTIAL(mq_notify, "SIGEV_NONE and SIGEV_SIGNAL; SIGEV_THREAD (glibc's netlink "
+			   "socket): EINVAL"),
+	FULL(mq_getsetattr),
 	PARTIAL(vmsplice, "copies (never maps pages into the pipe); SPLICE_F_GIFT has no effect"),
 };
 
