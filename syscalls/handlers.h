@@ -340,5 +340,11 @@ SYSCALL_DECL(mq_timedsend);
 SYSCALL_DECL(mq_timedreceive);
 SYSCALL_DECL(mq_notify);
 SYSCALL_DECL(mq_getsetattr);
+SYSCALL_DECL(io_setup); /* sys_aio.c */
+SYSCALL_DECL(io_destroy);
+SYSCALL_DECL(io_submit);
+SYSCALL_DECL(io_getevents);
+SYSCALL_DECL(io_pgetevents);
+SYSCALL_DECL(io_cancel);
 
 #endif

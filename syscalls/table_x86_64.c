@@ -365,6 +365,13 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(mq_notify, "SIGEV_NONE and SIGEV_SIGNAL; SIGEV_THREAD (glibc's netlink "
 			   "socket): EINVAL"),
 	FULL(mq_getsetattr),
+	PARTIAL(io_setup, "the ring is Linux's struct aio_ring in a private anonymous mapping"),
+	FULL(io_destroy),
+	PARTIAL(io_submit, "PREAD, PWRITE, PREADV, PWRITEV, FSYNC, FDSYNC complete inside the "
+			   "call; IOCB_CMD_POLL: EINVAL"),
+	FULL(io_getevents),
+	FULL(io_pgetevents),
+	PARTIAL(io_cancel, "nothing is ever in flight: EINVAL, as Linux for a finished request"),
 	PARTIAL(vmsplice, "copies (never maps pages into the pipe); SPLICE_F_GIFT has no effect"),
 };
 
