@@ -3,7 +3,8 @@
  * Calls real programs make that need little machinery: ioprio_get/ioprio_set, sched_setattr/
  * sched_getattr, arch_prctl's CPUID requests, clock_settime's errors, process_madvise,
  * pidfd_getfd, vmsplice, pidfd_send_signal on a /proc/PID directory, /dev/zero MAP_SHARED
- * across fork, and the kernel version as uname, /proc/version and /proc/sys/kernel tell it.
+ * across fork, statfs of memory filesystems after writes, and the kernel version as uname,
+ * /proc/version and /proc/sys/kernel tell it.
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -375,6 +377,46 @@ static void test_dev_zero_shared(void)
 	munmap(m, 8192);
 }
 
+/* Writing 1 MiB takes 256 more 4 KiB blocks of a memory filesystem; removing it gives them back. */
+static void statfs_used(const char *dir)
+{
+	char path[128];
+	struct statfs a, b, c;
+	char *buf = malloc(1 << 20);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/husk-misc-statfs-%d", dir, getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0 && buf, "create %s: %s", path, strerror(errno));
+	if (fd < 0 || !buf) {
+		free(buf);
+		return;
+	}
+	memset(buf, 1, 1 << 20);
+	CHECK_OK(fstatfs(fd, &a));
+	CHECK_RET(write(fd, buf, 1 << 20), 1 << 20);
+	CHECK_OK(fstatfs(fd, &b));
+	CHECK(a.f_blocks == b.f_blocks && a.f_bsize == 4096 && a.f_bfree - b.f_bfree >= 256 &&
+		      a.f_bfree - b.f_bfree < 512,
+	      "%s: blocks %llu -> %llu, free %llu -> %llu", dir, (unsigned long long)a.f_blocks,
+	      (unsigned long long)b.f_blocks, (unsigned long long)a.f_bfree,
+	      (unsigned long long)b.f_bfree);
+	close(fd);
+	unlink(path);
+	CHECK_OK(statfs(dir, &c));
+	CHECK(c.f_bfree > b.f_bfree, "%s: free %llu after unlink", dir,
+	      (unsigned long long)c.f_bfree);
+	free(buf);
+}
+
+static void test_statfs(void)
+{
+	statfs_used("/dev/shm");
+	/* The root overlay reports its upper layer, as overlayfs does (natively /tmp is a disk). */
+	if (in_husk())
+		statfs_used("/tmp");
+}
+
 static char *read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY);
@@ -422,6 +464,7 @@ int main(void)
 	test_vmsplice();
 	test_proc_pidfd();
 	test_dev_zero_shared();
+	test_statfs();
 	test_version();
 	return finish();
 }
