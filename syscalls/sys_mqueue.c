@@ -92,16 +92,20 @@ long sys_mq_timedreceive(struct task *t, const struct syscall_args *args)
 	return mqueue_receive(t, (int)args->a[0], args->a[1], args->a[2], args->a[3], abs);
 }
 
-/* mq_notify(2): SIGEV_NONE and SIGEV_SIGNAL; SIGEV_THREAD (a netlink socket): EINVAL. */
+/* mq_notify(2) */
 long sys_mq_notify(struct task *t, const struct syscall_args *args)
 {
+	uint8_t cookie[MQ_COOKIE_LEN] = { 0 };
 	struct linux_sigevent ev;
 
 	if (!args->a[1])
-		return mqueue_notify(t, (int)args->a[0], NULL);
+		return mqueue_notify(t, (int)args->a[0], NULL, NULL);
 	if (mm_copy_in(t->mm, &ev, args->a[1], sizeof(ev)) != sizeof(ev))
 		return -EFAULT;
-	return mqueue_notify(t, (int)args->a[0], &ev);
+	if (ev.sigev_notify == 2 /* SIGEV_THREAD */ &&
+	    mm_copy_in(t->mm, cookie, ev.sigev_value, sizeof(cookie)) != sizeof(cookie))
+		return -EFAULT;
+	return mqueue_notify(t, (int)args->a[0], &ev, cookie);
 }
 
 /* mq_getsetattr(2) */

@@ -362,8 +362,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(mq_unlink),
 	FULL(mq_timedsend),
 	FULL(mq_timedreceive),
-	PARTIAL(mq_notify, "SIGEV_NONE and SIGEV_SIGNAL; SIGEV_THREAD (glibc's netlink "
-			   "socket): EINVAL"),
+	FULL(mq_notify),
 	FULL(mq_getsetattr),
 	PARTIAL(io_setup, "the ring is Linux's struct aio_ring in a private anonymous mapping"),
 	FULL(io_destroy),

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "common/err.h"
+#include "common/cleanup.h"
 #include "common/list.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
@@ -30,6 +31,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
+#include "sentry/net/net.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/vfs.h"
 
@@ -68,6 +70,16 @@ struct mqueue {
 	int receivers; /* lock: tasks waiting in receive */
 	struct thread_group *notify_owner; /* lock: referenced, or NULL */
 	struct linux_sigevent notify; /* lock */
+	/* SIGEV_THREAD (lock): the netlink socket (referenced) the cookie goes to. */
+	struct file *notify_sock;
+	uint8_t notify_cookie[MQ_COOKIE_LEN];
+};
+
+/* A registration taken off a queue, to end outside its lock. */
+struct mq_notify_end {
+	struct thread_group *owner;
+	struct file *sock;
+	uint8_t cookie[MQ_COOKIE_LEN];
 };
 
 static pthread_mutex_t mq_ns_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -146,13 +158,31 @@ static uint64_t ns_user_bytes(uint32_t uid)
 	return sum;
 }
 
-/* Drops the notification registration (q->lock held); returns the owner to put. */
-static struct thread_group *notify_clear(struct mqueue *q)
+/* Takes the notification registration off q (q->lock held) into *end, for notify_end. */
+static void notify_clear(struct mqueue *q, struct mq_notify_end *end)
 {
-	struct thread_group *tg = q->notify_owner;
-
+	end->owner = q->notify_owner;
+	end->sock = q->notify_sock;
+	memcpy(end->cookie, q->notify_cookie, sizeof(end->cookie));
 	q->notify_owner = NULL;
-	return tg;
+	q->notify_sock = NULL;
+}
+
+/*
+ * Ends a registration taken off its queue (no lock held): a SIGEV_THREAD one sends its cookie
+ * marked how (NOTIFY_WOKENUP when a message came, NOTIFY_REMOVED otherwise) to its socket.
+ */
+static void notify_end(struct mq_notify_end *end, uint8_t how)
+{
+	if (end->sock) {
+		end->cookie[MQ_COOKIE_LEN - 1] = how;
+		netlink_file_deliver(end->sock, end->cookie, MQ_COOKIE_LEN);
+		file_put(end->sock);
+	}
+	if (end->owner)
+		tg_put(end->owner);
+	end->owner = NULL;
+	end->sock = NULL;
 }
 
 static void mq_node_release(struct vfs_node *n)
@@ -169,6 +199,8 @@ static void mq_node_release(struct vfs_node *n)
 	}
 	if (q->notify_owner)
 		tg_put(q->notify_owner);
+	if (q->notify_sock)
+		file_put(q->notify_sock);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
 }
@@ -251,14 +283,13 @@ static void mq_file_release(struct file *f)
 {
 	struct mqueue *q = f->priv;
 	struct task *t = task_current();
-	struct thread_group *old = NULL;
+	struct mq_notify_end end = { 0 };
 
 	pthread_mutex_lock(&q->lock);
 	if (t && q->notify_owner == t->tg)
-		old = notify_clear(q);
+		notify_clear(q, &end);
 	pthread_mutex_unlock(&q->lock);
-	if (old)
-		tg_put(old);
+	notify_end(&end, MQ_NOTIFY_REMOVED);
 }
 
 static int64_t mq_llseek(struct file *f, int64_t off, int whence)
@@ -482,7 +513,7 @@ static bool file_nonblock(struct file *f)
 long mqueue_send(struct task *t, int fd, uint64_t msg, size_t len, uint32_t prio,
 		 const struct timespec *abs)
 {
-	struct thread_group *notify_tg = NULL;
+	struct mq_notify_end end = { 0 };
 	struct linux_siginfo info;
 	struct timespec deadline;
 	struct waitq *wq;
@@ -546,15 +577,13 @@ long mqueue_send(struct task *t, int fd, uint64_t msg, size_t len, uint32_t prio
 			info.kill.uid = t->cred.uid;
 			info.kill.value = q->notify.sigev_value;
 		}
-		notify_tg = notify_clear(q);
+		notify_clear(q, &end);
 	}
 	pthread_mutex_unlock(&q->lock);
 	waitq_wake_all(&q->wq);
-	if (notify_tg) {
-		if (sig)
-			signal_send_tg(notify_tg, sig, &info);
-		tg_put(notify_tg);
-	}
+	if (sig)
+		signal_send_tg(end.owner, sig, &info);
+	notify_end(&end, MQ_NOTIFY_WOKENUP);
 	file_put(f);
 	return 0;
 out_free:
@@ -620,9 +649,11 @@ out:
 	return ret;
 }
 
-long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev)
+long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev,
+		   const uint8_t cookie[MQ_COOKIE_LEN])
 {
-	struct thread_group *old = NULL;
+	struct mq_notify_end end = { 0 };
+	struct file *sock = NULL;
 	struct mqueue *q;
 	struct file *f;
 	long ret = 0;
@@ -635,27 +666,42 @@ long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev)
 		if (ev->sigev_notify == LINUX_SIGEV_SIGNAL &&
 		    (ev->sigev_signo < 0 || ev->sigev_signo > LINUX_NSIG))
 			return -EINVAL;
-		/* SIGEV_THREAD needs a netlink socket to send the cookie to: not offered. */
-		if (ev->sigev_notify == LINUX_SIGEV_THREAD)
-			return -EINVAL;
+		/* SIGEV_THREAD: sigev_signo is a netlink socket for the cookie (glibc's). */
+		if (ev->sigev_notify == LINUX_SIGEV_THREAD) {
+			sock = fdtable_lookup(t->fdt, ev->sigev_signo);
+			if (!sock)
+				return -EBADF;
+			ret = netlink_file_deliver(sock, NULL, 0);
+			if (ret) {
+				file_put(sock);
+				return ret;
+			}
+		}
 	}
 	q = fd_mq(t, fd, &f);
-	if (IS_ERR(q))
+	if (IS_ERR(q)) {
+		if (sock)
+			file_put(sock);
 		return PTR_ERR(q);
+	}
 	pthread_mutex_lock(&q->lock);
 	if (!ev) {
 		if (q->notify_owner == t->tg)
-			old = notify_clear(q);
+			notify_clear(q, &end);
 	} else if (q->notify_owner) {
 		ret = -EBUSY;
 	} else {
 		tg_get(t->tg);
 		q->notify_owner = t->tg;
 		q->notify = *ev;
+		q->notify_sock = steal_pointer(&sock);
+		if (q->notify_sock)
+			memcpy(q->notify_cookie, cookie, MQ_COOKIE_LEN);
 	}
 	pthread_mutex_unlock(&q->lock);
-	if (old)
-		tg_put(old);
+	notify_end(&end, MQ_NOTIFY_REMOVED);
+	if (sock)
+		file_put(sock);
 	file_put(f);
 	return ret;
 }

@@ -36,6 +36,10 @@ struct linux_sigevent {
 };
 
 #define MQ_NAME_MAX 255
+/* SIGEV_THREAD: the cookie sent to the netlink socket, its last byte saying why. */
+#define MQ_COOKIE_LEN 32
+#define MQ_NOTIFY_WOKENUP 1
+#define MQ_NOTIFY_REMOVED 2
 
 /* mq_open(2) with the name (no leading slash, as the kernel gets it) in sentry memory; attr NULL
  * for the defaults. Returns the new descriptor (close-on-exec) or -errno. */
@@ -53,8 +57,12 @@ long mqueue_send(struct task *t, int fd, uint64_t msg, size_t len, uint32_t prio
  * unless 0. Returns the message's length. */
 long mqueue_receive(struct task *t, int fd, uint64_t msg, size_t len, uint64_t prio_addr,
 		    const struct timespec *abs);
-/* mq_notify(2): ev NULL removes the caller's registration. */
-long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev);
+/*
+ * mq_notify(2): ev NULL removes the caller's registration. For SIGEV_THREAD, cookie holds the
+ * MQ_COOKIE_LEN bytes at sigev_value, which go to the netlink socket sigev_signo.
+ */
+long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev,
+		   const uint8_t cookie[MQ_COOKIE_LEN]);
 /* mq_getsetattr(2): nattr (NULL: none) sets O_NONBLOCK; oattr (NULL: none) gets the attributes
  * as they were. */
 long mqueue_getsetattr(struct task *t, int fd, const struct linux_mq_attr *nattr,

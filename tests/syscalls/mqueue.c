@@ -3,7 +3,8 @@
  * POSIX message queues: mq_open (creation, attributes and their limits, O_EXCL, permissions,
  * names), mq_unlink, mq_timedsend/mq_timedreceive (priority order, EMSGSIZE, O_NONBLOCK EAGAIN,
  * absolute CLOCK_REALTIME timeouts, a blocked receiver woken by a sender in another process),
- * mq_notify (SIGEV_SIGNAL with its siginfo, EBUSY, one-shot, removal at close), mq_getsetattr,
+ * mq_notify (SIGEV_SIGNAL with its siginfo, EBUSY, one-shot, removal at close; SIGEV_THREAD
+ * through glibc's netlink socket), mq_getsetattr,
  * and the queue descriptor as a file (read, poll, epoll, fork inheritance, close).
  */
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -243,6 +245,51 @@ static void test_notify(void)
 	close(fd);
 }
 
+static int thread_pipe[2];
+
+static void on_thread_notify(union sigval v)
+{
+	char c = (char)v.sival_int;
+
+	if (write(thread_pipe[1], &c, 1) != 1)
+		abort();
+}
+
+/* SIGEV_THREAD through glibc: its helper thread gets the kernel's cookie on a netlink socket. */
+static void test_notify_thread(void)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD };
+	int fd = (int)r_open(qname, O_RDWR, 0, NULL), p[2], sock;
+	struct pollfd pf;
+	char c = 0, buf[64];
+
+	CHECK_OK(pipe(thread_pipe));
+	ev.sigev_notify_function = on_thread_notify;
+	ev.sigev_value.sival_int = 'T';
+	CHECK_RET(mq_notify(fd, &ev), 0);
+	CHECK_RET(r_send(fd, "t", 1, 0, NULL), 0);
+	pf = (struct pollfd){ .fd = thread_pipe[0], .events = POLLIN };
+	CHECK_RET(poll(&pf, 1, 30000), 1);
+	CHECK(read(thread_pipe[0], &c, 1) == 1 && c == 'T', "thread notification %c", c);
+	CHECK_RET(r_recv(fd, buf, sizeof(buf), NULL, NULL), 1);
+	/* The raw call wants a netlink socket in sigev_signo and 32 readable cookie bytes. */
+	CHECK_OK(pipe(p));
+	ev.sigev_signo = p[0];
+	ev.sigev_value.sival_ptr = buf;
+	CHECK_ERR(syscall(SYS_mq_notify, fd, &ev), ENOTSOCK);
+	sock = socket(AF_UNIX, SOCK_DGRAM, 0);
+	ev.sigev_signo = sock;
+	CHECK_ERR(syscall(SYS_mq_notify, fd, &ev), EINVAL);
+	ev.sigev_signo = 999;
+	CHECK_ERR(syscall(SYS_mq_notify, fd, &ev), EBADF);
+	close(sock);
+	close(p[0]);
+	close(p[1]);
+	close(thread_pipe[0]);
+	close(thread_pipe[1]);
+	close(fd);
+}
+
 static void test_poll(void)
 {
 	int fd = (int)r_open(qname, O_RDWR | O_NONBLOCK, 0, NULL), ep;
@@ -300,6 +347,7 @@ int main(void)
 	test_send_receive();
 	test_blocking();
 	test_notify();
+	test_notify_thread();
 	test_poll();
 	in_child(unpriv, NULL);
 	/* A queue outlives its name while a descriptor is open. */
