@@ -25,6 +25,7 @@ SYSCALL_DECL(close_range);
 SYSCALL_DECL(memfd_create);
 SYSCALL_DECL(lseek);
 SYSCALL_DECL(getdents64);
+SYSCALL_DECL(getdents);
 SYSCALL_DECL(readlink);
 SYSCALL_DECL(readlinkat);
 SYSCALL_DECL(access);
@@ -323,5 +324,27 @@ SYSCALL_DECL(msgget);
 SYSCALL_DECL(msgsnd);
 SYSCALL_DECL(msgrcv);
 SYSCALL_DECL(msgctl);
+
+/* Added for issue 11: calls real programs use that were missing. */
+SYSCALL_DECL(sched_setattr); /* sys_sched.c */
+SYSCALL_DECL(sched_getattr);
+SYSCALL_DECL(ioprio_get); /* sys_ioprio.c */
+SYSCALL_DECL(ioprio_set);
+SYSCALL_DECL(clock_settime); /* sys_time.c */
+SYSCALL_DECL(process_madvise); /* sys_advise.c */
+SYSCALL_DECL(pidfd_getfd); /* sys_process.c */
+SYSCALL_DECL(vmsplice); /* sys_splice.c */
+SYSCALL_DECL(mq_open); /* sys_mqueue.c */
+SYSCALL_DECL(mq_unlink);
+SYSCALL_DECL(mq_timedsend);
+SYSCALL_DECL(mq_timedreceive);
+SYSCALL_DECL(mq_notify);
+SYSCALL_DECL(mq_getsetattr);
+SYSCALL_DECL(io_setup); /* sys_aio.c */
+SYSCALL_DECL(io_destroy);
+SYSCALL_DECL(io_submit);
+SYSCALL_DECL(io_getevents);
+SYSCALL_DECL(io_pgetevents);
+SYSCALL_DECL(io_cancel);
 
 #endif

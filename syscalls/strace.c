@@ -61,6 +61,7 @@ static const struct strace_spec specs[LINUX_SYSCALL_MAX] = {
 	SPEC(uname, "p"),
 	SPEC(fcntl, "fdx"),
 	SPEC(getdents64, "fpu"),
+	SPEC(getdents, "fpu"),
 	SPEC(getcwd, "pu"),
 	SPEC(chdir, "s"),
 	SPEC(fchdir, "f"),

@@ -9,12 +9,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "common/err.h"
 #include "common/util.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -212,4 +216,96 @@ long sys_mincore(struct task *t, const struct syscall_args *args)
 		done += n;
 	}
 	return 0;
+}
+
+#define PMADV_MAXIOV 1024
+#define LINUX_MADV_COLLAPSE 25
+
+struct pmadv_iov {
+	uint64_t base;
+	uint64_t len;
+};
+
+/* The mm of tg's leader (a new reference), or NULL when it has none left. */
+static struct mm *tg_mm(struct task *t, struct thread_group *tg)
+{
+	struct task *l = kernel_find_task(t->k, tg->pid);
+	struct mm *mm = NULL;
+
+	if (l) {
+		mm = __atomic_load_n(&l->mm, __ATOMIC_ACQUIRE);
+		if (mm)
+			mm_get(mm);
+		task_put(l);
+	}
+	return mm;
+}
+
+/*
+ * process_madvise(2): on the caller's own process any madvise advice (Linux 6.13); on another
+ * the reclaim hints COLD, PAGEOUT, WILLNEED, COLLAPSE, which change nothing here (checked
+ * against its mappings), with CAP_SYS_NICE and ptrace access.
+ */
+long sys_process_madvise(struct task *t, const struct syscall_args *args)
+{
+	unsigned long nr = args->a[2];
+	int advice = (int)args->a[3];
+	struct pmadv_iov *iov;
+	struct thread_group *tg;
+	struct task *leader;
+	struct mm *mm;
+	size_t done = 0;
+	long r;
+
+	if ((unsigned int)args->a[4])
+		return -EINVAL;
+	if (nr > PMADV_MAXIOV)
+		return -EINVAL;
+	iov = calloc(nr ? nr : 1, sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	if (nr &&
+	    mm_copy_in(t->mm, iov, args->a[1], nr * sizeof(*iov)) != (ssize_t)(nr * sizeof(*iov))) {
+		free(iov);
+		return -EFAULT;
+	}
+	tg = pidfd_get_tg(t, (int)args->a[0]);
+	if (IS_ERR(tg)) {
+		free(iov);
+		return PTR_ERR(tg);
+	}
+	r = -ESRCH;
+	leader = kernel_find_task(t->k, tg->pid);
+	mm = tg_mm(t, tg);
+	if (!leader || !mm)
+		goto out;
+	if (tg != t->tg) {
+		r = ptrace_may_access(t, leader);
+		if (r)
+			goto out;
+		r = -EINVAL;
+		if (advice != MADV_COLD && advice != MADV_PAGEOUT && advice != MADV_WILLNEED &&
+		    advice != LINUX_MADV_COLLAPSE)
+			goto out;
+		r = -EPERM;
+		if (!cred_capable(&t->cred, 23 /* CAP_SYS_NICE */))
+			goto out;
+	}
+	r = 0;
+	for (unsigned long i = 0; i < nr; i++) {
+		r = mm_madvise(mm, iov[i].base, iov[i].len, advice);
+		if (r < 0)
+			break;
+		done += iov[i].len;
+	}
+	if (done)
+		r = (long)done;
+out:
+	if (mm)
+		mm_put(mm);
+	if (leader)
+		task_put(leader);
+	tg_put(tg);
+	free(iov);
+	return r;
 }

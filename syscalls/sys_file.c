@@ -508,11 +508,40 @@ static bool getdents_emit(struct dir_emitter *e, const char *name, size_t namele
 	return true;
 }
 
-/* getdents64(2) */
-/* Entries are built in a sentry buffer of at most 64 KiB, then copied out. */
-long sys_getdents64(struct task *t, const struct syscall_args *args)
+/* struct linux_dirent of the old getdents(2): d_type is the record's last byte. */
+struct linux_dirent_old {
+	uint64_t d_ino;
+	uint64_t d_off;
+	uint16_t d_reclen;
+} __attribute__((packed));
+
+static bool getdents_old_emit(struct dir_emitter *e, const char *name, size_t namelen, uint64_t ino,
+			      unsigned int dtype, int64_t next_off)
 {
-	struct getdents_buf gb = { .e.emit = getdents_emit };
+	struct getdents_buf *gb = container_of(e, struct getdents_buf, e);
+	size_t reclen = (sizeof(struct linux_dirent_old) + namelen + 2 + 7) & ~(size_t)7;
+	struct linux_dirent_old d;
+
+	if (gb->used + reclen > gb->size) {
+		gb->refused = true;
+		return false;
+	}
+	d.d_ino = ino;
+	d.d_off = (uint64_t)next_off;
+	d.d_reclen = (uint16_t)reclen;
+	memset(gb->buf + gb->used, 0, reclen);
+	memcpy(gb->buf + gb->used, &d, sizeof(d));
+	memcpy(gb->buf + gb->used + sizeof(d), name, namelen);
+	gb->buf[gb->used + reclen - 1] = (uint8_t)dtype;
+	gb->used += reclen;
+	return true;
+}
+
+static long do_getdents(struct task *t, const struct syscall_args *args,
+			bool (*emit)(struct dir_emitter *, const char *, size_t, uint64_t,
+				     unsigned int, int64_t))
+{
+	struct getdents_buf gb = { .e.emit = emit };
 	uint64_t addr = args->a[1];
 	struct file *f = fd_get(t, (int)args->a[0]);
 	int64_t saved_pos;
@@ -547,6 +576,19 @@ long sys_getdents64(struct task *t, const struct syscall_args *args)
 	free(gb.buf);
 	file_put(f);
 	return r;
+}
+
+/* getdents64(2) */
+/* Entries are built in a sentry buffer of at most 64 KiB, then copied out. */
+long sys_getdents64(struct task *t, const struct syscall_args *args)
+{
+	return do_getdents(t, args, getdents_emit);
+}
+
+/* getdents(2): the old struct linux_dirent; as getdents64. */
+long sys_getdents(struct task *t, const struct syscall_args *args)
+{
+	return do_getdents(t, args, getdents_old_emit);
 }
 
 static long do_readlinkat(struct task *t, int dirfd, uint64_t path_addr, uint64_t buf, int bufsiz)

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Memory system calls: thin wrappers over sentry/mm (mm.h), which holds the Linux rules. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <sys/mman.h>
 
 #include "common/util.h"
 
+#include "sentry/fs/dev/dev.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -14,8 +16,8 @@
 
 /* mmap(2) */
 /*
- * MAP_SHARED of a file maps the file's page cache (tmpfs, gofer files); other files give
- * -ENODEV. A shared mapping past the end of a file reads zeros instead of raising SIGBUS.
+ * MAP_SHARED of a file maps the file's page cache (tmpfs, gofer files), of /dev/zero shared
+ * anonymous memory; other files give -ENODEV. A shared mapping past the end of a file reads zeros instead of raising SIGBUS.
  */
 long sys_mmap(struct task *t, const struct syscall_args *args)
 {
@@ -45,6 +47,13 @@ long sys_mmap(struct task *t, const struct syscall_args *args)
 			file_put(f);
 			return -EPERM;
 		}
+	}
+	/* As Linux (shmem_zero_setup): a shared mapping of /dev/zero is shared anonymous memory. */
+	if (f && devfs_file_is_zero(f) && (flags & MAP_TYPE) != MAP_PRIVATE &&
+	    (f->flags & O_ACCMODE) != O_WRONLY) {
+		file_put(f);
+		f = NULL;
+		flags = (flags & ~MAP_TYPE) | MAP_SHARED | MAP_ANONYMOUS;
 	}
 	long r = mm_mmap(t->mm, addr, len, prot, flags, f, off);
 	if (f)

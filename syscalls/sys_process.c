@@ -20,6 +20,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -446,6 +447,55 @@ long sys_getpgrp(struct task *t, const struct syscall_args *args)
 long sys_getppid(struct task *t, const struct syscall_args *args)
 {
 	return __atomic_load_n(&t->tg->ppid, __ATOMIC_RELAXED);
+}
+
+/*
+ * pidfd_getfd(2): a duplicate (close-on-exec) of another process's fd, with ptrace access
+ * (PTRACE_MODE_ATTACH_REALCREDS) to it.
+ */
+long sys_pidfd_getfd(struct task *t, const struct syscall_args *args)
+{
+	int targetfd = (int)args->a[1];
+	struct thread_group *tg;
+	struct task *leader = NULL;
+	struct fdtable *fdt = NULL;
+	struct file *f = NULL;
+	long ret;
+
+	if ((unsigned int)args->a[2])
+		return -EINVAL;
+	tg = pidfd_get_tg(t, (int)args->a[0]);
+	if (IS_ERR(tg))
+		return PTR_ERR(tg);
+	ret = -ESRCH;
+	pthread_mutex_lock(&tg->lock);
+	if (tg->state == TG_RUNNING && !tg->exiting)
+		ret = 0;
+	pthread_mutex_unlock(&tg->lock);
+	if (ret)
+		goto out;
+	leader = kernel_find_task(t->k, tg->pid);
+	if (!leader) {
+		ret = -ESRCH;
+		goto out;
+	}
+	ret = ptrace_may_access(t, leader);
+	if (ret)
+		goto out;
+	/* As /proc/PID/fd: the table of a thread that is leaving may be gone already. */
+	fdt = __atomic_load_n(&leader->fdt, __ATOMIC_ACQUIRE);
+	if (fdt)
+		f = fdtable_lookup(fdt, targetfd);
+	ret = -EBADF;
+	if (!f)
+		goto out;
+	ret = fdtable_install(t->fdt, f, 0, true, task_nofile_limit(t));
+	file_put(f);
+out:
+	if (leader)
+		task_put(leader);
+	tg_put(tg);
+	return ret;
 }
 
 /* pidfd_open(2) */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Scheduling and accounting: sched_* (SCHED_OTHER only), getpriority/setpriority (recorded per
- * process, never applied to the host), getcpu, times, getrusage, membarrier.
+ * Scheduling and accounting: sched_* (policies recorded per task, never applied to the host),
+ * getpriority/setpriority (one nice value for the sandbox, never applied to the host), getcpu,
+ * times, getrusage, membarrier.
  *
  * CPU time: a task's user time runs in its stub and is not measured yet; the sentry's time spent
  * on the process's behalf is counted as system time (the sentry thread's CPU clock for
@@ -54,69 +55,249 @@ static int check_pid(struct task *t, int32_t pid)
 	return 0;
 }
 
-/* sched_getscheduler(2): always SCHED_OTHER. */
-long sys_sched_getscheduler(struct task *t, const struct syscall_args *args)
-{
-	int err = check_pid(t, (int32_t)args->a[0]);
+#define LINUX_SCHED_FLAG_RESET_ON_FORK 0x01
+#define LINUX_SCHED_FLAG_KEEP_POLICY 0x08
+#define LINUX_SCHED_FLAG_KEEP_PARAMS 0x10
+#define LINUX_SCHED_FLAG_UTIL_CLAMP 0x60
+#define LINUX_SCHED_FLAG_ALL 0x7f
+#define SCHED_ATTR_SIZE_VER0 48
+#define SCHED_ATTR_SIZE_VER1 56
+#define SETPARAM_POLICY (-1)
 
-	return err ? err : LINUX_SCHED_OTHER;
+/* struct sched_attr, SCHED_ATTR_SIZE_VER1. */
+struct linux_sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+/* The task pid names (0: t), a new reference, or NULL. */
+static struct task *sched_target(struct task *t, int32_t pid)
+{
+	if (pid == 0 || pid == t->tid) {
+		task_get(t);
+		return t;
+	}
+	return kernel_find_task(t->k, pid);
 }
 
-/* sched_getparam(2): priority 0. */
+static bool rt_policy(uint32_t policy)
+{
+	return policy == LINUX_SCHED_FIFO || policy == LINUX_SCHED_RR;
+}
+
+/* Linux's __sched_setscheduler checks, then records the policy (never applied to the host). */
+static long sched_apply(struct task *t, struct task *p, struct linux_sched_attr *a, int policy)
+{
+	bool cap_nice = cred_capable(&t->cred, 23 /* CAP_SYS_NICE */);
+	uint32_t cur_policy = __atomic_load_n(&p->sched_policy, __ATOMIC_RELAXED);
+	uint32_t cur_prio = __atomic_load_n(&p->sched_priority, __ATOMIC_RELAXED);
+	int nice = __atomic_load_n(&nice_value, __ATOMIC_RELAXED);
+	bool reset = a->sched_flags & LINUX_SCHED_FLAG_RESET_ON_FORK;
+	uint64_t rtprio;
+
+	if (policy == SETPARAM_POLICY) {
+		policy = (int)cur_policy;
+		reset = __atomic_load_n(&p->sched_reset_on_fork, __ATOMIC_RELAXED);
+	}
+	if (policy != LINUX_SCHED_OTHER && policy != LINUX_SCHED_BATCH &&
+	    policy != LINUX_SCHED_IDLE && !rt_policy((uint32_t)policy) &&
+	    policy != LINUX_SCHED_DEADLINE)
+		return -EINVAL;
+	if (a->sched_flags & ~(uint64_t)LINUX_SCHED_FLAG_ALL)
+		return -EINVAL;
+	if (a->sched_priority > 99)
+		return -EINVAL;
+	if (rt_policy((uint32_t)policy) != (a->sched_priority != 0))
+		return -EINVAL;
+	if (!cap_nice) {
+		pthread_mutex_lock(&t->tg->lock);
+		rtprio = t->tg->rlimits[RLIMIT_RTPRIO].rlim_cur;
+		pthread_mutex_unlock(&t->tg->lock);
+		if (!rt_policy((uint32_t)policy) && policy != LINUX_SCHED_DEADLINE &&
+		    !(a->sched_flags & LINUX_SCHED_FLAG_KEEP_PARAMS) && a->sched_nice < nice)
+			return -EPERM;
+		if (rt_policy((uint32_t)policy)) {
+			if ((uint32_t)policy != cur_policy && !rtprio)
+				return -EPERM;
+			if (a->sched_priority > cur_prio && a->sched_priority > rtprio)
+				return -EPERM;
+		}
+		if (policy == LINUX_SCHED_DEADLINE)
+			return -EPERM;
+		if (p->cred.euid != t->cred.euid && p->cred.uid != t->cred.euid)
+			return -EPERM;
+		if (__atomic_load_n(&p->sched_reset_on_fork, __ATOMIC_RELAXED) && !reset)
+			return -EPERM;
+	}
+	if (policy == LINUX_SCHED_DEADLINE)
+		return -EBUSY; /* no deadline bandwidth to admit it to */
+	if (!rt_policy((uint32_t)policy) && !(a->sched_flags & LINUX_SCHED_FLAG_KEEP_PARAMS))
+		__atomic_store_n(&nice_value, a->sched_nice, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->sched_policy, (uint32_t)policy, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->sched_priority, a->sched_priority, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->sched_reset_on_fork, reset, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* sched_getscheduler(2) */
+long sys_sched_getscheduler(struct task *t, const struct syscall_args *args)
+{
+	int32_t pid = (int32_t)args->a[0];
+	struct task *p;
+	long ret;
+
+	if (pid < 0)
+		return -EINVAL;
+	p = sched_target(t, pid);
+	if (!p)
+		return -ESRCH;
+	ret = __atomic_load_n(&p->sched_policy, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&p->sched_reset_on_fork, __ATOMIC_RELAXED))
+		ret |= LINUX_SCHED_RESET_ON_FORK;
+	task_put(p);
+	return ret;
+}
+
+/* sched_getparam(2) */
 long sys_sched_getparam(struct task *t, const struct syscall_args *args)
 {
-	int32_t prio = 0;
-	int err;
+	int32_t pid = (int32_t)args->a[0], prio;
+	struct task *p;
 
-	if (!args->a[1])
+	if (!args->a[1] || pid < 0)
 		return -EINVAL;
-	err = check_pid(t, (int32_t)args->a[0]);
-	if (err)
-		return err;
+	p = sched_target(t, pid);
+	if (!p)
+		return -ESRCH;
+	prio = (int32_t)__atomic_load_n(&p->sched_priority, __ATOMIC_RELAXED);
+	task_put(p);
 	return copy_out_all(t, args->a[1], &prio, sizeof(prio));
 }
 
 static long set_sched(struct task *t, int32_t pid, int policy, uint64_t param)
 {
+	struct linux_sched_attr a = { .size = sizeof(a) };
+	struct task *p;
 	int32_t prio;
-	int err;
+	long ret;
 
-	if (!param)
+	if (!param || pid < 0)
 		return -EINVAL;
-	err = check_pid(t, pid);
-	if (err)
-		return err;
 	if (mm_copy_in(t->mm, &prio, param, sizeof(prio)) != sizeof(prio))
 		return -EFAULT;
-	policy &= ~LINUX_SCHED_RESET_ON_FORK;
-	switch (policy) {
-	case LINUX_SCHED_OTHER:
-	case LINUX_SCHED_BATCH:
-	case LINUX_SCHED_IDLE:
-		if (prio != 0)
-			return -EINVAL;
-		/* Only SCHED_OTHER is kept: batch and idle are hints it already satisfies. */
-		return policy == LINUX_SCHED_OTHER ? 0 : -EPERM;
-	case LINUX_SCHED_FIFO:
-	case LINUX_SCHED_RR:
-		if (prio < 1 || prio > 99)
-			return -EINVAL;
-		return -EPERM; /* real-time scheduling is not offered in the sandbox */
-	default:
+	p = sched_target(t, pid);
+	if (!p)
+		return -ESRCH;
+	if (policy != SETPARAM_POLICY && (policy & LINUX_SCHED_RESET_ON_FORK)) {
+		a.sched_flags = LINUX_SCHED_FLAG_RESET_ON_FORK;
+		policy &= ~LINUX_SCHED_RESET_ON_FORK;
+	}
+	if (prio < 0) {
+		task_put(p);
 		return -EINVAL;
 	}
+	a.sched_priority = (uint32_t)prio;
+	a.sched_nice = __atomic_load_n(&nice_value, __ATOMIC_RELAXED);
+	ret = sched_apply(t, p, &a, policy);
+	task_put(p);
+	return ret;
 }
 
-/* sched_setscheduler(2): SCHED_OTHER only; real-time policies give EPERM. */
+/* sched_setscheduler(2): recorded, not applied to the host; real-time needs CAP_SYS_NICE or
+ * RLIMIT_RTPRIO; SCHED_DEADLINE gives EBUSY (EPERM unprivileged). */
 long sys_sched_setscheduler(struct task *t, const struct syscall_args *args)
 {
+	if ((int)args->a[1] < 0)
+		return -EINVAL;
 	return set_sched(t, (int32_t)args->a[0], (int)args->a[1], args->a[2]);
 }
 
-/* sched_setparam(2): priority 0 only (SCHED_OTHER). */
+/* sched_setparam(2): as sched_setscheduler with the task's own policy. */
 long sys_sched_setparam(struct task *t, const struct syscall_args *args)
 {
-	return set_sched(t, (int32_t)args->a[0], LINUX_SCHED_OTHER, args->a[1]);
+	return set_sched(t, (int32_t)args->a[0], SETPARAM_POLICY, args->a[1]);
+}
+
+/* sched_setattr(2): as sched_setscheduler; the nice value is the sandbox's one (setpriority). */
+long sys_sched_setattr(struct task *t, const struct syscall_args *args)
+{
+	int32_t pid = (int32_t)args->a[0];
+	uint64_t addr = args->a[1];
+	struct linux_sched_attr a = { 0 };
+	uint8_t tail[64];
+	uint32_t size;
+	struct task *p;
+	int policy;
+	long ret;
+
+	if (!addr || pid < 0 || (uint32_t)args->a[2])
+		return -EINVAL;
+	if (mm_copy_in(t->mm, &size, addr, sizeof(size)) != sizeof(size))
+		return -EFAULT;
+	if (!size)
+		size = SCHED_ATTR_SIZE_VER0;
+	if (size > 4096 || size < SCHED_ATTR_SIZE_VER0)
+		goto err_size;
+	if (mm_copy_in(t->mm, &a, addr, MIN(size, sizeof(a))) != (ssize_t)MIN(size, sizeof(a)))
+		return -EFAULT;
+	for (uint64_t off = sizeof(a); off < size; off += sizeof(tail)) {
+		size_t n = MIN(sizeof(tail), size - off);
+
+		if (mm_copy_in(t->mm, tail, addr + off, n) != (ssize_t)n)
+			return -EFAULT;
+		for (size_t i = 0; i < n; i++)
+			if (tail[i])
+				goto err_size;
+	}
+	if ((a.sched_flags & LINUX_SCHED_FLAG_UTIL_CLAMP) && size < SCHED_ATTR_SIZE_VER1)
+		return -EINVAL;
+	a.sched_nice = a.sched_nice < -20 ? -20 : a.sched_nice > 19 ? 19 : a.sched_nice;
+	if ((int32_t)a.sched_policy < 0)
+		return -EINVAL;
+	policy = (a.sched_flags & LINUX_SCHED_FLAG_KEEP_POLICY) ? SETPARAM_POLICY :
+								  (int)a.sched_policy;
+	p = sched_target(t, pid);
+	if (!p)
+		return -ESRCH;
+	ret = sched_apply(t, p, &a, policy);
+	task_put(p);
+	return ret;
+err_size:
+	size = sizeof(a);
+	if (mm_copy_out(t->mm, addr, &size, sizeof(size)) != sizeof(size))
+		return -EFAULT;
+	return -E2BIG;
+}
+
+/* sched_getattr(2) */
+long sys_sched_getattr(struct task *t, const struct syscall_args *args)
+{
+	int32_t pid = (int32_t)args->a[0];
+	uint32_t usize = (uint32_t)args->a[2];
+	struct linux_sched_attr a = { 0 };
+	struct task *p;
+
+	if (!args->a[1] || pid < 0 || usize > 4096 || usize < SCHED_ATTR_SIZE_VER0 ||
+	    (uint32_t)args->a[3])
+		return -EINVAL;
+	p = sched_target(t, pid);
+	if (!p)
+		return -ESRCH;
+	a.sched_policy = __atomic_load_n(&p->sched_policy, __ATOMIC_RELAXED);
+	a.sched_priority = __atomic_load_n(&p->sched_priority, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&p->sched_reset_on_fork, __ATOMIC_RELAXED))
+		a.sched_flags |= LINUX_SCHED_FLAG_RESET_ON_FORK;
+	task_put(p);
+	if (!rt_policy(a.sched_policy))
+		a.sched_nice = __atomic_load_n(&nice_value, __ATOMIC_RELAXED);
+	a.sched_util_max = 1024;
+	a.size = (uint32_t)MIN(sizeof(a), (size_t)usize);
+	return copy_out_all(t, args->a[1], &a, a.size);
 }
 
 static long prio_bound(int policy, bool max)

@@ -15,11 +15,13 @@
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/signal.h"
+#include "sentry/fs/proc/proc.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
+#include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
 #define LINUX_SIGSET_SIZE 8
@@ -522,7 +524,33 @@ long sys_rt_tgsigqueueinfo(struct task *t, const struct syscall_args *args)
 	return send_to_thread(t, tgid, tid, sig, &info);
 }
 
-/* pidfd_send_signal(2): flags must be 0 (the PIDFD_SIGNAL_* scopes came after 6.6). */
+/* The process a /proc/PID directory fd names (a new reference), or an ERR_PTR. */
+static struct thread_group *proc_dir_tg(struct task *t, int fd)
+{
+	struct file *f = fdtable_lookup(t->fdt, fd);
+	struct thread_group *tg = ERR_PTR(-EBADF);
+	struct task *o;
+	int32_t pid;
+
+	if (!f)
+		return tg;
+	pid = proc_file_pid(f);
+	file_put(f);
+	if (pid < 0)
+		return tg;
+	pthread_mutex_lock(&t->k->tree_lock);
+	o = pid_lookup(t->k, pid);
+	if (o && o->tg->pid == pid) {
+		tg = o->tg;
+		tg_get(tg);
+	} else {
+		tg = ERR_PTR(-ESRCH);
+	}
+	pthread_mutex_unlock(&t->k->tree_lock);
+	return tg;
+}
+
+/* pidfd_send_signal(2): a pidfd or a /proc/PID directory; flags must be 0 (the PIDFD_SIGNAL_* scopes came after 6.6). */
 long sys_pidfd_send_signal(struct task *t, const struct syscall_args *args)
 {
 	int fd = (int)args->a[0];
@@ -537,6 +565,8 @@ long sys_pidfd_send_signal(struct task *t, const struct syscall_args *args)
 	if (!valid_signal((uint32_t)sig))
 		return -EINVAL;
 	tg = pidfd_get_tg(t, fd);
+	if (IS_ERR(tg))
+		tg = proc_dir_tg(t, fd);
 	if (IS_ERR(tg))
 		return PTR_ERR(tg);
 	if (info_addr) {

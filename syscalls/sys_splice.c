@@ -445,3 +445,113 @@ long sys_copy_file_range(struct task *t, const struct syscall_args *args)
 	file_put(in);
 	return r;
 }
+
+/* Linux's UIO_MAXIOV. */
+#define VMSPLICE_MAXIOV 1024
+
+struct vmsplice_iov {
+	uint64_t base;
+	uint64_t len;
+};
+
+/*
+ * vmsplice(2): copies between the guest's memory and the pipe (Linux may map the pages into the
+ * pipe instead; SPLICE_F_GIFT changes nothing). Writing waits only for the first room, reading
+ * for the first data, as Linux's.
+ */
+long sys_vmsplice(struct task *t, const struct syscall_args *args)
+{
+	unsigned long nr = args->a[2];
+	unsigned int flags = (unsigned int)args->a[3];
+	bool nonblock = flags & SPLICE_F_NONBLOCK;
+	struct vmsplice_iov *iov = NULL;
+	size_t total = 0, done = 0;
+	uint8_t *buf = NULL;
+	struct file *f;
+	long r;
+
+	if (flags & ~SPLICE_F_ALL)
+		return -EINVAL;
+	if (nr > VMSPLICE_MAXIOV)
+		return -EINVAL;
+	f = fd_get(t, (int)args->a[0]);
+	if (!f)
+		return -EBADF;
+	r = -EBADF;
+	if (!file_is_pipe(f))
+		goto out;
+	r = -ENOMEM;
+	iov = calloc(nr ? nr : 1, sizeof(*iov));
+	if (!iov)
+		goto out;
+	r = -EFAULT;
+	if (nr &&
+	    mm_copy_in(t->mm, iov, args->a[1], nr * sizeof(*iov)) != (ssize_t)(nr * sizeof(*iov)))
+		goto out;
+	for (unsigned long i = 0; i < nr; i++) {
+		r = -EINVAL;
+		if (iov[i].len > MAX_RW_COUNT - total)
+			goto out;
+		total += iov[i].len;
+	}
+	r = 0;
+	if (!total)
+		goto out;
+	total = MIN(total, XFER_CHUNK);
+	r = -ENOMEM;
+	buf = malloc(total);
+	if (!buf)
+		goto out;
+	if (writable(f)) {
+		size_t len = 0;
+
+		for (unsigned long i = 0; i < nr && len < total; i++) {
+			size_t n = MIN(iov[i].len, total - len);
+			ssize_t c = mm_copy_in(t->mm, buf + len, iov[i].base, n);
+
+			len += c > 0 ? (size_t)c : 0;
+			if (c != (ssize_t)n)
+				break;
+		}
+		r = -EFAULT;
+		if (!len)
+			goto out;
+		while (done < len) {
+			r = pipe_fill(f, buf + done, len - done, nonblock || done > 0);
+			if (r <= 0)
+				break;
+			done += (size_t)r;
+		}
+	} else if (readable(f)) {
+		struct iovec kiov = { buf, total };
+		size_t off = 0;
+
+		r = pipe_peek(f, buf, 1, nonblock);
+		if (r <= 0)
+			goto out;
+		r = f->ops->read(f, &kiov, 1, NULL);
+		if (r <= 0)
+			goto out;
+		for (unsigned long i = 0; i < nr && off < (size_t)r; i++) {
+			size_t n = MIN(iov[i].len, (size_t)r - off);
+			ssize_t c = mm_copy_out(t->mm, iov[i].base, buf + off, n);
+
+			off += c > 0 ? (size_t)c : 0;
+			if (c != (ssize_t)n)
+				break;
+		}
+		/* Bytes taken from the pipe that did not reach the guest are lost, as a readv's. */
+		r = off ? (long)off : -EFAULT;
+		goto out;
+	} else {
+		r = -EBADF;
+		goto out;
+	}
+	if (done)
+		r = (long)done;
+out:
+	free(buf);
+	free(iov);
+	file_put(f);
+	return r;
+}

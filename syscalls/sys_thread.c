@@ -3,6 +3,7 @@
 #include <asm/prctl.h>
 
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/rseq.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
@@ -11,7 +12,7 @@
 /* Canonical user addresses are below 2^47 on x86-64 without 5-level paging. */
 #define USER_ADDR_LIMIT 0x800000000000ULL
 
-/* arch_prctl(2): FS/GS base only; CET, AMX and CPUID faulting requests get -EINVAL. */
+/* arch_prctl(2): FS/GS base; ARCH_SET_CPUID gives -ENODEV (no CPUID faulting); CET, AMX: -EINVAL. */
 long sys_arch_prctl(struct task *t, const struct syscall_args *args)
 {
 	int code = (int)args->a[0];
@@ -35,6 +36,10 @@ long sys_arch_prctl(struct task *t, const struct syscall_args *args)
 	case ARCH_GET_GS:
 		v = t->regs.gs_base;
 		return mm_copy_out(t->mm, addr, &v, sizeof(v)) == sizeof(v) ? 0 : -EFAULT;
+	case ARCH_GET_CPUID:
+		return 1; /* CPUID does not fault */
+	case ARCH_SET_CPUID:
+		return -ENODEV; /* as Linux on a CPU without CPUID faulting */
 	default:
 		return -EINVAL;
 	}
@@ -73,10 +78,14 @@ long sys_get_robust_list(struct task *t, const struct syscall_args *args)
 	return 0;
 }
 
-/* rseq(2): not supported; glibc registers nothing and carries on when it gets -ENOSYS. */
+/*
+ * rseq(2): cpu_id is getcpu(2)'s number; critical sections are aborted at every return from the
+ * sentry, not at host preemption of the stub (which the sentry does not see).
+ */
 long sys_rseq(struct task *t, const struct syscall_args *args)
 {
-	return -ENOSYS;
+	return rseq_syscall(t, args->a[0], (uint32_t)args->a[1], (int)args->a[2],
+			    (uint32_t)args->a[3]);
 }
 
 /* exit(2): ends the calling thread; the last one out ends the process with its leader's code. */

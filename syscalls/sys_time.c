@@ -322,6 +322,28 @@ long sys_clock_gettime(struct task *t, const struct syscall_args *args)
 	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
 }
 
+/*
+ * clock_settime(2): the sandbox never sets the host's clock, so a valid request gets -EPERM even
+ * with CAP_SYS_TIME, as in a container that lacks it; invalid ones get Linux's -EINVAL first.
+ */
+long sys_clock_settime(struct task *t, const struct syscall_args *args)
+{
+	struct guest_clock c;
+	struct linux_timespec lts;
+	int32_t id = (int32_t)args->a[0];
+
+	clock_lookup(t, id, &c);
+	if (!c.readable || (id >= 0 && id != CLOCK_REALTIME))
+		return -EINVAL; /* only CLOCK_REALTIME and the CPU clocks have a set operation */
+	if (mm_copy_in(t->mm, &lts, args->a[1], sizeof(lts)) != sizeof(lts))
+		return -EFAULT;
+	if (id != CLOCK_REALTIME)
+		return -EPERM; /* CPU clocks cannot be set */
+	if (lts.tv_sec < 0 || lts.tv_nsec < 0 || lts.tv_nsec >= 1000000000)
+		return -EINVAL;
+	return -EPERM;
+}
+
 /* clock_getres(2): a NULL result pointer only validates the clock, as in Linux. */
 long sys_clock_getres(struct task *t, const struct syscall_args *args)
 {

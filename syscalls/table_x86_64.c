@@ -32,6 +32,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"MFD_HUGETLB: EINVAL; adding F_SEAL_WRITE never fails with EBUSY (writable shared mappings are not counted); files stop at 64 GiB (EFBIG)"),
 	FULL(lseek),
 	FULL(getdents64),
+	FULL(getdents),
 	FULL(readlink),
 	FULL(readlinkat),
 	FULL(access),
@@ -116,12 +117,14 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(mincore, "every page of a mapped range reads as resident"),
 
 	/* the calling task: sys_thread.c */
-	PARTIAL(arch_prctl,
-		"ARCH_SET_FS, ARCH_GET_FS, ARCH_SET_GS, ARCH_GET_GS; CET and AMX: EINVAL"),
+	PARTIAL(arch_prctl, "ARCH_SET_FS, ARCH_GET_FS, ARCH_SET_GS, ARCH_GET_GS, ARCH_GET_CPUID; "
+			    "ARCH_SET_CPUID: ENODEV (no CPUID faulting); CET and AMX: EINVAL"),
 	FULL(set_tid_address),
 	FULL(set_robust_list),
 	FULL(get_robust_list),
-	ERROR(rseq, "ENOSYS, which glibc takes as 'no rseq' and works without"),
+	PARTIAL(rseq,
+		"cpu_id is getcpu's; critical sections abort at every return from the sentry "
+		"(system calls, faults, signals), not at host preemption, which it does not see"),
 	FULL(exit),
 	FULL(exit_group),
 	FULL(getpid),
@@ -157,10 +160,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(signalfd4),
 
 	/* scheduling and accounting: sys_sched.c */
-	PARTIAL(sched_getscheduler, "always SCHED_OTHER"),
-	PARTIAL(sched_setscheduler, "SCHED_OTHER only; real-time policies: EPERM"),
-	PARTIAL(sched_getparam, "priority 0"),
-	PARTIAL(sched_setparam, "priority 0 only"),
+	PARTIAL(sched_getscheduler, "the policy recorded by sched_setscheduler/sched_setattr"),
+	PARTIAL(sched_setscheduler,
+		"recorded per task, never applied to the host (Linux's permission "
+		"rules); SCHED_DEADLINE: EBUSY"),
+	PARTIAL(sched_getparam, "the priority recorded"),
+	PARTIAL(sched_setparam, "recorded, as sched_setscheduler"),
 	FULL(sched_get_priority_max),
 	FULL(sched_get_priority_min),
 	PARTIAL(sched_rr_get_interval, "0 for SCHED_OTHER"),
@@ -313,7 +318,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(tgkill),
 	FULL(rt_sigqueueinfo),
 	FULL(rt_tgsigqueueinfo),
-	PARTIAL(pidfd_send_signal, "flags must be 0 (the PIDFD_SIGNAL_* scopes are Linux 6.9)"),
+	PARTIAL(pidfd_send_signal, "a pidfd or a /proc/PID directory; flags must be 0 (the "
+				   "PIDFD_SIGNAL_* scopes are Linux 6.9)"),
 
 	/* ptrace of guest tasks by guest tasks: sys_ptrace.c */
 	PARTIAL(ptrace, "no PTRACE_SYSEMU, no hardware breakpoints (debug registers read as 0)"),
@@ -339,6 +345,33 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(msgrcv,
 		"sleepers retry on every change of the queue: the first to run wins, not Linux's queue order"),
 	FULL(msgctl),
+
+	/* issue 11: calls real programs use that were missing */
+	PARTIAL(sched_setattr, "policies and priorities recorded per task, never applied to the "
+			       "host; the nice value is the sandbox's one; SCHED_DEADLINE: EBUSY"),
+	PARTIAL(sched_getattr, "utilization clamps read as 0..1024"),
+	PARTIAL(ioprio_get, "the values ioprio_set recorded; nothing schedules I/O by them"),
+	PARTIAL(ioprio_set, "recorded per task and inherited; I/O is not scheduled by it"),
+	ERROR(clock_settime, "EPERM for every valid request, even with CAP_SYS_TIME: the sandbox "
+			     "never sets the host's clock; EINVAL/EFAULT as Linux"),
+	PARTIAL(process_madvise, "own process: as madvise; another process: COLD, PAGEOUT, "
+				 "WILLNEED, COLLAPSE checked against its mappings, then nothing"),
+	FULL(pidfd_getfd),
+	PARTIAL(mq_open, "one namespace per sandbox; RLIMIT_MSGQUEUE charged per owner uid with "
+			 "a fixed overhead per message"),
+	FULL(mq_unlink),
+	FULL(mq_timedsend),
+	FULL(mq_timedreceive),
+	FULL(mq_notify),
+	FULL(mq_getsetattr),
+	PARTIAL(io_setup, "the ring is Linux's struct aio_ring in a private anonymous mapping"),
+	FULL(io_destroy),
+	PARTIAL(io_submit, "PREAD, PWRITE, PREADV, PWRITEV, FSYNC, FDSYNC complete inside the "
+			   "call; IOCB_CMD_POLL: EINVAL"),
+	FULL(io_getevents),
+	FULL(io_pgetevents),
+	PARTIAL(io_cancel, "nothing is ever in flight: EINVAL, as Linux for a finished request"),
+	PARTIAL(vmsplice, "copies (never maps pages into the pipe); SPLICE_F_GIFT has no effect"),
 };
 
 #define NAME_ROW(n, nm) [n] = #nm,

@@ -22,6 +22,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
+#include "sentry/kernel/rseq.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
@@ -300,6 +301,7 @@ int task_run(struct task *t)
 
 	/* Signals may already be pending for a new task. */
 	t->regs.orig_rax = (uint64_t)-1;
+	rseq_return_to_guest(t);
 	signal_deliver(t, false);
 	while (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE)) {
 		task_set_in_guest(t, true);
@@ -335,8 +337,10 @@ int task_run(struct task *t)
 			task_exit_group(t, SIGKILL);
 			break;
 		}
-		if (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE)) {
+			rseq_return_to_guest(t);
 			signal_deliver(t, after_syscall);
+		}
 	}
 	return t->tg->exit_status;
 }

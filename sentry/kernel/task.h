@@ -220,6 +220,15 @@ struct task {
 	 * roles, allocated on first use (k->tree_lock). */
 	uint32_t ptrace;
 	struct ptrace_task *pt;
+
+	/* Added for issue 11 (syscalls/sys_sched.c, sys_ioprio.c): recorded, never applied to the
+	 * host; inherited at clone. Written by the task itself or, under tg->lock, by a task
+	 * allowed to change it; read with atomic loads. */
+	uint32_t ioprio; /* ioprio_set(2)'s value; 0 (IOPRIO_CLASS_NONE) when never set */
+	uint32_t sched_policy; /* SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR */
+	uint32_t sched_priority; /* 1..99 for FIFO and RR, else 0 */
+	bool sched_reset_on_fork;
+	uint32_t rseq_cpu; /* the cpu_id last written to the rseq area (sentry/kernel/rseq.c) */
 };
 
 void task_get(struct task *t);

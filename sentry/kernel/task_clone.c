@@ -191,6 +191,21 @@ static void copy_task_state(struct task *c, struct task *p, const struct task_cl
 	c->sigmask = p->sigmask;
 	c->no_new_privs = p->no_new_privs;
 	c->personality = p->personality;
+	c->ioprio = p->ioprio;
+	/* As Linux: a forked process keeps the rseq registration; a thread or vfork child has none. */
+	if (!(a->flags & CLONE_VM)) {
+		c->rseq = p->rseq;
+		c->rseq_len = p->rseq_len;
+		c->rseq_sig = p->rseq_sig;
+		c->rseq_cpu = (uint32_t)-1; /* written again before the child first runs */
+	}
+	c->sched_policy = p->sched_policy;
+	c->sched_priority = p->sched_priority;
+	if (p->sched_reset_on_fork && p->sched_priority) {
+		/* SCHED_RESET_ON_FORK: a real-time policy is not inherited; the flag is not either. */
+		c->sched_policy = 0;
+		c->sched_priority = 0;
+	}
 	seccomp_task_inherit(c, p);
 	memcpy(c->comm, p->comm, sizeof(c->comm));
 	c->regs = p->regs;

@@ -83,10 +83,17 @@ void mm_get(struct mm *mm)
 	refcount_inc(&mm->ref);
 }
 
+void (*mm_release_hook)(struct mm *mm);
+
 void mm_put(struct mm *mm)
 {
+	void (*hook)(struct mm *);
+
 	if (!mm || !refcount_dec(&mm->ref))
 		return;
+	hook = __atomic_load_n(&mm_release_hook, __ATOMIC_ACQUIRE);
+	if (hook)
+		hook(mm);
 	struct vma_set *s = vset(mm);
 
 	/* The stub goes first: no mapping of the pages survives their return to the allocator. */

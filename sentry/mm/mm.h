@@ -54,6 +54,11 @@ struct mm *mm_create(struct kernel *k);
 void mm_get(struct mm *mm);
 /* Drops a reference; the last one unmaps everything, frees memory-file pages, destroys as. */
 void mm_put(struct mm *mm);
+/*
+ * Called by the last mm_put before the mm goes, when set (once, before any guest runs or under
+ * the setter's own lock): the AIO contexts of syscalls/sys_aio.c belong to an address space.
+ */
+extern void (*mm_release_hook)(struct mm *mm);
 
 /*
  * fork(2): a new mm with the same VMAs whose private pages are shared copy-on-write with parent

@@ -79,6 +79,12 @@ int net_egress_rules(struct net_egress_rule *out, int max);
 
 /* True if f is a socket of the sentry. */
 bool file_is_socket(struct file *f);
+/*
+ * Queues len bytes as one datagram on the netlink socket open as f (mq_notify's SIGEV_THREAD
+ * cookies, which glibc's helper thread receives). len 0 only checks f. Returns 0, -ENOTSOCK (f
+ * is not a socket), -EINVAL (not a netlink one), -EAGAIN (its queue is full).
+ */
+int netlink_file_deliver(struct file *f, const void *data, size_t len);
 
 /*
  * socket(2): family AF_UNIX, AF_INET, AF_INET6 or AF_NETLINK; type with SOCK_NONBLOCK and

@@ -255,3 +255,26 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 		return (ssize_t)total;
 	}
 }
+
+int netlink_file_deliver(struct file *f, const void *data, size_t len)
+{
+	struct sock *s = file_sock(f);
+	struct iovec iov = { (void *)data, len };
+	struct net_msg m = { .iov = &iov, .iovcnt = 1 };
+	struct {
+		uint16_t family, pad;
+		uint32_t pid, groups;
+	} from = { AF_NETLINK, 0, 0, 0 };
+	ssize_t r;
+
+	if (!s)
+		return -ENOTSOCK;
+	if (s->family != AF_NETLINK)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	pthread_mutex_lock(&net_lock);
+	r = sock_queue_dgram_locked(s, &m, len, &from, sizeof(from), false, NULL);
+	pthread_mutex_unlock(&net_lock);
+	return r < 0 ? (int)r : 0;
+}

@@ -20,6 +20,8 @@ struct waitq;
  * Returns the file (one reference) or NULL when out of memory.
  */
 struct file *eventfd_create(uint64_t initval, int flags);
+/* True if f is an eventfd (AIO's IOCB_FLAG_RESFD takes only those). */
+bool file_is_eventfd(const struct file *f);
 
 /* An epoll instance (flags: O_NONBLOCK never applies). NULL when out of memory. */
 struct file *epoll_create_file(void);

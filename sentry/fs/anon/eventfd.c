@@ -214,3 +214,8 @@ struct file *eventfd_create(uint64_t initval, int flags)
 	vfs_mount_get(f->mnt);
 	return f;
 }
+
+bool file_is_eventfd(const struct file *f)
+{
+	return f->ops == &efd_ops;
+}

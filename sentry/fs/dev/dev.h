@@ -7,6 +7,7 @@
 #ifndef HUSK_SENTRY_FS_DEV_H
 #define HUSK_SENTRY_FS_DEV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct file;
@@ -17,6 +18,9 @@ struct vfs_fs;
  * caller fills f->mnt/f->node) or ERR_PTR(-ENXIO) for a device the sentry does not have.
  */
 struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags);
+
+/* True if f is open on /dev/zero, whose MAP_SHARED mappings are shared anonymous memory. */
+bool devfs_file_is_zero(const struct file *f);
 
 /* A new instance of the filesystem (one reference), or NULL when out of memory. */
 struct vfs_fs *devfs_create(void);

@@ -101,6 +101,11 @@ static const struct file_ops zero_fops = {
 	.llseek = dev_llseek,
 };
 
+bool devfs_file_is_zero(const struct file *f)
+{
+	return f->ops == &zero_fops;
+}
+
 static const struct file_ops full_fops = {
 	.read = zero_read,
 	.write = full_write,

@@ -36,6 +36,12 @@ int vfs_mount_proc(struct kernel *k);
  */
 int proc_file_name(struct task *viewer, struct file *f, char *buf, size_t len);
 
+/*
+ * The pid of the process whose /proc/PID directory f is open on (pidfd_send_signal(2) takes
+ * one as a pidfd), or -EBADF for any other file (/proc/PID/task/TID included).
+ */
+int32_t proc_file_pid(struct file *f);
+
 /* --- shared by the files of this folder --- */
 
 /* The directory table of /proc/PID (with_task: includes task/) and /proc/PID/task/TID. */

@@ -1244,3 +1244,15 @@ static const struct pseudo_ent tid_dir_ent = {
 	.children = proc_tid_ents,
 	.id = 199,
 };
+
+int32_t proc_file_pid(struct file *f)
+{
+	struct pseudo_node *n;
+
+	if (!f->node || f->node->ops != &pseudo_node_ops)
+		return -EBADF;
+	n = pseudo_node_of(f->node);
+	if (n->ent != &proc_pid_dir_ent || n->pid <= 0)
+		return -EBADF;
+	return n->pid;
+}

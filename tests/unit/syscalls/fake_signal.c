@@ -8,6 +8,7 @@
 
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/fs/proc/proc.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
@@ -82,6 +83,17 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
 struct thread_group *pidfd_get_tg(struct task *t, int fd)
 {
 	return ERR_PTR(-EBADF);
+}
+
+/* No procfs: no file is a /proc/PID directory. */
+int32_t proc_file_pid(struct file *f)
+{
+	return -EBADF;
+}
+
+struct task *pid_lookup(struct kernel *k, int32_t tid)
+{
+	return NULL;
 }
 
 /* ptrace hooks of signals.c: the harness's tasks are never traced. */

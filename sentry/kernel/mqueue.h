@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * POSIX message queues (mq_overview(7)), as Linux's ipc/mqueue.c: a namespace of named queues
+ * per sentry (one sandbox, one IPC namespace), limits from the fs.mqueue.* sysctls and
+ * RLIMIT_MSGQUEUE. A queue descriptor is a file: read(2) describes the queue, poll/select/epoll
+ * see POLLIN (a message is queued) and POLLOUT (there is room).
+ *
+ * Every entry point takes the calling task and returns a value >= 0 or -errno as the system call
+ * returns it; guest pointers are the caller's to copy, except the message buffers.
+ */
+#ifndef HUSK_SENTRY_MQUEUE_H
+#define HUSK_SENTRY_MQUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct task;
+
+/* struct mq_attr of x86-64. */
+struct linux_mq_attr {
+	int64_t mq_flags;
+	int64_t mq_maxmsg;
+	int64_t mq_msgsize;
+	int64_t mq_curmsgs;
+	int64_t reserved[4];
+};
+
+/* struct sigevent of x86-64 (64 bytes). */
+struct linux_sigevent {
+	uint64_t sigev_value;
+	int32_t sigev_signo;
+	int32_t sigev_notify;
+	int32_t sigev_tid;
+	uint8_t pad[44];
+};
+
+#define MQ_NAME_MAX 255
+/* SIGEV_THREAD: the cookie sent to the netlink socket, its last byte saying why. */
+#define MQ_COOKIE_LEN 32
+#define MQ_NOTIFY_WOKENUP 1
+#define MQ_NOTIFY_REMOVED 2
+
+/* mq_open(2) with the name (no leading slash, as the kernel gets it) in sentry memory; attr NULL
+ * for the defaults. Returns the new descriptor (close-on-exec) or -errno. */
+long mqueue_open(struct task *t, const char *name, int oflag, uint32_t mode,
+		 const struct linux_mq_attr *attr);
+/* mq_unlink(2). */
+long mqueue_unlink(struct task *t, const char *name);
+/*
+ * mq_timedsend(2) of len bytes at guest address msg; abs is the CLOCK_REALTIME deadline or
+ * NULL (wait without one).
+ */
+long mqueue_send(struct task *t, int fd, uint64_t msg, size_t len, uint32_t prio,
+		 const struct timespec *abs);
+/* mq_timedreceive(2): the message to guest msg (len bytes of room), its priority to prio_addr
+ * unless 0. Returns the message's length. */
+long mqueue_receive(struct task *t, int fd, uint64_t msg, size_t len, uint64_t prio_addr,
+		    const struct timespec *abs);
+/*
+ * mq_notify(2): ev NULL removes the caller's registration. For SIGEV_THREAD, cookie holds the
+ * MQ_COOKIE_LEN bytes at sigev_value, which go to the netlink socket sigev_signo.
+ */
+long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev,
+		   const uint8_t cookie[MQ_COOKIE_LEN]);
+/* mq_getsetattr(2): nattr (NULL: none) sets O_NONBLOCK; oattr (NULL: none) gets the attributes
+ * as they were. */
+long mqueue_getsetattr(struct task *t, int fd, const struct linux_mq_attr *nattr,
+		       struct linux_mq_attr *oattr);
+
+#endif
