@@ -563,6 +563,16 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 
 	pthread_mutex_lock(&mm->lock);
 	mm->start_brk = mm->brk = bias + prog.info.max_vaddr;
+	/* As Linux: the data segment runs from the highest PT_LOAD to its file bytes' end. */
+	mm->start_data = mm->end_data = 0;
+	for (int i = 0; i < prog.info.phnum; i++) {
+		const Elf64_Phdr *ph = &prog.info.phdrs[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		mm->start_data = MAX(mm->start_data, bias + ph->p_vaddr);
+		mm->end_data = MAX(mm->end_data, bias + ph->p_vaddr + ph->p_filesz);
+	}
 	mm->arg_start = st.arg_start;
 	mm->arg_end = st.arg_end;
 	mm->env_start = st.env_start;

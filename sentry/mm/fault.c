@@ -366,6 +366,11 @@ struct mm *mm_fork(struct mm *parent)
 	}
 	child->start_brk = parent->start_brk;
 	child->brk = parent->brk;
+	child->start_data = parent->start_data;
+	child->end_data = parent->end_data;
+	child->limit_as = parent->limit_as;
+	child->limit_data = parent->limit_data;
+	child->limit_data_max = parent->limit_data_max;
 	child->mmap_base = parent->mmap_base;
 	child->stack_top = parent->stack_top;
 	child->arg_start = parent->arg_start;

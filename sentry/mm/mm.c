@@ -75,7 +75,68 @@ struct mm *mm_create(struct kernel *k)
 	mm->k = k;
 	mm->vmas = steal_pointer(&s);
 	mm->mmap_base = PLATFORM_GUEST_MAX;
+	mm->limit_as = mm->limit_data = mm->limit_data_max = UINT64_MAX;
 	return steal_pointer(&mm);
+}
+
+void mm_set_limits(struct mm *mm, uint64_t as, uint64_t data, uint64_t data_max)
+{
+	__atomic_store_n(&mm->limit_as, as, __ATOMIC_RELAXED);
+	__atomic_store_n(&mm->limit_data, data, __ATOMIC_RELAXED);
+	__atomic_store_n(&mm->limit_data_max, data_max, __ATOMIC_RELAXED);
+}
+
+/* Linux's is_data_mapping: private, writable, not a stack (VM_GROWSDOWN). */
+static bool is_data(int prot, unsigned int flags)
+{
+	return (prot & PROT_WRITE) && !(flags & (MM_VMA_SHARED | MM_VMA_GROWSDOWN));
+}
+
+/* Bytes of mm's mappings in [start, end) (all of them for 0, UINT64_MAX), or the data ones. */
+static uint64_t mapped_in(const struct vma_set *s, uint64_t start, uint64_t end, bool data_only)
+{
+	uint64_t n = 0;
+
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < end; i++) {
+		const struct vma *v = &s->v[i];
+
+		if (!data_only || is_data(v->prot, v->flags))
+			n += MIN(v->end, end) - MAX(v->start, start);
+	}
+	return n;
+}
+
+/* Whether mm's data mappings may grow by add bytes under its RLIMIT_DATA. mm->lock held. */
+static bool may_expand_data_locked(struct mm *mm, uint64_t add)
+{
+	uint64_t data = __atomic_load_n(&mm->limit_data, __ATOMIC_RELAXED);
+	uint64_t data_max = __atomic_load_n(&mm->limit_data_max, __ATOMIC_RELAXED);
+	uint64_t now;
+
+	if (data == UINT64_MAX)
+		return true;
+	now = mapped_in(vset(mm), 0, UINT64_MAX, true);
+	if (now + add <= PAGE_ALIGN_DOWN(data))
+		return true;
+	/* As Linux: a soft limit of 0 under a higher hard one is let through (Valgrind). */
+	return data == 0 && now + add <= PAGE_ALIGN_DOWN(data_max);
+}
+
+/*
+ * Linux's may_expand_vm: whether mm may get add more bytes of mappings of protection prot and
+ * kind flags, of which replace replace existing mappings (MAP_FIXED over them), under the
+ * limits of mm_set_limits. mm->lock held.
+ */
+static bool may_expand_locked(struct mm *mm, int prot, unsigned int flags, uint64_t add,
+			      uint64_t replace)
+{
+	uint64_t as = __atomic_load_n(&mm->limit_as, __ATOMIC_RELAXED);
+
+	add = add > replace ? add - replace : 0;
+	if (as != UINT64_MAX &&
+	    mapped_in(vset(mm), 0, UINT64_MAX, false) + add > PAGE_ALIGN_DOWN(as))
+		return false;
+	return !is_data(prot, flags) || may_expand_data_locked(mm, add);
 }
 
 void mm_get(struct mm *mm)
@@ -542,6 +603,11 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 			goto out_free_pages;
 		}
 	}
+	if (!may_expand_locked(mm, prot, vflags, len,
+			       fixed ? mapped_in(s, addr, addr + len, false) : 0)) {
+		r = -ENOMEM;
+		goto out_free_pages;
+	}
 	if (clen) {
 		/* install_file_pages_locked owns the page references from here. */
 		r = install_file_pages_locked(mm, addr, offs, clen / PAGE_SIZE, prot, vflags, file,
@@ -670,6 +736,14 @@ int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
 	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < stop; i++)
 		if ((prot & PROT_WRITE) && (s->v[i].flags & VMA_NOWRITE))
 			goto out_unlock;
+	/* As Linux: pages that become private writable memory count against RLIMIT_DATA. */
+	uint64_t newly = 0;
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < stop; i++)
+		if (is_data(prot, s->v[i].flags) && !is_data(s->v[i].prot, s->v[i].flags))
+			newly += MIN(s->v[i].end, stop) - MAX(s->v[i].start, start);
+	r = -ENOMEM;
+	if (newly && !may_expand_data_locked(mm, newly))
+		goto out_unlock;
 	r = vma_set_reserve(s, VMA_RESERVE);
 	if (r < 0)
 		goto out_unlock;
@@ -695,6 +769,10 @@ uint64_t mm_brk(struct mm *mm, uint64_t brk)
 
 	if (brk < mm->start_brk || brk > PLATFORM_GUEST_MAX)
 		goto out_unlock;
+	/* As Linux's check_data_rlimit: the heap and the data segment within RLIMIT_DATA. */
+	uint64_t data = __atomic_load_n(&mm->limit_data, __ATOMIC_RELAXED);
+	if (data != UINT64_MAX && (brk - mm->start_brk) + (mm->end_data - mm->start_data) > data)
+		goto out_unlock;
 	if (newbrk == oldbrk) {
 		mm->brk = brk;
 		goto out_unlock;
@@ -707,6 +785,8 @@ uint64_t mm_brk(struct mm *mm, uint64_t brk)
 	} else {
 		/* As Linux: keep a page between the heap and the next mapping. */
 		if (!vma_range_free(s, oldbrk, MIN(newbrk + PAGE_SIZE, PLATFORM_GUEST_MAX)) ||
+		    !may_expand_locked(mm, PROT_READ | PROT_WRITE, MM_VMA_PRIVATE, newbrk - oldbrk,
+				       0) ||
 		    map_new_locked(mm, oldbrk, newbrk, PROT_READ | PROT_WRITE,
 				   MM_VMA_PRIVATE | MM_VMA_ANON | MM_VMA_HEAP, NULL, 0) < 0)
 			goto out_unlock;
@@ -913,6 +993,10 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	r = -EINVAL;
 	if (dontunmap && !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
 		goto out_unlock;
+	/* As Linux: growth, and the copy MREMAP_DONTUNMAP leaves, count against the limits. */
+	int vprot = v->prot;
+	unsigned int vflags = v->flags;
+	uint64_t growth = (new_len > old_len ? new_len - old_len : 0) + (dontunmap ? old_len : 0);
 
 	if (fixed) {
 		r = unmap_locked(mm, new_addr, new_addr + new_len);
@@ -924,9 +1008,15 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 				goto out_unlock;
 			old_len = new_len;
 		}
+		r = -ENOMEM;
+		if (!may_expand_locked(mm, vprot, vflags, growth, 0))
+			goto out_unlock;
 		r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
 		goto out_unlock;
 	}
+	r = -ENOMEM;
+	if (!may_expand_locked(mm, vprot, vflags, growth, 0))
+		goto out_unlock;
 	uint64_t old_end = old_addr + old_len, new_end;
 	if (!dontunmap && old_end == map_end && !add_overflow(old_addr, new_len, &new_end) &&
 	    new_end <= PLATFORM_GUEST_MAX && vma_range_free(s, old_end, new_end)) {

@@ -36,11 +36,18 @@ struct mm {
 
 	/* Layout, set by the loader; protected by lock. */
 	uint64_t start_brk, brk;
+	uint64_t start_data, end_data; /* the last PT_LOAD's file bytes (brk's RLIMIT_DATA check) */
 	uint64_t mmap_base; /* top of the area for mappings without a hint (grows down) */
 	uint64_t stack_top;
 	uint64_t arg_start, arg_end, env_start, env_end;
 	uint64_t auxv[64]; /* copy of the auxv pairs, for /proc/self/auxv later */
 	int auxv_len;
+
+	/*
+	 * The calling process's RLIMIT_AS, RLIMIT_DATA and RLIMIT_DATA hard limit in bytes
+	 * (UINT64_MAX: unlimited), set by mm_set_limits before each mapping call; atomic.
+	 */
+	uint64_t limit_as, limit_data, limit_data_max;
 
 	/* Copy-on-write statistics (lock): pages copied, and pages taken over without a copy. */
 	uint64_t cow_copied, cow_reused;
@@ -85,6 +92,16 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code);
  * mm_translate(write) do it themselves. Unmapped parts are skipped. Returns 0 or -errno.
  */
 int mm_unshare(struct mm *mm, uint64_t addr, uint64_t len);
+
+/*
+ * Sets the limits the next mapping calls check (the caller's RLIMIT_AS, and RLIMIT_DATA's soft
+ * and hard values, in bytes; RLIM_INFINITY for none), as Linux's may_expand_vm: mmap, mremap,
+ * brk and mprotect fail with -ENOMEM (brk: leave the break) when the mappings' total size
+ * (total_vm) would pass as, or the private writable non-stack mappings (data_vm) data. brk also
+ * fails when the heap plus the data segment would pass data. The mm starts unlimited; mms
+ * shared by processes with different limits see the last caller's.
+ */
+void mm_set_limits(struct mm *mm, uint64_t as, uint64_t data, uint64_t data_max);
 
 /*
  * mmap(2) semantics: prot PROT_*, flags MAP_* (MAP_PRIVATE|MAP_ANONYMOUS, MAP_PRIVATE with file,
