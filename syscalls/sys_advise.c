@@ -151,7 +151,9 @@ static long lock_range(struct task *t, uint64_t addr, uint64_t len, bool lock)
 		if ((int64_t)(end - start) > limit)
 			return -ENOMEM;
 	}
-	return range_mapped(t->mm, start, end) ? 0 : -ENOMEM;
+	if (!range_mapped(t->mm, start, end))
+		return -ENOMEM;
+	return mm_mlock(t->mm, start, end, lock);
 }
 
 long sys_mlock(struct task *t, const struct syscall_args *args)
@@ -180,12 +182,13 @@ long sys_mlockall(struct task *t, const struct syscall_args *args)
 		return -EINVAL;
 	if (!cred_capable(&t->cred, CAP_IPC_LOCK) && memlock_limit(t) == 0)
 		return -EPERM;
-	return 0;
+	/* MCL_FUTURE is not remembered: later mappings are not marked locked. */
+	return (flags & 1) ? mm_mlock(t->mm, 0, 0, true) : 0;
 }
 
 long sys_munlockall(struct task *t, const struct syscall_args *args)
 {
-	return 0;
+	return mm_mlock(t->mm, 0, 0, false);
 }
 
 /* mincore(2): every page of a mapped range reads as resident. */

@@ -86,7 +86,7 @@ long sys_brk(struct task *t, const struct syscall_args *args)
 }
 
 /* mremap(2) */
-/* old_size 0 (duplicating a shared mapping) is -EINVAL. */
+/* Past the end of a duplicated shared mapping there are fresh pages, not SIGBUS. */
 long sys_mremap(struct task *t, const struct syscall_args *args)
 {
 	set_limits(t);

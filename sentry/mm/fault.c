@@ -347,6 +347,8 @@ struct mm *mm_fork(struct mm *parent)
 		uint64_t len = v.end - v.start;
 		if (v.flags & MM_VMA_DONTFORK)
 			continue;
+		/* As Linux: memory locks are not inherited. */
+		v.flags &= ~MM_VMA_LOCKED;
 		if (v.flags & MM_VMA_WIPEONFORK) {
 			int64_t fresh = memfile_alloc_nocharge(mfile(parent), len);
 			if (fresh < 0) {

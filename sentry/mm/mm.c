@@ -930,6 +930,74 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 	return (long)new_addr;
 }
 
+/*
+ * Maps the pages of [old, old+old_len) (shared memory, inside one mapping) a second time at
+ * new_addr, which must be free for new_len >= old_len bytes; the rest of [new_addr, +new_len)
+ * gets new pages (grow_locked). Both mappings then share the pages, as after fork.
+ */
+static long dup_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t new_addr,
+		       uint64_t new_len)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t old_end = old + old_len;
+	size_t count = 0;
+
+	for (size_t k = vma_lower_bound(s, old); k < s->n && s->v[k].start < old_end; k++)
+		count++;
+	int r = vma_set_reserve(s, count + VMA_RESERVE);
+	if (r < 0)
+		return r;
+	_cleanup_free_ struct vma *pieces = calloc(count + 2, sizeof(*pieces));
+	if (!pieces)
+		return -ENOMEM;
+	const struct vma *src = vma_find(s, old);
+	/* A MREMAP_FIXED target may have overlapped the source and unmapped part of it. */
+	if (!src || !vma_range_mapped(s, old, old_end))
+		return -EFAULT;
+	int prot = src->prot;
+	unsigned int flags = src->flags;
+	struct file *file = src->file;
+	uint64_t file_off = src->file_off + (old - src->start);
+
+	count = 0;
+	for (size_t k = vma_lower_bound(s, old); k < s->n && s->v[k].start < old_end; k++) {
+		struct vma p = s->v[k];
+		uint64_t a = MAX(p.start, old), b = MIN(p.end, old_end);
+
+		p.off += a - p.start;
+		p.file_off += a - p.start;
+		p.start = new_addr + (a - old);
+		p.end = new_addr + (b - old);
+		p.flags &= ~MM_VMA_LOCKED;
+		pieces[count++] = p;
+	}
+	for (size_t k = 0; k < count; k++) {
+		r = plat_map(mm, pieces[k].start, pieces[k].end - pieces[k].start,
+			     vma_platform_prot(&pieces[k]), pieces[k].off);
+		if (r < 0) {
+			if (k > 0)
+				plat_unmap(mm, new_addr, pieces[k - 1].end - new_addr);
+			return r;
+		}
+	}
+	size_t j = 0;
+	for (size_t k = 0; k < count; k++) {
+		memfile_ref(mfile(mm), pieces[k].off, pieces[k].end - pieces[k].start);
+		if (pieces[k].file)
+			file_get(pieces[k].file);
+		j = vma_insert(s, &pieces[k]);
+	}
+	size_t lo = vma_lower_bound(s, new_addr);
+	vma_merge_range(s, lo ? lo - 1 : 0, j + 1);
+	if (new_len > old_len) {
+		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, prot,
+				flags & ~MM_VMA_LOCKED, file, file_off + old_len);
+		if (r < 0)
+			return r;
+	}
+	return (long)new_addr;
+}
+
 long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_len, int flags,
 	       uint64_t new_addr)
 {
@@ -971,15 +1039,20 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	const struct vma *v = vma_find(s, old_addr);
 	if (!v)
 		goto out_unlock;
-	/* Duplicating with old_len == 0 needs shared memory, which nothing has yet. */
-	r = -EINVAL;
-	if (old_len == 0)
-		goto out_unlock;
+	/* As Linux: old_len 0 duplicates shared memory only; in place there is no room for it. */
+	if (old_len == 0) {
+		r = -EINVAL;
+		if (!(v->flags & MM_VMA_SHARED))
+			goto out_unlock;
+		r = -ENOMEM;
+		if (!maymove)
+			goto out_unlock;
+	}
 	/*
 	 * A shrink in place only unmaps the tail, wherever the VMA boundaries are (Linux does
 	 * this before checking that the old range lies in one VMA).
 	 */
-	if (!fixed && !dontunmap && new_len <= old_len) {
+	if (!fixed && !dontunmap && new_len <= old_len && old_len) {
 		r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
 		if (r == 0)
 			r = (long)old_addr;
@@ -991,18 +1064,26 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	if (old_len > map_end - old_addr)
 		goto out_unlock;
 	r = -EINVAL;
-	if (dontunmap && !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
+	if (dontunmap && !(v->flags & MM_VMA_SHARED) &&
+	    !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
 		goto out_unlock;
+	/* Shared memory left mapped where it was is mapped twice: a duplicate. */
+	bool dup = old_len == 0 || (dontunmap && (v->flags & MM_VMA_SHARED));
 	/* As Linux: growth, and the copy MREMAP_DONTUNMAP leaves, count against the limits. */
 	int vprot = v->prot;
 	unsigned int vflags = v->flags;
 	uint64_t growth = (new_len > old_len ? new_len - old_len : 0) + (dontunmap ? old_len : 0);
+	if (dup) {
+		/* The pages mapped again are those of the old range up to the mapping's end. */
+		old_len = MIN(new_len, map_end - old_addr);
+		growth = new_len;
+	}
 
 	if (fixed) {
 		r = unmap_locked(mm, new_addr, new_addr + new_len);
 		if (r < 0)
 			goto out_unlock;
-		if (old_len > new_len) {
+		if (old_len > new_len && !dup) {
 			r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
 			if (r < 0)
 				goto out_unlock;
@@ -1011,15 +1092,17 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 		r = -ENOMEM;
 		if (!may_expand_locked(mm, vprot, vflags, growth, 0))
 			goto out_unlock;
-		r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
+		r = dup ? dup_locked(mm, old_addr, old_len, new_addr, new_len) :
+			  move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
 		goto out_unlock;
 	}
 	r = -ENOMEM;
 	if (!may_expand_locked(mm, vprot, vflags, growth, 0))
 		goto out_unlock;
 	uint64_t old_end = old_addr + old_len, new_end;
-	if (!dontunmap && old_end == map_end && !add_overflow(old_addr, new_len, &new_end) &&
-	    new_end <= PLATFORM_GUEST_MAX && vma_range_free(s, old_end, new_end)) {
+	if (!dontunmap && !dup && old_end == map_end &&
+	    !add_overflow(old_addr, new_len, &new_end) && new_end <= PLATFORM_GUEST_MAX &&
+	    vma_range_free(s, old_end, new_end)) {
 		const struct vma *last = vma_find(s, old_end - 1);
 		r = grow_locked(mm, old_end, new_end, last->prot, last->flags, last->file,
 				last->file_off + (old_end - last->start));
@@ -1033,7 +1116,8 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	new_addr = choose_addr(mm, 0, new_len, 0);
 	if (!new_addr)
 		goto out_unlock;
-	r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
+	r = dup ? dup_locked(mm, old_addr, old_len, new_addr, new_len) :
+		  move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
 out_unlock:
 	pthread_mutex_unlock(&mm->lock);
 	return r;
@@ -1124,8 +1208,12 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	uint64_t off = v->off + (a - v->start);
 	uint64_t foff = v->file_off + (a - v->start);
 
-	if ((advice == MADV_FREE && !(v->flags & MM_VMA_ANON)) ||
+	if ((advice == MADV_FREE &&
+	     (v->flags & (MM_VMA_ANON | MM_VMA_PRIVATE)) != (MM_VMA_ANON | MM_VMA_PRIVATE)) ||
 	    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED)))
+		return -EINVAL;
+	/* As Linux: only MADV_DONTNEED_LOCKED drops locked pages. */
+	if ((v->flags & MM_VMA_LOCKED) && advice != MADV_DONTNEED_LOCKED)
 		return -EINVAL;
 	if (v->flags & MM_VMA_SHARED) {
 		if (advice == MADV_REMOVE)
@@ -1221,6 +1309,42 @@ int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
 	if (r == 0 && hole)
 		r = -ENOMEM;
 	return r;
+}
+
+int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock)
+{
+	bool all = start == 0 && end == 0, hole = false;
+	int r = 0;
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	uint64_t cur = start;
+	if (all)
+		end = UINT64_MAX;
+	for (size_t i = vma_lower_bound(s, start); cur < end; i++) {
+		if (i >= s->n || s->v[i].start >= end) {
+			hole = !all;
+			break;
+		}
+		if (s->v[i].start > cur)
+			hole = !all;
+		uint64_t a = MAX(cur, s->v[i].start), b = MIN(end, s->v[i].end);
+		cur = b;
+		if (!(s->v[i].flags & MM_VMA_LOCKED) == !lock)
+			continue;
+		r = vma_set_reserve(s, VMA_RESERVE);
+		if (r < 0)
+			break;
+		i = vma_isolate(s, a, b);
+		if (lock)
+			s->v[i].flags |= MM_VMA_LOCKED;
+		else
+			s->v[i].flags &= ~MM_VMA_LOCKED;
+	}
+	if (s->n)
+		vma_merge_range(s, 0, s->n - 1);
+	pthread_mutex_unlock(&mm->lock);
+	return r < 0 ? r : hole ? -ENOMEM : 0;
 }
 
 uint64_t mm_rss_pages(struct mm *mm)

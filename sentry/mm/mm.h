@@ -117,9 +117,21 @@ int mm_munmap(struct mm *mm, uint64_t addr, uint64_t len);
 int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot);
 /* brk(2): returns the new (or unchanged, on failure) break, never -errno. */
 uint64_t mm_brk(struct mm *mm, uint64_t addr);
+/*
+ * mremap(2) semantics. old_len 0 on a shared mapping (and MREMAP_DONTUNMAP on one) maps the
+ * same pages a second time; the part of the new mapping past the end of the old one gets pages
+ * of its own (Linux: SIGBUS past the shared object's end).
+ */
 long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_len, int flags,
 	       uint64_t new_addr);
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
+/*
+ * mlock(2)/munlock(2) bookkeeping: marks (lock) or unmarks the VMAs of [start, end) (page
+ * aligned) MM_VMA_LOCKED; all of them when start == end == 0 (mlockall, munlockall). Pages are
+ * not pinned: the mark only changes what madvise allows, as Linux's VM_LOCKED. Returns 0, or
+ * -ENOMEM when part of the range is unmapped (the mapped part is marked, as Linux).
+ */
+int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock);
 /*
  * msync(2): flags MS_ASYNC, MS_SYNC, MS_INVALIDATE. Shared file mappings in the range whose
  * file has a backing store (file op sync_pages) are written back, with MS_ASYNC too; the others
@@ -170,6 +182,7 @@ uint64_t mm_rss_pages(struct mm *mm);
 #define MM_VMA_HEAP 0x20u /* made by brk(2): [heap] */
 #define MM_VMA_DONTFORK 0x40u /* MADV_DONTFORK: not in a forked child */
 #define MM_VMA_WIPEONFORK 0x80u /* MADV_WIPEONFORK: zero pages in a forked child */
+#define MM_VMA_LOCKED 0x100u /* mlock(2): MADV_DONTNEED and MADV_REMOVE refuse it */
 
 /* A snapshot of one VMA. file is not referenced: valid only during the callback. */
 struct mm_vma_info {
