@@ -30,6 +30,39 @@
 #include "sentry/vfs/vfs.h"
 #include "sentry/vfs/xattr.h"
 
+/*
+ * The fs context of the exec this host thread is running, when task_execve_guest lent the task
+ * a private copy for a relative path (the sharing that counts is the task's own context's).
+ */
+static __thread struct fs_context *exec_real_fs;
+
+/* Linux's check_unsafe_exec: why t's exec may not raise privileges (CRED_UNSAFE_*). */
+static unsigned int exec_unsafe(struct task *t)
+{
+	struct fs_context *fs = exec_real_fs ? exec_real_fs : t->fs;
+	unsigned int unsafe = t->no_new_privs ? CRED_UNSAFE_NNP : 0;
+	struct task *o;
+	int n_fs = 0;
+
+	/* Sharing with the process's own threads is fine: exec ends them. */
+	pthread_mutex_lock(&t->tg->lock);
+	list_for_each_entry(o, &t->tg->tasks, tg_link) {
+		if (o->fs == fs || o == t)
+			n_fs++;
+	}
+	pthread_mutex_unlock(&t->tg->lock);
+	if (fs_context_users(fs) > n_fs)
+		unsafe |= CRED_UNSAFE_SHARE;
+	/* The tracer's capability now (Linux: its credentials when it attached). */
+	if (__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE) & PT_TRACED) {
+		pthread_mutex_lock(&t->k->tree_lock);
+		if (t->pt && t->pt->tracer && !cred_capable(&t->pt->tracer->cred, CAP_SYS_PTRACE))
+			unsafe |= CRED_UNSAFE_PTRACE;
+		pthread_mutex_unlock(&t->k->tree_lock);
+	}
+	return unsafe;
+}
+
 int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *secure)
 {
 	struct cred_exec_file f = { 0 };
@@ -60,7 +93,7 @@ int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *se
 				return ret;
 		}
 	}
-	return cred_exec_transform(&t->cred, t->no_new_privs, &f, out, secure);
+	return cred_exec_transform(&t->cred, exec_unsafe(t), &f, out, secure);
 }
 
 /* The loader asks the kernel for the credentials a program runs with (loader.h). */
@@ -415,6 +448,7 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 			goto out_free;
 		}
 		saved_fs = t->fs;
+		exec_real_fs = saved_fs;
 		t->fs = fs;
 		ret = fs_context_fchdir(t, f);
 		file_put(f);
@@ -423,6 +457,7 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 	}
 	ret = task_exec(t, path, argv.v, envp.v);
 out_restore_fs:
+	exec_real_fs = NULL;
 	if (saved_fs) {
 		fs_context_put(t->fs);
 		t->fs = saved_fs;
