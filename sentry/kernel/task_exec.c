@@ -194,7 +194,20 @@ static int unshare_sighand(struct task *t)
 	return 0;
 }
 
+/*
+ * task_exec of the program at path, named name (loader_load_named: execveat's /dev/fd/N), a
+ * script refused when inaccessible.
+ */
+static int exec_named(struct task *t, const char *path, const char *name, bool inaccessible,
+		      char *const argv[], char *const envp[]);
+
 int task_exec(struct task *t, const char *path, char *const argv[], char *const envp[])
+{
+	return exec_named(t, path, path, false, argv, envp);
+}
+
+static int exec_named(struct task *t, const char *path, const char *name, bool inaccessible,
+		      char *const argv[], char *const envp[])
 {
 	const struct platform_ops *ops = t->k->platform->ops;
 	struct sighand *sh;
@@ -210,7 +223,7 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	if (IS_ERR(mm))
 		return (int)PTR_ERR(mm);
 	t1 = task_monotonic_ns();
-	ret = loader_load(t, mm, path, argv, envp, &res);
+	ret = loader_load_named(t, mm, path, name, inaccessible, argv, envp, &res);
 	if (ret < 0)
 		goto out_put_mm;
 	t2 = task_monotonic_ns();
@@ -368,7 +381,8 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 	struct strv argv = { 0 }, envp = { 0 };
 	struct fs_context *saved_fs = NULL;
 	int32_t old_tid = t->tid;
-	char *path, *buf = NULL;
+	char *path, *buf = NULL, *name = NULL;
+	bool inaccessible = false;
 	uint64_t budget;
 	ssize_t len;
 	long ret;
@@ -382,6 +396,21 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 	if (len < 0) {
 		ret = len;
 		goto out_free;
+	}
+	/* Linux's bprm->filename: a path relative to a descriptor is named through /dev/fd. */
+	if (dirfd != AT_FDCWD && path[0] != '/') {
+		int cloexec = fdtable_get_cloexec(t->fdt, dirfd);
+
+		name = malloc(EXEC_PATH_MAX + 32);
+		if (!name) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		if (len == 0)
+			snprintf(name, EXEC_PATH_MAX + 32, "/dev/fd/%d", dirfd);
+		else
+			snprintf(name, EXEC_PATH_MAX + 32, "/dev/fd/%d/%s", dirfd, path);
+		inaccessible = cloexec > 0;
 	}
 	if (len == 0) {
 		struct file *f;
@@ -455,7 +484,7 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 		if (ret < 0)
 			goto out_restore_fs;
 	}
-	ret = task_exec(t, path, argv.v, envp.v);
+	ret = exec_named(t, path, name ? name : path, inaccessible, argv.v, envp.v);
 out_restore_fs:
 	exec_real_fs = NULL;
 	if (saved_fs) {
@@ -467,6 +496,7 @@ out_free:
 	strv_free(&envp);
 	free(buf);
 	free(path);
+	free(name);
 	/* PTRACE_EVENT_EXEC or the legacy SIGTRAP of a traced task (ptrace.c). */
 	if (ret == 0 && unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)))
 		ptrace_exec(t, old_tid);
