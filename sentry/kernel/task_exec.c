@@ -198,16 +198,16 @@ static int unshare_sighand(struct task *t)
  * task_exec of the program at path, named name (loader_load_named: execveat's /dev/fd/N), a
  * script refused when inaccessible.
  */
-static int exec_named(struct task *t, const char *path, const char *name, bool inaccessible,
-		      char *const argv[], char *const envp[]);
+static int exec_named(struct task *t, const char *path, const char *name, const char *comm,
+		      bool inaccessible, char *const argv[], char *const envp[]);
 
 int task_exec(struct task *t, const char *path, char *const argv[], char *const envp[])
 {
-	return exec_named(t, path, path, false, argv, envp);
+	return exec_named(t, path, path, NULL, false, argv, envp);
 }
 
-static int exec_named(struct task *t, const char *path, const char *name, bool inaccessible,
-		      char *const argv[], char *const envp[])
+static int exec_named(struct task *t, const char *path, const char *name, const char *comm,
+		      bool inaccessible, char *const argv[], char *const envp[])
 {
 	const struct platform_ops *ops = t->k->platform->ops;
 	struct sighand *sh;
@@ -286,8 +286,10 @@ static int exec_named(struct task *t, const char *path, const char *name, bool i
 			memset(&sh->actions[i], 0, sizeof(sh->actions[i]));
 	}
 	pthread_mutex_unlock(&sh->lock);
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
+	if (!comm)
+		comm = path;
+	base = strrchr(comm, '/');
+	base = base ? base + 1 : comm;
 	snprintf(t->comm, sizeof(t->comm), "%s", base);
 	pthread_mutex_lock(&t->k->tree_lock);
 	t->tg->did_exec = true;
@@ -375,13 +377,36 @@ static int strv_copy_in(struct task *t, uint64_t addr, struct strv *s, uint64_t 
 	return 0;
 }
 
+/* The target of the magic link at path (/proc/self/fd/N), malloc'd, or NULL. */
+static char *fd_target(struct task *t, const char *path)
+{
+	struct vfs_path p;
+	char *buf = malloc(EXEC_PATH_MAX);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	if (vfs_lookup_at(t, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &p) < 0) {
+		free(buf);
+		return NULL;
+	}
+	n = vfs_path_readlink(&p, buf, EXEC_PATH_MAX - 1);
+	vfs_path_put(&p);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv, uint64_t uenvp,
 		       int flags)
 {
 	struct strv argv = { 0 }, envp = { 0 };
 	struct fs_context *saved_fs = NULL;
 	int32_t old_tid = t->tid;
-	char *path, *buf = NULL, *name = NULL;
+	char *path, *buf = NULL, *name = NULL, *comm = NULL;
 	bool inaccessible = false;
 	uint64_t budget;
 	ssize_t len;
@@ -431,6 +456,8 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 			}
 			file_put(f);
 			snprintf(path, EXEC_PATH_MAX, "/proc/self/fd/%d", dirfd);
+			/* As Linux, the process is named after the file, not the descriptor. */
+			comm = fd_target(t, path);
 		}
 		dirfd = AT_FDCWD;
 	}
@@ -484,7 +511,7 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 		if (ret < 0)
 			goto out_restore_fs;
 	}
-	ret = exec_named(t, path, name ? name : path, inaccessible, argv.v, envp.v);
+	ret = exec_named(t, path, name ? name : path, comm, inaccessible, argv.v, envp.v);
 out_restore_fs:
 	exec_real_fs = NULL;
 	if (saved_fs) {
@@ -497,6 +524,7 @@ out_free:
 	free(buf);
 	free(path);
 	free(name);
+	free(comm);
 	/* PTRACE_EVENT_EXEC or the legacy SIGTRAP of a traced task (ptrace.c). */
 	if (ret == 0 && unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)))
 		ptrace_exec(t, old_tid);

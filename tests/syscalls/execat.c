@@ -6,6 +6,7 @@
  * AT_SYMLINK_NOFOLLOW on a symlink (ELOOP), relative paths against a directory descriptor.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,10 +17,11 @@
 #define SCRIPT "#!/bin/sh\n[ \"$0\" = \"$WANT\" ] || exit 9\nexit 5\n"
 
 /*
- * Forks a child that runs execveat(dirfd, path, {argv0}, {WANT=want}, flags). Returns the exit
- * status of the program, or 100 + errno when execveat failed.
+ * Forks a child that runs execveat(dirfd, path, {argv0, "-c", cmd}, {WANT=want}, flags).
+ * Returns the exit status of the program, or 100 + errno when execveat failed.
  */
-static int run(int dirfd, const char *path, const char *argv0, const char *want, int flags)
+static int run_cmd(int dirfd, const char *path, const char *argv0, const char *cmd,
+		   const char *want, int flags)
 {
 	char env[256];
 	int st;
@@ -29,7 +31,7 @@ static int run(int dirfd, const char *path, const char *argv0, const char *want,
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		char *argv[] = { (char *)argv0, "-c", "exit 7", NULL };
+		char *argv[] = { (char *)argv0, "-c", (char *)cmd, NULL };
 		char *envp[] = { env, "PATH=/usr/bin:/bin", NULL };
 
 		syscall(SYS_execveat, dirfd, path, argv, envp, flags);
@@ -38,6 +40,12 @@ static int run(int dirfd, const char *path, const char *argv0, const char *want,
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st);
+}
+
+/* run_cmd of `exit 7`. */
+static int run(int dirfd, const char *path, const char *argv0, const char *want, int flags)
+{
+	return run_cmd(dirfd, path, argv0, "exit 7", want, flags);
 }
 
 static int write_file(const char *name, const char *text, mode_t mode)
@@ -67,6 +75,16 @@ int main(void)
 	/* A binary through its descriptor, with and without O_CLOEXEC. */
 	fd = CHECK_OK(open("/bin/sh", O_RDONLY));
 	CHECK_RET(run(fd, "", "sh", NULL, AT_EMPTY_PATH), 7);
+	/* The process is named after the file (the target of /bin/sh), not the descriptor. */
+	char real[PATH_MAX], *base;
+	if (realpath("/bin/sh", real)) {
+		base = strrchr(real, '/') + 1;
+		CHECK_RET(
+			run_cmd(fd, "", "sh",
+				"read c < /proc/$$/comm; [ \"$c\" = \"$WANT\" ] && exit 3; exit 4",
+				base, AT_EMPTY_PATH),
+			3);
+	}
 	close(fd);
 	fd = CHECK_OK(open("/bin/sh", O_RDONLY | O_CLOEXEC));
 	CHECK_RET(run(fd, "", "sh", NULL, AT_EMPTY_PATH), 7);
