@@ -866,8 +866,9 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 	_cleanup_free_ struct vma *pieces = calloc(count + 2, sizeof(*pieces));
 	if (!pieces)
 		return -ENOMEM;
+	/* What the old range holds after MREMAP_DONTUNMAP: zeros, or a private file's bytes. */
 	if (dontunmap) {
-		refill = memfile_alloc_nocharge(mfile(mm), old_len);
+		refill = alloc_filled(mm, old_len, file, file_off);
 		if (refill < 0)
 			return refill;
 	}
@@ -914,7 +915,12 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 				     .end = old + old_len,
 				     .off = (uint64_t)refill,
 				     .prot = prot,
-				     .flags = flags & ~(VMA_COW | VMA_LAZY) };
+				     .flags = flags & ~(VMA_COW | VMA_LAZY),
+				     .file = file,
+				     .file_off = file_off };
+
+		if (file)
+			file_get(file);
 		j = vma_insert(s, &fresh);
 		vma_merge_range(s, j ? j - 1 : 0, j + 1);
 	}
@@ -1062,10 +1068,6 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	size_t vi = (size_t)(v - s->v);
 	uint64_t map_end = mapping_end(s, vi);
 	if (old_len > map_end - old_addr)
-		goto out_unlock;
-	r = -EINVAL;
-	if (dontunmap && !(v->flags & MM_VMA_SHARED) &&
-	    !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
 		goto out_unlock;
 	/* Shared memory left mapped where it was is mapped twice: a duplicate. */
 	bool dup = old_len == 0 || (dontunmap && (v->flags & MM_VMA_SHARED));

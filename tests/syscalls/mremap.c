@@ -4,6 +4,7 @@
  * MREMAP_DONTUNMAP), shared anonymous memory keeping its contents across mremap and fork, and
  * madvise's argument checks.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -128,6 +129,25 @@ static void check_fixed_and_dontunmap(void)
 	CHECK(remap(r, PG, PG, MREMAP_DONTUNMAP, NULL) == MAP_FAILED && errno == EINVAL,
 	      "dontunmap without maymove: %s", strerror(errno));
 	munmap(r, 4 * PG);
+
+	/* On a private file mapping, the old range shows the file again. */
+	int fd = open("/proc/self/exe", O_RDONLY);
+	char head[4];
+	p = (char *)syscall(SYS_mmap, NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	CHECK(p != MAP_FAILED && !memcmp(p, "\177ELF", 4), "file mapping: %s", strerror(errno));
+	if (p != MAP_FAILED) {
+		memcpy(head, p, 4);
+		p[0] = 'Z';
+		q = remap(p, 2 * PG, 2 * PG, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+		CHECK(q != MAP_FAILED && q != p, "file dontunmap: %p %s", q, strerror(errno));
+		if (q != MAP_FAILED && q != p) {
+			CHECK(q[0] == 'Z' && !memcmp(q + 1, head + 1, 3), "the copy moved");
+			CHECK(!memcmp(p, head, 4), "the old range reads the file: %c", p[0]);
+			munmap(q, 2 * PG);
+		}
+		munmap(p, 2 * PG);
+	}
+	close(fd);
 
 	/* On shared memory, both ranges keep mapping the same pages. */
 	p = map(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS);
