@@ -153,7 +153,8 @@ static long lock_range(struct task *t, uint64_t addr, uint64_t len, bool lock)
 	}
 	if (!range_mapped(t->mm, start, end))
 		return -ENOMEM;
-	return mm_mlock(t->mm, start, end, lock);
+	/* An empty range locks nothing (mm_mlock's 0, 0 would be every mapping). */
+	return start < end ? mm_mlock(t->mm, start, end, lock) : 0;
 }
 
 long sys_mlock(struct task *t, const struct syscall_args *args)

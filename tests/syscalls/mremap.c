@@ -240,7 +240,19 @@ static void check_madvise(void)
 		p[0] = 2;
 		CHECK_ERR(madvise(p, PG, MADV_DONTNEED), EINVAL);
 		CHECK(p[0] == 2, "locked page kept");
+		/* Empty ranges lock and unlock nothing. */
+		CHECK_RET(munlock(NULL, 0), 0);
+		CHECK_ERR(madvise(p, PG, MADV_DONTNEED), EINVAL);
+		CHECK_RET(mlock(NULL, 0), 0);
+		CHECK_RET(madvise(p + PG, PG, MADV_DONTNEED), 0);
 		CHECK_RET(madvise(p, PG, MADV_DONTNEED_LOCKED), 0);
+		/* mlockall(MCL_CURRENT) locks every mapping, munlockall none. */
+		CHECK_RET(munlockall(), 0);
+		CHECK_RET(madvise(p, PG, MADV_DONTNEED), 0);
+		CHECK_RET(mlockall(MCL_CURRENT), 0);
+		CHECK_ERR(madvise(p + PG, PG, MADV_DONTNEED), EINVAL);
+		CHECK_RET(munlockall(), 0);
+		CHECK_RET(madvise(p + PG, PG, MADV_DONTNEED), 0);
 		CHECK(p[0] == 0, "MADV_DONTNEED_LOCKED dropped it");
 		munlock(p, PG);
 	} else {
