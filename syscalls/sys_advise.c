@@ -153,8 +153,7 @@ static long lock_range(struct task *t, uint64_t addr, uint64_t len, bool lock)
 	}
 	if (!range_mapped(t->mm, start, end))
 		return -ENOMEM;
-	/* An empty range locks nothing (mm_mlock's 0, 0 would be every mapping). */
-	return start < end ? mm_mlock(t->mm, start, end, lock) : 0;
+	return mm_mlock(t->mm, start, end, lock);
 }
 
 long sys_mlock(struct task *t, const struct syscall_args *args)
@@ -184,12 +183,15 @@ long sys_mlockall(struct task *t, const struct syscall_args *args)
 	if (!cred_capable(&t->cred, CAP_IPC_LOCK) && memlock_limit(t) == 0)
 		return -EPERM;
 	/* MCL_FUTURE is not remembered: later mappings are not marked locked. */
-	return (flags & 1) ? mm_mlock(t->mm, 0, 0, true) : 0;
+	if (flags & 1)
+		mm_mlock_all(t->mm, true);
+	return 0;
 }
 
 long sys_munlockall(struct task *t, const struct syscall_args *args)
 {
-	return mm_mlock(t->mm, 0, 0, false);
+	mm_mlock_all(t->mm, false);
+	return 0;
 }
 
 /* mincore(2): every page of a mapped range reads as resident. */

@@ -1313,23 +1313,21 @@ int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
 	return r;
 }
 
-int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock)
+/* Marks or unmarks [start, end) MM_VMA_LOCKED; *hole when part of it is unmapped. */
+static int mlock_locked(struct mm *mm, uint64_t start, uint64_t end, bool lock, bool *hole)
 {
-	bool all = start == 0 && end == 0, hole = false;
-	int r = 0;
-
-	pthread_mutex_lock(&mm->lock);
 	struct vma_set *s = vset(mm);
 	uint64_t cur = start;
-	if (all)
-		end = UINT64_MAX;
+	int r = 0;
+
+	*hole = false;
 	for (size_t i = vma_lower_bound(s, start); cur < end; i++) {
 		if (i >= s->n || s->v[i].start >= end) {
-			hole = !all;
+			*hole = true;
 			break;
 		}
 		if (s->v[i].start > cur)
-			hole = !all;
+			*hole = true;
 		uint64_t a = MAX(cur, s->v[i].start), b = MIN(end, s->v[i].end);
 		cur = b;
 		if (!(s->v[i].flags & MM_VMA_LOCKED) == !lock)
@@ -1345,8 +1343,31 @@ int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock)
 	}
 	if (s->n)
 		vma_merge_range(s, 0, s->n - 1);
+	return r;
+}
+
+int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock)
+{
+	bool hole;
+	int r;
+
+	if (start >= end)
+		return 0;
+	pthread_mutex_lock(&mm->lock);
+	r = mlock_locked(mm, start, end, lock, &hole);
 	pthread_mutex_unlock(&mm->lock);
 	return r < 0 ? r : hole ? -ENOMEM : 0;
+}
+
+void mm_mlock_all(struct mm *mm, bool lock)
+{
+	bool hole;
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	if (s->n && mlock_locked(mm, s->v[0].start, s->v[s->n - 1].end, lock, &hole) < 0)
+		log_warn("mm: mlockall could not mark every mapping");
+	pthread_mutex_unlock(&mm->lock);
 }
 
 uint64_t mm_rss_pages(struct mm *mm)

@@ -127,11 +127,13 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
 /*
  * mlock(2)/munlock(2) bookkeeping: marks (lock) or unmarks the VMAs of [start, end) (page
- * aligned) MM_VMA_LOCKED; all of them when start == end == 0 (mlockall, munlockall). Pages are
- * not pinned: the mark only changes what madvise allows, as Linux's VM_LOCKED. Returns 0, or
- * -ENOMEM when part of the range is unmapped (the mapped part is marked, as Linux).
+ * aligned) MM_VMA_LOCKED. Pages are not pinned: the mark only changes what madvise allows, as
+ * Linux's VM_LOCKED. Returns 0, or -ENOMEM when part of the range is unmapped (the mapped part
+ * is marked).
  */
 int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock);
+/* mlockall(MCL_CURRENT) (lock) and munlockall: mm_mlock of every mapping. */
+void mm_mlock_all(struct mm *mm, bool lock);
 /*
  * msync(2): flags MS_ASYNC, MS_SYNC, MS_INVALIDATE. Shared file mappings in the range whose
  * file has a backing store (file op sync_pages) are written back, with MS_ASYNC too; the others

@@ -670,3 +670,17 @@ Test(mm_map, rlimit_data_counts_private_writable_memory, .init = heap_setup)
 	cr_assert_eq(mm_brk(mm, HEAP + P), HEAP);
 	cr_assert_eq(anon(0, 3 * P, PROT_READ | PROT_WRITE, 0) > 0, true);
 }
+
+Test(mm_map, locked_pages_are_dropped_only_by_dontneed_locked)
+{
+	anon_fixed(X, 4 * P, PROT_READ | PROT_WRITE);
+	cr_assert_eq(mm_mlock(mm, X + P, X + 2 * P, true), 0);
+	cr_assert_eq(mm_madvise(mm, X, 4 * P, MADV_DONTNEED), -EINVAL);
+	cr_assert_eq(mm_madvise(mm, X + P, P, MADV_DONTNEED_LOCKED), 0);
+	cr_assert_eq(mm_mlock(mm, X + 3 * P, X + 5 * P, true), -ENOMEM);
+	cr_assert_eq(mm_mlock(mm, X, X, true), 0);
+	mm_mlock_all(mm, false);
+	cr_assert_eq(mm_madvise(mm, X, 4 * P, MADV_DONTNEED), 0);
+	cr_assert_eq(vma_count(mm), 1);
+	cr_assert(fake_matches_mm(mm));
+}
