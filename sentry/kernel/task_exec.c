@@ -50,6 +50,10 @@ static unsigned int exec_unsafe(struct task *t)
 		if (o->fs == fs || o == t)
 			n_fs++;
 	}
+	/* A leader that has exited keeps its references until the process is reaped. */
+	o = t->tg->leader;
+	if (o && o != t && list_empty(&o->tg_link) && o->fs == fs)
+		n_fs++;
 	pthread_mutex_unlock(&t->tg->lock);
 	if (fs_context_users(fs) > n_fs)
 		unsafe |= CRED_UNSAFE_SHARE;

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -238,23 +239,47 @@ static int user_no_net_raw(void)
 
 /*
  * uid 1000 sharing its filesystem context (clone(CLONE_FS)) with another process, which waits
- * for the exec'd reporter to end (Linux's LSM_UNSAFE_SHARE).
+ * for the exec'd reporter to end (Linux's LSM_UNSAFE_SHARE): for the end of file of a pipe
+ * whose write end the reporter holds.
  */
 static int user_fs_shared(void)
 {
+	int alive[2];
 	long pid;
+	char c;
 
-	if (plain_user() < 0)
+	if (plain_user() < 0 || pipe(alive) < 0)
 		return -1;
 	pid = syscall(SYS_clone, CLONE_FS | SIGCHLD, 0, 0, 0, 0);
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		for (;;)
-			pause();
+		close(alive[1]);
+		close(1); /* the report pipe: its reader waits for every writer */
+		while (read(alive[0], &c, 1) > 0)
+			;
+		_exit(0);
 	}
+	close(alive[0]);
 	return 0;
+}
+
+static void *pause_thread(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
+
+/* uid 1000 with a second thread, which shares the fs context: that is no reason to refuse. */
+static int user_threaded(void)
+{
+	pthread_t th;
+
+	if (plain_user() < 0)
+		return -1;
+	errno = pthread_create(&th, NULL, pause_thread, NULL);
+	return errno ? -1 : 0;
 }
 
 /*
@@ -438,6 +463,9 @@ int main(int argc, char **argv)
 		EXPECT("set-user-ID root, no_new_privs", s, prm, 0);
 		EXPECT("set-user-ID root, no_new_privs", s, eff, 0);
 		EXPECT("set-user-ID root, no_new_privs", s, secure, 0);
+		CHECK_RET(run_case("set-user-ID root, threaded", user_threaded, suid_copy, &s), 0);
+		EXPECT("set-user-ID root, threaded", s, euid, 0);
+		EXPECT("set-user-ID root, threaded", s, prm, b0);
 		/* Not honoured while another process shares the fs context, or under a tracer. */
 		CHECK_RET(run_case("set-user-ID root, CLONE_FS", user_fs_shared, suid_copy, &s), 0);
 		EXPECT("set-user-ID root, CLONE_FS", s, euid, 1000);
