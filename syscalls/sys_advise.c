@@ -155,7 +155,9 @@ static long lock_range(struct task *t, uint64_t addr, uint64_t len, bool lock)
 		if ((int64_t)(end - start) > limit)
 			return -ENOMEM;
 	}
-	return range_mapped(t->mm, start, end) ? 0 : -ENOMEM;
+	if (!range_mapped(t->mm, start, end))
+		return -ENOMEM;
+	return mm_mlock(t->mm, start, end, lock);
 }
 
 long sys_mlock(struct task *t, const struct syscall_args *args)
@@ -184,11 +186,15 @@ long sys_mlockall(struct task *t, const struct syscall_args *args)
 		return -EINVAL;
 	if (!cred_capable(&t->cred, CAP_IPC_LOCK) && memlock_limit(t) == 0)
 		return -EPERM;
+	/* MCL_FUTURE is not remembered: later mappings are not marked locked. */
+	if (flags & 1)
+		mm_mlock_all(t->mm, true);
 	return 0;
 }
 
 long sys_munlockall(struct task *t, const struct syscall_args *args)
 {
+	mm_mlock_all(t->mm, false);
 	return 0;
 }
 

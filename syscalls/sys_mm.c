@@ -14,6 +14,15 @@
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
+/* The caller's RLIMIT_AS and RLIMIT_DATA, for the mapping call it is about to make. */
+static void set_limits(struct task *t)
+{
+	const struct rlimit *rl = t->tg->rlimits;
+
+	mm_set_limits(t->mm, rl[RLIMIT_AS].rlim_cur, rl[RLIMIT_DATA].rlim_cur,
+		      rl[RLIMIT_DATA].rlim_max);
+}
+
 /* mmap(2) */
 /*
  * MAP_SHARED of a file maps the file's page cache (tmpfs, gofer files), of /dev/zero shared
@@ -55,6 +64,7 @@ long sys_mmap(struct task *t, const struct syscall_args *args)
 		f = NULL;
 		flags = (flags & ~MAP_TYPE) | MAP_SHARED | MAP_ANONYMOUS;
 	}
+	set_limits(t);
 	long r = mm_mmap(t->mm, addr, len, prot, flags, f, off);
 	if (f)
 		file_put(f);
@@ -72,20 +82,23 @@ long sys_munmap(struct task *t, const struct syscall_args *args)
 /* As Linux; PROT_SEM is accepted and ignored, no protection keys. */
 long sys_mprotect(struct task *t, const struct syscall_args *args)
 {
+	set_limits(t);
 	return mm_mprotect(t->mm, args->a[0], args->a[1], (int)args->a[2]);
 }
 
 /* brk(2) */
-/* As Linux, without RLIMIT_DATA accounting. */
+/* As Linux, RLIMIT_DATA and RLIMIT_AS included. */
 long sys_brk(struct task *t, const struct syscall_args *args)
 {
+	set_limits(t);
 	return (long)mm_brk(t->mm, args->a[0]);
 }
 
 /* mremap(2) */
-/* old_size 0 (duplicating a shared mapping) is -EINVAL. */
+/* Past the end of a duplicated shared mapping there are fresh pages, not SIGBUS. */
 long sys_mremap(struct task *t, const struct syscall_args *args)
 {
+	set_limits(t);
 	return mm_mremap(t->mm, args->a[0], args->a[1], args->a[2], (int)args->a[3], args->a[4]);
 }
 

@@ -164,7 +164,8 @@ long sys_execve(struct task *t, const struct syscall_args *args)
 	return task_execve_guest(t, AT_FDCWD, args->a[0], args->a[1], args->a[2], 0);
 }
 
-/* execveat(2): fexecve (AT_EMPTY_PATH, empty path) goes through /proc/self/fd/N. */
+/* execveat(2): as Linux; a script run through a descriptor is named /dev/fd/N (ENOENT if
+ * close-on-exec). */
 long sys_execveat(struct task *t, const struct syscall_args *args)
 {
 	return task_execve_guest(t, (int)args->a[0], args->a[1], args->a[2], args->a[3],

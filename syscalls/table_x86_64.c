@@ -112,7 +112,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(mlock, "the range must be mapped; pages are not pinned (RLIMIT_MEMLOCK per call)"),
 	PARTIAL(mlock2, "as mlock; MLOCK_ONFAULT accepted"),
 	PARTIAL(munlock, "the range must be mapped"),
-	PARTIAL(mlockall, "flags checked; nothing is pinned"),
+	PARTIAL(mlockall, "flags checked; nothing is pinned; MCL_FUTURE not remembered"),
 	FULL(munlockall),
 	PARTIAL(mincore, "every page of a mapped range reads as resident"),
 

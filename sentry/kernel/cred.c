@@ -280,9 +280,10 @@ static bool in_group(const struct cred *c, uint32_t gid)
 	return false;
 }
 
-int cred_exec_transform(const struct cred *old, bool no_new_privs, const struct cred_exec_file *f,
+int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struct cred_exec_file *f,
 			struct cred *out, bool *secure)
 {
+	bool no_new_privs = unsafe & CRED_UNSAFE_NNP;
 	struct cred n = *old;
 	bool effective = false, has_fcap = f->caps.present, is_setid, id_changed;
 
@@ -314,10 +315,15 @@ int cred_exec_transform(const struct cred *old, bool no_new_privs, const struct 
 	 * (Linux 6.15+, for no_new_privs and the ambient set): not the old effective ones. */
 	is_setid = n.euid != old->uid || n.egid != old->gid;
 	id_changed = n.euid != old->euid || !in_group(old, n.egid);
-	/* No new privileges: no more than before, and no set-id (ptrace is not modelled). */
-	if (no_new_privs && (id_changed || (n.cap_permitted & ~old->cap_permitted))) {
-		n.euid = n.uid;
-		n.egid = n.gid;
+	/*
+	 * No new privileges, a shared fs context or an incapable tracer: no more than before,
+	 * and no set-id unless the caller could set its ids anyway (CAP_SETUID).
+	 */
+	if (unsafe && (id_changed || (n.cap_permitted & ~old->cap_permitted))) {
+		if (no_new_privs || !cred_capable(old, CAP_SETUID)) {
+			n.euid = n.uid;
+			n.egid = n.gid;
+		}
 		n.cap_permitted &= old->cap_permitted;
 	}
 	n.suid = n.fsuid = n.euid;

@@ -47,14 +47,21 @@ struct cred_exec_file {
  * it has file caps or the exec changed the ids (euid, or an egid outside the caller's groups:
  * Linux 6.15+; a caller whose effective ids already differ from its real ones keeps its
  * ambient set). no_new_privs stops any gain: an id-changing or capability-gaining exec keeps
- * euid = uid, egid = gid and at most the old permitted set. saved and fs ids follow the
+ * euid = uid, egid = gid and at most the old permitted set; so does an unsafe exec
+ * (CRED_UNSAFE_SHARE, CRED_UNSAFE_PTRACE), except that a caller with CAP_SETUID keeps the new
+ * effective ids (Linux's cap_bprm_creds_from_file). saved and fs ids follow the
  * effective ones; keep_caps is cleared. *secure is Linux's secureexec (AT_SECURE): effective
  * ids other than the real ones, or a non-root ruid gaining effective or non-ambient
  * capabilities. Returns 0, or -EPERM when the file's effective bit is set and some of its
  * permitted capabilities cannot be granted (Linux refuses such an exec). Pure function.
  */
-int cred_exec_transform(const struct cred *old, bool no_new_privs, const struct cred_exec_file *f,
+int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struct cred_exec_file *f,
 			struct cred *out, bool *secure);
+
+/* Why an exec may not raise privileges (unsafe, Linux's bprm->unsafe LSM_UNSAFE_*). */
+#define CRED_UNSAFE_NNP 0x1u /* no_new_privs */
+#define CRED_UNSAFE_SHARE 0x2u /* the fs context is shared with another process (CLONE_FS) */
+#define CRED_UNSAFE_PTRACE 0x4u /* traced by a tracer without CAP_SYS_PTRACE */
 
 /*
  * (task_exec.c) The credentials t runs prog (the program file, after `#!`) with: prog's attributes and its

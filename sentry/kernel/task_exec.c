@@ -30,6 +30,43 @@
 #include "sentry/vfs/vfs.h"
 #include "sentry/vfs/xattr.h"
 
+/*
+ * The fs context of the exec this host thread is running, when task_execve_guest lent the task
+ * a private copy for a relative path (the sharing that counts is the task's own context's).
+ */
+static __thread struct fs_context *exec_real_fs;
+
+/* Linux's check_unsafe_exec: why t's exec may not raise privileges (CRED_UNSAFE_*). */
+static unsigned int exec_unsafe(struct task *t)
+{
+	struct fs_context *fs = exec_real_fs ? exec_real_fs : t->fs;
+	unsigned int unsafe = t->no_new_privs ? CRED_UNSAFE_NNP : 0;
+	struct task *o;
+	int n_fs = 0;
+
+	/* Sharing with the process's own threads is fine: exec ends them. */
+	pthread_mutex_lock(&t->tg->lock);
+	list_for_each_entry(o, &t->tg->tasks, tg_link) {
+		if (o->fs == fs || o == t)
+			n_fs++;
+	}
+	/* A leader that has exited keeps its references until the process is reaped. */
+	o = t->tg->leader;
+	if (o && o != t && list_empty(&o->tg_link) && o->fs == fs)
+		n_fs++;
+	pthread_mutex_unlock(&t->tg->lock);
+	if (fs_context_users(fs) > n_fs)
+		unsafe |= CRED_UNSAFE_SHARE;
+	/* The tracer's capability now (Linux: its credentials when it attached). */
+	if (__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE) & PT_TRACED) {
+		pthread_mutex_lock(&t->k->tree_lock);
+		if (t->pt && t->pt->tracer && !cred_capable(&t->pt->tracer->cred, CAP_SYS_PTRACE))
+			unsafe |= CRED_UNSAFE_PTRACE;
+		pthread_mutex_unlock(&t->k->tree_lock);
+	}
+	return unsafe;
+}
+
 int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *secure)
 {
 	struct cred_exec_file f = { 0 };
@@ -60,7 +97,7 @@ int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *se
 				return ret;
 		}
 	}
-	return cred_exec_transform(&t->cred, t->no_new_privs, &f, out, secure);
+	return cred_exec_transform(&t->cred, exec_unsafe(t), &f, out, secure);
 }
 
 /* The loader asks the kernel for the credentials a program runs with (loader.h). */
@@ -161,7 +198,20 @@ static int unshare_sighand(struct task *t)
 	return 0;
 }
 
+/*
+ * task_exec of the program at path, named name (loader_load_named: execveat's /dev/fd/N), a
+ * script refused when inaccessible.
+ */
+static int exec_named(struct task *t, const char *path, const char *name, const char *comm,
+		      bool inaccessible, char *const argv[], char *const envp[]);
+
 int task_exec(struct task *t, const char *path, char *const argv[], char *const envp[])
+{
+	return exec_named(t, path, path, NULL, false, argv, envp);
+}
+
+static int exec_named(struct task *t, const char *path, const char *name, const char *comm,
+		      bool inaccessible, char *const argv[], char *const envp[])
 {
 	const struct platform_ops *ops = t->k->platform->ops;
 	struct sighand *sh;
@@ -177,7 +227,7 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 	if (IS_ERR(mm))
 		return (int)PTR_ERR(mm);
 	t1 = task_monotonic_ns();
-	ret = loader_load(t, mm, path, argv, envp, &res);
+	ret = loader_load_named(t, mm, path, name, inaccessible, argv, envp, &res);
 	if (ret < 0)
 		goto out_put_mm;
 	t2 = task_monotonic_ns();
@@ -240,8 +290,10 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 			memset(&sh->actions[i], 0, sizeof(sh->actions[i]));
 	}
 	pthread_mutex_unlock(&sh->lock);
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
+	if (!comm)
+		comm = path;
+	base = strrchr(comm, '/');
+	base = base ? base + 1 : comm;
 	snprintf(t->comm, sizeof(t->comm), "%s", base);
 	pthread_mutex_lock(&t->k->tree_lock);
 	t->tg->did_exec = true;
@@ -329,13 +381,37 @@ static int strv_copy_in(struct task *t, uint64_t addr, struct strv *s, uint64_t 
 	return 0;
 }
 
+/* The target of the magic link at path (/proc/self/fd/N), malloc'd, or NULL. */
+static char *fd_target(struct task *t, const char *path)
+{
+	struct vfs_path p;
+	char *buf = malloc(EXEC_PATH_MAX);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	if (vfs_lookup_at(t, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &p) < 0) {
+		free(buf);
+		return NULL;
+	}
+	n = vfs_path_readlink(&p, buf, EXEC_PATH_MAX - 1);
+	vfs_path_put(&p);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv, uint64_t uenvp,
 		       int flags)
 {
 	struct strv argv = { 0 }, envp = { 0 };
 	struct fs_context *saved_fs = NULL;
 	int32_t old_tid = t->tid;
-	char *path, *buf = NULL;
+	char *path, *buf = NULL, *name = NULL, *comm = NULL;
+	bool inaccessible = false;
 	uint64_t budget;
 	ssize_t len;
 	long ret;
@@ -349,6 +425,21 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 	if (len < 0) {
 		ret = len;
 		goto out_free;
+	}
+	/* Linux's bprm->filename: a path relative to a descriptor is named through /dev/fd. */
+	if (dirfd != AT_FDCWD && path[0] != '/') {
+		int cloexec = fdtable_get_cloexec(t->fdt, dirfd);
+
+		name = malloc(EXEC_PATH_MAX + 32);
+		if (!name) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		if (len == 0)
+			snprintf(name, EXEC_PATH_MAX + 32, "/dev/fd/%d", dirfd);
+		else
+			snprintf(name, EXEC_PATH_MAX + 32, "/dev/fd/%d/%s", dirfd, path);
+		inaccessible = cloexec > 0;
 	}
 	if (len == 0) {
 		struct file *f;
@@ -369,6 +460,8 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 			}
 			file_put(f);
 			snprintf(path, EXEC_PATH_MAX, "/proc/self/fd/%d", dirfd);
+			/* As Linux, the process is named after the file, not the descriptor. */
+			comm = fd_target(t, path);
 		}
 		dirfd = AT_FDCWD;
 	}
@@ -415,14 +508,16 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 			goto out_free;
 		}
 		saved_fs = t->fs;
+		exec_real_fs = saved_fs;
 		t->fs = fs;
 		ret = fs_context_fchdir(t, f);
 		file_put(f);
 		if (ret < 0)
 			goto out_restore_fs;
 	}
-	ret = task_exec(t, path, argv.v, envp.v);
+	ret = exec_named(t, path, name ? name : path, comm, inaccessible, argv.v, envp.v);
 out_restore_fs:
+	exec_real_fs = NULL;
 	if (saved_fs) {
 		fs_context_put(t->fs);
 		t->fs = saved_fs;
@@ -432,6 +527,8 @@ out_free:
 	strv_free(&envp);
 	free(buf);
 	free(path);
+	free(name);
+	free(comm);
 	/* PTRACE_EVENT_EXEC or the legacy SIGTRAP of a traced task (ptrace.c). */
 	if (ret == 0 && unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)))
 		ptrace_exec(t, old_tid);

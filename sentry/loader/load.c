@@ -409,8 +409,12 @@ static int argvec_splice(struct argvec *av, const char *interp, const char *arg,
 	return 0;
 }
 
-/* Opens the program at path, following `#!` into av, and leaves the ELF file opened in e. */
-static int open_program(struct task *t, const char *path, struct argvec *av, struct exe *e)
+/*
+ * Opens the program at path (named name), following `#!` into av, and leaves the ELF file
+ * opened in e. A script is -ENOENT when inaccessible (see loader_load_named).
+ */
+static int open_program(struct task *t, const char *path, const char *name, bool inaccessible,
+			struct argvec *av, struct exe *e)
 {
 	char interp[LOADER_SHEBANG_MAX], arg[LOADER_SHEBANG_MAX];
 	const char *cur = path;
@@ -425,12 +429,15 @@ static int open_program(struct task *t, const char *path, struct argvec *av, str
 			return 0;
 		if (depth == LOADER_MAX_SCRIPT_DEPTH)
 			return -ELOOP;
+		/* As binfmt_script: the interpreter could not open a closed descriptor's name. */
+		if (inaccessible)
+			return -ENOENT;
 		ret = loader_parse_shebang((const char *)e->head, e->head_len, interp,
 					   sizeof(interp), arg, sizeof(arg), &has_arg);
 		if (ret)
 			return ret;
 		exe_release(e);
-		ret = argvec_splice(av, interp, has_arg ? arg : NULL, cur, &cur);
+		ret = argvec_splice(av, interp, has_arg ? arg : NULL, depth ? cur : name, &cur);
 		if (ret)
 			return ret;
 	}
@@ -459,6 +466,13 @@ static int open_interp(struct task *t, struct exe *prog, struct exe *e)
 int loader_load(struct task *t, struct mm *mm, const char *path, char *const argv[],
 		char *const envp[], struct loader_result *res)
 {
+	return loader_load_named(t, mm, path, path, false, argv, envp, res);
+}
+
+int loader_load_named(struct task *t, struct mm *mm, const char *path, const char *name,
+		      bool inaccessible, char *const argv[], char *const envp[],
+		      struct loader_result *res)
+{
 	struct loader_stack_args sa = { 0 };
 	struct loader_stack st;
 	struct argvec av;
@@ -472,7 +486,7 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 	ret = argvec_init(&av, argv);
 	if (ret)
 		return ret;
-	ret = open_program(t, path, &av, &prog);
+	ret = open_program(t, path, name, inaccessible, &av, &prog);
 	if (ret)
 		goto out_release;
 	ret = exe_parse(&prog);
@@ -496,7 +510,7 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 
 	size = stack_size(t, &rlim_cur);
 	sa.limit = loader_arg_limit(rlim_cur);
-	ret = loader_check_args((char *const *)av.v, envp, path, sa.limit);
+	ret = loader_check_args((char *const *)av.v, envp, name, sa.limit);
 	if (ret)
 		goto out_release;
 
@@ -532,7 +546,7 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 	sa.size = size;
 	sa.argv = (char *const *)av.v;
 	sa.envp = envp;
-	sa.execfn = path;
+	sa.execfn = name;
 	sa.platform = "x86_64";
 	ret = get_random(sa.random, sizeof(sa.random));
 	if (ret)
@@ -563,6 +577,16 @@ int loader_load(struct task *t, struct mm *mm, const char *path, char *const arg
 
 	pthread_mutex_lock(&mm->lock);
 	mm->start_brk = mm->brk = bias + prog.info.max_vaddr;
+	/* As Linux: the data segment runs from the highest PT_LOAD to its file bytes' end. */
+	mm->start_data = mm->end_data = 0;
+	for (int i = 0; i < prog.info.phnum; i++) {
+		const Elf64_Phdr *ph = &prog.info.phdrs[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		mm->start_data = MAX(mm->start_data, bias + ph->p_vaddr);
+		mm->end_data = MAX(mm->end_data, bias + ph->p_vaddr + ph->p_filesz);
+	}
 	mm->arg_start = st.arg_start;
 	mm->arg_end = st.arg_end;
 	mm->env_start = st.env_start;

@@ -70,6 +70,15 @@ extern int (*loader_exec_creds)(struct task *t, struct file *prog, struct cred *
  */
 int loader_load(struct task *t, struct mm *mm, const char *path, char *const argv[],
 		char *const envp[], struct loader_result *res);
+/*
+ * loader_load for execveat(2): the program is opened at path, but named name (Linux's
+ * bprm->filename: /dev/fd/N or /dev/fd/N/rel for a descriptor), which a `#!` interpreter gets
+ * as the script's path and AT_EXECFN points to. With inaccessible (the descriptor is
+ * close-on-exec: the interpreter could not open the name), a script is -ENOENT.
+ */
+int loader_load_named(struct task *t, struct mm *mm, const char *path, const char *name,
+		      bool inaccessible, char *const argv[], char *const envp[],
+		      struct loader_result *res);
 
 /* --- layout constants (see README.md) --- */
 

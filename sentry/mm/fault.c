@@ -347,6 +347,8 @@ struct mm *mm_fork(struct mm *parent)
 		uint64_t len = v.end - v.start;
 		if (v.flags & MM_VMA_DONTFORK)
 			continue;
+		/* As Linux: memory locks are not inherited. */
+		v.flags &= ~MM_VMA_LOCKED;
 		if (v.flags & MM_VMA_WIPEONFORK) {
 			int64_t fresh = memfile_alloc_nocharge(mfile(parent), len);
 			if (fresh < 0) {
@@ -366,6 +368,11 @@ struct mm *mm_fork(struct mm *parent)
 	}
 	child->start_brk = parent->start_brk;
 	child->brk = parent->brk;
+	child->start_data = parent->start_data;
+	child->end_data = parent->end_data;
+	child->limit_as = parent->limit_as;
+	child->limit_data = parent->limit_data;
+	child->limit_data_max = parent->limit_data_max;
 	child->mmap_base = parent->mmap_base;
 	child->stack_top = parent->stack_top;
 	child->arg_start = parent->arg_start;

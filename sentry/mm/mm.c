@@ -75,7 +75,68 @@ struct mm *mm_create(struct kernel *k)
 	mm->k = k;
 	mm->vmas = steal_pointer(&s);
 	mm->mmap_base = PLATFORM_GUEST_MAX;
+	mm->limit_as = mm->limit_data = mm->limit_data_max = UINT64_MAX;
 	return steal_pointer(&mm);
+}
+
+void mm_set_limits(struct mm *mm, uint64_t as, uint64_t data, uint64_t data_max)
+{
+	__atomic_store_n(&mm->limit_as, as, __ATOMIC_RELAXED);
+	__atomic_store_n(&mm->limit_data, data, __ATOMIC_RELAXED);
+	__atomic_store_n(&mm->limit_data_max, data_max, __ATOMIC_RELAXED);
+}
+
+/* Linux's is_data_mapping: private, writable, not a stack (VM_GROWSDOWN). */
+static bool is_data(int prot, unsigned int flags)
+{
+	return (prot & PROT_WRITE) && !(flags & (MM_VMA_SHARED | MM_VMA_GROWSDOWN));
+}
+
+/* Bytes of mm's mappings in [start, end) (all of them for 0, UINT64_MAX), or the data ones. */
+static uint64_t mapped_in(const struct vma_set *s, uint64_t start, uint64_t end, bool data_only)
+{
+	uint64_t n = 0;
+
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < end; i++) {
+		const struct vma *v = &s->v[i];
+
+		if (!data_only || is_data(v->prot, v->flags))
+			n += MIN(v->end, end) - MAX(v->start, start);
+	}
+	return n;
+}
+
+/* Whether mm's data mappings may grow by add bytes under its RLIMIT_DATA. mm->lock held. */
+static bool may_expand_data_locked(struct mm *mm, uint64_t add)
+{
+	uint64_t data = __atomic_load_n(&mm->limit_data, __ATOMIC_RELAXED);
+	uint64_t data_max = __atomic_load_n(&mm->limit_data_max, __ATOMIC_RELAXED);
+	uint64_t now;
+
+	if (data == UINT64_MAX)
+		return true;
+	now = mapped_in(vset(mm), 0, UINT64_MAX, true);
+	if (now + add <= PAGE_ALIGN_DOWN(data))
+		return true;
+	/* As Linux: a soft limit of 0 under a higher hard one is let through (Valgrind). */
+	return data == 0 && now + add <= PAGE_ALIGN_DOWN(data_max);
+}
+
+/*
+ * Linux's may_expand_vm: whether mm may get add more bytes of mappings of protection prot and
+ * kind flags, of which replace replace existing mappings (MAP_FIXED over them), under the
+ * limits of mm_set_limits. mm->lock held.
+ */
+static bool may_expand_locked(struct mm *mm, int prot, unsigned int flags, uint64_t add,
+			      uint64_t replace)
+{
+	uint64_t as = __atomic_load_n(&mm->limit_as, __ATOMIC_RELAXED);
+
+	add = add > replace ? add - replace : 0;
+	if (as != UINT64_MAX &&
+	    mapped_in(vset(mm), 0, UINT64_MAX, false) + add > PAGE_ALIGN_DOWN(as))
+		return false;
+	return !is_data(prot, flags) || may_expand_data_locked(mm, add);
 }
 
 void mm_get(struct mm *mm)
@@ -549,6 +610,11 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 			goto out_free_pages;
 		}
 	}
+	if (!may_expand_locked(mm, prot, vflags, len,
+			       fixed ? mapped_in(s, addr, addr + len, false) : 0)) {
+		r = -ENOMEM;
+		goto out_free_pages;
+	}
 	if (clen) {
 		/* install_file_pages_locked owns the page references from here. */
 		r = install_file_pages_locked(mm, addr, offs, clen / PAGE_SIZE, prot, vflags, file,
@@ -677,6 +743,14 @@ int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
 	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < stop; i++)
 		if ((prot & PROT_WRITE) && (s->v[i].flags & VMA_NOWRITE))
 			goto out_unlock;
+	/* As Linux: pages that become private writable memory count against RLIMIT_DATA. */
+	uint64_t newly = 0;
+	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < stop; i++)
+		if (is_data(prot, s->v[i].flags) && !is_data(s->v[i].prot, s->v[i].flags))
+			newly += MIN(s->v[i].end, stop) - MAX(s->v[i].start, start);
+	r = -ENOMEM;
+	if (newly && !may_expand_data_locked(mm, newly))
+		goto out_unlock;
 	r = vma_set_reserve(s, VMA_RESERVE);
 	if (r < 0)
 		goto out_unlock;
@@ -702,6 +776,10 @@ uint64_t mm_brk(struct mm *mm, uint64_t brk)
 
 	if (brk < mm->start_brk || brk > PLATFORM_GUEST_MAX)
 		goto out_unlock;
+	/* As Linux's check_data_rlimit: the heap and the data segment within RLIMIT_DATA. */
+	uint64_t data = __atomic_load_n(&mm->limit_data, __ATOMIC_RELAXED);
+	if (data != UINT64_MAX && (brk - mm->start_brk) + (mm->end_data - mm->start_data) > data)
+		goto out_unlock;
 	if (newbrk == oldbrk) {
 		mm->brk = brk;
 		goto out_unlock;
@@ -714,6 +792,8 @@ uint64_t mm_brk(struct mm *mm, uint64_t brk)
 	} else {
 		/* As Linux: keep a page between the heap and the next mapping. */
 		if (!vma_range_free(s, oldbrk, MIN(newbrk + PAGE_SIZE, PLATFORM_GUEST_MAX)) ||
+		    !may_expand_locked(mm, PROT_READ | PROT_WRITE, MM_VMA_PRIVATE, newbrk - oldbrk,
+				       0) ||
 		    map_new_locked(mm, oldbrk, newbrk, PROT_READ | PROT_WRITE,
 				   MM_VMA_PRIVATE | MM_VMA_ANON | MM_VMA_HEAP, NULL, 0) < 0)
 			goto out_unlock;
@@ -793,8 +873,9 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 	_cleanup_free_ struct vma *pieces = calloc(count + 2, sizeof(*pieces));
 	if (!pieces)
 		return -ENOMEM;
+	/* What the old range holds after MREMAP_DONTUNMAP: zeros, or a private file's bytes. */
 	if (dontunmap) {
-		refill = memfile_alloc_nocharge(mfile(mm), old_len);
+		refill = alloc_filled(mm, old_len, file, file_off);
 		if (refill < 0)
 			return refill;
 	}
@@ -841,7 +922,12 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 				     .end = old + old_len,
 				     .off = (uint64_t)refill,
 				     .prot = prot,
-				     .flags = flags & ~(VMA_COW | VMA_LAZY) };
+				     .flags = flags & ~(VMA_COW | VMA_LAZY),
+				     .file = file,
+				     .file_off = file_off };
+
+		if (file)
+			file_get(file);
 		j = vma_insert(s, &fresh);
 		vma_merge_range(s, j ? j - 1 : 0, j + 1);
 	}
@@ -853,6 +939,74 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 				 (unsigned long)old, (unsigned long)old_len, r);
 			return r;
 		}
+	}
+	return (long)new_addr;
+}
+
+/*
+ * Maps the pages of [old, old+old_len) (shared memory, inside one mapping) a second time at
+ * new_addr, which must be free for new_len >= old_len bytes; the rest of [new_addr, +new_len)
+ * gets new pages (grow_locked). Both mappings then share the pages, as after fork.
+ */
+static long dup_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t new_addr,
+		       uint64_t new_len)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t old_end = old + old_len;
+	size_t count = 0;
+
+	for (size_t k = vma_lower_bound(s, old); k < s->n && s->v[k].start < old_end; k++)
+		count++;
+	int r = vma_set_reserve(s, count + VMA_RESERVE);
+	if (r < 0)
+		return r;
+	_cleanup_free_ struct vma *pieces = calloc(count + 2, sizeof(*pieces));
+	if (!pieces)
+		return -ENOMEM;
+	const struct vma *src = vma_find(s, old);
+	/* A MREMAP_FIXED target may have overlapped the source and unmapped part of it. */
+	if (!src || !vma_range_mapped(s, old, old_end))
+		return -EFAULT;
+	int prot = src->prot;
+	unsigned int flags = src->flags;
+	struct file *file = src->file;
+	uint64_t file_off = src->file_off + (old - src->start);
+
+	count = 0;
+	for (size_t k = vma_lower_bound(s, old); k < s->n && s->v[k].start < old_end; k++) {
+		struct vma p = s->v[k];
+		uint64_t a = MAX(p.start, old), b = MIN(p.end, old_end);
+
+		p.off += a - p.start;
+		p.file_off += a - p.start;
+		p.start = new_addr + (a - old);
+		p.end = new_addr + (b - old);
+		p.flags &= ~MM_VMA_LOCKED;
+		pieces[count++] = p;
+	}
+	for (size_t k = 0; k < count; k++) {
+		r = plat_map(mm, pieces[k].start, pieces[k].end - pieces[k].start,
+			     vma_platform_prot(&pieces[k]), pieces[k].off);
+		if (r < 0) {
+			if (k > 0)
+				plat_unmap(mm, new_addr, pieces[k - 1].end - new_addr);
+			return r;
+		}
+	}
+	size_t j = 0;
+	for (size_t k = 0; k < count; k++) {
+		memfile_ref(mfile(mm), pieces[k].off, pieces[k].end - pieces[k].start);
+		if (pieces[k].file)
+			file_get(pieces[k].file);
+		j = vma_insert(s, &pieces[k]);
+	}
+	size_t lo = vma_lower_bound(s, new_addr);
+	vma_merge_range(s, lo ? lo - 1 : 0, j + 1);
+	if (new_len > old_len) {
+		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, prot,
+				flags & ~MM_VMA_LOCKED, file, file_off + old_len);
+		if (r < 0)
+			return r;
 	}
 	return (long)new_addr;
 }
@@ -898,15 +1052,20 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	const struct vma *v = vma_find(s, old_addr);
 	if (!v)
 		goto out_unlock;
-	/* Duplicating with old_len == 0 needs shared memory, which nothing has yet. */
-	r = -EINVAL;
-	if (old_len == 0)
-		goto out_unlock;
+	/* As Linux: old_len 0 duplicates shared memory only; in place there is no room for it. */
+	if (old_len == 0) {
+		r = -EINVAL;
+		if (!(v->flags & MM_VMA_SHARED))
+			goto out_unlock;
+		r = -ENOMEM;
+		if (!maymove)
+			goto out_unlock;
+	}
 	/*
 	 * A shrink in place only unmaps the tail, wherever the VMA boundaries are (Linux does
 	 * this before checking that the old range lies in one VMA).
 	 */
-	if (!fixed && !dontunmap && new_len <= old_len) {
+	if (!fixed && !dontunmap && new_len <= old_len && old_len) {
 		r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
 		if (r == 0)
 			r = (long)old_addr;
@@ -917,26 +1076,42 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	uint64_t map_end = mapping_end(s, vi);
 	if (old_len > map_end - old_addr)
 		goto out_unlock;
-	r = -EINVAL;
-	if (dontunmap && !(v->flags & MM_VMA_ANON && v->flags & MM_VMA_PRIVATE))
-		goto out_unlock;
+	/* Shared memory left mapped where it was is mapped twice: a duplicate. */
+	bool dup = old_len == 0 || (dontunmap && (v->flags & MM_VMA_SHARED));
+	/* As Linux: growth, and the copy MREMAP_DONTUNMAP leaves, count against the limits. */
+	int vprot = v->prot;
+	unsigned int vflags = v->flags;
+	uint64_t growth = (new_len > old_len ? new_len - old_len : 0) + (dontunmap ? old_len : 0);
+	if (dup) {
+		/* The pages mapped again are those of the old range up to the mapping's end. */
+		old_len = MIN(new_len, map_end - old_addr);
+		growth = new_len;
+	}
 
 	if (fixed) {
 		r = unmap_locked(mm, new_addr, new_addr + new_len);
 		if (r < 0)
 			goto out_unlock;
-		if (old_len > new_len) {
+		if (old_len > new_len && !dup) {
 			r = unmap_locked(mm, old_addr + new_len, old_addr + old_len);
 			if (r < 0)
 				goto out_unlock;
 			old_len = new_len;
 		}
-		r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
+		r = -ENOMEM;
+		if (!may_expand_locked(mm, vprot, vflags, growth, 0))
+			goto out_unlock;
+		r = dup ? dup_locked(mm, old_addr, old_len, new_addr, new_len) :
+			  move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
 		goto out_unlock;
 	}
+	r = -ENOMEM;
+	if (!may_expand_locked(mm, vprot, vflags, growth, 0))
+		goto out_unlock;
 	uint64_t old_end = old_addr + old_len, new_end;
-	if (!dontunmap && old_end == map_end && !add_overflow(old_addr, new_len, &new_end) &&
-	    new_end <= PLATFORM_GUEST_MAX && vma_range_free(s, old_end, new_end)) {
+	if (!dontunmap && !dup && old_end == map_end &&
+	    !add_overflow(old_addr, new_len, &new_end) && new_end <= PLATFORM_GUEST_MAX &&
+	    vma_range_free(s, old_end, new_end)) {
 		const struct vma *last = vma_find(s, old_end - 1);
 		r = grow_locked(mm, old_end, new_end, last->prot, last->flags, last->file,
 				last->file_off + (old_end - last->start));
@@ -950,7 +1125,8 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	new_addr = choose_addr(mm, 0, new_len, 0);
 	if (!new_addr)
 		goto out_unlock;
-	r = move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
+	r = dup ? dup_locked(mm, old_addr, old_len, new_addr, new_len) :
+		  move_locked(mm, old_addr, old_len, new_addr, new_len, dontunmap);
 out_unlock:
 	pthread_mutex_unlock(&mm->lock);
 	return r;
@@ -1041,8 +1217,12 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	uint64_t off = v->off + (a - v->start);
 	uint64_t foff = v->file_off + (a - v->start);
 
-	if ((advice == MADV_FREE && !(v->flags & MM_VMA_ANON)) ||
+	if ((advice == MADV_FREE &&
+	     (v->flags & (MM_VMA_ANON | MM_VMA_PRIVATE)) != (MM_VMA_ANON | MM_VMA_PRIVATE)) ||
 	    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED)))
+		return -EINVAL;
+	/* As Linux: only MADV_DONTNEED_LOCKED drops locked pages. */
+	if ((v->flags & MM_VMA_LOCKED) && advice != MADV_DONTNEED_LOCKED)
 		return -EINVAL;
 	if (v->flags & MM_VMA_SHARED) {
 		if (advice == MADV_REMOVE)
@@ -1138,6 +1318,63 @@ int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
 	if (r == 0 && hole)
 		r = -ENOMEM;
 	return r;
+}
+
+/* Marks or unmarks [start, end) MM_VMA_LOCKED; *hole when part of it is unmapped. */
+static int mlock_locked(struct mm *mm, uint64_t start, uint64_t end, bool lock, bool *hole)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t cur = start;
+	int r = 0;
+
+	*hole = false;
+	for (size_t i = vma_lower_bound(s, start); cur < end; i++) {
+		if (i >= s->n || s->v[i].start >= end) {
+			*hole = true;
+			break;
+		}
+		if (s->v[i].start > cur)
+			*hole = true;
+		uint64_t a = MAX(cur, s->v[i].start), b = MIN(end, s->v[i].end);
+		cur = b;
+		if (!(s->v[i].flags & MM_VMA_LOCKED) == !lock)
+			continue;
+		r = vma_set_reserve(s, VMA_RESERVE);
+		if (r < 0)
+			break;
+		i = vma_isolate(s, a, b);
+		if (lock)
+			s->v[i].flags |= MM_VMA_LOCKED;
+		else
+			s->v[i].flags &= ~MM_VMA_LOCKED;
+	}
+	if (s->n)
+		vma_merge_range(s, 0, s->n - 1);
+	return r;
+}
+
+int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock)
+{
+	bool hole;
+	int r;
+
+	if (start >= end)
+		return 0;
+	pthread_mutex_lock(&mm->lock);
+	r = mlock_locked(mm, start, end, lock, &hole);
+	pthread_mutex_unlock(&mm->lock);
+	return r < 0 ? r : hole ? -ENOMEM : 0;
+}
+
+void mm_mlock_all(struct mm *mm, bool lock)
+{
+	bool hole;
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	if (s->n && mlock_locked(mm, s->v[0].start, s->v[s->n - 1].end, lock, &hole) < 0)
+		log_warn("mm: mlockall could not mark every mapping");
+	pthread_mutex_unlock(&mm->lock);
 }
 
 uint64_t mm_rss_pages(struct mm *mm)

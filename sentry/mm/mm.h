@@ -36,11 +36,18 @@ struct mm {
 
 	/* Layout, set by the loader; protected by lock. */
 	uint64_t start_brk, brk;
+	uint64_t start_data, end_data; /* the last PT_LOAD's file bytes (brk's RLIMIT_DATA check) */
 	uint64_t mmap_base; /* top of the area for mappings without a hint (grows down) */
 	uint64_t stack_top;
 	uint64_t arg_start, arg_end, env_start, env_end;
 	uint64_t auxv[64]; /* copy of the auxv pairs, for /proc/self/auxv later */
 	int auxv_len;
+
+	/*
+	 * The calling process's RLIMIT_AS, RLIMIT_DATA and RLIMIT_DATA hard limit in bytes
+	 * (UINT64_MAX: unlimited), set by mm_set_limits before each mapping call; atomic.
+	 */
+	uint64_t limit_as, limit_data, limit_data_max;
 
 	/* Copy-on-write statistics (lock): pages copied, and pages taken over without a copy. */
 	uint64_t cow_copied, cow_reused;
@@ -92,6 +99,16 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code);
 int mm_unshare(struct mm *mm, uint64_t addr, uint64_t len);
 
 /*
+ * Sets the limits the next mapping calls check (the caller's RLIMIT_AS, and RLIMIT_DATA's soft
+ * and hard values, in bytes; RLIM_INFINITY for none), as Linux's may_expand_vm: mmap, mremap,
+ * brk and mprotect fail with -ENOMEM (brk: leave the break) when the mappings' total size
+ * (total_vm) would pass as, or the private writable non-stack mappings (data_vm) data. brk also
+ * fails when the heap plus the data segment would pass data. The mm starts unlimited; mms
+ * shared by processes with different limits see the last caller's.
+ */
+void mm_set_limits(struct mm *mm, uint64_t as, uint64_t data, uint64_t data_max);
+
+/*
  * mmap(2) semantics: prot PROT_*, flags MAP_* (MAP_PRIVATE|MAP_ANONYMOUS, MAP_PRIVATE with file,
  * MAP_SHARED with file or anonymous, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_GROWSDOWN,
  * MAP_NORESERVE, MAP_POPULATE accepted). file may be NULL for anonymous memory. A private file
@@ -105,9 +122,23 @@ int mm_munmap(struct mm *mm, uint64_t addr, uint64_t len);
 int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot);
 /* brk(2): returns the new (or unchanged, on failure) break, never -errno. */
 uint64_t mm_brk(struct mm *mm, uint64_t addr);
+/*
+ * mremap(2) semantics. old_len 0 on a shared mapping (and MREMAP_DONTUNMAP on one) maps the
+ * same pages a second time; the part of the new mapping past the end of the old one gets pages
+ * of its own (Linux: SIGBUS past the shared object's end).
+ */
 long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_len, int flags,
 	       uint64_t new_addr);
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
+/*
+ * mlock(2)/munlock(2) bookkeeping: marks (lock) or unmarks the VMAs of [start, end) (page
+ * aligned) MM_VMA_LOCKED. Pages are not pinned: the mark only changes what madvise allows, as
+ * Linux's VM_LOCKED. Returns 0, or -ENOMEM when part of the range is unmapped (the mapped part
+ * is marked).
+ */
+int mm_mlock(struct mm *mm, uint64_t start, uint64_t end, bool lock);
+/* mlockall(MCL_CURRENT) (lock) and munlockall: mm_mlock of every mapping. */
+void mm_mlock_all(struct mm *mm, bool lock);
 /*
  * msync(2): flags MS_ASYNC, MS_SYNC, MS_INVALIDATE. Shared file mappings in the range whose
  * file has a backing store (file op sync_pages) are written back, with MS_ASYNC too; the others
@@ -158,6 +189,7 @@ uint64_t mm_rss_pages(struct mm *mm);
 #define MM_VMA_HEAP 0x20u /* made by brk(2): [heap] */
 #define MM_VMA_DONTFORK 0x40u /* MADV_DONTFORK: not in a forked child */
 #define MM_VMA_WIPEONFORK 0x80u /* MADV_WIPEONFORK: zero pages in a forked child */
+#define MM_VMA_LOCKED 0x100u /* mlock(2): MADV_DONTNEED and MADV_REMOVE refuse it */
 
 /* A snapshot of one VMA. file is not referenced: valid only during the callback. */
 struct mm_vma_info {

@@ -31,6 +31,11 @@ void fs_context_get(struct fs_context *fs)
 	refcount_inc(&fs->ref);
 }
 
+int fs_context_users(struct fs_context *fs)
+{
+	return refcount_read(&fs->ref);
+}
+
 void fs_context_put(struct fs_context *fs)
 {
 	if (!fs || !refcount_dec(&fs->ref))

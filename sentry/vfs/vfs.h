@@ -192,6 +192,8 @@ int vfs_set_root_fs(struct kernel *k, struct vfs_fs *fs, int flags);
 struct fs_context *fs_context_create(struct kernel *k);
 void fs_context_get(struct fs_context *fs);
 void fs_context_put(struct fs_context *fs);
+/* How many tasks hold fs (its references: only tasks take them), for exec's LSM_UNSAFE_SHARE. */
+int fs_context_users(struct fs_context *fs);
 /* chdir(2) with a sentry string, for the initial task's --cwd. Returns 0 or -errno. */
 int fs_context_chdir(struct task *t, const char *path);
 /* A new context with the same root, cwd and umask (fork without CLONE_FS). NULL: ENOMEM. */

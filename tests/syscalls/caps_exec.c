@@ -14,13 +14,17 @@
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -233,6 +237,92 @@ static int user_no_net_raw(void)
 	return plain_user();
 }
 
+/*
+ * uid 1000 sharing its filesystem context (clone(CLONE_FS)) with another process, which waits
+ * for the exec'd reporter to end (Linux's LSM_UNSAFE_SHARE): for the end of file of a pipe
+ * whose write end the reporter holds.
+ */
+static int user_fs_shared(void)
+{
+	int alive[2];
+	long pid;
+	char c;
+
+	if (plain_user() < 0 || pipe(alive) < 0)
+		return -1;
+	pid = syscall(SYS_clone, CLONE_FS | SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(alive[1]);
+		close(1); /* the report pipe: its reader waits for every writer */
+		while (read(alive[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(alive[0]);
+	return 0;
+}
+
+static void *pause_thread(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
+
+/* uid 1000 with a second thread, which shares the fs context: that is no reason to refuse. */
+static int user_threaded(void)
+{
+	pthread_t th;
+
+	if (plain_user() < 0)
+		return -1;
+	errno = pthread_create(&th, NULL, pause_thread, NULL);
+	return errno ? -1 : 0;
+}
+
+/*
+ * uid 1000 traced by another uid-1000 process without capabilities (Linux's LSM_UNSAFE_PTRACE):
+ * the tracer seizes this process, lets it go on at every stop and exits when it does.
+ */
+static int user_traced(void)
+{
+	int fds[2];
+	pid_t me = getpid(), pid;
+	char c;
+
+	if (plain_user() < 0 || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || pipe(fds) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int st;
+
+		close(fds[0]);
+		if (ptrace(PTRACE_SEIZE, me, 0, 0) < 0)
+			_exit(1);
+		if (write(fds[1], "s", 1) != 1)
+			_exit(1);
+		close(fds[1]);
+		while (waitpid(me, &st, __WALL) == me && WIFSTOPPED(st)) {
+			int sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st);
+
+			ptrace(PTRACE_CONT, me, 0, sig);
+		}
+		_exit(0);
+	}
+	prctl(PR_SET_PTRACER, pid, 0, 0, 0);
+	close(fds[1]);
+	if (read(fds[0], &c, 1) != 1) {
+		errno = EPERM;
+		return -1;
+	}
+	close(fds[0]);
+	return 0;
+}
+
 /* --- the copies of this program --- */
 
 static int copy_file(const char *from, const char *to, mode_t mode)
@@ -373,6 +463,20 @@ int main(int argc, char **argv)
 		EXPECT("set-user-ID root, no_new_privs", s, prm, 0);
 		EXPECT("set-user-ID root, no_new_privs", s, eff, 0);
 		EXPECT("set-user-ID root, no_new_privs", s, secure, 0);
+		CHECK_RET(run_case("set-user-ID root, threaded", user_threaded, suid_copy, &s), 0);
+		EXPECT("set-user-ID root, threaded", s, euid, 0);
+		EXPECT("set-user-ID root, threaded", s, prm, b0);
+		/* Not honoured while another process shares the fs context, or under a tracer. */
+		CHECK_RET(run_case("set-user-ID root, CLONE_FS", user_fs_shared, suid_copy, &s), 0);
+		EXPECT("set-user-ID root, CLONE_FS", s, euid, 1000);
+		EXPECT("set-user-ID root, CLONE_FS", s, suid, 1000);
+		EXPECT("set-user-ID root, CLONE_FS", s, prm, 0);
+		EXPECT("set-user-ID root, CLONE_FS", s, eff, 0);
+		CHECK_RET(run_case("set-user-ID root, traced", user_traced, suid_copy, &s), 0);
+		EXPECT("set-user-ID root, traced", s, euid, 1000);
+		EXPECT("set-user-ID root, traced", s, suid, 1000);
+		EXPECT("set-user-ID root, traced", s, prm, 0);
+		EXPECT("set-user-ID root, traced", s, eff, 0);
 	}
 
 	/* File capabilities (security.capability). */

@@ -13,6 +13,12 @@
  * master or slave file holds one. Closing the master removes the pair from the registry (its
  * /dev/pts/N goes, its number is free again) and hangs the slaves up (reads 0, writes -EIO).
  *
+ * The master's termios calls act on the slave's termios, as Linux's. Packet mode (TIOCPKT)
+ * queues TIOCPKT_* status bits in tty->pktstatus (slave flushes, TCXONC stop/start, IXON
+ * changes), which a master read returns alone before any data; data follows a TIOCPKT_DATA
+ * byte. TCXONC TCOOFF holds the slave's writes until TCOON; ^S/^Q typed on the master are
+ * ordinary input.
+ *
  * Locks: reg_lock (the registry), then a tty's lock; neither is held while signals are sent or
  * while k->tree_lock is taken.
  */
@@ -54,6 +60,19 @@ struct linux_termios {
 	uint8_t c_cc[19];
 };
 
+/* struct termios2 (TCGETS2/TCSETS2): the termios and the speeds in bits per second. */
+struct linux_termios2 {
+	struct linux_termios t;
+	uint32_t ispeed, ospeed;
+};
+#define LINUX_TCGETS2 0x802c542aU
+#define LINUX_TCSETS2 0x402c542bU
+#define LINUX_TCSETSW2 0x402c542cU
+#define LINUX_TCSETSF2 0x402c542dU
+#ifndef BOTHER
+#define BOTHER 0010000
+#endif
+
 struct linux_winsize {
 	uint16_t ws_row, ws_col, ws_xpixel, ws_ypixel;
 };
@@ -63,8 +82,11 @@ struct tty {
 	uint32_t index;
 	pthread_mutex_t lock; /* protects everything below */
 	struct waitq wq; /* woken on every change of buffers, state and termios */
-	struct linux_termios termios; /* the slave's */
-	struct linux_termios mtermios; /* the master's (kept, not applied) */
+	struct linux_termios termios; /* the slave's, which the master's termios calls act on too */
+	uint32_t ispeed, ospeed; /* termios2's speeds */
+	bool packet; /* TIOCPKT on the master: its reads start with a status byte */
+	uint8_t pktstatus; /* TIOCPKT_* notifications for the master not yet read */
+	bool stopped; /* TCXONC TCOOFF on the slave: its output waits for TCOON */
 	struct linux_winsize ws;
 	bool locked; /* TIOCSPTLCK: the slave cannot be opened */
 	bool master_closed;
@@ -106,9 +128,24 @@ static void termios_init(struct linux_termios *t)
 	memset(t, 0, sizeof(*t));
 	t->c_iflag = ICRNL | IXON;
 	t->c_oflag = OPOST | ONLCR;
-	t->c_cflag = B38400 | CS8 | CREAD | HUPCL;
+	t->c_cflag = B38400 | CS8 | CREAD;
 	t->c_lflag = ISIG | ICANON | ECHO | ECHOE | ECHOK | ECHOCTL | ECHOKE | IEXTEN;
 	memcpy(t->c_cc, cc, sizeof(cc));
+}
+
+/* The speed in bits per second of a CBAUD value (Linux's baud_table), 0 for B0 or unknown. */
+static uint32_t baud_of(uint32_t cbaud)
+{
+	static const uint32_t low[16] = { 0,   50,   75,   110,	 134,  150,  200,   300,
+					  600, 1200, 1800, 2400, 4800, 9600, 19200, 38400 };
+	static const uint32_t high[] = { 57600,	  115200,  230400,  460800,  500000,
+					 576000,  921600,  1000000, 1152000, 1500000,
+					 2000000, 2500000, 3000000, 3500000, 4000000 };
+
+	if (!(cbaud & CBAUDEX))
+		return low[cbaud & 017];
+	cbaud &= 017;
+	return cbaud >= 1 && cbaud <= 15 ? high[cbaud - 1] : 0;
 }
 
 /* A registered pair with a new reference, or NULL. */
@@ -407,6 +444,15 @@ static bool slave_readable(const struct tty *tty)
 static void set_termios(struct tty *tty, const struct linux_termios *nt)
 {
 	bool was = tty->termios.c_lflag & ICANON, now = nt->c_lflag & ICANON;
+	const struct linux_termios *ot = &tty->termios;
+	bool old_flow = (ot->c_iflag & IXON) && ot->c_cc[VSTOP] == 023 && ot->c_cc[VSTART] == 021;
+	bool new_flow = (nt->c_iflag & IXON) && nt->c_cc[VSTOP] == 023 && nt->c_cc[VSTART] == 021;
+
+	/* As Linux: a packet-mode master hears whether ^S/^Q flow control is on. */
+	if (tty->packet && old_flow != new_flow) {
+		tty->pktstatus &= ~(TIOCPKT_NOSTOP | TIOCPKT_DOSTOP);
+		tty->pktstatus |= new_flow ? TIOCPKT_DOSTOP : TIOCPKT_NOSTOP;
+	}
 
 	if (was && !now) {
 		/* Lines and the partial line become plain input. */
@@ -427,6 +473,7 @@ static void set_termios(struct tty *tty, const struct linux_termios *nt)
 		tty->nlines = 0;
 	}
 	tty->termios = *nt;
+	tty->ispeed = tty->ospeed = baud_of(nt->c_cflag & CBAUD);
 }
 
 /* --- blocking --- */
@@ -461,7 +508,8 @@ static long tty_wait(struct tty *tty, bool (*ready)(struct tty *tty))
 
 static bool master_read_ready(struct tty *tty)
 {
-	return tty->out_len > 0 || (tty->slave_ever && tty->slave_opens == 0);
+	return tty->out_len > 0 || (tty->slave_ever && tty->slave_opens == 0) ||
+	       (tty->packet && tty->pktstatus);
 }
 
 static bool master_write_ready(struct tty *tty)
@@ -479,6 +527,8 @@ static bool slave_read_ready(struct tty *tty)
 
 static bool slave_write_ready(struct tty *tty)
 {
+	if (tty->stopped && !tty->master_closed)
+		return false;
 	return tty->out_len + 2 <= TTY_OUT_SIZE || tty->master_closed;
 }
 
@@ -531,6 +581,27 @@ static ssize_t master_read(struct file *f, const struct iovec *iov, int iovcnt, 
 		long err;
 
 		pthread_mutex_lock(&tty->lock);
+		/* Packet mode: a pending status byte alone, else TIOCPKT_DATA before the data. */
+		if (tty->packet && tty->pktstatus) {
+			uint8_t st = tty->pktstatus;
+
+			tty->pktstatus = 0;
+			pthread_mutex_unlock(&tty->lock);
+			iov_put(iov, iovcnt, 0, &st, 1);
+			return 1;
+		}
+		if (tty->out_len && tty->packet) {
+			size_t n = MIN(want - 1, tty->out_len);
+			uint8_t data = TIOCPKT_DATA;
+
+			iov_put(iov, iovcnt, 0, &data, 1);
+			iov_put(iov, iovcnt, 1, tty->out, n);
+			memmove(tty->out, tty->out + n, tty->out_len - n);
+			tty->out_len -= n;
+			pthread_mutex_unlock(&tty->lock);
+			waitq_wake_all(&tty->wq);
+			return (ssize_t)n + 1;
+		}
 		if (tty->out_len) {
 			size_t n = MIN(want, tty->out_len);
 
@@ -594,6 +665,8 @@ static unsigned int master_poll(struct file *f, struct waitq **wq)
 	pthread_mutex_lock(&tty->lock);
 	if (tty->out_len)
 		ev |= POLLIN | POLLRDNORM;
+	if (tty->packet && tty->pktstatus)
+		ev |= POLLPRI | POLLIN | POLLRDNORM;
 	if (tty->slave_ever && tty->slave_opens == 0)
 		ev |= POLLHUP | POLLIN;
 	if (master_write_ready(tty))
@@ -871,33 +944,70 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 	long err;
 
 	switch (cmd) {
+	/* As Linux, the master's termios calls act on the slave's termios. */
 	case TCGETS:
+	case LINUX_TCGETS2: {
+		struct linux_termios2 tm2;
+
 		pthread_mutex_lock(&tty->lock);
-		tm = master ? tty->mtermios : tty->termios;
+		tm = tty->termios;
+		tm2.t = tty->termios;
+		tm2.ispeed = tty->ispeed;
+		tm2.ospeed = tty->ospeed;
 		pthread_mutex_unlock(&tty->lock);
-		return copy_out(t, arg, &tm, sizeof(tm));
+		if (cmd == TCGETS)
+			return copy_out(t, arg, &tm, sizeof(tm));
+		return copy_out(t, arg, &tm2, sizeof(tm2));
+	}
 	case TCSETS:
 	case TCSETSW:
 	case TCSETSF:
-		err = copy_in(t, &tm, arg, sizeof(tm));
+	case LINUX_TCSETS2:
+	case LINUX_TCSETSW2:
+	case LINUX_TCSETSF2: {
+		bool two = cmd != TCSETS && cmd != TCSETSW && cmd != TCSETSF;
+		struct linux_termios2 tm2;
+
+		err = two ? copy_in(t, &tm2, arg, sizeof(tm2)) : copy_in(t, &tm, arg, sizeof(tm));
 		if (err < 0)
 			return err;
+		if (two)
+			tm = tm2.t;
 		if (!master) {
 			err = job_control(tty, t, SIGTTOU, false);
 			if (err < 0)
 				return err;
 		}
 		pthread_mutex_lock(&tty->lock);
-		if (master) {
-			tty->mtermios = tm;
-		} else {
-			if (cmd == TCSETSF)
-				flush_input(tty);
-			set_termios(tty, &tm);
-		}
+		if (cmd == TCSETSF || cmd == LINUX_TCSETSF2)
+			flush_input(tty);
+		set_termios(tty, &tm);
+		/* BOTHER: the speeds are the numbers given. */
+		if (two && (tm.c_cflag & CBAUD) == BOTHER)
+			tty->ispeed = tty->ospeed = tm2.ospeed;
 		pthread_mutex_unlock(&tty->lock);
 		waitq_wake_all(&tty->wq);
 		return 0;
+	}
+	case TIOCPKT:
+		if (!master)
+			return -ENOTTY;
+		err = copy_in(t, &v, arg, sizeof(v));
+		if (err < 0)
+			return err;
+		pthread_mutex_lock(&tty->lock);
+		if (v && !tty->packet)
+			tty->pktstatus = 0;
+		tty->packet = v != 0;
+		pthread_mutex_unlock(&tty->lock);
+		return 0;
+	case TIOCGPKT:
+		if (!master)
+			return -ENOTTY;
+		pthread_mutex_lock(&tty->lock);
+		v = tty->packet;
+		pthread_mutex_unlock(&tty->lock);
+		return copy_out(t, arg, &v, sizeof(v));
 	case TIOCGWINSZ:
 		pthread_mutex_lock(&tty->lock);
 		ws = tty->ws;
@@ -940,22 +1050,44 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 		pthread_mutex_lock(&tty->lock);
 		/* TCIFLUSH 0, TCOFLUSH 1, TCIOFLUSH 2, as seen from the side asking. */
 		if (arg == 0 || arg == 2) {
-			if (master)
+			if (master) {
 				tty->out_len = 0;
-			else
+			} else {
 				flush_input(tty);
+				if (tty->packet)
+					tty->pktstatus |= TIOCPKT_FLUSHREAD;
+			}
 		}
 		if (arg == 1 || arg == 2) {
-			if (master)
+			if (master) {
 				flush_input(tty);
-			else
+			} else {
 				tty->out_len = 0;
+				if (tty->packet)
+					tty->pktstatus |= TIOCPKT_FLUSHWRITE;
+			}
+		}
+		pthread_mutex_unlock(&tty->lock);
+		waitq_wake_all(&tty->wq);
+		return 0;
+	case TCXONC:
+		if (arg > TCION)
+			return -EINVAL;
+		/* The slave's output stops and starts (TCIOFF/TCION would send ^S/^Q: nothing). */
+		if (master || arg > TCOON)
+			return 0;
+		pthread_mutex_lock(&tty->lock);
+		if ((arg == TCOOFF) != tty->stopped) {
+			tty->stopped = arg == TCOOFF;
+			if (tty->packet) {
+				tty->pktstatus &= ~(TIOCPKT_STOP | TIOCPKT_START);
+				tty->pktstatus |= tty->stopped ? TIOCPKT_STOP : TIOCPKT_START;
+			}
 		}
 		pthread_mutex_unlock(&tty->lock);
 		waitq_wake_all(&tty->wq);
 		return 0;
 	case TCSBRK:
-	case TCXONC:
 	case TIOCEXCL:
 	case TIOCNXCL:
 		return 0;
@@ -988,9 +1120,14 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 
 		if (!master)
 			return -ENOTTY;
-		if (arg & ~(uint64_t)(O_ACCMODE | O_NOCTTY | O_NONBLOCK | O_CLOEXEC))
-			return -EINVAL;
-		sf = slave_file_for(tty, (int)arg);
+		/* As Linux: a locked pair has no peer to give. */
+		pthread_mutex_lock(&tty->lock);
+		bool locked = tty->locked;
+		pthread_mutex_unlock(&tty->lock);
+		if (locked)
+			return -EIO;
+		sf = slave_file_for(tty,
+				    (int)(arg & (O_ACCMODE | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)));
 		if (IS_ERR(sf))
 			return PTR_ERR(sf);
 		slave_file_set_path(sf, tty->index);
@@ -1113,10 +1250,7 @@ struct file *devpts_open_master(int flags)
 	pthread_mutex_init(&tty->lock, NULL);
 	waitq_init(&tty->wq);
 	termios_init(&tty->termios);
-	tty->mtermios = tty->termios;
-	tty->mtermios.c_iflag = 0;
-	tty->mtermios.c_oflag = 0;
-	tty->mtermios.c_lflag = 0;
+	tty->ispeed = tty->ospeed = 38400;
 	tty->locked = true;
 	tty->k = t ? t->k : NULL;
 	f = file_alloc(&master_fops, flags & ~O_NOCTTY, tty);

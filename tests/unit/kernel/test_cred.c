@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "sentry/kernel/cred.h"
 #include "sentry/kernel/task.h"
 
 #define ALL_CAPS ((1ULL << (CAP_LAST_CAP + 1)) - 1)
@@ -118,4 +120,39 @@ Test(cred, setgid_family_follows_cap_setgid)
 	cr_assert_eq(cred_setregid(&t, NONE, 1), 0);
 	cr_assert_eq(t.cred.sgid, 3);
 	cr_assert_eq(cred_setgid(&t, NONE), -EINVAL);
+}
+
+Test(cred, unsafe_exec_of_a_setuid_file_gains_nothing)
+{
+	struct task t = root_task();
+	struct cred_exec_file f = { .mode = S_IFREG | 04755, .uid = 0, .gid = 0 };
+	struct cred out;
+	bool secure;
+
+	cr_assert_eq(cred_setuid(&t, 1000), 0);
+	cr_assert_eq(cred_exec_transform(&t.cred, 0, &f, &out, &secure), 0);
+	cr_assert_eq(out.euid, 0);
+	cr_assert_eq(out.cap_permitted, ALL_CAPS);
+	cr_assert_eq(cred_exec_transform(&t.cred, CRED_UNSAFE_SHARE, &f, &out, &secure), 0);
+	cr_assert_eq(out.euid, 1000);
+	cr_assert_eq(out.suid, 1000);
+	cr_assert_eq(out.cap_permitted, 0);
+	cr_assert_eq(cred_exec_transform(&t.cred, CRED_UNSAFE_PTRACE, &f, &out, &secure), 0);
+	cr_assert_eq(out.euid, 1000);
+	cr_assert_eq(out.cap_effective, 0);
+}
+
+Test(cred, unsafe_exec_keeps_the_ids_of_a_caller_with_cap_setuid)
+{
+	struct task t = root_task();
+	struct cred_exec_file f = { .mode = S_IFREG | 04755, .uid = 2000, .gid = 0 };
+	struct cred out;
+	bool secure;
+
+	cr_assert_eq(cred_exec_transform(&t.cred, CRED_UNSAFE_PTRACE, &f, &out, &secure), 0);
+	cr_assert_eq(out.euid, 2000);
+	cr_assert_eq(cred_exec_transform(&t.cred, CRED_UNSAFE_NNP | CRED_UNSAFE_SHARE, &f, &out,
+					 &secure),
+		     0);
+	cr_assert_eq(out.euid, 0);
 }

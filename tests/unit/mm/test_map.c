@@ -639,3 +639,48 @@ Test(mm_map, mm_put_frees_every_page_and_destroys_the_platform_space, .init = he
 	cr_assert_eq(used(), 0);
 	cr_assert_eq(memfile_free_extents(&fake_kernel.mf), 1);
 }
+
+Test(mm_map, rlimit_as_counts_every_mapping_once, .init = heap_setup)
+{
+	anon_fixed(X, 4 * P, PROT_NONE);
+	mm_set_limits(mm, 6 * P, UINT64_MAX, UINT64_MAX);
+	cr_assert_eq(anon(0, 3 * P, PROT_READ, 0), -ENOMEM);
+	/* Replacing mapped pages adds nothing. */
+	cr_assert_eq(anon_fixed(X, 4 * P, PROT_READ), (long)X);
+	cr_assert_eq(anon_fixed(X + 4 * P, P, PROT_READ), (long)(X + 4 * P));
+	cr_assert_eq(mm_mremap(mm, X, 5 * P, 7 * P, MREMAP_MAYMOVE, 0), -ENOMEM);
+	cr_assert_eq(mm_brk(mm, HEAP + 2 * P), HEAP);
+	cr_assert_eq(mm_brk(mm, HEAP + P), HEAP + P);
+	mm_set_limits(mm, UINT64_MAX, UINT64_MAX, UINT64_MAX);
+	cr_assert_eq(mm_mremap(mm, X, 5 * P, 7 * P, MREMAP_MAYMOVE, 0), (long)X);
+}
+
+Test(mm_map, rlimit_data_counts_private_writable_memory, .init = heap_setup)
+{
+	mm_set_limits(mm, UINT64_MAX, 2 * P, UINT64_MAX);
+	cr_assert_eq(anon(0, 3 * P, PROT_READ | PROT_WRITE, 0), -ENOMEM);
+	cr_assert_eq(anon(0, 3 * P, PROT_READ | PROT_WRITE, MAP_GROWSDOWN) > 0, true);
+	long ro = anon(0, 3 * P, PROT_READ, 0);
+	cr_assert_gt(ro, 0);
+	cr_assert_eq(mm_mprotect(mm, (uint64_t)ro, 3 * P, PROT_READ | PROT_WRITE), -ENOMEM);
+	cr_assert_eq(mm_mprotect(mm, (uint64_t)ro, 2 * P, PROT_READ | PROT_WRITE), 0);
+	/* The heap counts too, and brk checks it before the mappings. */
+	cr_assert_eq(mm_brk(mm, HEAP + P), HEAP);
+	mm_set_limits(mm, UINT64_MAX, 0, 8 * P);
+	cr_assert_eq(mm_brk(mm, HEAP + P), HEAP);
+	cr_assert_eq(anon(0, 3 * P, PROT_READ | PROT_WRITE, 0) > 0, true);
+}
+
+Test(mm_map, locked_pages_are_dropped_only_by_dontneed_locked)
+{
+	anon_fixed(X, 4 * P, PROT_READ | PROT_WRITE);
+	cr_assert_eq(mm_mlock(mm, X + P, X + 2 * P, true), 0);
+	cr_assert_eq(mm_madvise(mm, X, 4 * P, MADV_DONTNEED), -EINVAL);
+	cr_assert_eq(mm_madvise(mm, X + P, P, MADV_DONTNEED_LOCKED), 0);
+	cr_assert_eq(mm_mlock(mm, X + 3 * P, X + 5 * P, true), -ENOMEM);
+	cr_assert_eq(mm_mlock(mm, X, X, true), 0);
+	mm_mlock_all(mm, false);
+	cr_assert_eq(mm_madvise(mm, X, 4 * P, MADV_DONTNEED), 0);
+	cr_assert_eq(vma_count(mm), 1);
+	cr_assert(fake_matches_mm(mm));
+}

@@ -49,6 +49,7 @@ bool devfs_file_is_zero(const struct file *f)
 
 static struct fdtable fdt;
 static struct task task;
+static struct thread_group tg; /* unlimited: the handlers read RLIMIT_AS and RLIMIT_DATA */
 static struct buf_file bf;
 static uint8_t data[100] = "file contents";
 
@@ -58,6 +59,9 @@ static void setup(void)
 	task.mm = mm_create(&fake_kernel);
 	cr_assert(!IS_ERR(task.mm));
 	task.fdt = &fdt;
+	for (int i = 0; i < LINUX_RLIM_NLIMITS; i++)
+		tg.rlimits[i].rlim_cur = tg.rlimits[i].rlim_max = RLIM_INFINITY;
+	task.tg = &tg;
 	buf_file_init(&bf, data, sizeof(data), O_RDONLY);
 	fdt.files[3] = &bf.f;
 }
