@@ -112,7 +112,8 @@ static const struct filter_rule rules[] = {
 	ALLOW(exit, "sentry threads ending"),
 	ALLOW(exit_group, "the sentry ending"),
 	/* Time, randomness, information answered for the guest from the host's. */
-	ALLOW(clock_gettime, "clocks for the guest"),
+	ALLOW(clock_gettime, "clocks for the guest; guest CPU time: the CPU clocks of the stub "
+			     "processes and of the sentry threads that run tasks (cputime.c)"),
 	ALLOW(clock_getres, "clock_getres(2) for the guest"),
 	ALLOW(gettimeofday, "gettimeofday(2) for the guest"),
 	ALLOW(clock_nanosleep, "sleeping for the guest"),

@@ -3,9 +3,10 @@
  * Clocks and sleeping.
  *
  * The guest's clocks are the host's (read through the sentry's vDSO): CLOCK_REALTIME and
- * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks read the
- * sentry's host CPU clocks (the process clock is the whole sentry's, the thread clock the
- * sentry thread that runs the task), not the stub's: guest user time is not counted yet.
+ * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks (of the
+ * caller, or of another process or thread by clock id) read the guest's user and system time
+ * (sentry/kernel/cputime.h). A sleep on a CPU clock still counts the sentry's own process CPU
+ * clock (not the guest's).
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
  *
  * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until). An
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -40,6 +42,8 @@
 /* Negative clock ids name CPU clocks of a pid or tid (include/linux/posix-timers_types.h). */
 #define CPUCLOCK_PERTHREAD_MASK 4
 #define CPUCLOCK_CLOCK_MASK 3
+#define CPUCLOCK_PROF 0
+#define CPUCLOCK_VIRT 1
 #define CPUCLOCK_SCHED 2
 #define CPUCLOCK_MAX 3
 #define CLOCKFD CPUCLOCK_MAX
@@ -79,6 +83,11 @@ struct guest_clock {
 	clockid_t host_rel; /* host clock a relative sleep counts on */
 	bool tick_res; /* resolution is the tick (coarse clocks, PROF/VIRT CPU clocks) */
 	enum nsleep_kind nsleep;
+	/* A guest CPU clock: read with guest_cpu_clock_ns instead of the host clock. */
+	bool cpu;
+	bool cpu_thread; /* a thread's clock, else a process's */
+	int cpu_which; /* CPUCLOCK_PROF (user + system), CPUCLOCK_VIRT (user), CPUCLOCK_SCHED */
+	int32_t cpu_id; /* the tid or pid, 0 for the caller's own */
 };
 
 /* Decodes a negative (per-pid or per-thread) CPU clock id as Linux's clockid_to_kclock. */
@@ -97,19 +106,53 @@ static void cpu_clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
 	c->nsleep = NSLEEP_INVALID;
 	if (which >= CPUCLOCK_MAX)
 		return;
-	if (perthread) {
-		if (pid != 0 && pid != t->tid)
+	if (pid == (perthread ? t->tid : task_pid(t)))
+		pid = 0;
+	if (pid != 0) {
+		/* A thread of the caller's process, or any process (by its leader's pid). */
+		struct task *o = kernel_find_task(t->k, pid);
+		bool ok = o && (perthread ? o->tg == t->tg : o->tid == task_pid(o));
+
+		if (o)
+			task_put(o);
+		if (!ok)
 			return;
+	}
+	if (perthread) {
 		c->host = CLOCK_THREAD_CPUTIME_ID;
 	} else {
-		if (pid != 0 && pid != task_pid(t))
-			return;
 		c->host = CLOCK_PROCESS_CPUTIME_ID;
 		c->nsleep = NSLEEP_PLAIN;
 	}
 	c->host_rel = c->host;
 	c->readable = true;
 	c->tick_res = which != CPUCLOCK_SCHED;
+	c->cpu = true;
+	c->cpu_thread = perthread;
+	c->cpu_which = which;
+	c->cpu_id = pid;
+}
+
+/*
+ * The value of guest CPU clock c in nanoseconds, or -EINVAL when the thread or process it names
+ * is gone.
+ */
+static int64_t guest_cpu_clock_ns(struct task *t, const struct guest_clock *c)
+{
+	struct task *o = t;
+	struct cputime ct;
+
+	if (c->cpu_id) {
+		o = kernel_find_task(t->k, c->cpu_id);
+		if (!o)
+			return -EINVAL;
+	}
+	ct = c->cpu_thread ? cputime_task(o) : cputime_tg(o->tg);
+	if (o != t)
+		task_put(o);
+	if (c->cpu_which == CPUCLOCK_VIRT)
+		return (int64_t)ct.utime;
+	return (int64_t)(ct.utime + ct.stime);
 }
 
 /* Fills *c for guest clock id; c->readable false means -EINVAL for gettime/getres. */
@@ -130,9 +173,14 @@ static void clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
 	case LINUX_CLOCK_PROCESS_CPUTIME_ID:
 		c->host = c->host_rel = CLOCK_PROCESS_CPUTIME_ID;
 		c->nsleep = NSLEEP_PLAIN;
+		c->cpu = true;
+		c->cpu_which = CPUCLOCK_SCHED;
 		break;
 	case LINUX_CLOCK_THREAD_CPUTIME_ID:
 		c->host = CLOCK_THREAD_CPUTIME_ID;
+		c->cpu = true;
+		c->cpu_thread = true;
+		c->cpu_which = CPUCLOCK_SCHED;
 		break;
 	case LINUX_CLOCK_MONOTONIC_RAW:
 		c->host = CLOCK_MONOTONIC_RAW;
@@ -316,8 +364,16 @@ long sys_clock_gettime(struct task *t, const struct syscall_args *args)
 	clock_lookup(t, (int32_t)args->a[0], &c);
 	if (!c.readable)
 		return -EINVAL;
-	if (clock_gettime(c.host, &ts))
+	if (c.cpu) {
+		int64_t ns = guest_cpu_clock_ns(t, &c);
+
+		if (ns < 0)
+			return ns;
+		ts.tv_sec = ns / NSEC_PER_SEC;
+		ts.tv_nsec = ns % NSEC_PER_SEC;
+	} else if (clock_gettime(c.host, &ts)) {
 		return -errno;
+	}
 	lts = (struct linux_timespec){ .tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec };
 	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
 }

@@ -161,6 +161,7 @@ static void tg_reap(struct thread_group *c)
 		pthread_mutex_lock(&p->lock);
 		p->cutime_ns += c->utime_ns + c->cutime_ns;
 		p->cstime_ns += c->stime_ns + c->cstime_ns;
+		p->cmaxrss_kb = MAX(p->cmaxrss_kb, MAX(c->maxrss_kb, c->cmaxrss_kb));
 		pthread_mutex_unlock(&p->lock);
 	}
 	waitq_wake_all(&c->exit_wq);
@@ -391,6 +392,7 @@ void task_exit_thread(struct task *t)
 
 	pthread_mutex_lock(&k->tree_lock);
 	pthread_mutex_lock(&tg->lock);
+	cputime_task_exit(t);
 	list_del(&t->tg_link);
 	list_init(&t->tg_link);
 	tg->nr_threads--;
@@ -426,6 +428,7 @@ void task_exit_thread(struct task *t)
 	 * hold goes with the sentry's memfd, not range by range. */
 	if (tg->is_init)
 		memfile_set_ending(&k->mf);
+	cputime_rss_sample(t); /* the last look at the process's memory, for ru_maxrss */
 	task_release(t);
 	/* SEM_UNDO adjustments, before the parent can see the process dead (Linux's exit_sem). */
 	ipc_sem_exit(tg, tg->pid);
@@ -503,6 +506,7 @@ static bool wait_scan(struct wait_ctx *w)
 		r->uid = c->leader ? c->leader->cred.uid : 0;
 		r->utime_ns = c->utime_ns + c->cutime_ns;
 		r->stime_ns = c->stime_ns + c->cstime_ns;
+		r->maxrss_kb = MAX(c->maxrss_kb, c->cmaxrss_kb);
 		if (c->state == TG_ZOMBIE && (w->options & WEXITED) && !c->ptrace_held) {
 			r->status = c->exit_status;
 			decode_exit(c->exit_status, &r->cld_code, &r->cld_status);

@@ -131,6 +131,14 @@ struct platform_ops {
 	 */
 	int (*ctx_singlestep)(struct platform_ctx *ctx, arch_regs_t *regs,
 			      struct platform_event *ev);
+
+	/*
+	 * CPU time the guest thread has spent running guest code (the host time of its backing
+	 * thread, kernel time included: page faults, stops), in nanoseconds since ctx_create,
+	 * ctx_clone or ctx_adopt; never decreasing. Any thread, while the ctx exists; it may make
+	 * host calls. NULL: the backend does not measure it.
+	 */
+	uint64_t (*ctx_cpu_ns)(struct platform_ctx *ctx);
 };
 
 struct platform {

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CPU time and peak RSS of tasks and processes: see cputime.h. */
+#include <time.h>
+#include <unistd.h>
+
+/* common/util.h before sys/user.h (through task.h): util.h would redefine PAGE_SIZE. */
+#include "common/util.h"
+#include "common/list.h"
+#include "sentry/kernel/cputime.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/platform/platform.h"
+
+/* CPU clock of host thread tid of the sentry (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)). */
+static uint64_t host_thread_cpu_ns(pid_t tid)
+{
+	clockid_t clk = (clockid_t)((~(unsigned int)tid << 3) | 6);
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void cputime_task_init(struct task *t)
+{
+	pthread_mutex_init(&t->cpu.lock, NULL);
+}
+
+void cputime_task_start(struct task *t)
+{
+	pid_t tid = gettid();
+	uint64_t base = host_thread_cpu_ns(tid);
+
+	pthread_mutex_lock(&t->cpu.lock);
+	t->cpu.ctx = t->ctx;
+	t->cpu.host_base = base;
+	t->cpu.host_tid = tid;
+	pthread_mutex_unlock(&t->cpu.lock);
+}
+
+/* The context's time so far. cpu.lock held. */
+static uint64_t ctx_ns(struct task *t)
+{
+	const struct platform_ops *ops = t->k->platform->ops;
+
+	if (!t->cpu.ctx || !ops->ctx_cpu_ns)
+		return 0;
+	return ops->ctx_cpu_ns(t->cpu.ctx);
+}
+
+void cputime_set_ctx(struct task *t, struct platform_ctx *ctx)
+{
+	pthread_mutex_lock(&t->cpu.lock);
+	if (!t->cpu.exited)
+		t->cpu.user_done += ctx_ns(t);
+	t->cpu.ctx = t->cpu.exited ? NULL : ctx;
+	pthread_mutex_unlock(&t->cpu.lock);
+}
+
+/* cpu.lock held. */
+static struct cputime task_times_locked(struct task *t)
+{
+	struct cputime c = { .utime = t->cpu.user_done, .stime = t->cpu.sys_done };
+	uint64_t now;
+
+	if (t->cpu.exited)
+		return c;
+	c.utime += ctx_ns(t);
+	if (t->cpu.host_tid) {
+		now = host_thread_cpu_ns(t->cpu.host_tid);
+		if (now > t->cpu.host_base)
+			c.stime += now - t->cpu.host_base;
+	}
+	return c;
+}
+
+struct cputime cputime_task(struct task *t)
+{
+	struct cputime c;
+
+	pthread_mutex_lock(&t->cpu.lock);
+	c = task_times_locked(t);
+	pthread_mutex_unlock(&t->cpu.lock);
+	return c;
+}
+
+void cputime_task_exit(struct task *t)
+{
+	struct cputime c;
+
+	pthread_mutex_lock(&t->cpu.lock);
+	if (t->cpu.exited) {
+		pthread_mutex_unlock(&t->cpu.lock);
+		return;
+	}
+	c = task_times_locked(t);
+	t->cpu.user_done = c.utime;
+	t->cpu.sys_done = c.stime;
+	t->cpu.ctx = NULL;
+	t->cpu.host_tid = 0;
+	t->cpu.exited = true;
+	pthread_mutex_unlock(&t->cpu.lock);
+	t->tg->utime_ns += c.utime;
+	t->tg->stime_ns += c.stime;
+}
+
+struct cputime cputime_tg_locked(struct thread_group *tg)
+{
+	struct cputime c = { .utime = tg->utime_ns, .stime = tg->stime_ns }, tc;
+	struct task *t;
+
+	list_for_each_entry(t, &tg->tasks, tg_link) {
+		tc = cputime_task(t);
+		c.utime += tc.utime;
+		c.stime += tc.stime;
+	}
+	return c;
+}
+
+struct cputime cputime_tg(struct thread_group *tg)
+{
+	struct cputime c;
+
+	pthread_mutex_lock(&tg->lock);
+	c = cputime_tg_locked(tg);
+	pthread_mutex_unlock(&tg->lock);
+	return c;
+}
+
+void cputime_rss_sample(struct task *t)
+{
+	uint64_t kb;
+
+	if (!t->mm)
+		return;
+	kb = mm_rss_pages(t->mm) * (PAGE_SIZE / 1024);
+	pthread_mutex_lock(&t->tg->lock);
+	if (kb > t->tg->maxrss_kb)
+		t->tg->maxrss_kb = kb;
+	pthread_mutex_unlock(&t->tg->lock);
+}
+
+uint64_t cputime_maxrss_kb(struct task *t)
+{
+	uint64_t kb;
+
+	cputime_rss_sample(t);
+	pthread_mutex_lock(&t->tg->lock);
+	kb = t->tg->maxrss_kb;
+	pthread_mutex_unlock(&t->tg->lock);
+	return kb;
+}
