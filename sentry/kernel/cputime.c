@@ -104,6 +104,8 @@ void cputime_task_exit(struct task *t)
 	pthread_mutex_unlock(&t->cpu.lock);
 	t->tg->utime_ns += c.utime;
 	t->tg->stime_ns += c.stime;
+	__atomic_add_fetch(&t->k->exited_utime_ns, c.utime, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->k->exited_stime_ns, c.stime, __ATOMIC_RELAXED);
 }
 
 struct cputime cputime_tg_locked(struct thread_group *tg)
@@ -126,6 +128,35 @@ struct cputime cputime_tg(struct thread_group *tg)
 	pthread_mutex_lock(&tg->lock);
 	c = cputime_tg_locked(tg);
 	pthread_mutex_unlock(&tg->lock);
+	return c;
+}
+
+/* Adds the live threads of tg to the struct cputime arg. tree_lock held. */
+static int add_live_threads(struct thread_group *tg, void *arg)
+{
+	struct cputime *c = arg, tc;
+	struct task *t;
+
+	pthread_mutex_lock(&tg->lock);
+	list_for_each_entry(t, &tg->tasks, tg_link) {
+		tc = cputime_task(t);
+		c->utime += tc.utime;
+		c->stime += tc.stime;
+	}
+	pthread_mutex_unlock(&tg->lock);
+	return 0;
+}
+
+struct cputime cputime_kernel(struct kernel *k)
+{
+	struct cputime c = { 0, 0 };
+
+	/* Threads exit under tree_lock: each is counted exactly once, live or exited. */
+	pthread_mutex_lock(&k->tree_lock);
+	pid_for_each_tg(k, add_live_threads, &c);
+	c.utime += __atomic_load_n(&k->exited_utime_ns, __ATOMIC_RELAXED);
+	c.stime += __atomic_load_n(&k->exited_stime_ns, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&k->tree_lock);
 	return c;
 }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct kernel;
 struct task;
 struct thread_group;
 struct platform_ctx;
@@ -74,6 +75,9 @@ struct cputime cputime_tg(struct thread_group *tg);
 
 /* Same, tg->lock held. */
 struct cputime cputime_tg_locked(struct thread_group *tg);
+
+/* The whole sandbox's guest time: every thread that ever ran (husk events --stats). */
+struct cputime cputime_kernel(struct kernel *k);
 
 /*
  * Samples the resident size of t's mm into its process's peak (ru_maxrss). t's own host
