@@ -34,6 +34,7 @@
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -432,6 +433,7 @@ void task_exit_thread(struct task *t)
 	task_release(t);
 	/* SEM_UNDO adjustments, before the parent can see the process dead (Linux's exit_sem). */
 	ipc_sem_exit(tg, tg->pid);
+	timer_exit_tg(tg); /* its timers stop, and drop their references on it */
 	process_exit(t);
 out:
 	/* Tracees of this thread are detached; a tracee becomes its tracer's zombie. */

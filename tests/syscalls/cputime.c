@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/times.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,7 +33,9 @@
 #define SLACK_NS 80000000LL /* what a 100 ms burn must at least show as */
 #define SLACK_TICKS 8 /* the same in clock ticks (USER_HZ 100), truncation allowed for */
 #define WALL_LIMIT_S 120 /* a busy loop that takes longer fails */
-#define BIG (64L << 20) /* touched to see ru_maxrss grow */
+#define BIG (64L << 20)
+#define EARLIEST \
+	20000000LL /* a 50 ms CPU timer may not fire before (see test_timers) */ /* touched to see ru_maxrss grow */
 
 static volatile uint64_t sink;
 
@@ -400,6 +403,150 @@ static void test_maxrss(void)
 	      rc.ru_maxrss, rw.ru_maxrss);
 }
 
+static volatile sig_atomic_t got_sig[65];
+static volatile int64_t sig_clock[65]; /* the process's CPU clock when it came */
+
+static void on_sig(int sig)
+{
+	if (!got_sig[sig])
+		sig_clock[sig] = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	got_sig[sig]++;
+}
+
+/* Busy until signal sig came, the CPU clock advanced by limit_ns, or the wall-clock limit. */
+static bool burn_until_signal(int sig, int64_t limit_ns)
+{
+	int64_t start = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	int64_t wall_end = clock_ns(CLOCK_MONOTONIC) + WALL_LIMIT_S * 1000000000LL;
+	uint64_t x = 1;
+
+	while (!got_sig[sig]) {
+		for (int i = 0; i < 100000 && !got_sig[sig]; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		sink = x;
+		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - start > limit_ns ||
+		    clock_ns(CLOCK_MONOTONIC) > wall_end)
+			break;
+	}
+	return got_sig[sig];
+}
+
+static void catch (int sig)
+{
+	struct sigaction sa = { .sa_handler = on_sig };
+
+	sigemptyset(&sa.sa_mask);
+	got_sig[sig] = 0;
+	sigaction(sig, &sa, NULL);
+}
+
+/*
+ * setitimer(ITIMER_VIRTUAL/ITIMER_PROF) and timer_create on the CPU clocks fire as CPU time
+ * passes, not as wall time does. Linux counts the itimers in ticks, which run ahead of the
+ * CPU clock on a busy machine: a 50 ms timer is only required to come after 20 ms.
+ */
+static void test_timers(void)
+{
+	struct itimerval it = { .it_value = { 0, 50000 } }, cur;
+	struct itimerspec its = { .it_value = { 0, 50000000 } }, icur;
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL };
+	int64_t p0;
+	timer_t tm;
+
+	/* ITIMER_VIRTUAL: user time. */
+	catch (SIGVTALRM);
+	p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	it.it_value.tv_usec = 50000;
+	CHECK_RET(setitimer(ITIMER_VIRTUAL, &it, NULL), 0);
+	CHECK(burn_until_signal(SIGVTALRM, 20 * BURN_NS), "no SIGVTALRM after 2 s of CPU time");
+	CHECK(sig_clock[SIGVTALRM] - p0 >= EARLIEST, "SIGVTALRM after %lld ns of CPU time",
+	      (long long)(sig_clock[SIGVTALRM] - p0));
+
+	/* ITIMER_PROF: user and system time. */
+	catch (SIGPROF);
+	p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	CHECK_RET(setitimer(ITIMER_PROF, &it, NULL), 0);
+	CHECK(burn_until_signal(SIGPROF, 20 * BURN_NS), "no SIGPROF after 2 s of CPU time");
+	CHECK(sig_clock[SIGPROF] - p0 >= EARLIEST, "SIGPROF after %lld ns of CPU time",
+	      (long long)(sig_clock[SIGPROF] - p0));
+
+	/* Not while the process sleeps: 1 s of CPU time does not pass in a 100 ms sleep. */
+	catch (SIGVTALRM);
+	it.it_value = (struct timeval){ 1, 0 };
+	CHECK_RET(setitimer(ITIMER_VIRTUAL, &it, NULL), 0);
+	usleep(100000);
+	CHECK(!got_sig[SIGVTALRM], "ITIMER_VIRTUAL of 1 s fired during a 100 ms sleep");
+	CHECK_RET(getitimer(ITIMER_VIRTUAL, &cur), 0);
+	/* Rounded to the tick by Linux: no more than the second set, give or take one. */
+	CHECK(cur.it_value.tv_sec * 1000000 + cur.it_value.tv_usec > 0 &&
+		      cur.it_value.tv_sec * 1000000 + cur.it_value.tv_usec <= 1100000,
+	      "getitimer(ITIMER_VIRTUAL) left %ld.%06ld s", (long)cur.it_value.tv_sec,
+	      (long)cur.it_value.tv_usec);
+	it.it_value = (struct timeval){ 0, 0 };
+	CHECK_RET(setitimer(ITIMER_VIRTUAL, &it, NULL), 0);
+
+	/* timer_create on the process's CPU clock. */
+	catch (SIGUSR1);
+	sev.sigev_signo = SIGUSR1;
+	CHECK_RET(timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &tm), 0);
+	p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	CHECK_RET(timer_settime(tm, 0, &its, NULL), 0);
+	CHECK_RET(timer_gettime(tm, &icur), 0);
+	CHECK(icur.it_value.tv_sec == 0 && icur.it_value.tv_nsec > 0 &&
+		      icur.it_value.tv_nsec <= 50000000,
+	      "timer_gettime: %ld.%09ld s left", (long)icur.it_value.tv_sec, icur.it_value.tv_nsec);
+	CHECK(burn_until_signal(SIGUSR1, 20 * BURN_NS),
+	      "no signal from a CLOCK_PROCESS_CPUTIME_ID timer after 2 s of CPU time");
+	CHECK(sig_clock[SIGUSR1] - p0 >= EARLIEST, "the process CPU timer fired after %lld ns",
+	      (long long)(sig_clock[SIGUSR1] - p0));
+	timer_delete(tm);
+
+	/* ... and on the thread's. */
+	catch (SIGUSR2);
+	sev.sigev_signo = SIGUSR2;
+	CHECK_RET(timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &tm), 0);
+	p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	CHECK_RET(timer_settime(tm, 0, &its, NULL), 0);
+	CHECK(burn_until_signal(SIGUSR2, 20 * BURN_NS),
+	      "no signal from a CLOCK_THREAD_CPUTIME_ID timer after 2 s of CPU time");
+	CHECK(sig_clock[SIGUSR2] - p0 >= EARLIEST, "the thread CPU timer fired after %lld ns",
+	      (long long)(sig_clock[SIGUSR2] - p0));
+	timer_delete(tm);
+}
+
+/* RLIMIT_CPU: SIGXCPU at the soft limit (1 s), SIGKILL at the hard one (2 s). */
+static void test_rlimit_cpu(void)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 1, 2 };
+
+		catch (SIGXCPU);
+		if (setrlimit(RLIMIT_CPU, &rl) < 0)
+			_exit(3);
+		if (!burn_until_signal(SIGXCPU, 10 * 10 * BURN_NS))
+			_exit(4);
+		/* Linux counts the limit in ticks, which run ahead of the clock on a busy machine. */
+		if (sig_clock[SIGXCPU] < 500000000LL)
+			_exit(5);
+		/* Past the hard limit: SIGKILL. */
+		burn(CLOCK_PROCESS_CPUTIME_ID, 10 * 10 * BURN_NS);
+		_exit(6);
+	}
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	if (pid <= 0)
+		return;
+	CHECK_RET(waitpid(pid, &status, 0), pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	      "RLIMIT_CPU 1 s/2 s: status %#x (exit 4: no SIGXCPU, 5: SIGXCPU before 1 s, 6: no "
+	      "SIGKILL)",
+	      status);
+}
+
 /* Invalid CPU clocks. */
 static void test_errors(void)
 {
@@ -419,6 +566,8 @@ int main(void)
 	test_other_process();
 	test_thread();
 	test_maxrss();
+	test_timers();
+	test_rlimit_cpu();
 	test_errors();
 	return finish();
 }
