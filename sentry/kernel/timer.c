@@ -110,7 +110,8 @@ static uint64_t cpu_poll_time(struct ktimer *kt, uint64_t clock_now)
 	if (!n) {
 		cpu_set_t set;
 
-		n = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned int)CPU_COUNT(&set) : 0;
+		n = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned int)CPU_COUNT(&set) :
+								   0;
 		if (!n)
 			n = 64;
 		__atomic_store_n(&ncpus, n, __ATOMIC_RELAXED);
@@ -199,24 +200,31 @@ static bool cpu_expired(struct ktimer *kt, int *sig)
 	return true;
 }
 
-static void fire(struct ktimer *kt, struct thread_group *tg, struct task *target)
+/*
+ * The signal an expiry of kt sends, sig (kt->signo, or RLIMIT_CPU's): *info filled for a POSIX
+ * timer (returns true), else no siginfo (false). timer_lock held: kt may be freed once it is
+ * released, so everything fire() needs is copied here.
+ */
+static bool fire_info(const struct ktimer *kt, int sig, struct linux_siginfo *info)
 {
-	struct linux_siginfo info;
+	if (!kt->posix)
+		return false;
+	memset(info, 0, sizeof(*info));
+	info->si_signo = sig;
+	info->si_code = LINUX_SI_TIMER;
+	info->timer.tid = kt->id;
+	info->timer.overrun = kt->overrun;
+	info->timer.value = kt->value;
+	return true;
+}
 
-	if (!kt->posix) {
-		signal_send_tg(tg, kt->signo, NULL);
-		return;
-	}
-	memset(&info, 0, sizeof(info));
-	info.si_signo = kt->signo;
-	info.si_code = LINUX_SI_TIMER;
-	info.timer.tid = kt->id;
-	info.timer.overrun = kt->overrun;
-	info.timer.value = kt->value;
+static void fire(int sig, const struct linux_siginfo *info, struct thread_group *tg,
+		 struct task *target)
+{
 	if (target)
-		signal_send_task(target, kt->signo, &info);
+		signal_send_task(target, sig, info);
 	else
-		signal_send_tg(tg, kt->signo, &info);
+		signal_send_tg(tg, sig, info);
 }
 
 static void *timer_thread(void *arg)
@@ -227,6 +235,8 @@ static void *timer_thread(void *arg)
 		struct ktimer *kt;
 		struct thread_group *tg;
 		struct task *target;
+		struct linux_siginfo info;
+		bool has_info;
 		uint64_t now;
 		int sig;
 
@@ -278,12 +288,10 @@ static void *timer_thread(void *arg)
 		tg_get(tg);
 		if (target)
 			task_get(target);
+		has_info = fire_info(kt, sig, &info);
 		pthread_mutex_unlock(&timer_lock);
-		if (kt->rlimit)
-			signal_send_tg(tg, sig, NULL);
-		else
-			fire(kt, tg, target);
-		/* kt may be gone now: only the references taken above are used. */
+		/* kt may be gone now: only the references and copies taken above are used. */
+		fire(sig, has_info ? &info : NULL, tg, target);
 		if (target)
 			task_put(target);
 		tg_put(tg);
