@@ -5,8 +5,7 @@
  * The guest's clocks are the host's (read through the sentry's vDSO): CLOCK_REALTIME and
  * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks (of the
  * caller, or of another process or thread by clock id) read the guest's user and system time
- * (sentry/kernel/cputime.h). A sleep on a CPU clock still counts the sentry's own process CPU
- * clock (not the guest's).
+ * (sentry/kernel/cputime.h); a sleep on a process's CPU clock looks at it every 10 ms at most.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
  *
  * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until). An
@@ -18,6 +17,8 @@
 #include <stdint.h>
 #include <time.h>
 
+/* common/util.h before sys/user.h (through task.h): util.h would redefine PAGE_SIZE. */
+#include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -454,6 +455,72 @@ long sys_nanosleep(struct task *t, const struct syscall_args *args)
 	return clock_sleep(t, &c, false, req, args->a[1]);
 }
 
+/* Restarted or first CPU-clock sleep: data = the clock's pid, the target ns, rem, which. */
+static long cpu_sleep(struct task *t)
+{
+	struct guest_clock c = { .cpu = true,
+				 .cpu_id = (int32_t)t->restart_data[0],
+				 .cpu_which = (int)t->restart_data[3] };
+	uint64_t target = t->restart_data[1], rem = t->restart_data[2];
+	struct timespec deadline;
+	int64_t now;
+	long ret;
+
+	t->restart_fn = NULL;
+	for (;;) {
+		now = guest_cpu_clock_ns(t, &c);
+		if (now < 0)
+			return now;
+		if ((uint64_t)now >= target)
+			return 0;
+		/* Look again when the clock may have got there, at least every 10 ms. */
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline = timespec_add_sat(
+			deadline,
+			(struct timespec){ 0, (long)MIN(target - (uint64_t)now, 10000000) });
+		ret = task_sleep_until(t, CLOCK_MONOTONIC, &deadline);
+		if (ret == -ERESTARTSYS)
+			break;
+		if (ret < 0)
+			return ret;
+	}
+	if (!rem)
+		return -ERESTARTNOHAND; /* absolute */
+	if (rem != 1) {
+		uint64_t left = target - (uint64_t)now;
+		struct linux_timespec lts = { (int64_t)(left / NSEC_PER_SEC),
+					      (int64_t)(left % NSEC_PER_SEC) };
+
+		ret = copy_out_all(t, rem, &lts, sizeof(lts));
+		if (ret)
+			return ret;
+	}
+	t->restart_fn = cpu_sleep;
+	return -ERESTART_RESTARTBLOCK;
+}
+
+/*
+ * clock_nanosleep on a process's CPU clock: the guest's CPU time is no host clock to sleep on,
+ * so the sleep looks at it every few milliseconds (Linux arms a CPU timer).
+ */
+static long cpu_clock_sleep(struct task *t, const struct guest_clock *c, bool abs,
+			    struct timespec req, uint64_t rem)
+{
+	uint64_t want = (uint64_t)req.tv_sec * NSEC_PER_SEC + (uint64_t)req.tv_nsec;
+	int64_t now = guest_cpu_clock_ns(t, c);
+
+	if (now < 0)
+		return now;
+	if ((uint64_t)req.tv_sec >= UINT64_MAX / NSEC_PER_SEC / 2)
+		want = UINT64_MAX / 2; /* centuries: never */
+	t->restart_data[0] = (uint64_t)(uint32_t)c->cpu_id;
+	t->restart_data[1] = abs ? want : (uint64_t)now + want;
+	/* rem: 0 for an absolute sleep, 1 for a relative one without rem, else the address. */
+	t->restart_data[2] = abs ? 0 : rem ? rem : 1;
+	t->restart_data[3] = (uint64_t)c->cpu_which;
+	return cpu_sleep(t);
+}
+
 /* clock_nanosleep(2): unknown flag bits are ignored as in Linux (alarm clocks reject them). */
 long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
 {
@@ -478,5 +545,7 @@ long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
 		if (t->cred.euid != 0)
 			return -EPERM;
 	}
+	if (c.cpu)
+		return cpu_clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req, args->a[3]);
 	return clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req, args->a[3]);
 }

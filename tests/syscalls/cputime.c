@@ -514,6 +514,55 @@ static void test_timers(void)
 	timer_delete(tm);
 }
 
+static volatile int spin_stop;
+
+static void *spinner(void *arg)
+{
+	int64_t wall_end = clock_ns(CLOCK_MONOTONIC) + WALL_LIMIT_S * 1000000000LL;
+	uint64_t x = 1;
+
+	(void)arg;
+	while (!spin_stop && clock_ns(CLOCK_MONOTONIC) < wall_end) {
+		for (int i = 0; i < 100000; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		sink = x;
+	}
+	return NULL;
+}
+
+/* clock_nanosleep on the process's CPU clock ends as another thread burns CPU. */
+static void test_cpu_sleep(void)
+{
+	struct timespec req = { 0, 50000000 };
+	pthread_t th;
+	int64_t p0, p1, p2;
+	int r;
+
+	spin_stop = 0;
+	if (pthread_create(&th, NULL, spinner, NULL) != 0) {
+		CHECK(0, "pthread_create failed");
+		return;
+	}
+	catch (SIGALRM); /* a broken sleep ends in EINTR */
+	alarm(WALL_LIMIT_S);
+	p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	r = clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, 0, &req, NULL);
+	p1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	CHECK(r == 0, "relative sleep of 50 ms on CLOCK_PROCESS_CPUTIME_ID: %s", strerror(r));
+	CHECK(p1 - p0 >= 50000000LL, "the process clock advanced by %lld ns during it",
+	      (long long)(p1 - p0));
+	req.tv_nsec = (p1 + 50000000LL) % 1000000000LL;
+	req.tv_sec = (p1 + 50000000LL) / 1000000000LL;
+	r = clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, TIMER_ABSTIME, &req, NULL);
+	p2 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	CHECK(r == 0, "absolute sleep on CLOCK_PROCESS_CPUTIME_ID: %s", strerror(r));
+	CHECK(p2 >= p1 + 50000000LL, "woke at %lld ns, the target was %lld", (long long)p2,
+	      (long long)(p1 + 50000000LL));
+	alarm(0);
+	spin_stop = 1;
+	pthread_join(th, NULL);
+}
+
 /* RLIMIT_CPU: SIGXCPU at the soft limit (1 s), SIGKILL at the hard one (2 s). */
 static void test_rlimit_cpu(void)
 {
@@ -567,6 +616,7 @@ int main(void)
 	test_thread();
 	test_maxrss();
 	test_timers();
+	test_cpu_sleep();
 	test_rlimit_cpu();
 	test_errors();
 	return finish();
