@@ -44,6 +44,11 @@ struct cputime cputime_tg_locked(struct thread_group *tg)
 	return (struct cputime){ tg->utime_ns, tg->stime_ns };
 }
 
+struct cputime cputime_kernel(struct kernel *k)
+{
+	return (struct cputime){ 0, 0 };
+}
+
 void mm_get(struct mm *mm)
 {
 }
