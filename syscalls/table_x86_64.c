@@ -168,7 +168,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(getcpu, "the sentry thread's CPU; node 0"),
 	PARTIAL(getpriority, "one nice value for the sandbox"),
 	PARTIAL(setpriority, "one nice value for the sandbox, never applied to the host"),
-	PARTIAL(getrusage, "times and ru_maxrss only (a peak freed between two samples is missed)"),
+	PARTIAL(getrusage, "times and ru_maxrss only"),
 	FULL(times),
 	PARTIAL(membarrier,
 		"a fence in the sentry: threads running guest code are not forced through a barrier"),

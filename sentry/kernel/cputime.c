@@ -162,11 +162,23 @@ struct cputime cputime_kernel(struct kernel *k)
 
 void cputime_rss_sample(struct task *t)
 {
-	uint64_t kb;
+	const struct platform_ops *ops = t->k->platform->ops;
+	uint64_t kb = 0;
+	long peak = -1;
 
 	if (!t->mm)
 		return;
-	kb = mm_rss_pages(t->mm) * (PAGE_SIZE / 1024);
+	/*
+	 * The host's hiwater mark of the guest's process sees the peaks between two samples
+	 * (one round trip to the stub, 10-20 us); else the resident pages now (an lseek or two
+	 * per VMA: slower, and blind to a peak already freed).
+	 */
+	if (t->ctx && ops->ctx_peak_rss_kb && pthread_equal(t->thread, pthread_self()))
+		peak = ops->ctx_peak_rss_kb(t->ctx);
+	if (peak >= 0)
+		kb = (uint64_t)peak;
+	else
+		kb = mm_rss_pages(t->mm) * (PAGE_SIZE / 1024);
 	pthread_mutex_lock(&t->tg->lock);
 	if (kb > t->tg->maxrss_kb)
 		t->tg->maxrss_kb = kb;

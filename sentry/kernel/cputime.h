@@ -11,9 +11,11 @@
  * threads that exited (folded into tg->utime_ns/stime_ns as each leaves); at reap they are
  * added, with the child's own cutime/cstime, to its parent's (task_exit.c's tg_reap).
  *
- * The peak RSS (ru_maxrss) is the sentry's count of resident guest pages (mm_rss_pages),
- * sampled when it is read and before an mm is let go (exec, process exit): a peak freed between
- * two samples is missed.
+ * The peak RSS (ru_maxrss) is the host's hiwater mark of the process behind the task's address
+ * space (platform_ops.ctx_peak_rss_kb: for ptrace, the stub's, one round trip), read by the
+ * task's own thread when getrusage asks and before an mm is let go (exec, process exit), so a
+ * peak already freed still counts; the sentry's count of resident pages (mm_rss_pages) where
+ * the platform cannot tell.
  *
  * Locks: task_cputime.lock after tg->lock; it protects the struct.
  */

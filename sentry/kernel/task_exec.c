@@ -198,13 +198,12 @@ int task_exec(struct task *t, const char *path, char *const argv[], char *const 
 		goto out_destroy_ctx;
 
 	/* Past the point of no return: switch the task over to the new image. */
+	cputime_rss_sample(t); /* ru_maxrss covers the image being left */
 	cputime_set_ctx(t, ctx);
 	if (t->ctx)
 		ops->ctx_destroy(t->ctx);
-	if (t->mm) {
-		cputime_rss_sample(t); /* ru_maxrss covers the image being left */
+	if (t->mm)
 		mm_put(t->mm);
-	}
 	t->ctx = ctx;
 	t->mm = mm;
 	if (fdt) {

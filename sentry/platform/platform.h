@@ -139,6 +139,13 @@ struct platform_ops {
 	 * host calls. NULL: the backend does not measure it.
 	 */
 	uint64_t (*ctx_cpu_ns)(struct platform_ctx *ctx);
+
+	/*
+	 * The peak resident size, in KiB, of the host process behind ctx's address space (the
+	 * guest memory it touched, as the host counts it). Owner thread only, between switches;
+	 * may cost a round trip to the guest thread. Returns it or -errno. NULL: not known.
+	 */
+	long (*ctx_peak_rss_kb)(struct platform_ctx *ctx);
 };
 
 struct platform {

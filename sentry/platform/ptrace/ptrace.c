@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -105,6 +106,7 @@ struct ptrace_ctx {
 	uint64_t cpu_ns; /* guest CPU time credited so far */
 	uint64_t cpu_enter_share; /* as->cpu_share when it last entered guest code */
 	bool cpu_running; /* between cpu_enter and cpu_leave */
+	struct rusage *rusage; /* set: thread_wait fills it (the tracer's alone) */
 };
 
 struct ptrace_as {
@@ -303,7 +305,16 @@ static void thread_mark_dead(struct ptrace_ctx *t, int status)
 /* Waits for thread t's next stop. Returns 0 with *status, -ESRCH if it died (reaped). */
 static int thread_wait(struct ptrace_ctx *t, int *status)
 {
-	int ret = stub_wait(t->tid, status);
+	int ret;
+
+	if (unlikely(t->rusage)) {
+		/* A stop reported by wait4 comes with the stopped process's rusage. */
+		while ((ret = (int)wait4(t->tid, status, __WALL, t->rusage)) < 0 && errno == EINTR)
+			;
+		ret = ret < 0 ? -errno : 0;
+	} else {
+		ret = stub_wait(t->tid, status);
+	}
 
 	if (ret < 0) {
 		/* ECHILD: somebody else reaped it (a waitpid(-1) elsewhere in the sentry). */
@@ -1463,6 +1474,26 @@ static void ptrace_destroy(struct platform *p)
 	free(pp);
 }
 
+/*
+ * The host keeps the stub's peak RSS (its mm's hiwater mark), and wait4 reports it with any
+ * stop: one injected mprotect(0, 0, 0), which does nothing, makes a stop.
+ */
+static long ptrace_ctx_peak_rss_kb(struct platform_ctx *pctx)
+{
+	struct ptrace_ctx *t = to_ctx(pctx);
+	struct rusage ru = { 0 };
+	long ret;
+
+	if (!is_tracer(t))
+		return -EPERM;
+	t->rusage = &ru;
+	ret = stub_call(t, __NR_mprotect, 0, 0, 0, 0, 0, 0);
+	t->rusage = NULL;
+	if (ret < 0)
+		return ret;
+	return ru.ru_maxrss;
+}
+
 static uint64_t ptrace_ctx_cpu_ns(struct platform_ctx *pctx)
 {
 	struct ptrace_ctx *t = to_ctx(pctx);
@@ -1526,4 +1557,5 @@ static const struct platform_ops ptrace_ops = {
 	.ctx_set_fpstate = ptrace_ctx_set_fpstate,
 	.ctx_singlestep = ptrace_ctx_singlestep,
 	.ctx_cpu_ns = ptrace_ctx_cpu_ns,
+	.ctx_peak_rss_kb = ptrace_ctx_peak_rss_kb,
 };
