@@ -207,7 +207,7 @@ static bool thread_is_dead(struct ptrace_ctx *t)
  *
  * Samples are taken only where the split needs one: when a thread enters or leaves guest code
  * while another one runs, and when a thread other than cpu_owner enters; and when the time is
- * read (cpu_read). A thread that runs alone, however many threads the space has, costs no
+ * read (ctx_cpu_ns). A thread that runs alone, however many threads the space has, costs no
  * sample per switch: its time piles up unsampled as its own. One sample costs one host
  * clock_gettime (about 0.4 us on the development VM; a guest system call's round trip is 10).
  */
