@@ -83,6 +83,17 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Seconds (an rlimit) in nanoseconds, saturating. */
+static uint64_t secs_to_ns(uint64_t s)
+{
+	return s > UINT64_MAX / NSEC_PER_SEC ? UINT64_MAX : s * NSEC_PER_SEC;
+}
+
 /* The value of a CPU-time timer's clock, in ns. timer_lock held (it is taken before tg->lock). */
 static uint64_t cpu_clock(const struct ktimer *kt)
 {
@@ -121,7 +132,8 @@ static uint64_t cpu_poll_time(struct ktimer *kt, uint64_t clock_now)
 	kt->cpu_idle = clock_now == kt->cpu_seen ? MIN(kt->cpu_idle + 1, 4) : 0;
 	kt->cpu_seen = clock_now;
 	floor = 4000000ULL << kt->cpu_idle;
-	return now_ns(CLOCK_MONOTONIC) + (left > floor ? left : floor);
+	/* At least every 10 s: a far expiry needs no exact wake-up (nor an overflowing one). */
+	return now_ns(CLOCK_MONOTONIC) + MIN(MAX(left, floor), 10 * NSEC_PER_SEC);
 }
 
 static void disarm(struct ktimer *kt)
@@ -178,14 +190,16 @@ static bool cpu_expired(struct ktimer *kt, int *sig)
 		pthread_mutex_lock(&kt->tg->lock);
 		hard = kt->tg->rlimits[RLIMIT_CPU].rlim_max;
 		pthread_mutex_unlock(&kt->tg->lock);
-		if (hard != RLIM_INFINITY && c >= hard * NSEC_PER_SEC) {
+		if (hard != RLIM_INFINITY && c >= secs_to_ns(hard)) {
 			*sig = SIGKILL;
 			return true;
 		}
 		*sig = SIGXCPU;
-		kt->cpu_expiry += NSEC_PER_SEC;
-		if (hard != RLIM_INFINITY && kt->cpu_expiry > hard * NSEC_PER_SEC)
-			kt->cpu_expiry = hard * NSEC_PER_SEC;
+		kt->cpu_expiry = kt->cpu_expiry > UINT64_MAX - NSEC_PER_SEC ?
+					 UINT64_MAX :
+					 kt->cpu_expiry + NSEC_PER_SEC;
+		if (hard != RLIM_INFINITY && kt->cpu_expiry > secs_to_ns(hard))
+			kt->cpu_expiry = secs_to_ns(hard);
 		arm(kt, cpu_poll_time(kt, c));
 		return true;
 	}
@@ -194,7 +208,9 @@ static bool cpu_expired(struct ktimer *kt, int *sig)
 		uint64_t late = (c - kt->cpu_expiry) / kt->interval;
 
 		kt->overrun = late > INT32_MAX ? INT32_MAX : (int)late;
-		kt->cpu_expiry += (late + 1) * kt->interval;
+		if (__builtin_mul_overflow(late + 1, kt->interval, &late) ||
+		    __builtin_add_overflow(kt->cpu_expiry, late, &kt->cpu_expiry))
+			kt->cpu_expiry = UINT64_MAX; /* never again */
 		arm(kt, cpu_poll_time(kt, c));
 	}
 	return true;
@@ -409,7 +425,7 @@ int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct
 					return err;
 				}
 				if (kt->cpu)
-					arm_cpu(kt, cpu_clock(kt) + new->value_ns);
+					arm_cpu(kt, add_sat(cpu_clock(kt), new->value_ns));
 				else
 					arm(kt, now_ns(CLOCK_MONOTONIC) + new->value_ns);
 			} else {
@@ -520,7 +536,7 @@ int timer_settime_posix(struct task *t, int id, bool abs, const struct timer_spe
 	} else {
 		err = timer_start();
 		if (!err && kt->cpu)
-			arm_cpu(kt, abs ? new->value_ns : cpu_clock(kt) + new->value_ns);
+			arm_cpu(kt, abs ? new->value_ns : add_sat(cpu_clock(kt), new->value_ns));
 		else if (!err)
 			arm(kt, mono_expiry(kt->host_clock, abs, new->value_ns));
 	}
@@ -641,7 +657,7 @@ int timer_rlimit_cpu(struct thread_group *tg)
 	err = timer_start();
 	/* A soft limit of 0 acts as 1 s, as in Linux. */
 	if (!err)
-		arm_cpu(kt, (soft ? soft : 1) * NSEC_PER_SEC);
+		arm_cpu(kt, secs_to_ns(soft ? soft : 1));
 	pthread_mutex_unlock(&timer_lock);
 	return err;
 }
