@@ -130,6 +130,8 @@ struct control_stats {
 	uint32_t pad;
 	uint64_t memory_usage, memory_limit, memory_peak, oom_kills; /* limit 0: none */
 	int64_t pids_current, pids_limit; /* limit 0: none */
+	/* Guest CPU time of every process the sandbox ran (sentry/kernel/cputime.h), ns. */
+	uint64_t cpu_user, cpu_kernel;
 };
 
 #define CONTROL_UPDATE_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_update))

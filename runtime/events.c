@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,15 +40,17 @@ static int sentry_stats(const struct container *c, struct control_stats *st)
 }
 
 /*
- * One stats event: cpu from the host cgroup (the sentry's threads run the guest); memory and
- * pids from the sentry when it answers (the guest's own usage and limits; the host cgroup also
- * counts the sentry and gofer, and its memory limit has a margin), else from the host cgroup.
+ * One stats event: cpu, memory and pids from the sentry when it answers (the guest's own CPU
+ * time, split into user and kernel as runc does, and the guest's usage and limits; the host
+ * cgroup also counts the sentry and gofer, and its memory limit has a margin), else from the
+ * host cgroup (cpu total only).
  */
 static void print_stats(const struct container *c)
 {
 	struct cgroup_stats st;
 	struct control_stats ss;
-	json_t *o;
+	json_t *o, *usage;
+	bool split = false;
 	char *s;
 
 	cgroup_stats(c->cgroup ? c->cgroup : "/", &st);
@@ -56,11 +59,18 @@ static void print_stats(const struct container *c)
 		st.memory_limit = (int64_t)ss.memory_limit;
 		st.pids_current = ss.pids_current;
 		st.pids_limit = ss.pids_limit;
+		st.cpu_usage_ns = (int64_t)(ss.cpu_user + ss.cpu_kernel);
+		split = true;
 	}
-	o = json_pack("{s:s,s:s,s:{s:{s:{s:I}},s:{s:{s:I,s:I}},s:{s:I,s:I}}}", "type", "stats",
-		      "id", c->id, "data", "cpu", "usage", "total",
-		      (json_int_t)(st.cpu_usage_ns < 0 ? 0 : st.cpu_usage_ns), "memory", "usage",
-		      "usage", (json_int_t)(st.memory_usage < 0 ? 0 : st.memory_usage), "limit",
+	usage = json_pack("{s:I}", "total",
+			  (json_int_t)(st.cpu_usage_ns < 0 ? 0 : st.cpu_usage_ns));
+	if (usage && split) {
+		json_object_set_new(usage, "kernel", json_integer((json_int_t)ss.cpu_kernel));
+		json_object_set_new(usage, "user", json_integer((json_int_t)ss.cpu_user));
+	}
+	o = json_pack("{s:s,s:s,s:{s:{s:o},s:{s:{s:I,s:I}},s:{s:I,s:I}}}", "type", "stats", "id",
+		      c->id, "data", "cpu", "usage", usage, "memory", "usage", "usage",
+		      (json_int_t)(st.memory_usage < 0 ? 0 : st.memory_usage), "limit",
 		      (json_int_t)(st.memory_limit < 0 ? 0 : st.memory_limit), "pids", "current",
 		      (json_int_t)(st.pids_current < 0 ? 0 : st.pids_current), "limit",
 		      (json_int_t)(st.pids_limit < 0 ? 0 : st.pids_limit));

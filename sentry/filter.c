@@ -85,12 +85,13 @@ static const struct filter_rule rules[] = {
 	ALLOW(kill, "killing stubs (as_destroy)"),
 	ALLOW(tgkill, "interrupting a stub thread; raise()"),
 	ALLOW(getpid, "raise(), glibc"),
-	ALLOW(gettid, "raise(), logging"),
+	ALLOW(gettid, "raise(), logging; the host thread that runs a task (its system time)"),
 	ALLOW(futex, "mutexes and condition variables"),
 	ALLOW(set_robust_list, "glibc thread start"),
 	ALLOW(rseq, "glibc thread start"),
 	ALLOW(sched_yield, "sched_yield(2) for the guest; spinning"),
-	ALLOW(sched_getaffinity, "sched_getaffinity(2) for the guest"),
+	ALLOW(sched_getaffinity, "sched_getaffinity(2) for the guest; the CPU count by which "
+				 "CPU-time timers are polled"),
 	ALLOW(sched_setaffinity, "pinning a stub to its tracer's CPU: ptrace stops are cheaper"),
 	ALLOW(poll, "waiting on host stdio for a guest's non-blocking read"),
 	ALLOW(ppoll, "glibc's poll() may use ppoll"),
@@ -112,7 +113,8 @@ static const struct filter_rule rules[] = {
 	ALLOW(exit, "sentry threads ending"),
 	ALLOW(exit_group, "the sentry ending"),
 	/* Time, randomness, information answered for the guest from the host's. */
-	ALLOW(clock_gettime, "clocks for the guest"),
+	ALLOW(clock_gettime, "clocks for the guest; guest CPU time: the CPU clocks of the stub "
+			     "processes and of the sentry threads that run tasks (cputime.c)"),
 	ALLOW(clock_getres, "clock_getres(2) for the guest"),
 	ALLOW(gettimeofday, "gettimeofday(2) for the guest"),
 	ALLOW(clock_nanosleep, "sleeping for the guest"),

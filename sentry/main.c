@@ -62,6 +62,7 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/net/net.h"
 #include "sentry/platform/platform.h"
 #include "sentry/vfs/vfs.h"
@@ -1038,6 +1039,7 @@ int main(int argc, char **argv)
 	/* The guest's rlimits are the sentry's to enforce: the host need not allow them. */
 	for (int i = 0; i < o.nrlimits; i++)
 		init->tg->rlimits[o.rlimits[i].resource] = o.rlimits[i].lim;
+	timer_rlimit_cpu(init->tg); /* an RLIMIT_CPU given (or inherited) counts guest time */
 	for (int i = 0; i < o.ntmpfs; i++) {
 		ret = sentry_chmod_tmpfs(init, o.tmpfs[i]);
 		if (ret < 0) {

@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/mm/mm.h"
 #include "syscalls/handlers.h"
 
@@ -220,6 +221,8 @@ static int do_prlimit(struct task *t, unsigned int resource, const struct rlimit
 			*rlim = *new_rlim;
 	}
 	pthread_mutex_unlock(&tg->lock);
+	if (!err && new_rlim && resource == RLIMIT_CPU)
+		err = timer_rlimit_cpu(tg);
 	return err;
 }
 

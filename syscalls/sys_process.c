@@ -172,7 +172,7 @@ long sys_execveat(struct task *t, const struct syscall_args *args)
 				 (int)args->a[4]);
 }
 
-/* struct rusage with only the times filled, as copied out by wait4/waitid. */
+/* struct rusage with only the times and ru_maxrss filled, as copied out by wait4/waitid. */
 static int put_rusage(struct task *t, uint64_t addr, const struct task_wait_result *r)
 {
 	struct rusage ru;
@@ -182,6 +182,7 @@ static int put_rusage(struct task *t, uint64_t addr, const struct task_wait_resu
 	ru.ru_utime.tv_usec = (suseconds_t)(r->utime_ns % 1000000000ULL / 1000);
 	ru.ru_stime.tv_sec = (time_t)(r->stime_ns / 1000000000ULL);
 	ru.ru_stime.tv_usec = (suseconds_t)(r->stime_ns % 1000000000ULL / 1000);
+	ru.ru_maxrss = (long)r->maxrss_kb;
 	return mm_copy_out(t->mm, addr, &ru, sizeof(ru)) == sizeof(ru) ? 0 : -EFAULT;
 }
 

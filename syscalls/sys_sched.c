@@ -4,9 +4,8 @@
  * getpriority/setpriority (one nice value for the sandbox, never applied to the host), getcpu,
  * times, getrusage, membarrier.
  *
- * CPU time: a task's user time runs in its stub and is not measured yet; the sentry's time spent
- * on the process's behalf is counted as system time (the sentry thread's CPU clock for
- * RUSAGE_THREAD, the whole sentry's for RUSAGE_SELF: one sentry serves one sandbox).
+ * CPU time: user time is the time guest code ran (its stub thread's), system time the CPU time
+ * of the sentry thread that serves the task (sentry/kernel/cputime.h).
  */
 #include <limits.h>
 #include <sched.h>
@@ -426,15 +425,6 @@ long sys_setpriority(struct task *t, const struct syscall_args *args)
 	return 0;
 }
 
-static uint64_t host_cpu_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	if (clock_gettime(c, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 struct linux_rusage {
 	int64_t utime[2], stime[2];
 	int64_t maxrss, ixrss, idrss, isrss, minflt, majflt, nswap, inblock, oublock, msgsnd,
@@ -447,35 +437,38 @@ static void ns_to_tv(uint64_t ns, int64_t tv[2])
 	tv[1] = (int64_t)(ns % 1000000000ULL / 1000);
 }
 
-/* getrusage(2): RUSAGE_SELF, RUSAGE_CHILDREN, RUSAGE_THREAD; see the file comment on times. */
+/*
+ * getrusage(2): RUSAGE_SELF, RUSAGE_CHILDREN, RUSAGE_THREAD; times and ru_maxrss (see
+ * sentry/kernel/cputime.h), the other counters read 0.
+ */
 long sys_getrusage(struct task *t, const struct syscall_args *args)
 {
 	int who = (int)args->a[0];
 	struct linux_rusage ru;
-	uint64_t u, s;
+	struct cputime c;
 
 	memset(&ru, 0, sizeof(ru));
-	pthread_mutex_lock(&t->tg->lock);
 	switch (who) {
 	case RUSAGE_SELF:
-		u = t->tg->utime_ns;
-		s = t->tg->stime_ns + host_cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+		c = cputime_tg(t->tg);
+		ru.maxrss = (int64_t)cputime_maxrss_kb(t);
 		break;
 	case RUSAGE_CHILDREN:
-		u = t->tg->cutime_ns;
-		s = t->tg->cstime_ns;
+		pthread_mutex_lock(&t->tg->lock);
+		c.utime = t->tg->cutime_ns;
+		c.stime = t->tg->cstime_ns;
+		ru.maxrss = (int64_t)t->tg->cmaxrss_kb;
+		pthread_mutex_unlock(&t->tg->lock);
 		break;
 	case RUSAGE_THREAD:
-		u = 0;
-		s = host_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+		c = cputime_task(t);
+		ru.maxrss = (int64_t)cputime_maxrss_kb(t);
 		break;
 	default:
-		pthread_mutex_unlock(&t->tg->lock);
 		return -EINVAL;
 	}
-	pthread_mutex_unlock(&t->tg->lock);
-	ns_to_tv(u, ru.utime);
-	ns_to_tv(s, ru.stime);
+	ns_to_tv(c.utime, ru.utime);
+	ns_to_tv(c.stime, ru.stime);
 	return copy_out_all(t, args->a[1], &ru, sizeof(ru));
 }
 
@@ -485,10 +478,11 @@ long sys_times(struct task *t, const struct syscall_args *args)
 	int64_t tms[4];
 	struct timespec now;
 	uint64_t tick = 1000000000ULL / USER_HZ;
+	struct cputime c = cputime_tg(t->tg);
 
+	tms[0] = (int64_t)(c.utime / tick);
+	tms[1] = (int64_t)(c.stime / tick);
 	pthread_mutex_lock(&t->tg->lock);
-	tms[0] = (int64_t)(t->tg->utime_ns / tick);
-	tms[1] = (int64_t)((t->tg->stime_ns + host_cpu_ns(CLOCK_PROCESS_CPUTIME_ID)) / tick);
 	tms[2] = (int64_t)(t->tg->cutime_ns / tick);
 	tms[3] = (int64_t)(t->tg->cstime_ns / tick);
 	pthread_mutex_unlock(&t->tg->lock);

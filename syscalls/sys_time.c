@@ -3,9 +3,9 @@
  * Clocks and sleeping.
  *
  * The guest's clocks are the host's (read through the sentry's vDSO): CLOCK_REALTIME and
- * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks read the
- * sentry's host CPU clocks (the process clock is the whole sentry's, the thread clock the
- * sentry thread that runs the task), not the stub's: guest user time is not counted yet.
+ * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks (of the
+ * caller, or of another process or thread by clock id) read the guest's user and system time
+ * (sentry/kernel/cputime.h); a sleep on a process's CPU clock looks at it every 10 ms at most.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
  *
  * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until). An
@@ -17,7 +17,10 @@
 #include <stdint.h>
 #include <time.h>
 
+/* common/util.h before sys/user.h (through task.h): util.h would redefine PAGE_SIZE. */
+#include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -40,6 +43,8 @@
 /* Negative clock ids name CPU clocks of a pid or tid (include/linux/posix-timers_types.h). */
 #define CPUCLOCK_PERTHREAD_MASK 4
 #define CPUCLOCK_CLOCK_MASK 3
+#define CPUCLOCK_PROF 0
+#define CPUCLOCK_VIRT 1
 #define CPUCLOCK_SCHED 2
 #define CPUCLOCK_MAX 3
 #define CLOCKFD CPUCLOCK_MAX
@@ -79,6 +84,11 @@ struct guest_clock {
 	clockid_t host_rel; /* host clock a relative sleep counts on */
 	bool tick_res; /* resolution is the tick (coarse clocks, PROF/VIRT CPU clocks) */
 	enum nsleep_kind nsleep;
+	/* A guest CPU clock: read with guest_cpu_clock_ns instead of the host clock. */
+	bool cpu;
+	bool cpu_thread; /* a thread's clock, else a process's */
+	int cpu_which; /* CPUCLOCK_PROF (user + system), CPUCLOCK_VIRT (user), CPUCLOCK_SCHED */
+	int32_t cpu_id; /* the tid or pid, 0 for the caller's own */
 };
 
 /* Decodes a negative (per-pid or per-thread) CPU clock id as Linux's clockid_to_kclock. */
@@ -97,19 +107,53 @@ static void cpu_clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
 	c->nsleep = NSLEEP_INVALID;
 	if (which >= CPUCLOCK_MAX)
 		return;
-	if (perthread) {
-		if (pid != 0 && pid != t->tid)
+	if (pid == (perthread ? t->tid : task_pid(t)))
+		pid = 0;
+	if (pid != 0) {
+		/* A thread of the caller's process, or any process (by its leader's pid). */
+		struct task *o = kernel_find_task(t->k, pid);
+		bool ok = o && (perthread ? o->tg == t->tg : o->tid == task_pid(o));
+
+		if (o)
+			task_put(o);
+		if (!ok)
 			return;
+	}
+	if (perthread) {
 		c->host = CLOCK_THREAD_CPUTIME_ID;
 	} else {
-		if (pid != 0 && pid != task_pid(t))
-			return;
 		c->host = CLOCK_PROCESS_CPUTIME_ID;
 		c->nsleep = NSLEEP_PLAIN;
 	}
 	c->host_rel = c->host;
 	c->readable = true;
 	c->tick_res = which != CPUCLOCK_SCHED;
+	c->cpu = true;
+	c->cpu_thread = perthread;
+	c->cpu_which = which;
+	c->cpu_id = pid;
+}
+
+/*
+ * The value of guest CPU clock c in nanoseconds, or -EINVAL when the thread or process it names
+ * is gone.
+ */
+static int64_t guest_cpu_clock_ns(struct task *t, const struct guest_clock *c)
+{
+	struct task *o = t;
+	struct cputime ct;
+
+	if (c->cpu_id) {
+		o = kernel_find_task(t->k, c->cpu_id);
+		if (!o)
+			return -EINVAL;
+	}
+	ct = c->cpu_thread ? cputime_task(o) : cputime_tg(o->tg);
+	if (o != t)
+		task_put(o);
+	if (c->cpu_which == CPUCLOCK_VIRT)
+		return (int64_t)ct.utime;
+	return (int64_t)(ct.utime + ct.stime);
 }
 
 /* Fills *c for guest clock id; c->readable false means -EINVAL for gettime/getres. */
@@ -130,9 +174,14 @@ static void clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
 	case LINUX_CLOCK_PROCESS_CPUTIME_ID:
 		c->host = c->host_rel = CLOCK_PROCESS_CPUTIME_ID;
 		c->nsleep = NSLEEP_PLAIN;
+		c->cpu = true;
+		c->cpu_which = CPUCLOCK_SCHED;
 		break;
 	case LINUX_CLOCK_THREAD_CPUTIME_ID:
 		c->host = CLOCK_THREAD_CPUTIME_ID;
+		c->cpu = true;
+		c->cpu_thread = true;
+		c->cpu_which = CPUCLOCK_SCHED;
 		break;
 	case LINUX_CLOCK_MONOTONIC_RAW:
 		c->host = CLOCK_MONOTONIC_RAW;
@@ -316,8 +365,16 @@ long sys_clock_gettime(struct task *t, const struct syscall_args *args)
 	clock_lookup(t, (int32_t)args->a[0], &c);
 	if (!c.readable)
 		return -EINVAL;
-	if (clock_gettime(c.host, &ts))
+	if (c.cpu) {
+		int64_t ns = guest_cpu_clock_ns(t, &c);
+
+		if (ns < 0)
+			return ns;
+		ts.tv_sec = ns / NSEC_PER_SEC;
+		ts.tv_nsec = ns % NSEC_PER_SEC;
+	} else if (clock_gettime(c.host, &ts)) {
 		return -errno;
+	}
 	lts = (struct linux_timespec){ .tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec };
 	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
 }
@@ -420,6 +477,72 @@ long sys_nanosleep(struct task *t, const struct syscall_args *args)
 	return clock_sleep(t, &c, false, req, args->a[1]);
 }
 
+/* Restarted or first CPU-clock sleep: data = the clock's pid, the target ns, rem, which. */
+static long cpu_sleep(struct task *t)
+{
+	struct guest_clock c = { .cpu = true,
+				 .cpu_id = (int32_t)t->restart_data[0],
+				 .cpu_which = (int)t->restart_data[3] };
+	uint64_t target = t->restart_data[1], rem = t->restart_data[2];
+	struct timespec deadline;
+	int64_t now;
+	long ret;
+
+	t->restart_fn = NULL;
+	for (;;) {
+		now = guest_cpu_clock_ns(t, &c);
+		if (now < 0)
+			return now;
+		if ((uint64_t)now >= target)
+			return 0;
+		/* Look again when the clock may have got there, at least every 10 ms. */
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline = timespec_add_sat(
+			deadline,
+			(struct timespec){ 0, (long)MIN(target - (uint64_t)now, 10000000) });
+		ret = task_sleep_until(t, CLOCK_MONOTONIC, &deadline);
+		if (ret == -ERESTARTSYS)
+			break;
+		if (ret < 0)
+			return ret;
+	}
+	if (!rem)
+		return -ERESTARTNOHAND; /* absolute */
+	if (rem != 1) {
+		uint64_t left = target - (uint64_t)now;
+		struct linux_timespec lts = { (int64_t)(left / NSEC_PER_SEC),
+					      (int64_t)(left % NSEC_PER_SEC) };
+
+		ret = copy_out_all(t, rem, &lts, sizeof(lts));
+		if (ret)
+			return ret;
+	}
+	t->restart_fn = cpu_sleep;
+	return -ERESTART_RESTARTBLOCK;
+}
+
+/*
+ * clock_nanosleep on a process's CPU clock: the guest's CPU time is no host clock to sleep on,
+ * so the sleep looks at it every few milliseconds (Linux arms a CPU timer).
+ */
+static long cpu_clock_sleep(struct task *t, const struct guest_clock *c, bool abs,
+			    struct timespec req, uint64_t rem)
+{
+	uint64_t want = (uint64_t)req.tv_sec * NSEC_PER_SEC + (uint64_t)req.tv_nsec;
+	int64_t now = guest_cpu_clock_ns(t, c);
+
+	if (now < 0)
+		return now;
+	if ((uint64_t)req.tv_sec >= UINT64_MAX / NSEC_PER_SEC / 2)
+		want = UINT64_MAX / 2; /* centuries: never */
+	t->restart_data[0] = (uint64_t)(uint32_t)c->cpu_id;
+	t->restart_data[1] = abs ? want : (uint64_t)now + want;
+	/* rem: 0 for an absolute sleep, 1 for a relative one without rem, else the address. */
+	t->restart_data[2] = abs ? 0 : rem ? rem : 1;
+	t->restart_data[3] = (uint64_t)c->cpu_which;
+	return cpu_sleep(t);
+}
+
 /* clock_nanosleep(2): unknown flag bits are ignored as in Linux (alarm clocks reject them). */
 long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
 {
@@ -444,5 +567,7 @@ long sys_clock_nanosleep(struct task *t, const struct syscall_args *args)
 		if (t->cred.euid != 0)
 			return -EPERM;
 	}
+	if (c.cpu)
+		return cpu_clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req, args->a[3]);
 	return clock_sleep(t, &c, flags & LINUX_TIMER_ABSTIME, req, args->a[3]);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * setitimer(2), getitimer(2), alarm(2), timer_create(2) and friends over sentry/kernel/timer.c.
- * CPU-time timers (ITIMER_VIRTUAL, ITIMER_PROF, CPU clocks) count wall time (see timer.h).
+ * CPU-time timers (ITIMER_VIRTUAL, ITIMER_PROF, CPU clocks) count the guest's CPU time (see
+ * timer.h); a timer on the CPU clock of another process is refused (EINVAL), where Linux allows
+ * it.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -139,17 +141,44 @@ long sys_alarm(struct task *t, const struct syscall_args *args)
 	return (long)secs;
 }
 
-/* The host clock behind a guest clock for timers, or -EINVAL / -EOPNOTSUPP. */
-static int timer_clock(int32_t id)
+/*
+ * The host clock behind a guest clock for timers, or -EINVAL / -EOPNOTSUPP. CPU clocks give
+ * TIMER_CLOCK_PROCESS_CPU or TIMER_CLOCK_THREAD_CPU with *cpu_task the thread (a reference).
+ */
+static int timer_clock(struct task *t, int32_t id, struct task **cpu_task)
 {
+	*cpu_task = NULL;
+	if (id < 0) {
+		/* CPU clock of a pid or tid (clock_getcpuclockid): CPUCLOCK_PID, _PERTHREAD, _WHICH. */
+		int32_t pid = ~(id >> 3);
+		bool perthread = id & 4;
+		struct task *o;
+
+		if ((id & 7) == 7 || (id & 3) == 3)
+			return -EINVAL;
+		if (!perthread)
+			return pid == 0 || pid == task_pid(t) ? TIMER_CLOCK_PROCESS_CPU : -EINVAL;
+		o = pid == 0 ? (task_get(t), t) : kernel_find_task(t->k, pid);
+		if (!o || o->tg != t->tg) {
+			if (o)
+				task_put(o);
+			return -EINVAL;
+		}
+		*cpu_task = o;
+		return TIMER_CLOCK_THREAD_CPU;
+	}
 	switch (id) {
 	case 0: /* CLOCK_REALTIME */
 	case 8: /* CLOCK_REALTIME_ALARM */
 		return CLOCK_REALTIME;
 	case 1: /* CLOCK_MONOTONIC */
-	case 2: /* CLOCK_PROCESS_CPUTIME_ID: wall time, see the file comment */
-	case 3: /* CLOCK_THREAD_CPUTIME_ID */
 		return CLOCK_MONOTONIC;
+	case 2: /* CLOCK_PROCESS_CPUTIME_ID */
+		return TIMER_CLOCK_PROCESS_CPU;
+	case 3: /* CLOCK_THREAD_CPUTIME_ID */
+		task_get(t);
+		*cpu_task = t;
+		return TIMER_CLOCK_THREAD_CPU;
 	case 7: /* CLOCK_BOOTTIME */
 	case 9: /* CLOCK_BOOTTIME_ALARM */
 		return CLOCK_BOOTTIME;
@@ -164,16 +193,14 @@ static int timer_clock(int32_t id)
 	}
 }
 
-/* timer_create(2): SIGEV_THREAD is the kernel's SIGEV_SIGNAL (glibc builds the thread). */
-long sys_timer_create(struct task *t, const struct syscall_args *args)
+/* timer_create on host clock clock (cpu_task: see timer_clock). */
+static long timer_create_on(struct task *t, const struct syscall_args *args, int clock,
+			    struct task *cpu_task)
 {
 	struct linux_sigevent ev = { 0 };
 	struct task *target = NULL;
-	int clock = timer_clock((int32_t)args->a[0]);
 	int id, notify, err;
 
-	if (clock < 0)
-		return clock;
 	if (args->a[1]) {
 		err = copy_in_all(t, &ev, args->a[1], sizeof(ev));
 		if (err)
@@ -207,7 +234,7 @@ long sys_timer_create(struct task *t, const struct syscall_args *args)
 	}
 	/* Without a sigevent, the signal's value is the timer id. */
 	id = timer_create_posix(t, clock, notify == LINUX_SIGEV_NONE ? 1 : 0, ev.signo, ev.value,
-				!args->a[1], target);
+				!args->a[1], target, cpu_task);
 	if (target)
 		task_put(target);
 	if (id < 0)
@@ -222,6 +249,21 @@ long sys_timer_create(struct task *t, const struct syscall_args *args)
 		}
 	}
 	return 0;
+}
+
+/* timer_create(2): SIGEV_THREAD is the kernel's SIGEV_SIGNAL (glibc builds the thread). */
+long sys_timer_create(struct task *t, const struct syscall_args *args)
+{
+	struct task *cpu_task;
+	int clock = timer_clock(t, (int32_t)args->a[0], &cpu_task);
+	long ret;
+
+	if (clock < 0)
+		return clock;
+	ret = timer_create_on(t, args, clock, cpu_task);
+	if (cpu_task)
+		task_put(cpu_task);
+	return ret;
 }
 
 /* timer_settime(2) */

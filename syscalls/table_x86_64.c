@@ -173,16 +173,16 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(getcpu, "the sentry thread's CPU; node 0"),
 	PARTIAL(getpriority, "one nice value for the sandbox"),
 	PARTIAL(setpriority, "one nice value for the sandbox, never applied to the host"),
-	PARTIAL(getrusage, "user time in stubs is not measured; sentry time counts as system time"),
-	PARTIAL(times, "user time in stubs is not measured; sentry time counts as system time"),
+	PARTIAL(getrusage, "times and ru_maxrss only"),
+	FULL(times),
 	PARTIAL(membarrier,
 		"a fence in the sentry: threads running guest code are not forced through a barrier"),
 
 	/* timers: sys_timer.c */
-	PARTIAL(setitimer, "ITIMER_VIRTUAL and ITIMER_PROF count wall time"),
-	PARTIAL(getitimer, "ITIMER_VIRTUAL and ITIMER_PROF count wall time"),
+	FULL(setitimer),
+	FULL(getitimer),
 	FULL(alarm),
-	PARTIAL(timer_create, "CPU-time clocks count wall time"),
+	PARTIAL(timer_create, "not on another process's CPU clock"),
 	FULL(timer_settime),
 	FULL(timer_gettime),
 	PARTIAL(timer_getoverrun, "the overrun of the last expiry"),
@@ -239,8 +239,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(clone3, "namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
-	PARTIAL(wait4, "rusage reports user and system time only"),
-	PARTIAL(waitid, "rusage reports user and system time only"),
+	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
+	PARTIAL(waitid, "rusage reports user and system time and ru_maxrss only"),
 	FULL(setsid),
 	FULL(setpgid),
 	/* PR_SET_SECCOMP/PR_GET_SECCOMP in sys_seccomp.c, which passes the rest to sys_prctl. */
@@ -254,8 +254,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(pidfd_open),
 
 	/* clocks: sys_time.c */
-	PARTIAL(clock_gettime, "CPU-time clocks measure the sentry thread, not the guest"),
-	PARTIAL(clock_getres, "CPU-time clocks measure the sentry thread, not the guest"),
+	PARTIAL(clock_gettime, "threads running at once share their stub's CPU time equally"),
+	FULL(clock_getres),
 	FULL(gettimeofday),
 	FULL(time),
 	FULL(nanosleep),

@@ -165,6 +165,7 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 		r.err = -EINVAL;
 	} else {
 		struct oom_stats st;
+		struct cputime cpu;
 
 		oom_stats(k, &st);
 		r.memory_usage = st.memory_usage;
@@ -173,6 +174,9 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 		r.oom_kills = st.oom_kills;
 		r.pids_current = st.pids_current;
 		r.pids_limit = st.pids_limit;
+		cpu = cputime_kernel(k);
+		r.cpu_user = cpu.utime;
+		r.cpu_kernel = cpu.stime;
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));

@@ -491,6 +491,7 @@ static int ps_fn(struct thread_group *tg, void *arg)
 {
 	struct ps_walk *w = arg;
 	struct control_ps_entry *e;
+	struct cputime times;
 	struct task *t;
 
 	if (w->n >= w->max)
@@ -507,7 +508,8 @@ static int ps_fn(struct thread_group *tg, void *arg)
 	pthread_mutex_lock(&tg->lock);
 	e->state = tg->state == TG_ZOMBIE ? 'Z' : tg->stopped ? 'T' : 'S';
 	e->start_ns = tg->start_ns > w->boot_ns ? tg->start_ns - w->boot_ns : 0;
-	e->cpu_ns = tg->utime_ns + tg->stime_ns;
+	times = cputime_tg_locked(tg);
+	e->cpu_ns = times.utime + times.stime;
 	pthread_mutex_unlock(&tg->lock);
 	return 0;
 }

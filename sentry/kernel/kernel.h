@@ -48,6 +48,9 @@ struct kernel {
 	uint64_t boot_ns; /* CLOCK_MONOTONIC at start, for sysinfo uptime */
 	bool strace; /* print each guest call (husk do --strace) */
 	int strace_fd; /* where --strace lines go */
+
+	/* User and system time of every guest thread that has exited (atomics; cputime.c). */
+	uint64_t exited_utime_ns, exited_stime_ns;
 };
 
 /*

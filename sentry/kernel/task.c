@@ -110,6 +110,7 @@ struct task *task_alloc(struct kernel *k)
 	list_init(&t->pid_link);
 	list_init(&t->tg_link);
 	pthread_mutex_init(&t->wait_lock, NULL);
+	cputime_task_init(t);
 	/* task_wait deadlines are CLOCK_MONOTONIC. */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -216,6 +217,7 @@ struct task *task_create_init(struct kernel *k, struct fdtable *fdt, struct fs_c
 void task_release(struct task *t)
 {
 	if (t->ctx) {
+		cputime_set_ctx(t, NULL);
 		t->k->platform->ops->ctx_destroy(t->ctx);
 		t->ctx = NULL;
 	}
@@ -299,6 +301,7 @@ int task_run(struct task *t)
 	bool after_syscall;
 	int ret;
 
+	cputime_task_start(t);
 	/* Signals may already be pending for a new task. */
 	t->regs.orig_rax = (uint64_t)-1;
 	rseq_return_to_guest(t);

@@ -15,6 +15,7 @@
 
 #include "common/list.h"
 #include "common/refcount.h"
+#include "sentry/kernel/cputime.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/platform/platform.h"
 
@@ -120,7 +121,8 @@ struct thread_group {
 	bool report_stop; /* a stop not yet reported to wait(WUNTRACED) */
 	bool report_continue; /* a continue not yet reported to wait(WCONTINUED) */
 
-	/* Accounting for getrusage/times/wait4 (tg->lock), in nanoseconds. */
+	/* Accounting for getrusage/times/wait4 (tg->lock), in nanoseconds: utime_ns/stime_ns
+	 * hold the threads that exited (cputime.h adds the live ones). */
 	uint64_t utime_ns, stime_ns, cutime_ns, cstime_ns;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at creation */
 
@@ -145,6 +147,10 @@ struct thread_group {
 	/* Added by the ptrace engineer (tree_lock): a zombie whose leader's tracer (not its real
 	 * parent) has not yet waited for it; its real parent is told once the tracer has. */
 	bool ptrace_held;
+
+	/* Added for CPU time accounting (cputime.c; tg->lock): peak RSS in KiB of this process
+	 * (across its execs) and the largest of its waited-for children's (RUSAGE_CHILDREN). */
+	uint64_t maxrss_kb, cmaxrss_kb;
 };
 
 /* See sentry/kernel/waitq.h. */
@@ -229,6 +235,8 @@ struct task {
 	uint32_t sched_priority; /* 1..99 for FIFO and RR, else 0 */
 	bool sched_reset_on_fork;
 	uint32_t rseq_cpu; /* the cpu_id last written to the rseq area (sentry/kernel/rseq.c) */
+	/* Added for CPU time accounting: user and system time (cputime.h). */
+	struct task_cputime cpu;
 };
 
 void task_get(struct task *t);
@@ -354,6 +362,7 @@ struct task_wait_result {
 	int cld_code; /* CLD_EXITED, CLD_KILLED, CLD_DUMPED, CLD_STOPPED, CLD_CONTINUED */
 	int cld_status; /* exit code or signal */
 	uint64_t utime_ns, stime_ns; /* the child's and its waited-for children's times */
+	uint64_t maxrss_kb; /* the child's peak RSS (and its children's), KiB */
 };
 long task_wait_child(struct task *t, int which, int32_t id, int options,
 		     struct task_wait_result *res);

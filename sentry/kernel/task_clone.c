@@ -30,6 +30,7 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
@@ -432,6 +433,9 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 	}
 	tg = NULL; /* c owns it now */
 	tid = c->tid;
+	/* An inherited RLIMIT_CPU counts the new process's own time. */
+	if (!(a->flags & CLONE_THREAD))
+		timer_rlimit_cpu(c->tg);
 
 	if (a->flags & CLONE_PIDFD) {
 		pidfd = (int)pidfd_create_fd(p, c->tg, O_CLOEXEC);

@@ -248,6 +248,8 @@ static int exec_named(struct task *t, const char *path, const char *name, const 
 		goto out_destroy_ctx;
 
 	/* Past the point of no return: switch the task over to the new image. */
+	cputime_rss_sample(t); /* ru_maxrss covers the image being left */
+	cputime_set_ctx(t, ctx);
 	if (t->ctx)
 		ops->ctx_destroy(t->ctx);
 	if (t->mm)

@@ -34,6 +34,7 @@
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -161,6 +162,7 @@ static void tg_reap(struct thread_group *c)
 		pthread_mutex_lock(&p->lock);
 		p->cutime_ns += c->utime_ns + c->cutime_ns;
 		p->cstime_ns += c->stime_ns + c->cstime_ns;
+		p->cmaxrss_kb = MAX(p->cmaxrss_kb, MAX(c->maxrss_kb, c->cmaxrss_kb));
 		pthread_mutex_unlock(&p->lock);
 	}
 	waitq_wake_all(&c->exit_wq);
@@ -391,6 +393,7 @@ void task_exit_thread(struct task *t)
 
 	pthread_mutex_lock(&k->tree_lock);
 	pthread_mutex_lock(&tg->lock);
+	cputime_task_exit(t);
 	list_del(&t->tg_link);
 	list_init(&t->tg_link);
 	tg->nr_threads--;
@@ -426,9 +429,11 @@ void task_exit_thread(struct task *t)
 	 * hold goes with the sentry's memfd, not range by range. */
 	if (tg->is_init)
 		memfile_set_ending(&k->mf);
+	cputime_rss_sample(t); /* the last look at the process's memory, for ru_maxrss */
 	task_release(t);
 	/* SEM_UNDO adjustments, before the parent can see the process dead (Linux's exit_sem). */
 	ipc_sem_exit(tg, tg->pid);
+	timer_exit_tg(tg); /* its timers stop, and drop their references on it */
 	process_exit(t);
 out:
 	/* Tracees of this thread are detached; a tracee becomes its tracer's zombie. */
@@ -503,6 +508,7 @@ static bool wait_scan(struct wait_ctx *w)
 		r->uid = c->leader ? c->leader->cred.uid : 0;
 		r->utime_ns = c->utime_ns + c->cutime_ns;
 		r->stime_ns = c->stime_ns + c->cstime_ns;
+		r->maxrss_kb = MAX(c->maxrss_kb, c->cmaxrss_kb);
 		if (c->state == TG_ZOMBIE && (w->options & WEXITED) && !c->ptrace_held) {
 			r->status = c->exit_status;
 			decode_exit(c->exit_status, &r->cld_code, &r->cld_status);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 #include <time.h>
 
 #include "common/list.h"
+#include "common/util.h"
 #include "include/abi/linux/signal.h"
+#include "sentry/kernel/cputime.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 
@@ -41,11 +44,30 @@ struct ktimer {
 	timer_fn fn;
 	void *arg;
 	uint64_t ticks; /* expirations not yet taken */
+	/*
+	 * CPU-time timers (cpu != CPU_NONE): they expire when the clock reaches cpu_expiry; expiry
+	 * is then only the next time to look at the clock (see cpu_poll_time).
+	 */
+	int cpu;
+	struct task *cpu_task; /* CPU_THREAD: the thread whose clock counts (referenced) */
+	uint64_t cpu_expiry;
+	uint64_t cpu_seen; /* the clock at the last look */
+	int cpu_idle; /* looks in a row that found the clock where it was */
+	bool rlimit; /* RLIMIT_CPU: SIGXCPU at the soft limit and each second after, SIGKILL at
+			the hard one */
+};
+
+enum {
+	CPU_NONE,
+	CPU_VIRT, /* the process's user time (ITIMER_VIRTUAL) */
+	CPU_PROF, /* the process's user + system time (ITIMER_PROF, CLOCK_PROCESS_CPUTIME_ID) */
+	CPU_THREAD, /* a thread's user + system time (CLOCK_THREAD_CPUTIME_ID) */
 };
 
 struct tg_timers {
 	struct ktimer *itimers[3];
 	struct ktimer *posix[MAX_POSIX_TIMERS];
+	struct ktimer *rlimit_cpu;
 };
 
 static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,6 +81,59 @@ static uint64_t now_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Seconds (an rlimit) in nanoseconds, saturating. */
+static uint64_t secs_to_ns(uint64_t s)
+{
+	return s > UINT64_MAX / NSEC_PER_SEC ? UINT64_MAX : s * NSEC_PER_SEC;
+}
+
+/* The value of a CPU-time timer's clock, in ns. timer_lock held (it is taken before tg->lock). */
+static uint64_t cpu_clock(const struct ktimer *kt)
+{
+	struct cputime c;
+
+	if (kt->cpu == CPU_THREAD)
+		c = cputime_task(kt->cpu_task);
+	else
+		c = cputime_tg(kt->tg);
+	return kt->cpu == CPU_VIRT ? c.utime : c.utime + c.stime;
+}
+
+/*
+ * When to look at a CPU-time timer's clock next (it is clock_now): a clock cannot advance faster
+ * than the host's CPUs run (a thread's, than one), so not before the time left divided by their
+ * number; but at most every 4 ms (Linux looks at its tick), and less often while the clock
+ * stands still (a process that sleeps), up to every 64 ms.
+ */
+static uint64_t cpu_poll_time(struct ktimer *kt, uint64_t clock_now)
+{
+	static unsigned int ncpus;
+	uint64_t left = kt->cpu_expiry > clock_now ? kt->cpu_expiry - clock_now : 0, floor;
+	unsigned int n = __atomic_load_n(&ncpus, __ATOMIC_RELAXED);
+
+	if (!n) {
+		cpu_set_t set;
+
+		n = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned int)CPU_COUNT(&set) :
+								   0;
+		if (!n)
+			n = 64;
+		__atomic_store_n(&ncpus, n, __ATOMIC_RELAXED);
+	}
+	if (kt->cpu != CPU_THREAD)
+		left /= n;
+	kt->cpu_idle = clock_now == kt->cpu_seen ? MIN(kt->cpu_idle + 1, 4) : 0;
+	kt->cpu_seen = clock_now;
+	floor = 4000000ULL << kt->cpu_idle;
+	/* At least every 10 s: a far expiry needs no exact wake-up (nor an overflowing one). */
+	return now_ns(CLOCK_MONOTONIC) + MIN(MAX(left, floor), 10 * NSEC_PER_SEC);
 }
 
 static void disarm(struct ktimer *kt)
@@ -88,24 +163,84 @@ static void arm(struct ktimer *kt, uint64_t expiry)
 	pthread_cond_signal(&timer_cond);
 }
 
-static void fire(struct ktimer *kt, struct thread_group *tg, struct task *target)
+/* Arms CPU-time timer kt to expire when its clock reaches cpu_expiry (timer_lock held). */
+static void arm_cpu(struct ktimer *kt, uint64_t cpu_expiry)
 {
-	struct linux_siginfo info;
+	kt->cpu_expiry = cpu_expiry;
+	arm(kt, cpu_poll_time(kt, cpu_clock(kt)));
+}
 
-	if (!kt->posix) {
-		signal_send_tg(tg, kt->signo, NULL);
-		return;
+/*
+ * A CPU-time timer's turn in the timer thread: false if its clock has not reached cpu_expiry
+ * (it is armed again to look later); true if it expired, re-armed if periodic, with
+ * overrun set. RLIMIT_CPU's timer sets *sig to the signal it sends. timer_lock held.
+ */
+static bool cpu_expired(struct ktimer *kt, int *sig)
+{
+	uint64_t c = cpu_clock(kt), hard;
+
+	if (c < kt->cpu_expiry) {
+		arm(kt, cpu_poll_time(kt, c));
+		return false;
 	}
-	memset(&info, 0, sizeof(info));
-	info.si_signo = kt->signo;
-	info.si_code = LINUX_SI_TIMER;
-	info.timer.tid = kt->id;
-	info.timer.overrun = kt->overrun;
-	info.timer.value = kt->value;
+	kt->overrun = 0;
+	if (kt->rlimit) {
+		/* Linux's check_process_timers: SIGKILL past the hard limit, else SIGXCPU and the
+		 * soft limit moved one second on. */
+		pthread_mutex_lock(&kt->tg->lock);
+		hard = kt->tg->rlimits[RLIMIT_CPU].rlim_max;
+		pthread_mutex_unlock(&kt->tg->lock);
+		if (hard != RLIM_INFINITY && c >= secs_to_ns(hard)) {
+			*sig = SIGKILL;
+			return true;
+		}
+		*sig = SIGXCPU;
+		kt->cpu_expiry = kt->cpu_expiry > UINT64_MAX - NSEC_PER_SEC ?
+					 UINT64_MAX :
+					 kt->cpu_expiry + NSEC_PER_SEC;
+		if (hard != RLIM_INFINITY && kt->cpu_expiry > secs_to_ns(hard))
+			kt->cpu_expiry = secs_to_ns(hard);
+		arm(kt, cpu_poll_time(kt, c));
+		return true;
+	}
+	*sig = kt->signo;
+	if (kt->interval) {
+		uint64_t late = (c - kt->cpu_expiry) / kt->interval;
+
+		kt->overrun = late > INT32_MAX ? INT32_MAX : (int)late;
+		if (__builtin_mul_overflow(late + 1, kt->interval, &late) ||
+		    __builtin_add_overflow(kt->cpu_expiry, late, &kt->cpu_expiry))
+			kt->cpu_expiry = UINT64_MAX; /* never again */
+		arm(kt, cpu_poll_time(kt, c));
+	}
+	return true;
+}
+
+/*
+ * The signal an expiry of kt sends, sig (kt->signo, or RLIMIT_CPU's): *info filled for a POSIX
+ * timer (returns true), else no siginfo (false). timer_lock held: kt may be freed once it is
+ * released, so everything fire() needs is copied here.
+ */
+static bool fire_info(const struct ktimer *kt, int sig, struct linux_siginfo *info)
+{
+	if (!kt->posix)
+		return false;
+	memset(info, 0, sizeof(*info));
+	info->si_signo = sig;
+	info->si_code = LINUX_SI_TIMER;
+	info->timer.tid = kt->id;
+	info->timer.overrun = kt->overrun;
+	info->timer.value = kt->value;
+	return true;
+}
+
+static void fire(int sig, const struct linux_siginfo *info, struct thread_group *tg,
+		 struct task *target)
+{
 	if (target)
-		signal_send_task(target, kt->signo, &info);
+		signal_send_task(target, sig, info);
 	else
-		signal_send_tg(tg, kt->signo, &info);
+		signal_send_tg(tg, sig, info);
 }
 
 static void *timer_thread(void *arg)
@@ -116,7 +251,10 @@ static void *timer_thread(void *arg)
 		struct ktimer *kt;
 		struct thread_group *tg;
 		struct task *target;
+		struct linux_siginfo info;
+		bool has_info;
 		uint64_t now;
+		int sig;
 
 		if (list_empty(&armed)) {
 			pthread_cond_wait(&timer_cond, &timer_lock);
@@ -146,12 +284,18 @@ static void *timer_thread(void *arg)
 		}
 		if (kt->tg->exiting || kt->tg->state != TG_RUNNING)
 			continue; /* the process is going: its timers stop */
-		kt->overrun = 0;
-		if (kt->interval) {
-			uint64_t late = (now - kt->expiry) / kt->interval;
+		sig = kt->signo;
+		if (kt->cpu) {
+			if (!cpu_expired(kt, &sig))
+				continue;
+		} else {
+			kt->overrun = 0;
+			if (kt->interval) {
+				uint64_t late = (now - kt->expiry) / kt->interval;
 
-			kt->overrun = late > INT32_MAX ? INT32_MAX : (int)late;
-			arm(kt, kt->expiry + (late + 1) * kt->interval);
+				kt->overrun = late > INT32_MAX ? INT32_MAX : (int)late;
+				arm(kt, kt->expiry + (late + 1) * kt->interval);
+			}
 		}
 		if (kt->notify == LINUX_SIGEV_NONE)
 			continue;
@@ -160,9 +304,10 @@ static void *timer_thread(void *arg)
 		tg_get(tg);
 		if (target)
 			task_get(target);
+		has_info = fire_info(kt, sig, &info);
 		pthread_mutex_unlock(&timer_lock);
-		fire(kt, tg, target);
-		/* kt may be gone now: only the references taken above are used. */
+		/* kt may be gone now: only the references and copies taken above are used. */
+		fire(sig, has_info ? &info : NULL, tg, target);
 		if (target)
 			task_put(target);
 		tg_put(tg);
@@ -221,6 +366,8 @@ static void ktimer_free(struct ktimer *kt)
 {
 	if (kt->target)
 		task_put(kt->target);
+	if (kt->cpu_task)
+		task_put(kt->cpu_task);
 	tg_put(kt->tg);
 	free(kt);
 }
@@ -231,8 +378,13 @@ static void get_spec(struct ktimer *kt, struct timer_spec *out)
 
 	out->interval_ns = kt ? kt->interval : 0;
 	out->value_ns = 0;
-	if (kt && kt->armed)
+	if (kt && kt->armed && kt->cpu) {
+		uint64_t c = cpu_clock(kt);
+
+		out->value_ns = kt->cpu_expiry > c ? kt->cpu_expiry - c : 1;
+	} else if (kt && kt->armed) {
 		out->value_ns = kt->expiry > now ? kt->expiry - now : 1;
+	}
 }
 
 int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct timer_spec *old)
@@ -262,6 +414,7 @@ int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct
 			}
 			kt->signo = signos[which];
 			kt->notify = LINUX_SIGEV_SIGNAL;
+			kt->cpu = which == 1 ? CPU_VIRT : which == 2 ? CPU_PROF : CPU_NONE;
 		}
 		if (kt) {
 			kt->interval = new->interval_ns;
@@ -271,7 +424,10 @@ int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct
 					pthread_mutex_unlock(&timer_lock);
 					return err;
 				}
-				arm(kt, now_ns(CLOCK_MONOTONIC) + new->value_ns);
+				if (kt->cpu)
+					arm_cpu(kt, add_sat(cpu_clock(kt), new->value_ns));
+				else
+					arm(kt, now_ns(CLOCK_MONOTONIC) + new->value_ns);
 			} else {
 				disarm(kt);
 			}
@@ -282,7 +438,7 @@ int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct
 }
 
 int timer_create_posix(struct task *t, int host_clock, int notify, int signo, uint64_t value,
-		       bool value_is_id, struct task *target)
+		       bool value_is_id, struct task *target, struct task *cpu_task)
 {
 	struct tg_timers *tt;
 	struct ktimer *kt;
@@ -318,6 +474,13 @@ int timer_create_posix(struct task *t, int host_clock, int notify, int signo, ui
 	if (target) {
 		task_get(target);
 		kt->target = target;
+	}
+	if (host_clock == TIMER_CLOCK_PROCESS_CPU) {
+		kt->cpu = CPU_PROF;
+	} else if (host_clock == TIMER_CLOCK_THREAD_CPU) {
+		kt->cpu = CPU_THREAD;
+		task_get(cpu_task);
+		kt->cpu_task = cpu_task;
 	}
 	tt->posix[id] = kt;
 	pthread_mutex_unlock(&timer_lock);
@@ -372,7 +535,9 @@ int timer_settime_posix(struct task *t, int id, bool abs, const struct timer_spe
 		disarm(kt);
 	} else {
 		err = timer_start();
-		if (!err)
+		if (!err && kt->cpu)
+			arm_cpu(kt, abs ? new->value_ns : add_sat(cpu_clock(kt), new->value_ns));
+		else if (!err)
 			arm(kt, mono_expiry(kt->host_clock, abs, new->value_ns));
 	}
 	pthread_mutex_unlock(&timer_lock);
@@ -436,6 +601,8 @@ void timer_exit_tg(struct thread_group *tg)
 			if (tt->posix[i])
 				disarm(tt->posix[i]);
 		}
+		if (tt->rlimit_cpu)
+			disarm(tt->rlimit_cpu);
 	}
 	pthread_mutex_unlock(&timer_lock);
 	if (!tt)
@@ -448,7 +615,51 @@ void timer_exit_tg(struct thread_group *tg)
 		if (tt->posix[i])
 			ktimer_free(tt->posix[i]);
 	}
+	if (tt->rlimit_cpu)
+		ktimer_free(tt->rlimit_cpu);
 	free(tt);
+}
+
+int timer_rlimit_cpu(struct thread_group *tg)
+{
+	struct tg_timers *tt;
+	struct ktimer *kt;
+	rlim_t soft;
+	int err;
+
+	pthread_mutex_lock(&tg->lock);
+	soft = tg->rlimits[RLIMIT_CPU].rlim_cur;
+	pthread_mutex_unlock(&tg->lock);
+	pthread_mutex_lock(&timer_lock);
+	tt = tg->timers;
+	if (soft == RLIM_INFINITY) {
+		if (tt && tt->rlimit_cpu)
+			disarm(tt->rlimit_cpu);
+		pthread_mutex_unlock(&timer_lock);
+		return 0;
+	}
+	tt = tg_timers(tg);
+	if (!tt) {
+		pthread_mutex_unlock(&timer_lock);
+		return -ENOMEM;
+	}
+	kt = tt->rlimit_cpu;
+	if (!kt) {
+		kt = tt->rlimit_cpu = ktimer_new(tg);
+		if (!kt) {
+			pthread_mutex_unlock(&timer_lock);
+			return -ENOMEM;
+		}
+		kt->cpu = CPU_PROF;
+		kt->rlimit = true;
+		kt->notify = LINUX_SIGEV_SIGNAL;
+	}
+	err = timer_start();
+	/* A soft limit of 0 acts as 1 s, as in Linux. */
+	if (!err)
+		arm_cpu(kt, secs_to_ns(soft ? soft : 1));
+	pthread_mutex_unlock(&timer_lock);
+	return err;
 }
 
 /* --- callback timers --- */

@@ -4,10 +4,13 @@
  *
  * One sentry thread fires every armed timer of the sandbox from a deadline-ordered list on
  * CLOCK_MONOTONIC; deadlines on CLOCK_REALTIME/BOOTTIME/TAI are converted when the timer is
- * armed. CPU-time clocks (ITIMER_VIRTUAL, ITIMER_PROF, CLOCK_*_CPUTIME_ID timers) count wall
- * time: guest CPU time is not measured yet. A timer holds a reference on its process (and on its
- * target thread for SIGEV_THREAD_ID); one that fires for a process that is exiting disarms.
- * State hangs off tg->timers.
+ * armed. CPU-time timers (ITIMER_VIRTUAL, ITIMER_PROF, timers on CLOCK_*_CPUTIME_ID, RLIMIT_CPU)
+ * are in the same list: their deadline is only when to look at their clock next (the time left
+ * divided by the host's CPUs, at least 4 ms, up to 64 ms while the clock stands still;
+ * sentry/kernel/cputime.h gives the clock), so they fire a few milliseconds of wall time late.
+ * A timer holds a reference on its process (and on its target thread for SIGEV_THREAD_ID, and
+ * on the thread whose CPU clock counts); one that fires for a process that is exiting disarms,
+ * and the process's exit deletes them all. State hangs off tg->timers.
  */
 #ifndef HUSK_SENTRY_TIMER_H
 #define HUSK_SENTRY_TIMER_H
@@ -35,10 +38,14 @@ int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct
  * timer_create: clock is a guest clock id already validated by the caller (its host clock given
  * in host_clock); notify 0 (signal) or 1 (SIGEV_NONE); the signal carries value, or the
  * timer's id when value_is_id; target is the thread for SIGEV_THREAD_ID (a new reference is
- * taken) or NULL. Returns the timer id (>= 0) or -EAGAIN / -ENOMEM.
+ * taken) or NULL; cpu_task the thread whose CPU clock counts for TIMER_CLOCK_THREAD_CPU (a
+ * new reference is taken), else unused. Returns the timer id (>= 0) or -EAGAIN / -ENOMEM.
  */
 int timer_create_posix(struct task *t, int host_clock, int notify, int signo, uint64_t value,
-		       bool value_is_id, struct task *target);
+		       bool value_is_id, struct task *target, struct task *cpu_task);
+/* host_clock of timer_create_posix for the CPU clocks (of the caller's process, of cpu_task). */
+#define TIMER_CLOCK_PROCESS_CPU 1000
+#define TIMER_CLOCK_THREAD_CPU 1001
 /*
  * timer_settime: new is relative, or absolute on the timer's clock when abs. Returns 0,
  * -EINVAL (no such timer).
@@ -49,6 +56,13 @@ int timer_gettime_posix(struct task *t, int id, struct timer_spec *cur);
 /* Overruns of the last expiry whose signal was delivered (here: of the last expiry). */
 int timer_getoverrun_posix(struct task *t, int id);
 int timer_delete_posix(struct task *t, int id);
+
+/*
+ * Arms (or disarms) tg's RLIMIT_CPU timer after its limit changed or the process was created
+ * with one: SIGXCPU when its CPU time reaches the soft limit and each second after, SIGKILL at
+ * the hard limit. Takes tg->lock and the timer lock. Returns 0 or -ENOMEM.
+ */
+int timer_rlimit_cpu(struct thread_group *tg);
 
 /* Deletes every timer of tg (exit of the process; exec for POSIX timers). */
 void timer_exit_tg(struct thread_group *tg);

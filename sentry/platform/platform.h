@@ -131,6 +131,21 @@ struct platform_ops {
 	 */
 	int (*ctx_singlestep)(struct platform_ctx *ctx, arch_regs_t *regs,
 			      struct platform_event *ev);
+
+	/*
+	 * CPU time the guest thread has spent running guest code (the host time of its backing
+	 * thread, kernel time included: page faults, stops), in nanoseconds since ctx_create,
+	 * ctx_clone or ctx_adopt; never decreasing. Any thread, while the ctx exists; it may make
+	 * host calls. NULL: the backend does not measure it.
+	 */
+	uint64_t (*ctx_cpu_ns)(struct platform_ctx *ctx);
+
+	/*
+	 * The peak resident size, in KiB, of the host process behind ctx's address space (the
+	 * guest memory it touched, as the host counts it). Owner thread only, between switches;
+	 * may cost a round trip to the guest thread. Returns it or -errno. NULL: not known.
+	 */
+	long (*ctx_peak_rss_kb)(struct platform_ctx *ctx);
 };
 
 struct platform {

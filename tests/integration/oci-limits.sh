@@ -110,6 +110,11 @@ case "$ev" in
 *'"memory":{"usage":{"usage":'[1-9]*',"limit":67108864}}'*) pass "events --stats: the sandbox's memory limit" ;;
 *) fail "events --stats: the sandbox's memory limit" "$ev" ;;
 esac
+# ... and the guest's CPU time (the processes above ran), split into kernel and user as runc does.
+case "$ev" in
+*'"cpu":{"usage":{"total":'[1-9]*',"kernel":'[1-9]*',"user":'[1-9]*'}}'*) pass "events --stats: the guest's CPU time" ;;
+*) fail "events --stats: the guest's CPU time" "$ev" ;;
+esac
 expect_output "cpu.max" "max 100000" 0 -- cg u1 cpu.max
 expect_status "the cgroup files are read-only" 1 \
 	-- H exec u1 sh -c 'echo 1 > /sys/fs/cgroup/memory.max'

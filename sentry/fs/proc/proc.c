@@ -216,12 +216,17 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 {
 	struct kernel *k = pseudo_fs_of(n)->k;
 	unsigned int ncpu = proc_ncpus();
-	unsigned long long idle = proc_ticks(uptime_ns(k));
-	uint64_t boot = (now_ns(CLOCK_REALTIME) - uptime_ns(k)) / 1000000000ULL;
+	uint64_t up = uptime_ns(k), boot = (now_ns(CLOCK_REALTIME) - up) / 1000000000ULL;
+	/* The sandbox's guest time as user and system, the rest of its uptime on every CPU idle. */
+	struct cputime busy = k ? cputime_kernel(k) : (struct cputime){ 0, 0 };
+	unsigned long long user = proc_ticks(busy.utime), sys = proc_ticks(busy.stime);
+	unsigned long long all = proc_ticks(up) * ncpu;
+	unsigned long long idle = all > user + sys ? all - user - sys : 0;
 
-	fprintf(out, "cpu  0 0 0 %llu 0 0 0 0 0 0\n", idle * ncpu);
+	fprintf(out, "cpu  %llu 0 %llu %llu 0 0 0 0 0 0\n", user, sys, idle);
 	for (unsigned int i = 0; i < ncpu; i++)
-		fprintf(out, "cpu%u 0 0 0 %llu 0 0 0 0 0 0\n", i, idle);
+		fprintf(out, "cpu%u %llu 0 %llu %llu 0 0 0 0 0 0\n", i, user / ncpu, sys / ncpu,
+			idle / ncpu);
 	fprintf(out,
 		"intr 0\nctxt 0\nbtime %" PRIu64 "\nprocesses %d\nprocs_running 1\n"
 		"procs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
@@ -231,11 +236,14 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 
 static int gen_uptime(struct pseudo_node *n, FILE *out)
 {
-	uint64_t up = uptime_ns(pseudo_fs_of(n)->k);
-	unsigned long long cs = up / 10000000ULL;
+	struct kernel *k = pseudo_fs_of(n)->k;
+	uint64_t up = uptime_ns(k);
+	struct cputime busy = k ? cputime_kernel(k) : (struct cputime){ 0, 0 };
+	unsigned long long cs = up / 10000000ULL, all = cs * proc_ncpus();
+	unsigned long long used = (busy.utime + busy.stime) / 10000000ULL;
+	unsigned long long idle = all > used ? all - used : 0; /* CPU time not spent by the guest */
 
-	fprintf(out, "%llu.%02llu %llu.%02llu\n", cs / 100, cs % 100, cs * proc_ncpus() / 100,
-		cs * proc_ncpus() % 100);
+	fprintf(out, "%llu.%02llu %llu.%02llu\n", cs / 100, cs % 100, idle / 100, idle % 100);
 	return 0;
 }
 

@@ -160,6 +160,7 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 	const char *sname;
 	uint64_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0, brk = 0, utime, stime;
 	uint64_t cutime, cstime, start, sigpend, sigign = 0, sigcgt = 0;
+	struct cputime times;
 	int32_t tty_nr = 0, tpgid = -1;
 	int nthreads, exit_code;
 	char state;
@@ -185,7 +186,9 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 	devpts_ctty_of(t, &tty_nr, &tpgid);
 	pthread_mutex_lock(&tg->lock);
 	nthreads = tg->nr_threads;
-	utime = tg->utime_ns, stime = tg->stime_ns;
+	/* /proc/PID/stat has the process's times, /proc/PID/task/TID/stat the thread's. */
+	times = n->ent->id < 200 ? cputime_tg_locked(tg) : cputime_task(t);
+	utime = times.utime, stime = times.stime;
 	cutime = tg->cutime_ns, cstime = tg->cstime_ns;
 	start = tg->start_ns;
 	exit_code = tg->state == TG_ZOMBIE ? tg->exit_status : 0;

@@ -33,6 +33,22 @@ void task_put(struct task *t)
 {
 }
 
+/* CPU time (sentry/kernel/cputime.c): the process's recorded totals, nothing live. */
+struct cputime cputime_task(struct task *t)
+{
+	return (struct cputime){ 0, 0 };
+}
+
+struct cputime cputime_tg_locked(struct thread_group *tg)
+{
+	return (struct cputime){ tg->utime_ns, tg->stime_ns };
+}
+
+struct cputime cputime_kernel(struct kernel *k)
+{
+	return (struct cputime){ 0, 0 };
+}
+
 void mm_get(struct mm *mm)
 {
 }
