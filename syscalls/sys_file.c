@@ -194,6 +194,14 @@ static int check_rw_file(struct file *f, bool is_read)
 	return 0;
 }
 
+/* Linux's rw_verify_area for an explicit offset: the range may not pass 2^63 - 1. */
+static int check_rw_range(int64_t pos, uint64_t count)
+{
+	if (pos < 0 || count > (uint64_t)INT64_MAX - (uint64_t)pos)
+		return -EINVAL;
+	return 0;
+}
+
 static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, uint64_t count,
 			  int64_t *pos)
 {
@@ -208,6 +216,8 @@ static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, ui
 		return -ESPIPE;
 	}
 	r = check_rw_file(f, is_read);
+	if (r == 0 && pos)
+		r = check_rw_range(*pos, count);
 	if (r == 0)
 		r = do_rw(t, f, is_read, &g, 1, pos);
 	file_put(f);
@@ -293,14 +303,15 @@ static long do_readv_writev(struct task *t, bool is_read, const struct syscall_a
 
 	if (!f)
 		return -EBADF;
-	r = check_rw_file(f, is_read);
-	if (r == 0 && pos && !file_seekable(f))
-		r = -ESPIPE;
+	/* preadv(2) and pwritev(2) say -ESPIPE before looking at the access mode. */
+	r = pos && !file_seekable(f) ? -ESPIPE : check_rw_file(f, is_read);
 	if (r == 0)
 		r = import_iovec(t, args->a[1], (long)(int)args->a[2], &giov, &total);
 	if (r == 0) {
+		if (pos && total)
+			r = check_rw_range(*pos, total);
 		/* Unlike read(2), an empty vector does not reach the file. */
-		if (total)
+		if (total && r == 0)
 			r = do_rw(t, f, is_read, giov, (int)args->a[2], pos);
 		free(giov);
 	}

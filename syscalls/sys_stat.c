@@ -19,6 +19,7 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
+#include "sentry/vfs/fs.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
@@ -338,7 +339,8 @@ long sys_fstatfs(struct task *t, const struct syscall_args *args)
 	if (!f)
 		return -EBADF;
 	memset(&st, 0, sizeof(st));
-	if (f->mnt && f->node) {
+	/* Pipes, sockets and anon files hang on the anonymous mount: their pseudo filesystem. */
+	if (f->mnt && f->node && f->mnt != vfs_anon_mount()) {
 		struct vfs_path p = { .mnt = f->mnt, .node = f->node };
 
 		err = vfs_path_statfs(&p, &st);

@@ -678,7 +678,8 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 	default:
 		return ERR_PTR(-ENXIO); /* FIFOs and sockets come with pipes and unix sockets */
 	}
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+	/* Linux truncates on O_TRUNC whatever the access mode (O_RDONLY too). */
+	if (flags & O_TRUNC) {
 		bool sealed;
 
 		pthread_mutex_lock(&fs->lock);
@@ -691,7 +692,7 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 	if (!f)
 		return ERR_PTR(-ENOMEM);
 	vfs_node_get(n);
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+	if (flags & O_TRUNC) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->size) {
 			inode_truncate(fs, in, 0);
