@@ -695,7 +695,8 @@ static long fcntl_setfl(struct task *t, struct file *f, int arg)
 {
 	int old, new;
 
-	if ((arg & O_NOATIME) && !(file_flags(f) & O_NOATIME) && t->cred.fsuid != 0) {
+	if ((arg & O_NOATIME) && !(file_flags(f) & O_NOATIME) &&
+	    !cred_capable(&t->cred, 3 /* CAP_FOWNER */)) {
 		struct vfs_attr attr;
 		int err = file_getattr(f, &attr);
 

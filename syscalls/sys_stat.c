@@ -19,7 +19,6 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
-#include "sentry/vfs/fs.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
@@ -339,14 +338,15 @@ long sys_fstatfs(struct task *t, const struct syscall_args *args)
 	if (!f)
 		return -EBADF;
 	memset(&st, 0, sizeof(st));
-	/* Pipes, sockets and anon files hang on the anonymous mount: their pseudo filesystem. */
-	if (f->mnt && f->node && f->mnt != vfs_anon_mount()) {
+	err = -ENOSYS;
+	if (f->mnt && f->node) {
 		struct vfs_path p = { .mnt = f->mnt, .node = f->node };
 
 		err = vfs_path_statfs(&p, &st);
-	} else {
-		err = nopath_statfs(f, &st);
 	}
+	/* Pipes, sockets and anon files (their nodes have no statfs): their pseudo filesystem. */
+	if (err == -ENOSYS)
+		err = nopath_statfs(f, &st);
 	if (err)
 		return err;
 	return copy_out_all(t, args->a[1], &st, sizeof(st));

@@ -448,6 +448,19 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
 int64_t vfs_generic_llseek(struct file *f, int64_t off, int whence, int64_t size);
 
 /*
+ * RLIMIT_FSIZE of the calling task for a write of a regular file at off (Linux's
+ * generic_write_check_limits): returns 0, with *count cut to end at the limit, or -EFBIG after
+ * sending SIGXFSZ to the caller when off is at or past it. Filesystems call it for each write
+ * of a non-empty range; no task (sentry-internal writes): no limit.
+ */
+int vfs_write_check_limit(int64_t off, size_t *count);
+/*
+ * The mode a write by the calling task leaves a regular file with (Linux's file_remove_privs):
+ * without CAP_FSETID, S_ISUID and a group-executable S_ISGID are cleared. mode has S_IFMT.
+ */
+uint32_t vfs_write_kill_priv(uint32_t mode);
+
+/*
  * The anonymous mount: where nodes of files that have no name in the tree live (host files;
  * later pipes, sockets, eventfds), so that every file has a path for fstat and friends.
  * Returns it (no new reference; it lives as long as the process).

@@ -488,7 +488,7 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 	struct tmpfs_node *n = file_node(f);
 	struct tmpfs *fs = tmpfs_of(&n->base);
 	struct tmpfs_inode *in = n->inode;
-	size_t done = 0;
+	size_t done = 0, total = 0;
 	int64_t off;
 	int err = 0;
 
@@ -496,6 +496,11 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 	off = (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_APPEND) ? in->size : *pos;
 	if (in->seals & (LINUX_F_SEAL_WRITE | LINUX_F_SEAL_FUTURE_WRITE))
 		err = -EPERM;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	/* RLIMIT_FSIZE: a write that reaches it stops there (short); one past it fails. */
+	if (!err && S_ISREG(in->mode))
+		err = vfs_write_check_limit(off, &total);
 	for (int i = 0; i < iovcnt && !err; i++) {
 		size_t ioff = 0;
 
@@ -504,6 +509,9 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 			size_t chunk = MIN(TMPFS_PAGE - poff, iov[i].iov_len - ioff);
 			uint8_t *page;
 
+			if (done == total)
+				goto out;
+			chunk = MIN(chunk, total - done);
 			if (off > TMPFS_MAX_SIZE - (int64_t)chunk) {
 				err = -EFBIG;
 				break;
@@ -527,8 +535,12 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 				in->size = off;
 		}
 	}
-	if (done)
+out:
+	if (done) {
 		in->mtime = in->ctime = now();
+		/* Without CAP_FSETID a write clears set-user-ID (and executable set-group-ID). */
+		in->mode = vfs_write_kill_priv(in->mode);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	*pos = off;
 	return done ? (ssize_t)done : err;
