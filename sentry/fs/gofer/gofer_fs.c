@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -612,12 +613,57 @@ static ssize_t gofer_file_read(struct file *f, const struct iovec *iov, int iovc
 	return n;
 }
 
+/*
+ * RLIMIT_FSIZE of the caller for a write of iov at off (the end with O_APPEND): returns 0 with
+ * *cnt and *cut NULL, or with *cut the iovecs cut at the limit (the caller frees them), or
+ * -EFBIG (-ENOMEM).
+ */
+static int gofer_write_limit(int fd, const struct iovec *iov, int *cnt, int64_t off, bool append,
+			     struct iovec **cut)
+{
+	size_t total = 0, allowed;
+	struct stat st;
+	int err;
+
+	*cut = NULL;
+	for (int i = 0; i < *cnt; i++)
+		total += iov[i].iov_len;
+	if (append && fstat(fd, &st) == 0)
+		off = st.st_size;
+	allowed = total;
+	err = vfs_write_check_limit(off, &allowed);
+	if (err < 0 || allowed == total)
+		return err;
+	*cut = malloc((size_t)*cnt * sizeof(**cut));
+	if (!*cut)
+		return -ENOMEM;
+	for (int i = 0; i < *cnt; i++) {
+		(*cut)[i] = iov[i];
+		if (iov[i].iov_len >= allowed) {
+			(*cut)[i].iov_len = allowed;
+			*cnt = i + 1;
+			break;
+		}
+		allowed -= iov[i].iov_len;
+	}
+	return 0;
+}
+
 static ssize_t gofer_file_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
 {
 	int fd = gofer_file_fd(f);
 	bool append = __atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_APPEND;
+	_cleanup_free_ struct iovec *cut = NULL;
 	ssize_t n;
 
+	if (pos) {
+		int err = gofer_write_limit(fd, iov, &iovcnt, *pos, append, &cut);
+
+		if (err < 0)
+			return err;
+		if (cut)
+			iov = cut;
+	}
 	do {
 		/* The host FD has O_APPEND when the guest asked for it: write at its end. */
 		n = (pos && !append) ? pwritev(fd, iov, iovcnt, *pos) : writev(fd, iov, iovcnt);
