@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Memory system calls: thin wrappers over sentry/mm (mm.h), which holds the Linux rules. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <sys/mman.h>
 
@@ -15,7 +16,8 @@
 /* mmap(2) */
 /*
  * MAP_SHARED of a file maps the file's page cache (tmpfs, gofer files); other files give
- * -ENODEV. A shared mapping past the end of a file reads zeros instead of raising SIGBUS.
+ * -ENODEV. Pages wholly past the end of the file raise SIGBUS (BUS_ADRERR), as Linux; the
+ * sentry's own accesses to them (a write(2) from such a buffer) read zeros instead of -EFAULT.
  */
 long sys_mmap(struct task *t, const struct syscall_args *args)
 {
@@ -30,6 +32,10 @@ long sys_mmap(struct task *t, const struct syscall_args *args)
 		int seals;
 
 		f = fdtable_lookup(t->fdt, fd);
+		if (f && (f->flags & O_PATH)) {
+			file_put(f);
+			f = NULL;
+		}
 		if (!f)
 			return -EBADF;
 		/* Linux: PROT_EXEC of a file on a noexec mount is EPERM (do_mmap). */

@@ -102,6 +102,13 @@ struct file_ops {
 	 * (memory filesystems): nothing to do.
 	 */
 	int (*sync_pages)(struct file *f, uint64_t pgoff, uint64_t npages, bool wait);
+	/*
+	 * A file with no page cache that MAP_PRIVATE may still map, its contents copied in with
+	 * read (host regular files, /dev/zero). Files with neither this nor get_pages cannot be
+	 * mapped at all (-ENODEV, as Linux's files without f_op->mmap: pipes, sockets,
+	 * directories, most character devices, procfs and sysfs files).
+	 */
+	bool map_private_by_read;
 };
 
 struct file {
