@@ -245,6 +245,11 @@ struct vfs_node {
 	char *name; /* owned; "" for a root */
 	uint32_t type; /* S_IFMT bits */
 	int mounts; /* mounts whose mountpoint is this node; written under the mount lock */
+	/*
+	 * inotify (notify.c): the node's inode lost its last name while the node was in use (an
+	 * open file): IN_DELETE_SELF and IN_IGNORED are due at its last put. Atomic.
+	 */
+	bool notify_pending;
 };
 
 /*
