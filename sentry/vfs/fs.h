@@ -464,6 +464,11 @@ int vfs_write_check_limit(int64_t off, size_t *count);
  * without CAP_FSETID, S_ISUID and a group-executable S_ISGID are cleared. mode has S_IFMT.
  */
 uint32_t vfs_write_kill_priv(uint32_t mode);
+/*
+ * Marks the calling thread's writes as the sentry's own (overlay copy-up) while on: no
+ * RLIMIT_FSIZE and no clearing of set-id bits, as for a write with no task.
+ */
+void vfs_internal_writes(bool on);
 
 /*
  * The anonymous mount: where nodes of files that have no name in the tree live (host files;
