@@ -202,6 +202,19 @@ static int check_rw_range(int64_t pos, uint64_t count)
 	return 0;
 }
 
+/* check_rw_range at f's own position, for read/write/readv/writev of seekable files. */
+static int check_file_range(struct file *f, uint64_t count)
+{
+	int64_t pos;
+
+	if (!file_seekable(f) || f->host_offset)
+		return 0;
+	pthread_mutex_lock(&f->pos_lock);
+	pos = f->pos;
+	pthread_mutex_unlock(&f->pos_lock);
+	return check_rw_range(pos, count);
+}
+
 static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, uint64_t count,
 			  int64_t *pos)
 {
@@ -216,8 +229,8 @@ static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, ui
 		return -ESPIPE;
 	}
 	r = check_rw_file(f, is_read);
-	if (r == 0 && pos)
-		r = check_rw_range(*pos, count);
+	if (r == 0)
+		r = pos ? check_rw_range(*pos, count) : check_file_range(f, count);
 	if (r == 0)
 		r = do_rw(t, f, is_read, &g, 1, pos);
 	file_put(f);
@@ -308,8 +321,8 @@ static long do_readv_writev(struct task *t, bool is_read, const struct syscall_a
 	if (r == 0)
 		r = import_iovec(t, args->a[1], (long)(int)args->a[2], &giov, &total);
 	if (r == 0) {
-		if (pos && total)
-			r = check_rw_range(*pos, total);
+		if (total)
+			r = pos ? check_rw_range(*pos, total) : check_file_range(f, total);
 		/* Unlike read(2), an empty vector does not reach the file. */
 		if (total && r == 0)
 			r = do_rw(t, f, is_read, giov, (int)args->a[2], pos);

@@ -41,6 +41,20 @@ static void check_offsets(void)
 	CHECK_RET(syscall(SYS_pread64, fd, buf, 5L, LONG_MAX - 5), 0);
 	/* A count of 0 at any non-negative offset is fine. */
 	CHECK_RET(syscall(SYS_pread64, fd, buf, 0L, LONG_MAX), 0);
+	/* read(2) and write(2) at the file's own position: the same check (tmpfs allows it). */
+	{
+		char shm[64];
+		int s;
+
+		snprintf(shm, sizeof(shm), "/dev/shm/husk-fd_misc-%d", (int)getpid());
+		s = CHECK_OK(open(shm, O_CREAT | O_RDWR | O_TRUNC, 0600));
+		CHECK_RET(lseek(s, LONG_MAX - 5, SEEK_SET), LONG_MAX - 5);
+		CHECK_ERR(read(s, buf, 10), EINVAL);
+		CHECK_ERR(write(s, buf, 10), EINVAL);
+		CHECK_RET(read(s, buf, 5), 0);
+		close(s);
+		unlink(shm);
+	}
 	/* preadv/pwritev: the same rules with the vector's total. */
 	{
 		struct iovec iov[2] = { { buf, 5 }, { buf + 5, 5 } };
