@@ -242,6 +242,10 @@ static void check_getfl(void)
 	s = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
 	CHECK_RET(fcntl(s, F_GETFL), O_RDWR);
 	close(s);
+	/* memfd_create opens its file as open(2) would. */
+	fd = CHECK_OK(memfd_create("fd_misc", 0));
+	CHECK_RET(fcntl(fd, F_GETFL), O_RDWR | LINUX_O_LARGEFILE);
+	close(fd);
 }
 
 static void check_pipe_positioned(void)

@@ -1526,13 +1526,14 @@ int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags,
 		in->seals = LINUX_F_SEAL_EXEC;
 	else if (flags & TMPFS_MEMFD_ALLOW_SEALING)
 		in->seals = 0;
-	f = in->memfd_name ? tmpfs_open(node, O_RDWR | O_LARGEFILE) : ERR_PTR(-ENOMEM);
+	f = in->memfd_name ? tmpfs_open(node, O_RDWR | 0100000 /* O_LARGEFILE */) :
+			     ERR_PTR(-ENOMEM);
 	if (IS_ERR(f)) {
 		vfs_node_put(node);
 		pthread_mutex_unlock(&memfd_lock);
 		return (int)PTR_ERR(f);
 	}
-	f->flags = O_RDWR | O_LARGEFILE;
+	f->flags = O_RDWR | 0100000; /* Linux's O_LARGEFILE (glibc's is 0 on x86-64) */
 	f->mnt = memfd_mnt;
 	f->node = node; /* the reference tmpfs_tmpfile gave */
 	vfs_mount_get(f->mnt);
