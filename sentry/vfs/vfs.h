@@ -125,11 +125,11 @@ struct file {
 	 */
 	bool host_offset;
 	void *priv; /* owned by ops */
+	/* F_SETOWN, F_SETSIG and O_ASYNC's state (fasync.c); NULL until first used. Atomic. */
+	struct file_async *async;
 	/* The lock table's (lock.c): f may own OFD or flock locks on the inode (dev, ino). */
 	bool lock_used; /* atomic; the two keys are set before it */
 	uint64_t lock_dev, lock_ino;
-	/* F_SETOWN, F_SETSIG and O_ASYNC's state (fasync.c); NULL until first used. Atomic. */
-	struct file_async *async;
 };
 
 /* Allocates a file with one reference. Returns it or NULL when out of memory. */
