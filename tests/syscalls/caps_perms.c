@@ -42,6 +42,7 @@ static void setup(void)
 	mkfile("pub", 0644, OTHER, OTHER);
 	mkfile("nobody", 0000, 0, 0);
 	mkfile("prog", 0700, OTHER, OTHER);
+	mkfile("prog2", 0744, OTHER, OTHER);
 	mkfile("suid", 04755, OTHER, OTHER);
 	CHECK_RET(mkdir("closed", 0700), 0);
 	mkfile("closed/f", 0666, OTHER, OTHER);
@@ -141,6 +142,13 @@ static void no_dac_override(void *arg)
 	close(fd);
 	CHECK_ERR(access("secret", W_OK), EACCES);
 	CHECK_RET(access("secret", R_OK), 0);
+	/* Readable, executable by its owner only: reading is not executing. */
+	{
+		char *argv[] = { "prog2", NULL }, *envp[] = { NULL };
+
+		CHECK_ERR(access("prog2", X_OK), EACCES);
+		CHECK_ERR(execve("prog2", argv, envp), EACCES);
+	}
 }
 
 static void no_fowner(void *arg)
