@@ -12,7 +12,8 @@
  *
  * Which event: readable is POLL_IN at each wake (Linux signals each arrival of data; a wake for
  * another reason while data waits gives one more, harmless, signal); becoming writable is
- * POLL_OUT and a hang-up POLL_HUP (edges only, else a writer would hear of each of its writes).
+ * POLL_OUT and a hang-up POLL_HUP (edges only, else a writer would hear of each of its writes;
+ * Linux's pipe_read sends its writers POLL_OUT after every read, even of a pipe not full).
  *
  * Lifetime: the file holds one reference on its state and each queued notification another.
  * fa->lock is held by the notifier across the poll and the send, and by file_put's

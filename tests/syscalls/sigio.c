@@ -215,6 +215,36 @@ static void check_files(void)
 	close(m);
 }
 
+/* A full pipe's write end hears POLL_OUT when a read makes room. */
+static void check_pipe_room(void)
+{
+	static char buf[8192];
+	struct timespec none = { 0, 0 };
+	siginfo_t si;
+	sigset_t set;
+	int p[2];
+
+	flush_sig(RTSIG);
+	CHECK_OK(pipe2(p, O_NONBLOCK));
+	while (write(p[1], buf, sizeof(buf)) > 0)
+		;
+	CHECK_RET(fcntl(p[1], F_SETOWN, getpid()), 0);
+	CHECK_RET(fcntl(p[1], F_SETSIG, RTSIG), 0);
+	CHECK_RET(fcntl(p[1], F_SETFL, O_ASYNC | O_NONBLOCK), 0);
+	sigemptyset(&set);
+	sigaddset(&set, RTSIG);
+	/* Nothing yet: O_ASYNC does not report the present state. */
+	CHECK_ERR(sigtimedwait(&set, NULL, &none), EAGAIN);
+	CHECK_RET(read(p[0], buf, sizeof(buf)), sizeof(buf));
+	memset(&si, 0, sizeof(si));
+	CHECK(wait_sig(RTSIG, &si) == RTSIG, "pipe room: no signal");
+	CHECK(si.si_code == POLL_OUT && si.si_band == (POLLOUT | POLLWRNORM | POLLWRBAND) &&
+		      si.si_fd == p[1],
+	      "pipe room: code %d band %#lx fd %d", si.si_code, (long)si.si_band, si.si_fd);
+	close(p[0]);
+	close(p[1]);
+}
+
 struct thread_arg {
 	int rfd;
 	pid_t tid;
@@ -331,6 +361,7 @@ int main(void)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	check_values();
 	check_files();
+	check_pipe_room();
 	check_thread_owner();
 	in_child(group_owner, NULL);
 	return finish();
