@@ -649,11 +649,30 @@ static int gofer_write_limit(int fd, const struct iovec *iov, int *cnt, int64_t 
 	return 0;
 }
 
+static int gofer_setattr_op(struct vfs_node *n, const struct vfs_setattr *sa);
+
+/*
+ * The set-id bits a write must keep on the host (0: none): the host clears them for the sentry,
+ * which has no CAP_FSETID; a caller with it keeps them, as on Linux (cached mode).
+ */
+static uint32_t gofer_write_keep_setid(struct gofer_node *gn)
+{
+	uint32_t mode;
+
+	pthread_mutex_lock(&gn->lock);
+	mode = gn->attr.mode;
+	pthread_mutex_unlock(&gn->lock);
+	if (!S_ISREG(mode) || !(mode & (S_ISUID | S_ISGID)) || vfs_write_kill_priv(mode) != mode)
+		return 0;
+	return mode & 07777;
+}
+
 static ssize_t gofer_file_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
 {
 	int fd = gofer_file_fd(f);
 	bool append = __atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_APPEND;
 	_cleanup_free_ struct iovec *cut = NULL;
+	uint32_t keep = gofer_write_keep_setid(((struct gofer_file *)f->priv)->gn);
 	ssize_t n;
 
 	if (pos) {
@@ -671,6 +690,11 @@ static ssize_t gofer_file_write(struct file *f, const struct iovec *iov, int iov
 	if (n < 0)
 		return -errno;
 	struct gofer_file *gf = f->priv;
+	if (keep && n > 0) {
+		struct vfs_setattr sa = { .valid = VFS_SETATTR_MODE, .mode = keep };
+
+		gofer_setattr_op(&gf->gn->base, &sa);
+	}
 	gofer_changed(gf->fs);
 	int64_t start = pos ? *pos : -1;
 	if (pos) {
