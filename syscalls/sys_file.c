@@ -194,6 +194,27 @@ static int check_rw_file(struct file *f, bool is_read)
 	return 0;
 }
 
+/* Linux's rw_verify_area for an explicit offset: the range may not pass 2^63 - 1. */
+static int check_rw_range(int64_t pos, uint64_t count)
+{
+	if (pos < 0 || count > (uint64_t)INT64_MAX - (uint64_t)pos)
+		return -EINVAL;
+	return 0;
+}
+
+/* check_rw_range at f's own position, for read/write/readv/writev of seekable files. */
+static int check_file_range(struct file *f, uint64_t count)
+{
+	int64_t pos;
+
+	if (!file_seekable(f) || f->host_offset)
+		return 0;
+	pthread_mutex_lock(&f->pos_lock);
+	pos = f->pos;
+	pthread_mutex_unlock(&f->pos_lock);
+	return check_rw_range(pos, count);
+}
+
 static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, uint64_t count,
 			  int64_t *pos)
 {
@@ -208,6 +229,8 @@ static long do_read_write(struct task *t, bool is_read, int fd, uint64_t buf, ui
 		return -ESPIPE;
 	}
 	r = check_rw_file(f, is_read);
+	if (r == 0)
+		r = pos ? check_rw_range(*pos, count) : check_file_range(f, count);
 	if (r == 0)
 		r = do_rw(t, f, is_read, &g, 1, pos);
 	file_put(f);
@@ -293,14 +316,15 @@ static long do_readv_writev(struct task *t, bool is_read, const struct syscall_a
 
 	if (!f)
 		return -EBADF;
-	r = check_rw_file(f, is_read);
-	if (r == 0 && pos && !file_seekable(f))
-		r = -ESPIPE;
+	/* preadv(2) and pwritev(2) say -ESPIPE before looking at the access mode. */
+	r = pos && !file_seekable(f) ? -ESPIPE : check_rw_file(f, is_read);
 	if (r == 0)
 		r = import_iovec(t, args->a[1], (long)(int)args->a[2], &giov, &total);
 	if (r == 0) {
-		/* Unlike read(2), an empty vector does not reach the file. */
 		if (total)
+			r = pos ? check_rw_range(*pos, total) : check_file_range(f, total);
+		/* Unlike read(2), an empty vector does not reach the file. */
+		if (total && r == 0)
 			r = do_rw(t, f, is_read, giov, (int)args->a[2], pos);
 		free(giov);
 	}
@@ -722,11 +746,12 @@ long sys_fchdir(struct task *t, const struct syscall_args *args)
 /* The status flags F_SETFL may change. */
 #define SETFL_MASK (O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME)
 
-static long fcntl_setfl(struct task *t, struct file *f, int arg)
+static long fcntl_setfl(struct task *t, struct file *f, int fd, int arg)
 {
 	int old, new;
 
-	if ((arg & O_NOATIME) && !(file_flags(f) & O_NOATIME) && t->cred.fsuid != 0) {
+	if ((arg & O_NOATIME) && !(file_flags(f) & O_NOATIME) &&
+	    !cred_capable(&t->cred, 3 /* CAP_FOWNER */)) {
 		struct vfs_attr attr;
 		int err = file_getattr(f, &attr);
 
@@ -736,6 +761,13 @@ static long fcntl_setfl(struct task *t, struct file *f, int arg)
 			return -EPERM;
 	}
 	old = file_flags(f);
+	/* Linux's fasync before the flags change: O_ASYNC starts or stops the notifications. */
+	if ((arg ^ old) & O_ASYNC) {
+		int err = vfs_fasync_enable(t, f, fd, arg & O_ASYNC);
+
+		if (err < 0)
+			return err;
+	}
 	do {
 		new = (old & ~SETFL_MASK) | (arg & SETFL_MASK);
 	} while (!__atomic_compare_exchange_n(&f->flags, &old, new, false, __ATOMIC_RELAXED,
@@ -743,8 +775,45 @@ static long fcntl_setfl(struct task *t, struct file *f, int arg)
 	return 0;
 }
 
+/* F_SETOWN, F_GETOWN, F_SETSIG, F_GETSIG, F_SETOWN_EX, F_GETOWN_EX (Linux's do_fcntl). */
+static long fcntl_owner(struct task *t, struct file *f, int cmd, uint64_t arg)
+{
+	struct f_owner_ex ex;
+	int type, who = (int)arg;
+	int32_t id;
+
+	switch (cmd) {
+	case F_SETOWN:
+		/* Negative: a process group. */
+		if (who == INT_MIN)
+			return -EINVAL;
+		return vfs_fasync_setown(t, f, who < 0 ? VFS_OWNER_PGRP : VFS_OWNER_PID,
+					 who < 0 ? -who : who);
+	case F_GETOWN:
+		vfs_fasync_getown(f, &type, &id);
+		return type == VFS_OWNER_PGRP ? -(long)id : id;
+	case F_SETSIG:
+		return vfs_fasync_setsig(f, arg > 64 ? -1 : (int)arg);
+	case F_GETSIG:
+		return vfs_fasync_getsig(f);
+	case F_SETOWN_EX:
+		if (mm_copy_in(t->mm, &ex, arg, sizeof(ex)) != sizeof(ex))
+			return -EFAULT;
+		if (ex.pid < 0)
+			return ex.type > F_OWNER_PGRP || ex.type < 0 ? -EINVAL : -ESRCH;
+		return vfs_fasync_setown(t, f, ex.type, ex.pid);
+	default: /* F_GETOWN_EX */
+		vfs_fasync_getown(f, &type, &id);
+		ex.type = type;
+		ex.pid = id;
+		if (mm_copy_out(t->mm, arg, &ex, sizeof(ex)) != sizeof(ex))
+			return -EFAULT;
+		return 0;
+	}
+}
+
 /* fcntl(2) */
-/* Only descriptor duplication, FD_CLOEXEC and status flags; locks, leases, pipes: -EINVAL. */
+/* Leases and F_NOTIFY are -EINVAL; O_ASYNC notifies of readiness changes, not of each write. */
 long sys_fcntl(struct task *t, const struct syscall_args *args)
 {
 	int fd = (int)args->a[0], cmd = (int)args->a[1];
@@ -781,7 +850,15 @@ long sys_fcntl(struct task *t, const struct syscall_args *args)
 		r = file_flags(f);
 		break;
 	case F_SETFL:
-		r = fcntl_setfl(t, f, (int)arg);
+		r = fcntl_setfl(t, f, fd, (int)arg);
+		break;
+	case F_SETOWN:
+	case F_GETOWN:
+	case F_SETSIG:
+	case F_GETSIG:
+	case F_SETOWN_EX:
+	case F_GETOWN_EX:
+		r = fcntl_owner(t, f, cmd, arg);
 		break;
 	case F_GETLK:
 	case F_SETLK:
@@ -966,6 +1043,8 @@ long sys_ioctl(struct task *t, const struct syscall_args *args)
 		break;
 	case FIOASYNC:
 		r = ioctl_flag(t, f, arg, O_ASYNC);
+		if (r == 0)
+			r = vfs_fasync_enable(t, f, fd, file_flags(f) & O_ASYNC);
 		break;
 	default:
 		r = -ENOIOCTLCMD;

@@ -26,7 +26,9 @@ static void set_limits(struct task *t)
 /* mmap(2) */
 /*
  * MAP_SHARED of a file maps the file's page cache (tmpfs, gofer files), of /dev/zero shared
- * anonymous memory; other files give -ENODEV. A shared mapping past the end of a file reads zeros instead of raising SIGBUS.
+ * anonymous memory; other files give -ENODEV. Pages wholly past the end of the file raise
+ * SIGBUS (BUS_ADRERR), as Linux; the sentry's own accesses to them (a write(2) from such a
+ * buffer) read zeros instead of -EFAULT.
  */
 long sys_mmap(struct task *t, const struct syscall_args *args)
 {
@@ -41,6 +43,10 @@ long sys_mmap(struct task *t, const struct syscall_args *args)
 		int seals;
 
 		f = fdtable_lookup(t->fdt, fd);
+		if (f && (f->flags & O_PATH)) {
+			file_put(f);
+			f = NULL;
+		}
 		if (!f)
 			return -EBADF;
 		/* Linux: PROT_EXEC of a file on a noexec mount is EPERM (do_mmap). */

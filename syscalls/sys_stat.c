@@ -338,13 +338,15 @@ long sys_fstatfs(struct task *t, const struct syscall_args *args)
 	if (!f)
 		return -EBADF;
 	memset(&st, 0, sizeof(st));
+	err = -ENOSYS;
 	if (f->mnt && f->node) {
 		struct vfs_path p = { .mnt = f->mnt, .node = f->node };
 
 		err = vfs_path_statfs(&p, &st);
-	} else {
-		err = nopath_statfs(f, &st);
 	}
+	/* Pipes, sockets and anon files (their nodes have no statfs): their pseudo filesystem. */
+	if (err == -ENOSYS)
+		err = nopath_statfs(f, &st);
 	if (err)
 		return err;
 	return copy_out_all(t, args->a[1], &st, sizeof(st));

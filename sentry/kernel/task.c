@@ -328,8 +328,17 @@ int task_run(struct task *t)
 		case PLATFORM_EV_FAULT:
 			t->regs.orig_rax = (uint64_t)-1;
 			/* A copy-on-write page or another fault the mm resolves: re-run. */
-			if (ev.signo == SIGSEGV && mm_handle_fault(t->mm, ev.addr, ev.code) == 0)
-				break;
+			if (ev.signo == SIGSEGV) {
+				int fr = mm_handle_fault(t->mm, ev.addr, ev.code);
+
+				if (fr == 0)
+					break;
+				/* Past the end of a mapped file. */
+				if (fr == -EIO) {
+					ev.signo = SIGBUS;
+					ev.code = BUS_ADRERR;
+				}
+			}
 			signal_force_fault(t, &ev);
 			break;
 		case PLATFORM_EV_INTERRUPT:

@@ -20,7 +20,22 @@ void waitq_init(struct waitq *wq)
 {
 	pthread_mutex_init(&wq->lock, NULL);
 	list_init(&wq->waiters);
+	list_init(&wq->callbacks);
 	wq->seq = 0;
+}
+
+void waitq_add_callback(struct waitq *wq, struct waitq_callback *cb)
+{
+	pthread_mutex_lock(&wq->lock);
+	list_add_tail(&cb->link, &wq->callbacks);
+	pthread_mutex_unlock(&wq->lock);
+}
+
+void waitq_remove_callback(struct waitq *wq, struct waitq_callback *cb)
+{
+	pthread_mutex_lock(&wq->lock);
+	list_del(&cb->link);
+	pthread_mutex_unlock(&wq->lock);
 }
 
 void task_wake(struct task *t)
@@ -44,6 +59,12 @@ void waitq_wake_all(struct waitq *wq)
 	pthread_mutex_lock(&wq->lock);
 	list_for_each_entry(e, &wq->waiters, link)
 		task_wake(e->t);
+	if (wq->callbacks.next) {
+		struct waitq_callback *cb;
+
+		list_for_each_entry(cb, &wq->callbacks, link)
+			cb->fn(cb);
+	}
 	pthread_mutex_unlock(&wq->lock);
 }
 

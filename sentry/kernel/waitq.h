@@ -29,7 +29,22 @@ struct waitq {
 	pthread_mutex_t lock;
 	struct list_head waiters; /* of struct waitq_entry */
 	uint64_t seq; /* atomic: incremented by each waitq_wake_all (epoll's edge detection) */
+	struct list_head callbacks; /* of struct waitq_callback (lock) */
 };
+
+/*
+ * A function waitq_wake_all calls besides waking tasks (O_ASYNC's notifier, vfs/fasync.c).
+ * fn runs with the queue's lock held, and maybe the waker's own locks: it must neither block
+ * nor take a lock that is not a leaf.
+ */
+struct waitq_callback {
+	struct list_head link;
+	void (*fn)(struct waitq_callback *cb);
+};
+
+/* Registers cb on wq until waitq_remove_callback; after that returns, fn is not running. */
+void waitq_add_callback(struct waitq *wq, struct waitq_callback *cb);
+void waitq_remove_callback(struct waitq *wq, struct waitq_callback *cb);
 
 void waitq_init(struct waitq *wq);
 /* Wakes every task registered on wq (they recheck their conditions). Any thread. */

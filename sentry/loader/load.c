@@ -87,12 +87,15 @@ static bool in_groups(const struct cred *c, uint32_t gid)
 	return false;
 }
 
-/* Linux's MAY_EXEC check on a regular file: root needs any x bit, others their class's. */
+/*
+ * Linux's MAY_EXEC check on a regular file: CAP_DAC_OVERRIDE needs any x bit (root, not uid 0:
+ * a root that dropped it is held to its class's bit), others their class's.
+ */
 static bool may_exec(const struct cred *c, const struct vfs_attr *a)
 {
 	if (!(a->mode & (S_IXUSR | S_IXGRP | S_IXOTH)))
 		return false;
-	if (c->fsuid == 0)
+	if (cred_capable(c, 1 /* CAP_DAC_OVERRIDE */))
 		return true;
 	if (c->fsuid == a->uid)
 		return a->mode & S_IXUSR;

@@ -53,7 +53,7 @@ static int cow_take_over(struct mm *mm, uint64_t a, uint64_t b)
 	const struct vma *v = vma_find(s, a);
 
 	/* Pages not populated yet stay inaccessible: their first touch populates them. */
-	if ((v->prot & PROT_WRITE) && !(v->flags & VMA_LAZY)) {
+	if ((v->prot & PROT_WRITE) && !(v->flags & (VMA_LAZY | VMA_EOF))) {
 		int r = plat_protect(mm, a, b - a, v->prot);
 		if (r < 0)
 			return r;
@@ -177,6 +177,35 @@ static int populate_locked(struct mm *mm, uint64_t page, bool force)
  * The page this host thread (one per guest thread) last made writable in mm_handle_fault: a
  * new fault at that same page is a real one, not a copy-on-write to resolve again.
  */
+/*
+ * A touch of a VMA_EOF page (mm->lock held): -EFAULT for a PROT_NONE mapping (SIGSEGV); the
+ * page, and the VMA's pages before the end of the file, made accessible when the file has grown
+ * over it since the mmap (0: re-run); else -EIO (SIGBUS, BUS_ADRERR).
+ */
+static int eof_fault_locked(struct mm *mm, uint64_t addr)
+{
+	struct vma_set *s = vset(mm);
+	const struct vma *v = vma_find(s, addr);
+	uint64_t page = PAGE_ALIGN_DOWN(addr), end;
+	struct vfs_attr attr;
+
+	if (!(v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)))
+		return -EFAULT;
+	if (!v->file || file_getattr(v->file, &attr) < 0 || attr.size < 0 ||
+	    v->file_off + (page - v->start) >= (uint64_t)attr.size)
+		return -EIO;
+	if (vma_set_reserve(s, VMA_RESERVE) < 0)
+		return -ENOMEM;
+	end = v->start + (PAGE_ALIGN_UP((uint64_t)attr.size) - v->file_off);
+	end = MIN(end, v->end);
+	size_t i = vma_isolate(s, v->start, end);
+	s->v[i].flags &= ~VMA_EOF;
+	int r = plat_protect(mm, s->v[i].start, s->v[i].end - s->v[i].start,
+			     vma_platform_prot(&s->v[i]));
+	vma_merge_range(s, i ? i - 1 : 0, i + 1);
+	return r;
+}
+
 static __thread uint64_t fault_last_resolved = UINT64_MAX;
 
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
@@ -190,6 +219,10 @@ retry:
 	pthread_mutex_lock(&mm->lock);
 	int r = -EFAULT;
 	const struct vma *v = vma_find(vset(mm), addr);
+	if (v && (v->flags & VMA_EOF)) {
+		r = eof_fault_locked(mm, addr);
+		goto out_unlock;
+	}
 	if (v && (v->flags & VMA_LAZY)) {
 		/* A PROT_NONE mapping is really inaccessible; anything else is populated now. */
 		if (!(v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)))
@@ -286,7 +319,8 @@ static int protect_for_fork_locked(struct mm *parent)
 		 * WIPEONFORK pages are not shared: the child gets zero pages. Pages not populated
 		 * yet (VMA_LAZY) are inaccessible in the platform already.
 		 */
-		if (!(v->prot & PROT_WRITE) || (v->flags & (MM_VMA_WIPEONFORK | VMA_LAZY))) {
+		if (!(v->prot & PROT_WRITE) ||
+		    (v->flags & (MM_VMA_WIPEONFORK | VMA_LAZY | VMA_EOF))) {
 			if (!(v->flags & MM_VMA_WIPEONFORK))
 				v->flags |= VMA_COW;
 			i++;
@@ -296,7 +330,7 @@ static int protect_for_fork_locked(struct mm *parent)
 		while (j < s->n && s->v[j].start == s->v[j - 1].end && s->v[j].prot == v->prot &&
 		       (s->v[j].flags & MM_VMA_PRIVATE) &&
 		       !(s->v[j].flags &
-			 (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK | VMA_LAZY)))
+			 (VMA_COW | MM_VMA_DONTFORK | MM_VMA_WIPEONFORK | VMA_LAZY | VMA_EOF)))
 			j++;
 		int r = plat_protect(parent, v->start, s->v[j - 1].end - v->start,
 				     v->prot & ~PROT_WRITE);

@@ -54,7 +54,7 @@ static inline int plat_protect(struct mm *mm, uint64_t addr, uint64_t len, int p
  */
 static inline int vma_platform_prot(const struct vma *v)
 {
-	if (v->flags & VMA_LAZY)
+	if (v->flags & (VMA_LAZY | VMA_EOF))
 		return PROT_NONE;
 	return (v->flags & VMA_COW) ? v->prot & ~PROT_WRITE : v->prot;
 }

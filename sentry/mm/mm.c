@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/cleanup.h"
@@ -487,6 +488,30 @@ static uint64_t choose_addr(struct mm *mm, uint64_t hint, uint64_t len, int flag
 	 MAP_UNINITIALIZED | MAP_GROWSDOWN | MAP_LOCKED | MAP_NORESERVE | MAP_POPULATE |         \
 	 MAP_NONBLOCK | MAP_STACK | MAP_HUGETLB | MAP_32BIT | MAP_HUGE_2MB | MAP_HUGE_1GB)
 
+/*
+ * Marks the pages of the new file mapping [addr, end) (file offset off at addr) that lie wholly
+ * past size, the file's size, VMA_EOF: inaccessible, SIGBUS on access (fault.c). size < 0: the
+ * file has no end (devices). Failing to mark leaves the pages readable zeros, as before.
+ */
+static void mark_eof_locked(struct mm *mm, uint64_t addr, uint64_t end, uint64_t off, int64_t size)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t covered;
+
+	if (size < 0)
+		return;
+	covered = PAGE_ALIGN_UP((uint64_t)size);
+	if (covered >= off + (end - addr))
+		return;
+	if (covered > off)
+		addr += covered - off;
+	if (vma_set_reserve(s, VMA_RESERVE) < 0)
+		return;
+	for (size_t i = vma_isolate(s, addr, end); i < s->n && s->v[i].start < end; i++)
+		s->v[i].flags |= VMA_EOF;
+	plat_protect(mm, addr, end - addr, PROT_NONE);
+}
+
 long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, struct file *file,
 	     uint64_t off)
 {
@@ -560,11 +585,19 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 				return -EACCES;
 			if (acc != O_RDWR)
 				vflags |= VMA_NOWRITE;
-		} else if (!file->ops || !file->ops->read) {
+		} else if (!file->ops || !file->ops->read ||
+			   !(file->ops->get_pages || file->ops->map_private_by_read)) {
 			return -ENODEV;
 		}
 	}
 	prot &= PROT_RWX;
+	/* The end of a regular file: pages wholly past it raise SIGBUS (mark_eof_locked). */
+	int64_t eof = -1;
+	if (file) {
+		struct vfs_attr attr;
+		if (file_getattr(file, &attr) == 0 && S_ISREG(attr.mode))
+			eof = attr.size;
+	}
 
 	/* File contents are read before the lock: the read may be slow (gofer I/O). */
 	int64_t pages = -1;
@@ -623,6 +656,8 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 		if (r < 0 || clen == len) {
 			if (r < 0 && pages >= 0)
 				memfile_free(mfile(mm), (uint64_t)pages, len - clen);
+			if (r >= 0)
+				mark_eof_locked(mm, addr, addr + len, off, eof);
 			pthread_mutex_unlock(&mm->lock);
 			return r < 0 ? r : (long)addr;
 		}
@@ -635,6 +670,8 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 					   off + clen, (uint64_t)pages);
 		if (r < 0 && plat_unmap(mm, addr, clen) == 0)
 			remove_range(mm, addr, addr + clen);
+		if (r >= 0)
+			mark_eof_locked(mm, addr, addr + len, off, eof);
 		pthread_mutex_unlock(&mm->lock);
 		return r < 0 ? r : (long)addr;
 	}
@@ -647,6 +684,8 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 	}
 	/* install_locked owns the pages from here, and frees them on failure. */
 	r = install_locked(mm, addr, addr + len, prot, vflags, file, off, (uint64_t)pages);
+	if (r >= 0 && file)
+		mark_eof_locked(mm, addr, addr + len, off, eof);
 	pthread_mutex_unlock(&mm->lock);
 	return r < 0 ? r : (long)addr;
 
@@ -688,7 +727,7 @@ static int protect_platform_locked(struct mm *mm, uint64_t start, uint64_t end, 
 
 	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < end; i++) {
 		int p = (s->v[i].flags & VMA_COW) ? prot & ~PROT_WRITE : prot;
-		if (s->v[i].flags & VMA_LAZY)
+		if (s->v[i].flags & (VMA_LAZY | VMA_EOF))
 			p = PROT_NONE;
 		uint64_t a = MAX(s->v[i].start, start);
 		if (p != run_prot) {
@@ -813,7 +852,8 @@ out_unlock:;
 static bool same_mapping(const struct vma *a, const struct vma *b)
 {
 	if (a->end != b->start || a->prot != b->prot ||
-	    (a->flags & ~(VMA_COW | VMA_LAZY)) != (b->flags & ~(VMA_COW | VMA_LAZY)) ||
+	    (a->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF)) !=
+		    (b->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF)) ||
 	    a->file != b->file)
 		return false;
 	return !a->file || a->file_off + (a->end - a->start) == b->file_off;
@@ -1412,7 +1452,7 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 			.start = v->start,
 			.end = v->end,
 			.prot = v->prot,
-			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY),
+			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
 			.file = v->file,
 			.file_off = v->file_off,
 			.mf_off = v->off,

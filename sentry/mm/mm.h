@@ -87,7 +87,8 @@ int mm_activate(struct mm *mm);
  * the space owned by the calling thread: resolves a copy-on-write write (copies the page, or
  * takes it over when no one else shares it, and maps it writable) and returns 0 so that the
  * guest re-runs the instruction; returns -EFAULT when the access is invalid (the caller sends
- * SIGSEGV).
+ * SIGSEGV), -EIO for a touch of a file mapping's page past the end of the file (the caller
+ * sends SIGBUS with BUS_ADRERR).
  */
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code);
 /*

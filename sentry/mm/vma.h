@@ -38,6 +38,13 @@ struct memfile;
  * gives a window of pages the VMA's protection (fault.c). Never set without mf->lazy.
  */
 #define VMA_LAZY 0x40000u
+/*
+ * Internal VMA flag: pages of a file mapping wholly past the end of the file (as it was when
+ * last looked at). The platform maps them PROT_NONE; an access faults and mm_handle_fault
+ * gives SIGBUS (BUS_ADRERR), as Linux, unless the file has grown over the page since: then the
+ * page gets the VMA's protection.
+ */
+#define VMA_EOF 0x80000u
 
 struct vma {
 	uint64_t start, end;

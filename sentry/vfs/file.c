@@ -31,10 +31,14 @@ void file_get(struct file *f)
 	refcount_inc(&f->ref);
 }
 
+void (*vfs_fasync_release_fn)(struct file *f);
+
 void file_put(struct file *f)
 {
 	if (!f || !refcount_dec(&f->ref))
 		return;
+	if (f->async && vfs_fasync_release_fn)
+		vfs_fasync_release_fn(f);
 	vfs_locks_release_file(f);
 	if (vfs_notify_active() && f->mnt) {
 		int acc = f->flags & O_ACCMODE;

@@ -245,6 +245,11 @@ struct vfs_node {
 	char *name; /* owned; "" for a root */
 	uint32_t type; /* S_IFMT bits */
 	int mounts; /* mounts whose mountpoint is this node; written under the mount lock */
+	/*
+	 * inotify (notify.c): the node's inode lost its last name while the node was in use (an
+	 * open file): IN_DELETE_SELF and IN_IGNORED are due at its last put. Atomic.
+	 */
+	bool notify_pending;
 };
 
 /*
@@ -446,6 +451,24 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
  * SEEK_HOLE as for a file without holes). Returns the new position or -EINVAL/-ENXIO.
  */
 int64_t vfs_generic_llseek(struct file *f, int64_t off, int whence, int64_t size);
+
+/*
+ * RLIMIT_FSIZE of the calling task for a write of a regular file at off (Linux's
+ * generic_write_check_limits): returns 0, with *count cut to end at the limit, or -EFBIG after
+ * sending SIGXFSZ to the caller when off is at or past it. Filesystems call it for each write
+ * of a non-empty range; no task (sentry-internal writes): no limit.
+ */
+int vfs_write_check_limit(int64_t off, size_t *count);
+/*
+ * The mode a write by the calling task leaves a regular file with (Linux's file_remove_privs):
+ * without CAP_FSETID, S_ISUID and a group-executable S_ISGID are cleared. mode has S_IFMT.
+ */
+uint32_t vfs_write_kill_priv(uint32_t mode);
+/*
+ * Marks the calling thread's writes as the sentry's own (overlay copy-up) while on: no
+ * RLIMIT_FSIZE and no clearing of set-id bits, as for a write with no task.
+ */
+void vfs_internal_writes(bool on);
 
 /*
  * The anonymous mount: where nodes of files that have no name in the tree live (host files;

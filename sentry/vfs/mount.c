@@ -285,7 +285,7 @@ static int mountpoint_make(struct kernel *k, const char *path, bool isdir, struc
 {
 	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
 	struct vfs_path cur;
-	struct cred c = { 0 };
+	struct cred c = { .cap_effective = ~0ULL }; /* root's, with every capability */
 	char *buf, *p, target[VFS_PATH_MAX];
 	bool from_link = false;
 	int err = 0, nlinks = 0;
@@ -417,7 +417,7 @@ void vfs_mount_set_flags(struct vfs_mount *m, int flags)
 static int mount_resolve(struct kernel *k, const char *path, struct vfs_path *out)
 {
 	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
-	struct cred c = { 0 };
+	struct cred c = { .cap_effective = ~0ULL }; /* root's, with every capability */
 
 	if (path[0] != '/' || !root.node)
 		return -EINVAL;

@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,24 +32,34 @@ bool vfs_cred_in_group(const struct cred *c, uint32_t gid)
 	return false;
 }
 
+/*
+ * Linux's generic_permission: the owner's, group's or others' bits; then CAP_DAC_READ_SEARCH
+ * (reading files, reading and searching directories) and CAP_DAC_OVERRIDE (anything but
+ * executing a file with no execute bit). Capabilities, not uid 0, override the bits.
+ */
 int vfs_permission(const struct cred *c, const struct vfs_attr *attr, int may)
 {
 	uint32_t mode = attr->mode, bits;
 
 	may &= VFS_MAY_READ | VFS_MAY_WRITE | VFS_MAY_EXEC;
-	if (c->fsuid == 0) {
-		/* CAP_DAC_OVERRIDE: anything but executing a file nobody may execute. */
-		if (!(may & VFS_MAY_EXEC) || S_ISDIR(mode) || (mode & 0111))
-			return 0;
-		return -EACCES;
-	}
 	if (c->fsuid == attr->uid)
 		bits = mode >> 6;
 	else if (vfs_cred_in_group(c, attr->gid))
 		bits = mode >> 3;
 	else
 		bits = mode;
-	return (may & ~bits & 7) ? -EACCES : 0;
+	if (!(may & ~bits & 7))
+		return 0;
+	if (S_ISDIR(mode)) {
+		if (!(may & VFS_MAY_WRITE) && cred_capable(c, CAP_DAC_READ_SEARCH))
+			return 0;
+		return cred_capable(c, CAP_DAC_OVERRIDE) ? 0 : -EACCES;
+	}
+	if (may == VFS_MAY_READ && cred_capable(c, CAP_DAC_READ_SEARCH))
+		return 0;
+	if ((!(may & VFS_MAY_EXEC) || (mode & 0111)) && cred_capable(c, CAP_DAC_OVERRIDE))
+		return 0;
+	return -EACCES;
 }
 
 int vfs_path_permission_cred(const struct cred *cred, const struct vfs_path *p, int may)
@@ -93,8 +105,8 @@ static int may_lookup(const struct vfs_walk_state *ws, const struct vfs_path *p)
 	struct vfs_attr attr;
 	int err;
 
-	/* Root may search every directory: skip the attribute fetch. */
-	if (ws->cred->fsuid == 0)
+	/* Either capability searches every directory: skip the attribute fetch. */
+	if (cred_capable(ws->cred, CAP_DAC_READ_SEARCH) || cred_capable(ws->cred, CAP_DAC_OVERRIDE))
 		return 0;
 	err = vfs_node_getattr(p->node, &attr);
 	if (err < 0)
@@ -571,10 +583,16 @@ int vfs_access(struct task *t, int dirfd, const char *path, int mode, int flags)
 		return -EINVAL;
 	if (flags & ~(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
 		return -EINVAL;
-	/* access(2) asks about the real ids: the whole walk runs with them (override_creds). */
+	/*
+	 * access(2) asks about the real ids: the whole walk runs with them (Linux's
+	 * access_override_creds), and with the capabilities a real uid 0 would have (the
+	 * permitted set) or none.
+	 */
 	if (!(flags & AT_EACCESS)) {
 		cred.fsuid = cred.uid;
 		cred.fsgid = cred.gid;
+		if (!(cred.securebits & SECBIT_NO_SETUID_FIXUP))
+			cred.cap_effective = cred.uid == 0 ? cred.cap_permitted : 0;
 	}
 	ws = (struct vfs_walk_state){ .cred = &cred };
 	if (!*path) {

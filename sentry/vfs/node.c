@@ -7,6 +7,7 @@
 
 #include "common/util.h"
 #include "sentry/vfs/fs.h"
+#include "sentry/vfs/notify.h"
 
 void vfs_fs_init(struct vfs_fs *fs, const struct vfs_fs_ops *ops, const char *type)
 {
@@ -66,6 +67,8 @@ void vfs_node_put(struct vfs_node *n)
 	while (n && refcount_dec(&n->ref)) {
 		struct vfs_node *parent = n->parent;
 
+		if (__atomic_load_n(&n->notify_pending, __ATOMIC_ACQUIRE))
+			vfs_notify_node_gone(n);
 		free(n->name);
 		n->name = NULL;
 		n->parent = NULL;

@@ -221,8 +221,7 @@ void vfs_notify_node(struct vfs_node *n, uint32_t mask)
 		return;
 	if (S_ISDIR(a.mode))
 		mask |= VFS_IN_ISDIR;
-	deliver(a.dev, a.ino, mask, 0, NULL, false);
-
+	/* The parent's watches first, then the node's own (Linux's fsnotify_handle_event). */
 	vfs_rename_read_lock();
 	parent = n->parent;
 	if (parent) {
@@ -230,11 +229,12 @@ void vfs_notify_node(struct vfs_node *n, uint32_t mask)
 		snprintf(name, sizeof(name), "%s", n->name ? n->name : "");
 	}
 	vfs_rename_read_unlock();
-	if (!parent)
-		return;
-	if (name[0] && vfs_node_getattr(parent, &pa) == 0)
-		deliver(pa.dev, pa.ino, mask, 0, name, a.nlink == 0);
-	vfs_node_put(parent);
+	if (parent) {
+		if (name[0] && vfs_node_getattr(parent, &pa) == 0)
+			deliver(pa.dev, pa.ino, mask, 0, name, a.nlink == 0);
+		vfs_node_put(parent);
+	}
+	deliver(a.dev, a.ino, mask, 0, NULL, false);
 }
 
 void vfs_notify_name(struct vfs_node *dir, const char *name, struct vfs_node *child, uint32_t mask,
@@ -265,11 +265,21 @@ static void drop_inode(uint64_t dev, uint64_t ino)
 	pthread_mutex_unlock(&notify_lock);
 }
 
+/* A node whose IN_DELETE_SELF waits for its last put, with its inode's key. */
+struct notify_pending {
+	struct notify_pending *next;
+	struct vfs_node *n;
+	uint64_t dev, ino;
+};
+
+static struct notify_pending *pending; /* notify_lock */
+
 void vfs_notify_delete(struct vfs_node *dir, const char *name, struct vfs_node *victim, bool isdir,
 		       bool attrib)
 {
+	struct notify_pending *p = NULL;
 	struct vfs_attr a;
-	bool gone;
+	bool gone, busy;
 
 	if (!vfs_notify_active())
 		return;
@@ -278,12 +288,52 @@ void vfs_notify_delete(struct vfs_node *dir, const char *name, struct vfs_node *
 	if (vfs_node_getattr(victim, &a) < 0)
 		return;
 	gone = isdir || a.nlink == 0;
-	if (gone)
+	/* Linux's dentry still in use (an open file, a cwd): the inode goes at the last put. */
+	busy = gone && refcount_read(&victim->ref) > 1;
+	if (busy) {
+		p = malloc(sizeof(*p));
+		if (!p)
+			busy = false;
+	}
+	if (gone && !busy) {
 		deliver(a.dev, a.ino, VFS_IN_DELETE_SELF, 0, NULL, false);
+		drop_inode(a.dev, a.ino);
+	}
 	if (dir)
 		vfs_notify_name(dir, name, victim, VFS_IN_DELETE, 0);
-	if (gone)
-		drop_inode(a.dev, a.ino);
+	if (busy) {
+		*p = (struct notify_pending){ .n = victim, .dev = a.dev, .ino = a.ino };
+		pthread_mutex_lock(&notify_lock);
+		if (__atomic_load_n(&victim->notify_pending, __ATOMIC_RELAXED)) {
+			free(p); /* already due (a directory removed twice cannot be) */
+		} else {
+			p->next = pending;
+			pending = p;
+			__atomic_store_n(&victim->notify_pending, true, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&notify_lock);
+	}
+}
+
+void vfs_notify_node_gone(struct vfs_node *n)
+{
+	struct notify_pending **pp, *p = NULL;
+
+	pthread_mutex_lock(&notify_lock);
+	for (pp = &pending; *pp; pp = &(*pp)->next) {
+		if ((*pp)->n == n) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	}
+	__atomic_store_n(&n->notify_pending, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&notify_lock);
+	if (!p)
+		return;
+	deliver(p->dev, p->ino, VFS_IN_DELETE_SELF, 0, NULL, false);
+	drop_inode(p->dev, p->ino);
+	free(p);
 }
 
 void vfs_notify_file(struct file *f, uint32_t mask)

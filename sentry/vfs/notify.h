@@ -82,11 +82,18 @@ void vfs_notify_name(struct vfs_node *dir, const char *name, struct vfs_node *ch
 /*
  * After a name of victim was removed: name in dir (unlink, rmdir), or dir NULL for the target
  * a rename replaced. Reports, in Linux's order: IN_ATTRIB to victim when attrib (its link count
- * changed: unlink, rename over it), IN_DELETE_SELF when it has no link left (directories:
- * isdir), IN_DELETE on dir, then IN_IGNORED for each of the gone inode's watches, which end.
+ * changed: unlink, rename over it); when it has no link left (directories: isdir),
+ * IN_DELETE_SELF and IN_IGNORED for each of the gone inode's watches, which end; then IN_DELETE
+ * on dir. The caller holds one reference on victim: when others hold it too (an open file),
+ * IN_DELETE_SELF and IN_IGNORED wait for its last put (vfs_notify_node_gone).
  */
 void vfs_notify_delete(struct vfs_node *dir, const char *name, struct vfs_node *victim, bool isdir,
 		       bool attrib);
+/*
+ * The last reference to n went, whose inode lost its last name while n was in use
+ * (n->notify_pending): IN_DELETE_SELF and IN_IGNORED now, as Linux when the dentry goes.
+ */
+void vfs_notify_node_gone(struct vfs_node *n);
 /* Open, access, modify and close events of file f: vfs_notify_node on f->node, not O_PATH. */
 void vfs_notify_file(struct file *f, uint32_t mask);
 /* A new cookie pairing IN_MOVED_FROM with IN_MOVED_TO (never 0). */

@@ -102,6 +102,13 @@ struct file_ops {
 	 * (memory filesystems): nothing to do.
 	 */
 	int (*sync_pages)(struct file *f, uint64_t pgoff, uint64_t npages, bool wait);
+	/*
+	 * A file with no page cache that MAP_PRIVATE may still map, its contents copied in with
+	 * read (host regular files, /dev/zero). Files with neither this nor get_pages cannot be
+	 * mapped at all (-ENODEV, as Linux's files without f_op->mmap: pipes, sockets,
+	 * directories, most character devices, procfs and sysfs files).
+	 */
+	bool map_private_by_read;
 };
 
 struct file {
@@ -118,6 +125,8 @@ struct file {
 	 */
 	bool host_offset;
 	void *priv; /* owned by ops */
+	/* F_SETOWN, F_SETSIG and O_ASYNC's state (fasync.c); NULL until first used. Atomic. */
+	struct file_async *async;
 	/* The lock table's (lock.c): f may own OFD or flock locks on the inode (dev, ino). */
 	bool lock_used; /* atomic; the two keys are set before it */
 	uint64_t lock_dev, lock_ino;
@@ -140,6 +149,35 @@ int file_getattr(struct file *f, struct vfs_attr *attr);
  * Returns NULL when out of memory.
  */
 struct file *hostfile_create(int hostfd, int flags);
+
+/* --- F_SETOWN, F_SETSIG and O_ASYNC (fasync.c) --- */
+
+/* Owner types (Linux's F_OWNER_*). */
+#define VFS_OWNER_TID 0
+#define VFS_OWNER_PID 1
+#define VFS_OWNER_PGRP 2
+
+/*
+ * F_SETOWN_EX's core: f's owner becomes the thread, process or process group id of type (id 0:
+ * none), with t's uid and euid for the permission to signal it (Linux's sigio_perm). Returns
+ * 0, -EINVAL (type), -ESRCH (no such id) or -ENOMEM.
+ */
+int vfs_fasync_setown(struct task *t, struct file *f, int type, int32_t id);
+/* f's owner: *type and *id (VFS_OWNER_TID and 0 when none was ever set, as Linux). */
+void vfs_fasync_getown(struct file *f, int *type, int32_t *id);
+/* F_SETSIG (0: SIGIO without information; else 1..64) and F_GETSIG. setsig: 0 or -EINVAL. */
+int vfs_fasync_setsig(struct file *f, int sig);
+int vfs_fasync_getsig(struct file *f);
+/*
+ * O_ASYNC turned on or off for f (F_SETFL, FIOASYNC; the caller keeps the flag in f->flags):
+ * while on, each change of f's readiness signals its owner (POLL_IN when it is readable, POLL_OUT
+ * and POLL_HUP on becoming writable or hung up), with si_fd fd. Returns 0 or -ENOMEM.
+ */
+int vfs_fasync_enable(struct task *t, struct file *f, int fd, bool on);
+/* file_put's: detaches f's async state (f->async set). */
+void vfs_fasync_release(struct file *f);
+/* vfs_fasync_release, set once a file has async state (links without fasync.c stay lean). */
+extern void (*vfs_fasync_release_fn)(struct file *f);
 
 /* --- file descriptor tables --- */
 

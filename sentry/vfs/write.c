@@ -7,6 +7,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -16,6 +19,8 @@
 /* common/util.h before sys/user.h (through task.h): util.h would redefine PAGE_SIZE. */
 #include "common/util.h"
 #include "common/err.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/notify.h"
@@ -32,9 +37,66 @@ void vfs_ns_unlock(void)
 	pthread_mutex_unlock(&ns_lock);
 }
 
-static bool capable(const struct cred *c)
+static bool capable(const struct cred *c, int cap)
 {
-	return c->fsuid == 0;
+	return cred_capable(c, cap);
+}
+
+/* RLIMIT_FSIZE of the calling task, or -1 for none. */
+static int64_t fsize_limit(struct task *t)
+{
+	rlim_t cur;
+
+	if (!t)
+		return -1;
+	pthread_mutex_lock(&t->tg->lock);
+	cur = t->tg->rlimits[RLIMIT_FSIZE].rlim_cur;
+	pthread_mutex_unlock(&t->tg->lock);
+	return cur == RLIM_INFINITY || cur > INT64_MAX ? -1 : (int64_t)cur;
+}
+
+/* Past RLIMIT_FSIZE: SIGXFSZ to the caller and -EFBIG. */
+static int fsize_exceeded(struct task *t)
+{
+	signal_send_task(t, SIGXFSZ, NULL);
+	return -EFBIG;
+}
+
+static __thread bool internal_writes;
+
+void vfs_internal_writes(bool on)
+{
+	internal_writes = on;
+}
+
+int vfs_write_check_limit(int64_t off, size_t *count)
+{
+	struct task *t = internal_writes ? NULL : task_current();
+	int64_t limit = fsize_limit(t);
+
+	if (limit < 0 || *count == 0)
+		return 0;
+	if (off >= limit)
+		return fsize_exceeded(t);
+	if (*count > (uint64_t)(limit - off))
+		*count = (size_t)(limit - off);
+	return 0;
+}
+
+uint32_t vfs_write_kill_priv(uint32_t mode)
+{
+	struct task *t = internal_writes ? NULL : task_current();
+	uint32_t kill = 0;
+
+	if (!S_ISREG(mode))
+		return mode;
+	if (mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (!kill || !t || cred_capable(&t->cred, CAP_FSETID))
+		return mode;
+	return mode & ~kill;
 }
 
 int vfs_may_create(const struct cred *cred, const struct vfs_path *dir, uint32_t mode,
@@ -57,7 +119,7 @@ int vfs_may_create(const struct cred *cred, const struct vfs_path *dir, uint32_t
 		if (S_ISDIR(mode))
 			a->mode |= S_ISGID;
 		else if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) &&
-			 !vfs_cred_in_group(cred, da.gid) && !capable(cred))
+			 !vfs_cred_in_group(cred, da.gid) && !capable(cred, CAP_FSETID))
 			a->mode &= ~(uint32_t)S_ISGID;
 	}
 	return 0;
@@ -241,7 +303,8 @@ static int may_delete(const struct cred *cred, const struct vfs_path *dir, struc
 	if (err < 0)
 		return err;
 	/* Sticky directories: only the owner of the file or of the directory may remove it. */
-	if ((da.mode & S_ISVTX) && !capable(cred) && cred->fsuid != va.uid && cred->fsuid != da.uid)
+	if ((da.mode & S_ISVTX) && cred->fsuid != va.uid && cred->fsuid != da.uid &&
+	    !capable(cred, CAP_FOWNER))
 		return -EPERM;
 	if (isdir) {
 		if (!S_ISDIR(va.mode))
@@ -364,18 +427,17 @@ static int may_link(const struct cred *cred, struct vfs_node *n)
 	struct vfs_attr a;
 	int err;
 
-	if (capable(cred))
-		return 0;
 	err = vfs_node_getattr(n, &a);
 	if (err < 0)
 		return err;
 	if (cred->fsuid == a.uid)
 		return 0;
-	if (!S_ISREG(a.mode) || (a.mode & S_ISUID) ||
-	    (a.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ||
-	    vfs_permission(cred, &a, VFS_MAY_READ | VFS_MAY_WRITE) < 0)
-		return -EPERM;
-	return 0;
+	/* safe_hardlink_source: a plain regular file the caller may read and write. */
+	if (S_ISREG(a.mode) && !(a.mode & S_ISUID) &&
+	    (a.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+	    vfs_permission(cred, &a, VFS_MAY_READ | VFS_MAY_WRITE) == 0)
+		return 0;
+	return capable(cred, CAP_FOWNER) ? 0 : -EPERM;
 }
 
 int vfs_linkat(struct task *t, int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
@@ -667,7 +729,7 @@ static int setattr(struct vfs_node *n, const struct vfs_setattr *sa)
 
 static bool owner_or_capable(const struct cred *c, const struct vfs_attr *a)
 {
-	return capable(c) || c->fsuid == a->uid;
+	return c->fsuid == a->uid || capable(c, CAP_FOWNER);
 }
 
 int vfs_path_chmod(struct task *t, const struct vfs_path *p, unsigned int mode)
@@ -684,7 +746,7 @@ int vfs_path_chmod(struct task *t, const struct vfs_path *p, unsigned int mode)
 	if (!owner_or_capable(&t->cred, &a))
 		return -EPERM;
 	/* Linux's setattr_prepare: only members of the file's group keep S_ISGID. */
-	if (!capable(&t->cred) && !vfs_cred_in_group(&t->cred, a.gid))
+	if (!vfs_cred_in_group(&t->cred, a.gid) && !capable(&t->cred, CAP_FSETID))
 		sa.mode &= ~(uint32_t)S_ISGID;
 	return setattr(p->node, &sa);
 }
@@ -701,14 +763,15 @@ int vfs_path_chown(struct task *t, const struct vfs_path *p, uint32_t uid, uint3
 	if (err < 0)
 		return err;
 	if (uid != (uint32_t)-1) {
-		if (!capable(&t->cred) && (uid != a.uid || t->cred.fsuid != a.uid))
+		if ((uid != a.uid || t->cred.fsuid != a.uid) && !capable(&t->cred, CAP_CHOWN))
 			return -EPERM;
 		sa.valid |= VFS_SETATTR_UID;
 		sa.uid = uid;
 	}
 	if (gid != (uint32_t)-1) {
-		if (!capable(&t->cred) &&
-		    (t->cred.fsuid != a.uid || (gid != a.gid && !vfs_cred_in_group(&t->cred, gid))))
+		if ((t->cred.fsuid != a.uid ||
+		     (gid != a.gid && !vfs_cred_in_group(&t->cred, gid))) &&
+		    !capable(&t->cred, CAP_CHOWN))
 			return -EPERM;
 		sa.valid |= VFS_SETATTR_GID;
 		sa.gid = gid;
@@ -788,8 +851,11 @@ static int do_truncate(struct task *t, struct vfs_node *n, int64_t size)
 	err = vfs_node_getattr(n, &a);
 	if (err < 0)
 		return err;
+	/* inode_newsize_ok: growing past RLIMIT_FSIZE. */
+	if (size > a.size && fsize_limit(t) >= 0 && size > fsize_limit(t))
+		return fsize_exceeded(t);
 	clock_gettime(CLOCK_REALTIME, &sa.mtime);
-	if (!capable(&t->cred)) {
+	if (!capable(&t->cred, CAP_FSETID)) {
 		uint32_t mode = a.mode & 07777;
 
 		mode &= ~(uint32_t)S_ISUID;

@@ -364,6 +364,75 @@ static void test_blocking_read(void)
 	close(in);
 }
 
+/*
+ * More of what Linux reports (issue 11): ATTRIB on chown and link counts, MODIFY on ftruncate,
+ * DELETE_SELF of an open file only when the last reference goes, nested watches and moving a
+ * watched directory.
+ */
+static void test_more(void)
+{
+	int in = (int)CHECK_OK(inotify_init1(IN_NONBLOCK));
+	int wd, wdd, wds, wdo, fd;
+
+	write_file("m", "0123456789");
+	wd = (int)CHECK_OK(inotify_add_watch(in, "m", IN_ALL_EVENTS));
+	CHECK_OK(chown("m", 1000, 1000));
+	CHECK_OK(chown("m", -1, -1));
+	drain(in);
+	CHECK_EVENTS("chown: attrib",
+		     nevs >= 1 && ev_is(0, wd, IN_ATTRIB, "") &&
+			     (nevs == 1 || (nevs == 2 && ev_is(1, wd, IN_ATTRIB, ""))));
+	fd = (int)CHECK_OK(open("m", O_RDWR));
+	drain(in);
+	CHECK_OK(ftruncate(fd, 3));
+	drain(in);
+	CHECK_EVENTS("ftruncate: modify", nevs == 1 && ev_is(0, wd, IN_MODIFY, ""));
+	/* The last name goes while the file is open: ATTRIB now, DELETE_SELF at the last close. */
+	CHECK_OK(unlink("m"));
+	drain(in);
+	CHECK_EVENTS("unlink of an open file", nevs == 1 && ev_is(0, wd, IN_ATTRIB, ""));
+	close(fd);
+	drain(in);
+	CHECK_EVENTS("its last close", nevs == 3 && ev_is(0, wd, IN_CLOSE_WRITE, "") &&
+					       ev_is(1, wd, IN_DELETE_SELF, "") &&
+					       ev_is(2, wd, IN_IGNORED, ""));
+
+	/* Nested watches: a directory and its subdirectory each get their own events. */
+	CHECK_OK(mkdir("n", 0755));
+	CHECK_OK(mkdir("n/sub", 0755));
+	CHECK_OK(mkdir("o", 0755));
+	wdd = (int)CHECK_OK(inotify_add_watch(in, "n", IN_ALL_EVENTS));
+	wds = (int)CHECK_OK(inotify_add_watch(in, "n/sub", IN_ALL_EVENTS));
+	wdo = (int)CHECK_OK(inotify_add_watch(in, "o", IN_ALL_EVENTS));
+	write_file("n/sub/x", "x");
+	drain(in);
+	CHECK_EVENTS("nested: create in the subdirectory",
+		     nevs == 4 && ev_is(0, wds, IN_CREATE, "x") && ev_is(1, wds, IN_OPEN, "x") &&
+			     ev_is(2, wds, IN_MODIFY, "x") && ev_is(3, wds, IN_CLOSE_WRITE, "x"));
+	CHECK_OK(chmod("n/sub", 0700));
+	drain(in);
+	CHECK_EVENTS("nested: chmod of the subdirectory",
+		     nevs == 2 && ev_is(0, wdd, IN_ATTRIB | IN_ISDIR, "sub") &&
+			     ev_is(1, wds, IN_ATTRIB | IN_ISDIR, ""));
+	/* Moving the watched subdirectory to another watched directory. */
+	CHECK_OK(rename("n/sub", "o/sub"));
+	drain(in);
+	CHECK_EVENTS("nested: move of the subdirectory",
+		     nevs == 3 && ev_is(0, wdd, IN_MOVED_FROM | IN_ISDIR, "sub") &&
+			     ev_is(1, wdo, IN_MOVED_TO | IN_ISDIR, "sub") &&
+			     ev_is(2, wds, IN_MOVE_SELF, "") && evs[0].cookie == evs[1].cookie &&
+			     evs[0].cookie != 0);
+	/* It keeps its watch under its new name. */
+	CHECK_OK(unlink("o/sub/x"));
+	CHECK_OK(rmdir("o/sub"));
+	drain(in);
+	CHECK_EVENTS("nested: removal after the move",
+		     nevs == 4 && ev_is(0, wds, IN_DELETE, "x") &&
+			     ev_is(1, wds, IN_DELETE_SELF, "") && ev_is(2, wds, IN_IGNORED, "") &&
+			     ev_is(3, wdo, IN_DELETE | IN_ISDIR, "sub"));
+	close(in);
+}
+
 int main(void)
 {
 	scratch_make("inotify");
@@ -373,5 +442,6 @@ int main(void)
 	test_flags();
 	test_queue();
 	test_blocking_read();
+	test_more();
 	return finish();
 }

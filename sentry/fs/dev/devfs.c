@@ -99,6 +99,7 @@ static const struct file_ops zero_fops = {
 	.read = zero_read,
 	.write = null_write,
 	.llseek = dev_llseek,
+	.map_private_by_read = true,
 };
 
 bool devfs_file_is_zero(const struct file *f)

@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -612,12 +613,76 @@ static ssize_t gofer_file_read(struct file *f, const struct iovec *iov, int iovc
 	return n;
 }
 
+/*
+ * RLIMIT_FSIZE of the caller for a write of iov at off (the end with O_APPEND): returns 0 with
+ * *cnt and *cut NULL, or with *cut the iovecs cut at the limit (the caller frees them), or
+ * -EFBIG (-ENOMEM).
+ */
+static int gofer_write_limit(int fd, const struct iovec *iov, int *cnt, int64_t off, bool append,
+			     struct iovec **cut)
+{
+	size_t total = 0, allowed;
+	struct stat st;
+	int err;
+
+	*cut = NULL;
+	for (int i = 0; i < *cnt; i++)
+		total += iov[i].iov_len;
+	if (append && fstat(fd, &st) == 0)
+		off = st.st_size;
+	allowed = total;
+	err = vfs_write_check_limit(off, &allowed);
+	if (err < 0 || allowed == total)
+		return err;
+	*cut = malloc((size_t)*cnt * sizeof(**cut));
+	if (!*cut)
+		return -ENOMEM;
+	for (int i = 0; i < *cnt; i++) {
+		(*cut)[i] = iov[i];
+		if (iov[i].iov_len >= allowed) {
+			(*cut)[i].iov_len = allowed;
+			*cnt = i + 1;
+			break;
+		}
+		allowed -= iov[i].iov_len;
+	}
+	return 0;
+}
+
+static int gofer_setattr_op(struct vfs_node *n, const struct vfs_setattr *sa);
+
+/*
+ * The set-id bits a write must keep on the host (0: none): the host clears them for the sentry,
+ * which has no CAP_FSETID; a caller with it keeps them, as on Linux (cached mode).
+ */
+static uint32_t gofer_write_keep_setid(struct gofer_node *gn)
+{
+	uint32_t mode;
+
+	pthread_mutex_lock(&gn->lock);
+	mode = gn->attr.mode;
+	pthread_mutex_unlock(&gn->lock);
+	if (!S_ISREG(mode) || !(mode & (S_ISUID | S_ISGID)) || vfs_write_kill_priv(mode) != mode)
+		return 0;
+	return mode & 07777;
+}
+
 static ssize_t gofer_file_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
 {
 	int fd = gofer_file_fd(f);
 	bool append = __atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_APPEND;
+	_cleanup_free_ struct iovec *cut = NULL;
+	uint32_t keep = gofer_write_keep_setid(((struct gofer_file *)f->priv)->gn);
 	ssize_t n;
 
+	if (pos) {
+		int err = gofer_write_limit(fd, iov, &iovcnt, *pos, append, &cut);
+
+		if (err < 0)
+			return err;
+		if (cut)
+			iov = cut;
+	}
 	do {
 		/* The host FD has O_APPEND when the guest asked for it: write at its end. */
 		n = (pos && !append) ? pwritev(fd, iov, iovcnt, *pos) : writev(fd, iov, iovcnt);
@@ -625,6 +690,11 @@ static ssize_t gofer_file_write(struct file *f, const struct iovec *iov, int iov
 	if (n < 0)
 		return -errno;
 	struct gofer_file *gf = f->priv;
+	if (keep && n > 0) {
+		struct vfs_setattr sa = { .valid = VFS_SETATTR_MODE, .mode = keep };
+
+		gofer_setattr_op(&gf->gn->base, &sa);
+	}
 	gofer_changed(gf->fs);
 	int64_t start = pos ? *pos : -1;
 	if (pos) {

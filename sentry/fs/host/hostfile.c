@@ -213,6 +213,7 @@ static const struct file_ops hostfile_reg_ops = {
 	.llseek = host_reg_llseek,
 	.ioctl = host_ioctl,
 	.poll = host_poll,
+	.map_private_by_read = true,
 };
 
 static int hostnode_getattr(struct vfs_node *n, struct vfs_attr *attr)

@@ -417,7 +417,7 @@ static const struct vfs_node_ops pipe_node_ops = {
 
 static struct file *pipe_file(struct pipe *p, const struct file_ops *ops, int flags)
 {
-	struct file *f = file_alloc(ops, flags | 0100000 /* O_LARGEFILE, as Linux shows */, p);
+	struct file *f = file_alloc(ops, flags, p);
 
 	if (!f)
 		return NULL;

@@ -690,7 +690,12 @@ static const struct pseudo_ent root_ents[] = {
 	DIR("net", 14, net_ents),
 	{ .name = "self", .mode = S_IFLNK | 0777, .readlink = self_readlink, .id = 8 },
 	REG("stat", 9, gen_stat),
-	DIR("sys", 10, sys_ents),
+	/* sysctls are not seq_files: lseek as on files of size 0. */
+	{ .name = "sys",
+	  .mode = S_IFDIR | 0555,
+	  .children = sys_ents,
+	  .id = 10,
+	  .plain_seek = true },
 	DIR("sysvipc", 570, sysvipc_ents),
 	{ .name = "thread-self",
 	  .mode = S_IFLNK | 0777,

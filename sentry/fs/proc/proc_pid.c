@@ -1196,21 +1196,30 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 }
 
 #define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
+/* Not a seq_file in Linux: lseek as on a file of size 0. */
+#define PLAIN_REG(nm, id_, fn)                                                               \
+	{                                                                                    \
+		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_, .plain_seek = true \
+	}
 #define LNK(nm, id_, rl, gl)                                                                  \
 	{                                                                                     \
 		.name = nm, .mode = S_IFLNK | 0777, .readlink = rl, .get_link = gl, .id = id_ \
 	}
 
 #define PID_COMMON_ENTS(o)                                                                        \
-	REG("auxv", (o) + 1, gen_auxv), REG("cgroup", (o) + 2, gen_cgroup),                       \
-		REG("cmdline", (o) + 3, gen_cmdline),                                             \
+	PLAIN_REG("auxv", (o) + 1, gen_auxv), REG("cgroup", (o) + 2, gen_cgroup),                 \
+		PLAIN_REG("cmdline", (o) + 3, gen_cmdline),                                       \
 		{ .name = "comm",                                                                 \
 		  .mode = S_IFREG | 0644,                                                         \
 		  .gen = gen_comm,                                                                \
 		  .write = write_comm,                                                            \
 		  .id = (o) + 4 },                                                                \
 		LNK("cwd", (o) + 5, cwd_readlink, cwd_get_link),                                  \
-		{ .name = "environ", .mode = S_IFREG | 0400, .gen = gen_environ, .id = (o) + 6 }, \
+		{ .name = "environ",                                                              \
+		  .mode = S_IFREG | 0400,                                                         \
+		  .gen = gen_environ,                                                             \
+		  .id = (o) + 6,                                                                  \
+		  .plain_seek = true },                                                           \
 		LNK("exe", (o) + 7, exe_readlink, exe_get_link),                                  \
 		{ .name = "fd", .mode = S_IFDIR | 0500, .dyn = &fd_dyn, .id = (o) + 8 },          \
 		{ .name = "fdinfo", .mode = S_IFDIR | 0500, .dyn = &fdinfo_dyn, .id = (o) + 9 },  \

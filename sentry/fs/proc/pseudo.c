@@ -220,11 +220,25 @@ static ssize_t gen_write(struct file *f, const struct iovec *iov, int iovcnt, in
 	return ret;
 }
 
+/*
+ * Linux's lseek of procfs and sysfs files: sysfs attributes are generic_file_llseek on their
+ * size (a page); most procfs files are seq_files (SEEK_SET and SEEK_CUR only), the others
+ * generic_file_llseek on their size, 0.
+ */
 static int64_t gen_llseek(struct file *f, int64_t off, int whence)
 {
-	struct pseudo_buf *b = f->priv;
+	struct pseudo_node *n = pseudo_node_of(f->node);
 
-	return vfs_generic_llseek(f, off, whence, (int64_t)b->len);
+	if (pseudo_fs_of(n)->magic != 0x9fa0 /* PROC_SUPER_MAGIC */)
+		return vfs_generic_llseek(f, off, whence, 4096);
+	for (struct vfs_node *v = f->node; v; v = v->parent) {
+		/* Pseudo nodes are never renamed: their parents are fixed. */
+		if (pseudo_node_of(v)->ent->plain_seek)
+			return vfs_generic_llseek(f, off, whence, 0);
+	}
+	if (whence != SEEK_SET && whence != SEEK_CUR)
+		return -EINVAL;
+	return vfs_generic_llseek(f, off, whence, 0);
 }
 
 static void gen_release(struct file *f)
@@ -327,6 +341,37 @@ static int pseudo_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter
 	return 0;
 }
 
+/* --- directories --- */
+
+static ssize_t pseudo_dir_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	return -EISDIR;
+}
+
+/* procfs and sysfs directories seek as generic_file_llseek on the size 0, SEEK_END included. */
+static int64_t pseudo_dir_llseek(struct file *f, int64_t off, int whence)
+{
+	return vfs_generic_llseek(f, off, whence, 0);
+}
+
+static int pseudo_dir_iterate(struct file *f, struct dir_emitter *e)
+{
+	return pseudo_iterate(f->node, &f->pos, e);
+}
+
+static const struct file_ops pseudo_dir_fops = {
+	.read = pseudo_dir_read,
+	.llseek = pseudo_dir_llseek,
+	.iterate = pseudo_dir_iterate,
+};
+
+static struct file *pseudo_open_dir(struct vfs_node *vn, int flags)
+{
+	struct file *f = file_alloc(&pseudo_dir_fops, flags, NULL);
+
+	return f ? f : ERR_PTR(-ENOMEM);
+}
+
 static int pseudo_statfs(struct vfs_node *vn, struct linux_statfs *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -343,6 +388,7 @@ const struct vfs_node_ops pseudo_node_ops = {
 	.readlink = pseudo_readlink,
 	.open = pseudo_open,
 	.iterate = pseudo_iterate,
+	.open_dir = pseudo_open_dir,
 	.statfs = pseudo_statfs,
 	.release = pseudo_release_node,
 };
@@ -354,6 +400,7 @@ static const struct vfs_node_ops pseudo_magic_node_ops = {
 	.readlink = pseudo_readlink,
 	.open = pseudo_open,
 	.iterate = pseudo_iterate,
+	.open_dir = pseudo_open_dir,
 	.statfs = pseudo_statfs,
 	.release = pseudo_release_node,
 	.get_link = pseudo_get_link,

@@ -11,6 +11,7 @@
 #ifndef HUSK_SENTRY_FS_PSEUDO_H
 #define HUSK_SENTRY_FS_PSEUDO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -57,6 +58,12 @@ struct pseudo_ent {
 	const struct pseudo_dyn *dyn;
 	/* Number of this entry, unique in the filesystem (for inode numbers). */
 	unsigned int id;
+	/*
+	 * procfs S_IFREG, or every file below an S_IFDIR: lseek as Linux's generic_file_llseek on
+	 * the size 0 (cmdline, environ, auxv, /proc/sys) rather than seq_file's seq_lseek (no
+	 * SEEK_END, SEEK_DATA, SEEK_HOLE).
+	 */
+	bool plain_seek;
 };
 
 /* A pseudo filesystem instance (procfs or sysfs). */

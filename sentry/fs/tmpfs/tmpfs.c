@@ -488,7 +488,7 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 	struct tmpfs_node *n = file_node(f);
 	struct tmpfs *fs = tmpfs_of(&n->base);
 	struct tmpfs_inode *in = n->inode;
-	size_t done = 0;
+	size_t done = 0, total = 0;
 	int64_t off;
 	int err = 0;
 
@@ -496,6 +496,11 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 	off = (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_APPEND) ? in->size : *pos;
 	if (in->seals & (LINUX_F_SEAL_WRITE | LINUX_F_SEAL_FUTURE_WRITE))
 		err = -EPERM;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	/* RLIMIT_FSIZE: a write that reaches it stops there (short); one past it fails. */
+	if (!err && S_ISREG(in->mode))
+		err = vfs_write_check_limit(off, &total);
 	for (int i = 0; i < iovcnt && !err; i++) {
 		size_t ioff = 0;
 
@@ -504,6 +509,9 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 			size_t chunk = MIN(TMPFS_PAGE - poff, iov[i].iov_len - ioff);
 			uint8_t *page;
 
+			if (done == total)
+				goto out;
+			chunk = MIN(chunk, total - done);
 			if (off > TMPFS_MAX_SIZE - (int64_t)chunk) {
 				err = -EFBIG;
 				break;
@@ -527,8 +535,12 @@ static ssize_t tmpfs_write(struct file *f, const struct iovec *iov, int iovcnt, 
 				in->size = off;
 		}
 	}
-	if (done)
+out:
+	if (done) {
 		in->mtime = in->ctime = now();
+		/* Without CAP_FSETID a write clears set-user-ID (and executable set-group-ID). */
+		in->mode = vfs_write_kill_priv(in->mode);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	*pos = off;
 	return done ? (ssize_t)done : err;
@@ -678,7 +690,8 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 	default:
 		return ERR_PTR(-ENXIO); /* FIFOs and sockets come with pipes and unix sockets */
 	}
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+	/* Linux truncates on O_TRUNC whatever the access mode (O_RDONLY too). */
+	if (flags & O_TRUNC) {
 		bool sealed;
 
 		pthread_mutex_lock(&fs->lock);
@@ -691,7 +704,7 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 	if (!f)
 		return ERR_PTR(-ENOMEM);
 	vfs_node_get(n);
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+	if (flags & O_TRUNC) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->size) {
 			inode_truncate(fs, in, 0);
@@ -1513,13 +1526,14 @@ int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags,
 		in->seals = LINUX_F_SEAL_EXEC;
 	else if (flags & TMPFS_MEMFD_ALLOW_SEALING)
 		in->seals = 0;
-	f = in->memfd_name ? tmpfs_open(node, O_RDWR | O_LARGEFILE) : ERR_PTR(-ENOMEM);
+	f = in->memfd_name ? tmpfs_open(node, O_RDWR | 0100000 /* O_LARGEFILE */) :
+			     ERR_PTR(-ENOMEM);
 	if (IS_ERR(f)) {
 		vfs_node_put(node);
 		pthread_mutex_unlock(&memfd_lock);
 		return (int)PTR_ERR(f);
 	}
-	f->flags = O_RDWR | O_LARGEFILE;
+	f->flags = O_RDWR | 0100000; /* Linux's O_LARGEFILE (glibc's is 0 on x86-64) */
 	f->mnt = memfd_mnt;
 	f->node = node; /* the reference tmpfs_tmpfile gave */
 	vfs_mount_get(f->mnt);

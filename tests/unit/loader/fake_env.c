@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
 #include "sentry/vfs/vfs.h"
@@ -210,6 +211,11 @@ int file_getattr(struct file *f, struct vfs_attr *attr)
 }
 
 /* The fake files live on an exec mount (noexec is tested by tests/integration/oci-mounts). */
+bool cred_capable(const struct cred *c, int cap)
+{
+	return cap >= 0 && cap < 64 && (c->cap_effective & (1ULL << cap));
+}
+
 bool vfs_file_noexec(const struct file *f)
 {
 	return false;

@@ -787,10 +787,15 @@ Test(load, exec_permission_follows_owner_group_other)
 	cr_assert_eq(load("/other", default_argv, &res), 0);
 	/* The owner class decides for the owner, even if others may. */
 	cr_assert_eq(load("/owner_denied", default_argv, &res), -EACCES);
-	/* Root needs one x bit, any. */
+	/* Root (CAP_DAC_OVERRIDE) needs one x bit, any. */
 	task.cred.fsuid = 0;
+	task.cred.cap_effective = ~0ULL;
 	cr_assert_eq(load("/owner_only_other", default_argv, &res), 0);
 	cr_assert_eq(load("/no_x", default_argv, &res), -EACCES);
+	/* Without it, its class's bit: not another owner's. */
+	task.cred.cap_effective &= ~(1ULL << 1 /* CAP_DAC_OVERRIDE */);
+	cr_assert_eq(load("/owner_only_mine", default_argv, &res), -EACCES);
+	cr_assert_eq(load("/owner_only_other", default_argv, &res), 0);
 }
 
 Test(load, garbage_is_enoexec)

@@ -278,7 +278,11 @@ static int buf_getattr(struct file *f, struct vfs_attr *attr)
 	return 0;
 }
 
-static const struct file_ops buf_ops = { .read = buf_read, .getattr = buf_getattr };
+static const struct file_ops buf_ops = {
+	.read = buf_read,
+	.getattr = buf_getattr,
+	.map_private_by_read = true,
+};
 
 void buf_file_init(struct buf_file *bf, const void *data, size_t size, int flags)
 {
@@ -299,6 +303,11 @@ void file_put(struct file *f)
 {
 	/* Test files live on the stack of the test: the last reference is the test's own. */
 	cr_assert(!refcount_dec(&f->ref), "file_put dropped the caller's reference");
+}
+
+int file_getattr(struct file *f, struct vfs_attr *attr)
+{
+	return f->ops->getattr ? f->ops->getattr(f, attr) : -ENOSYS;
 }
 
 ssize_t file_pread(struct file *f, void *buf, size_t len, int64_t off)

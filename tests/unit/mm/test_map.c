@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -569,10 +570,15 @@ Test(mm_map, file_mapping_holds_the_file_bytes_and_zero_past_eof, .init = file_s
 	cr_assert_eq(v.flags, MM_VMA_PRIVATE | MM_VMA_FILE);
 	cr_assert_eq(v.file, &bf.f);
 	cr_assert_eq(v.file_off, P);
-	/* The mapping keeps a reference on the file. */
-	cr_assert_eq(refcount_read(&bf.f.ref), 2);
-	cr_assert_eq(mm_munmap(mm, (uint64_t)a + P, P), 0);
+	/*
+	 * The mapping keeps a reference on the file, one per piece: the pages over the file, and
+	 * those wholly past its end (4P on), whose touch is SIGBUS (-EIO).
+	 */
 	cr_assert_eq(refcount_read(&bf.f.ref), 3);
+	cr_assert_eq(mm_handle_fault(mm, (uint64_t)a + 3 * P + 8, SEGV_ACCERR), -EIO);
+	cr_assert_eq(mm_handle_fault(mm, (uint64_t)a + 2 * P + 8, SEGV_ACCERR), -EFAULT);
+	cr_assert_eq(mm_munmap(mm, (uint64_t)a + P, P), 0);
+	cr_assert_eq(refcount_read(&bf.f.ref), 4);
 	cr_assert(vma_at(mm, (uint64_t)a + 2 * P, &v));
 	cr_assert_eq(v.file_off, 3 * P);
 	mm_put(mm);

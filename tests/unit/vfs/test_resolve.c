@@ -2,6 +2,7 @@
 /* Path resolution over the test filesystem: dots, symlinks, limits, permissions, mounts. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <string.h>
 
@@ -242,7 +243,7 @@ Test(vfs_resolve, root_searches_any_directory)
 
 Test(vfs_resolve, root_needs_an_x_bit_to_execute)
 {
-	struct cred root = { 0 };
+	struct cred root = { .cap_effective = ~0ULL };
 	struct vfs_attr a = { .mode = S_IFREG | 0644 };
 
 	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_READ | VFS_MAY_WRITE), 0);
@@ -251,6 +252,23 @@ Test(vfs_resolve, root_needs_an_x_bit_to_execute)
 	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_EXEC), 0);
 	a.mode = S_IFDIR;
 	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_EXEC), 0);
+}
+
+Test(vfs_resolve, root_without_dac_capabilities_is_held_to_mode_bits)
+{
+	struct cred root = { .cap_effective = ~0ULL & ~(1ULL << CAP_DAC_OVERRIDE) };
+	struct vfs_attr a = { .mode = S_IFREG | 0600, .uid = 7, .gid = 7 };
+
+	/* CAP_DAC_READ_SEARCH: reading files, reading and searching directories. */
+	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_READ), 0);
+	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_WRITE), -EACCES);
+	a.mode = S_IFDIR | 0700;
+	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_EXEC | VFS_MAY_READ), 0);
+	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_WRITE | VFS_MAY_EXEC), -EACCES);
+	root.cap_effective &= ~(1ULL << CAP_DAC_READ_SEARCH);
+	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_EXEC), -EACCES);
+	a.mode = S_IFREG | 0600;
+	cr_assert_eq(vfs_permission(&root, &a, VFS_MAY_READ), -EACCES);
 }
 
 Test(vfs_resolve, owner_bits_apply_to_owner_even_when_others_allow)

@@ -144,13 +144,26 @@ Test(notify, directory_events_in_linux_order)
 	cr_assert(ev[1].cookie && ev[1].cookie == ev[2].cookie);
 	cr_assert(ev[3].mask == VFS_IN_DELETE && !strcmp(ev[3].name, "b"));
 	cr_assert_eq(notify_group_read(g, ev, sizeof(ev)), -EAGAIN);
-	/* The directory goes: DELETE_SELF, IGNORED, and the watch with them. */
+	/*
+	 * The directory goes while still in use (d holds it, as an open file would): DELETE_SELF
+	 * and IGNORED, and the watch with them, at its last put.
+	 */
 	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/d", AT_REMOVEDIR), 0);
+	cr_assert_eq(notify_group_read(g, ev, sizeof(ev)), -EAGAIN);
+	vfs_path_put(&d);
 	cr_assert_eq(drain(g, ev, 8), 2);
 	cr_assert(ev[0].mask == VFS_IN_DELETE_SELF && ev[1].mask == VFS_IN_IGNORED);
 	cr_assert_not(vfs_notify_active());
 	cr_assert_eq(notify_rm_watch(g, wd), -EINVAL);
+	/* Not in use: at once. */
+	cr_assert_eq(vfs_mkdirat(&h.t, AT_FDCWD, "/e", 0755), 0);
+	cr_assert_eq(lookup("/e", &d), 0);
+	wd = notify_add_watch(g, d.node, VFS_IN_DELETE_SELF);
 	vfs_path_put(&d);
+	cr_assert_eq(vfs_unlinkat(&h.t, AT_FDCWD, "/e", AT_REMOVEDIR), 0);
+	cr_assert_eq(drain(g, ev, 8), 2);
+	cr_assert(ev[0].wd == wd && ev[0].mask == VFS_IN_DELETE_SELF &&
+		  ev[1].mask == VFS_IN_IGNORED);
 	notify_group_destroy(g);
 }
 

@@ -252,6 +252,7 @@ void harness_init_task(struct harness *h)
 	h->t.k = &h->k;
 	h->t.tid = 1;
 	h->t.tg = &h->tg;
+	h->t.cred.cap_effective = h->t.cred.cap_permitted = ~0ULL; /* root's */
 	h->t.fdt = fdtable_create();
 	h->t.fs = fs_context_create(&h->k);
 	if (!h->t.fdt || !h->t.fs)
@@ -265,6 +266,9 @@ void harness_set_cred(struct harness *h, uint32_t uid, uint32_t gid)
 	memset(c, 0, sizeof(*c));
 	c->uid = c->euid = c->suid = c->fsuid = uid;
 	c->gid = c->egid = c->sgid = c->fsgid = gid;
+	/* Root has every capability, others none (permission checks follow capabilities). */
+	if (uid == 0)
+		c->cap_effective = c->cap_permitted = ~0ULL;
 }
 
 void harness_fini(struct harness *h)
