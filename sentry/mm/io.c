@@ -239,3 +239,22 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 	*covered = cur - addr;
 	return n_iov;
 }
+
+size_t mm_access_len(struct mm *mm, uint64_t addr, size_t len, bool write)
+{
+	enum io_mode mode = write ? IO_WRITE : IO_READ;
+	uint64_t end, cur = addr;
+
+	if (len == 0 || !guest_range(addr, len, &end))
+		return 0;
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = mm->vmas;
+	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
+		const struct vma *v = &s->v[i];
+		if (v->start > cur || !access_ok(v->prot, mode))
+			break;
+		cur = MIN(end, v->end);
+	}
+	pthread_mutex_unlock(&mm->lock);
+	return cur - addr;
+}

@@ -134,6 +134,13 @@ ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max);
 int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
 		 int maxiov, size_t *covered);
 
+/*
+ * How many bytes of [addr, addr+len) from addr on are mapped readable (write == false) or
+ * writable (write == true) now: what a copy in or out could move. Changes nothing (no
+ * copy-on-write is resolved). For sizing a sentry buffer before a call that may sleep.
+ */
+size_t mm_access_len(struct mm *mm, uint64_t addr, size_t len, bool write);
+
 /* --- inspection (for /proc/PID/maps, core dumps, tests) --- */
 
 /*
