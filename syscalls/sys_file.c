@@ -94,7 +94,8 @@ static bool file_may_sleep(struct file *f)
 /*
  * Translates guest ranges from the cursor (*gi, *goff) on into iov (at most MAX_IOV pieces) and
  * advances the cursor past them. Sets *want to the bytes covered and *fault when a bad page
- * ended the list (rather than running out of iovecs or ranges). Returns the iovecs filled.
+ * ended the list (rather than running out of iovecs or ranges). Returns the iovecs filled,
+ * pinned: the caller unpins them (mm_translate_unpin) once the file is done with them.
  */
 static int translate_round(struct task *t, bool is_read, const struct guest_iovec *giov, int gcnt,
 			   int *gi, size_t *goff, struct iovec *iov, size_t *want, bool *fault)
@@ -112,8 +113,8 @@ static int translate_round(struct task *t, bool is_read, const struct guest_iove
 			*goff = 0;
 			continue;
 		}
-		k = mm_translate(t->mm, giov[*gi].base + *goff, len, is_read, iov + n, MAX_IOV - n,
-				 &covered);
+		k = mm_translate_pin(t->mm, giov[*gi].base + *goff, len, is_read, iov + n,
+				     MAX_IOV - n, &covered);
 		if (k < 0)
 			k = 0;
 		n += k;
@@ -166,6 +167,7 @@ static ssize_t rw_direct(struct task *t, struct file *f, bool is_read,
 		if (n == 0)
 			return total ? (ssize_t)total : -EFAULT;
 		r = file_rw(f, is_read, iov, n, pos);
+		mm_translate_unpin(t->mm, iov, n);
 		if (r < 0)
 			return total ? (ssize_t)total : r;
 		total += (size_t)r;
@@ -204,6 +206,7 @@ static ssize_t rw_pipe(struct task *t, struct file *f, bool is_read, const struc
 		if (n == 0)
 			return done ? (ssize_t)done : -EFAULT;
 		r = is_read ? pipe_readv_nowait(f, iov, n) : pipe_writev_nowait(f, iov, n, all);
+		mm_translate_unpin(t->mm, iov, n);
 		if (r > 0) {
 			done += (size_t)r;
 			if (is_read || done == all || ((size_t)r == want && fault))

@@ -416,7 +416,8 @@ static long import_one(struct task *t, uint64_t addr, uint64_t len, bool write,
 
 /*
  * Translates gb from byte skip on into iov (SOCK_MAX_IOV entries); stops at a bad page.
- * Returns the iovecs filled; *covered gets the bytes they hold.
+ * Returns the iovecs filled, pinned (mm_translate_unpin them after the call that uses them);
+ * *covered gets the bytes they hold.
  */
 static int translate_gbuf(struct task *t, const struct sock_gbuf *gb, size_t skip, bool write,
 			  struct iovec *iov, size_t *covered)
@@ -432,8 +433,8 @@ static int translate_gbuf(struct task *t, const struct sock_gbuf *gb, size_t ski
 			skip -= len;
 			continue;
 		}
-		k = mm_translate(t->mm, (uint64_t)(uintptr_t)gb->g[i].iov_base + skip, len - skip,
-				 write, iov + cnt, SOCK_MAX_IOV - cnt, &c);
+		k = mm_translate_pin(t->mm, (uint64_t)(uintptr_t)gb->g[i].iov_base + skip,
+				     len - skip, write, iov + cnt, SOCK_MAX_IOV - cnt, &c);
 		cnt += k > 0 ? k : 0;
 		*covered += c;
 		if (c < len - skip)
@@ -563,6 +564,7 @@ static long sock_recv(struct task *t, struct file *f, const struct sock_gbuf *gb
 		m->iovcnt = n;
 		m->namelen = namecap;
 		r = net_recvmsg(t, f, m, flags | (nowait ? 0 : MSG_DONTWAIT));
+		mm_translate_unpin(t->mm, iov, n);
 		if (nowait)
 			break;
 		if (r >= 0) {
@@ -622,10 +624,12 @@ static long sock_send(struct task *t, struct file *f, const struct sock_gbuf *gb
 	m->iovcnt = n;
 	if (sock_nowait(f, flags)) {
 		r = net_sendmsg(t, f, m, flags);
+		mm_translate_unpin(t->mm, iov, n);
 		free(iov);
 		return r;
 	}
 	r = net_sendmsg(t, f, m, flags | MSG_DONTWAIT);
+	mm_translate_unpin(t->mm, iov, n);
 	free(iov);
 	m->iov = NULL;
 	m->iovcnt = 0;
