@@ -3,8 +3,11 @@
  * File system calls: I/O, descriptors, directories, cwd. The rules live in sentry/vfs; these
  * handlers move arguments between guest memory and the VFS, in Linux's order of checks.
  *
- * Data of read/write goes straight between the file and guest memory: mm_translate turns the
- * guest buffer into sentry pointers (the memory file's mapping) that become the file's iovecs.
+ * Data of read/write goes straight between the file and guest memory where the file cannot
+ * sleep: mm_translate_pin turns the guest buffer into sentry pointers (the memory file's
+ * mapping) that become the file's iovecs. No translation is held across a sleep: pipes move
+ * data in attempts that never sleep and sleep with nothing translated; other files that may
+ * sleep move it through a sentry buffer (rw_guest).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -85,10 +88,13 @@ static ssize_t file_rw(struct file *f, bool is_read, const struct iovec *iov, in
 	return is_read ? f->ops->read(f, iov, n, pos) : f->ops->write(f, iov, n, pos);
 }
 
-/* Whether a read or write of f may sleep (sentry/mm/README.md, "Sleeping with guest memory"). */
+/*
+ * Whether a read or write of f may sleep (sentry/mm/README.md, "Sleeping with guest memory"):
+ * files with readiness (a poll op) unless O_NONBLOCK, which each of their ops honours.
+ */
 static bool file_may_sleep(struct file *f)
 {
-	return f->ops->poll != NULL;
+	return f->ops->poll != NULL && !(file_flags(f) & O_NONBLOCK);
 }
 
 /*
