@@ -237,58 +237,87 @@ static ssize_t rw_pipe(struct task *t, struct file *f, bool is_read, const struc
 /* The most a sleeping read or write of other files moves through a sentry buffer at once. */
 #define BOUNCE_MAX ((size_t)16 << 20)
 
+/* Copies len bytes between buf and the guest ranges from byte skip on. Returns bytes copied. */
+static size_t giov_copy(struct task *t, const struct guest_iovec *giov, int gcnt, size_t skip,
+			uint8_t *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	for (int i = 0; i < gcnt && done < len; i++) {
+		size_t n;
+		ssize_t k;
+
+		if (skip >= giov[i].len) {
+			skip -= giov[i].len;
+			continue;
+		}
+		n = MIN(giov[i].len - skip, len - done);
+		k = out ? mm_copy_out(t->mm, giov[i].base + skip, buf + done, n) :
+			  mm_copy_in(t->mm, buf + done, giov[i].base + skip, n);
+		done += k > 0 ? (size_t)k : 0;
+		if (k < (ssize_t)n)
+			break;
+		skip = 0;
+	}
+	return done;
+}
+
 /*
  * Other files that may sleep (sockets, terminals, eventfd, host stdio...): through a sentry
  * buffer, so that the file sleeps holding no translation; guest memory is read before the
  * call, and written after it under mm->lock (mm_copy_out). A read asks for no more than the
- * guest can take from the first byte on (the data is not lost to a bad page).
+ * guest can take from the first byte on (the data is not lost to a bad page) and at most
+ * BOUNCE_MAX; a write goes on in rounds of BOUNCE_MAX while the file takes whole rounds.
  */
 static ssize_t rw_bounce(struct task *t, struct file *f, bool is_read,
 			 const struct guest_iovec *giov, int gcnt, int64_t *pos)
 {
-	size_t len = 0, got = 0;
-	ssize_t r;
+	size_t len = 0, done = 0;
+	ssize_t r = 0;
 	uint8_t *buf;
 
-	for (int i = 0; i < gcnt && len < BOUNCE_MAX; i++) {
-		size_t want = MIN(giov[i].len, BOUNCE_MAX - len);
-		size_t ok = want ? mm_access_len(t->mm, giov[i].base, want, is_read) : 0;
+	for (int i = 0; i < gcnt; i++) {
+		size_t ok = giov[i].len ? mm_access_len(t->mm, giov[i].base, giov[i].len, is_read) :
+					  0;
 
 		len += ok;
-		if (ok < want)
+		if (ok < giov[i].len || (is_read && len >= BOUNCE_MAX))
 			break;
 	}
 	if (len == 0)
 		return -EFAULT;
-	buf = malloc(len);
+	buf = malloc(MIN(len, BOUNCE_MAX));
 	if (!buf)
 		return -ENOMEM;
-	if (!is_read) {
-		for (int i = 0; i < gcnt && got < len; i++) {
-			size_t n = MIN(giov[i].len, len - got);
-			ssize_t k = n ? mm_copy_in(t->mm, buf + got, giov[i].base, n) : 0;
+	if (is_read) {
+		len = MIN(len, BOUNCE_MAX);
+		r = file_rw(f, true, &(struct iovec){ buf, len }, 1, pos);
+		if (r > 0) {
+			size_t got = giov_copy(t, giov, gcnt, 0, buf, (size_t)r, true);
 
-			got += k > 0 ? (size_t)k : 0;
-			if (k < (ssize_t)n)
-				break;
+			if (got < (size_t)r)
+				r = got ? (ssize_t)got : -EFAULT;
 		}
-		r = got ? file_rw(f, false, &(struct iovec){ buf, got }, 1, pos) : -EFAULT;
 		free(buf);
 		return r;
 	}
-	r = file_rw(f, true, &(struct iovec){ buf, len }, 1, pos);
-	for (int i = 0; r > 0 && i < gcnt && got < (size_t)r; i++) {
-		size_t n = MIN(giov[i].len, (size_t)r - got);
-		ssize_t k = n ? mm_copy_out(t->mm, giov[i].base, buf + got, n) : 0;
+	while (done < len) {
+		size_t chunk =
+			giov_copy(t, giov, gcnt, done, buf, MIN(len - done, BOUNCE_MAX), false);
 
-		got += k > 0 ? (size_t)k : 0;
-		if (k < (ssize_t)n)
+		if (chunk == 0) {
+			r = done ? 0 : -EFAULT;
+			break;
+		}
+		r = file_rw(f, false, &(struct iovec){ buf, chunk }, 1, pos);
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+		if ((size_t)r < chunk)
 			break;
 	}
 	free(buf);
-	if (r > 0 && got < (size_t)r)
-		return got ? (ssize_t)got : -EFAULT;
-	return r;
+	return done ? (ssize_t)done : r;
 }
 
 /*
