@@ -506,6 +506,16 @@ static bool sock_is_stream(struct task *t, struct file *f)
 	return net_getsockopt(t, f, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
 
+/* Takes one waiting message of a datagram socket and drops it (its files too). */
+static void sock_drop_one(struct task *t, struct file *f, struct net_msg *m)
+{
+	struct net_msg d = { .files = m->files };
+
+	net_recvmsg(t, f, &d, MSG_DONTWAIT);
+	for (int i = 0; i < d.nfiles; i++)
+		file_put(d.files[i]);
+}
+
 /* The receive, blocking, through a sentry buffer (when waiting and retrying makes no progress). */
 static long sock_recv_bounce(struct task *t, struct file *f, const struct sock_gbuf *gb,
 			     size_t skip, struct net_msg *m, int flags)
@@ -558,6 +568,12 @@ static long sock_recv(struct task *t, struct file *f, const struct sock_gbuf *gb
 
 		if (n == 0 && gb->total > done) {
 			r = done ? (long)done : -EFAULT;
+			/*
+			 * The buffer went bad while the call slept (munmap, mprotect): Linux takes the
+			 * message and then fails to copy it, so a datagram is lost (stream data stays).
+			 */
+			if (!done && spins && !(flags & MSG_PEEK) && !sock_is_stream(t, f))
+				sock_drop_one(t, f, m);
 			break;
 		}
 		m->iov = iov;

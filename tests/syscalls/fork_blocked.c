@@ -11,9 +11,10 @@
  * checks once the parent is done and reports through a pipe). A kernel that translated the
  * buffers before sleeping writes into the page the child now has.
  *
- * Part 2: a read blocked on a pipe into a page that another thread munmaps, maps anew, or makes
- * read-only meanwhile. Linux copies when the data arrives: into the new mapping, or -EFAULT with
- * the data left in the pipe.
+ * Part 2: a read blocked on a pipe (or a receive on a Unix socket) into a page that another
+ * thread munmaps, maps anew, or makes read-only meanwhile. Linux copies when the data arrives:
+ * into the new mapping, or -EFAULT with the data left in the pipe or stream (a datagram is
+ * taken and lost).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -327,6 +328,7 @@ static void test_fork_while_blocked(void)
 
 struct mreader {
 	int fd;
+	bool sock;
 	uint8_t *buf;
 	pid_t tid;
 	ssize_t ret;
@@ -338,23 +340,24 @@ static void *t_mread(void *arg)
 	struct mreader *m = arg;
 
 	__atomic_store_n(&m->tid, gettid_(), __ATOMIC_RELEASE);
-	m->ret = read(m->fd, m->buf, 100);
+	m->ret = m->sock ? recv(m->fd, m->buf, 100, 0) : read(m->fd, m->buf, 100);
 	m->err = errno;
 	return NULL;
 }
 
 enum change { UNMAP, REMAP, READONLY };
 
-static void test_mapping_changes(enum change how, const char *what)
+/* type: 0 for a pipe, else the type of a Unix socket pair. */
+static void test_mapping_changes(enum change how, int type, const char *what)
 {
-	struct mreader m = { 0 };
+	struct mreader m = { .sock = type != 0 };
 	uint8_t data[100], back[200];
 	pthread_t th;
 	int pp[2];
 
 	memset(data, 'D', sizeof(data));
 	m.buf = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m.buf == MAP_FAILED || pipe(pp)) {
+	if (m.buf == MAP_FAILED || (type ? socketpair(AF_UNIX, type, 0, pp) : pipe(pp))) {
 		CHECK(0, "%s: set-up: %s", what, strerror(errno));
 		return;
 	}
@@ -383,11 +386,17 @@ static void test_mapping_changes(enum change how, const char *what)
 	case READONLY:
 		CHECK(m.ret == -1 && m.err == EFAULT, "%s: the read returned %zd (%s), not EFAULT",
 		      what, m.ret, strerror(m.err));
-		/* Nothing was taken: the data is still in the pipe. */
 		fcntl(pp[0], F_SETFL, O_NONBLOCK);
-		CHECK(read(pp[0], back, sizeof(back)) == (ssize_t)sizeof(data) &&
-			      !memcmp(back, data, sizeof(data)),
-		      "%s: the data did not stay in the pipe", what);
+		if (type == SOCK_DGRAM) {
+			/* Linux took the datagram and failed to copy it: it is gone. */
+			CHECK(read(pp[0], back, sizeof(back)) == -1 && errno == EAGAIN,
+			      "%s: the datagram was not dropped", what);
+		} else {
+			/* Nothing was taken: the data is still there. */
+			CHECK(read(pp[0], back, sizeof(back)) == (ssize_t)sizeof(data) &&
+				      !memcmp(back, data, sizeof(data)),
+			      "%s: the data did not stay in the pipe or socket", what);
+		}
 		if (how == READONLY)
 			CHECK(page_is(m.buf, 0, PG, 'o'), "%s: the read-only page changed", what);
 		break;
@@ -407,8 +416,13 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_fork_while_blocked();
-	test_mapping_changes(UNMAP, "munmap while a read sleeps");
-	test_mapping_changes(REMAP, "mmap MAP_FIXED over a sleeping read's buffer");
-	test_mapping_changes(READONLY, "mprotect PROT_READ while a read sleeps");
+	test_mapping_changes(UNMAP, 0, "munmap while a read sleeps");
+	test_mapping_changes(REMAP, 0, "mmap MAP_FIXED over a sleeping read's buffer");
+	test_mapping_changes(READONLY, 0, "mprotect PROT_READ while a read sleeps");
+	test_mapping_changes(UNMAP, SOCK_STREAM, "munmap while a stream recv sleeps");
+	test_mapping_changes(REMAP, SOCK_STREAM, "mmap MAP_FIXED over a sleeping recv's buffer");
+	test_mapping_changes(UNMAP, SOCK_DGRAM, "munmap while a datagram recv sleeps");
+	test_mapping_changes(READONLY, SOCK_DGRAM,
+			     "mprotect PROT_READ while a datagram recv sleeps");
 	return finish();
 }
