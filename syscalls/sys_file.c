@@ -3,8 +3,11 @@
  * File system calls: I/O, descriptors, directories, cwd. The rules live in sentry/vfs; these
  * handlers move arguments between guest memory and the VFS, in Linux's order of checks.
  *
- * Data of read/write goes straight between the file and guest memory: mm_translate turns the
- * guest buffer into sentry pointers (the memory file's mapping) that become the file's iovecs.
+ * Data of read/write goes straight between the file and guest memory where the file cannot
+ * sleep: mm_translate_pin turns the guest buffer into sentry pointers (the memory file's
+ * mapping) that become the file's iovecs. No translation is held across a sleep: pipes move
+ * data in attempts that never sleep and sleep with nothing translated; other files that may
+ * sleep move it through a sentry buffer (rw_guest).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,75 +89,264 @@ static ssize_t file_rw(struct file *f, bool is_read, const struct iovec *iov, in
 }
 
 /*
- * Moves data between f and the guest ranges giov[0..gcnt) (total bytes at most MAX_RW_COUNT),
- * translating guest memory into the file's iovecs in rounds of at most MAX_IOV pieces. A
- * guest range that is bad from its first byte gives -EFAULT; one that goes bad later ends the
- * transfer there with the bytes moved so far. Stream files get one round (a second could
- * block after data was already returned).
+ * Whether a read or write of f may sleep (sentry/mm/README.md, "Sleeping with guest memory"):
+ * files with readiness (a poll op) unless O_NONBLOCK, which each of their ops honours.
  */
-static ssize_t rw_guest(struct task *t, struct file *f, bool is_read,
-			const struct guest_iovec *giov, int gcnt, int64_t *pos)
+static bool file_may_sleep(struct file *f)
 {
-	struct iovec *iov = malloc(MAX_IOV * sizeof(*iov));
+	return f->ops->poll != NULL && !(file_flags(f) & O_NONBLOCK);
+}
+
+/*
+ * Translates guest ranges from the cursor (*gi, *goff) on into iov (at most MAX_IOV pieces) and
+ * advances the cursor past them. Sets *want to the bytes covered and *fault when a bad page
+ * ended the list (rather than running out of iovecs or ranges). Returns the iovecs filled,
+ * pinned: the caller unpins them (mm_translate_unpin) once the file is done with them.
+ */
+static int translate_round(struct task *t, bool is_read, const struct guest_iovec *giov, int gcnt,
+			   int *gi, size_t *goff, struct iovec *iov, size_t *want, bool *fault)
+{
+	int n = 0;
+
+	*want = 0;
+	*fault = false;
+	while (*gi < gcnt && n < MAX_IOV) {
+		size_t len = giov[*gi].len - *goff, covered = 0;
+		int k;
+
+		if (len == 0) {
+			(*gi)++;
+			*goff = 0;
+			continue;
+		}
+		k = mm_translate_pin(t->mm, giov[*gi].base + *goff, len, is_read, iov + n,
+				     MAX_IOV - n, &covered);
+		if (k < 0)
+			k = 0;
+		n += k;
+		*want += covered;
+		*goff += covered;
+		if (covered < len) {
+			/* Out of iovecs (go on next round), or a bad page (stop there). */
+			*fault = n < MAX_IOV;
+			break;
+		}
+		(*gi)++;
+		*goff = 0;
+	}
+	return n;
+}
+
+/* Moves the cursor (*gi, *goff) back to n bytes after (gi0, goff0). */
+static void cursor_seek(const struct guest_iovec *giov, int gcnt, int gi0, size_t goff0, size_t n,
+			int *gi, size_t *goff)
+{
+	*gi = gi0;
+	*goff = goff0;
+	while (*gi < gcnt && n >= giov[*gi].len - *goff) {
+		n -= giov[*gi].len - *goff;
+		(*gi)++;
+		*goff = 0;
+	}
+	*goff += n;
+}
+
+/*
+ * Files that never sleep in read/write (regular files, proc, devices): straight between the
+ * file and guest memory, in rounds of at most MAX_IOV pieces. A guest range that is bad from its
+ * first byte gives -EFAULT; one that goes bad later ends the transfer there with the bytes moved
+ * so far.
+ */
+static ssize_t rw_direct(struct task *t, struct file *f, bool is_read,
+			 const struct guest_iovec *giov, int gcnt, int64_t *pos, struct iovec *iov)
+{
 	size_t total = 0, goff = 0;
 	ssize_t ret = 0;
 	int gi = 0;
 
-	if (!iov)
-		return -ENOMEM;
-	while (gi < gcnt && giov[gi].len == 0)
-		gi++;
-	if (gi == gcnt) {
-		/* Nothing to move: the call still reaches the file (read of a directory). */
-		ret = is_read ? file_rw(f, true, NULL, 0, pos) : 0;
-		free(iov);
-		return ret < 0 ? ret : 0;
-	}
 	while (gi < gcnt) {
-		size_t want = 0;
-		bool fault = false;
+		size_t want;
+		bool fault;
 		ssize_t r;
-		int n = 0;
+		int n = translate_round(t, is_read, giov, gcnt, &gi, &goff, iov, &want, &fault);
 
-		while (gi < gcnt && n < MAX_IOV) {
-			size_t len = giov[gi].len - goff, covered = 0;
-			int k;
-
-			if (len == 0) {
-				gi++;
-				goff = 0;
-				continue;
-			}
-			k = mm_translate(t->mm, giov[gi].base + goff, len, is_read, iov + n,
-					 MAX_IOV - n, &covered);
-			if (k < 0)
-				k = 0;
-			n += k;
-			want += covered;
-			goff += covered;
-			if (covered < len) {
-				/* Out of iovecs (go on next round), or a bad page (stop there). */
-				fault = n < MAX_IOV;
-				break;
-			}
-			gi++;
-			goff = 0;
-		}
-		if (n == 0) {
-			ret = total ? (ssize_t)total : -EFAULT;
-			break;
-		}
+		if (n == 0)
+			return total ? (ssize_t)total : -EFAULT;
 		r = file_rw(f, is_read, iov, n, pos);
-		if (r < 0) {
-			ret = total ? (ssize_t)total : r;
-			break;
-		}
+		mm_translate_unpin(t->mm, iov, n);
+		if (r < 0)
+			return total ? (ssize_t)total : r;
 		total += (size_t)r;
 		ret = (ssize_t)total;
 		/* A short transfer, a bad page or a stream: this round was the last. */
 		if ((size_t)r < want || fault || !pos)
 			break;
 	}
+	return ret;
+}
+
+/*
+ * Pipes: straight into guest memory too, but never asleep with a translation. Each attempt
+ * translates, moves what the pipe can take or give now, and drops the translation; when nothing
+ * could move, it sleeps on the pipe with nothing translated and translates again when woken
+ * (after a fork, munmap or mprotect by another thread meanwhile, the new mapping is what gets
+ * written, or -EFAULT with the data left in the pipe, as Linux). A read returns what one attempt
+ * got; a blocking write goes on until all is written (a signal then ends it with the count).
+ */
+static ssize_t rw_pipe(struct task *t, struct file *f, bool is_read, const struct guest_iovec *giov,
+		       int gcnt, struct iovec *iov)
+{
+	size_t all = 0, done = 0, goff = 0;
+	int gi = 0;
+
+	for (int i = 0; i < gcnt; i++)
+		all += giov[i].len;
+	for (;;) {
+		int gi0 = gi;
+		size_t goff0 = goff, want;
+		bool fault;
+		ssize_t r;
+		long w;
+		int n = translate_round(t, is_read, giov, gcnt, &gi, &goff, iov, &want, &fault);
+
+		if (n == 0)
+			return done ? (ssize_t)done : -EFAULT;
+		r = is_read ? pipe_readv_nowait(f, iov, n) : pipe_writev_nowait(f, iov, n, all);
+		mm_translate_unpin(t->mm, iov, n);
+		if (r > 0) {
+			done += (size_t)r;
+			if (is_read || done == all || ((size_t)r == want && fault))
+				return (ssize_t)done;
+			cursor_seek(giov, gcnt, gi0, goff0, (size_t)r, &gi, &goff);
+			if ((size_t)r == want)
+				continue; /* more pieces than one round holds */
+		} else if (r == 0 || r != -EAGAIN || (file_flags(f) & O_NONBLOCK)) {
+			return done ? (ssize_t)done : r;
+		} else {
+			gi = gi0;
+			goff = goff0;
+		}
+		if (file_flags(f) & O_NONBLOCK)
+			return (ssize_t)done;
+		w = pipe_wait_ready(f, all - done, all);
+		if (w < 0)
+			return done ? (ssize_t)done : w;
+	}
+}
+
+/* The most a sleeping read or write of other files moves through a sentry buffer at once. */
+#define BOUNCE_MAX ((size_t)16 << 20)
+
+/* Copies len bytes between buf and the guest ranges from byte skip on. Returns bytes copied. */
+static size_t giov_copy(struct task *t, const struct guest_iovec *giov, int gcnt, size_t skip,
+			uint8_t *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	for (int i = 0; i < gcnt && done < len; i++) {
+		size_t n;
+		ssize_t k;
+
+		if (skip >= giov[i].len) {
+			skip -= giov[i].len;
+			continue;
+		}
+		n = MIN(giov[i].len - skip, len - done);
+		k = out ? mm_copy_out(t->mm, giov[i].base + skip, buf + done, n) :
+			  mm_copy_in(t->mm, buf + done, giov[i].base + skip, n);
+		done += k > 0 ? (size_t)k : 0;
+		if (k < (ssize_t)n)
+			break;
+		skip = 0;
+	}
+	return done;
+}
+
+/*
+ * Other files that may sleep (sockets, terminals, eventfd, host stdio...): through a sentry
+ * buffer, so that the file sleeps holding no translation; guest memory is read before the
+ * call, and written after it under mm->lock (mm_copy_out). A read asks for no more than the
+ * guest can take from the first byte on (the data is not lost to a bad page) and at most
+ * BOUNCE_MAX; a write goes on in rounds of BOUNCE_MAX while the file takes whole rounds.
+ */
+static ssize_t rw_bounce(struct task *t, struct file *f, bool is_read,
+			 const struct guest_iovec *giov, int gcnt, int64_t *pos)
+{
+	size_t len = 0, done = 0;
+	ssize_t r = 0;
+	uint8_t *buf;
+
+	for (int i = 0; i < gcnt; i++) {
+		size_t ok = giov[i].len ? mm_access_len(t->mm, giov[i].base, giov[i].len, is_read) :
+					  0;
+
+		len += ok;
+		if (ok < giov[i].len || (is_read && len >= BOUNCE_MAX))
+			break;
+	}
+	if (len == 0)
+		return -EFAULT;
+	buf = malloc(MIN(len, BOUNCE_MAX));
+	if (!buf)
+		return -ENOMEM;
+	if (is_read) {
+		len = MIN(len, BOUNCE_MAX);
+		r = file_rw(f, true, &(struct iovec){ buf, len }, 1, pos);
+		if (r > 0) {
+			size_t got = giov_copy(t, giov, gcnt, 0, buf, (size_t)r, true);
+
+			if (got < (size_t)r)
+				r = got ? (ssize_t)got : -EFAULT;
+		}
+		free(buf);
+		return r;
+	}
+	while (done < len) {
+		size_t chunk =
+			giov_copy(t, giov, gcnt, done, buf, MIN(len - done, BOUNCE_MAX), false);
+
+		if (chunk == 0) {
+			r = done ? 0 : -EFAULT;
+			break;
+		}
+		r = file_rw(f, false, &(struct iovec){ buf, chunk }, 1, pos);
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+		if ((size_t)r < chunk)
+			break;
+	}
+	free(buf);
+	return done ? (ssize_t)done : r;
+}
+
+/*
+ * Moves data between f and the guest ranges giov[0..gcnt) (total bytes at most MAX_RW_COUNT),
+ * by the way that suits the file: see rw_direct, rw_pipe and rw_bounce.
+ */
+static ssize_t rw_guest(struct task *t, struct file *f, bool is_read,
+			const struct guest_iovec *giov, int gcnt, int64_t *pos)
+{
+	struct iovec *iov;
+	ssize_t ret;
+	int gi = 0;
+
+	while (gi < gcnt && giov[gi].len == 0)
+		gi++;
+	if (gi == gcnt) {
+		/* Nothing to move: the call still reaches the file (read of a directory). */
+		ret = is_read ? file_rw(f, true, NULL, 0, pos) : 0;
+		return ret < 0 ? ret : 0;
+	}
+	if (file_may_sleep(f) && !file_is_pipe(f))
+		return rw_bounce(t, f, is_read, giov + gi, gcnt - gi, pos);
+	iov = malloc(MAX_IOV * sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	if (file_is_pipe(f))
+		ret = rw_pipe(t, f, is_read, giov + gi, gcnt - gi, iov);
+	else
+		ret = rw_direct(t, f, is_read, giov + gi, gcnt - gi, pos, iov);
 	free(iov);
 	return ret;
 }

@@ -339,18 +339,27 @@ long sys_getsockopt(struct task *t, const struct syscall_args *args)
 /* --- data --- */
 
 /*
- * Translates guest iovecs (an array at giov_addr of n entries) into sentry iovecs in *out
- * (allocated). Returns the count, or -EFAULT/-EINVAL/-ENOMEM. A range that goes bad ends the
- * list there; a first byte that is bad gives -EFAULT.
+ * The guest ranges of a send or receive (guest addresses in iov_base), lengths clamped so that
+ * they add up to at most SOCK_MAX_RW. They are translated only when data can move without
+ * sleeping (sock_send, sock_recv; sentry/mm/README.md, "Sleeping with guest memory").
+ */
+struct sock_gbuf {
+	struct iovec *g; /* owned */
+	int n;
+	size_t total;
+};
+
+/*
+ * Copies in the guest iovec array at giov_addr (n entries) into *gb. Returns 0, -EMSGSIZE,
+ * -EINVAL (a negative length), -EFAULT (the array, or the first byte of data, is bad), -ENOMEM.
  */
 static long import_iov(struct task *t, uint64_t giov_addr, uint64_t n, bool write,
-		       struct iovec **out)
+		       struct sock_gbuf *gb)
 {
-	struct iovec *g = NULL, *iov = NULL;
+	struct iovec *g = NULL;
 	size_t total = 0;
-	long cnt = 0, ret;
 
-	*out = NULL;
+	*gb = (struct sock_gbuf){ 0 };
 	if (n > SOCK_MAX_IOV)
 		return -EMSGSIZE;
 	if (n) {
@@ -362,45 +371,305 @@ static long import_iov(struct task *t, uint64_t giov_addr, uint64_t n, bool writ
 			return -EFAULT;
 		}
 	}
-	iov = malloc(SOCK_MAX_IOV * sizeof(*iov) + sizeof(*iov));
-	if (!iov) {
-		free(g);
-		return -ENOMEM;
-	}
 	for (uint64_t i = 0; i < n; i++) {
-		size_t len = g[i].iov_len, covered = 0;
+		if ((ssize_t)g[i].iov_len < 0) {
+			free(g);
+			return -EINVAL;
+		}
+		g[i].iov_len = MIN(g[i].iov_len, SOCK_MAX_RW - total);
+		total += g[i].iov_len;
+	}
+	*gb = (struct sock_gbuf){ g, (int)n, total };
+	for (int i = 0; i < gb->n; i++) {
+		if (!gb->g[i].iov_len)
+			continue;
+		if (mm_access_len(t->mm, (uint64_t)(uintptr_t)gb->g[i].iov_base, 1, write) == 0) {
+			free(g);
+			*gb = (struct sock_gbuf){ 0 };
+			return -EFAULT;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* A guest buffer of one range (send, sendto, recv, recvfrom). */
+static long import_one(struct task *t, uint64_t addr, uint64_t len, bool write,
+		       struct sock_gbuf *gb)
+{
+	*gb = (struct sock_gbuf){ 0 };
+	if (len == 0)
+		return 0;
+	gb->g = malloc(sizeof(*gb->g));
+	if (!gb->g)
+		return -ENOMEM;
+	gb->g[0] = (struct iovec){ (void *)(uintptr_t)addr, MIN(len, (uint64_t)SOCK_MAX_RW) };
+	gb->n = 1;
+	gb->total = gb->g[0].iov_len;
+	if (mm_access_len(t->mm, addr, 1, write) == 0) {
+		free(gb->g);
+		*gb = (struct sock_gbuf){ 0 };
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * Translates gb from byte skip on into iov (SOCK_MAX_IOV entries); stops at a bad page.
+ * Returns the iovecs filled, pinned (mm_translate_unpin them after the call that uses them);
+ * *covered gets the bytes they hold.
+ */
+static int translate_gbuf(struct task *t, const struct sock_gbuf *gb, size_t skip, bool write,
+			  struct iovec *iov, size_t *covered)
+{
+	int cnt = 0;
+
+	*covered = 0;
+	for (int i = 0; i < gb->n && cnt < SOCK_MAX_IOV; i++) {
+		size_t len = gb->g[i].iov_len, c = 0;
 		int k;
 
-		if ((ssize_t)len < 0) {
-			ret = -EINVAL;
-			goto fail;
-		}
-		len = MIN(len, SOCK_MAX_RW - total);
-		if (len == 0)
+		if (skip >= len) {
+			skip -= len;
 			continue;
-		if (cnt >= SOCK_MAX_IOV)
+		}
+		k = mm_translate_pin(t->mm, (uint64_t)(uintptr_t)gb->g[i].iov_base + skip,
+				     len - skip, write, iov + cnt, SOCK_MAX_IOV - cnt, &c);
+		cnt += k > 0 ? k : 0;
+		*covered += c;
+		if (c < len - skip)
 			break;
-		k = mm_translate(t->mm, (uint64_t)(uintptr_t)g[i].iov_base, len, write, iov + cnt,
-				 (int)(SOCK_MAX_IOV - cnt), &covered);
-		if (k <= 0) {
-			if (total == 0) {
-				ret = -EFAULT;
-				goto fail;
-			}
+		skip = 0;
+	}
+	return cnt;
+}
+
+/* Copies len bytes between buf and gb from byte skip on. Returns the bytes copied. */
+static size_t gbuf_copy(struct task *t, const struct sock_gbuf *gb, size_t skip, void *buf,
+			size_t len, bool out)
+{
+	size_t done = 0;
+
+	for (int i = 0; i < gb->n && done < len; i++) {
+		size_t glen = gb->g[i].iov_len, n;
+		uint64_t a = (uint64_t)(uintptr_t)gb->g[i].iov_base;
+		ssize_t k;
+
+		if (skip >= glen) {
+			skip -= glen;
+			continue;
+		}
+		n = MIN(glen - skip, len - done);
+		k = out ? mm_copy_out(t->mm, a + skip, (uint8_t *)buf + done, n) :
+			  mm_copy_in(t->mm, (uint8_t *)buf + done, a + skip, n);
+		done += k > 0 ? (size_t)k : 0;
+		if (k < (ssize_t)n)
+			break;
+		skip = 0;
+	}
+	return done;
+}
+
+/* A call that does not sleep: the socket or the flags say so. */
+static bool sock_nowait(struct file *f, int flags)
+{
+	return (flags & (MSG_DONTWAIT | MSG_OOB | MSG_ERRQUEUE)) ||
+	       (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK);
+}
+
+/*
+ * Sleeps until f has something to receive (data, a message, the end, an error), with the
+ * socket's own rules (SO_RCVTIMEO, signals): a receive of one byte with MSG_PEEK, into the
+ * sentry. Returns 0 or what that receive failed with.
+ */
+static long sock_wait_readable(struct task *t, struct file *f, int flags)
+{
+	uint8_t byte, name[SOCK_ADDR_MAX];
+	struct iovec iov = { &byte, 1 };
+	struct file *files[NET_MAX_FDS];
+	struct net_msg pm = {
+		.iov = &iov, .iovcnt = 1, .name = name, .namelen = sizeof(name), .files = files
+	};
+	long r = net_recvmsg(t, f, &pm,
+			     (flags & ~(MSG_WAITALL | MSG_TRUNC | MSG_DONTWAIT)) | MSG_PEEK);
+
+	for (int i = 0; i < pm.nfiles; i++)
+		file_put(files[i]);
+	return r < 0 ? r : 0;
+}
+
+static bool sock_is_stream(struct task *t, struct file *f)
+{
+	int type = 0;
+	size_t len = sizeof(type);
+
+	return net_getsockopt(t, f, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+}
+
+/* Takes one waiting message of a datagram socket and drops it (its files too). */
+static void sock_drop_one(struct task *t, struct file *f, struct net_msg *m)
+{
+	struct net_msg d = { .files = m->files };
+
+	net_recvmsg(t, f, &d, MSG_DONTWAIT);
+	for (int i = 0; i < d.nfiles; i++)
+		file_put(d.files[i]);
+}
+
+/* The receive, blocking, through a sentry buffer (when waiting and retrying makes no progress). */
+static long sock_recv_bounce(struct task *t, struct file *f, const struct sock_gbuf *gb,
+			     size_t skip, struct net_msg *m, int flags)
+{
+	size_t len = 0;
+	uint8_t *buf;
+	long r;
+
+	for (int i = 0; i < gb->n; i++)
+		len += mm_access_len(t->mm, (uint64_t)(uintptr_t)gb->g[i].iov_base,
+				     gb->g[i].iov_len, true);
+	len = len > skip ? len - skip : 0;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	m->iov = &(struct iovec){ buf, len };
+	m->iovcnt = 1;
+	r = net_recvmsg(t, f, m, flags);
+	if (r > 0) {
+		size_t n = MIN((size_t)r, len);
+		size_t got = gbuf_copy(t, gb, skip, buf, n, true);
+
+		if (got < n)
+			r = got ? (long)got : -EFAULT;
+	}
+	free(buf);
+	return r;
+}
+
+/*
+ * recvmsg(2) into the guest ranges gb. The data goes straight into guest memory when it can be
+ * taken without sleeping; otherwise the call sleeps with nothing translated
+ * (sock_wait_readable) and translates again when woken. MSG_WAITALL on a stream goes on
+ * until the buffer is full, the end, an error or a signal.
+ */
+static long sock_recv(struct task *t, struct file *f, const struct sock_gbuf *gb, struct net_msg *m,
+		      int flags)
+{
+	struct iovec *iov = malloc(SOCK_MAX_IOV * sizeof(*iov));
+	bool nowait = sock_nowait(f, flags);
+	size_t done = 0, namecap = m->namelen;
+	int spins = 0;
+	long r;
+
+	if (!iov)
+		return -ENOMEM;
+	for (;;) {
+		size_t covered;
+		int n = translate_gbuf(t, gb, done, true, iov, &covered);
+
+		if (n == 0 && gb->total > done) {
+			r = done ? (long)done : -EFAULT;
+			/*
+			 * The buffer went bad while the call slept (munmap, mprotect): Linux takes the
+			 * message and then fails to copy it, so a datagram is lost (stream data stays).
+			 */
+			if (!done && spins && !(flags & MSG_PEEK) && !sock_is_stream(t, f))
+				sock_drop_one(t, f, m);
 			break;
 		}
-		cnt += k;
-		total += covered;
-		if (covered < len)
+		m->iov = iov;
+		m->iovcnt = n;
+		m->namelen = namecap;
+		r = net_recvmsg(t, f, m, flags | (nowait ? 0 : MSG_DONTWAIT));
+		mm_translate_unpin(t->mm, iov, n);
+		if (nowait)
 			break;
+		if (r >= 0) {
+			bool more = (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC)) &&
+				    r > 0 && done + (size_t)r < gb->total &&
+				    covered == gb->total - done && !m->nfiles && !m->has_cred &&
+				    sock_is_stream(t, f);
+
+			done += (size_t)r;
+			r = (long)done;
+			if (!more)
+				break;
+			spins = 0;
+		} else if (r != -EAGAIN) {
+			r = done ? (long)done : r;
+			break;
+		}
+		if (++spins > 64) {
+			/* Readable by a peek but not by a receive: take the slow road. */
+			r = sock_recv_bounce(t, f, gb, done, m, flags);
+			r = r < 0 ? (done ? (long)done : r) : (long)(done + (size_t)r);
+			break;
+		}
+		r = sock_wait_readable(t, f, flags);
+		if (r < 0) {
+			r = done ? (long)done : r;
+			break;
+		}
 	}
-	free(g);
-	*out = iov;
-	return cnt;
-fail:
-	free(g);
 	free(iov);
-	return ret;
+	return r;
+}
+
+/*
+ * sendmsg(2) from the guest ranges gb: straight from guest memory when the socket takes it
+ * without sleeping; what it cannot take now is copied into a sentry buffer and sent from there
+ * by a call that may sleep.
+ */
+static long sock_send(struct task *t, struct file *f, const struct sock_gbuf *gb, struct net_msg *m,
+		      int flags)
+{
+	struct iovec *iov = malloc(SOCK_MAX_IOV * sizeof(*iov));
+	size_t covered, done = 0, len;
+	struct net_msg rest;
+	uint8_t *buf;
+	long r;
+	int n;
+
+	if (!iov)
+		return -ENOMEM;
+	n = translate_gbuf(t, gb, 0, false, iov, &covered);
+	if (n == 0 && gb->total) {
+		free(iov);
+		return -EFAULT;
+	}
+	m->iov = iov;
+	m->iovcnt = n;
+	if (sock_nowait(f, flags)) {
+		r = net_sendmsg(t, f, m, flags);
+		mm_translate_unpin(t->mm, iov, n);
+		free(iov);
+		return r;
+	}
+	r = net_sendmsg(t, f, m, flags | MSG_DONTWAIT);
+	mm_translate_unpin(t->mm, iov, n);
+	free(iov);
+	m->iov = NULL;
+	m->iovcnt = 0;
+	if (r != -EAGAIN && (r < 0 || (size_t)r >= covered))
+		return r;
+	done = r > 0 ? (size_t)r : 0;
+	len = covered - done;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return done ? (long)done : -ENOMEM;
+	len = gbuf_copy(t, gb, done, buf, len, false);
+	rest = *m;
+	rest.iov = &(struct iovec){ buf, len };
+	rest.iovcnt = 1;
+	if (done) {
+		/* The control data went with the first part. */
+		rest.nfiles = 0;
+		rest.has_cred = false;
+	}
+	r = net_sendmsg(t, f, &rest, flags);
+	free(buf);
+	if (r < 0)
+		return done ? (long)done : r;
+	return (long)(done + (size_t)r);
 }
 
 /* Parses the control messages of a send into m (files referenced: put them after). */
@@ -461,9 +730,9 @@ static long do_sendmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 	uint8_t *ctl = NULL;
 	struct file *files[NET_MAX_FDS];
 	struct net_msg m = { 0 };
-	struct iovec *iov = NULL;
+	struct sock_gbuf gb = { 0 };
 	struct file *f;
-	long ret, n;
+	long ret;
 
 	if (mm_copy_in(t->mm, &mh, msg_addr, sizeof(mh)) != sizeof(mh))
 		return -EFAULT;
@@ -497,18 +766,14 @@ static long do_sendmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 		if (ret < 0)
 			goto out;
 	}
-	n = import_iov(t, (uint64_t)(uintptr_t)mh.msg_iov, mh.msg_iovlen, false, &iov);
-	if (n < 0) {
-		ret = n;
+	ret = import_iov(t, (uint64_t)(uintptr_t)mh.msg_iov, mh.msg_iovlen, false, &gb);
+	if (ret < 0)
 		goto out;
-	}
-	m.iov = iov;
-	m.iovcnt = (int)n;
-	ret = net_sendmsg(t, f, &m, flags);
+	ret = sock_send(t, f, &gb, &m, flags);
 out:
 	for (int i = 0; i < m.nfiles; i++)
 		file_put(files[i]);
-	free(iov);
+	free(gb.g);
 	free(ctl);
 	file_put(f);
 	return ret;
@@ -580,9 +845,9 @@ static long do_recvmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 	uint8_t addr[SOCK_ADDR_MAX];
 	struct file *files[NET_MAX_FDS];
 	struct net_msg m = { 0 };
-	struct iovec *iov = NULL;
+	struct sock_gbuf gb;
 	struct file *f;
-	long ret, n;
+	long ret;
 
 	if (mm_copy_in(t->mm, &mh, msg_addr, sizeof(mh)) != sizeof(mh))
 		return -EFAULT;
@@ -591,19 +856,17 @@ static long do_recvmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 	f = sock_fd(t, fd, &ret);
 	if (!f)
 		return ret;
-	n = import_iov(t, (uint64_t)(uintptr_t)mh.msg_iov, mh.msg_iovlen, true, &iov);
-	if (n < 0) {
+	ret = import_iov(t, (uint64_t)(uintptr_t)mh.msg_iov, mh.msg_iovlen, true, &gb);
+	if (ret < 0) {
 		file_put(f);
-		return n;
+		return ret;
 	}
-	m.iov = iov;
-	m.iovcnt = (int)n;
 	m.name = addr;
 	m.namelen = sizeof(addr);
 	m.files = files;
-	ret = net_recvmsg(t, f, &m, flags & ~MSG_CMSG_CLOEXEC);
+	ret = sock_recv(t, f, &gb, &m, flags & ~MSG_CMSG_CLOEXEC);
 	file_put(f);
-	free(iov);
+	free(gb.g);
 	if (ret < 0)
 		return ret;
 	mh.msg_flags = m.out_flags;
@@ -638,10 +901,9 @@ long sys_sendto(struct task *t, const struct syscall_args *args)
 {
 	uint8_t addr[SOCK_ADDR_MAX];
 	struct net_msg m = { 0 };
-	struct iovec *iov = NULL;
-	struct iovec giov = { (void *)(uintptr_t)args->a[1], args->a[2] };
+	struct sock_gbuf gb = { 0 };
 	struct file *f;
-	long ret, n;
+	long ret;
 
 	f = sock_fd(t, (int)args->a[0], &ret);
 	if (!f)
@@ -653,28 +915,11 @@ long sys_sendto(struct task *t, const struct syscall_args *args)
 		m.name = addr;
 		m.namelen = (uint32_t)args->a[5];
 	}
-	/* import_iov reads the iovec array from the guest: build the one-entry list here. */
-	iov = malloc(SOCK_MAX_IOV * sizeof(*iov));
-	if (!iov) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	n = 0;
-	if (giov.iov_len) {
-		size_t covered = 0;
-
-		n = mm_translate(t->mm, args->a[1], MIN(giov.iov_len, (size_t)SOCK_MAX_RW), false,
-				 iov, SOCK_MAX_IOV, &covered);
-		if (n <= 0) {
-			ret = -EFAULT;
-			goto out;
-		}
-	}
-	m.iov = iov;
-	m.iovcnt = (int)n;
-	ret = net_sendmsg(t, f, &m, (int)args->a[3]);
+	ret = import_one(t, args->a[1], args->a[2], false, &gb);
+	if (ret == 0)
+		ret = sock_send(t, f, &gb, &m, (int)args->a[3]);
 out:
-	free(iov);
+	free(gb.g);
 	file_put(f);
 	return ret;
 }
@@ -685,38 +930,25 @@ long sys_recvfrom(struct task *t, const struct syscall_args *args)
 	uint8_t addr[SOCK_ADDR_MAX];
 	struct file *files[NET_MAX_FDS];
 	struct net_msg m = { 0 };
-	struct iovec *iov = NULL;
+	struct sock_gbuf gb;
 	struct file *f;
-	long ret, n = 0;
+	long ret;
 
 	f = sock_fd(t, (int)args->a[0], &ret);
 	if (!f)
 		return ret;
-	iov = malloc(SOCK_MAX_IOV * sizeof(*iov));
-	if (!iov) {
+	ret = import_one(t, args->a[1], args->a[2], true, &gb);
+	if (ret < 0) {
 		file_put(f);
-		return -ENOMEM;
+		return ret;
 	}
-	if (args->a[2]) {
-		size_t covered = 0;
-
-		n = mm_translate(t->mm, args->a[1], MIN(args->a[2], (uint64_t)SOCK_MAX_RW), true,
-				 iov, SOCK_MAX_IOV, &covered);
-		if (n <= 0) {
-			free(iov);
-			file_put(f);
-			return -EFAULT;
-		}
-	}
-	m.iov = iov;
-	m.iovcnt = (int)n;
 	m.name = addr;
 	m.namelen = sizeof(addr);
 	m.files = files;
-	ret = net_recvmsg(t, f, &m, (int)args->a[3]);
+	ret = sock_recv(t, f, &gb, &m, (int)args->a[3]);
 	for (int i = 0; i < m.nfiles; i++)
 		file_put(files[i]);
-	free(iov);
+	free(gb.g);
 	file_put(f);
 	if (ret >= 0 && args->a[4] && m.namelen) {
 		long r = copy_addr_out(t, addr, m.namelen, args->a[4], args->a[5]);

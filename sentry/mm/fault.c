@@ -343,6 +343,31 @@ static int protect_for_fork_locked(struct mm *parent)
 	return 0;
 }
 
+/*
+ * Lets copies into the parent's pages that other threads started (pinned translations: a
+ * read(2) of a file, a pipe with data) finish before its pages become copy-on-write, so that
+ * their data is the parent's alone. They never sleep, so this is short; after FORK_IO_WAIT_MS
+ * fork goes on anyway (a copy that slow, a host file's, may then also reach the child's page).
+ * New pins can start while mm->lock is dropped here, but not once fork holds it again.
+ */
+#define FORK_IO_WAIT_MS 500
+static void wait_io_idle_locked(struct mm *mm)
+{
+	struct timespec dl;
+
+	if (mm->io_pins == 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += FORK_IO_WAIT_MS / 1000;
+	dl.tv_nsec += (FORK_IO_WAIT_MS % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (mm->io_pins && pthread_cond_timedwait(&mm->io_idle, &mm->lock, &dl) == 0)
+		;
+}
+
 struct mm *mm_fork(struct mm *parent)
 {
 	struct mm *child = calloc(1, sizeof(*child));
@@ -355,6 +380,11 @@ struct mm *mm_fork(struct mm *parent)
 		return ERR_PTR(-ENOMEM);
 	}
 	r = pthread_mutex_init(&child->lock, NULL);
+	if (r == 0) {
+		r = pthread_cond_init(&child->io_idle, NULL);
+		if (r)
+			pthread_mutex_destroy(&child->lock);
+	}
 	if (r) {
 		free(child);
 		free(cs);
@@ -365,6 +395,7 @@ struct mm *mm_fork(struct mm *parent)
 	child->vmas = cs;
 
 	pthread_mutex_lock(&parent->lock);
+	wait_io_idle_locked(parent);
 	struct vma_set *ps = vset(parent);
 	r = vma_set_reserve(cs, ps->n + VMA_RESERVE);
 	if (r < 0)

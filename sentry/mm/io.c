@@ -11,6 +11,7 @@
  * Writes never go into a page another mm still shares (copy-on-write after fork): the range is
  * unshared first (cow_resolve_locked), and a write stops at any VMA still VMA_COW after that.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -199,8 +200,17 @@ out_unlock:
 	return r;
 }
 
-int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
-		 int maxiov, size_t *covered)
+/* The memory-file pages under the sentry pointer range [p, p+n). */
+static void iov_pages(struct memfile *mf, const void *p, size_t n, uint64_t *off, uint64_t *len)
+{
+	uint64_t a = (uint64_t)((const uint8_t *)p - mf->base);
+
+	*off = PAGE_ALIGN_DOWN(a);
+	*len = PAGE_ALIGN_UP(a + n) - *off;
+}
+
+static int translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		     int maxiov, size_t *covered, bool pin)
 {
 	enum io_mode mode = write ? IO_WRITE : IO_READ;
 	uint64_t end, cur = addr;
@@ -233,9 +243,69 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 				break;
 			iov[n_iov++] = (struct iovec){ .iov_base = p, .iov_len = n };
 		}
+		if (pin) {
+			/* VMAs start and end on page boundaries: pieces never share a page. */
+			uint64_t off, plen;
+
+			iov_pages(mf, p, n, &off, &plen);
+			memfile_ref(mf, off, plen);
+		}
 		cur += n;
 	}
+	if (pin)
+		mm->io_pins += (unsigned int)n_iov;
 	pthread_mutex_unlock(&mm->lock);
 	*covered = cur - addr;
 	return n_iov;
+}
+
+int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		 int maxiov, size_t *covered)
+{
+	return translate(mm, addr, len, write, iov, maxiov, covered, false);
+}
+
+int mm_translate_pin(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		     int maxiov, size_t *covered)
+{
+	return translate(mm, addr, len, write, iov, maxiov, covered, true);
+}
+
+void mm_translate_unpin(struct mm *mm, const struct iovec *iov, int n)
+{
+	struct memfile *mf = &mm->k->mf;
+
+	if (n <= 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		uint64_t off, len;
+
+		iov_pages(mf, iov[i].iov_base, iov[i].iov_len, &off, &len);
+		memfile_free(mf, off, len);
+	}
+	pthread_mutex_lock(&mm->lock);
+	assert(mm->io_pins >= (unsigned int)n);
+	mm->io_pins -= (unsigned int)n;
+	if (mm->io_pins == 0)
+		pthread_cond_broadcast(&mm->io_idle);
+	pthread_mutex_unlock(&mm->lock);
+}
+
+size_t mm_access_len(struct mm *mm, uint64_t addr, size_t len, bool write)
+{
+	enum io_mode mode = write ? IO_WRITE : IO_READ;
+	uint64_t end, cur = addr;
+
+	if (len == 0 || !guest_range(addr, len, &end))
+		return 0;
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = mm->vmas;
+	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
+		const struct vma *v = &s->v[i];
+		if (v->start > cur || !access_ok(v->prot, mode))
+			break;
+		cur = MIN(end, v->end);
+	}
+	pthread_mutex_unlock(&mm->lock);
+	return cur - addr;
 }

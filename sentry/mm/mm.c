@@ -67,8 +67,14 @@ struct mm *mm_create(struct kernel *k)
 	int r = pthread_mutex_init(&mm->lock, NULL);
 	if (r)
 		return ERR_PTR(-r);
+	r = pthread_cond_init(&mm->io_idle, NULL);
+	if (r) {
+		pthread_mutex_destroy(&mm->lock);
+		return ERR_PTR(-r);
+	}
 	r = k->platform->ops->as_create(k->platform, &mm->as);
 	if (r < 0) {
+		pthread_cond_destroy(&mm->io_idle);
 		pthread_mutex_destroy(&mm->lock);
 		return ERR_PTR(r);
 	}
@@ -165,6 +171,7 @@ void mm_put(struct mm *mm)
 		vma_release(mfile(mm), &s->v[i]);
 	free(s->v);
 	free(s);
+	pthread_cond_destroy(&mm->io_idle);
 	pthread_mutex_destroy(&mm->lock);
 	free(mm);
 }

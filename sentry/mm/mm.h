@@ -51,6 +51,13 @@ struct mm {
 
 	/* Copy-on-write statistics (lock): pages copied, and pages taken over without a copy. */
 	uint64_t cow_copied, cow_reused;
+
+	/*
+	 * Pinned translations (mm_translate_pin) not yet unpinned, counted in iovecs (lock);
+	 * io_idle is signalled when it drops to 0 (fork waits for it, briefly).
+	 */
+	unsigned int io_pins;
+	pthread_cond_t io_idle;
 };
 
 /*
@@ -166,10 +173,28 @@ ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max);
  * piece of the memory file), checking that it is readable (write == false) or writable
  * (write == true). Stops at the first bad page. Returns the number of iovecs filled (0 if the
  * first byte is bad), at most maxiov; *covered gets the number of bytes they cover.
- * Lets read(2)/write(2) move data between a host FD and guest memory without a bounce buffer.
+ * Lets read(2)/write(2) move data between a file and guest memory without a bounce buffer.
+ *
+ * The pointers say where the guest's pages are now; another thread's fork, munmap, mprotect,
+ * madvise or mremap changes that at any time. mm_translate's are for an immediate use (a futex
+ * word); mm_translate_pin's stay valid memory until mm_translate_unpin (each page gets a
+ * reference, so none is freed and given to someone else meanwhile, and fork waits for pinned
+ * copies to end). Neither may be held across a point where the caller can sleep (README.md,
+ * "Sleeping with guest memory"): translate again after waking.
  */
 int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
 		 int maxiov, size_t *covered);
+int mm_translate_pin(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		     int maxiov, size_t *covered);
+/* Ends the use of the n iovecs a mm_translate_pin call (or several, in one array) filled. */
+void mm_translate_unpin(struct mm *mm, const struct iovec *iov, int n);
+
+/*
+ * How many bytes of [addr, addr+len) from addr on are mapped readable (write == false) or
+ * writable (write == true) now: what a copy in or out could move. Changes nothing (no
+ * copy-on-write is resolved). For sizing a sentry buffer before a call that may sleep.
+ */
+size_t mm_access_len(struct mm *mm, uint64_t addr, size_t len, bool write);
 
 /* --- inspection (for /proc/PID/maps, core dumps, tests) --- */
 

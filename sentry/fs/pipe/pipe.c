@@ -184,7 +184,7 @@ static bool pipe_readable(void *arg)
 	return r;
 }
 
-static ssize_t pipe_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+static ssize_t pipe_do_read(struct file *f, const struct iovec *iov, int iovcnt, bool nonblock)
 {
 	struct pipe *p = file_pipe(f);
 	struct waitq *wq = &p->wq;
@@ -192,7 +192,6 @@ static ssize_t pipe_read(struct file *f, const struct iovec *iov, int iovcnt, in
 	struct task *t;
 	long r;
 
-	(void)pos;
 	if (want == 0)
 		return 0;
 	for (;;) {
@@ -210,12 +209,18 @@ static ssize_t pipe_read(struct file *f, const struct iovec *iov, int iovcnt, in
 		}
 		pthread_mutex_unlock(&p->lock);
 		t = task_current();
-		if ((__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) || !t)
+		if (nonblock || (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK) || !t)
 			return -EAGAIN;
 		r = task_wait(t, &wq, 1, pipe_readable, p, NULL, true);
 		if (r < 0)
 			return r;
 	}
+}
+
+static ssize_t pipe_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	(void)pos;
+	return pipe_do_read(f, iov, iovcnt, false);
 }
 
 /* Free space a write of n bytes (atomic or not) needs to make progress. */
@@ -255,7 +260,12 @@ static void pipe_put_bytes(struct pipe *p, struct iov_cursor *c, size_t n, bool 
 	p->len += n;
 }
 
-static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+/*
+ * Writes iov; total is the size of the whole write(2) this is (a part of), which decides
+ * PIPE_BUF atomicity (a later part of a large write is not atomic).
+ */
+static ssize_t pipe_do_write(struct file *f, const struct iovec *iov, int iovcnt, size_t total,
+			     bool nonblock)
 {
 	struct pipe *p = file_pipe(f);
 	struct waitq *wq = &p->wq;
@@ -265,7 +275,6 @@ static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, i
 	bool packet = flags & O_DIRECT;
 	struct task *t = task_current();
 
-	(void)pos;
 	if (want == 0)
 		return 0;
 	for (;;) {
@@ -287,7 +296,7 @@ static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, i
 				n = MIN(left, (size_t)LINUX_PIPE_BUF);
 				if (p->cap - p->len < n)
 					break;
-			} else if (left <= LINUX_PIPE_BUF && done == 0) {
+			} else if (left <= LINUX_PIPE_BUF && done == 0 && total <= LINUX_PIPE_BUF) {
 				/* Atomic: all or nothing. */
 				if (p->cap - p->len < left)
 					break;
@@ -308,12 +317,55 @@ static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, i
 			waitq_wake_all(&p->wq);
 		if (done == want)
 			return (ssize_t)done;
-		if ((flags & O_NONBLOCK) || !t)
+		if (nonblock || (flags & O_NONBLOCK) || !t)
 			return done ? (ssize_t)done : -EAGAIN;
 		r = task_wait(t, &wq, 1, pipe_writable, &ww, NULL, true);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 	}
+}
+
+static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	(void)pos;
+	return pipe_do_write(f, iov, iovcnt, iov_total(iov, iovcnt), false);
+}
+
+ssize_t pipe_readv_nowait(struct file *f, const struct iovec *iov, int iovcnt)
+{
+	if (f->ops != &pipe_read_ops)
+		return -EINVAL;
+	return pipe_do_read(f, iov, iovcnt, true);
+}
+
+ssize_t pipe_writev_nowait(struct file *f, const struct iovec *iov, int iovcnt, size_t total)
+{
+	if (f->ops != &pipe_write_ops)
+		return -EINVAL;
+	return pipe_do_write(f, iov, iovcnt, total, true);
+}
+
+long pipe_wait_ready(struct file *f, size_t left, size_t total)
+{
+	struct pipe *p = file_pipe(f);
+	struct waitq *wq = &p->wq;
+	struct task *t = task_current();
+
+	if (!t)
+		return -EAGAIN;
+	if (f->ops == &pipe_read_ops)
+		return task_wait(t, &wq, 1, pipe_readable, p, NULL, true);
+	if (f->ops == &pipe_write_ops) {
+		bool packet = __atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_DIRECT;
+		struct write_wait ww = { p, 0, packet };
+
+		if (packet)
+			ww.need = MIN(left, (size_t)LINUX_PIPE_BUF);
+		else
+			ww.need = total <= LINUX_PIPE_BUF ? left : 1;
+		return task_wait(t, &wq, 1, pipe_writable, &ww, NULL, true);
+	}
+	return -EINVAL;
 }
 
 static unsigned int pipe_poll_common(struct file *f, struct waitq **wq, bool rd)

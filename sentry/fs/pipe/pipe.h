@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct file;
 struct task;
@@ -57,5 +58,22 @@ ssize_t pipe_peek(struct file *f, void *buf, size_t len, bool nonblock);
  * len 0. Returns the bytes appended (> 0 when len > 0), or -EINVAL if f is not a pipe's write end.
  */
 ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock);
+
+/*
+ * read(2)/write(2) of a pipe end that never sleep, for callers whose iovecs point into guest
+ * memory (sentry/mm/README.md: no translation is held across a sleep). They move what they can
+ * now and return -EAGAIN instead of waiting; the caller then sleeps in pipe_wait_ready with no
+ * translation held, and translates again. pipe_writev_nowait's total is the size of the whole
+ * write(2) iov is the rest of: a write of at most PIPE_BUF bytes is all or nothing. A write with
+ * no reader left sends SIGPIPE and gives -EPIPE, as pipe writes do. -EINVAL for the wrong end.
+ */
+ssize_t pipe_readv_nowait(struct file *f, const struct iovec *iov, int iovcnt);
+ssize_t pipe_writev_nowait(struct file *f, const struct iovec *iov, int iovcnt, size_t total);
+/*
+ * Sleeps interruptibly until the read end f has data or no writer left, or the write end f has
+ * room for the next part of a write (left bytes of total still to write) or no reader left.
+ * Returns 0, -ERESTARTSYS (a signal), -EAGAIN with no current task, -EINVAL if f is no pipe end.
+ */
+long pipe_wait_ready(struct file *f, size_t left, size_t total);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* mm_copy_in, mm_copy_out, mm_poke, mm_copy_in_string and mm_translate. */
+/* mm_copy_in, mm_copy_out, mm_poke, mm_copy_in_string, mm_translate and its pinned form. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -177,4 +177,46 @@ Test(mm_io, translate_joins_adjacent_pages_and_stops_at_the_first_bad_one)
 	cr_assert_eq(covered, 0);
 	cr_assert_eq(mm_translate(mm, UINT64_MAX - 1, P, false, iov, 4, &covered), 0);
 	cr_assert_eq(covered, 0);
+}
+
+Test(mm_io, a_pinned_page_outlives_munmap_and_is_not_handed_out_again)
+{
+	map(X, 2 * P, PROT_READ | PROT_WRITE);
+	struct iovec iov[2];
+	size_t covered;
+	cr_assert_eq(mm_translate_pin(mm, X + 100, P, true, iov, 2, &covered), 1);
+	cr_assert_eq(covered, P);
+	cr_assert_eq(mm->io_pins, 1);
+	uint64_t off = (uint64_t)((uint8_t *)iov[0].iov_base - fake_kernel.mf.base);
+	cr_assert_eq(memfile_page_refs(&fake_kernel.mf, PAGE_ALIGN_DOWN(off)), 2);
+
+	cr_assert_eq(mm_munmap(mm, X, 2 * P), 0);
+	/* New memory gets other pages while the copy may still write to these. */
+	map(X + 16 * P, 4 * P, PROT_READ | PROT_WRITE);
+	struct mm_vma_info v;
+	cr_assert(vma_at(mm, X + 16 * P, &v));
+	cr_assert(v.mf_off + 4 * P <= PAGE_ALIGN_DOWN(off) || v.mf_off >= PAGE_ALIGN_UP(off + P));
+	memset(iov[0].iov_base, 'x', iov[0].iov_len);
+
+	mm_translate_unpin(mm, iov, 1);
+	cr_assert_eq(mm->io_pins, 0);
+	cr_assert_eq(memfile_page_refs(&fake_kernel.mf, PAGE_ALIGN_DOWN(off)), 1);
+}
+
+Test(mm_io, unpinning_a_mapped_range_keeps_its_pages)
+{
+	map(X, 3 * P, PROT_READ | PROT_WRITE);
+	struct iovec iov[4];
+	size_t covered;
+	int n = mm_translate_pin(mm, X + 10, 3 * P - 20, false, iov, 4, &covered);
+	cr_assert_eq(n, 1);
+	mm_translate_unpin(mm, iov, n);
+	cr_assert_eq(mm_copy_out(mm, X + P, "still", 6), 6);
+	char in[6];
+	cr_assert_eq(mm_copy_in(mm, in, X + P, 6), 6);
+	cr_assert_str_eq(in, "still");
+	struct mm_vma_info v;
+	cr_assert(vma_at(mm, X, &v));
+	for (uint64_t p = 0; p < 3 * P; p += P)
+		cr_assert_eq(memfile_page_refs(&fake_kernel.mf, v.mf_off + p), 1);
 }
