@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 struct file;
+struct vfs_node;
 struct task;
 
 #define PIPE_DEF_SIZE 65536
@@ -32,7 +33,16 @@ struct task;
  */
 int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2]);
 
-/* True if f is an end of a pipe. */
+/*
+ * Opens FIFO node n (filesystems' open op for S_IFIFO nodes; the VFS then fills f->mnt and
+ * f->node) as Linux's fifo_open: every open of one inode (st_dev, st_ino) shares one pipe while
+ * any is open. O_RDONLY waits for a writer to open, O_WRONLY for a reader (interruptibly:
+ * ERR_PTR(-ERESTARTSYS)), unless O_NONBLOCK: a reader then returns at once and a writer with
+ * no reader gets ERR_PTR(-ENXIO); O_RDWR never waits. Access mode 3 is ERR_PTR(-EINVAL).
+ */
+struct file *pipe_fifo_open(struct vfs_node *n, int flags);
+
+/* True if f is an end of a pipe or an open FIFO. */
 bool file_is_pipe(struct file *f);
 
 /*
