@@ -170,6 +170,36 @@ static void check_links(const char *dir, const char *path)
 	CHECK_OK(unlink(moved));
 }
 
+/*
+ * A FIFO removed while open and made again at the same path is another pipe (a host directory
+ * may give the new FIFO the old one's inode number).
+ */
+static void check_remade(const char *path)
+{
+	struct stat before, after;
+	int old, new;
+	char buf[8];
+
+	old = CHECK_OK(fifo_open(path, O_RDWR | O_NONBLOCK));
+	if (old < 0)
+		return;
+	CHECK_RET(write(old, "old", 3), 3);
+	CHECK_OK(fstat(old, &before));
+	CHECK_OK(unlink(path));
+	CHECK_OK(mkfifo(path, 0644));
+	new = CHECK_OK(fifo_open(path, O_RDWR | O_NONBLOCK));
+	CHECK_OK(fstat(new, &after));
+	CHECK_ERR(read(new, buf, sizeof(buf)), EAGAIN);
+	CHECK_RET(write(new, "n", 1), 1);
+	CHECK_RET(read(old, buf, sizeof(buf)), 3);
+	CHECK_ERR(read(old, buf, sizeof(buf)), EAGAIN);
+	CHECK_RET(read(new, buf, sizeof(buf)), 1);
+	close(new);
+	close(old);
+	if (before.st_ino == after.st_ino)
+		printf("  (%s: the new FIFO has the old inode number)\n", cur_dir);
+}
+
 /* poll, select and epoll wait for a writer in another process. */
 struct waiter_arg {
 	const char *path;
@@ -403,6 +433,7 @@ static void fifo_suite(const char *dir)
 	check_waits(path);
 	check_blocking_opens(path);
 	check_signals(path);
+	check_remade(path);
 	/* mknod S_IFIFO makes one too. */
 	path_in(path, sizeof(path), dir, "n");
 	if (CHECK_OK(mknod(path, S_IFIFO | 0600, 0)) == 0) {
