@@ -71,11 +71,26 @@ static const char *type_name(int type)
 	return type == SOCK_STREAM ? "stream" : type == SOCK_SEQPACKET ? "seqpacket" : "dgram";
 }
 
-/* In a child process: connect through path (with cwd first when not NULL) and send msg. */
+/*
+ * In a child process: connect through path (with cwd first when not NULL) and send msg; a
+ * datagram client given no cwd and a msg starting with "to" sends with sendto(2) instead.
+ */
 struct client_arg {
 	int type;
 	const char *cwd, *path, *msg;
 };
+
+/* A datagram sent to path by an unconnected socket. */
+static void client_sendto(struct client_arg *a)
+{
+	struct sockaddr_un sun;
+	socklen_t len = sun_of(&sun, a->path);
+	int fd = CHECK_OK(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+
+	CHECK_RET(sendto(fd, a->msg, strlen(a->msg), 0, (struct sockaddr *)&sun, len),
+		  (long)strlen(a->msg));
+	close(fd);
+}
 
 static void client(void *arg)
 {
@@ -84,6 +99,10 @@ static void client(void *arg)
 	char buf[16] = "";
 	int fd;
 
+	if (a->type == SOCK_DGRAM && !a->cwd && strncmp(a->msg, "to", 2) == 0) {
+		client_sendto(a);
+		return;
+	}
 	if (a->cwd)
 		CHECK_OK(chdir(a->cwd));
 	fd = CHECK_OK(dial(a->type, a->path));
@@ -171,6 +190,8 @@ static void type_suite(const char *dir, int type)
 	CHECK_ERR(dial(type == SOCK_DGRAM ? SOCK_STREAM : SOCK_DGRAM, path), EPROTOTYPE);
 
 	serve_one(srv, type, NULL, path, "abs");
+	if (type == SOCK_DGRAM)
+		serve_one(srv, type, NULL, path, "to-path");
 	serve_one(srv, type, dir, name, "rel");
 	serve_one(srv, type, "/", path + 1, "root-rel");
 	path_in(sym, sizeof(sym), dir, "sym");
