@@ -671,8 +671,10 @@ ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock)
 static pthread_mutex_t fifo_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list_head fifo_table = LIST_HEAD_INIT(fifo_table);
 
-/* The pipe of the FIFO inode (dev, ino), made if it has none: a new fifo_refs count and node
- * reference (fifo_put drops both). NULL when out of memory. */
+/*
+ * The pipe of the FIFO inode (dev, ino), made if it has none: a new fifo_refs count and node
+ * reference (fifo_put drops both). NULL when out of memory.
+ */
 static struct pipe *fifo_get(uint64_t dev, uint64_t ino, uint32_t uid, uint32_t gid)
 {
 	struct pipe *p;
