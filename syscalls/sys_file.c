@@ -228,7 +228,7 @@ static ssize_t rw_pipe(struct task *t, struct file *f, bool is_read, const struc
 		}
 		if (file_flags(f) & O_NONBLOCK)
 			return (ssize_t)done;
-		w = pipe_wait_ready(f, all - done, all);
+		w = pipe_wait_ready(f, !is_read, all - done, all);
 		if (w < 0)
 			return done ? (ssize_t)done : w;
 	}

@@ -24,8 +24,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(pwritev),
 	PARTIAL(preadv2, "RWF_* flags are accepted and have no effect"),
 	PARTIAL(pwritev2, "RWF_* flags are accepted; RWF_APPEND is not honoured"),
-	PARTIAL(open, "FIFOs and sockets of the filesystem: ENXIO"),
-	PARTIAL(openat, "FIFOs and sockets of the filesystem: ENXIO"),
+	FULL(open),
+	FULL(openat),
 	FULL(close),
 	FULL(close_range),
 	PARTIAL(memfd_create,
@@ -52,8 +52,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(umask),
 
 	/* filesystem changes: sys_fs.c */
-	PARTIAL(mknod, "FIFOs and sockets are nodes only (opening them: ENXIO)"),
-	PARTIAL(mknodat, "FIFOs and sockets are nodes only (opening them: ENXIO)"),
+	PARTIAL(mknod, "device nodes on gofer mounts (volumes, --overlay=none): EPERM"),
+	PARTIAL(mknodat, "device nodes on gofer mounts (volumes, --overlay=none): EPERM"),
 	FULL(mkdir),
 	FULL(mkdirat),
 	FULL(unlink),

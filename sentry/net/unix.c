@@ -101,6 +101,23 @@ static struct sock *find_ident_locked(uint64_t dev, uint64_t ino)
 	return NULL;
 }
 
+/*
+ * A socket node was just made as (dev, ino): a socket still bound to that identity was bound to
+ * a node since removed whose inode number the filesystem gave again (a host directory served by
+ * the gofer reuses them). Linux binds to the inode itself, so such a socket is found by no path
+ * any more: its identity goes (it stays bound, for getsockname and /proc/net/unix).
+ */
+static void forget_ident_locked(uint64_t dev, uint64_t ino)
+{
+	struct sock *s;
+
+	list_for_each_entry(s, &unix_bound, bind_link) {
+		if (s->bind_ino == ino && s->bind_dev == dev)
+			s->bind_dev = s->bind_ino =
+				0; /* never a node's (abstract names need a NUL) */
+	}
+}
+
 /* Binds s to an unused abstract "\0XXXXX" name (net_lock held). */
 static int autobind_locked(struct sock *s)
 {
@@ -176,6 +193,7 @@ int unix_bind(struct task *t, struct sock *s, const void *addr, size_t len)
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&net_lock);
+	forget_ident_locked(dev, ino);
 	if (s->bound) {
 		ret = -EINVAL; /* a racing bind won */
 	} else {

@@ -130,6 +130,8 @@ struct file {
 	/* The lock table's (lock.c): f may own OFD or flock locks on the inode (dev, ino). */
 	bool lock_used; /* atomic; the two keys are set before it */
 	uint64_t lock_dev, lock_ino;
+	/* Pipe read ends (sentry/fs/pipe): no POLLHUP while this is the pipe's w_counter + 1. */
+	unsigned int pipe_wseen;
 };
 
 /* Allocates a file with one reference. Returns it or NULL when out of memory. */

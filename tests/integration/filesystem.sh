@@ -110,4 +110,79 @@ else
 fi
 rm -rf "$scratch"
 
+# FIFOs and unix sockets bound to paths (issue 11): a shell's mkfifo, make's job server, and the
+# conformance programs in a writable volume and on a FIFO of the read-only lower layer.
+fifo_sh='cd "$1" && mkfifo p && (echo hi > p &) ; cat p; echo $(stat -c %F p)'
+fifo_dir=$(mktemp -d /tmp/husk-fifo-sh-XXXXXX)
+want=$(/bin/sh -c "$fifo_sh" sh "$fifo_dir" 2>&1)
+rm -f "$fifo_dir/p"
+expect_output "mkfifo p; (echo hi > p &); cat p, as natively" "$want" 0 -- \
+	"$HUSK" do -- /bin/sh -c "$fifo_sh" sh /var/tmp
+expect_output "the same in a volume" "$want" 0 -- \
+	"$HUSK" do --volume "$fifo_dir:/husk-fifo" -- /bin/sh -c "$fifo_sh" sh /husk-fifo
+rm -rf "$fifo_dir"
+
+if command -v make >/dev/null; then
+	mk=$(mktemp -d /tmp/husk-make-XXXXXX)
+	# Four sub-makes of two jobs each share the top make's job server (a FIFO from make 4.4,
+	# a pipe before); each reports whether it got the job server.
+	printf 'all: a b c d\n\t@echo done\na b c d:\n\t@$(MAKE) -s -f sub.mk T=$@\n' > "$mk/Makefile"
+	printf 'all: x y\nx y:\n\t@echo $(T)-$@ $(if $(findstring jobserver,$(MAKEFLAGS)),js,nojs)\n' \
+		> "$mk/sub.mk"
+	want=$(cd "$mk" && make -s -j4 2>&1 | sort)
+	expect_output "make -j4 with recursive makes, as natively ($(make --version | head -n 1))" \
+		"$want" 0 -- "$HUSK" do --cwd "$mk" -- /bin/sh -c 'make -s -j4 2>&1 | sort'
+	case $want in
+	*a-x\ js*) pass "the sub-makes used the job server natively" ;;
+	*) fail "the sub-makes used the job server natively" "$want" ;;
+	esac
+	if make --help 2>/dev/null | grep -q jobserver-style; then
+		want=$(cd "$mk" && make -s -j4 --jobserver-style=fifo 2>&1 | sort)
+		expect_output "make -j4 --jobserver-style=fifo, as natively" "$want" 0 -- \
+			"$HUSK" do --cwd "$mk" -- /bin/sh -c \
+			'make -s -j4 --jobserver-style=fifo 2>&1 | sort'
+	fi
+	rm -rf "$mk"
+fi
+# make 4.4's FIFO job server, by hand (this machine's make may be older): tokens in a FIFO that
+# every job opens again by its path, O_RDWR, takes one byte from and gives it back.
+js_sh='cd "$1" && mkfifo js && (exec 3<>js && printf xx >&3 &&
+	for i in 1 2 3 4 5 6; do
+		(exec 4<>js && dd bs=1 count=1 <&4 >/dev/null 2>&1 && echo job$i && printf x >&4) &
+	done; wait; dd bs=1 count=2 <&3 2>/dev/null; echo) | sort; rm js'
+js_dir=$(mktemp -d /tmp/husk-js-XXXXXX)
+want=$(/bin/sh -c "$js_sh" sh "$js_dir" 2>&1)
+rmdir "$js_dir"
+expect_output "a FIFO job server shared by six jobs, as natively" "$want" 0 -- \
+	"$HUSK" do -- /bin/sh -c "$js_sh" sh /tmp
+
+fifo_prog=$(dirname "$HUSK")/tests/syscalls/syscalls-fifo
+unix_prog=$(dirname "$HUSK")/tests/syscalls/syscalls-unix_path
+if [ -x "$fifo_prog" ] && [ -x "$unix_prog" ]; then
+	vol=$(mktemp -d /tmp/husk-fifo-vol-XXXXXX)
+	low=$(mktemp -d /tmp/husk-fifo-low-XXXXXX)
+	mkfifo "$low/made-on-the-host"
+	for args in "--volume $vol:/vol -- $fifo_prog /vol -e $low/made-on-the-host" \
+		"--volume $vol:/vol -- $unix_prog /vol" \
+		"--overlay=none -- $fifo_prog -e $low/made-on-the-host" \
+		"--overlay=none -- $unix_prog"; do
+		# shellcheck disable=SC2086 # the words of args are meant
+		out=$("$HUSK" do $args 2>&1)
+		last=$(printf '%s\n' "$out" | tail -n 1)
+		case $last in
+		*" passed, 0 failed") pass "husk do $args: $last" ;;
+		*) fail "husk do $args" "$(printf '%s\n' "$out" | tail -n 20)" ;;
+		esac
+	done
+	if [ -p "$low/made-on-the-host" ] && [ -z "$(ls -A "$vol")" ]; then
+		pass "the host's FIFO is still there; the volume's scratch directories are gone"
+	else
+		fail "the host's FIFO is still there; the volume's scratch directories are gone" \
+			"$(ls -lA "$low" "$vol" 2>&1)"
+	fi
+	rm -rf "$vol" "$low"
+else
+	echo "skip: $fifo_prog or $unix_prog is not built"
+fi
+
 finish

@@ -56,6 +56,7 @@
 #include "sentry/fs/dev/dev.h"
 #include "sentry/fs/gofer/client.h"
 #include "sentry/fs/gofer/gofer_fs.h"
+#include "sentry/fs/pipe/pipe.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/mm/memfile.h"
 #include "sentry/vfs/fs.h"
@@ -1107,9 +1108,11 @@ static struct file *gofer_open_op(struct vfs_node *n, int flags)
 		pthread_mutex_unlock(&gn->lock);
 		return devfs_open_chrdev(major(rdev), minor(rdev), flags);
 	}
+	case S_IFIFO:
+		/* A pipe of the sentry's per inode; the host's FIFO is never opened. */
+		return pipe_fifo_open(n, flags);
 	default:
-		/* FIFOs and sockets of the image come with pipes and unix sockets. */
-		return ERR_PTR(-ENXIO);
+		return ERR_PTR(-ENXIO); /* sockets, as Linux; block devices: none in the sentry */
 	}
 	/* Mode 3 (ioctl only) reads and writes nothing: read-only is enough on the host. */
 	hostflags = (flags & O_ACCMODE) == 3 ? O_RDONLY : (flags & O_ACCMODE);

@@ -40,6 +40,7 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/gofer/gofer_fs.h"
 #include "sentry/fs/overlay/overlay.h"
+#include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/vfs/fs.h"
@@ -707,6 +708,9 @@ static struct file *ovl_open(struct vfs_node *n, int flags)
 	struct vfs_node *r;
 	struct file *f;
 
+	/* The overlay's inode number is the FIFO's identity, the same before and after copy-up. */
+	if (S_ISFIFO(n->type))
+		return pipe_fifo_open(n, flags);
 	ovl_lock(fs);
 	if (S_ISREG(n->type) && (write || (flags & O_TRUNC))) {
 		int err = copy_up(fs, on, !(flags & O_TRUNC));

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "common/err.h"
+#include "common/list.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/current.h"
@@ -43,11 +45,18 @@ struct pipe {
 	struct pipe_seg *segs; /* lock: ring of nslots; empty when no packet is queued */
 	size_t seg_head, nsegs, nslots;
 	int readers, writers; /* lock */
+	/* lock: opens of each end so far; a FIFO's blocked open waits for the other's to change */
+	unsigned int r_counter, w_counter;
 	uint32_t uid, gid;
 	struct timespec ctime;
+	/* FIFOs only, under fifo_lock: the inode, the table link, the files (and opens) using it */
+	uint64_t fifo_dev, fifo_ino;
+	struct list_head fifo_link;
+	int fifo_refs;
 };
 
 static const struct file_ops pipe_read_ops, pipe_write_ops;
+static const struct file_ops fifo_read_ops, fifo_write_ops, fifo_rdwr_ops;
 
 static struct pipe *file_pipe(struct file *f)
 {
@@ -56,7 +65,19 @@ static struct pipe *file_pipe(struct file *f)
 
 bool file_is_pipe(struct file *f)
 {
-	return f->ops == &pipe_read_ops || f->ops == &pipe_write_ops;
+	return f->ops == &pipe_read_ops || f->ops == &pipe_write_ops || f->ops == &fifo_read_ops ||
+	       f->ops == &fifo_write_ops || f->ops == &fifo_rdwr_ops;
+}
+
+/* Whether f reads from its pipe (a read end, or a FIFO opened O_RDWR). */
+static bool file_pipe_reads(struct file *f)
+{
+	return f->ops == &pipe_read_ops || f->ops == &fifo_read_ops || f->ops == &fifo_rdwr_ops;
+}
+
+static bool file_pipe_writes(struct file *f)
+{
+	return f->ops == &pipe_write_ops || f->ops == &fifo_write_ops || f->ops == &fifo_rdwr_ops;
 }
 
 static size_t iov_total(const struct iovec *iov, int iovcnt)
@@ -333,19 +354,19 @@ static ssize_t pipe_write(struct file *f, const struct iovec *iov, int iovcnt, i
 
 ssize_t pipe_readv_nowait(struct file *f, const struct iovec *iov, int iovcnt)
 {
-	if (f->ops != &pipe_read_ops)
+	if (!file_pipe_reads(f))
 		return -EINVAL;
 	return pipe_do_read(f, iov, iovcnt, true);
 }
 
 ssize_t pipe_writev_nowait(struct file *f, const struct iovec *iov, int iovcnt, size_t total)
 {
-	if (f->ops != &pipe_write_ops)
+	if (!file_pipe_writes(f))
 		return -EINVAL;
 	return pipe_do_write(f, iov, iovcnt, total, true);
 }
 
-long pipe_wait_ready(struct file *f, size_t left, size_t total)
+long pipe_wait_ready(struct file *f, bool write, size_t left, size_t total)
 {
 	struct pipe *p = file_pipe(f);
 	struct waitq *wq = &p->wq;
@@ -353,9 +374,9 @@ long pipe_wait_ready(struct file *f, size_t left, size_t total)
 
 	if (!t)
 		return -EAGAIN;
-	if (f->ops == &pipe_read_ops)
+	if (!write && file_pipe_reads(f))
 		return task_wait(t, &wq, 1, pipe_readable, p, NULL, true);
-	if (f->ops == &pipe_write_ops) {
+	if (write && file_pipe_writes(f)) {
 		bool packet = __atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_DIRECT;
 		struct write_wait ww = { p, 0, packet };
 
@@ -379,7 +400,8 @@ static unsigned int pipe_poll_common(struct file *f, struct waitq **wq, bool rd)
 	if (rd) {
 		if (p->len > 0)
 			mask |= POLLIN | POLLRDNORM;
-		if (p->writers == 0)
+		/* A FIFO opened O_NONBLOCK with no writer hangs up only once one has come. */
+		if (p->writers == 0 && f->pipe_wseen != p->w_counter + 1)
 			mask |= POLLHUP;
 	} else {
 		/* Linux: writable while a slot (a page) is free. */
@@ -480,12 +502,13 @@ static struct file *pipe_file(struct pipe *p, const struct file_ops *ops, int fl
 	return f;
 }
 
-int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2])
+/* A pipe with no end open; its node has one reference. NULL when out of memory. */
+static struct pipe *pipe_alloc(uint32_t uid, uint32_t gid)
 {
 	struct pipe *p = calloc(1, sizeof(*p));
 
 	if (!p)
-		return -ENOMEM;
+		return NULL;
 	p->cap = PIPE_DEF_SIZE;
 	p->nslots = p->cap / LINUX_PIPE_BUF;
 	p->buf = malloc(p->cap);
@@ -494,13 +517,23 @@ int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2])
 		free(p->buf);
 		free(p->segs);
 		free(p);
-		return -ENOMEM;
+		return NULL;
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	waitq_init(&p->wq);
+	list_init(&p->fifo_link);
 	p->uid = uid;
 	p->gid = gid;
 	clock_gettime(CLOCK_REALTIME, &p->ctime);
+	return p;
+}
+
+int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2])
+{
+	struct pipe *p = pipe_alloc(uid, gid);
+
+	if (!p)
+		return -ENOMEM;
 	p->readers = p->writers = 1;
 	flags &= O_NONBLOCK | O_DIRECT;
 	ends[0] = pipe_file(p, &pipe_read_ops, O_RDONLY | flags);
@@ -606,7 +639,7 @@ ssize_t pipe_peek(struct file *f, void *buf, size_t len, bool nonblock)
 	struct task *t;
 	long r;
 
-	if (f->ops != &pipe_read_ops)
+	if (!file_is_pipe(f) || !file_pipe_reads(f))
 		return -EINVAL;
 	p = file_pipe(f);
 	wq = &p->wq;
@@ -644,7 +677,7 @@ ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock)
 	struct task *t = task_current();
 	long r;
 
-	if (f->ops != &pipe_write_ops)
+	if (!file_is_pipe(f) || !file_pipe_writes(f))
 		return -EINVAL;
 	p = file_pipe(f);
 	wq = &p->wq;
@@ -684,6 +717,157 @@ ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock)
 	}
 }
 
+/* --- FIFOs: one pipe per inode while it is open --- */
+
+/* The pipes of open FIFOs (fifo_refs > 0), by inode. A leaf lock, never held with pipe->lock. */
+static pthread_mutex_t fifo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head fifo_table = LIST_HEAD_INIT(fifo_table);
+
+/*
+ * The pipe of the FIFO inode (dev, ino), made if it has none: a new fifo_refs count and node
+ * reference (fifo_put drops both). NULL when out of memory.
+ */
+static struct pipe *fifo_get(uint64_t dev, uint64_t ino, uint32_t uid, uint32_t gid)
+{
+	struct pipe *p;
+
+	pthread_mutex_lock(&fifo_lock);
+	list_for_each_entry(p, &fifo_table, fifo_link) {
+		if (p->fifo_dev == dev && p->fifo_ino == ino) {
+			p->fifo_refs++;
+			vfs_node_get(&p->node);
+			pthread_mutex_unlock(&fifo_lock);
+			return p;
+		}
+	}
+	p = pipe_alloc(uid, gid);
+	if (p) {
+		p->fifo_dev = dev;
+		p->fifo_ino = ino;
+		p->fifo_refs = 1; /* the construction reference of the node is this one's */
+		list_add_tail(&p->fifo_link, &fifo_table);
+	}
+	pthread_mutex_unlock(&fifo_lock);
+	return p;
+}
+
+static void fifo_put(struct pipe *p)
+{
+	pthread_mutex_lock(&fifo_lock);
+	if (--p->fifo_refs == 0)
+		list_del(&p->fifo_link); /* the buffer goes with the last opener */
+	pthread_mutex_unlock(&fifo_lock);
+	vfs_node_put(&p->node);
+}
+
+struct fifo_wait {
+	struct pipe *p;
+	const unsigned int *counter;
+	unsigned int seen;
+};
+
+/* Whether the other end was opened since the wait began (it may be closed again already). */
+static bool fifo_partner_came(void *arg)
+{
+	struct fifo_wait *w = arg;
+	bool r;
+
+	pthread_mutex_lock(&w->p->lock);
+	r = *w->counter != w->seen;
+	pthread_mutex_unlock(&w->p->lock);
+	return r;
+}
+
+/* Takes back the ends an open counted (rd, wr) and its reference on p. */
+static void fifo_open_undo(struct pipe *p, bool rd, bool wr)
+{
+	pthread_mutex_lock(&p->lock);
+	p->readers -= rd;
+	p->writers -= wr;
+	pthread_mutex_unlock(&p->lock);
+	waitq_wake_all(&p->wq);
+	fifo_put(p);
+}
+
+struct file *pipe_fifo_open(struct vfs_node *n, int flags)
+{
+	int acc = flags & O_ACCMODE;
+	bool rd = acc == O_RDONLY || acc == O_RDWR, wr = acc == O_WRONLY || acc == O_RDWR;
+	bool nonblock = flags & O_NONBLOCK, wake = false;
+	struct fifo_wait w = { NULL, NULL, 0 };
+	unsigned int wseen = 0;
+	struct vfs_attr a;
+	struct pipe *p;
+	struct file *f;
+	int err;
+
+	if (!rd && !wr)
+		return ERR_PTR(-EINVAL); /* mode 3: Linux's fifo_open knows neither end */
+	err = vfs_node_getattr(n, &a);
+	if (err < 0)
+		return ERR_PTR(err);
+	p = fifo_get(a.dev, a.ino, a.uid, a.gid);
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	pthread_mutex_lock(&p->lock);
+	if (wr && !rd && nonblock && p->readers == 0) {
+		pthread_mutex_unlock(&p->lock);
+		fifo_put(p);
+		return ERR_PTR(-ENXIO);
+	}
+	if (rd) {
+		p->r_counter++;
+		wake |= p->readers++ == 0;
+	}
+	if (wr) {
+		p->w_counter++;
+		wake |= p->writers++ == 0;
+	}
+	w.p = p;
+	if (rd && !wr && p->writers == 0) {
+		if (nonblock)
+			wseen = p->w_counter + 1; /* no POLLHUP until a writer came */
+		else
+			w.counter = &p->w_counter;
+	} else if (wr && !rd && p->readers == 0) {
+		w.counter = &p->r_counter;
+	}
+	if (w.counter)
+		w.seen = *w.counter;
+	pthread_mutex_unlock(&p->lock);
+	if (wake)
+		waitq_wake_all(&p->wq);
+	if (w.counter) {
+		struct waitq *wq = &p->wq;
+		struct task *t = task_current();
+		long r = t ? task_wait(t, &wq, 1, fifo_partner_came, &w, NULL, true) : -EAGAIN;
+
+		if (r < 0) {
+			fifo_open_undo(p, rd, wr);
+			return ERR_PTR(r);
+		}
+	}
+	f = file_alloc(rd && wr ? &fifo_rdwr_ops : rd ? &fifo_read_ops : &fifo_write_ops, flags, p);
+	if (!f) {
+		fifo_open_undo(p, rd, wr);
+		return ERR_PTR(-ENOMEM);
+	}
+	f->pipe_wseen = wseen;
+	return f;
+}
+
+static void fifo_release(struct file *f)
+{
+	struct pipe *p = file_pipe(f);
+
+	fifo_open_undo(p, file_pipe_reads(f), file_pipe_writes(f));
+}
+
+static unsigned int fifo_poll_rdwr(struct file *f, struct waitq **wq)
+{
+	return pipe_poll_common(f, wq, true) | pipe_poll_common(f, NULL, false);
+}
+
 static const struct file_ops pipe_read_ops = {
 	.read = pipe_read,
 	.poll = pipe_poll_read,
@@ -696,4 +880,26 @@ static const struct file_ops pipe_write_ops = {
 	.poll = pipe_poll_write,
 	.ioctl = pipe_ioctl,
 	.release = pipe_release,
+};
+
+static const struct file_ops fifo_read_ops = {
+	.read = pipe_read,
+	.poll = pipe_poll_read,
+	.ioctl = pipe_ioctl,
+	.release = fifo_release,
+};
+
+static const struct file_ops fifo_write_ops = {
+	.write = pipe_write,
+	.poll = pipe_poll_write,
+	.ioctl = pipe_ioctl,
+	.release = fifo_release,
+};
+
+static const struct file_ops fifo_rdwr_ops = {
+	.read = pipe_read,
+	.write = pipe_write,
+	.poll = fifo_poll_rdwr,
+	.ioctl = pipe_ioctl,
+	.release = fifo_release,
 };

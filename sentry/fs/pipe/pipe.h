@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 
 struct file;
+struct vfs_node;
 struct task;
 
 #define PIPE_DEF_SIZE 65536
@@ -33,7 +34,16 @@ struct task;
  */
 int pipe_create(int flags, uint32_t uid, uint32_t gid, struct file *ends[2]);
 
-/* True if f is an end of a pipe. */
+/*
+ * Opens FIFO node n (filesystems' open op for S_IFIFO nodes; the VFS then fills f->mnt and
+ * f->node) as Linux's fifo_open: every open of one inode (st_dev, st_ino) shares one pipe while
+ * any is open. O_RDONLY waits for a writer to open, O_WRONLY for a reader (interruptibly:
+ * ERR_PTR(-ERESTARTSYS)), unless O_NONBLOCK: a reader then returns at once and a writer with
+ * no reader gets ERR_PTR(-ENXIO); O_RDWR never waits. Access mode 3 is ERR_PTR(-EINVAL).
+ */
+struct file *pipe_fifo_open(struct vfs_node *n, int flags);
+
+/* True if f is an end of a pipe or an open FIFO. */
 bool file_is_pipe(struct file *f);
 
 /*
@@ -70,10 +80,11 @@ ssize_t pipe_fill(struct file *f, const void *buf, size_t len, bool nonblock);
 ssize_t pipe_readv_nowait(struct file *f, const struct iovec *iov, int iovcnt);
 ssize_t pipe_writev_nowait(struct file *f, const struct iovec *iov, int iovcnt, size_t total);
 /*
- * Sleeps interruptibly until the read end f has data or no writer left, or the write end f has
- * room for the next part of a write (left bytes of total still to write) or no reader left.
- * Returns 0, -ERESTARTSYS (a signal), -EAGAIN with no current task, -EINVAL if f is no pipe end.
+ * Sleeps interruptibly until f (a read end, or a FIFO open for reading) has data or no writer
+ * left, or, with write, until f (a write end or a FIFO open for writing) has room for the next
+ * part of a write (left bytes of total still to write) or no reader left. Returns 0,
+ * -ERESTARTSYS (a signal), -EAGAIN with no current task, -EINVAL if f cannot go that way.
  */
-long pipe_wait_ready(struct file *f, size_t left, size_t total);
+long pipe_wait_ready(struct file *f, bool write, size_t left, size_t total);
 
 #endif

@@ -35,6 +35,7 @@
 #include "common/util.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/dev/dev.h"
+#include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/mm/memfile.h"
 #include "sentry/vfs/fs.h"
@@ -687,8 +688,10 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 		return devfs_open_chrdev(
 			(uint32_t)((in->rdev >> 8) & 0xfff),
 			(uint32_t)((in->rdev & 0xff) | ((in->rdev >> 12) & ~0xffu)), flags);
+	case S_IFIFO:
+		return pipe_fifo_open(n, flags);
 	default:
-		return ERR_PTR(-ENXIO); /* FIFOs and sockets come with pipes and unix sockets */
+		return ERR_PTR(-ENXIO); /* sockets, as Linux; block devices: none in the sentry */
 	}
 	/* Linux truncates on O_TRUNC whatever the access mode (O_RDONLY too). */
 	if (flags & O_TRUNC) {

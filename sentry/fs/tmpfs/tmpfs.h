@@ -3,8 +3,9 @@
  * tmpfs: a filesystem in sentry memory. File data lives in 4 KiB pages of the memory file,
  * allocated on write (holes read as zeros), up to a size limit (ENOSPC past it); MAP_SHARED
  * mappings map those very pages (file op get_pages). Hard links, symlinks, device
- * nodes, FIFOs and sockets (as nodes only: opening a FIFO or socket gives -ENXIO until pipes
- * exist). Each name is its own vfs_node; names of one file share a tmpfs inode.
+ * nodes, FIFOs (opened as pipes of sentry/fs/pipe, one per inode) and sockets (nodes that
+ * unix sockets bind; opening one gives -ENXIO, as Linux). Each name is its own vfs_node; names
+ * of one file share a tmpfs inode.
  *
  * It is also the upper layer of the root overlay (sentry/fs/overlay), which keeps two facts per
  * inode here: whether a directory is opaque and the inode number a copied-up file had below.

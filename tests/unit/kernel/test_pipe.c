@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Pipes (sentry/fs/pipe): data, atomicity, packets, readiness, blocking and its interruption. */
+/* Pipes and FIFOs (sentry/fs/pipe): data, atomicity, packets, readiness, blocking, interruption. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "common/err.h"
+#include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/waitq.h"
+#include "sentry/vfs/fs.h"
 #include "sentry/vfs/vfs.h"
 #include "tests/unit/kernel/fake_wait.h"
 
@@ -251,4 +255,170 @@ Test(pipe, blocked_write_completes_as_the_reader_drains)
 	pthread_join(th, NULL);
 	cr_assert_eq(wr.ret, (ssize_t)sizeof(big));
 	cr_assert_eq(memcmp(big, out, sizeof(big)), 0);
+}
+
+/* --- FIFOs: pipe_fifo_open on a node whose getattr names inode (7, ino) --- */
+
+struct fake_fifo {
+	struct vfs_node node;
+	uint64_t ino;
+};
+
+static int fake_fifo_getattr(struct vfs_node *n, struct vfs_attr *attr)
+{
+	*attr = (struct vfs_attr){ .dev = 7,
+				   .ino = container_of(n, struct fake_fifo, node)->ino,
+				   .mode = S_IFIFO | 0644 };
+	return 0;
+}
+
+static void fake_fifo_release(struct vfs_node *n)
+{
+	(void)n;
+}
+
+static const struct vfs_node_ops fake_fifo_ops = {
+	.getattr = fake_fifo_getattr,
+	.release = fake_fifo_release,
+};
+
+static struct fake_fifo fifo_a, fifo_a_link, fifo_b;
+
+static void fifo_setup(void)
+{
+	setup();
+	fifo_a.ino = fifo_a_link.ino = 42;
+	fifo_b.ino = 43;
+	cr_assert_eq(vfs_anon_node_init(&fifo_a.node, &fake_fifo_ops, S_IFIFO), 0);
+	cr_assert_eq(vfs_anon_node_init(&fifo_a_link.node, &fake_fifo_ops, S_IFIFO), 0);
+	cr_assert_eq(vfs_anon_node_init(&fifo_b.node, &fake_fifo_ops, S_IFIFO), 0);
+}
+
+static void fifo_teardown(void)
+{
+	vfs_node_put(&fifo_a.node);
+	vfs_node_put(&fifo_a_link.node);
+	vfs_node_put(&fifo_b.node);
+	teardown();
+}
+
+TestSuite(fifo, .init = fifo_setup, .fini = fifo_teardown);
+
+static struct file *fifo_open_ok(struct fake_fifo *n, int flags)
+{
+	struct file *f = pipe_fifo_open(&n->node, flags);
+
+	cr_assert(!IS_ERR(f), "pipe_fifo_open(%#x): %ld", flags, IS_ERR(f) ? PTR_ERR(f) : 0L);
+	return f;
+}
+
+Test(fifo, opens_of_one_inode_share_a_pipe_and_others_do_not)
+{
+	struct file *b;
+	char buf[8];
+
+	ends[0] = fifo_open_ok(&fifo_a, O_RDONLY | O_NONBLOCK);
+	ends[1] = fifo_open_ok(&fifo_a_link, O_WRONLY | O_NONBLOCK);
+	cr_assert(file_is_pipe(ends[0]) && file_is_pipe(ends[1]));
+	b = fifo_open_ok(&fifo_b, O_RDWR | O_NONBLOCK);
+	cr_assert_eq(pwrite_buf(ends[1], "ab", 2), 2);
+	cr_assert_eq(pread_buf(b, buf, sizeof(buf)), -EAGAIN);
+	cr_assert_eq(pread_buf(ends[0], buf, sizeof(buf)), 2);
+	file_put(b);
+}
+
+Test(fifo, nonblocking_writer_needs_a_reader_and_mode_3_is_einval)
+{
+	struct file *f = pipe_fifo_open(&fifo_a.node, O_WRONLY | O_NONBLOCK);
+
+	cr_assert_eq(PTR_ERR(f), -ENXIO);
+	f = pipe_fifo_open(&fifo_a.node, O_ACCMODE);
+	cr_assert_eq(PTR_ERR(f), -EINVAL);
+	ends[0] = fifo_open_ok(&fifo_a, O_RDWR); /* never waits */
+	ends[1] = fifo_open_ok(&fifo_a, O_WRONLY | O_NONBLOCK);
+}
+
+Test(fifo, nonblocking_reader_sees_no_hangup_until_a_writer_came)
+{
+	ends[0] = fifo_open_ok(&fifo_a, O_RDONLY | O_NONBLOCK);
+	cr_assert_eq(poll_of(ends[0]) & POLLHUP, 0);
+	ends[1] = fifo_open_ok(&fifo_a, O_WRONLY | O_NONBLOCK);
+	file_put(ends[1]);
+	ends[1] = NULL;
+	cr_assert(poll_of(ends[0]) & POLLHUP);
+}
+
+Test(fifo, data_goes_with_the_last_opener)
+{
+	char buf[8];
+
+	ends[0] = fifo_open_ok(&fifo_a, O_RDWR | O_NONBLOCK);
+	cr_assert_eq(pwrite_buf(ends[0], "left", 4), 4);
+	file_put(ends[0]);
+	ends[0] = fifo_open_ok(&fifo_a, O_RDWR | O_NONBLOCK);
+	cr_assert_eq(pread_buf(ends[0], buf, sizeof(buf)), -EAGAIN);
+}
+
+struct opener {
+	struct fake_fifo *n;
+	int flags;
+	struct file *f;
+};
+
+static void *open_thread(void *arg)
+{
+	struct opener *o = arg;
+
+	o->f = pipe_fifo_open(&o->n->node, o->flags);
+	return NULL;
+}
+
+Test(fifo, blocked_reader_returns_when_a_writer_opens)
+{
+	struct opener o = { &fifo_a, O_RDONLY, NULL };
+	struct file *watch;
+	pthread_t th;
+
+	/* A non-blocking reader of the same pipe gives the wait queue to watch. */
+	watch = fifo_open_ok(&fifo_a, O_RDONLY | O_NONBLOCK);
+	fake_run_as(&th, &w.t[1], open_thread, &o);
+	wait_for_sleeper(watch);
+	ends[1] = fifo_open_ok(&fifo_a_link, O_WRONLY);
+	pthread_join(th, NULL);
+	cr_assert(!IS_ERR(o.f));
+	ends[0] = o.f;
+	cr_assert_eq(pwrite_buf(ends[1], "x", 1), 1);
+	file_put(watch);
+}
+
+Test(fifo, blocked_writer_returns_when_a_reader_opens)
+{
+	struct opener o = { &fifo_a, O_WRONLY, NULL };
+	pthread_t th;
+	char c;
+
+	fake_run_as(&th, &w.t[1], open_thread, &o);
+	ends[0] = fifo_open_ok(&fifo_a, O_RDONLY); /* whichever comes first waits for the other */
+	pthread_join(th, NULL);
+	cr_assert(!IS_ERR(o.f));
+	ends[1] = o.f;
+	cr_assert_eq(pwrite_buf(ends[1], "y", 1), 1);
+	cr_assert_eq(pread_buf(ends[0], &c, 1), 1);
+}
+
+Test(fifo, blocked_open_is_interrupted_and_takes_its_end_back)
+{
+	struct opener o = { &fifo_a, O_RDONLY, NULL };
+	struct file *watch;
+	pthread_t th;
+
+	watch = fifo_open_ok(&fifo_a, O_RDONLY | O_NONBLOCK);
+	fake_run_as(&th, &w.t[1], open_thread, &o);
+	wait_for_sleeper(watch);
+	fake_set_signal_pending(&w.t[1], true);
+	pthread_join(th, NULL);
+	cr_assert_eq(PTR_ERR(o.f), -ERESTARTSYS);
+	file_put(watch);
+	/* No reader is left: the interrupted open did not keep one. */
+	cr_assert_eq(PTR_ERR(pipe_fifo_open(&fifo_a.node, O_WRONLY | O_NONBLOCK)), -ENXIO);
 }
