@@ -132,7 +132,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getsid),
 
 	/* futexes: sys_futex.c */
-	PARTIAL(futex, "no PI operations (ENOSYS)"),
+	PARTIAL(futex, "PI futexes hand over in FIFO order, without priority boosting"),
 
 	/* pipes and readiness: sys_pipe.c, sys_poll.c */
 	FULL(pipe),

@@ -184,6 +184,7 @@ struct task {
 	/* Thread life. */
 	uint64_t set_child_tid, clear_child_tid;
 	uint64_t robust_list, robust_len;
+	bool futex_exited; /* atomic: past futex_exit_cleanup (PI futex owners) */
 	uint64_t rseq, rseq_len;
 	uint32_t rseq_sig;
 	struct completion *vfork_done; /* signalled at exec or exit of a vfork child */
