@@ -10,8 +10,8 @@
 #include "sentry/platform/platform.h"
 #include "syscalls/handlers.h"
 
-/* Canonical user addresses are below 2^47 on x86-64 without 5-level paging. */
-#define USER_ADDR_LIMIT 0x800000000000ULL
+/* Linux's TASK_SIZE_MAX: user addresses end a page below 2^47 (4-level paging). */
+#define USER_ADDR_LIMIT TASK_SIZE_MAX
 
 /* arch_prctl(2): FS/GS base only; CET, AMX and CPUID faulting requests get -EINVAL. */
 long sys_arch_prctl(struct task *t, const struct syscall_args *args)

@@ -164,7 +164,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(sched_get_priority_max),
 	FULL(sched_get_priority_min),
 	PARTIAL(sched_rr_get_interval, "0 for SCHED_OTHER"),
-	PARTIAL(sched_setaffinity, "checked against the online CPUs, not applied"),
+	PARTIAL(sched_setaffinity, "kept per thread and reported, not applied to host threads"),
 	PARTIAL(getcpu, "the sentry thread's CPU; node 0"),
 	PARTIAL(getpriority, "one nice value for the sandbox"),
 	PARTIAL(setpriority, "one nice value for the sandbox, never applied to the host"),
