@@ -286,7 +286,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(sendmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
 	PARTIAL(recvmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
 	FULL(sendmmsg),
-	PARTIAL(recvmmsg, "the timeout is not applied"),
+	FULL(recvmmsg),
 	FULL(shutdown),
 	PARTIAL(setsockopt, "common options are accepted; most TCP/IP tuning is not applied"),
 	PARTIAL(getsockopt, "TCP_INFO gives the state only"),

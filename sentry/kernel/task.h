@@ -172,6 +172,7 @@ struct task {
 	struct sigpending pending;
 	uint64_t sigmask; /* blocked signals, bit signo - 1; written by the task itself */
 	uint64_t saved_sigmask; /* restored after a handler runs (sigsuspend, pselect, ppoll) */
+	uint64_t real_blocked; /* atomic: the mask rt_sigtimedwait lifted while it waits */
 	bool restore_sigmask;
 	uint64_t altstack_sp, altstack_size;
 	int altstack_flags;
