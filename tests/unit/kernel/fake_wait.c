@@ -138,3 +138,13 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 {
 	return 0;
 }
+
+/* --- the pid table: the world's tasks by tid (PI futex owners) --- */
+
+struct task *pid_lookup(struct kernel *k, int32_t tid)
+{
+	(void)k;
+	if (!world || tid < 1 || tid > MAX_TASKS)
+		return NULL;
+	return &world->t[tid - 1];
+}
