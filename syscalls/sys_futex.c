@@ -2,8 +2,8 @@
 /*
  * futex(2): the operations over sentry/kernel/futex.c. Timeouts: FUTEX_WAIT's is relative
  * (CLOCK_MONOTONIC); WAIT_BITSET's, WAIT_REQUEUE_PI's and LOCK_PI2's absolute on CLOCK_MONOTONIC,
- * or CLOCK_REALTIME with FUTEX_CLOCK_REALTIME; LOCK_PI's absolute on CLOCK_REALTIME. futex_waitv
- * is not implemented (-ENOSYS).
+ * or CLOCK_REALTIME with FUTEX_CLOCK_REALTIME; LOCK_PI's absolute on CLOCK_REALTIME;
+ * futex_waitv's absolute on the clock it names.
  */
 #include <linux/futex.h>
 #include <stdint.h>
@@ -117,6 +117,50 @@ static long abs_deadline(struct task *t, uint64_t addr, bool realtime, struct ti
 	if (ret == 0)
 		*deadline = out;
 	return ret;
+}
+
+#define FUTEX_WAITV_MAX 128
+#define FUTEX2_SIZE_U32 0x02
+#define FUTEX2_SIZE_MASK 0x03
+#define FUTEX2_PRIVATE 128
+
+/* futex_waitv(2): 32-bit words only; FUTEX2_NUMA is refused (EINVAL). */
+long sys_futex_waitv(struct task *t, const struct syscall_args *args)
+{
+	uint64_t uwaiters = args->a[0], uts = args->a[3];
+	unsigned int nr = (unsigned int)args->a[1];
+	int clockid = (int)args->a[4];
+	struct futex_waitv_req reqs[FUTEX_WAITV_MAX];
+	struct timespec ts;
+	long ret;
+
+	if (args->a[2])
+		return -EINVAL;
+	if (!uwaiters || !nr || nr > FUTEX_WAITV_MAX)
+		return -EINVAL;
+	if (uts) {
+		if (clockid != CLOCK_REALTIME && clockid != CLOCK_MONOTONIC)
+			return -EINVAL;
+		ret = read_deadline(t, uts, true, clockid == CLOCK_REALTIME, &ts);
+		if (ret < 0)
+			return ret;
+	}
+	for (unsigned int i = 0; i < nr; i++) {
+		struct {
+			uint64_t val, uaddr;
+			uint32_t flags, reserved;
+		} v;
+
+		if (mm_copy_in(t->mm, &v, uwaiters + i * sizeof(v), sizeof(v)) != sizeof(v))
+			return -EFAULT;
+		if ((v.flags & ~(FUTEX2_SIZE_MASK | FUTEX2_PRIVATE)) || v.reserved ||
+		    (v.flags & FUTEX2_SIZE_MASK) != FUTEX2_SIZE_U32 || v.val > UINT32_MAX)
+			return -EINVAL;
+		reqs[i] = (struct futex_waitv_req){ .uaddr = v.uaddr,
+						    .val = (uint32_t)v.val,
+						    .private = (v.flags & FUTEX2_PRIVATE) != 0 };
+	}
+	return futex_waitv(t, reqs, (int)nr, uts ? &ts : NULL);
 }
 
 /* futex(2): PI futexes do not boost priorities (guest threads share one host priority). */

@@ -133,6 +133,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 
 	/* futexes: sys_futex.c */
 	PARTIAL(futex, "PI futexes hand over in FIFO order, without priority boosting"),
+	PARTIAL(futex_waitv, "FUTEX2_NUMA is refused (EINVAL)"),
 
 	/* pipes and readiness: sys_pipe.c, sys_poll.c */
 	FULL(pipe),

@@ -421,6 +421,73 @@ long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 	return woken;
 }
 
+struct waitv_arg {
+	struct futex_waiter *ws;
+	int n;
+};
+
+/* futex_waitv's wait condition: any of its waiters woken. */
+static bool waitv_woken(void *arg)
+{
+	const struct waitv_arg *a = arg;
+
+	for (int i = 0; i < a->n; i++)
+		if (__atomic_load_n(&a->ws[i].woken, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
+		 const struct timespec *deadline)
+{
+	struct futex_waiter *ws;
+	long ret = 0;
+	int queued, woken = -1;
+
+	ws = calloc((size_t)n, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	/* Queue on each word in turn, its value checked under its bucket's lock. */
+	for (queued = 0; queued < n; queued++) {
+		struct futex_waiter *w = &ws[queued];
+		struct futex_bucket *b;
+		uint32_t *word;
+
+		w->bitset = FUTEX_BITSET_ANY;
+		w->t = t;
+		ret = futex_lookup(t, reqs[queued].uaddr, reqs[queued].private, false, &w->key,
+				   &word);
+		if (ret < 0)
+			break;
+		b = bucket_of(&w->key);
+		w->bucket = b;
+		pthread_mutex_lock(&b->lock);
+		if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != reqs[queued].val) {
+			pthread_mutex_unlock(&b->lock);
+			ret = -EAGAIN;
+			break;
+		}
+		list_add_tail(&w->link, &b->waiters);
+		pthread_mutex_unlock(&b->lock);
+	}
+	if (ret == 0)
+		ret = task_wait(t, NULL, 0, waitv_woken, &(struct waitv_arg){ ws, n }, deadline,
+				true);
+	/* Leave every queue; a wake that came meanwhile wins over an error (Linux gives the
+	 * index of the last one woken). */
+	for (int i = 0; i < queued; i++) {
+		struct futex_bucket *b = lock_waiter_bucket(&ws[i]);
+
+		if (__atomic_load_n(&ws[i].woken, __ATOMIC_ACQUIRE))
+			woken = i;
+		else
+			list_del(&ws[i].link);
+		pthread_mutex_unlock(&b->lock);
+	}
+	free(ws);
+	return woken >= 0 ? woken : ret;
+}
+
 /*
  * Priority inheritance. The word holds the owner's tid, FUTEX_WAITERS when the owner must unlock
  * through the kernel, and FUTEX_OWNER_DIED. Waiters queue in the bucket of the word's key with

@@ -57,6 +57,21 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private, int nr_wake,
 		   int nr_wake2, uint32_t val3);
 
+/* One word of futex_waitv: wait while the word at uaddr is val. */
+struct futex_waitv_req {
+	uint64_t uaddr;
+	uint32_t val;
+	bool private;
+};
+
+/*
+ * futex_waitv(2): if every word still has its value, sleeps until one is woken (as by
+ * FUTEX_WAKE), a signal (-ERESTARTSYS) or the absolute CLOCK_MONOTONIC deadline (-ETIMEDOUT).
+ * Returns the index of a woken word, -EAGAIN (a value differs), -EFAULT, -EINVAL, -ENOMEM.
+ */
+long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
+		 const struct timespec *deadline);
+
 /*
  * FUTEX_LOCK_PI / FUTEX_TRYLOCK_PI: takes the PI lock at uaddr (the word becomes t's tid), or
  * queues behind its owner (setting FUTEX_WAITERS) until UNLOCK_PI hands it over or the absolute

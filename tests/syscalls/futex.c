@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * futex: WAIT/WAKE (private and shared, across fork on MAP_SHARED memory) and the number woken,
- * BITSET, REQUEUE, CMP_REQUEUE, WAKE_OP (every operation and comparison), timeouts (FUTEX_WAIT
+ * BITSET, REQUEUE, CMP_REQUEUE, futex_waitv, WAKE_OP (every operation and comparison), timeouts (FUTEX_WAIT
  * relative, WAIT_BITSET absolute on CLOCK_MONOTONIC or CLOCK_REALTIME, LOCK_PI absolute on
  * CLOCK_REALTIME), priority-inheritance futexes (LOCK_PI, TRYLOCK_PI, UNLOCK_PI,
  * WAIT_REQUEUE_PI/CMP_REQUEUE_PI, PTHREAD_PRIO_INHERIT mutexes, robust PI owner-died), robust
@@ -263,6 +263,74 @@ static void check_wake_op(void)
 	CHECK_ERR(futex(&w1, FUTEX_WAKE_OP_PRIVATE, 1, (void *)1L, (uint32_t *)8,
 			FUTEX_OP(FUTEX_OP_SET, 1, FUTEX_OP_CMP_EQ, 0)),
 		  EFAULT);
+}
+
+/* --- futex_waitv: several words, woken by a plain FUTEX_WAKE on any --- */
+struct waitv {
+	uint64_t val, uaddr;
+	uint32_t flags, reserved;
+};
+#define FUTEX2_SIZE_U32 0x02
+#define FUTEX2_PRIVATE 128
+static uint32_t wv_a, wv_b;
+static atomic_long waitv_result = -100;
+
+static long futex_waitv(struct waitv *v, unsigned int n, unsigned int flags, void *ts, int clk)
+{
+	return syscall(449, v, n, flags, ts, clk);
+}
+
+static void *waitv_waiter(void *arg)
+{
+	struct waitv v[2] = {
+		{ .val = 0, .uaddr = (uintptr_t)&wv_a, .flags = FUTEX2_SIZE_U32 },
+		{ .val = 0, .uaddr = (uintptr_t)&wv_b, .flags = FUTEX2_SIZE_U32 | FUTEX2_PRIVATE },
+	};
+
+	(void)arg;
+	atomic_store(&waitv_result, futex_waitv(v, 2, 0, NULL, 0));
+	return NULL;
+}
+
+static void check_futex_waitv(void)
+{
+	struct waitv v[2] = {
+		{ .val = 0, .uaddr = (uintptr_t)&wv_a, .flags = FUTEX2_SIZE_U32 },
+		{ .val = 1, .uaddr = (uintptr_t)&wv_b, .flags = FUTEX2_SIZE_U32 | FUTEX2_PRIVATE },
+	};
+	pthread_t th;
+
+	wv_a = wv_b = 0;
+	/* A value differs: EAGAIN at once. Bad flags, sizes and counts: EINVAL. */
+	CHECK_ERR(futex_waitv(v, 2, 0, NULL, 0), EAGAIN);
+	CHECK_ERR(futex_waitv(v, 0, 0, NULL, 0), EINVAL);
+	CHECK_ERR(futex_waitv(v, 129, 0, NULL, 0), EINVAL);
+	CHECK_ERR(futex_waitv(NULL, 1, 0, NULL, 0), EINVAL);
+	CHECK_ERR(futex_waitv(v, 1, 1, NULL, 0), EINVAL);
+	v[0].flags = 3; /* 64-bit words: not supported by Linux either */
+	CHECK_ERR(futex_waitv(v, 1, 0, NULL, 0), EINVAL);
+	v[0].flags = FUTEX2_SIZE_U32;
+	v[0].reserved = 1;
+	CHECK_ERR(futex_waitv(v, 1, 0, NULL, 0), EINVAL);
+	v[0].reserved = 0;
+	v[0].val = 1ULL << 32;
+	CHECK_ERR(futex_waitv(v, 1, 0, NULL, 0), EINVAL);
+	CHECK_ERR(futex_waitv((struct waitv *)8, 1, 0, NULL, 0), EFAULT);
+	/* Woken through the second word (private, so a private wake): returns its index. The
+	 * first word's key is the shared one: a private wake there misses it. */
+	pthread_create(&th, NULL, waitv_waiter, NULL);
+	await_waiters(&wv_b, FUTEX_PRIVATE_FLAG, 1);
+	CHECK_RET(futex(&wv_a, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0), 0);
+	CHECK_RET(futex(&wv_b, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0), 1);
+	pthread_join(th, NULL);
+	CHECK_RET(atomic_load(&waitv_result), 1);
+	/* And through the first (shared): index 0, the other queue left. */
+	pthread_create(&th, NULL, waitv_waiter, NULL);
+	await_waiters(&wv_a, 0, 1);
+	CHECK_RET(futex(&wv_a, FUTEX_WAKE, 1, NULL, NULL, 0), 1);
+	pthread_join(th, NULL);
+	CHECK_RET(atomic_load(&waitv_result), 0);
+	CHECK_RET(futex(&wv_b, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0), 0);
 }
 
 /* --- priority inheritance --- */
@@ -686,6 +754,7 @@ int main(void)
 		munmap(shared, 4096);
 	}
 
+	check_futex_waitv();
 	check_pi();
 	check_robust_list();
 
