@@ -754,6 +754,34 @@ int main(void)
 		munmap(shared, 4096);
 	}
 
+	/* A shared futex is the page, not the address: a memfd mapped twice meets itself. */
+	{
+		int fd = (int)syscall(SYS_memfd_create, "futex", 0);
+		uint32_t *m1, *m2;
+
+		CHECK(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd: %s", strerror(errno));
+		m1 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		m2 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		CHECK(m1 != MAP_FAILED && m2 != MAP_FAILED && m1 != m2, "mmap twice");
+		m1[1] = 0;
+		if (m1 != MAP_FAILED && m2 != MAP_FAILED) {
+			pid_t pid = fork();
+			int status = -1;
+
+			if (pid == 0)
+				_exit(futex(&m1[1], FUTEX_WAIT, 0, NULL, NULL, 0) == 0 ? 0 : 1);
+			await_waiters(&m2[1], 0, 1);
+			CHECK_RET(futex(&m2[1], FUTEX_WAKE, 1, NULL, NULL, 0), 1);
+			CHECK_RET(waitpid(pid, &status, 0), pid);
+			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "waiter %#x", status);
+			/* A private wake through the other address does not reach it. */
+			CHECK_RET(futex(&m2[1], FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0), 0);
+		}
+		munmap(m1, 4096);
+		munmap(m2, 4096);
+		close(fd);
+	}
+
 	check_futex_waitv();
 	check_pi();
 	check_robust_list();
