@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Scheduling and accounting: sched_* (SCHED_OTHER only), getpriority/setpriority (recorded per
- * process, never applied to the host), getcpu, times, getrusage, membarrier.
+ * process, never applied to the host), CPU affinity (kept per thread, not applied), getcpu, times,
+ * getrusage, membarrier.
  *
  * CPU time: a task's user time runs in its stub and is not measured yet; the sentry's time spent
  * on the process's behalf is counted as system time (the sentry thread's CPU clock for
@@ -276,13 +277,27 @@ long sys_sched_getaffinity(struct task *t, const struct syscall_args *args)
 	return err ? err : (long)retlen;
 }
 
-/* getcpu(2): the host CPU the sentry thread runs on, within the guest's numbering. */
+/*
+ * getcpu(2): the host CPU the sentry thread runs on, within the guest's numbering; a CPU the
+ * thread's affinity excludes reads as the first one it allows (the sentry does not pin it).
+ */
 long sys_getcpu(struct task *t, const struct syscall_args *args)
 {
 	int cpu = sched_getcpu();
-	uint32_t c = cpu < 0 ? 0 : (uint32_t)cpu % guest_cpus(), node = 0;
+	unsigned int n = guest_cpus();
+	uint32_t c = cpu < 0 ? 0 : (uint32_t)cpu % n, node = 0;
+	uint64_t mask[AFFINITY_WORDS];
 	int err;
 
+	affinity_read(t, n, mask);
+	if (c >= AFFINITY_WORDS * 64 || !((mask[c / 64] >> (c % 64)) & 1)) {
+		for (unsigned int i = 0; i < n && i < AFFINITY_WORDS * 64; i++) {
+			if ((mask[i / 64] >> (i % 64)) & 1) {
+				c = i;
+				break;
+			}
+		}
+	}
 	if (args->a[0] && (err = copy_out_all(t, args->a[0], &c, sizeof(c))))
 		return err;
 	if (args->a[1] && (err = copy_out_all(t, args->a[1], &node, sizeof(node))))

@@ -116,8 +116,14 @@ static void check_affinity(void)
 	CHECK_ERR(syscall(SYS_sched_getaffinity, 0x3ffffffe, sizeof(set), &set), ESRCH);
 	CHECK_ERR(syscall(SYS_sched_setaffinity, 0x3ffffffe, sizeof(set), &one), ESRCH);
 
-	/* Set to one CPU: reported back exactly. */
+	/* Set to one CPU: reported back exactly, and getcpu says that CPU. */
 	CHECK_RET(setaff(0, &one), 0);
+	{
+		unsigned int cpu = ~0u;
+
+		CHECK_RET(syscall(SYS_getcpu, &cpu, NULL, NULL), 0);
+		CHECK(cpu == (unsigned int)first_cpu, "getcpu %u, pinned to %d", cpu, first_cpu);
+	}
 	CHECK(getaff(0, &set) > 0 && CPU_EQUAL(&set, &one), "mask after set: %d CPUs",
 	      CPU_COUNT(&set));
 	CHECK(getaff(self, &set) > 0 && CPU_EQUAL(&set, &one), "mask by pid: %d CPUs",
