@@ -182,12 +182,28 @@ static void test_stop_continue(void)
 	int st, wfd;
 	pid_t pid;
 
+	siginfo_t si;
+	int pidfd;
+
 	pid = blocked_child(&wfd, 0);
 	CHECK_RET(kill(pid, SIGSTOP), 0);
+	/* waitid(WSTOPPED | WNOWAIT) through a pidfd sees the stop and leaves it reportable. */
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	CHECK(pidfd >= 0, "pidfd_open: %s", strerror(errno));
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_PIDFD, (id_t)pidfd, &si, WSTOPPED | WNOWAIT), 0);
+	CHECK(si.si_pid == pid && si.si_code == CLD_STOPPED && si.si_status == SIGSTOP,
+	      "pid %d code %d status %d", si.si_pid, si.si_code, si.si_status);
 	CHECK_RET(waitpid(pid, &st, WUNTRACED), pid);
 	CHECK(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP, "status %#x", st);
 	/* Reported once. */
 	CHECK_RET(waitpid(pid, &st, WUNTRACED | WNOHANG), 0);
+	memset(&si, 0xff, sizeof(si));
+	CHECK_RET(waitid(P_PIDFD, (id_t)pidfd, &si, WSTOPPED | WNOHANG), 0);
+	CHECK(si.si_pid == 0, "stop reported twice: pid %d", si.si_pid);
+	close(pidfd);
+	/* Not a child: a thread of this process, by tid. */
+	CHECK_ERR(waitpid((pid_t)syscall(SYS_gettid), &st, WNOHANG), ECHILD);
 	CHECK_RET(kill(pid, SIGCONT), 0);
 	CHECK_RET(waitpid(pid, &st, WCONTINUED), pid);
 	CHECK(WIFCONTINUED(st), "status %#x", st);
