@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -173,6 +174,53 @@ static void check_timeouts(void)
 	CHECK_ERR(futex(&word, FUTEX_WAIT_BITSET_PRIVATE, 1, &ts, NULL, FUTEX_BITSET_MATCH_ANY),
 		  EINVAL);
 	CHECK_ERR(futex(&word, FUTEX_WAIT_PRIVATE, 1, (void *)8, NULL, 0), EFAULT);
+}
+
+/* --- a handled signal ends a timed FUTEX_WAIT with EINTR (ERESTART_RESTARTBLOCK) --- */
+static atomic_int handled, main_tid;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&handled, 1);
+}
+
+/* Interrupts the main thread's wait; with arg, waits for the restarted wait and wakes it. */
+static void *interrupter(void *arg)
+{
+	if (!await_waiters(&word, FUTEX_PRIVATE_FLAG, 1))
+		return NULL;
+	syscall(SYS_tgkill, getpid(), atomic_load(&main_tid), SIGUSR1);
+	if (arg) {
+		while (atomic_load(&handled) == 0)
+			sched_yield();
+		if (await_waiters(&word, FUTEX_PRIVATE_FLAG, 1))
+			CHECK_RET(futex(&word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0), 1);
+	}
+	return NULL;
+}
+
+static void check_interrupted_wait(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	struct timespec ts = { 3600, 0 };
+	pthread_t th;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	atomic_store(&main_tid, gettid_());
+	word = 0;
+	pthread_create(&th, NULL, interrupter, NULL);
+	/* Even with SA_RESTART: a timed wait is not restarted after a handler, as Linux. */
+	CHECK_ERR(futex(&word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0), EINTR);
+	pthread_join(th, NULL);
+	/* Untimed, SA_RESTART restarts it: it is woken by a wake after the handler ran. */
+	atomic_store(&handled, 0);
+	pthread_create(&th, NULL, interrupter, (void *)1);
+	CHECK_RET(futex(&word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0), 0);
+	pthread_join(th, NULL);
+	CHECK_RET(atomic_load(&handled), 1);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGUSR1, &sa, NULL);
 }
 
 /* --- WAKE_OP: every operation and comparison, with one waiter kept on word2 --- */
@@ -675,6 +723,7 @@ int main(void)
 	CHECK_RET(futex(&word, FUTEX_REQUEUE_PRIVATE, 1, (void *)1L, &word, 0), 0);
 
 	check_timeouts();
+	check_interrupted_wait();
 
 	/* WAKE returns the number woken, at most n: 3 waiters, wake 2, then the rest. */
 	word = 0;
