@@ -284,9 +284,11 @@ long sys_rt_sigtimedwait(struct task *t, const struct syscall_args *args)
 			}
 		}
 		ret = task_wait(t, NULL, 0, sigwait_ready, &wa, ts_addr ? &deadline : NULL, true);
+		/* Take the signal before blocking it again: re-blocking first would hand a pending
+		 * process-directed one to another thread (which may die of it). */
+		sig = signal_dequeue(t, wa.mask, &info);
 		signal_set_blocked(t, blocked);
 		__atomic_store_n(&t->real_blocked, 0, __ATOMIC_RELAXED);
-		sig = signal_dequeue(t, wa.mask, &info);
 	}
 	if (!sig)
 		return ret == -ERESTARTSYS ? -EINTR : -EAGAIN;
