@@ -2,7 +2,7 @@
 /*
  * Every timeout-taking call counts its time as Linux does: relative or absolute, on which clock,
  * TIMER_ABSTIME or not. nanosleep, clock_nanosleep, poll, ppoll, select, pselect6, epoll_wait,
- * epoll_pwait2, rt_sigtimedwait, semtimedop, mq_timedsend/mq_timedreceive, recvmmsg,
+ * epoll_pwait2, rt_sigtimedwait, semtimedop, mq_timedsend/mq_timedreceive, recvmmsg, SO_RCVTIMEO,
  * io_getevents, futex_waitv, timer_settime, timerfd_settime, setitimer.
  *
  * Only lower bounds are checked: a 200 ms wait must not end before 200 ms have passed on its
@@ -255,6 +255,16 @@ static void check_recvmmsg(void)
 	CHECK_RET(syscall(SYS_recvmmsg, s, m, 2, 0, &ts), 2);
 	CHECK(ts.tv_sec < 100 || (ts.tv_sec == 100 && ts.tv_nsec == 0), "time left %ld.%09ld",
 	      (long)ts.tv_sec, ts.tv_nsec);
+	/* SO_RCVTIMEO: a relative timeout on each blocking receive. */
+	{
+		struct timeval tv = { 0, WAIT / 1000 };
+		int64_t t0;
+
+		CHECK_RET(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+		t0 = now_ns(CLOCK_MONOTONIC);
+		CHECK_ERR(recv(s, b0, sizeof(b0), 0), EAGAIN);
+		CHECK_WAITED(CLOCK_MONOTONIC, t0, "recv with SO_RCVTIMEO");
+	}
 	close(s);
 }
 
