@@ -575,6 +575,10 @@ static long pi_lock(struct task *t, uint64_t uaddr, bool private, const struct t
 		if (owner == 0 || (retrying && !pi_owner_alive(t, owner))) {
 			next = (uint32_t)t->tid | (cur & FUTEX_OWNER_DIED) |
 			       (pi_has_waiters(b, &w.key, NULL) ? FUTEX_WAITERS : 0);
+			/* Taken over from an owner that exited: FUTEX_WAITERS and FUTEX_OWNER_DIED,
+			 * as Linux's fixup of an owner-less lock leaves the word. */
+			if (retrying)
+				next |= FUTEX_WAITERS | FUTEX_OWNER_DIED;
 			if (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
 							 __ATOMIC_SEQ_CST)) {
 				pthread_mutex_unlock(&b->lock);

@@ -405,6 +405,22 @@ static void *pi_holder(void *arg)
 	return NULL;
 }
 
+/* Takes pi_word, waits until a waiter has set FUTEX_WAITERS, and exits holding it. */
+static void *pi_owner_exits(void *arg)
+{
+	uint32_t tid = (uint32_t)gettid_(), zero = 0;
+
+	(void)arg;
+	if (!__atomic_compare_exchange_n(&pi_word, &zero, tid, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		return NULL;
+	atomic_store(&pi_tid, tid);
+	/* LOCK_PI sets the bit and queues under one hold of the futex's lock. */
+	while (!(__atomic_load_n(&pi_word, __ATOMIC_SEQ_CST) & FUTEX_WAITERS))
+		sched_yield();
+	return NULL;
+}
+
 /* Waits on cond_word with WAIT_REQUEUE_PI onto pi_word; returns holding pi_word, then unlocks. */
 static void *requeue_pi_waiter(void *arg)
 {
@@ -523,6 +539,20 @@ static void check_pi(void)
 	atomic_store(&pi_stage, 1);
 	CHECK_RET(futex(&pi_word, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0), 0);
 	CHECK((pi_word & FUTEX_TID_MASK) == tid, "pi_word %#x after contended LOCK_PI", pi_word);
+	pthread_join(th[0], NULL);
+	CHECK_RET(futex(&pi_word, FUTEX_UNLOCK_PI_PRIVATE, 0, NULL, NULL, 0), 0);
+	CHECK_RET(pi_word, 0);
+
+	/* An owner (not robust) exits while a waiter waits: the waiter gets the lock, the word
+	 * naming it with FUTEX_WAITERS and FUTEX_OWNER_DIED. */
+	atomic_store(&pi_tid, 0);
+	pi_word = 0;
+	pthread_create(&th[0], NULL, pi_owner_exits, NULL);
+	while (atomic_load(&pi_tid) == 0)
+		sched_yield();
+	CHECK_RET(futex(&pi_word, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0), 0);
+	CHECK(pi_word == (tid | FUTEX_WAITERS | FUTEX_OWNER_DIED),
+	      "pi_word %#x after its owner exited", pi_word);
 	pthread_join(th[0], NULL);
 	CHECK_RET(futex(&pi_word, FUTEX_UNLOCK_PI_PRIVATE, 0, NULL, NULL, 0), 0);
 	CHECK_RET(pi_word, 0);
