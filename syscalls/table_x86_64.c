@@ -166,7 +166,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(sched_get_priority_min),
 	PARTIAL(sched_rr_get_interval, "0 for SCHED_OTHER"),
 	PARTIAL(sched_setaffinity, "kept per thread and reported, not applied to host threads"),
-	PARTIAL(getcpu, "the sentry thread's CPU; node 0"),
+	PARTIAL(getcpu, "the sentry thread's CPU, or the first its affinity allows; node 0"),
 	PARTIAL(getpriority, "one nice value for the sandbox"),
 	PARTIAL(setpriority, "one nice value for the sandbox, never applied to the host"),
 	PARTIAL(getrusage, "user time in stubs is not measured; sentry time counts as system time"),
