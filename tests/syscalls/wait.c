@@ -177,6 +177,36 @@ static void test_thread_fork(void)
 	      pid, si.si_status);
 }
 
+/* A "clone" child (exit signal other than SIGCHLD) is waited for with __WCLONE or __WALL only. */
+static void test_clone_child(void)
+{
+	siginfo_t si;
+	int st = 0;
+	long pid = syscall(SYS_clone, 0 /* no exit signal */, 0, NULL, NULL, 0);
+
+	if (pid == 0)
+		syscall(SYS_exit_group, 4);
+	CHECK(pid > 0, "clone: %s", strerror(errno));
+	if (pid <= 0)
+		return;
+	/* Wait for it to be a zombie without reaping it. */
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT | __WCLONE), 0);
+	CHECK_ERR(wait4((pid_t)pid, &st, WNOHANG, NULL), ECHILD);
+	CHECK_ERR(wait4(-1, &st, WNOHANG, NULL), ECHILD);
+	CHECK_ERR(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG), ECHILD);
+	CHECK_RET(wait4((pid_t)pid, &st, __WALL, NULL), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 4, "status %#x", st);
+	/* And a SIGCHLD child is not one for __WCLONE. */
+	pid = fork();
+	if (pid == 0)
+		_exit(3);
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	CHECK_ERR(wait4((pid_t)pid, &st, __WCLONE | WNOHANG, NULL), ECHILD);
+	CHECK_RET(wait4((pid_t)pid, &st, 0, NULL), pid);
+}
+
 static void test_stop_continue(void)
 {
 	int st, wfd;
@@ -359,6 +389,7 @@ int main(void)
 	test_wait4();
 	test_waitid();
 	test_thread_fork();
+	test_clone_child();
 	test_stop_continue();
 	test_sigchld();
 	test_subreaper();
