@@ -164,6 +164,7 @@ SYSCALL_DECL(getsid);
 
 /* sys_futex.c: futexes (single-threaded for now) */
 SYSCALL_DECL(futex);
+SYSCALL_DECL(futex_waitv);
 
 /* sys_xattr.c: extended attributes */
 SYSCALL_DECL(getxattr);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * futex(2): the operations over sentry/kernel/futex.c. PI futexes and futex_waitv are not
- * implemented (-ENOSYS; glibc uses PI only for PTHREAD_PRIO_INHERIT mutexes).
+ * futex(2): the operations over sentry/kernel/futex.c. Timeouts: FUTEX_WAIT's is relative
+ * (CLOCK_MONOTONIC); WAIT_BITSET's, WAIT_REQUEUE_PI's and LOCK_PI2's absolute on CLOCK_MONOTONIC,
+ * or CLOCK_REALTIME with FUTEX_CLOCK_REALTIME; LOCK_PI's absolute on CLOCK_REALTIME;
+ * futex_waitv's absolute on the clock it names.
  */
 #include <linux/futex.h>
 #include <stdint.h>
@@ -41,7 +43,7 @@ static long futex_wait_restart(struct task *t)
 static long read_deadline(struct task *t, uint64_t addr, bool absolute, bool realtime,
 			  struct timespec *out)
 {
-	struct timespec ts, now, mono;
+	struct timespec ts, now = { 0, 0 }, mono;
 	int64_t ns;
 
 	if (mm_copy_in(t->mm, &ts, addr, sizeof(ts)) != sizeof(ts))
@@ -50,7 +52,7 @@ static long read_deadline(struct task *t, uint64_t addr, bool absolute, bool rea
 		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	if (!absolute) {
-		now = mono;
+		/* now stays 0: the deadline is mono + ts. */
 	} else if (realtime) {
 		clock_gettime(CLOCK_REALTIME, &now);
 	} else {
@@ -102,7 +104,66 @@ static long do_futex_wait(struct task *t, const struct syscall_args *args, bool 
 	return ret;
 }
 
-/* futex(2): no PI operations. */
+/* Reads the timeout (if any) as an absolute time and converts it to a CLOCK_MONOTONIC deadline. */
+static long abs_deadline(struct task *t, uint64_t addr, bool realtime, struct timespec *out,
+			 const struct timespec **deadline)
+{
+	long ret;
+
+	*deadline = NULL;
+	if (!addr)
+		return 0;
+	ret = read_deadline(t, addr, true, realtime, out);
+	if (ret == 0)
+		*deadline = out;
+	return ret;
+}
+
+#define FUTEX_WAITV_MAX 128
+#define FUTEX2_SIZE_U32 0x02
+#define FUTEX2_SIZE_MASK 0x03
+#define FUTEX2_PRIVATE 128
+
+/* futex_waitv(2): 32-bit words only; FUTEX2_NUMA is refused (EINVAL). */
+long sys_futex_waitv(struct task *t, const struct syscall_args *args)
+{
+	uint64_t uwaiters = args->a[0], uts = args->a[3];
+	unsigned int nr = (unsigned int)args->a[1];
+	int clockid = (int)args->a[4];
+	struct futex_waitv_req reqs[FUTEX_WAITV_MAX];
+	struct timespec ts;
+	long ret;
+
+	if (args->a[2])
+		return -EINVAL;
+	if (!uwaiters || !nr || nr > FUTEX_WAITV_MAX)
+		return -EINVAL;
+	if (uts) {
+		if (clockid != CLOCK_REALTIME && clockid != CLOCK_MONOTONIC)
+			return -EINVAL;
+		ret = read_deadline(t, uts, true, clockid == CLOCK_REALTIME, &ts);
+		if (ret < 0)
+			return ret;
+	}
+	for (unsigned int i = 0; i < nr; i++) {
+		struct {
+			uint64_t val, uaddr;
+			uint32_t flags, reserved;
+		} v;
+
+		if (mm_copy_in(t->mm, &v, uwaiters + i * sizeof(v), sizeof(v)) != sizeof(v))
+			return -EFAULT;
+		if ((v.flags & ~(FUTEX2_SIZE_MASK | FUTEX2_PRIVATE)) || v.reserved ||
+		    (v.flags & FUTEX2_SIZE_MASK) != FUTEX2_SIZE_U32 || v.val > UINT32_MAX)
+			return -EINVAL;
+		reqs[i] = (struct futex_waitv_req){ .uaddr = v.uaddr,
+						    .val = (uint32_t)v.val,
+						    .private = (v.flags & FUTEX2_PRIVATE) != 0 };
+	}
+	return futex_waitv(t, reqs, (int)nr, uts ? &ts : NULL);
+}
+
+/* futex(2): PI futexes do not boost priorities (guest threads share one host priority). */
 long sys_futex(struct task *t, const struct syscall_args *args)
 {
 	uint64_t uaddr = args->a[0], uaddr2 = args->a[4];
@@ -114,9 +175,13 @@ long sys_futex(struct task *t, const struct syscall_args *args)
 	/* For requeue and wake_op the timeout slot is a count. */
 	int val2 = (int)args->a[3];
 	uint32_t val3 = (uint32_t)args->a[5];
+	const struct timespec *deadline;
+	struct timespec ts;
+	long ret;
 
-	if (realtime && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET &&
-	    cmd != FUTEX_WAIT_REQUEUE_PI && cmd != FUTEX_LOCK_PI2)
+	/* Linux refuses FUTEX_CLOCK_REALTIME on FUTEX_WAIT too (its timeout is relative). */
+	if (realtime && cmd != FUTEX_WAIT_BITSET && cmd != FUTEX_WAIT_REQUEUE_PI &&
+	    cmd != FUTEX_LOCK_PI2)
 		return -ENOSYS;
 	switch (cmd) {
 	case FUTEX_WAIT:
@@ -133,6 +198,22 @@ long sys_futex(struct task *t, const struct syscall_args *args)
 		return futex_requeue(t, uaddr, uaddr2, private, val, val2, true, val3);
 	case FUTEX_WAKE_OP:
 		return futex_wake_op(t, uaddr, uaddr2, private, val, val2, val3);
+	case FUTEX_LOCK_PI:
+	case FUTEX_LOCK_PI2:
+		/* LOCK_PI counts on CLOCK_REALTIME always; LOCK_PI2 as WAIT_BITSET does. */
+		ret = abs_deadline(t, args->a[3], cmd == FUTEX_LOCK_PI || realtime, &ts, &deadline);
+		return ret < 0 ? ret : futex_lock_pi(t, uaddr, private, deadline, false);
+	case FUTEX_TRYLOCK_PI:
+		return futex_lock_pi(t, uaddr, private, NULL, true);
+	case FUTEX_UNLOCK_PI:
+		return futex_unlock_pi(t, uaddr, private);
+	case FUTEX_WAIT_REQUEUE_PI:
+		ret = abs_deadline(t, args->a[3], realtime, &ts, &deadline);
+		return ret < 0 ? ret :
+				 futex_wait_requeue_pi(t, uaddr, uaddr2, private, (uint32_t)val,
+						       deadline);
+	case FUTEX_CMP_REQUEUE_PI:
+		return futex_cmp_requeue_pi(t, uaddr, uaddr2, private, val, val2, val3);
 	default:
 		return -ENOSYS;
 	}

@@ -282,46 +282,7 @@ long sys_setrlimit(struct task *t, const struct syscall_args *args)
 	return do_prlimit(t, (unsigned int)args->a[0], &new_rlim, NULL);
 }
 
-/* Number of CPUs the sentry may run on: the guest sees CPUs 0..n-1. */
-static unsigned int guest_cpu_count(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned int)n : 1;
-}
-
-/*
- * sched_getaffinity(2): the mask has the host's usable CPUs renumbered 0..n-1; nr_cpu_ids is
- * n, so the returned size is n bits rounded up to longs.
- */
-long sys_sched_getaffinity(struct task *t, const struct syscall_args *args)
-{
-	int32_t pid = (int32_t)args->a[0];
-	unsigned int len = (unsigned int)args->a[1];
-	uint64_t mask[CPU_SETSIZE / 64];
-	unsigned int n = guest_cpu_count();
-	unsigned int size = (n + 63) / 64 * 8;
-	unsigned int retlen, i;
-	int err;
-
-	/* Linux computes len * 8 in unsigned int arithmetic; keep its wrap-around. */
-	if (len * 8u < n)
-		return -EINVAL;
-	if (len & (sizeof(uint64_t) - 1))
-		return -EINVAL;
-	if (!pid_is_self(t, pid))
-		return -ESRCH;
-	memset(mask, 0, sizeof(mask));
-	for (i = 0; i < n; i++)
-		mask[i / 64] |= 1ULL << (i % 64);
-	retlen = MIN(len, size);
-	err = copy_out_all(t, args->a[2], mask, retlen);
-	return err ? err : (long)retlen;
-}
+/* sched_getaffinity(2) is in sys_sched.c, beside sched_setaffinity. */
 
 /* sched_yield(2): yields the sentry thread that runs the task. */
 long sys_sched_yield(struct task *t, const struct syscall_args *args)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Scheduling and accounting: sched_* (policies recorded per task, never applied to the host),
- * getpriority/setpriority (one nice value for the sandbox, never applied to the host), getcpu,
- * times, getrusage, membarrier.
+ * getpriority/setpriority (one nice value for the sandbox, never applied to the host), CPU
+ * affinity (kept per thread, not applied), getcpu, times, getrusage, membarrier.
  *
  * CPU time: user time is the time guest code ran (its stub thread's), system time the CPU time
  * of the sentry thread that serves the task (sentry/kernel/cputime.h).
@@ -336,7 +336,7 @@ long sys_sched_rr_get_interval(struct task *t, const struct syscall_args *args)
 	return err ? err : copy_out_all(t, args->a[1], ts, sizeof(ts));
 }
 
-/* Online CPUs as the guest numbers them (0..n-1), like sched_getaffinity in sys_info.c. */
+/* Online CPUs as the guest numbers them (0..n-1). */
 static unsigned int guest_cpus(void)
 {
 	cpu_set_t set;
@@ -349,34 +349,134 @@ static unsigned int guest_cpus(void)
 }
 
 /*
- * sched_setaffinity(2): accepted when the mask names an online CPU (else EINVAL), then not
- * applied: sentry threads are not pinned for the guest, and sched_getaffinity keeps showing
- * every CPU.
+ * The task pid names (0: the caller) with a reference, or NULL. For sched_setaffinity, with
+ * Linux's check_same_owner rule (same euid as the target's euid or uid, or CAP_SYS_NICE):
+ * *err is -ESRCH, -EINVAL (pid < 0) or -EPERM when NULL is returned.
+ */
+static struct task *affinity_target(struct task *t, int32_t pid, bool set, int *err)
+{
+	struct task *o;
+
+	*err = pid < 0 ? -EINVAL : -ESRCH;
+	if (pid < 0)
+		return NULL;
+	if (pid == 0 || pid == t->tid) {
+		task_get(t);
+		return t;
+	}
+	o = kernel_find_task(t->k, pid);
+	if (!o)
+		return NULL;
+	if (set && t->cred.euid != o->cred.euid && t->cred.euid != o->cred.uid &&
+	    !(t->cred.cap_effective & (1ULL << 23 /* CAP_SYS_NICE */))) {
+		task_put(o);
+		*err = -EPERM;
+		return NULL;
+	}
+	return o;
+}
+
+#define AFFINITY_WORDS 16 /* sizeof(((struct task *)0)->affinity) / 8: CPU_SETSIZE bits */
+
+/* o's mask of guest CPUs 0..n-1. */
+static void affinity_read(struct task *o, unsigned int n, uint64_t mask[AFFINITY_WORDS])
+{
+	bool set = __atomic_load_n(&o->affinity_set, __ATOMIC_ACQUIRE);
+
+	memset(mask, 0, AFFINITY_WORDS * sizeof(uint64_t));
+	for (unsigned int i = 0; i < n && i < AFFINITY_WORDS * 64; i++) {
+		if (!set ||
+		    (__atomic_load_n(&o->affinity[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1)
+			mask[i / 64] |= 1ULL << (i % 64);
+	}
+}
+
+/*
+ * sched_setaffinity(2): the mask (zero-extended, truncated past CPU_SETSIZE) is kept per thread,
+ * without offline CPUs, and reported by sched_getaffinity; EINVAL when it has no online CPU.
+ * Sentry threads are not pinned for the guest: it is a record only.
  */
 long sys_sched_setaffinity(struct task *t, const struct syscall_args *args)
 {
 	unsigned int len = (unsigned int)args->a[1], n = guest_cpus();
-	uint64_t mask[16] = { 0 };
-	size_t copy = MIN((size_t)len, sizeof(mask));
+	uint64_t mask[AFFINITY_WORDS] = { 0 };
+	/* Linux reads no further than nr_cpu_ids bits (in longs), then looks for the task. */
+	size_t copy = MIN(MIN((size_t)len, (size_t)(n + 63) / 64 * 8), sizeof(mask));
 	bool any = false;
-	int err = check_pid(t, (int32_t)args->a[0]);
+	struct task *o;
+	int err;
 
-	if (err)
-		return err;
 	if (copy && mm_copy_in(t->mm, mask, args->a[2], copy) != (ssize_t)copy)
 		return -EFAULT;
-	for (unsigned int i = 0; i < n && i < copy * 8; i++)
-		any |= (mask[i / 64] >> (i % 64)) & 1;
+	o = affinity_target(t, (int32_t)args->a[0], true, &err);
+	if (!o)
+		return err == -EINVAL ? -ESRCH : err;
+	for (unsigned int i = 0; i < AFFINITY_WORDS * 64; i++) {
+		if (i >= n)
+			mask[i / 64] &= ~(1ULL << (i % 64));
+		else
+			any |= (mask[i / 64] >> (i % 64)) & 1;
+	}
+	if (any) {
+		for (unsigned int w = 0; w < AFFINITY_WORDS; w++)
+			__atomic_store_n(&o->affinity[w], mask[w], __ATOMIC_RELAXED);
+		__atomic_store_n(&o->affinity_set, true, __ATOMIC_RELEASE);
+	}
+	task_put(o);
 	return any ? 0 : -EINVAL;
 }
 
-/* getcpu(2): the host CPU the sentry thread runs on, within the guest's numbering. */
+/*
+ * sched_getaffinity(2): the host's usable CPUs renumbered 0..n-1, as far as the thread's own
+ * mask allows; nr_cpu_ids is n, so the returned size is n bits rounded up to longs. No
+ * permission is needed to read another task's mask.
+ */
+long sys_sched_getaffinity(struct task *t, const struct syscall_args *args)
+{
+	unsigned int len = (unsigned int)args->a[1];
+	uint64_t mask[AFFINITY_WORDS];
+	unsigned int n = guest_cpus();
+	unsigned int size = (n + 63) / 64 * 8;
+	unsigned int retlen;
+	struct task *o;
+	int err;
+
+	/* Linux computes len * 8 in unsigned int arithmetic; keep its wrap-around. */
+	if (len * 8u < n)
+		return -EINVAL;
+	if (len & (sizeof(uint64_t) - 1))
+		return -EINVAL;
+	o = affinity_target(t, (int32_t)args->a[0], false, &err);
+	if (!o)
+		return err == -EINVAL ? -ESRCH : err;
+	affinity_read(o, n, mask);
+	task_put(o);
+	retlen = MIN(len, MIN(size, (unsigned int)sizeof(mask)));
+	err = copy_out_all(t, args->a[2], mask, retlen);
+	return err ? err : (long)retlen;
+}
+
+/*
+ * getcpu(2): the host CPU the sentry thread runs on, within the guest's numbering; a CPU the
+ * thread's affinity excludes reads as the first one it allows (the sentry does not pin it).
+ */
 long sys_getcpu(struct task *t, const struct syscall_args *args)
 {
 	int cpu = sched_getcpu();
-	uint32_t c = cpu < 0 ? 0 : (uint32_t)cpu % guest_cpus(), node = 0;
+	unsigned int n = guest_cpus();
+	uint32_t c = cpu < 0 ? 0 : (uint32_t)cpu % n, node = 0;
+	uint64_t mask[AFFINITY_WORDS];
 	int err;
 
+	affinity_read(t, n, mask);
+	if (c >= AFFINITY_WORDS * 64 || !((mask[c / 64] >> (c % 64)) & 1)) {
+		for (unsigned int i = 0; i < n && i < AFFINITY_WORDS * 64; i++) {
+			if ((mask[i / 64] >> (i % 64)) & 1) {
+				c = i;
+				break;
+			}
+		}
+	}
 	if (args->a[0] && (err = copy_out_all(t, args->a[0], &c, sizeof(c))))
 		return err;
 	if (args->a[1] && (err = copy_out_all(t, args->a[1], &node, sizeof(node))))

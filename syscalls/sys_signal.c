@@ -273,6 +273,8 @@ long sys_rt_sigtimedwait(struct task *t, const struct syscall_args *args)
 		/* As Linux: the awaited signals are unblocked while the task sleeps, so that a
 		 * process-directed one picks this thread. */
 		blocked = t->sigmask;
+		/* Still blocked for sig_ignored (Linux's real_blocked): pid 1 keeps them. */
+		__atomic_store_n(&t->real_blocked, blocked, __ATOMIC_RELAXED);
 		signal_set_blocked(t, blocked & ~wa.mask);
 		if (ts_addr) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
@@ -284,8 +286,11 @@ long sys_rt_sigtimedwait(struct task *t, const struct syscall_args *args)
 			}
 		}
 		ret = task_wait(t, NULL, 0, sigwait_ready, &wa, ts_addr ? &deadline : NULL, true);
-		signal_set_blocked(t, blocked);
+		/* Take the signal before blocking it again: re-blocking first would hand a pending
+		 * process-directed one to another thread (which may die of it). */
 		sig = signal_dequeue(t, wa.mask, &info);
+		signal_set_blocked(t, blocked);
+		__atomic_store_n(&t->real_blocked, 0, __ATOMIC_RELAXED);
 	}
 	if (!sig)
 		return ret == -ERESTARTSYS ? -EINTR : -EAGAIN;

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
@@ -20,6 +21,7 @@
 #include "sentry/net/net.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
+#include "syscalls/sys_poll.h"
 
 #define SOCK_MAX_IOV 1024 /* UIO_MAXIOV */
 #define SOCK_ADDR_MAX 128 /* sizeof(struct sockaddr_storage) */
@@ -989,15 +991,32 @@ long sys_sendmmsg(struct task *t, const struct syscall_args *args)
 	return i ? (long)i : r;
 }
 
-/* recvmmsg(2): the timeout is checked only between messages. */
+/*
+ * recvmmsg(2): as Linux, the timeout (relative) is checked only after each datagram: a wait for
+ * one is not cut short by it. The time left is written back when datagrams were received.
+ */
 long sys_recvmmsg(struct task *t, const struct syscall_args *args)
 {
-	uint64_t vec = args->a[1];
+	uint64_t vec = args->a[1], uts = args->a[4];
 	unsigned int n = (unsigned int)MIN(args->a[2], 1024);
 	int flags = (int)args->a[3];
+	struct timespec end = { 0, 0 }, left = { 0, 0 };
 	unsigned int i;
 	long r = 0;
 
+	if (uts) {
+		struct {
+			int64_t sec, nsec;
+		} ts;
+
+		if (mm_copy_in(t->mm, &ts, uts, sizeof(ts)) != sizeof(ts))
+			return -EFAULT;
+		if (ts.sec < 0 || ts.nsec < 0 || ts.nsec >= 1000000000)
+			return -EINVAL;
+		/* A zero timeout ends after the first datagram, as an expired one. */
+		if (ts.sec || ts.nsec)
+			end = poll_deadline_after((struct timespec){ ts.sec, ts.nsec });
+	}
 	for (i = 0; i < n; i++) {
 		uint64_t ent = vec + i * sizeof(struct mmsghdr);
 		unsigned int len;
@@ -1013,6 +1032,28 @@ long sys_recvmmsg(struct task *t, const struct syscall_args *args)
 		}
 		if (flags & MSG_WAITFORONE)
 			flags |= MSG_DONTWAIT;
+		if (uts) {
+			struct timespec now;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = end.tv_sec - now.tv_sec;
+			left.tv_nsec = end.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000;
+			}
+			if (left.tv_sec < 0 || (left.tv_sec == 0 && left.tv_nsec == 0)) {
+				left.tv_sec = left.tv_nsec = 0;
+				i++;
+				break;
+			}
+		}
+	}
+	if (i && uts) {
+		int64_t out[2] = { left.tv_sec, left.tv_nsec };
+
+		if (mm_copy_out(t->mm, uts, out, sizeof(out)) != sizeof(out))
+			return -EFAULT;
 	}
 	return i ? (long)i : r;
 }

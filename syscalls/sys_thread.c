@@ -4,13 +4,15 @@
 
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/rseq.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
 #include "syscalls/handlers.h"
 
-/* Canonical user addresses are below 2^47 on x86-64 without 5-level paging. */
-#define USER_ADDR_LIMIT 0x800000000000ULL
+/* Linux's TASK_SIZE_MAX: user addresses end a page below 2^47 (4-level paging). */
+#define USER_ADDR_LIMIT TASK_SIZE_MAX
 
 /* arch_prctl(2): FS/GS base; ARCH_SET_CPUID gives -ENODEV (no CPUID faulting); CET, AMX: -EINVAL. */
 long sys_arch_prctl(struct task *t, const struct syscall_args *args)
@@ -63,14 +65,34 @@ long sys_set_robust_list(struct task *t, const struct syscall_args *args)
 	return 0;
 }
 
-/* get_robust_list(2): the calling thread (pid 0 or its own tid) only. */
+/* get_robust_list(2): any task by tid, with ptrace access (PTRACE_MODE_READ) to it. */
 long sys_get_robust_list(struct task *t, const struct syscall_args *args)
 {
-	int pid = (int)args->a[0];
-	uint64_t head = t->robust_list, len = t->robust_len;
+	int32_t pid = (int32_t)args->a[0];
+	uint64_t head, len;
 
-	if (pid != 0 && pid != t->tid)
-		return -ESRCH;
+	if (pid == 0 || pid == t->tid) {
+		head = t->robust_list;
+		len = t->robust_len;
+	} else {
+		struct task *target;
+		int err;
+
+		pthread_mutex_lock(&t->k->tree_lock);
+		target = pid > 0 ? pid_lookup(t->k, pid) : NULL;
+		if (target)
+			task_get(target);
+		pthread_mutex_unlock(&t->k->tree_lock);
+		if (!target)
+			return -ESRCH;
+		err = ptrace_may_access(t, target);
+		/* Written by the target's own thread: a racy read gives one value or the other. */
+		head = __atomic_load_n(&target->robust_list, __ATOMIC_RELAXED);
+		len = __atomic_load_n(&target->robust_len, __ATOMIC_RELAXED);
+		task_put(target);
+		if (err)
+			return err;
+	}
 	if (mm_copy_out(t->mm, args->a[1], &head, sizeof(head)) != sizeof(head))
 		return -EFAULT;
 	if (mm_copy_out(t->mm, args->a[2], &len, sizeof(len)) != sizeof(len))

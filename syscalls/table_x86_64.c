@@ -136,7 +136,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getsid),
 
 	/* futexes: sys_futex.c */
-	PARTIAL(futex, "no PI operations (ENOSYS)"),
+	PARTIAL(futex, "PI futexes hand over in FIFO order, without priority boosting"),
+	PARTIAL(futex_waitv, "FUTEX2_NUMA is refused (EINVAL)"),
 
 	/* pipes and readiness: sys_pipe.c, sys_poll.c */
 	FULL(pipe),
@@ -170,8 +171,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(sched_get_priority_max),
 	FULL(sched_get_priority_min),
 	PARTIAL(sched_rr_get_interval, "0 for SCHED_OTHER"),
-	PARTIAL(sched_setaffinity, "checked against the online CPUs, not applied"),
-	PARTIAL(getcpu, "the sentry thread's CPU; node 0"),
+	PARTIAL(sched_setaffinity, "kept per thread and reported, not applied to host threads"),
+	PARTIAL(getcpu, "the sentry thread's CPU, or the first its affinity allows; node 0"),
 	PARTIAL(getpriority, "one nice value for the sandbox"),
 	PARTIAL(setpriority, "one nice value for the sandbox, never applied to the host"),
 	PARTIAL(getrusage, "times and ru_maxrss only"),
@@ -292,7 +293,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(sendmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
 	PARTIAL(recvmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
 	FULL(sendmmsg),
-	PARTIAL(recvmmsg, "the timeout is not applied"),
+	FULL(recvmmsg),
 	FULL(shutdown),
 	PARTIAL(setsockopt, "common options are accepted; most TCP/IP tuning is not applied"),
 	PARTIAL(getsockopt, "TCP_INFO gives the state only"),

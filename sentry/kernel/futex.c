@@ -24,7 +24,7 @@
 #define ROBUST_LIST_LIMIT 2048
 
 struct futex_key {
-	uintptr_t space; /* the mm for private futexes, 0 for memory-file offsets */
+	uintptr_t space; /* the mm (| 1 when not FUTEX_PRIVATE_FLAG), 0 for memory-file offsets */
 	uint64_t addr; /* guest address, or memory-file offset */
 };
 
@@ -40,7 +40,16 @@ struct futex_waiter {
 	struct task *t;
 	struct futex_bucket *bucket; /* atomic: changes on requeue */
 	bool woken; /* atomic: set when a waker dequeued it */
+	/* Priority inheritance (bucket lock): */
+	bool pi; /* waits for the PI lock at key; woken to take it or to retry */
+	bool requeue_pi; /* FUTEX_WAIT_REQUEUE_PI on a condition word, bound for pi_key */
+	bool acquired; /* the PI lock was handed to it (set before woken) */
+	struct futex_key pi_key;
+	int32_t owner; /* pi: the lock owner's tid (its exit wakes this waiter to retry) */
 };
+
+/* PI waiters queued anywhere (atomic): thread exit looks for its own only if some are. */
+static int pi_waiters;
 
 static struct futex_bucket buckets[FUTEX_BUCKETS];
 static pthread_once_t buckets_once = PTHREAD_ONCE_INIT;
@@ -104,9 +113,11 @@ static int futex_lookup(struct task *t, uint64_t uaddr, bool private, bool write
 	key->space = (uintptr_t)t->mm;
 	key->addr = uaddr;
 	if (!private) {
-		/* Linux keys private mappings by (mm, address) even without FUTEX_PRIVATE_FLAG. */
+		/* A private mapping keys by (mm, address) without FUTEX_PRIVATE_FLAG too, but apart
+		 * from the private key (Linux's FUT_OFF_MMSHARED). */
 		struct vma_find f = { .addr = uaddr };
 
+		key->space |= 1;
 		mm_for_each_vma(t->mm, find_vma_shared, &f);
 		if (f.shared) {
 			key->space = 0;
@@ -184,7 +195,10 @@ long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint
 	return ret;
 }
 
-/* Wakes up to n waiters with key in b (locked). Returns the number woken. */
+/*
+ * Wakes up to n waiters with key in b (locked). Returns the number woken, or -EINVAL on meeting
+ * a PI waiter (a plain wake of a PI futex, as Linux).
+ */
 static int wake_keyed(struct futex_bucket *b, const struct futex_key *key, int n, uint32_t bitset)
 {
 	struct futex_waiter *w, *tmp;
@@ -195,6 +209,8 @@ static int wake_keyed(struct futex_bucket *b, const struct futex_key *key, int n
 			break;
 		if (!key_eq(&w->key, key) || !(w->bitset & bitset))
 			continue;
+		if (w->pi || w->requeue_pi)
+			return -EINVAL;
 		wake_waiter(w);
 		woken++;
 	}
@@ -266,8 +282,6 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 	ret = futex_lookup(t, uaddr2, private, false, &k2, &word2);
 	if (ret < 0)
 		return ret;
-	if (key_eq(&k1, &k2))
-		return -EINVAL;
 	b1 = bucket_of(&k1);
 	b2 = bucket_of(&k2);
 	lock_two(b1, b2);
@@ -278,6 +292,10 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 	list_for_each_entry_safe(w, tmp, &b1->waiters, link) {
 		if (!key_eq(&w->key, &k1))
 			continue;
+		if (w->pi || w->requeue_pi) {
+			unlock_two(b1, b2);
+			return -EINVAL;
+		}
 		if (woken < nr_wake) {
 			wake_waiter(w);
 			woken++;
@@ -285,11 +303,14 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 		}
 		if (moved >= nr_requeue)
 			break;
+		moved++;
+		/* Onto the same word: Linux counts it and leaves it where it is. */
+		if (key_eq(&k1, &k2))
+			continue;
 		list_del(&w->link);
 		w->key = k2;
 		list_add_tail(&w->link, &b2->waiters);
 		__atomic_store_n(&w->bucket, b2, __ATOMIC_RELEASE);
-		moved++;
 	}
 	unlock_two(b1, b2);
 	return woken + moved;
@@ -392,14 +413,417 @@ long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 		return ret;
 	}
 	woken = wake_keyed(b1, &k1, nr_wake, FUTEX_BITSET_ANY);
-	if (hit)
-		woken += wake_keyed(b2, &k2, nr_wake2, FUTEX_BITSET_ANY);
+	if (hit && woken >= 0) {
+		ret = wake_keyed(b2, &k2, nr_wake2, FUTEX_BITSET_ANY);
+		woken = ret < 0 ? (int)ret : woken + (int)ret;
+	}
 	unlock_two(b1, b2);
 	return woken;
 }
 
-/* Releases one robust futex at guest address uaddr if t owns it. */
-static void robust_release(struct task *t, uint64_t uaddr)
+struct waitv_arg {
+	struct futex_waiter *ws;
+	int n;
+};
+
+/* futex_waitv's wait condition: any of its waiters woken. */
+static bool waitv_woken(void *arg)
+{
+	const struct waitv_arg *a = arg;
+
+	for (int i = 0; i < a->n; i++)
+		if (__atomic_load_n(&a->ws[i].woken, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
+		 const struct timespec *deadline)
+{
+	struct futex_waiter *ws;
+	long ret = 0;
+	int queued, woken = -1;
+
+	ws = calloc((size_t)n, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	/* Queue on each word in turn, its value checked under its bucket's lock. */
+	for (queued = 0; queued < n; queued++) {
+		struct futex_waiter *w = &ws[queued];
+		struct futex_bucket *b;
+		uint32_t *word;
+
+		w->bitset = FUTEX_BITSET_ANY;
+		w->t = t;
+		ret = futex_lookup(t, reqs[queued].uaddr, reqs[queued].private, false, &w->key,
+				   &word);
+		if (ret < 0)
+			break;
+		b = bucket_of(&w->key);
+		w->bucket = b;
+		pthread_mutex_lock(&b->lock);
+		if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != reqs[queued].val) {
+			pthread_mutex_unlock(&b->lock);
+			ret = -EAGAIN;
+			break;
+		}
+		list_add_tail(&w->link, &b->waiters);
+		pthread_mutex_unlock(&b->lock);
+	}
+	if (ret == 0)
+		ret = task_wait(t, NULL, 0, waitv_woken, &(struct waitv_arg){ ws, n }, deadline,
+				true);
+	/* Leave every queue; a wake that came meanwhile wins over an error (Linux gives the
+	 * index of the last one woken). */
+	for (int i = 0; i < queued; i++) {
+		struct futex_bucket *b = lock_waiter_bucket(&ws[i]);
+
+		if (__atomic_load_n(&ws[i].woken, __ATOMIC_ACQUIRE))
+			woken = i;
+		else
+			list_del(&ws[i].link);
+		pthread_mutex_unlock(&b->lock);
+	}
+	free(ws);
+	return woken >= 0 ? woken : ret;
+}
+
+/*
+ * Priority inheritance. The word holds the owner's tid, FUTEX_WAITERS when the owner must unlock
+ * through the kernel, and FUTEX_OWNER_DIED. Waiters queue in the bucket of the word's key with
+ * pi set and sleep until UNLOCK_PI (or CMP_REQUEUE_PI) hands them the lock (acquired), or until
+ * the owner's exit wakes them to retry (a robust owner left the word free with
+ * FUTEX_OWNER_DIED; another left it naming a dead tid, which a waiter then takes over). The
+ * sentry does not boost priorities: guest threads all run at the host's normal priority, so
+ * handing over in FIFO order is what Linux's order by priority comes to.
+ */
+
+/* Whether the task with tid is alive as far as PI futexes go (tree_lock taken). */
+static bool pi_owner_alive(struct task *t, int32_t tid)
+{
+	struct task *o;
+	bool alive;
+
+	pthread_mutex_lock(&t->k->tree_lock);
+	o = pid_lookup(t->k, tid);
+	alive = o && !__atomic_load_n(&o->futex_exited, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&t->k->tree_lock);
+	return alive;
+}
+
+/* Whether a PI waiter other than skip is queued on key in b (locked). */
+static bool pi_has_waiters(struct futex_bucket *b, const struct futex_key *key,
+			   const struct futex_waiter *skip)
+{
+	struct futex_waiter *w;
+
+	list_for_each_entry(w, &b->waiters, link)
+		if (w != skip && w->pi && key_eq(&w->key, key))
+			return true;
+	return false;
+}
+
+/* Records tid as the owner the PI waiters on key in b (locked) wait for. */
+static void pi_set_owner(struct futex_bucket *b, const struct futex_key *key, int32_t tid)
+{
+	struct futex_waiter *w;
+
+	list_for_each_entry(w, &b->waiters, link)
+		if (w->pi && key_eq(&w->key, key))
+			w->owner = tid;
+}
+
+/* Dequeues a woken-or-not waiter after its sleep; returns whether a waker had dequeued it. */
+static bool waiter_leave(struct futex_waiter *w)
+{
+	struct futex_bucket *b = lock_waiter_bucket(w);
+	bool woken = __atomic_load_n(&w->woken, __ATOMIC_ACQUIRE);
+
+	if (!woken)
+		list_del(&w->link);
+	if (w->pi)
+		__atomic_sub_fetch(&pi_waiters, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&b->lock);
+	return woken;
+}
+
+/*
+ * The LOCK_PI loop. retrying: t was queued before and woken by the owner's exit, so a word
+ * still naming a dead owner is taken over (a first caller gets -ESRCH, as Linux).
+ */
+static long pi_lock(struct task *t, uint64_t uaddr, bool private, const struct timespec *deadline,
+		    bool trylock, bool retrying)
+{
+	for (;;) {
+		struct futex_waiter w = { .bitset = FUTEX_BITSET_ANY, .t = t, .pi = true };
+		struct futex_bucket *b;
+		uint32_t *word, cur, next;
+		int32_t owner;
+		long ret;
+
+		ret = futex_lookup(t, uaddr, private, true, &w.key, &word);
+		if (ret < 0)
+			return ret;
+		b = bucket_of(&w.key);
+		pthread_mutex_lock(&b->lock);
+		cur = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+		owner = (int32_t)(cur & FUTEX_TID_MASK);
+		if (owner == t->tid) {
+			pthread_mutex_unlock(&b->lock);
+			return -EDEADLK;
+		}
+		if (owner == 0 || (retrying && !pi_owner_alive(t, owner))) {
+			next = (uint32_t)t->tid | (cur & FUTEX_OWNER_DIED) |
+			       (pi_has_waiters(b, &w.key, NULL) ? FUTEX_WAITERS : 0);
+			/* Taken over from an owner that exited: FUTEX_WAITERS and FUTEX_OWNER_DIED,
+			 * as Linux's fixup of an owner-less lock leaves the word. */
+			if (retrying)
+				next |= FUTEX_WAITERS | FUTEX_OWNER_DIED;
+			if (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
+							 __ATOMIC_SEQ_CST)) {
+				pthread_mutex_unlock(&b->lock);
+				continue;
+			}
+			pi_set_owner(b, &w.key, t->tid);
+			pthread_mutex_unlock(&b->lock);
+			return 0;
+		}
+		/* Linux sets FUTEX_WAITERS before it looks for the owner, trylock or not. */
+		if (!(cur & FUTEX_WAITERS) &&
+		    !__atomic_compare_exchange_n(word, &cur, cur | FUTEX_WAITERS, false,
+						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			pthread_mutex_unlock(&b->lock);
+			continue;
+		}
+		/* Checked under the bucket lock: an owner exiting after this finds us queued. */
+		if (!pi_owner_alive(t, owner)) {
+			pthread_mutex_unlock(&b->lock);
+			return -ESRCH;
+		}
+		if (trylock) {
+			pthread_mutex_unlock(&b->lock);
+			return -EAGAIN;
+		}
+		w.owner = owner;
+		w.bucket = b;
+		list_add_tail(&w.link, &b->waiters);
+		__atomic_add_fetch(&pi_waiters, 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&b->lock);
+
+		ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
+		if (waiter_leave(&w)) {
+			if (w.acquired)
+				return 0;
+			retrying = true;
+			continue;
+		}
+		/* A signal: LOCK_PI restarts (its timeout is absolute). */
+		return ret == -ERESTARTSYS ? -ERESTARTNOINTR : ret;
+	}
+}
+
+long futex_lock_pi(struct task *t, uint64_t uaddr, bool private, const struct timespec *deadline,
+		   bool trylock)
+{
+	return pi_lock(t, uaddr, private, deadline, trylock, false);
+}
+
+long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
+{
+	for (;;) {
+		struct futex_waiter *w, *next_owner = NULL;
+		struct futex_key key;
+		struct futex_bucket *b;
+		uint32_t *word, cur, next;
+		long ret;
+
+		ret = futex_lookup(t, uaddr, private, true, &key, &word);
+		if (ret < 0)
+			return ret;
+		b = bucket_of(&key);
+		pthread_mutex_lock(&b->lock);
+		cur = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+		if ((int32_t)(cur & FUTEX_TID_MASK) != t->tid) {
+			pthread_mutex_unlock(&b->lock);
+			return -EPERM;
+		}
+		list_for_each_entry(w, &b->waiters, link) {
+			if (w->pi && key_eq(&w->key, &key)) {
+				next_owner = w;
+				break;
+			}
+		}
+		/* Handed over, the word keeps FUTEX_WAITERS (as Linux) and loses OWNER_DIED. */
+		next = next_owner ? (uint32_t)next_owner->t->tid | FUTEX_WAITERS : 0;
+		if (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST)) {
+			pthread_mutex_unlock(&b->lock);
+			continue;
+		}
+		if (next_owner) {
+			pi_set_owner(b, &key, next_owner->t->tid);
+			next_owner->acquired = true;
+			wake_waiter(next_owner);
+		}
+		pthread_mutex_unlock(&b->lock);
+		return 0;
+	}
+}
+
+long futex_wait_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private,
+			   uint32_t val, const struct timespec *deadline)
+{
+	struct futex_waiter w = { .bitset = FUTEX_BITSET_ANY, .t = t, .requeue_pi = true };
+	struct futex_bucket *b;
+	uint32_t *word, *word2;
+	long ret;
+
+	ret = futex_lookup(t, uaddr, private, false, &w.key, &word);
+	if (ret < 0)
+		return ret;
+	ret = futex_lookup(t, uaddr2, private, true, &w.pi_key, &word2);
+	if (ret < 0)
+		return ret;
+	if (key_eq(&w.key, &w.pi_key))
+		return -EINVAL;
+	b = bucket_of(&w.key);
+	w.bucket = b;
+	pthread_mutex_lock(&b->lock);
+	if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != val) {
+		pthread_mutex_unlock(&b->lock);
+		return -EAGAIN;
+	}
+	list_add_tail(&w.link, &b->waiters);
+	pthread_mutex_unlock(&b->lock);
+
+	ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
+	if (waiter_leave(&w)) {
+		if (w.acquired)
+			return 0;
+		/* Requeued, then woken by the owner's exit: take the lock the usual way. */
+		return pi_lock(t, uaddr2, private, deadline, false, true);
+	}
+	if (w.pi) /* requeued onto the PI futex, not yet its owner */
+		return ret == -ERESTARTSYS ? -EWOULDBLOCK : ret;
+	return ret == -ERESTARTSYS ? -ERESTARTNOINTR : ret;
+}
+
+long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private,
+			  int nr_wake, int nr_requeue, uint32_t val3)
+{
+	struct futex_key k1, k2;
+	struct futex_bucket *b1, *b2;
+	struct futex_waiter *w, *tmp;
+	uint32_t *word1, *word2;
+	bool first = true;
+	int woken = 0, moved = 0;
+	long ret;
+
+	if (nr_wake != 1 || nr_requeue < 0)
+		return -EINVAL;
+	ret = futex_lookup(t, uaddr, private, false, &k1, &word1);
+	if (ret < 0)
+		return ret;
+	ret = futex_lookup(t, uaddr2, private, true, &k2, &word2);
+	if (ret < 0)
+		return ret;
+	if (key_eq(&k1, &k2))
+		return -EINVAL;
+	b1 = bucket_of(&k1);
+	b2 = bucket_of(&k2);
+	lock_two(b1, b2);
+	if (__atomic_load_n(word1, __ATOMIC_SEQ_CST) != val3) {
+		ret = -EAGAIN;
+		goto out_unlock;
+	}
+	ret = 0;
+	list_for_each_entry_safe(w, tmp, &b1->waiters, link) {
+		uint32_t cur, next;
+		int32_t owner;
+
+		if (!key_eq(&w->key, &k1))
+			continue;
+		if (!w->requeue_pi || !key_eq(&w->pi_key, &k2)) {
+			ret = -EINVAL;
+			break;
+		}
+		cur = __atomic_load_n(word2, __ATOMIC_SEQ_CST);
+		owner = (int32_t)(cur & FUTEX_TID_MASK);
+		if (first) {
+			first = false;
+			/* The first waiter takes the lock at once if it is free. */
+			if (owner == 0) {
+				next = (uint32_t)w->t->tid | (cur & FUTEX_OWNER_DIED) |
+				       (nr_requeue || pi_has_waiters(b2, &k2, NULL) ?
+						FUTEX_WAITERS :
+						0);
+				if (!__atomic_compare_exchange_n(word2, &cur, next, false,
+								 __ATOMIC_SEQ_CST,
+								 __ATOMIC_SEQ_CST)) {
+					ret = -EAGAIN;
+					break;
+				}
+				pi_set_owner(b2, &k2, w->t->tid);
+				w->acquired = true;
+				wake_waiter(w);
+				woken++;
+				continue;
+			}
+			if (owner == w->t->tid) {
+				ret = -EDEADLK;
+				break;
+			}
+			if (!pi_owner_alive(t, owner)) {
+				ret = -ESRCH;
+				break;
+			}
+		}
+		if (moved >= nr_requeue)
+			break;
+		while (!(cur & FUTEX_WAITERS) &&
+		       !__atomic_compare_exchange_n(word2, &cur, cur | FUTEX_WAITERS, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			;
+		list_del(&w->link);
+		w->key = k2;
+		w->requeue_pi = false;
+		w->pi = true;
+		w->owner = (int32_t)(cur & FUTEX_TID_MASK);
+		list_add_tail(&w->link, &b2->waiters);
+		__atomic_add_fetch(&pi_waiters, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->bucket, b2, __ATOMIC_RELEASE);
+		moved++;
+	}
+	if (ret == 0 || woken + moved > 0)
+		ret = woken + moved;
+out_unlock:
+	unlock_two(b1, b2);
+	return ret;
+}
+
+/* At t's exit: PI waiters waiting for t retry (take the lock it left free, or take it over). */
+static void pi_exit_wake(struct task *t)
+{
+	__atomic_store_n(&t->futex_exited, true, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&pi_waiters, __ATOMIC_RELAXED))
+		return;
+	pthread_once(&buckets_once, buckets_init);
+	for (int i = 0; i < FUTEX_BUCKETS; i++) {
+		struct futex_waiter *w, *tmp;
+
+		pthread_mutex_lock(&buckets[i].lock);
+		list_for_each_entry_safe(w, tmp, &buckets[i].waiters, link)
+			if (w->pi && w->owner == t->tid)
+				wake_waiter(w);
+		pthread_mutex_unlock(&buckets[i].lock);
+	}
+}
+
+/*
+ * Releases one robust futex at guest address uaddr if t owns it. A plain one wakes a waiter; a PI
+ * one's waiters are woken by pi_exit_wake.
+ */
+static void robust_release(struct task *t, uint64_t uaddr, bool pi)
 {
 	uint32_t *word, cur, next;
 	struct futex_key key;
@@ -413,7 +837,7 @@ static void robust_release(struct task *t, uint64_t uaddr)
 		next = (cur & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
 	} while (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
-	if (cur & FUTEX_WAITERS)
+	if (!pi && (cur & FUTEX_WAITERS))
 		futex_wake(t, uaddr, 1);
 }
 
@@ -426,10 +850,11 @@ void futex_exit_cleanup(struct task *t)
 	} head;
 	uint64_t entry, pending;
 
-	if (!t->mm || !t->robust_list || t->robust_len != sizeof(head))
+	if (!t->mm || !t->robust_list || t->robust_len != sizeof(head) ||
+	    mm_copy_in(t->mm, &head, t->robust_list, sizeof(head)) != sizeof(head)) {
+		pi_exit_wake(t);
 		return;
-	if (mm_copy_in(t->mm, &head, t->robust_list, sizeof(head)) != sizeof(head))
-		return;
+	}
 	pending = head.pending & ~1ULL;
 	entry = head.next;
 	for (int i = 0; i < ROBUST_LIST_LIMIT && (entry & ~1ULL) != t->robust_list; i++) {
@@ -439,9 +864,10 @@ void futex_exit_cleanup(struct task *t)
 			break;
 		/* The pending entry is handled last, as Linux does. */
 		if (cur != pending)
-			robust_release(t, cur + (uint64_t)head.futex_offset);
+			robust_release(t, cur + (uint64_t)head.futex_offset, entry & 1);
 		entry = next;
 	}
 	if (pending)
-		robust_release(t, pending + (uint64_t)head.futex_offset);
+		robust_release(t, pending + (uint64_t)head.futex_offset, head.pending & 1);
+	pi_exit_wake(t);
 }

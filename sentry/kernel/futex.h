@@ -2,9 +2,11 @@
 /*
  * Futexes: wait queues keyed by a guest word.
  *
- * A private futex (FUTEX_PRIVATE_FLAG, or a word in a private mapping) is keyed by (mm, guest
- * address); a shared one in a MAP_SHARED mapping by the memory-file offset of the word, so
- * processes that share the page (across fork, or mapping the same shared memory) meet on it.
+ * A private futex (FUTEX_PRIVATE_FLAG) is keyed by (mm, guest address); a shared one in a
+ * MAP_SHARED mapping by the memory-file offset of the word, so processes that share the page
+ * (across fork, or mapping the same shared memory) meet on it; a shared one in a private mapping
+ * by (mm, address) marked apart from the private key, as Linux's FUT_OFF_MMSHARED (a wake
+ * without FUTEX_PRIVATE_FLAG does not reach a private waiter, nor the reverse).
  *
  * Waiters sleep with task_wait() (interruptible, with a CLOCK_MONOTONIC deadline); a wake
  * removes the waiter from its queue before task_wake(), so a woken waiter never consumes a
@@ -55,11 +57,54 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private, int nr_wake,
 		   int nr_wake2, uint32_t val3);
 
+/* One word of futex_waitv: wait while the word at uaddr is val. */
+struct futex_waitv_req {
+	uint64_t uaddr;
+	uint32_t val;
+	bool private;
+};
+
+/*
+ * futex_waitv(2): if every word still has its value, sleeps until one is woken (as by
+ * FUTEX_WAKE), a signal (-ERESTARTSYS) or the absolute CLOCK_MONOTONIC deadline (-ETIMEDOUT).
+ * Returns the index of a woken word, -EAGAIN (a value differs), -EFAULT, -EINVAL, -ENOMEM.
+ */
+long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
+		 const struct timespec *deadline);
+
+/*
+ * FUTEX_LOCK_PI / FUTEX_TRYLOCK_PI: takes the PI lock at uaddr (the word becomes t's tid), or
+ * queues behind its owner (setting FUTEX_WAITERS) until UNLOCK_PI hands it over or the absolute
+ * CLOCK_MONOTONIC deadline passes. Returns 0, -EDEADLK (t owns it), -ESRCH (the owner is gone),
+ * -EAGAIN (trylock, owned), -ETIMEDOUT, -ERESTARTNOINTR, -EFAULT, -EINVAL.
+ */
+long futex_lock_pi(struct task *t, uint64_t uaddr, bool private, const struct timespec *deadline,
+		   bool trylock);
+
+/* FUTEX_UNLOCK_PI: hands the lock to the first waiter, or frees it. 0, -EPERM (not owner). */
+long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private);
+
+/*
+ * FUTEX_WAIT_REQUEUE_PI: waits on uaddr (if it equals val) for a FUTEX_CMP_REQUEUE_PI to uaddr2,
+ * and returns 0 owning the PI lock at uaddr2; -EAGAIN, -EINVAL (same word), -ETIMEDOUT...
+ */
+long futex_wait_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private,
+			   uint32_t val, const struct timespec *deadline);
+
+/*
+ * FUTEX_CMP_REQUEUE_PI: if the word at uaddr equals val3, gives the PI lock at uaddr2 to the
+ * first WAIT_REQUEUE_PI waiter if it is free, and moves up to nr_requeue waiters onto it.
+ * Returns woken + requeued; -EINVAL (nr_wake != 1, a waiter bound elsewhere), -EAGAIN, -ESRCH.
+ */
+long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private,
+			  int nr_wake, int nr_requeue, uint32_t val3);
+
 /*
  * Thread exit: walks t's robust list (set_robust_list) and, for each futex t still owns (the
  * word's TID bits are t->tid), sets FUTEX_OWNER_DIED, clears the TID, and wakes one waiter if
- * FUTEX_WAITERS was set. Bounded (2048 entries) against circular lists. Call on t's own thread
- * while its mm is still there. CLONE_CHILD_CLEARTID is the caller's (write 0 + futex_wake).
+ * FUTEX_WAITERS was set (a PI one: its PI waiters retry). Bounded (2048 entries) against circular
+ * lists. Then PI waiters waiting for t retry. Call on t's own thread while its mm is still there,
+ * before CLONE_CHILD_CLEARTID (the caller's: write 0 + futex_wake), as Linux does.
  */
 void futex_exit_cleanup(struct task *t);
 

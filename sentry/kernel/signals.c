@@ -228,8 +228,10 @@ static bool sig_ignored(struct thread_group *tg, struct task *t, int sig, bool f
 {
 	const struct linux_sigaction *ka = &tg->sighand->actions[sig - 1];
 
-	/* Blocked signals are kept: the action may change before they are unblocked. */
-	if (t && sig_in(sig, t->sigmask))
+	/* Blocked signals are kept: the action may change before they are unblocked (and those
+	 * rt_sigtimedwait waits for, which it unblocks meanwhile, are blocked: real_blocked). */
+	if (t && (sig_in(sig, t->sigmask) ||
+		  sig_in(sig, __atomic_load_n(&t->real_blocked, __ATOMIC_RELAXED))))
 		return false;
 	/* A tracer sees every signal but SIGKILL, ignored ones too (Linux's sig_ignored). */
 	if (t && unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) && sig != LINUX_SIGKILL)

@@ -28,6 +28,8 @@ struct ptrace_task;
 
 #define LINUX_NSIG 64
 #define LINUX_RLIM_NLIMITS 16
+/* The end of user addresses (x86-64, 4-level paging): Linux's TASK_SIZE_MAX. */
+#define TASK_SIZE_MAX 0x7ffffffff000ULL
 
 /* struct sigaction as the kernel sees it on x86-64 (rt_sigaction). */
 struct linux_sigaction {
@@ -176,6 +178,7 @@ struct task {
 	struct sigpending pending;
 	uint64_t sigmask; /* blocked signals, bit signo - 1; written by the task itself */
 	uint64_t saved_sigmask; /* restored after a handler runs (sigsuspend, pselect, ppoll) */
+	uint64_t real_blocked; /* atomic: the mask rt_sigtimedwait lifted while it waits */
 	bool restore_sigmask;
 	uint64_t altstack_sp, altstack_size;
 	int altstack_flags;
@@ -190,6 +193,11 @@ struct task {
 	/* Thread life. */
 	uint64_t set_child_tid, clear_child_tid;
 	uint64_t robust_list, robust_len;
+	bool futex_exited; /* atomic: past futex_exit_cleanup (PI futex owners) */
+	/* sched_setaffinity: guest CPUs this thread may run on, when affinity_set (else all);
+	 * inherited by clone; written by any task with the right (words atomic). */
+	bool affinity_set;
+	uint64_t affinity[16];
 	uint64_t rseq, rseq_len;
 	uint32_t rseq_sig;
 	struct completion *vfork_done; /* signalled at exec or exit of a vfork child */

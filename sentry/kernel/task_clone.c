@@ -116,6 +116,9 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 		return -EINVAL;
 	if (a->exit_signal < 0 || a->exit_signal > LINUX_NSIG)
 		return -EINVAL;
+	/* An FS base past the last user page: EPERM, as Linux's ARCH_SET_FS. */
+	if ((f & CLONE_SETTLS) && a->tls >= TASK_SIZE_MAX)
+		return -EPERM;
 	/* The sandbox has one set of namespaces. */
 	if (f & CLONE_NS_FLAGS)
 		return -EPERM;
@@ -207,6 +210,9 @@ static void copy_task_state(struct task *c, struct task *p, const struct task_cl
 		c->sched_policy = 0;
 		c->sched_priority = 0;
 	}
+	c->affinity_set = __atomic_load_n(&p->affinity_set, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < sizeof(c->affinity) / sizeof(c->affinity[0]); i++)
+		c->affinity[i] = __atomic_load_n(&p->affinity[i], __ATOMIC_RELAXED);
 	seccomp_task_inherit(c, p);
 	memcpy(c->comm, p->comm, sizeof(c->comm));
 	c->regs = p->regs;

@@ -374,14 +374,15 @@ void task_exit_thread(struct task *t)
 
 	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)))
 		ptrace_exit_event(t);
+	/* Robust futexes first, then CLEARTID, as Linux: a joiner sees the lists processed. */
+	if (t->mm)
+		futex_exit_cleanup(t);
 	if (t->mm && t->clear_child_tid) {
 		uint32_t zero = 0;
 
 		if (mm_copy_out(t->mm, t->clear_child_tid, &zero, sizeof(zero)) == sizeof(zero))
 			futex_wake(t, t->clear_child_tid, 1);
 	}
-	if (t->mm)
-		futex_exit_cleanup(t);
 	task_vfork_release(t);
 
 	/* Only an exec's de-threading changes tg->leader, and it waits for this thread. */

@@ -2,12 +2,14 @@
 /*
  * wait4 and waitid: statuses (exit, kill, core, stop, continue), WNOHANG, WNOWAIT, pid and
  * group selection, rusage, errors; SIGCHLD on exit; auto-reaping when SIGCHLD is ignored;
- * re-parenting of orphans to a subreaper.
+ * re-parenting of orphans to a subreaper; children forked by another thread; waitid without
+ * WEXITED/WSTOPPED/WCONTINUED refused at once.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,8 +55,16 @@ static void test_wait4(void)
 
 	pid = blocked_child(&wfd, 9);
 	CHECK(pid > 0, "fork");
+	/* Nothing ready under WNOHANG: 0, and the status is left as it was (Linux writes it only
+	 * for a child found). */
+	st = 12345;
 	CHECK_RET(wait4(pid, &st, WNOHANG, NULL), 0);
+	CHECK(st == 12345, "WNOHANG wrote status %#x", st);
 	CHECK_RET(wait4(-1, &st, WNOHANG, NULL), 0);
+	CHECK_RET(wait4(-1, NULL, WNOHANG, NULL), 0);
+	/* wait4 takes no WNOWAIT, WEXITED or WSTOPPED (waitid's). */
+	CHECK_ERR(wait4(pid, &st, WNOHANG | WNOWAIT, NULL), EINVAL);
+	CHECK_ERR(wait4(pid, &st, WNOHANG | WEXITED, NULL), EINVAL);
 	CHECK_ERR(wait4(pid + 100000, &st, WNOHANG, NULL), ECHILD);
 	close(wfd);
 	memset(&ru, 0xff, sizeof(ru));
@@ -89,15 +99,30 @@ static void test_waitid(void)
 	pid_t pid;
 
 	CHECK_ERR(waitid(P_ALL, 0, &si, 0), EINVAL);
+	CHECK_ERR(waitid(P_ALL, 0, &si, WNOHANG), EINVAL);
+	CHECK_ERR(waitid(P_ALL, 0, &si, WNOWAIT | WNOHANG), EINVAL);
+	CHECK_ERR(waitid(P_ALL, 0, &si, WEXITED | 0x1000), EINVAL);
 	CHECK_ERR(waitid(P_PID, 0, &si, WEXITED), EINVAL);
 	CHECK_ERR(waitid(7, 0, &si, WEXITED), EINVAL);
 	CHECK_ERR(waitid(P_ALL, 0, &si, WEXITED | WNOHANG), ECHILD);
 
 	pid = blocked_child(&wfd, 11);
+	/* Without WEXITED, WSTOPPED or WCONTINUED: EINVAL at once, even with a child to wait for. */
+	CHECK_ERR(waitid(P_PID, (id_t)pid, &si, 0), EINVAL);
+	CHECK_ERR(waitid(P_ALL, 0, &si, WNOWAIT), EINVAL);
 	memset(&si, 0xff, sizeof(si));
 	CHECK_RET(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG), 0);
 	CHECK(si.si_pid == 0 && si.si_signo == 0, "WNOHANG left pid %d signo %d", si.si_pid,
 	      si.si_signo);
+	/* Linux zeroes all it writes: code, errno, uid and status too. */
+	CHECK(si.si_code == 0 && si.si_errno == 0 && si.si_uid == 0 && si.si_status == 0,
+	      "WNOHANG left code %d errno %d uid %d status %d", si.si_code, si.si_errno,
+	      (int)si.si_uid, si.si_status);
+	memset(&si, 0xff, sizeof(si));
+	CHECK_RET(waitid(P_PID, (id_t)pid, &si, WSTOPPED | WCONTINUED | WNOHANG), 0);
+	CHECK(si.si_pid == 0 && si.si_signo == 0, "WSTOPPED WNOHANG left pid %d", si.si_pid);
+	CHECK_RET(waitid(P_PGID, 0, &si, WEXITED | WNOHANG), 0);
+	CHECK_RET(syscall(SYS_waitid, P_ALL, 0, NULL, WEXITED | WNOHANG, NULL), 0);
 	close(wfd);
 	/* WNOWAIT leaves the zombie for a later wait. */
 	memset(&si, 0, sizeof(si));
@@ -121,17 +146,94 @@ static void test_waitid(void)
 	close(wfd);
 }
 
+/* A child forked by another thread: waits in the main thread give the pid fork returned. */
+static void *fork_in_thread(void *arg)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(5);
+	*(pid_t *)arg = pid;
+	return NULL;
+}
+
+static void test_thread_fork(void)
+{
+	pthread_t th;
+	siginfo_t si;
+	pid_t pid = -1;
+	int st = 0;
+
+	pthread_create(&th, NULL, fork_in_thread, &pid);
+	pthread_join(th, NULL);
+	CHECK(pid > 0, "fork in a thread: %d", pid);
+	CHECK_RET(wait4(-1, &st, 0, NULL), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 5, "status %#x", st);
+	pthread_create(&th, NULL, fork_in_thread, &pid);
+	pthread_join(th, NULL);
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_ALL, 0, &si, WEXITED), 0);
+	CHECK(si.si_pid == pid && si.si_status == 5, "waitid pid %d (fork %d) status %d", si.si_pid,
+	      pid, si.si_status);
+}
+
+/* A "clone" child (exit signal other than SIGCHLD) is waited for with __WCLONE or __WALL only. */
+static void test_clone_child(void)
+{
+	siginfo_t si;
+	int st = 0;
+	long pid = syscall(SYS_clone, 0 /* no exit signal */, 0, NULL, NULL, 0);
+
+	if (pid == 0)
+		syscall(SYS_exit_group, 4);
+	CHECK(pid > 0, "clone: %s", strerror(errno));
+	if (pid <= 0)
+		return;
+	/* Wait for it to be a zombie without reaping it. */
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT | __WCLONE), 0);
+	CHECK_ERR(wait4((pid_t)pid, &st, WNOHANG, NULL), ECHILD);
+	CHECK_ERR(wait4(-1, &st, WNOHANG, NULL), ECHILD);
+	CHECK_ERR(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG), ECHILD);
+	CHECK_RET(wait4((pid_t)pid, &st, __WALL, NULL), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 4, "status %#x", st);
+	/* And a SIGCHLD child is not one for __WCLONE. */
+	pid = fork();
+	if (pid == 0)
+		_exit(3);
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	CHECK_ERR(wait4((pid_t)pid, &st, __WCLONE | WNOHANG, NULL), ECHILD);
+	CHECK_RET(wait4((pid_t)pid, &st, 0, NULL), pid);
+}
+
 static void test_stop_continue(void)
 {
 	int st, wfd;
 	pid_t pid;
 
+	siginfo_t si;
+	int pidfd;
+
 	pid = blocked_child(&wfd, 0);
 	CHECK_RET(kill(pid, SIGSTOP), 0);
+	/* waitid(WSTOPPED | WNOWAIT) through a pidfd sees the stop and leaves it reportable. */
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	CHECK(pidfd >= 0, "pidfd_open: %s", strerror(errno));
+	memset(&si, 0, sizeof(si));
+	CHECK_RET(waitid(P_PIDFD, (id_t)pidfd, &si, WSTOPPED | WNOWAIT), 0);
+	CHECK(si.si_pid == pid && si.si_code == CLD_STOPPED && si.si_status == SIGSTOP,
+	      "pid %d code %d status %d", si.si_pid, si.si_code, si.si_status);
 	CHECK_RET(waitpid(pid, &st, WUNTRACED), pid);
 	CHECK(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP, "status %#x", st);
 	/* Reported once. */
 	CHECK_RET(waitpid(pid, &st, WUNTRACED | WNOHANG), 0);
+	memset(&si, 0xff, sizeof(si));
+	CHECK_RET(waitid(P_PIDFD, (id_t)pidfd, &si, WSTOPPED | WNOHANG), 0);
+	CHECK(si.si_pid == 0, "stop reported twice: pid %d", si.si_pid);
+	close(pidfd);
+	/* Not a child: a thread of this process, by tid. */
+	CHECK_ERR(waitpid((pid_t)syscall(SYS_gettid), &st, WNOHANG), ECHILD);
 	CHECK_RET(kill(pid, SIGCONT), 0);
 	CHECK_RET(waitpid(pid, &st, WCONTINUED), pid);
 	CHECK(WIFCONTINUED(st), "status %#x", st);
@@ -286,6 +388,8 @@ int main(void)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_wait4();
 	test_waitid();
+	test_thread_fork();
+	test_clone_child();
 	test_stop_continue();
 	test_sigchld();
 	test_subreaper();

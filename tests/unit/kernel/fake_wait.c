@@ -144,3 +144,13 @@ bool cred_capable(const struct cred *c, int cap)
 {
 	return cap >= 0 && cap < 64 && (c->cap_effective & (1ULL << cap));
 }
+
+/* --- the pid table: the world's tasks by tid (PI futex owners) --- */
+
+struct task *pid_lookup(struct kernel *k, int32_t tid)
+{
+	(void)k;
+	if (!world || tid < 1 || tid > MAX_TASKS)
+		return NULL;
+	return &world->t[tid - 1];
+}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Futexes (sentry/kernel/futex.c): wait/wake, bitsets, requeue, wake-op, robust lists. */
+/* Futexes (sentry/kernel/futex.c): wait/wake, bitsets, requeue, wake-op, robust lists, PI. */
 #include <criterion/criterion.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -247,4 +247,60 @@ Test(futex, robust_list_marks_owner_died_and_wakes_a_waiter)
 	pthread_join(th, NULL);
 	cr_assert_eq(wt.ret, 0);
 	cr_assert_eq(lock.word, FUTEX_OWNER_DIED | FUTEX_WAITERS);
+}
+
+Test(futex, pi_lock_takes_a_free_word_and_refuses_its_owner)
+{
+	uint32_t word = 0;
+	struct task *t = &w.t[0];
+
+	cr_assert_eq(futex_lock_pi(t, addr_of(&word), true, NULL, false), 0);
+	cr_assert_eq(word, (uint32_t)t->tid);
+	cr_assert_eq(futex_lock_pi(t, addr_of(&word), true, NULL, false), -EDEADLK);
+	cr_assert_eq(futex_lock_pi(t, addr_of(&word), true, NULL, true), -EDEADLK);
+	cr_assert_eq(futex_unlock_pi(&w.t[1], addr_of(&word), true), -EPERM);
+	cr_assert_eq(futex_unlock_pi(t, addr_of(&word), true), 0);
+	cr_assert_eq(word, 0);
+}
+
+Test(futex, pi_trylock_of_a_held_word_sets_waiters_and_is_eagain)
+{
+	uint32_t word = (uint32_t)w.t[1].tid;
+
+	cr_assert_eq(futex_lock_pi(&w.t[0], addr_of(&word), true, NULL, true), -EAGAIN);
+	cr_assert_eq(word, (uint32_t)w.t[1].tid | FUTEX_WAITERS);
+	/* A tid that names no task: ESRCH. */
+	word = 0x3ffffff0;
+	cr_assert_eq(futex_lock_pi(&w.t[0], addr_of(&word), true, NULL, false), -ESRCH);
+}
+
+struct pi_locker {
+	struct task *t;
+	uint32_t *word;
+	long ret;
+};
+
+static void *pi_lock_thread(void *arg)
+{
+	struct pi_locker *l = arg;
+
+	l->ret = futex_lock_pi(l->t, addr_of(l->word), true, NULL, false);
+	return NULL;
+}
+
+Test(futex, pi_unlock_hands_the_word_to_the_waiter)
+{
+	uint32_t word = (uint32_t)w.t[0].tid;
+	struct pi_locker l = { .t = &w.t[1], .word = &word, .ret = -1 };
+	pthread_t th;
+
+	fake_run_as(&th, &w.t[1], pi_lock_thread, &l);
+	/* The waiter sets FUTEX_WAITERS and queues under one hold of the bucket lock, which
+	 * UNLOCK_PI takes: once the bit shows, the unlock finds the waiter. */
+	while (!(__atomic_load_n(&word, __ATOMIC_SEQ_CST) & FUTEX_WAITERS))
+		sched_yield();
+	cr_assert_eq(futex_unlock_pi(&w.t[0], addr_of(&word), true), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(l.ret, 0);
+	cr_assert_eq(word & FUTEX_TID_MASK, (uint32_t)w.t[1].tid);
 }

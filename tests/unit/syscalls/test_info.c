@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* syscalls/sys_info.c: uname, sysinfo, getrandom, rlimits, affinity. */
+/* syscalls/sys_info.c: uname, sysinfo, getrandom, rlimits. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <sched.h>
@@ -197,32 +197,7 @@ Test(sys_info, getrlimit_and_setrlimit)
 	cr_assert_eq(CALL(&h.t, setrlimit, RLIMIT_STACK, 1), -EFAULT);
 }
 
-Test(sys_info, sched_getaffinity_renumbers_cpus_from_zero)
-{
-	cpu_set_t host;
-	uint64_t mask[16];
-	int n;
-
-	sched_getaffinity(0, sizeof(host), &host);
-	n = CPU_COUNT(&host);
-	if (n >= 64)
-		cr_skip_test("this test expects fewer than 64 CPUs");
-	memset(mask, 0xff, sizeof(mask));
-	cr_assert_eq(CALL(&h.t, sched_getaffinity, 0, sizeof(mask), A(mask)), 8);
-	cr_assert_eq(mask[0], (1ULL << n) - 1);
-	cr_assert_eq(mask[1], ~0ULL, "only the returned size is written");
-	cr_assert_eq(CALL(&h.t, sched_getaffinity, 1, 8, A(mask)), 8);
-}
-
-Test(sys_info, sched_getaffinity_checks)
-{
-	uint64_t mask[2];
-
-	cr_assert_eq(CALL(&h.t, sched_getaffinity, 0, 0, A(mask)), -EINVAL);
-	cr_assert_eq(CALL(&h.t, sched_getaffinity, 0, 12, A(mask)), -EINVAL);
-	cr_assert_eq(CALL(&h.t, sched_getaffinity, 5, 8, A(mask)), -ESRCH);
-	cr_assert_eq(CALL(&h.t, sched_getaffinity, 0, 8, 1), -EFAULT);
-}
+/* sched_getaffinity moved to sys_sched.c (per-thread masks): tests/syscalls/affinity.c. */
 
 Test(sys_info, sched_yield_returns_zero)
 {
