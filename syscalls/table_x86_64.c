@@ -271,7 +271,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(personality, "stored, inherited and reported; its flags change nothing"),
 
 	/* sockets: sys_socket.c (sentry/net) */
-	PARTIAL(socket, "AF_UNIX, AF_INET, AF_INET6 (TCP, UDP), AF_NETLINK NETLINK_ROUTE dumps"),
+	PARTIAL(socket, "AF_UNIX, AF_INET, AF_INET6 (TCP, UDP), AF_NETLINK NETLINK_ROUTE; "
+			"SOCK_RAW and AF_PACKET: EPERM; UDP-Lite: EPROTONOSUPPORT"),
 	PARTIAL(socketpair, "AF_UNIX"),
 	PARTIAL(bind, "inet: loopback and wildcard addresses only (the sandbox has lo only)"),
 	FULL(listen),
@@ -283,8 +284,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getpeername),
 	PARTIAL(sendto, "no MSG_OOB"),
 	PARTIAL(recvfrom, "no MSG_OOB"),
-	PARTIAL(sendmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
-	PARTIAL(recvmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
+	PARTIAL(sendmsg,
+		"SCM_RIGHTS, SCM_CREDENTIALS, IP_TTL/TOS, IPV6_HOPLIMIT/TCLASS; no MSG_OOB"),
+	PARTIAL(recvmsg, "SCM_RIGHTS, SCM_CREDENTIALS, IP/IPv6 ancillary data, MSG_ERRQUEUE, "
+			 "TCP_CM_INQ; no MSG_OOB"),
 	FULL(sendmmsg),
 	PARTIAL(recvmmsg, "the timeout is not applied"),
 	FULL(shutdown),

@@ -210,6 +210,8 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		memcpy(ep.addr, v4_any, 16);
 	pthread_mutex_lock(&net_lock);
 	ret = bind_locked(s, ep.addr, ep.port);
+	if (ret == 0)
+		s->userport = ep.port != 0;
 	pthread_mutex_unlock(&net_lock);
 	return ret;
 }
@@ -434,18 +436,33 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 	if (r && r->has_pep && (memcmp(r->pep.addr, s->lep.addr, 16) || r->pep.port != s->lep.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
-		if (s->has_pep)
-			s->so_error =
-				ECONNREFUSED; /* ICMP port unreachable, on a connected socket */
+		/* ICMP port unreachable: SO_ERROR on a connected socket, or with IP_RECVERR an
+		 * error queue entry too. */
+		sock_port_unreachable_locked(s, m, len, d);
 		goto out;
 	}
 	{
 		struct sockaddr_storage from;
 		struct inet_ep src = ep_for(r->family, &s->lep);
 		socklen_t fl = inet_format(r->family, &src, &from);
+		struct skb_meta meta;
 
+		/* The IP header's values: IPv4 takes IP_TTL/IP_TOS, IPv6 its hop limit and
+		 * traffic class; a control message of the send wins. */
+		memcpy(meta.dst, d->addr, 16);
+		if (is_mapped(d->addr)) {
+			meta.ttl = s->ttl;
+			meta.tos = s->tos;
+		} else {
+			meta.ttl = s->hops6 < 0 ? 64 : s->hops6;
+			meta.tos = s->tclass;
+		}
+		if (m->has_ttl)
+			meta.ttl = m->ttl;
+		if (m->has_tos)
+			meta.tos = m->tos;
 		/* A full queue drops the datagram, as UDP does. */
-		if (sock_queue_dgram_locked(r, m, len, &from, fl, false, NULL) == -ENOMEM)
+		if (sock_queue_inet_dgram_locked(r, m, len, &from, fl, &meta) == -ENOMEM)
 			ret = -ENOMEM;
 	}
 out:

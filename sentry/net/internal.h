@@ -33,6 +33,13 @@ struct inet_ep {
 	bool v4; /* given as sockaddr_in */
 };
 
+/* What a loopback datagram carries in its IP header, for the receiver's ancillary data. */
+struct skb_meta {
+	int ttl; /* TTL or hop limit */
+	int tos; /* TOS or traffic class */
+	uint8_t dst[16]; /* the destination address (IPv4 mapped) */
+};
+
 /* A queued message (a datagram, or a piece of a stream). */
 struct skb {
 	struct list_head link;
@@ -41,8 +48,11 @@ struct skb {
 	int nfiles;
 	bool has_cred;
 	struct net_cred cred;
-	struct sockaddr_storage from; /* source address of a datagram */
+	struct sockaddr_storage from; /* source address of a datagram; the destination of an error */
 	socklen_t fromlen;
+	struct skb_meta meta; /* what the receiver's IP_RECV* / IPV6_RECV* options may ask for */
+	int ee_errno; /* error queue entry: the error (ICMP port unreachable: ECONNREFUSED) */
+	size_t orig_len; /* error queue entry: the payload's length before the ICMP's cut */
 	uint8_t data[];
 };
 
@@ -63,6 +73,12 @@ struct sock {
 	/* The rest is protected by net_lock. */
 	enum sock_state state;
 	bool closed; /* its file is gone */
+	struct list_head errq; /* inet: error queue (MSG_ERRQUEUE), of struct skb */
+	int nerrq;
+	/* TCP: FIN received (the peer shut down writing or closed), FIN sent, RST received: a
+	 * socket that sent and received a FIN, or was reset, is closed (shutdown: ENOTCONN). */
+	bool fin_rcvd, fin_sent, reset;
+	bool userport; /* inet: bound to a port the caller chose (kept by a listener's shutdown) */
 	struct list_head rcvq; /* of struct skb */
 	size_t rcv_bytes;
 	int rcv_msgs;
@@ -91,6 +107,13 @@ struct sock {
 	/* Options. */
 	int so_error;
 	bool reuseaddr, reuseport, keepalive, nodelay, v6only, broadcast, oobinline;
+	bool no_check, tcp_inq;
+	bool recverr, recverr6; /* IP_RECVERR, IPV6_RECVERR */
+	/* Ancillary data asked for: IP_RECVTTL, IP_RECVTOS, IP_PKTINFO, IPV6_RECVHOPLIMIT,
+	 * IPV6_RECVTCLASS, IPV6_RECVPKTINFO. */
+	bool recvttl, recvtos, pktinfo, recvhoplimit, recvtclass, recvpktinfo6;
+	int hops6; /* IPV6_UNICAST_HOPS: -1 for the default (64) */
+	int tclass; /* IPV6_TCLASS */
 	int rcvlowat;
 	uint64_t rcvtimeo_ns, sndtimeo_ns; /* 0: none */
 
@@ -135,6 +158,25 @@ void skb_free_list(struct list_head *l);
 ssize_t sock_queue_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
 				const void *from, socklen_t fromlen, bool cred,
 				const struct net_cred *c);
+/* As sock_queue_dgram_locked, recording the IP header's values in the skb (inet). */
+ssize_t sock_queue_inet_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
+				     const void *from, socklen_t fromlen,
+				     const struct skb_meta *meta);
+/*
+ * Queues an ICMP port unreachable for s's datagram m to dst (net_lock held): an error queue
+ * entry holding (the start of) the payload, when s asked for IP_RECVERR/IPV6_RECVERR, and
+ * SO_ERROR ECONNREFUSED when it did or is connected, as Linux's __udp4_lib_err.
+ */
+void sock_port_unreachable_locked(struct sock *s, const struct net_msg *m, size_t len,
+				  const struct inet_ep *dst);
+
+/* --- inet_cmsg.c --- */
+/* Appends a control message to m's ctl (dropped when it does not fit, with MSG_CTRUNC). */
+void net_msg_put_cmsg(struct net_msg *m, int level, int type, const void *data, size_t len);
+/* The ancillary data s asked for about datagram b (net_lock held). */
+void inet_recv_cmsgs(const struct sock *s, const struct skb *b, struct net_msg *m);
+/* The IP_RECVERR (IPV6_RECVERR) message of error queue entry b. */
+void inet_errq_cmsg(const struct sock *s, const struct skb *b, struct net_msg *m);
 
 /* Deadline for a socket timeout (0: none): fills ts and returns it, or NULL. */
 struct timespec *sock_deadline(uint64_t ns, struct timespec *ts);

@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Socket corners that programs meet: the errno order of socket()/socketpair() (family, then
+ * protocol, then type), raw and packet sockets without CAP_NET_RAW, UDP-Lite, getsockopt of an
+ * unknown level and with short buffers, SO_NO_CHECK, MSG_ERRQUEUE and IP_RECVERR, the address
+ * lengths of recvfrom/recvmsg, SCM_RIGHTS on TCP, UDP connect to the any-address and AF_UNSPEC
+ * disconnect, TCP sends after the peer closed, TCP_INQ and SIOCINQ, shutdown of closed and
+ * listening sockets, and calls that must return rather than block (recv after SHUT_RD, accept
+ * after the listener is shut down). Traffic only to 127.0.0.1 and ::1.
+ */
+#include <arpa/inet.h>
+#include <linux/capability.h>
+#include <linux/errqueue.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "check.h"
+#include "child.h"
+
+#ifndef SO_NO_CHECK
+#define SO_NO_CHECK 11
+#endif
+#ifndef TCP_INQ
+#define TCP_INQ 36
+#define TCP_CM_INQ TCP_INQ
+#endif
+#ifndef IPPROTO_UDPLITE
+#define IPPROTO_UDPLITE 136
+#endif
+#ifndef AF_PACKET
+#define AF_PACKET 17
+#endif
+
+static struct sockaddr_in lo4(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static uint16_t port_of(int s)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	getsockname(s, (struct sockaddr *)&a, &len);
+	return ntohs(a.sin_port);
+}
+
+static int udp_bound(void)
+{
+	struct sockaddr_in a = lo4(0);
+	int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+
+	CHECK_RET(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+static int tcp_listener(int backlog)
+{
+	struct sockaddr_in a = lo4(0);
+	int s = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+
+	CHECK_RET(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_RET(listen(s, backlog), 0);
+	return s;
+}
+
+/* A connected TCP pair over 127.0.0.1: *c the client, *a the accepted side. */
+static void tcp_pair(int *c, int *a)
+{
+	int l = tcp_listener(4);
+	struct sockaddr_in d = lo4(port_of(l));
+
+	*c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	CHECK_RET(connect(*c, (struct sockaddr *)&d, sizeof(d)), 0);
+	*a = CHECK_OK(accept(l, NULL, NULL));
+	close(l);
+}
+
+static void test_socket_errnos(void)
+{
+	int sv[2];
+
+	/* The family first, then the protocol, then the type. */
+	CHECK_ERR(socket(4242, SOCK_STREAM, 0), EAFNOSUPPORT);
+	CHECK_ERR(socket(AF_INET, 42, 0), EINVAL);
+	CHECK_ERR(socket(AF_INET, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT);
+	CHECK_ERR(socket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), EPROTONOSUPPORT);
+	CHECK_ERR(socket(AF_INET6, SOCK_STREAM, IPPROTO_ICMPV6), EPROTONOSUPPORT);
+	CHECK_ERR(socket(AF_INET, SOCK_DGRAM, -1), EINVAL);
+	CHECK_ERR(socket(AF_INET, SOCK_DGRAM, 1000), EINVAL);
+	CHECK_ERR(socket(AF_INET, 7, 0), ESOCKTNOSUPPORT);
+	CHECK_ERR(socket(AF_INET6, 7, IPPROTO_TCP), ESOCKTNOSUPPORT);
+	CHECK_ERR(socket(AF_UNIX, SOCK_STREAM, 7), EPROTONOSUPPORT);
+	CHECK_ERR(socket(AF_UNIX, 7, 7), EPROTONOSUPPORT);
+	CHECK_ERR(socket(AF_UNIX, 7, 0), ESOCKTNOSUPPORT);
+	CHECK_ERR(socketpair(AF_UNIX, SOCK_STREAM, 7, sv), EPROTONOSUPPORT);
+	CHECK_ERR(socketpair(AF_UNIX, 7, 7, sv), EPROTONOSUPPORT);
+	CHECK_ERR(socketpair(AF_UNIX, 7, 0, sv), ESOCKTNOSUPPORT);
+	/* socketpair makes the first socket before asking the family for a pair. */
+	CHECK_ERR(socketpair(AF_INET, SOCK_STREAM, 0, sv), EOPNOTSUPP);
+	CHECK_ERR(socketpair(AF_INET, SOCK_STREAM, IPPROTO_UDP, sv), EPROTONOSUPPORT);
+	CHECK_ERR(socketpair(AF_INET, 7, 0, sv), ESOCKTNOSUPPORT);
+	CHECK_ERR(socketpair(4242, SOCK_STREAM, 0, sv), EAFNOSUPPORT);
+}
+
+/* Drops CAP_NET_RAW (and CAP_NET_ADMIN), then tries raw and packet sockets. */
+static void no_net_raw(void *arg)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	(void)arg;
+	if (syscall(SYS_capget, &h, d) != 0) {
+		CHECK(0, "capget: %s", strerror(errno));
+		return;
+	}
+	/* CAP_NET_ADMIN (12) and CAP_NET_RAW (13) are in the first word. */
+	d[0].effective &= ~(1U << CAP_NET_RAW | 1U << CAP_NET_ADMIN);
+	d[0].permitted &= ~(1U << CAP_NET_RAW | 1U << CAP_NET_ADMIN);
+	if (syscall(SYS_capset, &h, d) != 0) {
+		CHECK(0, "capset: %s", strerror(errno));
+		return;
+	}
+	CHECK_ERR(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), EPERM);
+	CHECK_ERR(socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6), EPERM);
+	CHECK_ERR(socket(AF_INET, SOCK_RAW, IPPROTO_RAW), EPERM);
+	CHECK_ERR(socket(AF_PACKET, SOCK_RAW, htons(3 /* ETH_P_ALL */)), EPERM);
+	CHECK_ERR(socket(AF_PACKET, SOCK_DGRAM, 0), EPERM);
+	/* The capability is checked before the type. */
+	CHECK_ERR(socket(AF_PACKET, SOCK_STREAM, 0), EPERM);
+}
+
+static void test_raw_packet(void)
+{
+	in_child(no_net_raw, NULL);
+	/* A wrong protocol is refused before any capability is asked for. */
+	CHECK_ERR(socket(AF_INET, SOCK_RAW, -1), EINVAL);
+}
+
+static void test_udplite(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE);
+
+	/* Kernels without UDP-Lite refuse the protocol; the others give a datagram socket. */
+	if (s < 0) {
+		CHECK(errno == EPROTONOSUPPORT, "udplite: %s", strerror(errno));
+	} else {
+		int v = 0;
+		socklen_t l = sizeof(v);
+
+		CHECK_RET(getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &v, &l), 0);
+		CHECK(v == IPPROTO_UDPLITE, "SO_PROTOCOL %d", v);
+		close(s);
+	}
+	CHECK_ERR(socket(AF_INET, SOCK_STREAM, IPPROTO_UDPLITE), EPROTONOSUPPORT);
+}
+
+static void test_getsockopt(void)
+{
+	int u = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+	int t = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	int u6 = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+	int t6 = CHECK_OK(socket(AF_INET6, SOCK_STREAM, 0));
+	int x = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+	int v = 0;
+	socklen_t l = sizeof(v);
+	unsigned char b[8];
+
+	/* An unknown level: IPv4 protocols say EOPNOTSUPP, IPv6 ones ENOPROTOOPT. */
+	CHECK_ERR(getsockopt(u, 999, 1, &v, &l), EOPNOTSUPP);
+	CHECK_ERR(getsockopt(t, 999, 1, &v, &l), EOPNOTSUPP);
+	CHECK_ERR(getsockopt(u6, 999, 1, &v, &l), ENOPROTOOPT);
+	CHECK_ERR(getsockopt(t6, 999, 1, &v, &l), ENOPROTOOPT);
+	CHECK_ERR(getsockopt(x, 999, 1, &v, &l), EOPNOTSUPP);
+	CHECK_ERR(setsockopt(u, 999, 1, &v, sizeof(v)), ENOPROTOOPT);
+	CHECK_ERR(setsockopt(t, 999, 1, &v, sizeof(v)), ENOPROTOOPT);
+	CHECK_ERR(setsockopt(u6, 999, 1, &v, sizeof(v)), ENOPROTOOPT);
+	CHECK_ERR(setsockopt(x, 999, 1, &v, sizeof(v)), EOPNOTSUPP);
+	CHECK_ERR(getsockopt(u, IPPROTO_TCP, TCP_NODELAY, &v, &l), EOPNOTSUPP);
+	CHECK_ERR(getsockopt(u, SOL_SOCKET, 9999, &v, &l), ENOPROTOOPT);
+
+	/* Short buffers: SOL_SOCKET and TCP ints are truncated. */
+	memset(b, 0xaa, sizeof(b));
+	l = 1;
+	CHECK_RET(getsockopt(u, SOL_SOCKET, SO_TYPE, b, &l), 0);
+	CHECK(l == 1 && b[0] == SOCK_DGRAM && b[1] == 0xaa, "SO_TYPE len 1: l %u b %x %x", l, b[0],
+	      b[1]);
+	l = 0;
+	CHECK_RET(getsockopt(u, SOL_SOCKET, SO_TYPE, b, &l), 0);
+	CHECK(l == 0, "SO_TYPE len 0: l %u", l);
+	l = 2;
+	CHECK_RET(getsockopt(t, IPPROTO_TCP, TCP_MAXSEG, b, &l), 0);
+	CHECK(l == 2, "TCP_MAXSEG len 2: l %u", l);
+	/* IP ints that fit a byte come back as one byte. */
+	memset(b, 0xaa, sizeof(b));
+	l = 3;
+	CHECK_RET(getsockopt(u, IPPROTO_IP, IP_TTL, b, &l), 0);
+	CHECK(l == 1 && b[0] == 64 && b[1] == 0xaa, "IP_TTL len 3: l %u b %u", l, b[0]);
+	l = 2;
+	CHECK_RET(getsockopt(u6, IPPROTO_IPV6, IPV6_V6ONLY, b, &l), 0);
+	CHECK(l == 2, "IPV6_V6ONLY len 2: l %u", l);
+	/* Options that need their whole structure. */
+	{
+		char name[4];
+
+		l = 4;
+		CHECK_ERR(getsockopt(t, SOL_SOCKET, SO_PEERNAME, name, &l), ENOTCONN);
+	}
+	l = (socklen_t)-1;
+	CHECK_ERR(getsockopt(u, SOL_SOCKET, SO_TYPE, &v, &l), EINVAL);
+
+	/* SO_NO_CHECK: a flag on any socket. */
+	v = 1;
+	CHECK_RET(setsockopt(u, SOL_SOCKET, SO_NO_CHECK, &v, sizeof(v)), 0);
+	v = 0;
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u, SOL_SOCKET, SO_NO_CHECK, &v, &l), 0);
+	CHECK(v == 1 && l == sizeof(v), "SO_NO_CHECK %d", v);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(t, SOL_SOCKET, SO_NO_CHECK, &v, &l), 0);
+	CHECK(v == 0, "SO_NO_CHECK on a new socket %d", v);
+	v = 0;
+	CHECK_RET(setsockopt(u, SOL_SOCKET, SO_NO_CHECK, &v, sizeof(v)), 0);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u, SOL_SOCKET, SO_NO_CHECK, &v, &l), 0);
+	CHECK(v == 0, "SO_NO_CHECK cleared %d", v);
+	close(u);
+	close(t);
+	close(u6);
+	close(t6);
+	close(x);
+}
+
+/* MSG_ERRQUEUE, IP_RECVERR and the ICMP port unreachable of a send to a closed port. */
+static void test_errqueue(void)
+{
+	int u = udp_bound(), c, a, v = 1, closed = udp_bound();
+	struct sockaddr_in d = lo4(port_of(closed)), from;
+	char buf[64], ctl[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { 0 };
+	struct pollfd pfd;
+
+	close(closed); /* a port nothing listens on (for a while) */
+	CHECK_ERR(recv(u, buf, sizeof(buf), MSG_ERRQUEUE), EAGAIN);
+	tcp_pair(&c, &a);
+	CHECK_ERR(recv(c, buf, sizeof(buf), MSG_ERRQUEUE), EAGAIN);
+	close(c);
+	close(a);
+
+	/* Without IP_RECVERR an unconnected socket hears nothing. */
+	CHECK_RET(sendto(u, "x", 1, 0, (struct sockaddr *)&d, sizeof(d)), 1);
+	CHECK_ERR(recv(u, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+
+	CHECK_RET(setsockopt(u, IPPROTO_IP, IP_RECVERR, &v, sizeof(v)), 0);
+	v = 0;
+	socklen_t vl = sizeof(v);
+	CHECK_RET(getsockopt(u, IPPROTO_IP, IP_RECVERR, &v, &vl), 0);
+	CHECK(v == 1, "IP_RECVERR %d", v);
+	CHECK_RET(sendto(u, "abc", 3, 0, (struct sockaddr *)&d, sizeof(d)), 3);
+	pfd = (struct pollfd){ u, POLLIN, 0 };
+	CHECK_RET(poll(&pfd, 1, 10000), 1);
+	CHECK(pfd.revents & POLLERR, "revents %#x", pfd.revents);
+	CHECK_ERR(recv(u, buf, sizeof(buf), MSG_DONTWAIT), ECONNREFUSED);
+	mh.msg_name = &from;
+	mh.msg_namelen = sizeof(from);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl;
+	mh.msg_controllen = sizeof(ctl);
+	CHECK_RET(recvmsg(u, &mh, MSG_ERRQUEUE), 3);
+	CHECK(mh.msg_flags & MSG_ERRQUEUE, "msg_flags %#x", mh.msg_flags);
+	CHECK(from.sin_port == d.sin_port, "name port %u", ntohs(from.sin_port));
+	CHECK(!memcmp(buf, "abc", 3), "payload");
+	{
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		struct sock_extended_err *ee;
+
+		CHECK(cm && cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR, "cmsg %d/%d",
+		      cm ? cm->cmsg_level : -1, cm ? cm->cmsg_type : -1);
+		if (cm && cm->cmsg_type == IP_RECVERR) {
+			struct sockaddr_in *off;
+
+			ee = (struct sock_extended_err *)CMSG_DATA(cm);
+			CHECK(ee->ee_errno == ECONNREFUSED && ee->ee_origin == SO_EE_ORIGIN_ICMP &&
+				      ee->ee_type == 3 && ee->ee_code == 3,
+			      "ee errno %u origin %u type %u code %u", ee->ee_errno, ee->ee_origin,
+			      ee->ee_type, ee->ee_code);
+			off = (struct sockaddr_in *)SO_EE_OFFENDER(ee);
+			CHECK(off->sin_family == AF_INET &&
+				      off->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+			      "offender family %u", off->sin_family);
+		}
+	}
+	CHECK_ERR(recv(u, buf, sizeof(buf), MSG_ERRQUEUE), EAGAIN);
+	CHECK_ERR(recv(u, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	close(u);
+}
+
+static void test_addrlen(void)
+{
+	int u = udp_bound(), s = udp_bound();
+	struct sockaddr_in d = lo4(port_of(u)), from;
+	socklen_t fl;
+	char buf[16];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { 0 };
+
+	/* recvfrom: a negative length is EINVAL after the datagram is taken. */
+	CHECK_RET(sendto(s, "a", 1, 0, (struct sockaddr *)&d, sizeof(d)), 1);
+	CHECK_RET(sendto(s, "b", 1, 0, (struct sockaddr *)&d, sizeof(d)), 1);
+	fl = (socklen_t)-1;
+	CHECK_ERR(recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl), EINVAL);
+	/* A short length: truncated, the full length reported. */
+	memset(&from, 0xee, sizeof(from));
+	fl = 4;
+	CHECK_RET(recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl), 1);
+	CHECK(buf[0] == 'b', "the first datagram was consumed: got %c", buf[0]);
+	CHECK(fl == sizeof(from) && from.sin_port == htons(port_of(s)) &&
+		      ((unsigned char *)&from)[4] == 0xee,
+	      "fl %u", fl);
+
+	/* recvmsg: a negative msg_namelen is EINVAL before anything is taken... */
+	CHECK_RET(sendto(s, "c", 1, 0, (struct sockaddr *)&d, sizeof(d)), 1);
+	mh.msg_name = &from;
+	mh.msg_namelen = (socklen_t)-1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	CHECK_ERR(recvmsg(u, &mh, 0), EINVAL);
+	/* ...unless there is no name buffer. */
+	mh.msg_name = NULL;
+	CHECK_RET(recvmsg(u, &mh, 0), 1);
+	CHECK(buf[0] == 'c', "got %c", buf[0]);
+	CHECK_RET(sendto(s, "d", 1, 0, (struct sockaddr *)&d, sizeof(d)), 1);
+	memset(&from, 0xee, sizeof(from));
+	mh.msg_name = &from;
+	mh.msg_namelen = 2;
+	CHECK_RET(recvmsg(u, &mh, 0), 1);
+	CHECK(mh.msg_namelen == sizeof(from) && from.sin_family == AF_INET &&
+		      ((unsigned char *)&from)[2] == 0xee,
+	      "namelen %u", mh.msg_namelen);
+	close(u);
+	close(s);
+}
+
+static void test_scm_rights_tcp(void)
+{
+	int c, a, fd = CHECK_OK(dup(1));
+	char ctl[CMSG_SPACE(sizeof(int))] = { 0 }, buf[8];
+	struct iovec iov = { "hi", 2 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl };
+	struct cmsghdr *cm;
+	int bad = 9999;
+
+	tcp_pair(&c, &a);
+	mh.msg_controllen = sizeof(ctl);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	CHECK_RET(sendmsg(c, &mh, 0), 2);
+	/* The descriptors are not even looked at. */
+	memcpy(CMSG_DATA(cm), &bad, sizeof(int));
+	CHECK_RET(sendmsg(c, &mh, 0), 2);
+	iov = (struct iovec){ buf, 4 };
+	memset(ctl, 0, sizeof(ctl));
+	mh.msg_controllen = sizeof(ctl);
+	CHECK_RET(recvmsg(a, &mh, MSG_WAITALL), 4);
+	CHECK(mh.msg_controllen == 0, "controllen %zu", (size_t)mh.msg_controllen);
+	CHECK(!memcmp(buf, "hihi", 4), "data");
+	close(c);
+	close(a);
+	close(fd);
+}
+
+static void test_udp_connect(void)
+{
+	int u = udp_bound(), s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+	struct sockaddr_in any = lo4(port_of(u)), peer;
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	socklen_t pl = sizeof(peer);
+	char buf[8];
+
+	/* 0.0.0.0 is the local host: the peer becomes 127.0.0.1. */
+	any.sin_addr.s_addr = htonl(INADDR_ANY);
+	CHECK_RET(connect(s, (struct sockaddr *)&any, sizeof(any)), 0);
+	CHECK_RET(getpeername(s, (struct sockaddr *)&peer, &pl), 0);
+	CHECK(peer.sin_addr.s_addr == htonl(INADDR_LOOPBACK) && peer.sin_port == any.sin_port,
+	      "peer %#x", ntohl(peer.sin_addr.s_addr));
+	CHECK_RET(send(s, "x", 1, 0), 1);
+	CHECK_RET(recv(u, buf, sizeof(buf), 0), 1);
+	/* AF_UNSPEC disconnects: no default destination, no peer. */
+	CHECK_RET(connect(s, &un, sizeof(un)), 0);
+	CHECK_ERR(send(s, "x", 1, 0), EDESTADDRREQ);
+	pl = sizeof(peer);
+	CHECK_ERR(getpeername(s, (struct sockaddr *)&peer, &pl), ENOTCONN);
+	/* A short AF_UNSPEC address also disconnects. */
+	CHECK_RET(connect(s, (struct sockaddr *)&any, sizeof(any)), 0);
+	CHECK_RET(connect(s, &un, sizeof(sa_family_t)), 0);
+	CHECK_ERR(send(s, "x", 1, 0), EDESTADDRREQ);
+	close(u);
+	close(s);
+}
+
+static volatile sig_atomic_t sigpipes;
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	sigpipes++;
+}
+
+static void test_tcp_after_close(void)
+{
+	int c, a;
+	char buf[8];
+	struct pollfd pfd;
+
+	signal(SIGPIPE, on_sigpipe);
+	tcp_pair(&c, &a);
+	close(a);
+	pfd = (struct pollfd){ c, POLLIN, 0 };
+	CHECK_RET(poll(&pfd, 1, 10000), 1);
+	/* The peer's FIN: an empty send is 0, the first data is taken (and answered by a RST). */
+	CHECK_RET(send(c, "", 0, 0), 0);
+	CHECK_RET(send(c, "x", 1, 0), 1);
+	pfd = (struct pollfd){ c, POLLIN, 0 };
+	CHECK_RET(poll(&pfd, 1, 10000), 1);
+	CHECK(pfd.revents & POLLHUP, "revents %#x", pfd.revents);
+	CHECK_ERR(send(c, "x", 1, MSG_NOSIGNAL), EPIPE);
+	CHECK(sigpipes == 0, "SIGPIPE under MSG_NOSIGNAL");
+	CHECK_ERR(send(c, "x", 1, 0), EPIPE);
+	CHECK(sigpipes == 1, "sigpipes %d", (int)sigpipes);
+	CHECK_RET(recv(c, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(c);
+	signal(SIGPIPE, SIG_DFL);
+}
+
+static void test_tcp_inq(void)
+{
+	int c, a, v = 1, inq = -1;
+	socklen_t l = sizeof(v);
+	char buf[8], ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { buf, 3 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	int lst = tcp_listener(1);
+
+	CHECK_ERR(ioctl(lst, SIOCINQ, &inq), EINVAL);
+	close(lst);
+	tcp_pair(&c, &a);
+	CHECK_RET(setsockopt(a, IPPROTO_TCP, TCP_INQ, &v, sizeof(v)), 0);
+	v = 0;
+	CHECK_RET(getsockopt(a, IPPROTO_TCP, TCP_INQ, &v, &l), 0);
+	CHECK(v == 1, "TCP_INQ %d", v);
+	CHECK_RET(send(c, "abcdefg", 7, 0), 7);
+	{
+		struct pollfd pfd = { a, POLLIN, 0 };
+
+		CHECK_RET(poll(&pfd, 1, 10000), 1);
+	}
+	CHECK_RET(ioctl(a, SIOCINQ, &inq), 0);
+	CHECK(inq == 7, "SIOCINQ %d", inq);
+	mh.msg_control = ctl;
+	mh.msg_controllen = sizeof(ctl);
+	CHECK_RET(recvmsg(a, &mh, 0), 3);
+	cm = CMSG_FIRSTHDR(&mh);
+	CHECK(cm && cm->cmsg_level == SOL_TCP && cm->cmsg_type == TCP_CM_INQ &&
+		      cm->cmsg_len == CMSG_LEN(sizeof(int)),
+	      "cmsg %d/%d", cm ? cm->cmsg_level : -1, cm ? cm->cmsg_type : -1);
+	if (cm) {
+		memcpy(&inq, CMSG_DATA(cm), sizeof(int));
+		CHECK(inq == 4, "TCP_CM_INQ %d", inq);
+	}
+	/* Off again: no control message. */
+	v = 0;
+	CHECK_RET(setsockopt(a, IPPROTO_TCP, TCP_INQ, &v, sizeof(v)), 0);
+	mh.msg_controllen = sizeof(ctl);
+	CHECK_RET(recvmsg(a, &mh, 0), 3);
+	CHECK(mh.msg_controllen == 0, "controllen %zu", (size_t)mh.msg_controllen);
+	close(c);
+	close(a);
+}
+
+static void test_shutdown(void)
+{
+	int c, a, u = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+	int t = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	int x = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+	char buf[8];
+	struct pollfd pfd;
+
+	CHECK_ERR(shutdown(t, SHUT_RDWR), ENOTCONN);
+	CHECK_ERR(shutdown(u, SHUT_RD), ENOTCONN);
+	CHECK_RET(shutdown(x, SHUT_RD), 0); /* unix checks no state */
+	/* Even refused, the shutdown of the UDP socket took: a blocking recv returns 0. */
+	CHECK_RET(recv(u, buf, sizeof(buf), 0), 0);
+
+	/* Both FINs exchanged: the socket is closed (TIME_WAIT is not its own), ENOTCONN. */
+	tcp_pair(&c, &a);
+	CHECK_RET(shutdown(c, SHUT_WR), 0);
+	CHECK_RET(recv(a, buf, sizeof(buf), 0), 0);
+	close(a);
+	pfd = (struct pollfd){ c, POLLIN, 0 };
+	CHECK_RET(poll(&pfd, 1, 10000), 1);
+	CHECK_RET(recv(c, buf, sizeof(buf), 0), 0);
+	CHECK_ERR(shutdown(c, SHUT_RDWR), ENOTCONN);
+	close(c);
+
+	/* A close-wait socket shuts down once; then it is closed. */
+	tcp_pair(&c, &a);
+	close(a);
+	pfd = (struct pollfd){ c, POLLIN, 0 };
+	CHECK_RET(poll(&pfd, 1, 10000), 1);
+	CHECK_RET(shutdown(c, SHUT_WR), 0);
+	CHECK_ERR(shutdown(c, SHUT_WR), ENOTCONN);
+	close(c);
+
+	/* A blocking recv after SHUT_RD returns at once. */
+	tcp_pair(&c, &a);
+	CHECK_RET(shutdown(a, SHUT_RD), 0);
+	CHECK_RET(recv(a, buf, sizeof(buf), 0), 0);
+	close(c);
+	close(a);
+	close(u);
+	close(t);
+	close(x);
+}
+
+static void *accept_thread(void *arg)
+{
+	int l = *(int *)arg;
+
+	errno = 0;
+	*(int *)arg = accept(l, NULL, NULL) < 0 ? errno : 0;
+	return NULL;
+}
+
+static void test_listener_shutdown(void)
+{
+	int l = tcp_listener(4), arg, c;
+	struct sockaddr_in d = lo4(port_of(l));
+	pthread_t th;
+
+	/* SHUT_WR on a listener does nothing; SHUT_RD stops it, and accept says EINVAL. */
+	CHECK_RET(shutdown(l, SHUT_WR), 0);
+	c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	CHECK_RET(connect(c, (struct sockaddr *)&d, sizeof(d)), 0);
+	close(c);
+	CHECK_RET(shutdown(l, SHUT_RD), 0);
+	CHECK_ERR(accept(l, NULL, NULL), EINVAL);
+	c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	CHECK_ERR(connect(c, (struct sockaddr *)&d, sizeof(d)), ECONNREFUSED);
+	close(c);
+	/* It may listen again (on a new port: its port was chosen by the kernel). */
+	CHECK_RET(listen(l, 4), 0);
+	d = lo4(port_of(l));
+	/* A blocked accept wakes with EINVAL when the listener is shut down. */
+	arg = l;
+	pthread_create(&th, NULL, accept_thread, &arg);
+	{
+		/* Wait until the thread is in accept: a connection made and taken proves it. */
+		c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+		CHECK_RET(connect(c, (struct sockaddr *)&d, sizeof(d)), 0);
+		pthread_join(th, NULL);
+		CHECK(arg == 0, "accept: %s", strerror(arg));
+		close(c);
+	}
+	arg = l;
+	pthread_create(&th, NULL, accept_thread, &arg);
+	{
+		/* The thread may not have blocked yet: either way accept must end in EINVAL. */
+		CHECK_RET(shutdown(l, SHUT_RDWR), 0);
+		pthread_join(th, NULL);
+		CHECK(arg == EINVAL, "blocked accept: %s", strerror(arg));
+	}
+	close(l);
+
+	/* Unix: shutdown of a listener is allowed, and accept then says EINVAL. */
+	{
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		int ul = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+
+		snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "husk-sock-misc-l-%d", getpid());
+		CHECK_RET(bind(ul, (struct sockaddr *)&a, sizeof(a)), 0);
+		CHECK_RET(listen(ul, 1), 0);
+		CHECK_RET(shutdown(ul, SHUT_RDWR), 0);
+		CHECK_ERR(accept(ul, NULL, NULL), EINVAL);
+		close(ul);
+	}
+}
+
+static void test_backlog_full(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int ul = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0)), c[4];
+
+	snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "husk-sock-misc-b-%d", getpid());
+	CHECK_RET(bind(ul, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_RET(listen(ul, 0), 0);
+	/* A unix backlog of 0 takes one connection; then a non-blocking connect is EAGAIN. */
+	c[0] = CHECK_OK(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0));
+	CHECK_RET(connect(c[0], (struct sockaddr *)&a, sizeof(a)), 0);
+	c[1] = CHECK_OK(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0));
+	CHECK_ERR(connect(c[1], (struct sockaddr *)&a, sizeof(a)), EAGAIN);
+	close(c[0]);
+	close(c[1]);
+	close(ul);
+}
+
+int main(void)
+{
+	test_socket_errnos();
+	test_raw_packet();
+	test_udplite();
+	test_getsockopt();
+	test_errqueue();
+	test_addrlen();
+	test_scm_rights_tcp();
+	test_udp_connect();
+	test_tcp_after_close();
+	test_tcp_inq();
+	test_shutdown();
+	test_listener_shutdown();
+	test_backlog_full();
+	return finish();
+}
