@@ -348,6 +348,13 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		loopback_source(d.addr, d.addr);
 	}
 
+	/* lo down: ::1 is gone (EADDRNOTAVAIL), IPv4 loopback has no route for TCP. */
+	if (inet_is_loopback(d.addr) && !net_lo_up()) {
+		if (!is_mapped(d.addr))
+			return -EADDRNOTAVAIL;
+		if (s->type == SOCK_STREAM)
+			return -ENETUNREACH;
+	}
 	if (s->type == SOCK_DGRAM) {
 		if (!inet_is_loopback(d.addr)) {
 			ret = egress_check(&d, "connect");
@@ -514,6 +521,8 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 	}
 	if (s->family == AF_INET6 && is_mapped(d.addr) && s->v6only)
 		return -ENETUNREACH;
+	if (inet_is_loopback(d.addr) && !net_lo_up())
+		return is_mapped(d.addr) ? (ssize_t)len : -EADDRNOTAVAIL; /* lost on a down lo */
 	if (inet_is_loopback(d.addr))
 		return udp_send_local(s, m, len, &d);
 	ret = egress_check(&d, "sendto");

@@ -234,12 +234,20 @@ uint32_t netlink_portid_locked(struct sock *s);
 
 /* --- ifioctl.c --- */
 /*
- * The SIOCGIF* ioctls (SIOCGIFCONF, FLAGS, ADDR, NETMASK, BRDADDR, INDEX, NAME, MTU, HWADDR) on
+ * The SIOCGIF* ioctls (SIOCGIFCONF, FLAGS, ADDR, NETMASK, BRDADDR, INDEX, NAME, MTU, HWADDR) and
+ * SIOCSIFFLAGS (IFF_UP of lo; -EPERM without CAP_NET_ADMIN) on
  * any socket s, describing the sandbox's one interface, lo, as netlink.c does. arg is the
  * guest's struct ifreq (struct ifconf for SIOCGIFCONF). Returns 0, -ENODEV (no such
  * interface), -ENOTTY (an address query on a non-AF_INET socket, as Linux), -EFAULT, or
  * -ENOIOCTLCMD for another command.
  */
 long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg);
+/* Whether lo is up (it starts up). */
+bool net_lo_up(void);
+/*
+ * Takes lo (the interface named name, or with index when name is NULL) up or down for t.
+ * Returns 0, -EPERM (t lacks CAP_NET_ADMIN) or -ENODEV.
+ */
+int net_lo_set_up(struct task *t, const char *name, int index, bool up);
 
 #endif
