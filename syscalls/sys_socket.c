@@ -404,16 +404,43 @@ fail:
 	return ret;
 }
 
+/* Whether Linux's UDP knows IP-level (SOL_IP or SOL_IPV6) control message type at level. */
+static bool ip_cmsg_known(int level, int type)
+{
+	static const int v4[] = { IP_RETOPTS, IP_PKTINFO, IP_TTL, IP_TOS, 52 /* IP_PROTOCOL */ };
+	static const int v6[] = { IPV6_PKTINFO,	     11 /* IPV6_FLOWINFO */, IPV6_2292HOPOPTS,
+				  IPV6_HOPOPTS,	     IPV6_2292DSTOPTS,	     IPV6_DSTOPTS,
+				  IPV6_RTHDRDSTOPTS, IPV6_2292RTHDR,	     IPV6_RTHDR,
+				  IPV6_2292HOPLIMIT, IPV6_HOPLIMIT,	     IPV6_TCLASS,
+				  IPV6_DONTFRAG };
+	const int *k = level == SOL_IP ? v4 : v6;
+	size_t n = level == SOL_IP ? ARRAY_SIZE(v4) : ARRAY_SIZE(v6);
+
+	for (size_t i = 0; i < n; i++)
+		if (k[i] == type)
+			return true;
+	return false;
+}
+
 /*
- * An IP-level control message of an inet send (ip_cmsg_send, ip6_datagram_send_ctl): IP_TTL
- * (1..255), IP_TOS (an int or a byte, 0..255), IPV6_HOPLIMIT and IPV6_TCLASS (-1..255, -1 the
- * default). Others are accepted and not applied.
+ * An IP-level control message of a UDP send (ip_cmsg_send, ip6_datagram_send_ctl): IPv4
+ * sockets read SOL_IP, IPv6 ones SOL_IPV6, and refuse a type they do not know with EINVAL.
+ * IP_TTL (1..255), IP_TOS (an int or a byte, 0..255), IPV6_HOPLIMIT and IPV6_TCLASS (-1..255,
+ * -1 the default) are applied; the other known ones are accepted and not applied. TCP reads
+ * none of them.
  */
 static long parse_ip_cmsg(struct file *f, const struct cmsghdr *c, struct net_msg *m)
 {
 	size_t dlen = c->cmsg_len - CMSG_LEN(0);
+	int family = net_sock_family(f);
 	int v;
 
+	if (net_sock_type(f) != SOCK_DGRAM)
+		return 0;
+	if (c->cmsg_level != (family == AF_INET ? SOL_IP : SOL_IPV6))
+		return 0;
+	if (!ip_cmsg_known(c->cmsg_level, c->cmsg_type))
+		return -EINVAL;
 	if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_TOS && dlen == 1) {
 		m->tos = *(const uint8_t *)CMSG_DATA(c);
 		m->has_tos = true;
@@ -422,8 +449,6 @@ static long parse_ip_cmsg(struct file *f, const struct cmsghdr *c, struct net_ms
 	if (!((c->cmsg_level == SOL_IP && (c->cmsg_type == IP_TTL || c->cmsg_type == IP_TOS)) ||
 	      (c->cmsg_level == SOL_IPV6 &&
 	       (c->cmsg_type == IPV6_HOPLIMIT || c->cmsg_type == IPV6_TCLASS))))
-		return 0;
-	if (c->cmsg_level == SOL_IPV6 && net_sock_family(f) != AF_INET6)
 		return 0;
 	if (dlen != sizeof(int))
 		return -EINVAL;
@@ -463,8 +488,12 @@ static long parse_cmsgs(struct task *t, struct file *f, const uint8_t *ctl, size
 			continue;
 		}
 		/* Other families take no descriptors nor credentials and ignore them without
-		 * looking (__sock_cmsg_send). */
-		if (!unix_sock && (c->cmsg_type == SCM_RIGHTS || c->cmsg_type == SCM_CREDENTIALS))
+		 * looking (__sock_cmsg_send), nor apply SO_MARK, SO_PRIORITY, timestamping or
+		 * SCM_TXTIME here. */
+		if (!unix_sock &&
+		    (c->cmsg_type == SCM_RIGHTS || c->cmsg_type == SCM_CREDENTIALS ||
+		     c->cmsg_type == SO_MARK || c->cmsg_type == SO_PRIORITY ||
+		     c->cmsg_type == SO_TIMESTAMPING_OLD || c->cmsg_type == SCM_TXTIME))
 			continue;
 		if (c->cmsg_type == SCM_RIGHTS) {
 			int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));

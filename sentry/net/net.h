@@ -81,6 +81,8 @@ int net_egress_rules(struct net_egress_rule *out, int max);
 bool file_is_socket(struct file *f);
 /* The family of socket f (AF_UNIX...), or -1 when f is not one. */
 int net_sock_family(struct file *f);
+/* The type of socket f (SOCK_STREAM...), or -1 when f is not one. */
+int net_sock_type(struct file *f);
 
 /*
  * socket(2): family AF_UNIX, AF_INET, AF_INET6 or AF_NETLINK; type with SOCK_NONBLOCK and

@@ -81,6 +81,13 @@ int net_sock_family(struct file *f)
 	return s ? s->family : -1;
 }
 
+int net_sock_type(struct file *f)
+{
+	struct sock *s = file_sock(f);
+
+	return s ? s->type : -1;
+}
+
 struct sock *file_sock(struct file *f)
 {
 	return file_is_socket(f) ? f->priv : NULL;

@@ -438,6 +438,37 @@ static void test_scm_rights_tcp(void)
 	close(c);
 	close(a);
 	close(fd);
+
+	/* UDP: SCM_RIGHTS ignored too; unknown SOL_SOCKET or SOL_IP types are EINVAL. */
+	{
+		int u = udp_bound(), r = udp_bound();
+		struct sockaddr_in d = lo4(port_of(r));
+
+		iov = (struct iovec){ "u", 1 };
+		mh.msg_name = &d;
+		mh.msg_namelen = sizeof(d);
+		mh.msg_controllen = sizeof(ctl);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &bad, sizeof(int));
+		CHECK_RET(sendmsg(u, &mh, 0), 1);
+		CHECK_RET(recv(r, buf, sizeof(buf), 0), 1);
+		cm->cmsg_type = 77;
+		CHECK_ERR(sendmsg(u, &mh, 0), EINVAL);
+		cm->cmsg_level = SOL_IP;
+		CHECK_ERR(sendmsg(u, &mh, 0), EINVAL);
+		/* TCP reads no IP-level messages. */
+		tcp_pair(&c, &a);
+		mh.msg_name = NULL;
+		mh.msg_namelen = 0;
+		CHECK_RET(sendmsg(c, &mh, 0), 1);
+		close(c);
+		close(a);
+		close(u);
+		close(r);
+	}
 }
 
 static void test_udp_connect(void)
@@ -653,6 +684,10 @@ static void test_listener_shutdown(void)
 		CHECK_RET(listen(ul, 1), 0);
 		CHECK_RET(shutdown(ul, SHUT_RDWR), 0);
 		CHECK_ERR(accept(ul, NULL, NULL), EINVAL);
+		/* ...and it refuses connections. */
+		c = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+		CHECK_ERR(connect(c, (struct sockaddr *)&a, sizeof(a)), ECONNREFUSED);
+		close(c);
 		close(ul);
 	}
 }
