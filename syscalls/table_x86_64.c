@@ -46,7 +46,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(dup2),
 	FULL(dup3),
 	PARTIAL(ioctl,
-		"FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIONREAD; terminal ioctls on host ttys"),
+		"FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIONREAD; terminal ioctls on host ttys; "
+		"sockets: SIOCINQ, SIOCOUTQ, SIOCGIF*, SIOCSIFFLAGS (lo up/down)"),
 	FULL(umask),
 
 	/* filesystem changes: sys_fs.c */
