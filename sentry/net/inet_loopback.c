@@ -521,6 +521,8 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 	}
 	if (s->family == AF_INET6 && is_mapped(d.addr) && s->v6only)
 		return -ENETUNREACH;
+	if (__atomic_load_n(&s->snd_shut, __ATOMIC_RELAXED))
+		return -EPIPE; /* shut down for writing; no SIGPIPE for datagrams */
 	if (inet_is_loopback(d.addr) && !net_lo_up())
 		return is_mapped(d.addr) ? (ssize_t)len : -EADDRNOTAVAIL; /* lost on a down lo */
 	if (inet_is_loopback(d.addr))

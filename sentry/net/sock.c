@@ -1115,14 +1115,12 @@ static ssize_t unix_dgram_send(struct task *t, struct sock *s, struct net_msg *m
 			ret = -ECONNREFUSED;
 		} else if (dst->peer && dst->peer != s && dst->type == SOCK_DGRAM) {
 			ret = -EPERM; /* dst is connected to another socket */
-		} else if (s->snd_shut) {
-			ret = -EPIPE;
+		} else if (s->snd_shut || dst->rcv_shut) {
+			ret = -EPIPE; /* no SIGPIPE for datagrams (unix_dgram_sendmsg) */
 		} else {
 			ret = sock_queue_dgram_locked(dst, m, len, &s->addr, s->addrlen, true, &c);
 		}
 		pthread_mutex_unlock(&net_lock);
-		if (ret == -EPIPE)
-			send_sigpipe(t, flags);
 		if (ret != -EAGAIN || nonblock)
 			break;
 		ret = sock_wait(t, &wq, 1, dgram_writable, &w, sock_deadline(s->sndtimeo_ns, &ts));

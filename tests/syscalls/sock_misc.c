@@ -531,6 +531,24 @@ static void test_tcp_after_close(void)
 	CHECK(sigpipes == 1, "sigpipes %d", (int)sigpipes);
 	CHECK_RET(recv(c, buf, sizeof(buf), MSG_DONTWAIT), 0);
 	close(c);
+
+	/* Datagram sockets say EPIPE without SIGPIPE. */
+	{
+		int sv[2], u = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+		struct sockaddr_in d = lo4(9);
+
+		CHECK_RET(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+		CHECK_RET(shutdown(sv[1], SHUT_RD), 0);
+		CHECK_ERR(send(sv[0], "x", 1, 0), EPIPE);
+		CHECK_RET(shutdown(sv[0], SHUT_WR), 0);
+		CHECK_ERR(send(sv[0], "x", 1, 0), EPIPE);
+		CHECK_ERR(shutdown(u, SHUT_WR), ENOTCONN);
+		CHECK_ERR(sendto(u, "x", 1, 0, (struct sockaddr *)&d, sizeof(d)), EPIPE);
+		CHECK(sigpipes == 1, "sigpipes %d", (int)sigpipes);
+		close(sv[0]);
+		close(sv[1]);
+		close(u);
+	}
 	signal(SIGPIPE, SIG_DFL);
 }
 
