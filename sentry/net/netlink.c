@@ -152,8 +152,8 @@ static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
 
 static void dump_routes(struct nlbuf *b, const struct nlmsghdr *req, int family)
 {
-	/* The local route goes with lo down (fib_disable_ip). */
-	if ((family == AF_UNSPEC || family == AF_INET) && net_lo_up()) {
+	/* The local route stays while lo is down, as on Linux. */
+	if (family == AF_UNSPEC || family == AF_INET) {
 		struct nlmsghdr *h =
 			nl_msg(b, req, RTM_NEWROUTE, NLM_F_MULTI, sizeof(struct rtmsg));
 		struct rtmsg *rt;
