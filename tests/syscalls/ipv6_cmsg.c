@@ -275,6 +275,14 @@ static void test_mapped(void)
 	      "from family %d len %u", g.from.sin6_family, g.fromlen);
 	CHECK(g.n == 1 && IN6_IS_ADDR_V4MAPPED(&g.pi6.ipi6_addr) && g.pi6.ipi6_ifindex == 1,
 	      "mapped pktinfo n %d", g.n);
+	/* IPv4 packets take the IPv4 options of the IPv6 socket, after IPV6_PKTINFO. */
+	CHECK_RET(on(r6, IPPROTO_IP, IP_RECVTTL), 0);
+	CHECK_RET(on(r6, IPPROTO_IPV6, IPV6_RECVHOPLIMIT), 0);
+	CHECK_RET(send_cmsg(s4, &d4, sizeof(d4), SOL_IP, IP_TTL, 33), 4);
+	recv_one(r6, &g, 512);
+	CHECK(g.n == 2 && g.type[0] == IPV6_PKTINFO && g.level[1] == SOL_IP &&
+		      g.type[1] == IP_TTL && g.ttl == 33 && g.hoplimit == -1,
+	      "mapped IP_TTL: n %d ttl %d hoplimit %d", g.n, g.ttl, g.hoplimit);
 
 	/* And sends to ::ffff:127.0.0.1 arrive as IPv4. */
 	m = lo6(port_of(s4));
