@@ -113,6 +113,9 @@ struct sock {
 	 * IPV6_RECVTCLASS, IPV6_RECVPKTINFO. */
 	bool recvttl, recvtos, pktinfo, recvhoplimit, recvtclass, recvpktinfo6;
 	int hops6; /* IPV6_UNICAST_HOPS: -1 for the default (64) */
+	int pmtudisc; /* IP_MTU_DISCOVER (IP_PMTUDISC_WANT at first) */
+	int mcast_ttl; /* IP_MULTICAST_TTL (1 at first) */
+	bool udp_cork; /* UDP_CORK: kept, not applied (loopback datagrams go out whole) */
 	int tclass; /* IPV6_TCLASS */
 	int rcvlowat;
 	uint64_t rcvtimeo_ns, sndtimeo_ns; /* 0: none */

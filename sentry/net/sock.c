@@ -15,6 +15,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,8 @@ static struct sock *sock_alloc(int family, int type, int protocol)
 	s->rcvbuf = s->sndbuf = is_inet(s) && type == SOCK_STREAM ? INET_DEF_BUF : UNIX_DEF_BUF;
 	s->ttl = 64;
 	s->hops6 = -1;
+	s->pmtudisc = IP_PMTUDISC_WANT;
+	s->mcast_ttl = 1;
 	s->hostfd = -1;
 	s->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
 	return s;
@@ -1696,7 +1699,11 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 			s->oobinline = v != 0;
 			break;
 		case SO_PASSCRED:
-			s->passcred = v != 0;
+			/* Only sockets that can carry credentials take it (sk_may_scm_recv). */
+			if (is_inet(s))
+				ret = -EOPNOTSUPP;
+			else
+				s->passcred = v != 0;
 			break;
 		case SO_SNDBUF:
 		case SO_SNDBUFFORCE:
@@ -1760,7 +1767,10 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 	case IPPROTO_IP:
 		switch (name) {
 		case IP_TTL:
-			s->ttl = v < 0 ? 64 : v;
+			if (v != -1 && (v < 1 || v > 255))
+				ret = -EINVAL;
+			else
+				s->ttl = v < 0 ? 64 : v;
 			break;
 		case IP_TOS:
 			s->tos = v & 0xff;
@@ -1783,7 +1793,18 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 			s->recvttl = v != 0;
 			break;
 		case IP_MTU_DISCOVER:
+			if (v < IP_PMTUDISC_DONT || v > IP_PMTUDISC_OMIT)
+				ret = -EINVAL;
+			else
+				s->pmtudisc = v;
+			break;
 		case IP_MULTICAST_TTL:
+			/* Not for streams; -1 is the default, 1. */
+			if (s->type == SOCK_STREAM || v < -1 || v > 255)
+				ret = -EINVAL;
+			else
+				s->mcast_ttl = v == -1 ? 1 : v;
+			break;
 		case IP_MULTICAST_LOOP:
 		case IP_FREEBIND:
 		case IP_BIND_ADDRESS_NO_PORT:
@@ -1791,6 +1812,12 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 		default:
 			ret = -ENOPROTOOPT;
 		}
+		break;
+	case IPPROTO_UDP:
+		if (name == UDP_CORK)
+			s->udp_cork = v != 0;
+		else
+			ret = -ENOPROTOOPT;
 		break;
 	case IPPROTO_IPV6:
 		switch (name) {
@@ -1912,6 +1939,8 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			u.i = s->oobinline;
 			break;
 		case SO_PASSCRED:
+			if (is_inet(s))
+				ret = -EOPNOTSUPP;
 			u.i = s->passcred;
 			break;
 		case SO_ACCEPTCONN:
@@ -1952,17 +1981,15 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			n = sizeof(u.l);
 			break;
 		case SO_PEERCRED:
-			if (!is_unix(s)) {
-				ret = -ENOPROTOOPT;
-				break;
-			}
-			if (s->has_peercred && s->state != SOCK_LISTENING) {
+			/* A listener has its own (from listen); a socket without any (inet,
+			 * unconnected) gets pid 0 and ids -1, as Linux's cred_to_ucred. */
+			if (is_unix(s) && s->has_peercred) {
 				u.uc.pid = s->peercred.pid;
 				u.uc.uid = s->peercred.uid;
 				u.uc.gid = s->peercred.gid;
 			} else {
 				u.uc.pid = 0;
-				u.uc.uid = u.uc.gid = 65534; /* overflow ids, as Linux */
+				u.uc.uid = u.uc.gid = (uint32_t)-1;
 			}
 			n = sizeof(u.uc);
 			break;
@@ -1979,7 +2006,8 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			u.i = s->tcp_inq;
 			break;
 		case TCP_MAXSEG:
-			u.i = 65483; /* loopback's MSS */
+			/* loopback's MSS once connected; TCP_MSS_DEFAULT before */
+			u.i = s->state == SOCK_CONNECTED ? 65483 : 536;
 			break;
 		case TCP_KEEPIDLE:
 			u.i = 7200;
@@ -2018,7 +2046,10 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			u.i = s->tos;
 			break;
 		case IP_MTU_DISCOVER:
-			u.i = 0;
+			u.i = s->pmtudisc;
+			break;
+		case IP_MULTICAST_TTL:
+			u.i = s->mcast_ttl;
 			break;
 		case IP_RECVERR:
 			u.i = s->recverr;
@@ -2035,6 +2066,12 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 		default:
 			ret = -ENOPROTOOPT;
 		}
+		break;
+	case IPPROTO_UDP:
+		if (name == UDP_CORK)
+			u.i = s->udp_cork;
+		else
+			ret = -ENOPROTOOPT;
 		break;
 	case IPPROTO_IPV6:
 		switch (name) {

@@ -14,6 +14,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -226,6 +227,39 @@ static void test_getsockopt(void)
 	}
 	l = (socklen_t)-1;
 	CHECK_ERR(getsockopt(u, SOL_SOCKET, SO_TYPE, &v, &l), EINVAL);
+
+	/* Defaults and ranges of a few options. */
+	v = 0;
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u, IPPROTO_IP, IP_MTU_DISCOVER, &v, &l), 0);
+	CHECK(v == IP_PMTUDISC_WANT, "IP_MTU_DISCOVER %d", v);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(t, IPPROTO_IP, IP_MULTICAST_TTL, &v, &l), 0);
+	CHECK(v == 1, "IP_MULTICAST_TTL %d", v);
+	CHECK_ERR(setsockopt(t, IPPROTO_IP, IP_MULTICAST_TTL, &v, sizeof(v)), EINVAL);
+	v = 0;
+	CHECK_ERR(setsockopt(u, IPPROTO_IP, IP_TTL, &v, sizeof(v)), EINVAL);
+	v = 1;
+	CHECK_RET(setsockopt(u, IPPROTO_UDP, UDP_CORK, &v, sizeof(v)), 0);
+	v = 0;
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u, IPPROTO_UDP, UDP_CORK, &v, &l), 0);
+	CHECK(v == 1, "UDP_CORK %d", v);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(t, IPPROTO_TCP, TCP_MAXSEG, &v, &l), 0);
+	CHECK(v == 536, "TCP_MAXSEG before connect %d", v);
+	/* Credentials are for unix sockets: SO_PASSCRED is refused, SO_PEERCRED has none. */
+	l = sizeof(v);
+	CHECK_ERR(getsockopt(t, SOL_SOCKET, SO_PASSCRED, &v, &l), EOPNOTSUPP);
+	CHECK_ERR(setsockopt(u, SOL_SOCKET, SO_PASSCRED, &v, sizeof(v)), EOPNOTSUPP);
+	{
+		struct ucred uc;
+
+		l = sizeof(uc);
+		CHECK_RET(getsockopt(t, SOL_SOCKET, SO_PEERCRED, &uc, &l), 0);
+		CHECK(l == sizeof(uc) && uc.pid == 0 && uc.uid == (uid_t)-1 && uc.gid == (gid_t)-1,
+		      "SO_PEERCRED l %u pid %d uid %u gid %u", l, uc.pid, uc.uid, uc.gid);
+	}
 
 	/* SO_NO_CHECK: a flag on any socket. */
 	v = 1;
@@ -700,6 +734,15 @@ static void test_listener_shutdown(void)
 		snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "husk-sock-misc-l-%d", getpid());
 		CHECK_RET(bind(ul, (struct sockaddr *)&a, sizeof(a)), 0);
 		CHECK_RET(listen(ul, 1), 0);
+		/* A listener's SO_PEERCRED is its own credentials (from listen). */
+		{
+			struct ucred uc;
+			socklen_t ucl = sizeof(uc);
+
+			CHECK_RET(getsockopt(ul, SOL_SOCKET, SO_PEERCRED, &uc, &ucl), 0);
+			CHECK(uc.pid == getpid() && uc.uid == geteuid() && uc.gid == getegid(),
+			      "listener SO_PEERCRED pid %d uid %u", uc.pid, uc.uid);
+		}
 		CHECK_RET(shutdown(ul, SHUT_RDWR), 0);
 		CHECK_ERR(accept(ul, NULL, NULL), EINVAL);
 		/* ...and it refuses connections. */
