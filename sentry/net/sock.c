@@ -504,7 +504,23 @@ static void sock_release(struct file *f)
 /* --- public entry points --- */
 
 #define LINUX_NPROTO 46 /* AF_MAX */
-#define LINUX_SOCK_MAX 10
+
+/* Whether t's group or one of its groups is in net.ipv4.ping_group_range (ping_init_sock). */
+static bool ping_allowed(struct task *t)
+{
+	int64_t lo = sysctl_get(SYSCTL_NET_IPV4_PING_GROUP_RANGE, 0);
+	int64_t hi = sysctl_get(SYSCTL_NET_IPV4_PING_GROUP_RANGE, 1);
+
+	if (!t)
+		return false;
+	if (t->cred.egid >= lo && t->cred.egid <= hi)
+		return true;
+	for (int i = 0; i < t->cred.ngroups && i < 32; i++)
+		if (t->cred.groups[i] >= lo && t->cred.groups[i] <= hi)
+			return true;
+	return false;
+}
+#define LINUX_SOCK_MAX 11 /* SOCK_PACKET + 1 */
 #define LINUX_IPPROTO_MAX 263
 #define LINUX_NETLINK_MAX_LINKS 32
 
@@ -514,15 +530,19 @@ static void sock_release(struct file *f)
  *
  * Raw (SOCK_RAW) and packet (AF_PACKET) sockets are refused with -EPERM, what Linux answers a
  * process without CAP_NET_RAW: the sandbox has no link layer nor IP layer to give them, and
- * EPERM is what programs (ping, dhclient) expect and handle. UDP-Lite is refused as a kernel
- * built without it (-EPROTONOSUPPORT); so are MPTCP, SCTP and DCCP.
+ * EPERM is what programs (ping, dhclient) expect and handle; (AF_INET, SOCK_PACKET) is a packet
+ * socket, as in __sock_create. UDP-Lite is refused as a kernel built without it
+ * (-EPROTONOSUPPORT); so are MPTCP, SCTP and DCCP. ICMP datagram ("ping") sockets are not
+ * implemented: -EACCES outside net.ipv4.ping_group_range as Linux, -EPROTONOSUPPORT inside.
  */
-static int type_check(int family, int *type, int *protocol)
+static int type_check(struct task *t, int family, int *type, int *protocol)
 {
 	if (family < 0 || family >= LINUX_NPROTO)
 		return -EAFNOSUPPORT;
-	if (*type < SOCK_STREAM || *type >= LINUX_SOCK_MAX)
+	if (*type < 0 || *type >= LINUX_SOCK_MAX)
 		return -EINVAL;
+	if (family == AF_INET && *type == SOCK_PACKET)
+		family = AF_PACKET;
 	switch (family) {
 	case AF_UNIX:
 		/* unix_create: the protocol before the type. */
@@ -546,6 +566,8 @@ static int type_check(int family, int *type, int *protocol)
 			*protocol = IPPROTO_TCP;
 			return 0;
 		case SOCK_DGRAM:
+			if (*protocol == (family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6))
+				return ping_allowed(t) ? -EPROTONOSUPPORT : -EACCES;
 			if (*protocol != 0 && *protocol != IPPROTO_UDP)
 				return -EPROTONOSUPPORT;
 			*protocol = IPPROTO_UDP;
@@ -573,7 +595,7 @@ int net_socket(struct task *t, int family, int type, int protocol, int flags, st
 	struct sock *s;
 	int ret;
 
-	ret = type_check(family, &type, &protocol);
+	ret = type_check(t, family, &type, &protocol);
 	if (ret < 0)
 		return ret;
 	return sock_create(t, family, type, protocol, flags, &s, out);
@@ -587,7 +609,7 @@ int net_socketpair(struct task *t, int family, int type, int protocol, int flags
 	int ret;
 
 	/* Linux makes the first socket, then asks its family for a pair: only unix has them. */
-	ret = type_check(family, &type, &protocol);
+	ret = type_check(t, family, &type, &protocol);
 	if (ret < 0)
 		return ret;
 	if (family != AF_UNIX)

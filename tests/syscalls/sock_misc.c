@@ -141,6 +141,8 @@ static void no_net_raw(void *arg)
 	CHECK_ERR(socket(AF_PACKET, SOCK_DGRAM, 0), EPERM);
 	/* The capability is checked before the type. */
 	CHECK_ERR(socket(AF_PACKET, SOCK_STREAM, 0), EPERM);
+	/* (AF_INET, SOCK_PACKET) is the obsolete spelling of a packet socket. */
+	CHECK_ERR(socket(AF_INET, SOCK_PACKET, htons(3)), EPERM);
 }
 
 static void test_raw_packet(void)
@@ -154,6 +156,28 @@ static void test_raw_packet(void)
 	}
 	/* A wrong protocol is refused before any capability is asked for. */
 	CHECK_ERR(socket(AF_INET, SOCK_RAW, -1), EINVAL);
+}
+
+/* ICMP datagram ("ping") sockets: EACCES for a group outside net.ipv4.ping_group_range. */
+static void test_ping_socket(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ping_group_range", "r");
+	long lo = 1, hi = 0;
+
+	if (!f || fscanf(f, "%ld %ld", &lo, &hi) != 2) {
+		printf("skip: ping sockets: no /proc/sys/net/ipv4/ping_group_range\n");
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	if ((long)getegid() >= lo && (long)getegid() <= hi) {
+		printf("skip: ping sockets: this group may make them (ping_group_range %ld %ld)\n",
+		       lo, hi);
+		return;
+	}
+	CHECK_ERR(socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP), EACCES);
+	CHECK_ERR(socket(AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6), EACCES);
 }
 
 static void test_udplite(void)
@@ -776,6 +800,7 @@ int main(void)
 	test_socket_errnos();
 	test_raw_packet();
 	test_udplite();
+	test_ping_socket();
 	test_getsockopt();
 	test_errqueue();
 	test_errqueue6();
