@@ -1224,7 +1224,7 @@ static void take_control(struct sock *s, struct skb *b, struct net_msg *m, bool 
 
 /*
  * TCP_INQ: the bytes left to read after a receive, as a TCP_CM_INQ message (net_lock held);
- * 1 at the end of the stream with nothing left, as Linux's tcp_inq_hint.
+ * a received FIN counts one, as in Linux's tcp_inq_hint (its sequence number is not read).
  */
 static void stream_inq_locked(struct sock *s, struct net_msg *m)
 {
@@ -1232,9 +1232,9 @@ static void stream_inq_locked(struct sock *s, struct net_msg *m)
 
 	if (!s->tcp_inq)
 		return;
-	inq = (int)MIN(s->rcv_bytes, (size_t)INT_MAX);
-	if (inq == 0 && s->rcv_shut && s->fin_rcvd)
-		inq = 1;
+	inq = (int)MIN(s->rcv_bytes, (size_t)INT_MAX - 1);
+	if (s->fin_rcvd)
+		inq++;
 	net_msg_put_cmsg(m, SOL_TCP, TCP_INQ, &inq, sizeof(inq));
 }
 
@@ -1459,8 +1459,15 @@ ssize_t net_recvmsg(struct task *t, struct file *f, struct net_msg *m, int flags
 	m->has_cred = false;
 	m->out_flags = 0;
 	m->ctl_len = 0;
-	if (flags & MSG_OOB)
-		return -EINVAL;
+	/* No urgent data is ever queued: a stream says EINVAL (tcp_recv_urg), unix datagrams
+	 * and seqpackets EOPNOTSUPP, UDP does not look at the flag. */
+	if (flags & MSG_OOB) {
+		if (s->type == SOCK_STREAM)
+			return -EINVAL;
+		if (!is_inet(s))
+			return -EOPNOTSUPP;
+		flags &= ~MSG_OOB;
+	}
 	if ((flags & MSG_ERRQUEUE) && is_inet(s))
 		return errq_recv(s, m, flags);
 	if (__atomic_load_n(&f->flags, __ATOMIC_RELAXED) & O_NONBLOCK)
@@ -1571,6 +1578,9 @@ static long sock_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_
 			return -ENOIOCTLCMD;
 		break;
 	case SIOCOUTQ:
+	case SIOCOUTQNSD:
+		if (cmd == SIOCOUTQNSD && !(is_inet(s) && s->type == SOCK_STREAM))
+			return net_if_ioctl(s, t, cmd, arg);
 		val = 0; /* in-sentry sends are queued at the receiver at once */
 		break;
 	default:

@@ -652,6 +652,26 @@ static void test_tcp_inq(void)
 	mh.msg_controllen = sizeof(ctl);
 	CHECK_RET(recvmsg(a, &mh, 0), 3);
 	CHECK(mh.msg_controllen == 0, "controllen %zu", (size_t)mh.msg_controllen);
+	/* The peer's FIN counts one, as its sequence number does. */
+	v = 1;
+	CHECK_RET(setsockopt(a, IPPROTO_TCP, TCP_INQ, &v, sizeof(v)), 0);
+	CHECK_RET(shutdown(c, SHUT_WR), 0);
+	{
+		struct pollfd pfd = { a, POLLRDHUP, 0 };
+
+		CHECK_RET(poll(&pfd, 1, 10000), 1);
+	}
+	mh.msg_controllen = sizeof(ctl);
+	CHECK_RET(recvmsg(a, &mh, 0), 1);
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm) {
+		memcpy(&inq, CMSG_DATA(cm), sizeof(int));
+		CHECK(inq == 1, "TCP_CM_INQ at the FIN %d", inq);
+	} else {
+		CHECK(0, "no TCP_CM_INQ at the FIN");
+	}
+	/* No urgent data: MSG_OOB is EINVAL on a stream. */
+	CHECK_ERR(recv(a, buf, sizeof(buf), MSG_OOB), EINVAL);
 	close(c);
 	close(a);
 }
