@@ -552,11 +552,16 @@ static long do_sendmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 		return ret;
 	m.files = files;
 	if (mh.msg_name && mh.msg_namelen) {
-		ret = copy_addr_in(t, (uint64_t)(uintptr_t)mh.msg_name, mh.msg_namelen, addr);
+		/* __copy_msghdr: negative is EINVAL, longer than a sockaddr_storage is cut. */
+		socklen_t nl = MIN(mh.msg_namelen, (socklen_t)SOCK_ADDR_MAX);
+
+		ret = (int)mh.msg_namelen < 0 ?
+			      -EINVAL :
+			      copy_addr_in(t, (uint64_t)(uintptr_t)mh.msg_name, nl, addr);
 		if (ret < 0)
 			goto out;
 		m.name = addr;
-		m.namelen = mh.msg_namelen;
+		m.namelen = nl;
 	}
 	if (mh.msg_controllen) {
 		if (mh.msg_controllen > SOCK_CTL_MAX) {

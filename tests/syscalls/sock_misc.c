@@ -463,6 +463,22 @@ static void test_addrlen(void)
 	CHECK(mh.msg_namelen == sizeof(from) && from.sin_family == AF_INET &&
 		      ((unsigned char *)&from)[2] == 0xee,
 	      "namelen %u", mh.msg_namelen);
+
+	/* sendmsg cuts a name longer than a sockaddr_storage; sendto refuses it. */
+	{
+		char big[300] = { 0 };
+		struct iovec siov = { "e", 1 };
+		struct msghdr smh = {
+			.msg_name = big, .msg_namelen = 200, .msg_iov = &siov, .msg_iovlen = 1
+		};
+
+		memcpy(big, &d, sizeof(d));
+		CHECK_RET(sendmsg(s, &smh, 0), 1);
+		CHECK_RET(recv(u, buf, sizeof(buf), 0), 1);
+		smh.msg_namelen = (socklen_t)-1;
+		CHECK_ERR(sendmsg(s, &smh, 0), EINVAL);
+		CHECK_ERR(sendto(s, "e", 1, 0, (struct sockaddr *)big, 200), EINVAL);
+	}
 	close(u);
 	close(s);
 }
