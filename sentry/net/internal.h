@@ -150,6 +150,8 @@ int sock_create(struct task *t, int family, int type, int protocol, int flags, s
 
 /* Connects a and b to each other (net_lock held): stream/seqpacket pairs. */
 void sock_pair_locked(struct sock *a, struct sock *b);
+/* Linux's TCP state of stream socket s (TCP_ESTABLISHED...; net_lock held). */
+int sock_tcp_state_locked(const struct sock *s);
 /* Credentials of t for SO_PEERCRED/SCM_CREDENTIALS. */
 void sock_task_cred(struct task *t, struct net_cred *c);
 /* Frees a list of skbs, putting their files (net_lock NOT held). */

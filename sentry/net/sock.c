@@ -82,6 +82,21 @@ int net_sock_family(struct file *f)
 	return s ? s->family : -1;
 }
 
+int sock_tcp_state_locked(const struct sock *s)
+{
+	if (s->state == SOCK_LISTENING)
+		return 10; /* TCP_LISTEN */
+	if (s->state != SOCK_CONNECTED && s->state != SOCK_DISCONNECTED)
+		return 7; /* TCP_CLOSE */
+	if (s->reset || (s->fin_sent && s->fin_rcvd))
+		return 7; /* TCP_CLOSE (TIME_WAIT is not the socket's own) */
+	if (s->fin_rcvd)
+		return 8; /* TCP_CLOSE_WAIT */
+	if (s->fin_sent)
+		return 5; /* TCP_FIN_WAIT2: loopback acknowledges at once */
+	return 1; /* TCP_ESTABLISHED */
+}
+
 int net_sock_type(struct file *f)
 {
 	struct sock *s = file_sock(f);
@@ -2058,10 +2073,7 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			u.i = 0;
 			break;
 		case TCP_INFO:
-			/* tcpi_state: TCP_ESTABLISHED (1), TCP_LISTEN (10) or TCP_CLOSE (7). */
-			u.buf[0] = s->state == SOCK_CONNECTED ? 1 :
-				   s->state == SOCK_LISTENING ? 10 :
-								7;
+			u.buf[0] = (uint8_t)sock_tcp_state_locked(s); /* tcpi_state */
 			n = 232; /* sizeof(struct tcp_info) in Linux 6.x */
 			break;
 		default:

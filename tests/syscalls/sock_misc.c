@@ -722,6 +722,13 @@ static void test_shutdown(void)
 	close(a);
 	pfd = (struct pollfd){ c, POLLIN, 0 };
 	CHECK_RET(poll(&pfd, 1, 10000), 1);
+	{
+		struct tcp_info ti;
+		socklen_t tl = sizeof(ti);
+
+		CHECK_RET(getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &tl), 0);
+		CHECK(ti.tcpi_state == TCP_CLOSE_WAIT, "tcpi_state %u", ti.tcpi_state);
+	}
 	CHECK_RET(shutdown(c, SHUT_WR), 0);
 	CHECK_ERR(shutdown(c, SHUT_WR), ENOTCONN);
 	close(c);
