@@ -52,7 +52,6 @@ struct skb {
 	socklen_t fromlen;
 	struct skb_meta meta; /* what the receiver's IP_RECV* / IPV6_RECV* options may ask for */
 	int ee_errno; /* error queue entry: the error (ICMP port unreachable: ECONNREFUSED) */
-	size_t orig_len; /* error queue entry: the payload's length before the ICMP's cut */
 	uint8_t data[];
 };
 

@@ -323,7 +323,6 @@ void sock_port_unreachable_locked(struct sock *s, const struct net_msg *m, size_
 		return;
 	cursor_copy(&cur, b->data, keep, false);
 	b->ee_errno = ECONNREFUSED;
-	b->orig_len = len;
 	{
 		struct sockaddr_storage ss;
 		struct inet_ep ep = *dst;
@@ -537,7 +536,6 @@ static bool ping_allowed(struct task *t)
 }
 #define LINUX_SOCK_MAX 11 /* SOCK_PACKET + 1 */
 #define LINUX_IPPROTO_MAX 263
-#define LINUX_NETLINK_MAX_LINKS 32
 
 /*
  * Checks and normalises type and protocol for family in the order of Linux's create functions:
