@@ -210,8 +210,10 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		memcpy(ep.addr, v4_any, 16);
 	pthread_mutex_lock(&net_lock);
 	ret = bind_locked(s, ep.addr, ep.port);
-	if (ret == 0)
+	if (ret == 0) {
 		s->userport = ep.port != 0;
+		s->useraddr = !inet_is_any(ep.addr);
+	}
 	pthread_mutex_unlock(&net_lock);
 	return ret;
 }
@@ -331,10 +333,13 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 
 	if (len >= sizeof(sa_family_t) && sa->sa_family == AF_UNSPEC) {
 		if (s->type != SOCK_DGRAM)
-			return -EOPNOTSUPP;
+			return s->hostfd >= 0 ? -EOPNOTSUPP : sock_tcp_disconnect(s);
+		/* __udp_disconnect: no peer; an address the kernel chose is forgotten. */
 		pthread_mutex_lock(&net_lock);
 		s->has_pep = false;
 		s->state = SOCK_UNCONNECTED;
+		if (s->bound && !s->useraddr)
+			memcpy(s->lep.addr, s->family == AF_INET ? v4_any : v6_any, 16);
 		pthread_mutex_unlock(&net_lock);
 		return 0;
 	}

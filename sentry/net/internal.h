@@ -78,6 +78,7 @@ struct sock {
 	 * socket that sent and received a FIN, or was reset, is closed (shutdown: ENOTCONN). */
 	bool fin_rcvd, fin_sent, reset;
 	bool userport; /* inet: bound to a port the caller chose (kept by a listener's shutdown) */
+	bool useraddr; /* inet: bound to an address the caller chose (kept by a disconnect) */
 	struct list_head rcvq; /* of struct skb */
 	size_t rcv_bytes;
 	int rcv_msgs;
@@ -149,6 +150,12 @@ int sock_create(struct task *t, int family, int type, int protocol, int flags, s
 
 /* Connects a and b to each other (net_lock held): stream/seqpacket pairs. */
 void sock_pair_locked(struct sock *a, struct sock *b);
+/*
+ * connect(AF_UNSPEC) of a loopback TCP socket, as Linux's tcp_disconnect: a listener stops, a
+ * connection is reset (the peer gets ECONNRESET, and s too if it was established); s can
+ * connect or listen again. Returns 0.
+ */
+int sock_tcp_disconnect(struct sock *s);
 /* Linux's TCP state of stream socket s (TCP_ESTABLISHED...; net_lock held). */
 int sock_tcp_state_locked(const struct sock *s);
 /* Credentials of t for SO_PEERCRED/SCM_CREDENTIALS. */

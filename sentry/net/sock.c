@@ -900,6 +900,66 @@ static void tcp_stop_listening_locked(struct sock *s, struct list_head *dead)
 	waitq_wake_all(&s->wq);
 }
 
+int sock_tcp_disconnect(struct sock *s)
+{
+	NET_LIST(dead);
+	struct sock *p;
+
+	pthread_mutex_lock(&net_lock);
+	if (s->state == SOCK_LISTENING) {
+		tcp_stop_listening_locked(s, &dead);
+	} else if (s->state == SOCK_CONNECTED || s->state == SOCK_DISCONNECTED) {
+		int st = sock_tcp_state_locked(s);
+
+		p = s->peer;
+		if (p) {
+			/* The RST: the peer is reset and no longer points here. */
+			if (!p->closed) {
+				p->rcv_shut = p->snd_shut = true;
+				p->so_error = ECONNRESET;
+				p->reset = true;
+			}
+			if (p->peer == s) {
+				p->peer = NULL;
+				sock_put(s); /* the file still holds s */
+			}
+			p->state = SOCK_DISCONNECTED;
+			waitq_wake_all(&p->wq);
+			s->peer = NULL;
+			sock_put(p);
+		}
+		while (!list_empty(&s->rcvq)) {
+			struct skb *b = list_first_entry(&s->rcvq, struct skb, link);
+
+			list_del(&b->link);
+			list_add_tail(&b->link, &dead);
+		}
+		s->rcv_bytes = 0;
+		s->rcv_msgs = 0;
+		/* tcp_need_reset states: ESTABLISHED, CLOSE_WAIT, FIN_WAIT2. */
+		s->so_error = st == 1 || st == 8 || st == 5 ? ECONNRESET : 0;
+		s->state = SOCK_UNCONNECTED;
+		s->has_pep = false;
+		s->rcv_shut = s->snd_shut = false;
+		s->fin_rcvd = s->fin_sent = s->reset = false;
+		s->nonblock_connect_pending = false;
+		if (!s->userport) {
+			inet_unbind_locked(s);
+			s->bound = false;
+			s->lep.port = 0;
+		} else if (!s->useraddr) {
+			/* Back to the wildcard it was bound to (::ffff:0.0.0.0 for IPv4). */
+			memset(s->lep.addr, 0, 16);
+			if (s->family == AF_INET)
+				s->lep.addr[10] = s->lep.addr[11] = 0xff;
+		}
+	}
+	waitq_wake_all(&s->wq);
+	pthread_mutex_unlock(&net_lock);
+	skb_free_list(&dead);
+	return 0;
+}
+
 int net_shutdown(struct file *f, int how)
 {
 	struct sock *s = file_sock(f);

@@ -570,8 +570,37 @@ static void test_udp_connect(void)
 	CHECK_RET(connect(s, (struct sockaddr *)&any, sizeof(any)), 0);
 	CHECK_RET(connect(s, &un, sizeof(sa_family_t)), 0);
 	CHECK_ERR(send(s, "x", 1, 0), EDESTADDRREQ);
+	/* The address the connect chose is forgotten; the port stays. */
+	pl = sizeof(peer);
+	CHECK_RET(getsockname(s, (struct sockaddr *)&peer, &pl), 0);
+	CHECK(peer.sin_addr.s_addr == htonl(INADDR_ANY) && peer.sin_port != 0, "name %#x port %u",
+	      ntohl(peer.sin_addr.s_addr), ntohs(peer.sin_port));
 	close(u);
 	close(s);
+
+	/* TCP: AF_UNSPEC resets the connection; the socket may connect again. */
+	{
+		int c, a, l = tcp_listener(1);
+		struct sockaddr_in d = lo4(port_of(l));
+
+		tcp_pair(&c, &a);
+		CHECK_RET(connect(c, &un, sizeof(un)), 0);
+		CHECK_ERR(send(c, "x", 1, MSG_NOSIGNAL), ECONNRESET);
+		pl = sizeof(peer);
+		CHECK_ERR(getpeername(c, (struct sockaddr *)&peer, &pl), ENOTCONN);
+		CHECK_ERR(recv(a, buf, sizeof(buf), 0), ECONNRESET);
+		CHECK_RET(connect(c, (struct sockaddr *)&d, sizeof(d)), 0);
+		close(a);
+		a = CHECK_OK(accept(l, NULL, NULL));
+		CHECK_RET(send(c, "y", 1, 0), 1);
+		CHECK_RET(recv(a, buf, sizeof(buf), 0), 1);
+		/* A listener stops listening. */
+		CHECK_RET(connect(l, &un, sizeof(un)), 0);
+		CHECK_ERR(accept(l, NULL, NULL), EINVAL);
+		close(a);
+		close(c);
+		close(l);
+	}
 }
 
 static volatile sig_atomic_t sigpipes;
