@@ -1150,10 +1150,15 @@ static ssize_t conn_send(struct task *t, struct sock *s, struct net_msg *m, int 
 		w.need = packet ? want : 1;
 		wqs[0] = &s->wq;
 		wqs[1] = &p->wq;
-		pthread_mutex_unlock(&net_lock);
-		if (nonblock)
+		if (nonblock) {
+			pthread_mutex_unlock(&net_lock);
 			return done ? (ssize_t)done : -EAGAIN;
+		}
+		/* Pinned while waited on: a disconnect (sock_tcp_disconnect) drops s->peer. */
+		sock_get(p);
+		pthread_mutex_unlock(&net_lock);
 		r = sock_wait(t, wqs, 2, stream_writable, &w, sock_deadline(s->sndtimeo_ns, &ts));
+		sock_put(p);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 	}
