@@ -625,7 +625,8 @@ static void test_tcp_after_close(void)
 	/* The peer's FIN: an empty send is 0, the first data is taken (and answered by a RST). */
 	CHECK_RET(send(c, "", 0, 0), 0);
 	CHECK_RET(send(c, "x", 1, 0), 1);
-	pfd = (struct pollfd){ c, POLLIN, 0 };
+	/* No events asked: poll returns with the RST's POLLHUP (POLLIN is there since the FIN). */
+	pfd = (struct pollfd){ c, 0, 0 };
 	CHECK_RET(poll(&pfd, 1, 10000), 1);
 	CHECK(pfd.revents & POLLHUP, "revents %#x", pfd.revents);
 	CHECK_ERR(send(c, "x", 1, MSG_NOSIGNAL), EPIPE);
@@ -746,7 +747,7 @@ static void test_shutdown(void)
 	CHECK_ERR(shutdown(c, SHUT_RDWR), ENOTCONN);
 	close(c);
 
-	/* A close-wait socket shuts down once; then it is closed. */
+	/* A close-wait socket may shut down. */
 	tcp_pair(&c, &a);
 	close(a);
 	pfd = (struct pollfd){ c, POLLIN, 0 };
@@ -758,8 +759,8 @@ static void test_shutdown(void)
 		CHECK_RET(getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &tl), 0);
 		CHECK(ti.tcpi_state == TCP_CLOSE_WAIT, "tcpi_state %u", ti.tcpi_state);
 	}
+	/* (Its LAST_ACK ends when the peer's ACK is in: not checked, that is not synchronous.) */
 	CHECK_RET(shutdown(c, SHUT_WR), 0);
-	CHECK_ERR(shutdown(c, SHUT_WR), ENOTCONN);
 	close(c);
 
 	/* A blocking recv after SHUT_RD returns at once. */
