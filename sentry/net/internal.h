@@ -62,6 +62,8 @@ enum sock_state {
 	SOCK_DISCONNECTED, /* was connected; the peer is gone or reset */
 };
 
+#define SOCK_KEPT_MAX 32
+
 struct sock {
 	struct vfs_node node; /* first: the file's anonymous S_IFSOCK node */
 	struct refcount ref; /* the file, a peer's pointer, a listener's accept queue */
@@ -116,6 +118,8 @@ struct sock {
 	int pmtudisc; /* IP_MTU_DISCOVER (IP_PMTUDISC_WANT at first) */
 	int mcast_ttl; /* IP_MULTICAST_TTL (1 at first) */
 	bool udp_cork; /* UDP_CORK: kept, not applied (loopback datagrams go out whole) */
+	int kept_val[SOCK_KEPT_MAX]; /* optkeep.c: options stored, not applied */
+	uint64_t kept_mask; /* which kept_val are set */
 	int tclass; /* IPV6_TCLASS */
 	int rcvlowat;
 	uint64_t rcvtimeo_ns, sndtimeo_ns; /* 0: none */
@@ -180,6 +184,15 @@ ssize_t sock_queue_inet_dgram_locked(struct sock *dst, const struct net_msg *m, 
  */
 void sock_port_unreachable_locked(struct sock *s, const struct net_msg *m, size_t len,
 				  const struct inet_ep *dst);
+
+/* --- optkeep.c --- */
+/*
+ * Options kept but not applied (IP multicast and path MTU, TCP timers, corking...): set stores
+ * (after Linux's range checks), get gives the stored value or Linux's default (net_lock held).
+ * Both return -ENOENT for an option they do not keep.
+ */
+int sock_kept_setopt_locked(struct sock *s, int level, int name, int v);
+int sock_kept_getopt_locked(const struct sock *s, int level, int name, int *v);
 
 /* --- inet_cmsg.c --- */
 /* Appends a control message to m's ctl (dropped when it does not fit, with MSG_CTRUNC). */

@@ -1790,6 +1790,12 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&net_lock);
+	ret = level == SOL_SOCKET ? -ENOENT : sock_kept_setopt_locked(s, level, name, v);
+	if (ret != -ENOENT) {
+		pthread_mutex_unlock(&net_lock);
+		return ret;
+	}
+	ret = 0;
 	switch (level) {
 	case SOL_SOCKET:
 		switch (name) {
@@ -1852,23 +1858,9 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 		case TCP_INQ:
 			s->tcp_inq = v != 0;
 			break;
-		case TCP_KEEPIDLE:
-		case TCP_KEEPINTVL:
-		case TCP_KEEPCNT:
-			if (v < 1)
-				ret = -EINVAL;
-			break;
-		case TCP_CORK:
-		case TCP_QUICKACK:
-		case TCP_USER_TIMEOUT:
 		case TCP_DEFER_ACCEPT:
-		case TCP_FASTOPEN:
 		case TCP_FASTOPEN_CONNECT:
 		case TCP_MAXSEG:
-		case TCP_LINGER2:
-		case TCP_WINDOW_CLAMP:
-		case TCP_SYNCNT:
-		case TCP_NOTSENT_LOWAT:
 			break;
 		default:
 			ret = -ENOPROTOOPT;
@@ -1915,10 +1907,6 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 			else
 				s->mcast_ttl = v == -1 ? 1 : v;
 			break;
-		case IP_MULTICAST_LOOP:
-		case IP_FREEBIND:
-		case IP_BIND_ADDRESS_NO_PORT:
-			break;
 		default:
 			ret = -ENOPROTOOPT;
 		}
@@ -1961,10 +1949,6 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 			break;
 		case IPV6_TCLASS:
 			ret = ipv6_byte(v, &s->tclass, 0);
-			break;
-		case IPV6_MTU_DISCOVER:
-		case IPV6_MULTICAST_HOPS:
-		case IPV6_MULTICAST_LOOP:
 			break;
 		default:
 			ret = -ENOPROTOOPT;
@@ -2012,6 +1996,10 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 	}
 	memset(&u, 0, sizeof(u));
 	pthread_mutex_lock(&net_lock);
+	if (level != SOL_SOCKET && sock_kept_getopt_locked(s, level, name, &u.i) == 0) {
+		ip_int = level == IPPROTO_IP;
+		goto out_unlock;
+	}
 	switch (level) {
 	case SOL_SOCKET:
 		switch (name) {
@@ -2119,21 +2107,12 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			/* loopback's MSS once connected; TCP_MSS_DEFAULT before */
 			u.i = s->state == SOCK_CONNECTED ? 65483 : 536;
 			break;
-		case TCP_KEEPIDLE:
-			u.i = 7200;
-			break;
-		case TCP_KEEPINTVL:
-			u.i = 75;
-			break;
-		case TCP_KEEPCNT:
-			u.i = 9;
-			break;
-		case TCP_CORK:
-		case TCP_QUICKACK:
-		case TCP_USER_TIMEOUT:
 		case TCP_DEFER_ACCEPT:
-		case TCP_FASTOPEN:
 			u.i = 0;
+			break;
+		case TCP_CONGESTION:
+			memcpy(u.buf, "cubic", 6);
+			n = 16; /* TCP_CA_NAME_MAX */
 			break;
 		case TCP_INFO:
 			u.buf[0] = (uint8_t)sock_tcp_state_locked(s); /* tcpi_state */
@@ -2157,6 +2136,15 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 			break;
 		case IP_MULTICAST_TTL:
 			u.i = s->mcast_ttl;
+			break;
+		case IP_OPTIONS:
+			n = 0; /* none */
+			break;
+		case IP_MTU:
+			if (s->state == SOCK_CONNECTED || s->has_pep)
+				u.i = 65536; /* lo's */
+			else
+				ret = -ENOTCONN;
 			break;
 		case IP_RECVERR:
 			u.i = s->recverr;
@@ -2203,6 +2191,12 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 		case IPV6_TCLASS:
 			u.i = s->tclass;
 			break;
+		case IPV6_MTU:
+			if (s->state == SOCK_CONNECTED || s->has_pep)
+				u.i = 65536; /* lo's */
+			else
+				ret = -ENOTCONN;
+			break;
 		default:
 			ret = -ENOPROTOOPT;
 		}
@@ -2210,6 +2204,7 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 	default:
 		ret = -ENOPROTOOPT;
 	}
+out_unlock:
 	pthread_mutex_unlock(&net_lock);
 	if (ret < 0)
 		return ret;

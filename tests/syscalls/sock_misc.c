@@ -272,6 +272,34 @@ static void test_getsockopt(void)
 	l = sizeof(v);
 	CHECK_RET(getsockopt(t, IPPROTO_TCP, TCP_MAXSEG, &v, &l), 0);
 	CHECK(v == 536, "TCP_MAXSEG before connect %d", v);
+	/* Options kept without effect on loopback: set, checked, read back. */
+	v = 30;
+	CHECK_RET(setsockopt(t, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)), 0);
+	v = 0;
+	l = sizeof(v);
+	CHECK_RET(getsockopt(t, IPPROTO_TCP, TCP_KEEPIDLE, &v, &l), 0);
+	CHECK(v == 30, "TCP_KEEPIDLE %d", v);
+	CHECK_ERR(setsockopt(t, IPPROTO_TCP, TCP_KEEPCNT, &(int){ 0 }, sizeof(int)), EINVAL);
+	CHECK_ERR(setsockopt(t, IPPROTO_TCP, TCP_SYNCNT, &(int){ 200 }, sizeof(int)), EINVAL);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(t, IPPROTO_TCP, TCP_SYNCNT, &v, &l), 0);
+	CHECK(v == 6, "TCP_SYNCNT %d", v);
+	CHECK_RET(setsockopt(u, IPPROTO_IP, IP_MULTICAST_LOOP, &(int){ 5 }, sizeof(int)), 0);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u, IPPROTO_IP, IP_MULTICAST_LOOP, &v, &l), 0);
+	CHECK(v == 1, "IP_MULTICAST_LOOP %d", v);
+	CHECK_RET(setsockopt(u, IPPROTO_IP, IP_MULTICAST_LOOP, &(int){ 0 }, sizeof(int)), 0);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u, IPPROTO_IP, IP_MULTICAST_LOOP, &v, &l), 0);
+	CHECK(v == 0, "IP_MULTICAST_LOOP cleared %d", v);
+	CHECK_RET(setsockopt(u6, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &(int){ -1 }, sizeof(int)), 0);
+	l = sizeof(v);
+	CHECK_RET(getsockopt(u6, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &v, &l), 0);
+	CHECK(v == 1, "IPV6_MULTICAST_HOPS %d", v);
+	CHECK_ERR(setsockopt(u, IPPROTO_IP, IP_HDRINCL, &(int){ 1 }, sizeof(int)), ENOPROTOOPT);
+	l = sizeof(v);
+	CHECK_ERR(getsockopt(u, IPPROTO_IP, IP_MTU, &v, &l), ENOTCONN);
+
 	/* Credentials are for unix sockets: SO_PASSCRED is refused, SO_PEERCRED has none. */
 	l = sizeof(v);
 	CHECK_ERR(getsockopt(t, SOL_SOCKET, SO_PASSCRED, &v, &l), EOPNOTSUPP);
