@@ -314,6 +314,12 @@ static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_
 	c->keepalive = l->keepalive;
 	c->rcvbuf = l->rcvbuf;
 	c->sndbuf = l->sndbuf;
+	/* What else an accepted socket inherits from its listener. */
+	c->ttl = l->ttl;
+	c->tos = l->tos;
+	c->tcp_inq = l->tcp_inq;
+	c->kept_mask = l->kept_mask;
+	memcpy(c->kept_val, l->kept_val, sizeof(c->kept_val));
 	s->pep = ep_for(s->family, d);
 	s->has_pep = true;
 	sock_pair_locked(s, c);
