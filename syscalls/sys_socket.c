@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -674,16 +675,96 @@ static long sock_send(struct task *t, struct file *f, const struct sock_gbuf *gb
 	return (long)(done + (size_t)r);
 }
 
+/* Whether Linux's UDP knows IP-level (SOL_IP or SOL_IPV6) control message type at level. */
+static bool ip_cmsg_known(int level, int type)
+{
+	static const int v4[] = { IP_RETOPTS, IP_PKTINFO, IP_TTL, IP_TOS, 52 /* IP_PROTOCOL */ };
+	static const int v6[] = { IPV6_PKTINFO,	     11 /* IPV6_FLOWINFO */, IPV6_2292HOPOPTS,
+				  IPV6_HOPOPTS,	     IPV6_2292DSTOPTS,	     IPV6_DSTOPTS,
+				  IPV6_RTHDRDSTOPTS, IPV6_2292RTHDR,	     IPV6_RTHDR,
+				  IPV6_2292HOPLIMIT, IPV6_HOPLIMIT,	     IPV6_TCLASS,
+				  IPV6_DONTFRAG };
+	const int *k = level == SOL_IP ? v4 : v6;
+	size_t n = level == SOL_IP ? ARRAY_SIZE(v4) : ARRAY_SIZE(v6);
+
+	for (size_t i = 0; i < n; i++)
+		if (k[i] == type)
+			return true;
+	return false;
+}
+
+/*
+ * An IP-level control message of a UDP send (ip_cmsg_send, ip6_datagram_send_ctl): IPv4
+ * sockets read SOL_IP, IPv6 ones SOL_IPV6, and refuse a type they do not know with EINVAL.
+ * IP_TTL (1..255), IP_TOS (an int or a byte, 0..255), IPV6_HOPLIMIT and IPV6_TCLASS (-1..255,
+ * -1 the default) are applied; the other known ones are accepted and not applied. TCP reads
+ * none of them.
+ */
+static long parse_ip_cmsg(struct file *f, const struct cmsghdr *c, struct net_msg *m)
+{
+	size_t dlen = c->cmsg_len - CMSG_LEN(0);
+	int family = net_sock_family(f);
+	int v;
+
+	if (net_sock_type(f) != SOCK_DGRAM)
+		return 0;
+	if (c->cmsg_level != (family == AF_INET ? SOL_IP : SOL_IPV6))
+		return 0;
+	if (!ip_cmsg_known(c->cmsg_level, c->cmsg_type))
+		return -EINVAL;
+	if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_TOS && dlen == 1) {
+		m->tos = *(const uint8_t *)CMSG_DATA(c);
+		m->has_tos = true;
+		return 0;
+	}
+	if (!((c->cmsg_level == SOL_IP && (c->cmsg_type == IP_TTL || c->cmsg_type == IP_TOS)) ||
+	      (c->cmsg_level == SOL_IPV6 &&
+	       (c->cmsg_type == IPV6_HOPLIMIT || c->cmsg_type == IPV6_TCLASS))))
+		return 0;
+	if (dlen != sizeof(int))
+		return -EINVAL;
+	memcpy(&v, CMSG_DATA(c), sizeof(v));
+	if (c->cmsg_level == SOL_IP) {
+		if (c->cmsg_type == IP_TTL ? (v < 1 || v > 255) : (v < 0 || v > 255))
+			return -EINVAL;
+	} else if (v < -1 || v > 255) {
+		return -EINVAL;
+	}
+	if (c->cmsg_type == IP_TTL || c->cmsg_type == IPV6_HOPLIMIT) {
+		m->has_ttl = v != -1;
+		m->ttl = v;
+	} else {
+		m->has_tos = true;
+		m->tos = v == -1 ? 0 : v;
+	}
+	return 0;
+}
+
 /* Parses the control messages of a send into m (files referenced: put them after). */
 static long parse_cmsgs(struct task *t, struct file *f, const uint8_t *ctl, size_t len,
 			struct net_msg *m)
 {
 	struct msghdr mh = { .msg_control = (void *)ctl, .msg_controllen = len };
+	bool unix_sock = net_sock_family(f) == AF_UNIX;
+	bool inet_sock = net_sock_family(f) == AF_INET || net_sock_family(f) == AF_INET6;
 
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_len < sizeof(*c) || c->cmsg_len > len)
 			return -EINVAL;
-		if (c->cmsg_level != SOL_SOCKET)
+		if (c->cmsg_level != SOL_SOCKET) {
+			long r = inet_sock ? parse_ip_cmsg(f, c, m) : 0;
+
+			if (r < 0)
+				return r;
+			continue;
+		}
+		/* Other families take no descriptors nor credentials and ignore them without
+		 * looking (__sock_cmsg_send), nor apply SO_MARK, SO_PRIORITY, timestamping or
+		 * SCM_TXTIME here. */
+		if (!unix_sock &&
+		    (c->cmsg_type == SCM_RIGHTS || c->cmsg_type == SCM_CREDENTIALS ||
+		     c->cmsg_type == SO_MARK || c->cmsg_type == SO_PRIORITY ||
+		     c->cmsg_type == SO_TIMESTAMPING_OLD || c->cmsg_type == SCM_TXTIME))
 			continue;
 		if (c->cmsg_type == SCM_RIGHTS) {
 			int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -721,7 +802,6 @@ static long parse_cmsgs(struct task *t, struct file *f, const uint8_t *ctl, size
 			return -EINVAL;
 		}
 	}
-	(void)f;
 	return 0;
 }
 
@@ -743,11 +823,16 @@ static long do_sendmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 		return ret;
 	m.files = files;
 	if (mh.msg_name && mh.msg_namelen) {
-		ret = copy_addr_in(t, (uint64_t)(uintptr_t)mh.msg_name, mh.msg_namelen, addr);
+		/* __copy_msghdr: negative is EINVAL, longer than a sockaddr_storage is cut. */
+		socklen_t nl = MIN(mh.msg_namelen, (socklen_t)SOCK_ADDR_MAX);
+
+		ret = (int)mh.msg_namelen < 0 ?
+			      -EINVAL :
+			      copy_addr_in(t, (uint64_t)(uintptr_t)mh.msg_name, nl, addr);
 		if (ret < 0)
 			goto out;
 		m.name = addr;
-		m.namelen = mh.msg_namelen;
+		m.namelen = nl;
 	}
 	if (mh.msg_controllen) {
 		if (mh.msg_controllen > SOCK_CTL_MAX) {
@@ -790,8 +875,33 @@ static void put_cmsgs(struct task *t, struct msghdr *mh, struct net_msg *m, int 
 
 	if (cap > SOCK_CTL_MAX)
 		cap = SOCK_CTL_MAX;
-	if ((m->has_cred || m->nfiles) && cap)
+	if ((m->has_cred || m->nfiles || m->ctl_len) && cap)
 		ctl = calloc(1, cap);
+	if (m->ctl_len && !ctl)
+		mh->msg_flags |= MSG_CTRUNC;
+	/* The core's messages (IP ancillary data, errors, TCP_CM_INQ): each whole while it fits,
+	 * then one cut short as put_cmsg cuts it. */
+	for (size_t off = 0; ctl && off < m->ctl_len;) {
+		const struct cmsghdr *c = (const struct cmsghdr *)(m->ctl + off);
+		size_t clen = c->cmsg_len, room = cap - used;
+
+		if (room < sizeof(struct cmsghdr)) {
+			mh->msg_flags |= MSG_CTRUNC;
+			break;
+		}
+		if (room < clen) {
+			struct cmsghdr *d = (struct cmsghdr *)(ctl + used);
+
+			memcpy(d, c, room);
+			d->cmsg_len = room;
+			used = cap;
+			mh->msg_flags |= MSG_CTRUNC;
+			break;
+		}
+		memcpy(ctl + used, c, clen);
+		used += MIN(CMSG_ALIGN(clen), room);
+		off += CMSG_ALIGN(clen);
+	}
 	if (m->has_cred) {
 		struct ucred uc = { m->cred.pid, m->cred.uid, m->cred.gid };
 
@@ -853,7 +963,8 @@ static long do_recvmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 
 	if (mm_copy_in(t->mm, &mh, msg_addr, sizeof(mh)) != sizeof(mh))
 		return -EFAULT;
-	if ((int)mh.msg_namelen < 0)
+	/* A negative length matters only with a buffer for the name (copy_msghdr_from_user). */
+	if (mh.msg_name && (int)mh.msg_namelen < 0)
 		return -EINVAL;
 	f = sock_fd(t, fd, &ret);
 	if (!f)
@@ -880,7 +991,9 @@ static long do_recvmsg(struct task *t, int fd, uint64_t msg_addr, int flags)
 		    mm_copy_out(t->mm, (uint64_t)(uintptr_t)mh.msg_name, addr, k) != (ssize_t)k)
 			return -EFAULT;
 	}
-	mh.msg_namelen = mh.msg_name ? (socklen_t)m.namelen : 0;
+	/* Without a name buffer Linux leaves msg_namelen as it was. */
+	if (mh.msg_name)
+		mh.msg_namelen = (socklen_t)m.namelen;
 	if (mm_copy_out(t->mm, msg_addr, &mh, sizeof(mh)) != sizeof(mh))
 		return -EFAULT;
 	return ret;
@@ -952,16 +1065,13 @@ long sys_recvfrom(struct task *t, const struct syscall_args *args)
 		file_put(files[i]);
 	free(gb.g);
 	file_put(f);
-	if (ret >= 0 && args->a[4] && m.namelen) {
+	/* move_addr_to_user, also with no name: a negative length is EINVAL (the data is gone,
+	 * as in Linux), the length written back. */
+	if (ret >= 0 && args->a[4]) {
 		long r = copy_addr_out(t, addr, m.namelen, args->a[4], args->a[5]);
 
 		if (r < 0)
 			return r;
-	} else if (ret >= 0 && args->a[4] && args->a[5]) {
-		int zero = 0;
-
-		if (mm_copy_out(t->mm, args->a[5], &zero, sizeof(zero)) != sizeof(zero))
-			return -EFAULT;
 	}
 	return ret;
 }

@@ -48,7 +48,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(dup2),
 	FULL(dup3),
 	PARTIAL(ioctl,
-		"FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIONREAD; terminal ioctls on host ttys"),
+		"FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIONREAD; terminal ioctls on host ttys; "
+		"sockets: SIOCINQ, SIOCOUTQ, SIOCGIF*, SIOCSIFFLAGS (lo up/down)"),
 	FULL(umask),
 
 	/* filesystem changes: sys_fs.c */
@@ -278,7 +279,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(personality, "stored, inherited and reported; its flags change nothing"),
 
 	/* sockets: sys_socket.c (sentry/net) */
-	PARTIAL(socket, "AF_UNIX, AF_INET, AF_INET6 (TCP, UDP), AF_NETLINK NETLINK_ROUTE dumps"),
+	PARTIAL(socket, "AF_UNIX, AF_INET, AF_INET6 (TCP, UDP), AF_NETLINK NETLINK_ROUTE; "
+			"SOCK_RAW and AF_PACKET: EPERM; UDP-Lite: EPROTONOSUPPORT"),
 	PARTIAL(socketpair, "AF_UNIX"),
 	PARTIAL(bind, "inet: loopback and wildcard addresses only (the sandbox has lo only)"),
 	FULL(listen),
@@ -290,8 +292,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(getpeername),
 	PARTIAL(sendto, "no MSG_OOB"),
 	PARTIAL(recvfrom, "no MSG_OOB"),
-	PARTIAL(sendmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
-	PARTIAL(recvmsg, "SCM_RIGHTS and SCM_CREDENTIALS; no MSG_OOB"),
+	PARTIAL(sendmsg,
+		"SCM_RIGHTS, SCM_CREDENTIALS, IP_TTL/TOS, IPV6_HOPLIMIT/TCLASS; no MSG_OOB"),
+	PARTIAL(recvmsg, "SCM_RIGHTS, SCM_CREDENTIALS, IP/IPv6 ancillary data, MSG_ERRQUEUE, "
+			 "TCP_CM_INQ; no MSG_OOB"),
 	FULL(sendmmsg),
 	FULL(recvmmsg),
 	FULL(shutdown),

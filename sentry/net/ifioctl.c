@@ -5,8 +5,13 @@
  * --network=host the host's interfaces stay the host's, and netlink.c shows the same single
  * interface. Linux answers these on a socket of any family, except the address queries, which
  * only AF_INET sockets take (devinet_ioctl); the others get ENOTTY there.
+ *
+ * lo can be taken down and up (SIOCSIFFLAGS here, RTM_NEWLINK in netlink.c), with
+ * CAP_NET_ADMIN: while it is down, IPv4 loopback connections are unreachable, IPv4 datagrams
+ * are lost and ::1 is gone, as on Linux (inet_loopback.c asks net_lo_up()).
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <sys/ioctl.h>
@@ -33,7 +38,7 @@ static const struct netif netifs[] = {
 	{
 		.name = "lo",
 		.index = 1,
-		.flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING,
+		.flags = IFF_LOOPBACK, /* and IFF_UP | IFF_RUNNING while up */
 		.mtu = 65536,
 		.hwtype = ARPHRD_LOOPBACK,
 		.addr = { 127, 0, 0, 1 },
@@ -42,6 +47,23 @@ static const struct netif netifs[] = {
 };
 
 #define NR_NETIFS ((int)(sizeof(netifs) / sizeof(netifs[0])))
+
+static bool lo_down; /* atomic: lo was taken down */
+
+bool net_lo_up(void)
+{
+	return !__atomic_load_n(&lo_down, __ATOMIC_RELAXED);
+}
+
+int net_lo_set_up(struct task *t, const char *name, int index, bool up)
+{
+	if (t && !cred_capable(&t->cred, CAP_NET_ADMIN))
+		return -EPERM;
+	if (name ? strcmp(name, "lo") != 0 : index != 1)
+		return -ENODEV;
+	__atomic_store_n(&lo_down, !up, __ATOMIC_RELAXED);
+	return 0;
+}
 
 static const struct netif *netif_by_name(const char *name)
 {
@@ -106,6 +128,14 @@ long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg
 	switch (cmd) {
 	case SIOCGIFCONF:
 		return if_conf(t, arg);
+	case SIOCSIFFLAGS:
+		/* dev_ioctl: the capability before the name. */
+		if (!cred_capable(&t->cred, CAP_NET_ADMIN))
+			return -EPERM;
+		if (mm_copy_in(t->mm, &r, arg, sizeof(r)) != sizeof(r))
+			return -EFAULT;
+		r.ifr_name[IFNAMSIZ - 1] = '\0';
+		return net_lo_set_up(t, r.ifr_name, 0, r.ifr_flags & IFF_UP);
 	case SIOCGIFFLAGS:
 	case SIOCGIFADDR:
 	case SIOCGIFNETMASK:
@@ -139,6 +169,8 @@ long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg
 		switch (cmd) {
 		case SIOCGIFFLAGS:
 			r.ifr_flags = nif->flags;
+			if (net_lo_up())
+				r.ifr_flags |= IFF_UP | IFF_RUNNING;
 			break;
 		case SIOCGIFADDR:
 			put_inet(&r.ifr_addr, nif->addr);

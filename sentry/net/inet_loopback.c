@@ -210,6 +210,10 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		memcpy(ep.addr, v4_any, 16);
 	pthread_mutex_lock(&net_lock);
 	ret = bind_locked(s, ep.addr, ep.port);
+	if (ret == 0) {
+		s->userport = ep.port != 0;
+		s->useraddr = !inet_is_any(ep.addr);
+	}
 	pthread_mutex_unlock(&net_lock);
 	return ret;
 }
@@ -310,6 +314,12 @@ static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_
 	c->keepalive = l->keepalive;
 	c->rcvbuf = l->rcvbuf;
 	c->sndbuf = l->sndbuf;
+	/* What else an accepted socket inherits from its listener. */
+	c->ttl = l->ttl;
+	c->tos = l->tos;
+	c->tcp_inq = l->tcp_inq;
+	c->kept_mask = l->kept_mask;
+	memcpy(c->kept_val, l->kept_val, sizeof(c->kept_val));
 	s->pep = ep_for(s->family, d);
 	s->has_pep = true;
 	sock_pair_locked(s, c);
@@ -329,10 +339,13 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 
 	if (len >= sizeof(sa_family_t) && sa->sa_family == AF_UNSPEC) {
 		if (s->type != SOCK_DGRAM)
-			return -EOPNOTSUPP;
+			return s->hostfd >= 0 ? -EOPNOTSUPP : sock_tcp_disconnect(s);
+		/* __udp_disconnect: no peer; an address the kernel chose is forgotten. */
 		pthread_mutex_lock(&net_lock);
 		s->has_pep = false;
 		s->state = SOCK_UNCONNECTED;
+		if (s->bound && !s->useraddr)
+			memcpy(s->lep.addr, s->family == AF_INET ? v4_any : v6_any, 16);
 		pthread_mutex_unlock(&net_lock);
 		return 0;
 	}
@@ -346,6 +359,13 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		loopback_source(d.addr, d.addr);
 	}
 
+	/* lo down: ::1 is gone (EADDRNOTAVAIL), IPv4 loopback has no route for TCP. */
+	if (inet_is_loopback(d.addr) && !net_lo_up()) {
+		if (!is_mapped(d.addr))
+			return -EADDRNOTAVAIL;
+		if (s->type == SOCK_STREAM)
+			return -ENETUNREACH;
+	}
 	if (s->type == SOCK_DGRAM) {
 		if (!inet_is_loopback(d.addr)) {
 			ret = egress_check(&d, "connect");
@@ -434,18 +454,33 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 	if (r && r->has_pep && (memcmp(r->pep.addr, s->lep.addr, 16) || r->pep.port != s->lep.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
-		if (s->has_pep)
-			s->so_error =
-				ECONNREFUSED; /* ICMP port unreachable, on a connected socket */
+		/* ICMP port unreachable: SO_ERROR on a connected socket, or with IP_RECVERR an
+		 * error queue entry too. */
+		sock_port_unreachable_locked(s, m, len, d);
 		goto out;
 	}
 	{
 		struct sockaddr_storage from;
 		struct inet_ep src = ep_for(r->family, &s->lep);
 		socklen_t fl = inet_format(r->family, &src, &from);
+		struct skb_meta meta;
 
+		/* The IP header's values: IPv4 takes IP_TTL/IP_TOS, IPv6 its hop limit and
+		 * traffic class; a control message of the send wins. */
+		memcpy(meta.dst, d->addr, 16);
+		if (is_mapped(d->addr)) {
+			meta.ttl = s->ttl;
+			meta.tos = s->tos;
+		} else {
+			meta.ttl = s->hops6 < 0 ? 64 : s->hops6;
+			meta.tos = s->tclass;
+		}
+		if (m->has_ttl)
+			meta.ttl = m->ttl;
+		if (m->has_tos)
+			meta.tos = m->tos;
 		/* A full queue drops the datagram, as UDP does. */
-		if (sock_queue_dgram_locked(r, m, len, &from, fl, false, NULL) == -ENOMEM)
+		if (sock_queue_inet_dgram_locked(r, m, len, &from, fl, &meta) == -ENOMEM)
 			ret = -ENOMEM;
 	}
 out:
@@ -497,6 +532,10 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 	}
 	if (s->family == AF_INET6 && is_mapped(d.addr) && s->v6only)
 		return -ENETUNREACH;
+	if (__atomic_load_n(&s->snd_shut, __ATOMIC_RELAXED))
+		return -EPIPE; /* shut down for writing; no SIGPIPE for datagrams */
+	if (inet_is_loopback(d.addr) && !net_lo_up())
+		return is_mapped(d.addr) ? (ssize_t)len : -EADDRNOTAVAIL; /* lost on a down lo */
 	if (inet_is_loopback(d.addr))
 		return udp_send_local(s, m, len, &d);
 	ret = egress_check(&d, "sendto");

@@ -33,6 +33,13 @@ struct inet_ep {
 	bool v4; /* given as sockaddr_in */
 };
 
+/* What a loopback datagram carries in its IP header, for the receiver's ancillary data. */
+struct skb_meta {
+	int ttl; /* TTL or hop limit */
+	int tos; /* TOS or traffic class */
+	uint8_t dst[16]; /* the destination address (IPv4 mapped) */
+};
+
 /* A queued message (a datagram, or a piece of a stream). */
 struct skb {
 	struct list_head link;
@@ -41,8 +48,10 @@ struct skb {
 	int nfiles;
 	bool has_cred;
 	struct net_cred cred;
-	struct sockaddr_storage from; /* source address of a datagram */
+	struct sockaddr_storage from; /* source address of a datagram; the destination of an error */
 	socklen_t fromlen;
+	struct skb_meta meta; /* what the receiver's IP_RECV* / IPV6_RECV* options may ask for */
+	int ee_errno; /* error queue entry: the error (ICMP port unreachable: ECONNREFUSED) */
 	uint8_t data[];
 };
 
@@ -52,6 +61,8 @@ enum sock_state {
 	SOCK_CONNECTED,
 	SOCK_DISCONNECTED, /* was connected; the peer is gone or reset */
 };
+
+#define SOCK_KEPT_MAX 32
 
 struct sock {
 	struct vfs_node node; /* first: the file's anonymous S_IFSOCK node */
@@ -63,6 +74,13 @@ struct sock {
 	/* The rest is protected by net_lock. */
 	enum sock_state state;
 	bool closed; /* its file is gone */
+	struct list_head errq; /* inet: error queue (MSG_ERRQUEUE), of struct skb */
+	int nerrq;
+	/* TCP: FIN received (the peer shut down writing or closed), FIN sent, RST received: a
+	 * socket that sent and received a FIN, or was reset, is closed (shutdown: ENOTCONN). */
+	bool fin_rcvd, fin_sent, reset;
+	bool userport; /* inet: bound to a port the caller chose (kept by a listener's shutdown) */
+	bool useraddr; /* inet: bound to an address the caller chose (kept by a disconnect) */
 	struct list_head rcvq; /* of struct skb */
 	size_t rcv_bytes;
 	int rcv_msgs;
@@ -91,6 +109,18 @@ struct sock {
 	/* Options. */
 	int so_error;
 	bool reuseaddr, reuseport, keepalive, nodelay, v6only, broadcast, oobinline;
+	bool no_check, tcp_inq;
+	bool recverr, recverr6; /* IP_RECVERR, IPV6_RECVERR */
+	/* Ancillary data asked for: IP_RECVTTL, IP_RECVTOS, IP_PKTINFO, IPV6_RECVHOPLIMIT,
+	 * IPV6_RECVTCLASS, IPV6_RECVPKTINFO. */
+	bool recvttl, recvtos, pktinfo, recvhoplimit, recvtclass, recvpktinfo6;
+	int hops6; /* IPV6_UNICAST_HOPS: -1 for the default (64) */
+	int pmtudisc; /* IP_MTU_DISCOVER (IP_PMTUDISC_WANT at first) */
+	int mcast_ttl; /* IP_MULTICAST_TTL (1 at first) */
+	bool udp_cork; /* UDP_CORK: kept, not applied (loopback datagrams go out whole) */
+	int kept_val[SOCK_KEPT_MAX]; /* optkeep.c: options stored, not applied */
+	uint64_t kept_mask; /* which kept_val are set */
+	int tclass; /* IPV6_TCLASS */
 	int rcvlowat;
 	uint64_t rcvtimeo_ns, sndtimeo_ns; /* 0: none */
 
@@ -124,6 +154,14 @@ int sock_create(struct task *t, int family, int type, int protocol, int flags, s
 
 /* Connects a and b to each other (net_lock held): stream/seqpacket pairs. */
 void sock_pair_locked(struct sock *a, struct sock *b);
+/*
+ * connect(AF_UNSPEC) of a loopback TCP socket, as Linux's tcp_disconnect: a listener stops, a
+ * connection is reset (the peer gets ECONNRESET, and s too if it was established); s can
+ * connect or listen again. Returns 0.
+ */
+int sock_tcp_disconnect(struct sock *s);
+/* Linux's TCP state of stream socket s (TCP_ESTABLISHED...; net_lock held). */
+int sock_tcp_state_locked(const struct sock *s);
 /* Credentials of t for SO_PEERCRED/SCM_CREDENTIALS. */
 void sock_task_cred(struct task *t, struct net_cred *c);
 /* Frees a list of skbs, putting their files (net_lock NOT held). */
@@ -135,6 +173,34 @@ void skb_free_list(struct list_head *l);
 ssize_t sock_queue_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
 				const void *from, socklen_t fromlen, bool cred,
 				const struct net_cred *c);
+/* As sock_queue_dgram_locked, recording the IP header's values in the skb (inet). */
+ssize_t sock_queue_inet_dgram_locked(struct sock *dst, const struct net_msg *m, size_t len,
+				     const void *from, socklen_t fromlen,
+				     const struct skb_meta *meta);
+/*
+ * Queues an ICMP port unreachable for s's datagram m to dst (net_lock held): an error queue
+ * entry holding (the start of) the payload, when s asked for IP_RECVERR/IPV6_RECVERR, and
+ * SO_ERROR ECONNREFUSED when it did or is connected, as Linux's __udp4_lib_err.
+ */
+void sock_port_unreachable_locked(struct sock *s, const struct net_msg *m, size_t len,
+				  const struct inet_ep *dst);
+
+/* --- optkeep.c --- */
+/*
+ * Options kept but not applied (IP multicast and path MTU, TCP timers, corking...): set stores
+ * (after Linux's range checks), get gives the stored value or Linux's default (net_lock held).
+ * Both return -ENOENT for an option they do not keep.
+ */
+int sock_kept_setopt_locked(struct sock *s, int level, int name, int v);
+int sock_kept_getopt_locked(const struct sock *s, int level, int name, int *v);
+
+/* --- inet_cmsg.c --- */
+/* Appends a control message to m's ctl (dropped when it does not fit, with MSG_CTRUNC). */
+void net_msg_put_cmsg(struct net_msg *m, int level, int type, const void *data, size_t len);
+/* The ancillary data s asked for about datagram b (net_lock held). */
+void inet_recv_cmsgs(const struct sock *s, const struct skb *b, struct net_msg *m);
+/* The IP_RECVERR (IPV6_RECVERR) message of error queue entry b. */
+void inet_errq_cmsg(const struct sock *s, const struct skb *b, struct net_msg *m);
 
 /* Deadline for a socket timeout (0: none): fills ts and returns it, or NULL. */
 struct timespec *sock_deadline(uint64_t ns, struct timespec *ts);
@@ -192,12 +258,20 @@ uint32_t netlink_portid_locked(struct sock *s);
 
 /* --- ifioctl.c --- */
 /*
- * The SIOCGIF* ioctls (SIOCGIFCONF, FLAGS, ADDR, NETMASK, BRDADDR, INDEX, NAME, MTU, HWADDR) on
+ * The SIOCGIF* ioctls (SIOCGIFCONF, FLAGS, ADDR, NETMASK, BRDADDR, INDEX, NAME, MTU, HWADDR) and
+ * SIOCSIFFLAGS (IFF_UP of lo; -EPERM without CAP_NET_ADMIN) on
  * any socket s, describing the sandbox's one interface, lo, as netlink.c does. arg is the
  * guest's struct ifreq (struct ifconf for SIOCGIFCONF). Returns 0, -ENODEV (no such
  * interface), -ENOTTY (an address query on a non-AF_INET socket, as Linux), -EFAULT, or
  * -ENOIOCTLCMD for another command.
  */
 long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg);
+/* Whether lo is up (it starts up). */
+bool net_lo_up(void);
+/*
+ * Takes lo (the interface named name, or with index when name is NULL) up or down for t.
+ * Returns 0, -EPERM (t lacks CAP_NET_ADMIN) or -ENODEV.
+ */
+int net_lo_set_up(struct task *t, const char *name, int index, bool up);
 
 #endif

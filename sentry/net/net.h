@@ -85,6 +85,10 @@ bool file_is_socket(struct file *f);
  * is not a socket), -EINVAL (not a netlink one), -EAGAIN (its queue is full).
  */
 int netlink_file_deliver(struct file *f, const void *data, size_t len);
+/* The family of socket f (AF_UNIX...), or -1 when f is not one. */
+int net_sock_family(struct file *f);
+/* The type of socket f (SOCK_STREAM...), or -1 when f is not one. */
+int net_sock_type(struct file *f);
 
 /*
  * socket(2): family AF_UNIX, AF_INET, AF_INET6 or AF_NETLINK; type with SOCK_NONBLOCK and
@@ -131,6 +135,8 @@ struct net_cred {
  * what fits or puts them), cred and has_cred (when SO_PASSCRED is on), and out_flags
  * (MSG_TRUNC, MSG_EOR).
  */
+#define NET_CTL_MAX 512 /* control messages the core makes for a receive, other than cred/files */
+
 struct net_msg {
 	const struct iovec *iov;
 	int iovcnt;
@@ -141,6 +147,12 @@ struct net_msg {
 	bool has_cred;
 	struct net_cred cred;
 	int out_flags;
+	/* Send: IP_TTL/IP_TOS/IPV6_HOPLIMIT/IPV6_TCLASS control messages (when has_*).
+	 * Receive: other control messages (struct cmsghdr, each CMSG_SPACE long), ctl_len bytes. */
+	bool has_ttl, has_tos;
+	int ttl, tos;
+	uint8_t ctl[NET_CTL_MAX];
+	size_t ctl_len;
 };
 
 /* sendmsg(2) core: returns bytes sent (partial counts before an error or a signal). */

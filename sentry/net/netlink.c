@@ -2,10 +2,12 @@
 /*
  * NETLINK_ROUTE, read-only: dumps of the sandbox's interfaces (RTM_GETLINK: lo), addresses
  * (RTM_GETADDR: 127.0.0.1/8 and ::1/128) and routes (RTM_GETROUTE: the local routes of lo).
- * Each request queues its answer on the socket as datagrams, ending with NLMSG_DONE; requests
- * that change anything get an NLMSG_ERROR of EPERM, others EOPNOTSUPP.
+ * Each request queues its answer on the socket as datagrams, ending with NLMSG_DONE. RTM_NEWLINK
+ * takes lo up or down (IFF_UP, as `ip link set lo up`; CAP_NET_ADMIN); other requests that
+ * change anything get an NLMSG_ERROR of EPERM, others EOPNOTSUPP.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/if.h>
 #include <linux/if_arp.h>
 #include <linux/netlink.h>
@@ -84,13 +86,14 @@ static void nl_attr(struct nlbuf *b, struct nlmsghdr *h, int type, const void *v
 	h->nlmsg_len += RTA_ALIGN(a->rta_len);
 }
 
-static void dump_links(struct nlbuf *b, const struct nlmsghdr *req)
+static void dump_links(struct nlbuf *b, const struct nlmsghdr *req, int flags)
 {
-	struct nlmsghdr *h = nl_msg(b, req, RTM_NEWLINK, NLM_F_MULTI, sizeof(struct ifinfomsg));
+	struct nlmsghdr *h = nl_msg(b, req, RTM_NEWLINK, flags, sizeof(struct ifinfomsg));
 	struct ifinfomsg *ifi;
 	uint32_t mtu = 65536, txq = 1000;
 	uint8_t mac[6] = { 0 };
-	uint8_t state = 0; /* IF_OPER_UNKNOWN, as lo */
+	bool up = net_lo_up();
+	uint8_t state = up ? 0 : 2; /* IF_OPER_UNKNOWN as lo when up, IF_OPER_DOWN */
 
 	if (!h)
 		return;
@@ -98,7 +101,7 @@ static void dump_links(struct nlbuf *b, const struct nlmsghdr *req)
 	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_type = ARPHRD_LOOPBACK;
 	ifi->ifi_index = 1;
-	ifi->ifi_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP;
+	ifi->ifi_flags = IFF_LOOPBACK | (up ? IFF_UP | IFF_RUNNING | IFF_LOWER_UP : 0);
 	ifi->ifi_change = 0;
 	nl_attr(b, h, IFLA_IFNAME, "lo", 3);
 	nl_attr(b, h, IFLA_MTU, &mtu, sizeof(mtu));
@@ -128,7 +131,8 @@ static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
 			nl_attr(b, h, IFA_LABEL, "lo", 3);
 		}
 	}
-	if (family == AF_UNSPEC || family == AF_INET6) {
+	/* ::1 goes with lo down (addrconf_ifdown), 127.0.0.1 stays. */
+	if ((family == AF_UNSPEC || family == AF_INET6) && net_lo_up()) {
 		struct nlmsghdr *h =
 			nl_msg(b, req, RTM_NEWADDR, NLM_F_MULTI, sizeof(struct ifaddrmsg));
 		struct ifaddrmsg *ifa;
@@ -148,6 +152,7 @@ static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
 
 static void dump_routes(struct nlbuf *b, const struct nlmsghdr *req, int family)
 {
+	/* The local route stays while lo is down, as on Linux. */
 	if (family == AF_UNSPEC || family == AF_INET) {
 		struct nlmsghdr *h =
 			nl_msg(b, req, RTM_NEWROUTE, NLM_F_MULTI, sizeof(struct rtmsg));
@@ -198,6 +203,59 @@ static void nl_error(struct nlbuf *b, const struct nlmsghdr *req, int err)
 	e->msg = *req;
 }
 
+/*
+ * RTM_NEWLINK: lo by index or by IFLA_IFNAME (index 0), its IFF_UP as ifi_flags and ifi_change
+ * say (rtnl_dev_combine_flags: ifi_change 0 means every flag). Attributes other than the name
+ * (an MTU, a new name, a master...) are not supported. Returns 0 or -errno for the NLMSG_ERROR.
+ */
+/*
+ * The link a RTM_NEWLINK or RTM_GETLINK request names: by ifi_index, or by IFLA_IFNAME with
+ * index 0. Returns 0 for lo, -ENODEV, -EINVAL, or -EOPNOTSUPP for another attribute when
+ * only_name (a change the sandbox cannot make: an MTU, a new name, a master...).
+ */
+static int nl_link_of(const struct nlmsghdr *h, bool only_name)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	char name[16] = "";
+	bool by_name = false;
+	int len;
+
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return -EINVAL;
+	len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+	for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type == IFLA_IFNAME) {
+			size_t n = MIN(RTA_PAYLOAD(a), sizeof(name) - 1);
+
+			memcpy(name, RTA_DATA(a), n);
+			name[n] = '\0';
+			by_name = true;
+		} else if (only_name) {
+			return -EOPNOTSUPP;
+		}
+	}
+	if (ifi->ifi_index)
+		return ifi->ifi_index == 1 ? 0 : -ENODEV;
+	return by_name && !strcmp(name, "lo") ? 0 : -ENODEV;
+}
+
+static int nl_newlink(const struct nlmsghdr *h)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	struct task *ct = task_current();
+	bool up = net_lo_up();
+	int ret;
+
+	if (ct && !cred_capable(&ct->cred, CAP_NET_ADMIN))
+		return -EPERM;
+	ret = nl_link_of(h, true);
+	if (ret < 0)
+		return ret;
+	if (ifi->ifi_change ? (ifi->ifi_change & IFF_UP) : ifi->ifi_flags != 0)
+		up = ifi->ifi_flags & IFF_UP;
+	return net_lo_set_up(NULL, NULL, 1, up);
+}
+
 ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 {
 	static struct nlbuf b; /* net_lock */
@@ -219,6 +277,26 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 		if (h->nlmsg_len >= NLMSG_LENGTH(1))
 			family = *(uint8_t *)NLMSG_DATA(h);
 		b.len = 0;
+		if (h->nlmsg_type == RTM_GETLINK && !(h->nlmsg_flags & NLM_F_DUMP)) {
+			/* One link (`ip link show lo`): its RTM_NEWLINK alone, or an error. */
+			int err = nl_link_of(h, false);
+
+			if (err == 0)
+				dump_links(&b, h, 0);
+			if (err || (h->nlmsg_flags & NLM_F_ACK))
+				nl_error(&b, h, err);
+			nl_queue_locked(s, &b);
+			continue;
+		}
+		if (h->nlmsg_type == RTM_NEWLINK) {
+			int err = nl_newlink(h);
+
+			if (err || (h->nlmsg_flags & NLM_F_ACK)) {
+				nl_error(&b, h, err);
+				nl_queue_locked(s, &b);
+			}
+			continue;
+		}
 		if (!(h->nlmsg_flags & NLM_F_DUMP) ||
 		    (h->nlmsg_type != RTM_GETLINK && h->nlmsg_type != RTM_GETADDR &&
 		     h->nlmsg_type != RTM_GETROUTE)) {
@@ -232,7 +310,7 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 			continue;
 		}
 		if (h->nlmsg_type == RTM_GETLINK)
-			dump_links(&b, h);
+			dump_links(&b, h, NLM_F_MULTI);
 		else if (h->nlmsg_type == RTM_GETADDR)
 			dump_addrs(&b, h, family);
 		else

@@ -64,7 +64,7 @@ static void inet_row(struct sock *s, struct inet_walk *w)
 	if (s->has_pep)
 		p = s->pep;
 	if (w->tcp)
-		st = s->state == SOCK_LISTENING ? 0x0A : s->state == SOCK_CONNECTED ? 0x01 : 0x07;
+		st = sock_tcp_state_locked(s);
 	else
 		st = s->has_pep ? 0x01 : 0x07;
 	out_printf(w->o, "%4d: ", w->o->n++);

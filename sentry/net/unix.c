@@ -264,7 +264,7 @@ static bool backlog_room(void *arg)
 	bool r;
 
 	pthread_mutex_lock(&net_lock);
-	r = l->closed || l->state != SOCK_LISTENING || l->nacceptq <= l->backlog;
+	r = l->closed || l->state != SOCK_LISTENING || l->rcv_shut || l->nacceptq <= l->backlog;
 	pthread_mutex_unlock(&net_lock);
 	return r;
 }
@@ -293,7 +293,8 @@ static int unix_stream_connect(struct task *t, struct sock *s, struct sock *l, b
 			ret = -EINVAL;
 			break;
 		}
-		if (l->closed || l->state != SOCK_LISTENING) {
+		/* A listener shut down for reading refuses (unix_stream_connect). */
+		if (l->closed || l->state != SOCK_LISTENING || l->rcv_shut) {
 			ret = -ECONNREFUSED;
 			break;
 		}

@@ -3,7 +3,9 @@
  * The sandbox's interfaces as programs see them: the SIOCGIF* ioctls of netdevice(7) and the
  * NETLINK_ROUTE dumps (RTM_GETLINK, RTM_GETADDR, RTM_GETROUTE) that ip(8) reads. Both views must
  * agree on lo: index 1, up, loopback, 127.0.0.1/8, the local route 127.0.0.0/8. Natively the
- * machine may have more interfaces; only lo is checked.
+ * machine may have more interfaces; only lo is checked. Then lo is taken down and up again with
+ * SIOCSIFFLAGS and RTM_NEWLINK (as `ip link set lo up`): natively in a network namespace of the
+ * test's own (the host's lo is never touched), in husk on the sandbox's lo.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,9 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/capability.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include "check.h"
+#include "child.h"
+
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000
+#endif
 
 static void ifreq_named(struct ifreq *r, const char *name)
 {
@@ -305,6 +314,220 @@ static void test_views_agree(void)
 	close(s);
 }
 
+/* --- changing lo --- */
+
+static short lo_flags(int s)
+{
+	struct ifreq r;
+
+	ifreq_named(&r, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &r) != 0) {
+		CHECK(0, "SIOCGIFFLAGS: %s", strerror(errno));
+		return 0;
+	}
+	return r.ifr_flags;
+}
+
+static int set_lo_flags(int s, short flags)
+{
+	struct ifreq r;
+
+	ifreq_named(&r, "lo");
+	r.ifr_flags = flags;
+	return ioctl(s, SIOCSIFFLAGS, &r);
+}
+
+/* lo's ifi_flags in an RTM_GETLINK dump, or -1. */
+static long netlink_lo_flags(void)
+{
+	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg i;
+	} req = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
+			 .nlmsg_type = RTM_GETLINK,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+			 .nlmsg_seq = 9 } };
+	static char buf[65536];
+	long flags = -1;
+	bool done = false;
+
+	if (s < 0 || send(s, &req, req.h.nlmsg_len, 0) != (ssize_t)req.h.nlmsg_len) {
+		CHECK(0, "netlink: %s", strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	while (!done) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+		int len = (int)n;
+
+		if (n <= 0)
+			break;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, len);
+		     h = NLMSG_NEXT(h, len)) {
+			struct ifinfomsg *ifi = NLMSG_DATA(h);
+
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+				done = true;
+				break;
+			}
+			if (h->nlmsg_type == RTM_NEWLINK && ifi->ifi_index == 1)
+				flags = ifi->ifi_flags;
+		}
+	}
+	close(s);
+	return flags;
+}
+
+/*
+ * Sends RTM_NEWLINK for lo (by index, or by IFLA_IFNAME with index 0) setting IFF_UP to up, as
+ * `ip link set lo up|down` does, and returns the error of the acknowledgement (0 or -errno).
+ */
+static int netlink_set_lo(bool up, bool by_name)
+{
+	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg i;
+		char attrs[64];
+	} req;
+	char buf[4096];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	int err = 1;
+	ssize_t n;
+
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.h.nlmsg_type = RTM_NEWLINK;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	req.h.nlmsg_seq = 77;
+	req.i.ifi_family = AF_UNSPEC;
+	req.i.ifi_index = by_name ? 0 : 1;
+	req.i.ifi_flags = up ? IFF_UP : 0;
+	req.i.ifi_change = IFF_UP;
+	if (by_name) {
+		struct rtattr *a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.h.nlmsg_len));
+
+		a->rta_type = IFLA_IFNAME;
+		a->rta_len = RTA_LENGTH(3);
+		memcpy(RTA_DATA(a), "lo", 3);
+		req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+	}
+	if (s < 0 || send(s, &req, req.h.nlmsg_len, 0) != (ssize_t)req.h.nlmsg_len) {
+		CHECK(0, "netlink: %s", strerror(errno));
+		if (s >= 0)
+			close(s);
+		return 1;
+	}
+	n = recv(s, buf, sizeof(buf), 0);
+	if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR &&
+	    h->nlmsg_seq == 77)
+		err = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+	else
+		CHECK(0, "RTM_NEWLINK: no acknowledgement (%zd bytes, type %u)", n,
+		      n > 0 ? h->nlmsg_type : 0);
+	close(s);
+	return err;
+}
+
+static void drop_net_admin(void *arg)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	int s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+
+	(void)arg;
+	if (syscall(SYS_capget, &h, d) != 0) {
+		CHECK(0, "capget: %s", strerror(errno));
+		return;
+	}
+	d[0].effective &= ~(1U << CAP_NET_ADMIN);
+	d[0].permitted &= ~(1U << CAP_NET_ADMIN);
+	if (syscall(SYS_capset, &h, d) != 0) {
+		CHECK(0, "capset: %s", strerror(errno));
+		return;
+	}
+	CHECK_ERR(set_lo_flags(s, IFF_UP), EPERM);
+	CHECK_RET(netlink_set_lo(true, false), -EPERM);
+	close(s);
+}
+
+static void change_lo(void *arg)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_port = htons(9) };
+	struct sockaddr_in6 lo6 = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
+	struct sockaddr_in rcv_addr = lo;
+	socklen_t rl = sizeof(rcv_addr);
+	int s, u, t, rcv;
+	short f;
+
+	(void)arg;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rcv_addr = lo;
+	rcv_addr.sin_port = 0;
+	lo6.sin6_addr = in6addr_loopback;
+	if (syscall(SYS_unshare, CLONE_NEWNET) != 0) {
+		/* husk's sandbox is one network namespace: its lo is the sandbox's own. */
+		if (!in_husk()) {
+			printf("skip: changing lo: no network namespace of our own (%s)\n",
+			       strerror(errno));
+			return;
+		}
+	}
+	s = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+	u = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+	rcv = CHECK_OK(socket(AF_INET, SOCK_DGRAM, 0));
+
+	CHECK_RET(set_lo_flags(s, (short)(lo_flags(s) | IFF_UP)), 0);
+	f = lo_flags(s);
+	CHECK((f & (IFF_UP | IFF_RUNNING | IFF_LOOPBACK)) == (IFF_UP | IFF_RUNNING | IFF_LOOPBACK),
+	      "up: flags %#x", f);
+	CHECK((netlink_lo_flags() & (IFF_UP | IFF_LOWER_UP)) == (IFF_UP | IFF_LOWER_UP),
+	      "netlink up: flags %#lx", netlink_lo_flags());
+	CHECK_RET(bind(rcv, (struct sockaddr *)&rcv_addr, sizeof(rcv_addr)), 0);
+	CHECK_RET(getsockname(rcv, (struct sockaddr *)&rcv_addr, &rl), 0);
+	CHECK_RET(sendto(u, "x", 1, 0, (struct sockaddr *)&rcv_addr, sizeof(rcv_addr)), 1);
+	CHECK_RET(recv(rcv, &f, 1, 0), 1);
+
+	/* Down: IFF_UP and IFF_RUNNING go, IPv4 loopback is unreachable. */
+	CHECK_RET(set_lo_flags(s, (short)(lo_flags(s) & ~IFF_UP)), 0);
+	f = lo_flags(s);
+	CHECK(!(f & (IFF_UP | IFF_RUNNING)) && (f & IFF_LOOPBACK), "down: flags %#x", f);
+	CHECK(!(netlink_lo_flags() & (IFF_UP | IFF_LOWER_UP)), "netlink down: flags %#lx",
+	      netlink_lo_flags());
+	/* IPv4 datagrams are sent and lost; ::1 is gone. (A TCP connect may be unreachable or
+	 * wait for its SYN's retries, depending on cached routes: not checked.) */
+	CHECK_RET(sendto(u, "x", 1, 0, (struct sockaddr *)&rcv_addr, sizeof(rcv_addr)), 1);
+	CHECK_ERR(recv(rcv, &f, 1, MSG_DONTWAIT), EAGAIN);
+	t = CHECK_OK(socket(AF_INET6, SOCK_DGRAM, 0));
+	CHECK_ERR(sendto(t, "x", 1, 0, (struct sockaddr *)&lo6, sizeof(lo6)), EADDRNOTAVAIL);
+	close(t);
+
+	/* RTM_NEWLINK, by index and by name. */
+	CHECK_RET(netlink_set_lo(true, false), 0);
+	CHECK(lo_flags(s) & IFF_UP, "RTM_NEWLINK up: flags %#x", lo_flags(s));
+	CHECK_RET(sendto(u, "x", 1, 0, (struct sockaddr *)&rcv_addr, sizeof(rcv_addr)), 1);
+	CHECK_RET(recv(rcv, &f, 1, 0), 1);
+	CHECK_RET(netlink_set_lo(false, true), 0);
+	CHECK(!(lo_flags(s) & IFF_UP), "RTM_NEWLINK down: flags %#x", lo_flags(s));
+	CHECK_RET(netlink_set_lo(true, true), 0);
+	CHECK(lo_flags(s) & IFF_UP, "RTM_NEWLINK up by name: flags %#x", lo_flags(s));
+
+	{
+		struct ifreq r;
+
+		ifreq_named(&r, "nosuchif0");
+		r.ifr_flags = IFF_UP;
+		CHECK_ERR(ioctl(s, SIOCSIFFLAGS, &r), ENODEV);
+	}
+	in_child(drop_net_admin, NULL);
+	CHECK(lo_flags(s) & IFF_UP, "lo stays up: flags %#x", lo_flags(s));
+	close(s);
+	close(u);
+	close(rcv);
+}
+
 int main(void)
 {
 	test_ioctls_lo();
@@ -312,5 +535,6 @@ int main(void)
 	test_ifconf();
 	test_netlink_dumps();
 	test_views_agree();
+	in_child(change_lo, NULL);
 	return finish();
 }
