@@ -29,8 +29,10 @@ static socklen_t sun_of(struct sockaddr_un *sun, const char *path)
 {
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
-	snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", path);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1);
+	size_t n = strnlen(path, sizeof(sun->sun_path) - 1);
+
+	memcpy(sun->sun_path, path, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 }
 
 static int bind_path(int fd, const char *path)
