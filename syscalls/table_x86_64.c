@@ -42,7 +42,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(chdir),
 	FULL(fchdir),
 	PARTIAL(fcntl,
-		"leases and F_NOTIFY: EINVAL; O_ASYNC signals readiness changes (POLL_IN while readable), not each write"),
+		"leases: EINVAL; O_ASYNC signals readiness changes (POLL_IN while readable), not each write; F_NOTIFY sees changes made in the sandbox only"),
 	PARTIAL(flock, "checked but never conflicting (one process)"),
 	FULL(dup),
 	FULL(dup2),
