@@ -3,13 +3,17 @@
  * Linux AIO (the io_* system calls libaio wraps): io_setup and the ring it maps at the context
  * address, io_submit of PREAD/PWRITE/PREADV/PWRITEV/FSYNC/FDSYNC, io_getevents/io_pgetevents
  * (min_nr, relative timeouts), io_cancel of a finished request, IOCB_FLAG_RESFD with an eventfd,
- * io_destroy, and the errors of each.
+ * io_destroy, and the errors of each; IOCB_CMD_POLL ready at once, completed later by another
+ * thread's write (io_getevents waiting, or an eventfd under epoll), hung up, cancelled, destroyed.
  */
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -75,6 +79,172 @@ static void check_ring(aio_context_t ctx, unsigned nr, unsigned pending)
 		      (r->tail + r->nr - r->head) % r->nr == pending,
 	      "ring: magic %#x nr %u head %u tail %u header %u, %u pending", r->magic, r->nr,
 	      r->head, r->tail, r->header_length, pending);
+}
+
+static void *write_later(void *arg)
+{
+	int fd = *(int *)arg;
+
+	if (write(fd, "w", 1) != 1)
+		perror("write_later");
+	return NULL;
+}
+
+/* Starts a thread that writes one byte to fd. */
+static pthread_t writer(int *fd)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, write_later, fd) != 0)
+		CHECK(0, "pthread_create");
+	return th;
+}
+
+/*
+ * The result of a poll completed by a wake: Linux reports the waker's events (a pipe's writer:
+ * POLLIN | POLLRDNORM), or those asked for that are ready when it could not complete it at once.
+ */
+static int later_in(int64_t res)
+{
+	return res == POLLIN || res == (POLLIN | POLLRDNORM);
+}
+
+static void test_poll(void)
+{
+	struct iocb cb, cb2, *cbp[1] = { &cb };
+	struct timespec zero = { 0, 0 };
+	struct epoll_event eev;
+	struct io_event ev[4];
+	aio_context_t ctx = 0;
+	int p[2], efd, ep;
+	uint64_t count;
+	pthread_t th;
+	char c;
+
+	CHECK_RET(setup(8, &ctx), 0);
+	CHECK_OK(pipe(p));
+
+	/* Malformed: fields poll does not use, events past 16 bits. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 1, 1);
+	cb.aio_buf = POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EINVAL);
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 1);
+	cb.aio_buf = 0x10000 | POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EINVAL);
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 1, 0, 1);
+	cb.aio_buf = POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EINVAL);
+	prep(&cb, IOCB_CMD_POLL, 999, NULL, 0, 0, 1);
+	cb.aio_buf = POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EBADF);
+
+	/* Ready already: completed at once, with the ready events asked for. */
+	CHECK_RET(write(p[1], "x", 1), 1);
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 50);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 50 && ev[0].obj == (uint64_t)(uintptr_t)&cb && ev[0].res == POLLIN,
+	      "ready poll: data %llu res %#llx", (unsigned long long)ev[0].data,
+	      (unsigned long long)ev[0].res);
+	CHECK_RET(read(p[0], &c, 1), 1);
+	prep(&cb, IOCB_CMD_POLL, p[1], NULL, 0, 0, 51);
+	cb.aio_buf = POLLOUT | POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 51 && ev[0].res == POLLOUT, "writable: %#llx",
+	      (unsigned long long)ev[0].res);
+
+	/* Not ready: pending until another thread writes; io_getevents waits for it. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 52);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(getevents(ctx, 0, 4, ev, &zero), 0);
+	th = writer(&p[1]);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	pthread_join(th, NULL);
+	CHECK(ev[0].data == 52 && later_in(ev[0].res), "later: data %llu res %#llx",
+	      (unsigned long long)ev[0].data, (unsigned long long)ev[0].res);
+	CHECK_RET(read(p[0], &c, 1), 1);
+	/* One-shot: a later write adds no event. */
+	CHECK_RET(write(p[1], "x", 1), 1);
+	CHECK_RET(getevents(ctx, 0, 4, ev, &zero), 0);
+	CHECK_RET(read(p[0], &c, 1), 1);
+
+	/* IOCB_FLAG_RESFD: the completion signals the eventfd, which epoll sees. */
+	efd = eventfd(0, EFD_NONBLOCK);
+	ep = epoll_create1(0);
+	eev.events = EPOLLIN;
+	eev.data.u64 = 7;
+	CHECK_OK(epoll_ctl(ep, EPOLL_CTL_ADD, efd, &eev));
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 53);
+	cb.aio_buf = POLLIN;
+	cb.aio_flags = IOCB_FLAG_RESFD;
+	cb.aio_resfd = (uint32_t)efd;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(epoll_wait(ep, &eev, 1, 0), 0);
+	th = writer(&p[1]);
+	CHECK_RET(epoll_wait(ep, &eev, 1, 10000), 1);
+	pthread_join(th, NULL);
+	count = 0;
+	CHECK(read(efd, &count, 8) == 8 && count == 1, "eventfd count %llu",
+	      (unsigned long long)count);
+	CHECK_RET(getevents(ctx, 1, 4, ev, &zero), 1);
+	CHECK(ev[0].data == 53 && later_in(ev[0].res), "resfd poll: data %llu res %#llx",
+	      (unsigned long long)ev[0].data, (unsigned long long)ev[0].res);
+	CHECK_RET(read(p[0], &c, 1), 1);
+	close(ep);
+	close(efd);
+
+	/* io_cancel of a pending poll: in progress, then an event with no events ready. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 54);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	prep(&cb2, IOCB_CMD_POLL, p[0], NULL, 0, 0, 55);
+	CHECK_ERR(syscall(SYS_io_cancel, ctx, &cb2, &ev[0]), EINVAL);
+	CHECK_ERR(syscall(SYS_io_cancel, ctx, &cb, &ev[0]), EINPROGRESS);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 54 && ev[0].res == 0, "cancelled: data %llu res %#llx",
+	      (unsigned long long)ev[0].data, (unsigned long long)ev[0].res);
+	CHECK_ERR(syscall(SYS_io_cancel, ctx, &cb, &ev[0]), EINVAL);
+
+	/* The writer hangs up: POLLHUP, always reported. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 56);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	close(p[1]);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 56 && ev[0].res == POLLHUP, "hang-up: %#llx",
+	      (unsigned long long)ev[0].res);
+
+	/* A process exits with a poll pending: its file goes with it (the reader's last close). */
+	CHECK_OK(pipe(p));
+	pid_t pid = fork();
+	if (pid == 0) {
+		aio_context_t cc = 0;
+
+		prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 58);
+		cb.aio_buf = POLLIN;
+		_exit(setup(4, &cc) == 0 && submit(cc, 1, cbp) == 1 ? 0 : 1);
+	}
+	int st = -1;
+	CHECK_RET(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	close(p[0]);
+	signal(SIGPIPE, SIG_IGN);
+	CHECK_ERR(write(p[1], "x", 1), EPIPE);
+	signal(SIGPIPE, SIG_DFL);
+	close(p[1]);
+
+	/* io_destroy with a poll pending. */
+	CHECK_OK(pipe(p));
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 57);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(syscall(SYS_io_destroy, ctx), 0);
+	CHECK_RET(write(p[1], "x", 1), 1);
+	close(p[0]);
+	close(p[1]);
 }
 
 int main(void)
@@ -249,5 +419,6 @@ int main(void)
 	close(p[0]);
 	close(p[1]);
 	close(fd);
+	test_poll();
 	return finish();
 }
