@@ -790,6 +790,8 @@ static long do_getdents(struct task *t, const struct syscall_args *args,
 	}
 	pthread_mutex_unlock(&f->pos_lock);
 	free(gb.buf);
+	/* Linux's iterate_dir: each listing is an access of the directory (IN_ACCESS, DN_ACCESS). */
+	vfs_notify_file(f, VFS_IN_ACCESS);
 	file_put(f);
 	return r;
 }

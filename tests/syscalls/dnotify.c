@@ -194,6 +194,18 @@ static int op_chmod(const char *d)
 	return chmod(p, 0600);
 }
 
+static int op_getdents(const char *d)
+{
+	char buf[4096];
+	int fd = open(d, O_RDONLY | O_DIRECTORY), r;
+
+	if (fd < 0)
+		return -1;
+	r = syscall(SYS_getdents64, fd, buf, sizeof(buf)) > 0 ? 0 : -1;
+	close(fd);
+	return r;
+}
+
 static int op_chmod_dir(const char *d)
 {
 	return chmod(d, 0700);
@@ -248,6 +260,7 @@ static void test_each_event(const char *d)
 		{ "read", DN_ACCESS, op_access, 1 },
 		{ "chmod", DN_ATTRIB, op_chmod, 1 },
 		{ "chmod of the directory", DN_ATTRIB, op_chmod_dir, 1 },
+		{ "getdents of the directory", DN_ACCESS, op_getdents, 1 },
 		{ "in a subdirectory", 0, op_in_subdir, 0 },
 		{ "rename", DN_RENAME | DN_DELETE | DN_CREATE, op_rename, 1 },
 		{ "unlink", DN_DELETE, op_unlink, 1 },
