@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inotify's core (see notify.h): a table of watched inodes, each with its watches, and per group
- * a queue of events.
+ * a queue of events. dnotify's watches (F_NOTIFY) hang on the same inode entries; an event owes
+ * their owners signals, which deliver() sends once notify_lock is released.
  *
- * Locks: notify_lock (global) protects the inode table, every watch and every group's watch
- * list; a group's lock protects its queue. Order: notify_lock, then a group's lock, then the
+ * Locks: notify_lock (global) protects the inode table, every watch (inotify's and dnotify's)
+ * and every group's watch list; a group's lock protects its queue. Order: notify_lock, then a group's lock, then the
  * group's wait queue (woken with the group lock released). getattr is asked before notify_lock
  * is taken, so filesystem locks are never taken under it.
  */
