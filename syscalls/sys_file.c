@@ -790,6 +790,8 @@ static long do_getdents(struct task *t, const struct syscall_args *args,
 	}
 	pthread_mutex_unlock(&f->pos_lock);
 	free(gb.buf);
+	/* Linux's iterate_dir: each listing is an access of the directory (IN_ACCESS, DN_ACCESS). */
+	vfs_notify_file(f, VFS_IN_ACCESS);
 	file_put(f);
 	return r;
 }
@@ -1005,7 +1007,10 @@ static long fcntl_owner(struct task *t, struct file *f, int cmd, uint64_t arg)
 }
 
 /* fcntl(2) */
-/* Leases and F_NOTIFY are -EINVAL; O_ASYNC notifies of readiness changes, not of each write. */
+/*
+ * Leases are -EINVAL; O_ASYNC notifies of readiness changes, not of each write; F_NOTIFY sees
+ * only the changes made through the sentry.
+ */
 long sys_fcntl(struct task *t, const struct syscall_args *args)
 {
 	int fd = (int)args->a[0], cmd = (int)args->a[1];
@@ -1059,6 +1064,9 @@ long sys_fcntl(struct task *t, const struct syscall_args *args)
 	case 37: /* F_OFD_SETLK */
 	case 38: /* F_OFD_SETLKW */
 		r = fcntl_lock(t, f, cmd, arg); /* sys_fs.c */
+		break;
+	case F_NOTIFY:
+		r = vfs_fasync_dirnotify(t, f, fd, arg);
 		break;
 	case F_GETPIPE_SZ:
 	case F_SETPIPE_SZ:

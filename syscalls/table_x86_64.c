@@ -42,7 +42,7 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(chdir),
 	FULL(fchdir),
 	PARTIAL(fcntl,
-		"leases and F_NOTIFY: EINVAL; O_ASYNC signals readiness changes (POLL_IN while readable), not each write"),
+		"leases: EINVAL; O_ASYNC signals readiness changes (POLL_IN while readable), not each write; F_NOTIFY sees changes made in the sandbox only"),
 	PARTIAL(flock, "checked but never conflicting (one process)"),
 	FULL(dup),
 	FULL(dup2),
@@ -373,10 +373,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(io_setup, "the ring is Linux's struct aio_ring in a private anonymous mapping"),
 	FULL(io_destroy),
 	PARTIAL(io_submit, "PREAD, PWRITE, PREADV, PWRITEV, FSYNC, FDSYNC complete inside the "
-			   "call; IOCB_CMD_POLL: EINVAL"),
+			   "call; POLL completes when ready, with the asked events ready then and "
+			   "their normal band (not the waker's own set)"),
 	FULL(io_getevents),
 	FULL(io_pgetevents),
-	PARTIAL(io_cancel, "nothing is ever in flight: EINVAL, as Linux for a finished request"),
+	PARTIAL(io_cancel, "a pending POLL: EINPROGRESS and its event (res 0); other requests have "
+			   "finished: EINVAL, as Linux"),
 	PARTIAL(vmsplice, "copies (never maps pages into the pipe); SPLICE_F_GIFT has no effect"),
 };
 

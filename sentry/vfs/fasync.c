@@ -15,6 +15,9 @@
  * POLL_OUT and a hang-up POLL_HUP (edges only, else a writer would hear of each of its writes;
  * Linux's pipe_read sends its writers POLL_OUT after every read, even of a pipe not full).
  *
+ * F_NOTIFY (vfs_fasync_dirnotify): a dnotify watch (notify.c) holds a reference on the state and
+ * signals its owner with POLL_MSG, synchronously from the event's hook, with no notify lock held.
+ *
  * Lifetime: the file holds one reference on its state and each queued notification another.
  * fa->lock is held by the notifier across the poll and the send, and by file_put's
  * vfs_fasync_release while it detaches the file: after that the notifier never touches the file.
@@ -35,11 +38,13 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/vfs.h"
 
 #define LINUX_SIGIO 29
 #define LINUX_POLL_IN 1
 #define LINUX_POLL_OUT 2
+#define LINUX_POLL_MSG 3
 #define LINUX_POLL_HUP 6
 #define LINUX_SI_KERNEL 0x80
 
@@ -154,7 +159,7 @@ static void send_to_owner(struct file_async *fa, int sig, const struct linux_sig
 }
 
 /* Linux's send_sigio_to_task: the F_SETSIG signal with its information, else plain SIGIO. */
-static void notify(struct file_async *fa, int reason)
+static void notify(struct file_async *fa, int reason, int fd)
 {
 	/* band_table of fs/fcntl.c, by reason - POLL_IN. */
 	static const int64_t bands[] = {
@@ -172,7 +177,7 @@ static void notify(struct file_async *fa, int reason)
 	info.si_signo = fa->sig;
 	info.si_code = reason;
 	info.poll.band = bands[reason - LINUX_POLL_IN];
-	info.poll.fd = fa->fd;
+	info.poll.fd = fd;
 	send_to_owner(fa, fa->sig, &info);
 }
 
@@ -187,11 +192,11 @@ static void check(struct file_async *fa)
 	m = f->ops->poll(f, NULL);
 	fa->last = m;
 	if (m & POLLIN)
-		notify(fa, LINUX_POLL_IN);
+		notify(fa, LINUX_POLL_IN, fa->fd);
 	else if ((m & POLLOUT) && !(last & POLLOUT))
-		notify(fa, LINUX_POLL_OUT);
+		notify(fa, LINUX_POLL_OUT, fa->fd);
 	else if ((m & POLLHUP) && !(last & POLLHUP))
-		notify(fa, LINUX_POLL_HUP);
+		notify(fa, LINUX_POLL_HUP, fa->fd);
 }
 
 static void *notifier_main(void *arg)
@@ -370,12 +375,64 @@ int vfs_fasync_enable(struct task *t, struct file *f, int fd, bool on)
 	return 0;
 }
 
+/* F_NOTIFY's default owner: t's process unless one was set (Linux's __f_setown, no force). */
+static void setown_default(struct task *t, struct file_async *fa)
+{
+	pthread_mutex_lock(&fa->lock);
+	if (!fa->owner_id) {
+		fa->k = t->k;
+		fa->owner_type = VFS_OWNER_PID;
+		fa->owner_id = task_pid(t);
+		fa->uid = t->cred.uid;
+		fa->euid = t->cred.euid;
+	}
+	pthread_mutex_unlock(&fa->lock);
+}
+
+/* A dnotify event: POLL_MSG with si_fd fd to fa's owner, unless its file is gone. */
+static void dnotify_send(struct file_async *fa, int fd)
+{
+	pthread_mutex_lock(&fa->lock);
+	if (fa->f)
+		notify(fa, LINUX_POLL_MSG, fd);
+	pthread_mutex_unlock(&fa->lock);
+}
+
+static void fa_get(struct file_async *fa)
+{
+	refcount_inc(&fa->ref);
+}
+
+static const struct dnotify_ops fasync_dnotify_ops = {
+	.send = dnotify_send,
+	.get = fa_get,
+	.put = fa_put,
+};
+
+long vfs_fasync_dirnotify(struct task *t, struct file *f, int fd, unsigned long arg)
+{
+	struct file_async *fa = NULL;
+	long r;
+
+	if (arg & ~(unsigned long)VFS_DN_MULTISHOT) {
+		fa = fa_of(f);
+		if (!fa)
+			return -ENOMEM;
+		refcount_inc(&fa->ref); /* for the watch */
+	}
+	r = vfs_dnotify_set(&fasync_dnotify_ops, fa, t->fdt, f, fd, arg);
+	if (r == 0 && fa)
+		setown_default(t, fa);
+	return r;
+}
+
 void vfs_fasync_release(struct file *f)
 {
 	struct file_async *fa = f->async;
 
 	if (!fa)
 		return;
+	vfs_dnotify_release(f);
 	pthread_mutex_lock(&fa->lock);
 	if (fa->enabled) {
 		waitq_remove_callback(fa->wq, &fa->cb);

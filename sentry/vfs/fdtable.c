@@ -8,6 +8,7 @@
 
 #include "common/util.h"
 #include "sentry/vfs/lock.h"
+#include "sentry/vfs/notify.h"
 #include "sentry/vfs/vfs.h"
 
 struct fdtable {
@@ -41,8 +42,11 @@ void fdtable_put(struct fdtable *t)
 		return;
 	/* The process's POSIX locks go with its table (its address may be reused). */
 	vfs_locks_owner_gone(t);
-	for (int i = 0; i < t->cap; i++)
+	for (int i = 0; i < t->cap; i++) {
+		if (t->files[i])
+			vfs_dnotify_close(t, t->files[i]);
 		file_put(t->files[i]);
+	}
 	free(t->files);
 	free(t->cloexec);
 	pthread_mutex_destroy(&t->lock);
@@ -128,8 +132,10 @@ int fdtable_install_at(struct fdtable *t, struct file *f, int fd, bool cloexec, 
 		t->next_free = fd + 1;
 	pthread_mutex_unlock(&t->lock);
 	/* Outside the lock: the last put may run a release that blocks. */
-	if (old)
+	if (old) {
 		vfs_locks_close_posix(t, old);
+		vfs_dnotify_close(t, old);
+	}
 	file_put(old);
 	return fd;
 }
@@ -167,6 +173,7 @@ int fdtable_close(struct fdtable *t, int fd)
 	if (!f)
 		return -EBADF;
 	vfs_locks_close_posix(t, f);
+	vfs_dnotify_close(t, f);
 	file_put(f);
 	return 0;
 }
@@ -245,6 +252,7 @@ void fdtable_close_on_exec(struct fdtable *t)
 		if (!f)
 			return;
 		vfs_locks_close_posix(t, f);
+		vfs_dnotify_close(t, f);
 		file_put(f);
 	}
 }

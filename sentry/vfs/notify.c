@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inotify's core (see notify.h): a table of watched inodes, each with its watches, and per group
- * a queue of events.
+ * a queue of events. dnotify's watches (F_NOTIFY) hang on the same inode entries; an event owes
+ * their owners signals, which deliver() sends once notify_lock is released.
  *
- * Locks: notify_lock (global) protects the inode table, every watch and every group's watch
- * list; a group's lock protects its queue. Order: notify_lock, then a group's lock, then the
+ * Locks: notify_lock (global) protects the inode table, every watch (inotify's and dnotify's)
+ * and every group's watch list; a group's lock protects its queue. Order: notify_lock, then a group's lock, then the
  * group's wait queue (woken with the group lock released). getattr is asked before notify_lock
  * is taken, so filesystem locks are never taken under it.
  */
@@ -41,6 +42,32 @@ struct notify_inode {
 	struct notify_inode *next; /* hash chain */
 	uint64_t dev, ino;
 	struct list_head watches; /* of notify_watch.inode_link */
+	struct list_head dnotify; /* of dnotify_watch.inode_link */
+};
+
+/*
+ * A dnotify watch: F_NOTIFY on open directory f through the fd table owner (Linux's
+ * dnotify_struct). f and owner are keys, never dereferenced; the watch holds a reference on f's
+ * async state, whose owner it signals. It goes with F_NOTIFY 0, a close of any descriptor of f
+ * in owner's table, f's release, the directory's end, or its first event unless VFS_DN_MULTISHOT.
+ */
+struct dnotify_watch {
+	struct list_head inode_link;
+	struct list_head all_link; /* dnotify_all */
+	struct notify_inode *in;
+	const struct file *f;
+	const void *owner;
+	const struct dnotify_ops *ops;
+	struct file_async *fa;
+	int fd;
+	uint32_t mask; /* DN_* with VFS_DN_MULTISHOT */
+};
+
+/* A signal deliver() owes a dnotify watch's owner, sent once notify_lock is released. */
+struct dnotify_send {
+	const struct dnotify_ops *ops;
+	struct file_async *fa;
+	int fd;
 };
 
 struct notify_watch {
@@ -66,6 +93,8 @@ static pthread_mutex_t notify_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct notify_inode *buckets[NOTIFY_BUCKETS]; /* notify_lock */
 static int ngroups; /* notify_lock */
 static uint32_t next_cookie; /* atomic */
+static struct list_head dnotify_all = LIST_HEAD_INIT(dnotify_all); /* notify_lock */
+static int dnotify_count; /* atomic: the close hook's fast path */
 
 static size_t bucket_of(uint64_t dev, uint64_t ino)
 {
@@ -86,7 +115,7 @@ static void inode_free_if_unused(struct notify_inode *in)
 {
 	struct notify_inode **pp;
 
-	if (!list_empty(&in->watches))
+	if (!list_empty(&in->watches) || !list_empty(&in->dnotify))
 		return;
 	for (pp = &buckets[bucket_of(in->dev, in->ino)]; *pp; pp = &(*pp)->next) {
 		if (*pp == in) {
@@ -159,6 +188,66 @@ static void watch_remove(struct notify_watch *w, bool ignored)
 	__atomic_sub_fetch(&vfs_notify_watches, 1, __ATOMIC_RELAXED);
 }
 
+/* The DN_* events of inotify event mask (Linux's convert_arg, backwards). */
+static uint32_t dn_events(uint32_t mask)
+{
+	uint32_t dn = 0;
+
+	if (mask & VFS_IN_ACCESS)
+		dn |= VFS_DN_ACCESS;
+	if (mask & VFS_IN_MODIFY)
+		dn |= VFS_DN_MODIFY;
+	if (mask & VFS_IN_ATTRIB)
+		dn |= VFS_DN_ATTRIB;
+	if (mask & (VFS_IN_CREATE | VFS_IN_MOVED_TO))
+		dn |= VFS_DN_CREATE;
+	if (mask & (VFS_IN_DELETE | VFS_IN_MOVED_FROM))
+		dn |= VFS_DN_DELETE;
+	if (mask & VFS_IN_DN_RENAME)
+		dn |= VFS_DN_RENAME;
+	return dn;
+}
+
+/* Drops dnotify watch d (notify_lock held; its inode entry stays, maybe empty). */
+static void dnotify_remove(struct dnotify_watch *d)
+{
+	list_del(&d->inode_link);
+	list_del(&d->all_link);
+	d->ops->put(d->fa);
+	free(d);
+	__atomic_sub_fetch(&dnotify_count, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&vfs_notify_watches, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Linux's dnotify_handle_event (notify_lock held): each of in's dnotify watches of an event in
+ * dn owes its owner a signal, added to *sends with a reference on the async state; one-shot
+ * watches go. Out of memory, the signal is lost (Linux's allocation failures lose events too).
+ */
+static void dnotify_deliver(struct notify_inode *in, uint32_t dn, struct dnotify_send **sends,
+			    size_t *nsends)
+{
+	struct dnotify_watch *d, *tmp;
+
+	list_for_each_entry_safe(d, tmp, &in->dnotify, inode_link) {
+		struct dnotify_send *more;
+
+		if (!(d->mask & dn))
+			continue;
+		more = realloc(*sends, (*nsends + 1) * sizeof(**sends));
+		if (more) {
+			*sends = more;
+			more[*nsends].ops = d->ops;
+			more[*nsends].fa = d->fa;
+			more[*nsends].fd = d->fd;
+			d->ops->get(d->fa); /* the send's, the watch may go first */
+			(*nsends)++;
+		}
+		if (!(d->mask & VFS_DN_MULTISHOT))
+			dnotify_remove(d);
+	}
+}
+
 /*
  * Delivers mask (an event bit, maybe with IN_ISDIR) on inode (dev, ino) to the watches that
  * want it, with name (NULL: the event is about the inode itself). unlinked: the subject has no
@@ -167,15 +256,24 @@ static void watch_remove(struct notify_watch *w, bool ignored)
 static void deliver(uint64_t dev, uint64_t ino, uint32_t mask, uint32_t cookie, const char *name,
 		    bool unlinked)
 {
+	struct dnotify_send *sends = NULL;
 	struct notify_watch *w, *tmp;
 	struct notify_inode *in;
+	size_t nsends = 0;
+	uint32_t dn = dn_events(mask);
 
+	mask &= ~VFS_IN_DN_RENAME;
 	/* inotify never reports IN_ISDIR with the self events (Linux keeps that for fanotify). */
 	if (mask & (VFS_IN_MOVE_SELF | VFS_IN_DELETE_SELF))
 		mask &= ~VFS_IN_ISDIR;
 	pthread_mutex_lock(&notify_lock);
 	in = inode_find(dev, ino);
 	if (in) {
+		/* Linux's FS_RENAME comes before FS_MOVED_FROM: a watch of both hears each. */
+		if (dn & VFS_DN_RENAME)
+			dnotify_deliver(in, VFS_DN_RENAME, &sends, &nsends);
+		if (dn & ~VFS_DN_RENAME)
+			dnotify_deliver(in, dn & ~VFS_DN_RENAME, &sends, &nsends);
 		list_for_each_entry_safe(w, tmp, &in->watches, inode_link) {
 			if (!(w->mask & mask & VFS_IN_ALL_EVENTS))
 				continue;
@@ -188,6 +286,11 @@ static void deliver(uint64_t dev, uint64_t ino, uint32_t mask, uint32_t cookie, 
 		inode_free_if_unused(in); /* its last watch may have been a one-shot one */
 	}
 	pthread_mutex_unlock(&notify_lock);
+	for (size_t i = 0; i < nsends; i++) {
+		sends[i].ops->send(sends[i].fa, sends[i].fd);
+		sends[i].ops->put(sends[i].fa);
+	}
+	free(sends);
 }
 
 uint32_t vfs_notify_cookie(void)
@@ -249,9 +352,10 @@ void vfs_notify_name(struct vfs_node *dir, const char *name, struct vfs_node *ch
 	deliver(da.dev, da.ino, mask, cookie, name, false);
 }
 
-/* Ends every watch on inode (dev, ino) with IN_IGNORED: the inode is gone. */
+/* Ends every watch on inode (dev, ino), inotify's with IN_IGNORED: the inode is gone. */
 static void drop_inode(uint64_t dev, uint64_t ino)
 {
+	struct dnotify_watch *d, *dtmp;
 	struct notify_watch *w, *tmp;
 	struct notify_inode *in;
 
@@ -260,6 +364,8 @@ static void drop_inode(uint64_t dev, uint64_t ino)
 	if (in) {
 		list_for_each_entry_safe(w, tmp, &in->watches, inode_link)
 			watch_remove(w, true);
+		list_for_each_entry_safe(d, dtmp, &in->dnotify, inode_link)
+			dnotify_remove(d);
 		inode_free_if_unused(in);
 	}
 	pthread_mutex_unlock(&notify_lock);
@@ -447,6 +553,7 @@ int notify_add_watch(struct notify_group *g, struct vfs_node *n, uint32_t mask)
 		in->dev = a.dev;
 		in->ino = a.ino;
 		list_init(&in->watches);
+		list_init(&in->dnotify);
 		in->next = buckets[b];
 		buckets[b] = in;
 	}
@@ -534,4 +641,115 @@ size_t notify_group_pending(struct notify_group *g)
 struct waitq *notify_group_waitq(struct notify_group *g)
 {
 	return &g->wq;
+}
+
+/* --- dnotify --- */
+
+/* Finds the inode entry of (dev, ino), made if need be (notify_lock held). NULL: no memory. */
+static struct notify_inode *inode_find_or_add(uint64_t dev, uint64_t ino)
+{
+	struct notify_inode *in = inode_find(dev, ino);
+	size_t b = bucket_of(dev, ino);
+
+	if (in)
+		return in;
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return NULL;
+	in->dev = dev;
+	in->ino = ino;
+	list_init(&in->watches);
+	list_init(&in->dnotify);
+	in->next = buckets[b];
+	buckets[b] = in;
+	return in;
+}
+
+/* Drops the dnotify watches of f, of owner's only unless owner is NULL. */
+static void dnotify_remove_of(const void *owner, const struct file *f)
+{
+	struct dnotify_watch *d, *tmp;
+
+	if (!__atomic_load_n(&dnotify_count, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&notify_lock);
+	list_for_each_entry_safe(d, tmp, &dnotify_all, all_link) {
+		struct notify_inode *in = d->in;
+
+		if (d->f != f || (owner && d->owner != owner))
+			continue;
+		dnotify_remove(d);
+		inode_free_if_unused(in);
+	}
+	pthread_mutex_unlock(&notify_lock);
+}
+
+long vfs_dnotify_set(const struct dnotify_ops *ops, struct file_async *fa, const void *owner,
+		     struct file *f, int fd, unsigned long arg)
+{
+	struct dnotify_watch *d;
+	struct notify_inode *in;
+	struct vfs_attr a;
+	int err = 0;
+
+	/* Linux's fcntl_dirnotify: no event is a removal, of any file. */
+	if (!(arg & ~(unsigned long)VFS_DN_MULTISHOT)) {
+		dnotify_remove_of(owner, f);
+		goto out_put;
+	}
+	err = f->node ? vfs_node_getattr(f->node, &a) : -ENOTDIR;
+	if (err < 0)
+		goto out_put;
+	if (!S_ISDIR(a.mode)) {
+		err = -ENOTDIR;
+		goto out_put;
+	}
+	pthread_mutex_lock(&notify_lock);
+	in = inode_find_or_add(a.dev, a.ino);
+	if (!in) {
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	list_for_each_entry(d, &in->dnotify, inode_link) {
+		/* Linux's attach_dn: the events add up, and the last fd is the one reported. */
+		if (d->f == f && d->owner == owner) {
+			d->fd = fd;
+			d->mask |= (uint32_t)arg;
+			goto out_unlock;
+		}
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		inode_free_if_unused(in);
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	d->in = in;
+	d->f = f;
+	d->owner = owner;
+	d->ops = ops;
+	d->fa = fa;
+	fa = NULL; /* the watch's reference */
+	d->fd = fd;
+	d->mask = (uint32_t)arg;
+	list_add_tail(&d->inode_link, &in->dnotify);
+	list_add_tail(&d->all_link, &dnotify_all);
+	__atomic_add_fetch(&dnotify_count, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&vfs_notify_watches, 1, __ATOMIC_RELAXED);
+out_unlock:
+	pthread_mutex_unlock(&notify_lock);
+out_put:
+	if (fa)
+		ops->put(fa);
+	return err;
+}
+
+void vfs_dnotify_close(const void *owner, struct file *f)
+{
+	dnotify_remove_of(owner, f);
+}
+
+void vfs_dnotify_release(struct file *f)
+{
+	dnotify_remove_of(NULL, f);
 }

@@ -42,6 +42,8 @@ struct waitq;
 #define VFS_IN_Q_OVERFLOW 0x00004000u
 #define VFS_IN_IGNORED 0x00008000u
 #define VFS_IN_ALL_EVENTS 0x00000fffu
+/* With IN_MOVED_FROM: a rename within one directory (dnotify's DN_RENAME; inotify ignores it). */
+#define VFS_IN_DN_RENAME 0x00001000u
 #define VFS_IN_ONLYDIR 0x01000000u
 #define VFS_IN_DONT_FOLLOW 0x02000000u
 #define VFS_IN_EXCL_UNLINK 0x04000000u
@@ -98,6 +100,45 @@ void vfs_notify_node_gone(struct vfs_node *n);
 void vfs_notify_file(struct file *f, uint32_t mask);
 /* A new cookie pairing IN_MOVED_FROM with IN_MOVED_TO (never 0). */
 uint32_t vfs_notify_cookie(void);
+
+/* --- dnotify (fcntl F_NOTIFY) --- */
+
+/* Linux's DN_* (include/uapi/linux/fcntl.h). */
+#define VFS_DN_ACCESS 0x00000001u
+#define VFS_DN_MODIFY 0x00000002u
+#define VFS_DN_CREATE 0x00000004u
+#define VFS_DN_DELETE 0x00000008u
+#define VFS_DN_RENAME 0x00000010u
+#define VFS_DN_ATTRIB 0x00000020u
+#define VFS_DN_MULTISHOT 0x80000000u
+
+struct file_async;
+
+/*
+ * How a dnotify watch reaches the state that signals (fasync.c's, kept out of links without
+ * it): send signals fa's owner of an event with si_fd fd, with no notify lock held; get takes
+ * a reference on fa (under the notify lock: a leaf), put drops one.
+ */
+struct dnotify_ops {
+	void (*send)(struct file_async *fa, int fd);
+	void (*get)(struct file_async *fa);
+	void (*put)(struct file_async *fa);
+};
+
+/*
+ * fcntl(fd, F_NOTIFY, arg) through fd table owner, f the file at fd, fa f's async state (a
+ * reference this takes; NULL when arg has no event): arg's DN_* events (added to those of an
+ * earlier F_NOTIFY of f by owner) on directory f call ops->send(fa, fd), once unless
+ * DN_MULTISHOT. Events in the directory (of its entries and of their inodes) and of the
+ * directory itself count, not those deeper. arg without an event removes owner's watch of f
+ * (any file). Returns 0, -ENOTDIR or -ENOMEM.
+ */
+long vfs_dnotify_set(const struct dnotify_ops *ops, struct file_async *fa, const void *owner,
+		     struct file *f, int fd, unsigned long arg);
+/* owner's fd table closed a descriptor of f: owner's dnotify watch of f goes (Linux's flush). */
+void vfs_dnotify_close(const void *owner, struct file *f);
+/* f is released: its dnotify watches go. */
+void vfs_dnotify_release(struct file *f);
 
 /* --- groups (one per inotify file) --- */
 

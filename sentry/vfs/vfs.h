@@ -178,6 +178,11 @@ int vfs_fasync_getsig(struct file *f);
 int vfs_fasync_enable(struct task *t, struct file *f, int fd, bool on);
 /* file_put's: detaches f's async state (f->async set). */
 void vfs_fasync_release(struct file *f);
+/*
+ * fcntl(fd, F_NOTIFY, arg) by t on f (vfs_dnotify_set, notify.h, with f's async state and t's
+ * fd table; F_NOTIFY makes t's process f's owner unless one was set). 0 or -errno.
+ */
+long vfs_fasync_dirnotify(struct task *t, struct file *f, int fd, unsigned long arg);
 /* vfs_fasync_release, set once a file has async state (links without fasync.c stay lean). */
 extern void (*vfs_fasync_release_fn)(struct file *f);
 

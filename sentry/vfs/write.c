@@ -567,19 +567,21 @@ static void notify_rename(const struct vfs_path *od, const char *oldname, struct
 			  const struct vfs_path *nd, const char *newname, struct vfs_node *target,
 			  unsigned int flags)
 {
+	/* dnotify's DN_RENAME: a rename within one directory only. */
+	uint32_t same = od->node == nd->node ? VFS_IN_DN_RENAME : 0;
 	uint32_t cookie;
 
 	if (!vfs_notify_active())
 		return;
 	cookie = vfs_notify_cookie();
-	vfs_notify_name(od->node, oldname, old, VFS_IN_MOVED_FROM, cookie);
+	vfs_notify_name(od->node, oldname, old, VFS_IN_MOVED_FROM | same, cookie);
 	vfs_notify_name(nd->node, newname, old, VFS_IN_MOVED_TO, cookie);
 	if (target && !(flags & VFS_RENAME_EXCHANGE))
 		vfs_notify_self(target, VFS_IN_ATTRIB);
 	vfs_notify_self(old, VFS_IN_MOVE_SELF);
 	if (target && (flags & VFS_RENAME_EXCHANGE)) {
 		cookie = vfs_notify_cookie();
-		vfs_notify_name(nd->node, newname, target, VFS_IN_MOVED_FROM, cookie);
+		vfs_notify_name(nd->node, newname, target, VFS_IN_MOVED_FROM | same, cookie);
 		vfs_notify_name(od->node, oldname, target, VFS_IN_MOVED_TO, cookie);
 		vfs_notify_self(target, VFS_IN_MOVE_SELF);
 	} else if (target) {

@@ -3,13 +3,17 @@
  * Linux AIO (the io_* system calls libaio wraps): io_setup and the ring it maps at the context
  * address, io_submit of PREAD/PWRITE/PREADV/PWRITEV/FSYNC/FDSYNC, io_getevents/io_pgetevents
  * (min_nr, relative timeouts), io_cancel of a finished request, IOCB_FLAG_RESFD with an eventfd,
- * io_destroy, and the errors of each.
+ * io_destroy, and the errors of each; IOCB_CMD_POLL ready at once, completed later by another
+ * thread's write (io_getevents waiting, or an eventfd under epoll), hung up, cancelled, destroyed.
  */
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -53,6 +57,18 @@ static void prep(struct iocb *cb, int op, int fd, void *buf, size_t n, off_t off
 	cb->aio_data = data;
 }
 
+/*
+ * The event of the request with data in ev[0..n) (Linux completes requests in no fixed order:
+ * fsync runs on a workqueue), or NULL.
+ */
+static const struct io_event *find_ev(const struct io_event *ev, long n, uint64_t data)
+{
+	for (long i = 0; i < n; i++)
+		if (ev[i].data == data)
+			return &ev[i];
+	return NULL;
+}
+
 /* The ring Linux maps at the context address (libaio reads it for a zero-timeout poll). */
 static void check_ring(aio_context_t ctx, unsigned nr, unsigned pending)
 {
@@ -65,6 +81,172 @@ static void check_ring(aio_context_t ctx, unsigned nr, unsigned pending)
 	      r->head, r->tail, r->header_length, pending);
 }
 
+static void *write_later(void *arg)
+{
+	int fd = *(int *)arg;
+
+	if (write(fd, "w", 1) != 1)
+		perror("write_later");
+	return NULL;
+}
+
+/* Starts a thread that writes one byte to fd. */
+static pthread_t writer(int *fd)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, write_later, fd) != 0)
+		CHECK(0, "pthread_create");
+	return th;
+}
+
+/*
+ * The result of a poll completed by a wake: Linux reports the waker's events (a pipe's writer:
+ * POLLIN | POLLRDNORM), or those asked for that are ready when it could not complete it at once.
+ */
+static int later_in(int64_t res)
+{
+	return res == POLLIN || res == (POLLIN | POLLRDNORM);
+}
+
+static void test_poll(void)
+{
+	struct iocb cb, cb2, *cbp[1] = { &cb };
+	struct timespec zero = { 0, 0 };
+	struct epoll_event eev;
+	struct io_event ev[4];
+	aio_context_t ctx = 0;
+	int p[2], efd, ep;
+	uint64_t count;
+	pthread_t th;
+	char c;
+
+	CHECK_RET(setup(8, &ctx), 0);
+	CHECK_OK(pipe(p));
+
+	/* Malformed: fields poll does not use, events past 16 bits. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 1, 1);
+	cb.aio_buf = POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EINVAL);
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 1);
+	cb.aio_buf = 0x10000 | POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EINVAL);
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 1, 0, 1);
+	cb.aio_buf = POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EINVAL);
+	prep(&cb, IOCB_CMD_POLL, 999, NULL, 0, 0, 1);
+	cb.aio_buf = POLLIN;
+	CHECK_ERR(submit(ctx, 1, cbp), EBADF);
+
+	/* Ready already: completed at once, with the ready events asked for. */
+	CHECK_RET(write(p[1], "x", 1), 1);
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 50);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 50 && ev[0].obj == (uint64_t)(uintptr_t)&cb && ev[0].res == POLLIN,
+	      "ready poll: data %llu res %#llx", (unsigned long long)ev[0].data,
+	      (unsigned long long)ev[0].res);
+	CHECK_RET(read(p[0], &c, 1), 1);
+	prep(&cb, IOCB_CMD_POLL, p[1], NULL, 0, 0, 51);
+	cb.aio_buf = POLLOUT | POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 51 && ev[0].res == POLLOUT, "writable: %#llx",
+	      (unsigned long long)ev[0].res);
+
+	/* Not ready: pending until another thread writes; io_getevents waits for it. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 52);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(getevents(ctx, 0, 4, ev, &zero), 0);
+	th = writer(&p[1]);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	pthread_join(th, NULL);
+	CHECK(ev[0].data == 52 && later_in(ev[0].res), "later: data %llu res %#llx",
+	      (unsigned long long)ev[0].data, (unsigned long long)ev[0].res);
+	CHECK_RET(read(p[0], &c, 1), 1);
+	/* One-shot: a later write adds no event. */
+	CHECK_RET(write(p[1], "x", 1), 1);
+	CHECK_RET(getevents(ctx, 0, 4, ev, &zero), 0);
+	CHECK_RET(read(p[0], &c, 1), 1);
+
+	/* IOCB_FLAG_RESFD: the completion signals the eventfd, which epoll sees. */
+	efd = eventfd(0, EFD_NONBLOCK);
+	ep = epoll_create1(0);
+	eev.events = EPOLLIN;
+	eev.data.u64 = 7;
+	CHECK_OK(epoll_ctl(ep, EPOLL_CTL_ADD, efd, &eev));
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 53);
+	cb.aio_buf = POLLIN;
+	cb.aio_flags = IOCB_FLAG_RESFD;
+	cb.aio_resfd = (uint32_t)efd;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(epoll_wait(ep, &eev, 1, 0), 0);
+	th = writer(&p[1]);
+	CHECK_RET(epoll_wait(ep, &eev, 1, 10000), 1);
+	pthread_join(th, NULL);
+	count = 0;
+	CHECK(read(efd, &count, 8) == 8 && count == 1, "eventfd count %llu",
+	      (unsigned long long)count);
+	CHECK_RET(getevents(ctx, 1, 4, ev, &zero), 1);
+	CHECK(ev[0].data == 53 && later_in(ev[0].res), "resfd poll: data %llu res %#llx",
+	      (unsigned long long)ev[0].data, (unsigned long long)ev[0].res);
+	CHECK_RET(read(p[0], &c, 1), 1);
+	close(ep);
+	close(efd);
+
+	/* io_cancel of a pending poll: in progress, then an event with no events ready. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 54);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	prep(&cb2, IOCB_CMD_POLL, p[0], NULL, 0, 0, 55);
+	CHECK_ERR(syscall(SYS_io_cancel, ctx, &cb2, &ev[0]), EINVAL);
+	CHECK_ERR(syscall(SYS_io_cancel, ctx, &cb, &ev[0]), EINPROGRESS);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 54 && ev[0].res == 0, "cancelled: data %llu res %#llx",
+	      (unsigned long long)ev[0].data, (unsigned long long)ev[0].res);
+	CHECK_ERR(syscall(SYS_io_cancel, ctx, &cb, &ev[0]), EINVAL);
+
+	/* The writer hangs up: POLLHUP, always reported. */
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 56);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	close(p[1]);
+	CHECK_RET(getevents(ctx, 1, 4, ev, NULL), 1);
+	CHECK(ev[0].data == 56 && ev[0].res == POLLHUP, "hang-up: %#llx",
+	      (unsigned long long)ev[0].res);
+
+	/* A process exits with a poll pending: its file goes with it (the reader's last close). */
+	CHECK_OK(pipe(p));
+	pid_t pid = fork();
+	if (pid == 0) {
+		aio_context_t cc = 0;
+
+		prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 58);
+		cb.aio_buf = POLLIN;
+		_exit(setup(4, &cc) == 0 && submit(cc, 1, cbp) == 1 ? 0 : 1);
+	}
+	int st = -1;
+	CHECK_RET(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	close(p[0]);
+	signal(SIGPIPE, SIG_IGN);
+	CHECK_ERR(write(p[1], "x", 1), EPIPE);
+	signal(SIGPIPE, SIG_DFL);
+	close(p[1]);
+
+	/* io_destroy with a poll pending. */
+	CHECK_OK(pipe(p));
+	prep(&cb, IOCB_CMD_POLL, p[0], NULL, 0, 0, 57);
+	cb.aio_buf = POLLIN;
+	CHECK_RET(submit(ctx, 1, cbp), 1);
+	CHECK_RET(syscall(SYS_io_destroy, ctx), 0);
+	CHECK_RET(write(p[1], "x", 1), 1);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	aio_context_t ctx = 0, bad = 1;
@@ -73,6 +255,7 @@ int main(void)
 	struct timespec ts = { 0, 0 };
 	char out[64] = "", out2[64] = "";
 	struct iovec iov[2];
+	const struct io_event *e1, *e2;
 	uint64_t count;
 	int fd, efd, p[2];
 
@@ -96,8 +279,10 @@ int main(void)
 	/* The ring holds finished requests (buffered writes finish in io_submit) until reaped. */
 	check_ring(ctx, 8, 2);
 	CHECK_RET(getevents(ctx, 2, 8, ev, NULL), 2);
-	CHECK(ev[0].data == 1 && ev[0].res == 16 && ev[0].obj == (uint64_t)(uintptr_t)&cb[0] &&
-		      ev[1].data == 2 && ev[1].res == 7 && ev[1].res2 == 0,
+	e1 = find_ev(ev, 2, 1);
+	e2 = find_ev(ev, 2, 2);
+	CHECK(e1 && e2 && e1->res == 16 && e1->obj == (uint64_t)(uintptr_t)&cb[0] && e2->res == 7 &&
+		      e2->res2 == 0 && e2->obj == (uint64_t)(uintptr_t)&cb[1],
 	      "write events: %llu %lld, %llu %lld", (unsigned long long)ev[0].data,
 	      (long long)ev[0].res, (unsigned long long)ev[1].data, (long long)ev[1].res);
 	check_ring(ctx, 8, 0);
@@ -108,16 +293,26 @@ int main(void)
 	prep(&cb[2], IOCB_CMD_FSYNC, fd, NULL, 0, 0, 5);
 	prep(&cb[3], IOCB_CMD_FDSYNC, fd, NULL, 0, 0, 6);
 	CHECK_RET(submit(ctx, 4, cbp), 4);
-	/* A zero timeout returns what is there; nr bounds it. */
-	CHECK_RET(getevents(ctx, 0, 1, ev, &ts), 1);
-	CHECK(ev[0].data == 3 && ev[0].res == 17 && memcmp(out, "aio world!vec-tor", 17) == 0,
-	      "pread: %lld %.17s", (long long)ev[0].res, out);
-	CHECK_RET(getevents(ctx, 3, 8, ev, NULL), 3);
-	CHECK(ev[0].data == 4 && ev[0].res == 23 &&
-		      memcmp(out2, "hello aio world!vec-tor", 23) == 0,
-	      "preadv: %lld %.23s", (long long)ev[0].res, out2);
-	CHECK(ev[1].data == 5 && ev[1].res == 0 && ev[2].data == 6 && ev[2].res == 0,
-	      "fsync events %lld %lld", (long long)ev[1].res, (long long)ev[2].res);
+	/*
+	 * nr bounds what io_getevents returns: the first completion (any: the reads finish in
+	 * io_submit, the syncs maybe later), then the other three, matched by their data.
+	 */
+	CHECK_RET(getevents(ctx, 1, 1, ev, NULL), 1);
+	CHECK_RET(getevents(ctx, 3, 8, ev + 1, NULL), 3);
+	e1 = find_ev(ev, 4, 3);
+	CHECK(e1 && e1->res == 17 && memcmp(out, "aio world!vec-tor", 17) == 0, "pread: %lld %.17s",
+	      e1 ? (long long)e1->res : -1LL, out);
+	e1 = find_ev(ev, 4, 4);
+	CHECK(e1 && e1->res == 23 && memcmp(out2, "hello aio world!vec-tor", 23) == 0,
+	      "preadv: %lld %.23s", e1 ? (long long)e1->res : -1LL, out2);
+	e1 = find_ev(ev, 4, 5);
+	e2 = find_ev(ev, 4, 6);
+	CHECK(e1 && e2 && e1->res == 0 && e2->res == 0 && e1->obj == (uint64_t)(uintptr_t)&cb[2] &&
+		      e2->obj == (uint64_t)(uintptr_t)&cb[3],
+	      "fsync events %lld %lld", e1 ? (long long)e1->res : -1LL,
+	      e2 ? (long long)e2->res : -1LL);
+	/* A zero timeout returns what is there: nothing now. */
+	CHECK_RET(getevents(ctx, 0, 8, ev, &ts), 0);
 	/* Nothing left: a relative timeout passes. */
 	ts.tv_nsec = 10000000;
 	CHECK_RET(getevents(ctx, 1, 8, ev, &ts), 0);
@@ -174,9 +369,12 @@ int main(void)
 		cb[i].aio_resfd = (uint32_t)efd;
 	}
 	CHECK_RET(submit(ctx, 3, cbp), 3);
+	/* The eventfd is signalled as each completes: read it once io_getevents saw all three. */
+	CHECK_RET(getevents(ctx, 3, 8, ev, NULL), 3);
+	count = 0;
 	CHECK(read(efd, &count, 8) == 8 && count == 3, "eventfd count %llu",
 	      (unsigned long long)count);
-	CHECK_RET(getevents(ctx, 3, 8, ev, NULL), 3);
+	CHECK(find_ev(ev, 3, 20) && find_ev(ev, 3, 21) && find_ev(ev, 3, 22), "resfd events");
 	prep(&cb[0], IOCB_CMD_PREAD, fd, out, 4, 0, 30);
 	cb[0].aio_flags = IOCB_FLAG_RESFD;
 	cb[0].aio_resfd = (uint32_t)p[0];
@@ -221,5 +419,6 @@ int main(void)
 	close(p[0]);
 	close(p[1]);
 	close(fd);
+	test_poll();
 	return finish();
 }
