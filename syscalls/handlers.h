@@ -332,6 +332,7 @@ SYSCALL_DECL(sched_getattr);
 SYSCALL_DECL(ioprio_get); /* sys_ioprio.c */
 SYSCALL_DECL(ioprio_set);
 SYSCALL_DECL(clock_settime); /* sys_time.c */
+SYSCALL_DECL(settimeofday); /* sys_time.c */
 SYSCALL_DECL(process_madvise); /* sys_advise.c */
 SYSCALL_DECL(pidfd_getfd); /* sys_process.c */
 SYSCALL_DECL(vmsplice); /* sys_splice.c */

@@ -401,6 +401,33 @@ long sys_clock_settime(struct task *t, const struct syscall_args *args)
 	return -EPERM;
 }
 
+/*
+ * settimeofday(2): as clock_settime, the sandbox never sets the host's clock: -EPERM for every
+ * valid request (Linux checks CAP_SYS_TIME even when both pointers are NULL); a bad pointer
+ * gives -EFAULT and an out-of-range time or timezone -EINVAL first, as Linux.
+ */
+long sys_settimeofday(struct task *t, const struct syscall_args *args)
+{
+	struct linux_timeval tv;
+	struct {
+		int32_t minuteswest, dsttime;
+	} tz;
+
+	if (args->a[0]) {
+		if (mm_copy_in(t->mm, &tv, args->a[0], sizeof(tv)) != sizeof(tv))
+			return -EFAULT;
+		if (tv.tv_usec < 0 || tv.tv_usec >= 1000000 || tv.tv_sec < 0)
+			return -EINVAL;
+	}
+	if (args->a[1]) {
+		if (mm_copy_in(t->mm, &tz, args->a[1], sizeof(tz)) != sizeof(tz))
+			return -EFAULT;
+		if (tz.minuteswest < -15 * 60 || tz.minuteswest > 15 * 60)
+			return -EINVAL;
+	}
+	return -EPERM;
+}
+
 /* clock_getres(2): a NULL result pointer only validates the clock, as in Linux. */
 long sys_clock_getres(struct task *t, const struct syscall_args *args)
 {
@@ -419,7 +446,7 @@ long sys_clock_getres(struct task *t, const struct syscall_args *args)
 	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
 }
 
-/* gettimeofday(2): the timezone reads as UTC (0, 0); settimeofday(2) does not exist yet. */
+/* gettimeofday(2): the timezone reads as UTC (0, 0). */
 long sys_gettimeofday(struct task *t, const struct syscall_args *args)
 {
 	uint64_t tv = args->a[0], tz = args->a[1];

@@ -360,6 +360,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(ioprio_set, "recorded per task and inherited; I/O is not scheduled by it"),
 	ERROR(clock_settime, "EPERM for every valid request, even with CAP_SYS_TIME: the sandbox "
 			     "never sets the host's clock; EINVAL/EFAULT as Linux"),
+	ERROR(settimeofday, "EPERM for every valid request, as clock_settime; EINVAL/EFAULT as "
+			    "Linux"),
 	PARTIAL(process_madvise, "own process: as madvise; another process: COLD, PAGEOUT, "
 				 "WILLNEED, COLLAPSE checked against its mappings, then nothing"),
 	FULL(pidfd_getfd),

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -205,6 +206,13 @@ static void settime_child(void *arg)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	drop_to_user();
 	CHECK_ERR(syscall(SYS_clock_settime, CLOCK_REALTIME, &ts), EPERM);
+	{
+		struct timeval tv;
+
+		gettimeofday(&tv, NULL);
+		CHECK_ERR(syscall(SYS_settimeofday, &tv, NULL), EPERM);
+		CHECK_ERR(syscall(SYS_settimeofday, NULL, NULL), EPERM);
+	}
 }
 
 static void test_clock_settime(void)
@@ -216,11 +224,20 @@ static void test_clock_settime(void)
 	CHECK_ERR(syscall(SYS_clock_settime, 99, &ts), EINVAL);
 	ts.tv_nsec = 1000000000;
 	CHECK_ERR(syscall(SYS_clock_settime, CLOCK_REALTIME, &ts), EINVAL);
+	{
+		struct timeval tv = { .tv_sec = 1, .tv_usec = 1000000 };
+		struct timezone tz = { .tz_minuteswest = 16 * 60 };
+
+		CHECK_ERR(syscall(SYS_settimeofday, &tv, NULL), EINVAL);
+		CHECK_ERR(syscall(SYS_settimeofday, (void *)8, NULL), EFAULT);
+		CHECK_ERR(syscall(SYS_settimeofday, NULL, &tz), EINVAL);
+	}
 	in_child(settime_child, NULL);
 	/* Root in the sandbox may not change the host's time; natively this would. */
 	if (in_husk()) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		CHECK_ERR(syscall(SYS_clock_settime, CLOCK_REALTIME, &ts), EPERM);
+		CHECK_ERR(syscall(SYS_settimeofday, NULL, NULL), EPERM);
 	}
 }
 
