@@ -1501,7 +1501,46 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 			.file_off = v->file_off,
 			.mf_off = v->off,
 			.cow = (v->flags & VMA_COW) != 0,
+			.obj = v->obj,
 		};
+		r = fn(&info, arg);
+	}
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+int mm_for_each_mapping(struct mm *mm, bool resident,
+			int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = vset(mm);
+	for (size_t i = 0; i < s->n && r == 0; i++) {
+		const struct vma *v = &s->v[i];
+		struct mm_vma_info info = {
+			.start = v->start,
+			.end = v->end,
+			.prot = v->prot,
+			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
+			.file = v->file,
+			.file_off = v->file_off,
+			.mf_off = v->off,
+			.obj = v->obj,
+		};
+		for (;; i++) {
+			const struct vma *p = &s->v[i];
+			info.end = p->end;
+			info.cow |= (p->flags & VMA_COW) != 0;
+			if (resident) {
+				uint64_t n = memfile_resident(mfile(mm), p->off, p->end - p->start);
+				info.resident += n;
+				if (p->flags & VMA_COW)
+					info.resident_cow += n;
+			}
+			if (i + 1 >= s->n || !same_mapping(p, &s->v[i + 1]))
+				break;
+		}
 		r = fn(&info, arg);
 	}
 	pthread_mutex_unlock(&mm->lock);
