@@ -49,6 +49,11 @@ struct cputime cputime_kernel(struct kernel *k)
 	return (struct cputime){ 0, 0 };
 }
 
+uint64_t cputime_maxrss_kb(struct task *t)
+{
+	return 0;
+}
+
 void mm_get(struct mm *mm)
 {
 }
@@ -57,7 +62,8 @@ void mm_put(struct mm *mm)
 {
 }
 
-int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
+int mm_for_each_mapping(struct mm *mm, bool resident,
+			int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
 {
 	return 0;
 }
