@@ -159,6 +159,9 @@ static void check_shared_growth(enum kind k)
 	CHECK_RET(write(p[1], "12345678", 8), 8);
 	CHECK_ERR(read(p[0], n + 3 * PAGE, 8), EFAULT);
 	CHECK_RET(read(p[0], buf, sizeof(buf)), 8);
+	/* A path in the pages past the end, or running into them: EFAULT. */
+	CHECK_ERR(open(n + 2 * PAGE, O_RDONLY), EFAULT);
+	CHECK_ERR(open(n + 2 * PAGE - 4, O_RDONLY), EFAULT);
 	close(p[0]);
 	close(p[1]);
 	/* fork: the child shares the object and its end. */

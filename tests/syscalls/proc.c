@@ -490,7 +490,17 @@ static void check_layout(void)
 	waitpid(pid, &st, 0);
 	munmap(p, len);
 
-	/* stat: start_data and end_data (fields 46, 47) hold the initialized data. */
+	/* Shared anonymous memory: Linux's shmem object, named after /dev/zero. */
+	p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED) {
+		CHECK(maps_lines((unsigned long)p, (unsigned long)p + 1, line, sizeof(line)) == 1 &&
+			      strstr(line, " rw-s 00000000 00:01 ") &&
+			      strstr(line, "/dev/zero (deleted)"),
+		      "shared anonymous memory: %s", line);
+		munmap(p, 2 * pg);
+	}
+
+	/* stat: start_data and end_data (fields 45, 46) hold the initialized data. */
 	CHECK(slurp("/proc/self/stat", buf, sizeof(buf)) > 0 && (f = strrchr(buf, ')')),
 	      "read stat");
 	if (f) {
