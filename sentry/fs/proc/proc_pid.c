@@ -303,10 +303,15 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 		if (s.exe)
 			file_put(s.exe);
 		rss = s.rss_anon + s.rss_file + s.rss_shmem;
-		/* The peak: the process's highest resident size sampled (ru_maxrss). */
-		hwm_kb = cputime_maxrss_kb(t);
+		/*
+		 * The peak: the process's highest resident size sampled (ru_maxrss), sampled
+		 * now if it is the caller (another task's mm may go away meanwhile).
+		 */
+		if (t == task_current())
+			cputime_rss_sample(t);
 	}
 	pthread_mutex_lock(&tg->lock);
+	hwm_kb = tg->maxrss_kb;
 	nthreads = tg->nr_threads;
 	pthread_mutex_unlock(&tg->lock);
 	pthread_mutex_lock(&tg->sighand->lock);

@@ -49,9 +49,8 @@ struct cputime cputime_kernel(struct kernel *k)
 	return (struct cputime){ 0, 0 };
 }
 
-uint64_t cputime_maxrss_kb(struct task *t)
+void cputime_rss_sample(struct task *t)
 {
-	return 0;
 }
 
 void mm_get(struct mm *mm)
