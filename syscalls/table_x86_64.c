@@ -99,7 +99,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(fstatfs),
 
 	/* memory: sys_mm.c */
-	PARTIAL(mmap, "MAP_SHARED of files with a page cache (tmpfs, gofer); no SIGBUS past EOF"),
+	PARTIAL(mmap,
+		"MAP_SHARED of files with a page cache (tmpfs, gofer); no SIGBUS after a truncation while mapped"),
 	FULL(munmap),
 	FULL(mprotect),
 	FULL(brk),

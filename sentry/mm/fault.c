@@ -206,6 +206,17 @@ static int eof_fault_locked(struct mm *mm, uint64_t addr)
 	return r;
 }
 
+bool eof_revalidate_locked(struct mm *mm, uint64_t addr)
+{
+	const struct vma *v = vma_find(vset(mm), addr);
+
+	if (!v || !(v->flags & VMA_EOF))
+		return false;
+	eof_fault_locked(mm, addr);
+	v = vma_find(vset(mm), addr);
+	return v && !(v->flags & VMA_EOF);
+}
+
 static __thread uint64_t fault_last_resolved = UINT64_MAX;
 
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code)

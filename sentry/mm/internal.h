@@ -73,4 +73,12 @@ static inline bool mm_lazy(struct mm *mm)
  */
 int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end);
 
+/*
+ * For the sentry's own accesses: true when addr lies in a VMA_EOF page that the file has grown
+ * over since it was marked (the page, and the VMA's pages before the end of the file, are made
+ * accessible: the VMA set may have changed). False when addr is a good page already, or a bad
+ * address (past the end of the file or object: Linux's EFAULT).
+ */
+bool eof_revalidate_locked(struct mm *mm, uint64_t addr);
+
 #endif

@@ -69,6 +69,13 @@ static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, 
 		const struct vma *v = &s->v[i];
 		if (v->start > cur || !access_ok(v->prot, mode))
 			break;
+		if (v->flags & VMA_EOF) {
+			/* Past the end of the file: a bad address, unless the file has grown. */
+			if (!eof_revalidate_locked(mm, cur))
+				break;
+			i = vma_lower_bound(s, cur) - 1; /* the set changed; wraps to 0 after i++ */
+			continue;
+		}
 		if (mode != IO_READ && (v->flags & VMA_COW))
 			break;
 		size_t n = MIN(end, v->end) - cur;
@@ -98,7 +105,7 @@ static void unshare_for_write_locked(struct mm *mm, uint64_t addr, size_t len, e
 		return;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
-		if (v->start > cur || !access_ok(v->prot, mode))
+		if (v->start > cur || !access_ok(v->prot, mode) || (v->flags & VMA_EOF))
 			break;
 		cow |= (v->flags & VMA_COW) != 0;
 		cur = MIN(end, v->end);
@@ -180,6 +187,12 @@ ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max)
 		const struct vma *v = &s->v[i];
 		if (v->start > cur || !access_ok(v->prot, IO_READ))
 			break;
+		if (v->flags & VMA_EOF) {
+			if (!eof_revalidate_locked(mm, cur))
+				break;
+			i = vma_lower_bound(s, cur) - 1;
+			continue;
+		}
 		size_t n = MIN(end, v->end) - cur;
 		const uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
 		const uint8_t *nul = memchr(p, 0, n);
@@ -231,6 +244,12 @@ static int translate(struct mm *mm, uint64_t addr, size_t len, bool write, struc
 		const struct vma *v = &s->v[i];
 		if (v->start > cur || !access_ok(v->prot, mode))
 			break;
+		if (v->flags & VMA_EOF) {
+			if (!eof_revalidate_locked(mm, cur))
+				break;
+			i = vma_lower_bound(s, cur) - 1;
+			continue;
+		}
 		if (write && (v->flags & VMA_COW))
 			break;
 		size_t n = MIN(end, v->end) - cur;

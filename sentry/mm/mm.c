@@ -261,12 +261,22 @@ static int unmap_locked(struct mm *mm, uint64_t start, uint64_t end)
 	return 0;
 }
 
+/* The object of shared anonymous memory (struct vma's obj and obj_size). */
+struct shm_obj {
+	uint64_t id, size;
+};
+
+/* Numbers of shared anonymous memory objects (struct vma's obj). */
+static uint64_t next_shm_obj = 1;
+
 /*
  * Makes [start, end) a new VMA over pages at off (already allocated and filled; taken over,
- * and freed on failure), replacing whatever VMAs were in the range. Needs VMA_RESERVE entries.
+ * and freed on failure), replacing whatever VMAs were in the range; obj: the shared anonymous
+ * object it maps (NULL for others). Needs VMA_RESERVE entries.
  */
 static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, unsigned int flags,
-			  struct file *file, uint64_t file_off, uint64_t off)
+			  struct file *file, uint64_t file_off, uint64_t off,
+			  const struct shm_obj *obj)
 {
 	struct vma_set *s = vset(mm);
 
@@ -290,6 +300,8 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 		.flags = flags,
 		.file = file,
 		.file_off = file_off,
+		.obj = obj ? obj->id : 0,
+		.obj_size = obj ? obj->size : 0,
 	};
 	if (file)
 		file_get(file);
@@ -300,14 +312,14 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 
 /* Allocates, fills and installs [start, end) in one go (brk, mremap growth). */
 static int map_new_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, unsigned int flags,
-			  struct file *file, uint64_t file_off)
+			  struct file *file, uint64_t file_off, const struct shm_obj *obj)
 {
 	int64_t off = file ? alloc_filled(mm, end - start, file, file_off) :
 			     alloc_pages(mm, start, end);
 
 	if (off < 0)
 		return (int)off;
-	return install_locked(mm, start, end, prot, flags, file, file_off, (uint64_t)off);
+	return install_locked(mm, start, end, prot, flags, file, file_off, (uint64_t)off, obj);
 }
 
 /* Number of pages from offs[i] on (at most n - i) that are contiguous in the memory file. */
@@ -674,7 +686,7 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 			memfile_free(mfile(mm), (uint64_t)pages, len - clen);
 		else
 			r = install_locked(mm, addr + clen, addr + len, prot, vflags, file,
-					   off + clen, (uint64_t)pages);
+					   off + clen, (uint64_t)pages, NULL);
 		if (r < 0 && plat_unmap(mm, addr, clen) == 0)
 			remove_range(mm, addr, addr + clen);
 		if (r >= 0)
@@ -689,8 +701,17 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 			goto out_unlock;
 		}
 	}
-	/* install_locked owns the pages from here, and frees them on failure. */
-	r = install_locked(mm, addr, addr + len, prot, vflags, file, off, (uint64_t)pages);
+	/*
+	 * install_locked owns the pages from here, and frees them on failure. Shared anonymous
+	 * memory is a new object of len bytes, mapped from its start (Linux ignores the offset).
+	 */
+	struct shm_obj obj = { 0, len };
+	if (anon && (vflags & MM_VMA_SHARED)) {
+		obj.id = __atomic_fetch_add(&next_shm_obj, 1, __ATOMIC_RELAXED);
+		off = 0;
+	}
+	r = install_locked(mm, addr, addr + len, prot, vflags, file, off, (uint64_t)pages,
+			   obj.id ? &obj : NULL);
 	if (r >= 0 && file)
 		mark_eof_locked(mm, addr, addr + len, off, eof);
 	pthread_mutex_unlock(&mm->lock);
@@ -841,7 +862,7 @@ uint64_t mm_brk(struct mm *mm, uint64_t brk)
 		    !may_expand_locked(mm, PROT_READ | PROT_WRITE, MM_VMA_PRIVATE, newbrk - oldbrk,
 				       0) ||
 		    map_new_locked(mm, oldbrk, newbrk, PROT_READ | PROT_WRITE,
-				   MM_VMA_PRIVATE | MM_VMA_ANON | MM_VMA_HEAP, NULL, 0) < 0)
+				   MM_VMA_PRIVATE | MM_VMA_ANON | MM_VMA_HEAP, NULL, 0, NULL) < 0)
 			goto out_unlock;
 	}
 	mm->brk = brk;
@@ -861,9 +882,9 @@ static bool same_mapping(const struct vma *a, const struct vma *b)
 	if (a->end != b->start || a->prot != b->prot ||
 	    (a->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF)) !=
 		    (b->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF)) ||
-	    a->file != b->file)
+	    a->file != b->file || a->obj != b->obj)
 		return false;
-	return !a->file || a->file_off + (a->end - a->start) == b->file_off;
+	return !(a->file || a->obj) || a->file_off + (a->end - a->start) == b->file_off;
 }
 
 /* The end of the mapping (run of same_mapping pieces) that contains the VMA at index i. */
@@ -875,24 +896,40 @@ static uint64_t mapping_end(const struct vma_set *s, size_t i)
 }
 
 /*
- * New pages for [start, end) of a mapping like v (growing it by mremap) whose file offset
- * at start is file_off, installed: a shared file mapping's are the file's own pages (get_pages,
- * under mm->lock: lock order mm->lock then the filesystem's), others are fresh or filled.
+ * New pages for [start, end) of the mapping v (growing it by mremap; v is copied first, the set
+ * may move) whose file offset at start is file_off, installed: a shared file mapping's are the
+ * file's own pages (get_pages, under mm->lock: lock order mm->lock then the filesystem's),
+ * others are fresh or filled. As Linux, the pages past the end of a regular file, or of the
+ * object of shared anonymous memory, are VMA_EOF (SIGBUS on touch).
  */
-static int grow_locked(struct mm *mm, uint64_t start, uint64_t end, int prot, unsigned int flags,
-		       struct file *file, uint64_t file_off)
+static int grow_locked(struct mm *mm, uint64_t start, uint64_t end, const struct vma *v,
+		       uint64_t file_off)
 {
+	int prot = v->prot;
+	unsigned int flags = v->flags & ~VMA_EOF;
+	struct file *file = v->file;
+	struct shm_obj obj = { v->obj, v->obj_size };
+	int64_t eof = obj.id ? (int64_t)obj.size : -1;
+	struct vfs_attr attr;
+	int r;
+
+	if (file && file_getattr(file, &attr) == 0 && S_ISREG(attr.mode))
+		eof = attr.size;
 	if (file && (flags & MM_VMA_SHARED)) {
 		uint64_t *offs =
 			get_file_pages(file, file_off, end - start, !(flags & VMA_NOWRITE));
 		if (IS_ERR(offs))
 			return (int)PTR_ERR(offs);
-		int r = install_file_pages_locked(mm, start, offs, (end - start) / PAGE_SIZE, prot,
-						  flags, file, file_off);
+		r = install_file_pages_locked(mm, start, offs, (end - start) / PAGE_SIZE, prot,
+					      flags, file, file_off);
 		free(offs);
-		return r;
+	} else {
+		r = map_new_locked(mm, start, end, prot, flags, file, file_off,
+				   obj.id ? &obj : NULL);
 	}
-	return map_new_locked(mm, start, end, prot, flags, file, file_off);
+	if (r == 0)
+		mark_eof_locked(mm, start, end, file_off, eof);
+	return r;
 }
 
 /*
@@ -906,6 +943,7 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 {
 	struct vma_set *s = vset(mm);
 	const struct vma *src = vma_find(s, old);
+	const struct vma like = *src;
 	int prot = src->prot;
 	unsigned int flags = src->flags;
 	struct file *file = src->file;
@@ -979,7 +1017,7 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 		vma_merge_range(s, j ? j - 1 : 0, j + 1);
 	}
 	if (new_len > old_len) {
-		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, prot, flags, file,
+		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, &like,
 				file_off + old_len);
 		if (r < 0) {
 			log_warn("mm: mremap moved [%#lx, +%#lx) but could not grow it: %d",
@@ -1014,11 +1052,10 @@ static long dup_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t n
 	/* A MREMAP_FIXED target may have overlapped the source and unmapped part of it. */
 	if (!src || !vma_range_mapped(s, old, old_end))
 		return -EFAULT;
-	int prot = src->prot;
-	unsigned int flags = src->flags;
-	struct file *file = src->file;
+	struct vma like = *src;
 	uint64_t file_off = src->file_off + (old - src->start);
 
+	like.flags &= ~MM_VMA_LOCKED;
 	count = 0;
 	for (size_t k = vma_lower_bound(s, old); k < s->n && s->v[k].start < old_end; k++) {
 		struct vma p = s->v[k];
@@ -1050,8 +1087,8 @@ static long dup_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t n
 	size_t lo = vma_lower_bound(s, new_addr);
 	vma_merge_range(s, lo ? lo - 1 : 0, j + 1);
 	if (new_len > old_len) {
-		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, prot,
-				flags & ~MM_VMA_LOCKED, file, file_off + old_len);
+		r = grow_locked(mm, new_addr + old_len, new_addr + new_len, &like,
+				file_off + old_len);
 		if (r < 0)
 			return r;
 	}
@@ -1159,9 +1196,9 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	if (!dontunmap && !dup && old_end == map_end &&
 	    !add_overflow(old_addr, new_len, &new_end) && new_end <= PLATFORM_GUEST_MAX &&
 	    vma_range_free(s, old_end, new_end)) {
-		const struct vma *last = vma_find(s, old_end - 1);
-		r = grow_locked(mm, old_end, new_end, last->prot, last->flags, last->file,
-				last->file_off + (old_end - last->start));
+		const struct vma last = *vma_find(s, old_end - 1);
+		r = grow_locked(mm, old_end, new_end, &last,
+				last.file_off + (old_end - last.start));
 		if (r == 0)
 			r = (long)old_addr;
 		goto out_unlock;
@@ -1464,7 +1501,46 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 			.file_off = v->file_off,
 			.mf_off = v->off,
 			.cow = (v->flags & VMA_COW) != 0,
+			.obj = v->obj,
 		};
+		r = fn(&info, arg);
+	}
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
+int mm_for_each_mapping(struct mm *mm, bool resident,
+			int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&mm->lock);
+	const struct vma_set *s = vset(mm);
+	for (size_t i = 0; i < s->n && r == 0; i++) {
+		const struct vma *v = &s->v[i];
+		struct mm_vma_info info = {
+			.start = v->start,
+			.end = v->end,
+			.prot = v->prot,
+			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
+			.file = v->file,
+			.file_off = v->file_off,
+			.mf_off = v->off,
+			.obj = v->obj,
+		};
+		for (;; i++) {
+			const struct vma *p = &s->v[i];
+			info.end = p->end;
+			info.cow |= (p->flags & VMA_COW) != 0;
+			if (resident) {
+				uint64_t n = memfile_resident(mfile(mm), p->off, p->end - p->start);
+				info.resident += n;
+				if (p->flags & VMA_COW)
+					info.resident_cow += n;
+			}
+			if (i + 1 >= s->n || !same_mapping(p, &s->v[i + 1]))
+				break;
+		}
 		r = fn(&info, arg);
 	}
 	pthread_mutex_unlock(&mm->lock);

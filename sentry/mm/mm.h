@@ -226,6 +226,13 @@ struct mm_vma_info {
 	uint64_t file_off; /* offset in file of start */
 	uint64_t mf_off; /* memory-file offset of start */
 	bool cow; /* pages perhaps shared copy-on-write: the platform maps them without write */
+	/* Shared anonymous memory: its object's number (offset in it: file_off), else 0. */
+	uint64_t obj;
+	/*
+	 * mm_for_each_mapping with resident only: pages present in the memory file, and those of
+	 * them in pieces that are copy-on-write (a private file mapping's pages still the file's).
+	 */
+	uint64_t resident, resident_cow;
 };
 
 /*
@@ -235,5 +242,15 @@ struct mm_vma_info {
  * value when it is non-zero; returns 0 otherwise.
  */
 int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg);
+
+/*
+ * Like mm_for_each_vma, but for the mappings Linux would show (/proc/PID/maps): adjacent VMAs
+ * with the same protection, kind and flags, of the same file (or shared anonymous object) at
+ * contiguous offsets, are one (copy-on-write and page placement split them here). mf_off is
+ * the first piece's; cow is set if any piece's is. With resident, counts the resident pages
+ * (an lseek or two per piece).
+ */
+int mm_for_each_mapping(struct mm *mm, bool resident,
+			int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg);
 
 #endif

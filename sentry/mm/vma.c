@@ -137,9 +137,9 @@ static bool can_merge(const struct vma *a, const struct vma *b)
 	uint64_t len = a->end - a->start;
 
 	if (a->end != b->start || a->prot != b->prot || a->flags != b->flags ||
-	    a->file != b->file || a->off + len != b->off)
+	    a->file != b->file || a->obj != b->obj || a->off + len != b->off)
 		return false;
-	return !a->file || a->file_off + len == b->file_off;
+	return !(a->file || a->obj) || a->file_off + len == b->file_off;
 }
 
 void vma_merge_range(struct vma_set *s, size_t lo, size_t hi)

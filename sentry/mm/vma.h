@@ -52,7 +52,13 @@ struct vma {
 	int prot; /* PROT_READ|PROT_WRITE|PROT_EXEC */
 	unsigned int flags; /* MM_VMA_* */
 	struct file *file; /* referenced; file mappings only */
-	uint64_t file_off; /* offset in file of start */
+	uint64_t file_off; /* offset in file of start; shared anonymous memory: in its object */
+	/*
+	 * Shared anonymous memory (MAP_SHARED|MAP_ANONYMOUS, /dev/zero): the object it maps (a
+	 * number unique in the sandbox, 0 for other VMAs) and the object's size, fixed at mmap as
+	 * Linux's shmem file. Pages of the mapping past that size (mremap growth) are VMA_EOF.
+	 */
+	uint64_t obj, obj_size;
 };
 
 struct vma_set {

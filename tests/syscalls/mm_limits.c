@@ -27,15 +27,12 @@ static unsigned long brk_at(unsigned long addr)
 
 /*
  * Bytes of the mappings /proc/self/maps lists: all of them (Linux's total_vm; the vsyscall page
- * is not in the mm) or the private writable ones that are not the stack (data_vm). One mapping
- * may show as several adjacent lines (husk after copy-on-write): unnamed lines that run up to
- * [stack] are taken for part of it.
+ * is not in the mm) or the private writable ones that are not the stack (data_vm).
  */
 static long mapped_bytes(int data_only)
 {
 	char line[512];
-	long total = 0, run = 0;
-	unsigned long run_end = 0;
+	long total = 0;
 	FILE *f = fopen("/proc/self/maps", "r");
 
 	if (!f)
@@ -46,22 +43,9 @@ static long mapped_bytes(int data_only)
 
 		if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) != 3 || strstr(line, "[vsyscall]"))
 			continue;
-		if (strstr(line, "[stack]")) {
-			if (data_only && a == run_end)
-				total -= run;
-			run = 0;
-			continue;
-		}
-		if (data_only && (perms[1] != 'w' || perms[3] != 'p'))
+		if (data_only && (perms[1] != 'w' || perms[3] != 'p' || strstr(line, "[stack]")))
 			continue;
 		total += (long)(b - a);
-		if (!strchr(line, '/') && !strchr(line, '[')) {
-			run = a == run_end ? run + (long)(b - a) : (long)(b - a);
-			run_end = b;
-		} else {
-			run = 0;
-			run_end = 0;
-		}
 	}
 	fclose(f);
 	return total;

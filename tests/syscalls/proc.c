@@ -404,6 +404,146 @@ static void check_mem(void)
 	munmap(ro, 4096);
 }
 
+/* The lines of /proc/self/maps that intersect [a, b): their count; the first one in *line. */
+static int maps_lines(unsigned long a, unsigned long b, char *line, size_t size)
+{
+	static char buf[1 << 16];
+	int n = 0;
+
+	if (slurp("/proc/self/maps", buf, sizeof(buf)) <= 0)
+		return -1;
+	for (char *l = buf, *nl; *l; l = nl + 1) {
+		unsigned long s, e;
+
+		nl = strchr(l, '\n');
+		if (!nl)
+			break;
+		if (sscanf(l, "%lx-%lx", &s, &e) == 2 && s < b && a < e && n++ == 0)
+			snprintf(line, size, "%.*s", (int)(nl - l), l);
+	}
+	return n;
+}
+
+/* A field of /proc/self/status in kB, or -1. */
+static long status_kb(const char *name)
+{
+	static char buf[4096];
+	char key[32];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s:", name);
+	if (slurp("/proc/self/status", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, key)))
+		return -1;
+	return strtol(p + strlen(key), NULL, 10);
+}
+
+static int initialized_data = 42;
+
+/*
+ * Memory as Linux shows it: one maps line per mapping however copy-on-write split it, [stack]
+ * on the whole stack, the data segment in stat, resident sizes in status.
+ */
+static void check_layout(void)
+{
+	const long pg = 4096, len = 64 * pg;
+	char line[512], buf[4096], *p, *f;
+	unsigned long a, b;
+	int sync[2], st;
+	long rss, hwm, size;
+	pid_t pid;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (p == MAP_FAILED)
+		return;
+	memset(p, 1, len);
+	/* A child keeps the pages shared while the parent writes some of them (copies). */
+	CHECK_OK(pipe(sync));
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		close(sync[1]);
+		if (read(sync[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(sync[0]);
+	for (long i = 0; i < len; i += 24 * pg)
+		p[i] = 2;
+	CHECK(maps_lines((unsigned long)p, (unsigned long)(p + len), line, sizeof(line)) == 1,
+	      "a mapping written after fork is one line: %d",
+	      maps_lines((unsigned long)p, (unsigned long)(p + len), line, sizeof(line)));
+	CHECK(sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= (unsigned long)p &&
+		      b >= (unsigned long)(p + len),
+	      "the mapping's line: %s", line);
+	/* The stack: one line, named, holding this frame; nothing unnamed just below it. */
+	CHECK(maps_lines((unsigned long)line, (unsigned long)line + 1, line, sizeof(line)) == 1 &&
+		      strstr(line, "[stack]"),
+	      "the stack's line: %s", line);
+	if (sscanf(line, "%lx-%lx", &a, &b) == 2)
+		CHECK(maps_lines(a - 1, a, line, sizeof(line)) == 0 || strchr(line, '[') ||
+			      strchr(line, '/') || strstr(line, "rw-p") == NULL,
+		      "a piece of the stack below [stack]: %s", line);
+	close(sync[1]);
+	waitpid(pid, &st, 0);
+	munmap(p, len);
+
+	/* Shared anonymous memory: Linux's shmem object, named after /dev/zero. */
+	p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED) {
+		CHECK(maps_lines((unsigned long)p, (unsigned long)p + 1, line, sizeof(line)) == 1 &&
+			      strstr(line, " rw-s 00000000 00:01 ") &&
+			      strstr(line, "/dev/zero (deleted)"),
+		      "shared anonymous memory: %s", line);
+		munmap(p, 2 * pg);
+	}
+
+	/* stat: start_data and end_data (fields 45, 46) hold the initialized data. */
+	CHECK(slurp("/proc/self/stat", buf, sizeof(buf)) > 0 && (f = strrchr(buf, ')')),
+	      "read stat");
+	if (f) {
+		unsigned long v[64] = { 0 };
+		int n = 0;
+
+		/* Field 3 (the state) follows ") "; fields from 4 on are numbers. */
+		for (char *t = strtok(f + 4, " "); t && n < 64; t = strtok(NULL, " "))
+			v[n++] = strtoul(t, NULL, 10);
+		/* v[i] is field i + 4. */
+		CHECK(n >= 44, "stat fields: %d", n + 3);
+		CHECK(v[41] && v[41] <= (unsigned long)&initialized_data &&
+			      (unsigned long)&initialized_data < v[42],
+		      "start_data %#lx end_data %#lx, data at %p", v[41], v[42],
+		      (void *)&initialized_data);
+		CHECK(v[20] > 0 && v[20] < v[19] / 4096, "rss %lu pages of vsize %lu", v[20],
+		      v[19]);
+	}
+
+	/* status: VmRSS follows the pages touched, VmHWM keeps the peak. */
+	size = status_kb("VmSize");
+	rss = status_kb("VmRSS");
+	CHECK(rss > 0 && rss < size, "VmRSS %ld kB, VmSize %ld kB", rss, size);
+	p = mmap(NULL, 16L << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED) {
+		long before = status_kb("VmRSS"), after;
+
+		memset(p, 3, 16L << 20);
+		after = status_kb("VmRSS");
+		CHECK(after >= before + 15 * 1024, "VmRSS %ld kB, then %ld kB after 16 MiB", before,
+		      after);
+		munmap(p, 16L << 20);
+		rss = status_kb("VmRSS");
+		hwm = status_kb("VmHWM");
+		CHECK(rss <= after - 15 * 1024, "VmRSS after munmap: %ld kB, was %ld kB", rss,
+		      after);
+		/* Linux's counters lag by a few pages (per-thread caches): 1 MiB of slack. */
+		CHECK(hwm >= after - 1024, "VmHWM %ld kB, the peak was %ld kB", hwm, after);
+		CHECK(status_kb("RssAnon") + status_kb("RssFile") + status_kb("RssShmem") == rss,
+		      "RssAnon + RssFile + RssShmem != VmRSS");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	check_self(argv[0]);
@@ -412,5 +552,6 @@ int main(int argc, char **argv)
 	check_other();
 	check_net();
 	check_mem();
+	check_layout();
 	return finish();
 }

@@ -54,6 +54,8 @@ static struct mm *task_mm(struct task *t)
 
 struct mm_stats {
 	uint64_t size, data, stack, exec, lib, file, anon, shared, locked;
+	/* Resident bytes: Linux's RssAnon, RssFile, RssShmem; VmRSS is their sum. */
+	uint64_t rss_anon, rss_file, rss_shmem;
 	uint64_t start_code, end_code, start_data, end_data;
 	uint64_t stack_top;
 	bool have_code;
@@ -67,6 +69,21 @@ static int stats_vma(const struct mm_vma_info *v, void *arg)
 	uint64_t len = v->end - v->start;
 
 	s->size += len;
+	/*
+	 * Shared anonymous memory is shmem; a private file mapping's pages are the file's until
+	 * written (copy-on-write pieces), then anonymous.
+	 */
+	uint64_t res = v->resident * PAGE_SIZE, cow = v->resident_cow * PAGE_SIZE;
+	if (v->obj) {
+		s->rss_shmem += res;
+	} else if (!(v->flags & MM_VMA_FILE)) {
+		s->rss_anon += res;
+	} else if (v->flags & MM_VMA_SHARED) {
+		s->rss_file += res;
+	} else {
+		s->rss_file += cow;
+		s->rss_anon += res - cow;
+	}
 	if (v->flags & MM_VMA_FILE) {
 		s->file += len;
 		if (!s->exe && ((s->phdr >= v->start && s->phdr < v->end) ||
@@ -110,9 +127,11 @@ static void mm_stats(struct mm *mm, struct mm_stats *s)
 			s->entry = mm->auxv[i + 1];
 	}
 	s->stack_top = mm->stack_top;
-	s->start_data = s->end_data = mm->start_brk;
+	/* The data segment the loader recorded (Linux's start_data, end_data). */
+	s->start_data = mm->start_data;
+	s->end_data = mm->end_data;
 	pthread_mutex_unlock(&mm->lock);
-	mm_for_each_vma(mm, stats_vma, s);
+	mm_for_each_mapping(mm, true, stats_vma, s);
 }
 
 /* --- stat, statm, status --- */
@@ -214,8 +233,9 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 	fprintf(out,
 		"%" PRIu64 " %" PRIu64 " %llu %" PRIu64 " %" PRIu64 " %" PRIu64 " 0 0 %" PRIu64
 		" %" PRIu64 " %" PRIu64 " %" PRIu64 " 0 0 0 ",
-		s.size, s.size / 4096, (unsigned long long)RLIM_INFINITY, s.start_code, s.end_code,
-		s.stack_top, sigpend & (uint64_t)0x7fffffff, t->sigmask & (uint64_t)0x7fffffff,
+		s.size, (s.rss_anon + s.rss_file + s.rss_shmem) / 4096,
+		(unsigned long long)RLIM_INFINITY, s.start_code, s.end_code, s.stack_top,
+		sigpend & (uint64_t)0x7fffffff, t->sigmask & (uint64_t)0x7fffffff,
 		sigign & (uint64_t)0x7fffffff, sigcgt & (uint64_t)0x7fffffff);
 	/* 38-52: exit signal, cpu, policy, data and brk, argument and environment areas. */
 	fprintf(out,
@@ -245,8 +265,8 @@ static int gen_statm(struct pseudo_node *n, FILE *out)
 	if (s.exe)
 		file_put(s.exe);
 	fprintf(out, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " 0 %" PRIu64 " 0\n",
-		s.size / 4096, s.size / 4096, s.file / 4096, s.exec / 4096,
-		(s.data + s.stack) / 4096);
+		s.size / 4096, (s.rss_anon + s.rss_file + s.rss_shmem) / 4096,
+		(s.rss_file + s.rss_shmem) / 4096, s.exec / 4096, (s.data + s.stack) / 4096);
 	return 0;
 }
 
@@ -264,7 +284,7 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	struct task *t;
 	struct mm *mm;
 	const char *sname;
-	uint64_t sigpnd, shdpnd, sigign = 0, sigcgt = 0;
+	uint64_t sigpnd, shdpnd, sigign = 0, sigcgt = 0, rss = 0, hwm_kb = 0;
 	int nthreads;
 	unsigned int umask = 022, ncpu = proc_ncpus();
 	char state;
@@ -282,8 +302,16 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 		mm_put(mm);
 		if (s.exe)
 			file_put(s.exe);
+		rss = s.rss_anon + s.rss_file + s.rss_shmem;
+		/*
+		 * The peak: the process's highest resident size sampled (ru_maxrss), sampled
+		 * now if it is the caller (another task's mm may go away meanwhile).
+		 */
+		if (t == task_current())
+			cputime_rss_sample(t);
 	}
 	pthread_mutex_lock(&tg->lock);
+	hwm_kb = tg->maxrss_kb;
 	nthreads = tg->nr_threads;
 	pthread_mutex_unlock(&tg->lock);
 	pthread_mutex_lock(&tg->sighand->lock);
@@ -313,11 +341,11 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 		print_kb(out, "VmSize", s.size);
 		print_kb(out, "VmLck", 0);
 		print_kb(out, "VmPin", 0);
-		print_kb(out, "VmHWM", s.size);
-		print_kb(out, "VmRSS", s.size);
-		print_kb(out, "RssAnon", s.anon);
-		print_kb(out, "RssFile", s.file);
-		print_kb(out, "RssShmem", s.shared);
+		print_kb(out, "VmHWM", MAX(hwm_kb * 1024, rss));
+		print_kb(out, "VmRSS", rss);
+		print_kb(out, "RssAnon", s.rss_anon);
+		print_kb(out, "RssFile", s.rss_file);
+		print_kb(out, "RssShmem", s.rss_shmem);
 		print_kb(out, "VmData", s.data);
 		print_kb(out, "VmStk", s.stack);
 		print_kb(out, "VmExe", s.exec);
@@ -464,19 +492,23 @@ static int maps_vma(const struct mm_vma_info *v, void *arg)
 		file_getattr(v->file, &attr);
 		if (proc_file_name(c->viewer, v->file, name, sizeof(name)) >= 0)
 			label = name;
+	} else if (v->obj) {
+		/* Shared anonymous memory: Linux's shmem file, 00:01, named after /dev/zero. */
+		label = "/dev/zero (deleted)";
+		attr.dev = 1;
+		attr.ino = v->obj;
 	} else if (v->flags & MM_VMA_HEAP) {
 		label = "[heap]";
 	} else if (v->start <= c->stack_top - 1 && c->stack_top - 1 < v->end) {
 		label = "[stack]";
 	}
-	len = fprintf(
-		c->out, "%08" PRIx64 "-%08" PRIx64 " %c%c%c%c %08" PRIx64 " %02x:%02x %" PRIu64 " ",
-		v->start, v->end, (v->prot & PROT_READ) ? 'r' : '-',
-		(v->prot & PROT_WRITE) ? 'w' : '-', (v->prot & PROT_EXEC) ? 'x' : '-',
-		(v->flags & MM_VMA_SHARED) ? 's' : 'p', v->file ? v->file_off : 0,
-		v->file ? (unsigned int)((attr.dev >> 8) & 0xfff) : 0,
-		v->file ? (unsigned int)((attr.dev & 0xff) | ((attr.dev >> 12) & ~0xffULL)) : 0,
-		v->file ? attr.ino : 0);
+	len = fprintf(c->out,
+		      "%08" PRIx64 "-%08" PRIx64 " %c%c%c%c %08" PRIx64 " %02x:%02x %" PRIu64 " ",
+		      v->start, v->end, (v->prot & PROT_READ) ? 'r' : '-',
+		      (v->prot & PROT_WRITE) ? 'w' : '-', (v->prot & PROT_EXEC) ? 'x' : '-',
+		      (v->flags & MM_VMA_SHARED) ? 's' : 'p', (v->file || v->obj) ? v->file_off : 0,
+		      (unsigned int)((attr.dev >> 8) & 0xfff),
+		      (unsigned int)((attr.dev & 0xff) | ((attr.dev >> 12) & ~0xffULL)), attr.ino);
 	if (label) {
 		/* Linux pads the header to 73 columns before the name (seq_pad). */
 		if (len < 73)
@@ -501,7 +533,7 @@ static int gen_maps(struct pseudo_node *n, FILE *out)
 	pthread_mutex_lock(&mm->lock);
 	c.stack_top = mm->stack_top;
 	pthread_mutex_unlock(&mm->lock);
-	mm_for_each_vma(mm, maps_vma, &c);
+	mm_for_each_mapping(mm, false, maps_vma, &c);
 	mm_put(mm);
 	return 0;
 }
@@ -509,16 +541,15 @@ static int gen_maps(struct pseudo_node *n, FILE *out)
 static int rollup_vma(const struct mm_vma_info *v, void *arg)
 {
 	struct maps_ctx *c = arg;
-	uint64_t len = v->end - v->start;
 
 	if (!c->lo)
 		c->lo = v->start;
 	c->hi = v->end;
-	c->rss += len;
+	c->rss += v->resident * PAGE_SIZE;
 	if (v->file)
-		c->file += len;
+		c->file += v->resident * PAGE_SIZE;
 	else
-		c->anon += len;
+		c->anon += v->resident * PAGE_SIZE;
 	return 0;
 }
 
@@ -534,7 +565,7 @@ static int gen_smaps_rollup(struct pseudo_node *n, FILE *out)
 	task_put(t);
 	if (!mm)
 		return 0;
-	mm_for_each_vma(mm, rollup_vma, &c);
+	mm_for_each_mapping(mm, true, rollup_vma, &c);
 	mm_put(mm);
 	len = fprintf(out, "%08" PRIx64 "-%08" PRIx64 " ---p 00000000 00:00 0 ", c.lo, c.hi);
 	fprintf(out, "%*s[rollup]\n", len < 73 ? 73 - len : 0, "");

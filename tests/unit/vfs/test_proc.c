@@ -49,6 +49,10 @@ struct cputime cputime_kernel(struct kernel *k)
 	return (struct cputime){ 0, 0 };
 }
 
+void cputime_rss_sample(struct task *t)
+{
+}
+
 void mm_get(struct mm *mm)
 {
 }
@@ -57,7 +61,8 @@ void mm_put(struct mm *mm)
 {
 }
 
-int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
+int mm_for_each_mapping(struct mm *mm, bool resident,
+			int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
 {
 	return 0;
 }
