@@ -205,7 +205,7 @@ static void check_shared_waiter_unmapped(void)
 
 	/* A memfd mapped twice: the waiter on one mapping, woken through the other. */
 	int fd = (int)syscall(SYS_memfd_create, "futex_mm", 0);
-	if (!CHECK_OK(fd) || !CHECK_OK(ftruncate(fd, PAGE)))
+	if (CHECK_OK(fd) < 0 || CHECK_OK(ftruncate(fd, PAGE)) < 0)
 		return;
 	uint32_t *a = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	uint32_t *b = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
