@@ -38,6 +38,8 @@
 #define MAX_RW_COUNT ((size_t)(INT_MAX & PAGE_MASK))
 /* Linux's UIO_MAXIOV, and the most iovecs one file operation gets. */
 #define MAX_IOV 1024
+/* The size of a pipe buffer in Linux (a page). */
+#define PIPE_PAGE 4096
 /* getdents64 fills at most this much per call (a record is at most 280 bytes). */
 #define GETDENTS_MAX (64 * 1024)
 
@@ -208,10 +210,37 @@ static ssize_t rw_pipe(struct task *t, struct file *f, bool is_read, const struc
 		ssize_t r;
 		long w;
 		int n = translate_round(t, is_read, giov, gcnt, &gi, &goff, iov, &want, &fault);
+		int nmove = n, cut = -1;
+		size_t cut_len = 0;
 
 		if (n == 0)
 			return done ? (ssize_t)done : -EFAULT;
-		r = is_read ? pipe_readv_nowait(f, iov, n) : pipe_writev_nowait(f, iov, n, all);
+		/*
+		 * A bad page ahead: Linux moves a pipe's data in whole buffers (pages, counted from
+		 * the start of the write), and a buffer the bad page cuts moves not at all: a write
+		 * stops before it, a read leaves it in the pipe (unless all the pipe holds comes
+		 * before the bad page). Buffers are taken to be whole pages here: a read after a
+		 * partial read of a buffer may stop earlier than Linux's.
+		 */
+		if (fault && (!is_read || pipe_nread(f) > want)) {
+			size_t keep = (done + want) & ~(size_t)(PIPE_PAGE - 1), left;
+
+			keep = keep > done ? keep - done : 0;
+			if (keep == 0) {
+				mm_translate_unpin(t->mm, iov, n);
+				return done ? (ssize_t)done : -EFAULT;
+			}
+			want = keep;
+			for (left = keep, nmove = 0; left > iov[nmove].iov_len; nmove++)
+				left -= iov[nmove].iov_len;
+			cut = nmove++;
+			cut_len = iov[cut].iov_len;
+			iov[cut].iov_len = left;
+		}
+		r = is_read ? pipe_readv_nowait(f, iov, nmove) :
+			      pipe_writev_nowait(f, iov, nmove, all);
+		if (cut >= 0)
+			iov[cut].iov_len = cut_len; /* unpin the pages as pinned */
 		mm_translate_unpin(t->mm, iov, n);
 		if (r > 0) {
 			done += (size_t)r;

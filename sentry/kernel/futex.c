@@ -4,13 +4,16 @@
  * waiters. A waiter lives on its task's stack for the duration of futex_wait().
  *
  * The futex word is read and modified through the sentry's mapping of the memory file (the
- * pointer mm_translate gives), with atomic operations: the guest's own atomics on the same
- * page, through the stub's mapping, see the same memory.
+ * pointer mm_translate_pin gives, its page pinned for the duration of the operation and never
+ * across a sleep), with atomic operations: the guest's own atomics on the same page, through the
+ * stub's mapping, see the same memory. Operations that only need a key (wakes, REQUEUE, WAKE_OP's
+ * first word) translate nothing: a private futex's key needs no page at all, as in Linux.
  */
 #include "sentry/kernel/futex.h"
 
 #include <linux/futex.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include "common/list.h"
@@ -80,51 +83,101 @@ static bool key_eq(const struct futex_key *a, const struct futex_key *b)
 
 struct vma_find {
 	uint64_t addr;
-	bool shared;
+	bool found, shared, anon;
+	int prot;
+	uint64_t mf_off; /* memory-file offset of addr */
 };
 
-static int find_vma_shared(const struct mm_vma_info *v, void *arg)
+static int find_vma(const struct mm_vma_info *v, void *arg)
 {
 	struct vma_find *f = arg;
 
-	if (f->addr >= v->start && f->addr < v->end) {
-		f->shared = (v->flags & MM_VMA_SHARED) != 0;
-		return 1;
+	if (f->addr < v->start)
+		return 1; /* in address order: past it */
+	if (f->addr >= v->end)
+		return 0;
+	f->found = true;
+	f->shared = (v->flags & MM_VMA_SHARED) != 0;
+	f->anon = (v->flags & MM_VMA_ANON) != 0;
+	f->prot = v->prot;
+	f->mf_off = v->mf_off + (f->addr - v->start);
+	return 1;
+}
+
+/*
+ * Computes the key of the futex word at uaddr, as Linux's get_futex_key: a private futex is
+ * (mm, address) and needs no page, only an aligned user address; any other needs the page mapped
+ * readable (write: writable), and a private mapping's must not be read-only anonymous memory
+ * (that never changes, so Linux refuses it). Returns 0, -EINVAL (unaligned) or -EFAULT.
+ */
+static int futex_key(struct task *t, uint64_t uaddr, bool private, bool write,
+		     struct futex_key *key)
+{
+	struct vma_find f = { .addr = uaddr };
+
+	if (uaddr & 3)
+		return -EINVAL;
+	if (uaddr > TASK_SIZE_MAX - sizeof(uint32_t))
+		return -EFAULT;
+	key->space = (uintptr_t)t->mm;
+	key->addr = uaddr;
+	if (private)
+		return 0;
+	mm_for_each_vma(t->mm, find_vma, &f);
+	if (!f.found || !(f.prot & PROT_READ) || (write && !(f.prot & PROT_WRITE)))
+		return -EFAULT;
+	if (f.shared) {
+		key->space = 0;
+		key->addr = f.mf_off;
+	} else {
+		/* A private mapping keys by (mm, address) without FUTEX_PRIVATE_FLAG too, but apart
+		 * from the private key (Linux's FUT_OFF_MMSHARED). */
+		if (f.anon && !(f.prot & PROT_WRITE))
+			return -EFAULT;
+		key->space |= 1;
 	}
 	return 0;
 }
 
 /*
- * Computes the key of the futex word at uaddr and a sentry pointer to it (readable, or
- * writable when write is true). Returns 0, -EINVAL (unaligned) or -EFAULT.
+ * A futex word in use: its page pinned (mm_translate_pin) so that a munmap or madvise by another
+ * thread meanwhile cannot free it to other memory before the operation on it is done. Held only
+ * while the operation runs, never across a sleep.
  */
-static int futex_lookup(struct task *t, uint64_t uaddr, bool private, bool write,
-			struct futex_key *key, uint32_t **word)
-{
+struct futex_word {
+	uint32_t *p; /* the sentry's pointer to the word */
 	struct iovec iov;
+};
+
+/* Pins the word at uaddr (aligned), readable or writable. Returns 0 or -EFAULT. */
+static int word_get(struct task *t, uint64_t uaddr, bool write, struct futex_word *w)
+{
 	size_t covered = 0;
+	int n = mm_translate_pin(t->mm, uaddr, sizeof(uint32_t), write, &w->iov, 1, &covered);
 
-	if (uaddr & 3)
-		return -EINVAL;
-	if (mm_translate(t->mm, uaddr, sizeof(uint32_t), write, &iov, 1, &covered) != 1 ||
-	    covered < sizeof(uint32_t))
-		return -EFAULT;
-	*word = iov.iov_base;
-	key->space = (uintptr_t)t->mm;
-	key->addr = uaddr;
-	if (!private) {
-		/* A private mapping keys by (mm, address) without FUTEX_PRIVATE_FLAG too, but apart
-		 * from the private key (Linux's FUT_OFF_MMSHARED). */
-		struct vma_find f = { .addr = uaddr };
-
-		key->space |= 1;
-		mm_for_each_vma(t->mm, find_vma_shared, &f);
-		if (f.shared) {
-			key->space = 0;
-			key->addr = (uint64_t)((uint8_t *)iov.iov_base - t->k->mf.base);
-		}
+	if (n == 1 && covered >= sizeof(uint32_t)) {
+		w->p = w->iov.iov_base;
+		return 0;
 	}
-	return 0;
+	mm_translate_unpin(t->mm, &w->iov, n);
+	w->p = NULL;
+	return -EFAULT;
+}
+
+static void word_put(struct task *t, struct futex_word *w)
+{
+	if (w->p)
+		mm_translate_unpin(t->mm, &w->iov, 1);
+	w->p = NULL;
+}
+
+/* The key of the word at uaddr and the word itself, pinned (word_put after use). */
+static int futex_lookup(struct task *t, uint64_t uaddr, bool private, bool write,
+			struct futex_key *key, struct futex_word *w)
+{
+	int ret = futex_key(t, uaddr, private, write, key);
+
+	return ret < 0 ? ret : word_get(t, uaddr, write, w);
 }
 
 static bool waiter_woken(void *arg)
@@ -163,7 +216,7 @@ long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint
 {
 	struct futex_waiter w = { .bitset = bitset, .t = t };
 	struct futex_bucket *b;
-	uint32_t *word;
+	struct futex_word word;
 	long ret;
 
 	if (bitset == 0)
@@ -174,12 +227,14 @@ long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint
 	b = bucket_of(&w.key);
 	w.bucket = b;
 	pthread_mutex_lock(&b->lock);
-	if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != val) {
+	if (__atomic_load_n(word.p, __ATOMIC_SEQ_CST) != val) {
 		pthread_mutex_unlock(&b->lock);
+		word_put(t, &word);
 		return -EAGAIN;
 	}
 	list_add_tail(&w.link, &b->waiters);
 	pthread_mutex_unlock(&b->lock);
+	word_put(t, &word);
 
 	ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
 	if (ret == 0)
@@ -221,12 +276,12 @@ long futex_wake_bitset(struct task *t, uint64_t uaddr, bool private, int n, uint
 {
 	struct futex_key key;
 	struct futex_bucket *b;
-	uint32_t *word;
 	long ret;
 
 	if (bitset == 0)
 		return -EINVAL;
-	ret = futex_lookup(t, uaddr, private, false, &key, &word);
+	/* A wake reads no word: a private one needs no page at all (Linux). */
+	ret = futex_key(t, uaddr, private, false, &key);
 	if (ret < 0)
 		return ret;
 	if (n <= 0)
@@ -270,31 +325,33 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 	struct futex_key k1, k2;
 	struct futex_bucket *b1, *b2;
 	struct futex_waiter *w, *tmp;
-	uint32_t *word1, *word2;
+	struct futex_word word1 = { 0 };
 	long ret;
 	int woken = 0, moved = 0;
 
 	if (nr_wake < 0 || nr_requeue < 0)
 		return -EINVAL;
-	ret = futex_lookup(t, uaddr, private, false, &k1, &word1);
-	if (ret < 0)
-		return ret;
-	ret = futex_lookup(t, uaddr2, private, false, &k2, &word2);
+	/* Only CMP_REQUEUE reads a word, the first; private keys need no page. */
+	ret = futex_key(t, uaddr, private, false, &k1);
+	if (ret == 0)
+		ret = futex_key(t, uaddr2, private, false, &k2);
+	if (ret == 0 && cmp)
+		ret = word_get(t, uaddr, false, &word1);
 	if (ret < 0)
 		return ret;
 	b1 = bucket_of(&k1);
 	b2 = bucket_of(&k2);
 	lock_two(b1, b2);
-	if (cmp && __atomic_load_n(word1, __ATOMIC_SEQ_CST) != val3) {
-		unlock_two(b1, b2);
-		return -EAGAIN;
+	if (cmp && __atomic_load_n(word1.p, __ATOMIC_SEQ_CST) != val3) {
+		ret = -EAGAIN;
+		goto out;
 	}
 	list_for_each_entry_safe(w, tmp, &b1->waiters, link) {
 		if (!key_eq(&w->key, &k1))
 			continue;
 		if (w->pi || w->requeue_pi) {
-			unlock_two(b1, b2);
-			return -EINVAL;
+			ret = -EINVAL;
+			goto out;
 		}
 		if (woken < nr_wake) {
 			wake_waiter(w);
@@ -312,8 +369,11 @@ long futex_requeue(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 		list_add_tail(&w->link, &b2->waiters);
 		__atomic_store_n(&w->bucket, b2, __ATOMIC_RELEASE);
 	}
+	ret = woken + moved;
+out:
 	unlock_two(b1, b2);
-	return woken + moved;
+	word_put(t, &word1);
+	return ret;
 }
 
 /* Applies FUTEX_OP's operation to *word atomically; returns the old value in *old. */
@@ -383,7 +443,7 @@ long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 	uint32_t oparg = (val3 >> 12) & 0xfff, cmparg = val3 & 0xfff, old;
 	struct futex_key k1, k2;
 	struct futex_bucket *b1, *b2;
-	uint32_t *word1, *word2;
+	struct futex_word word2;
 	bool hit = false;
 	long ret;
 	int woken;
@@ -396,20 +456,26 @@ long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 			oparg &= 31; /* Linux warns and masks */
 		oparg = 1u << oparg;
 	}
-	ret = futex_lookup(t, uaddr, private, false, &k1, &word1);
-	if (ret < 0)
-		return ret;
-	ret = futex_lookup(t, uaddr2, private, true, &k2, &word2);
+	/* The first word is only a key; the second is written. An unknown operation is refused
+	 * before the word is touched, as Linux. */
+	ret = futex_key(t, uaddr, private, false, &k1);
+	if (ret == 0)
+		ret = futex_key(t, uaddr2, private, true, &k2);
+	if (ret == 0 && op > FUTEX_OP_XOR)
+		ret = -ENOSYS;
+	if (ret == 0)
+		ret = word_get(t, uaddr2, true, &word2);
 	if (ret < 0)
 		return ret;
 	b1 = bucket_of(&k1);
 	b2 = bucket_of(&k2);
 	lock_two(b1, b2);
-	ret = futex_atomic_op(word2, op, oparg, &old);
+	ret = futex_atomic_op(word2.p, op, oparg, &old);
 	if (ret == 0)
 		ret = futex_op_cmp(cmp, old, cmparg, &hit);
 	if (ret < 0) {
 		unlock_two(b1, b2);
+		word_put(t, &word2);
 		return ret;
 	}
 	woken = wake_keyed(b1, &k1, nr_wake, FUTEX_BITSET_ANY);
@@ -418,6 +484,7 @@ long futex_wake_op(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool private
 		woken = ret < 0 ? (int)ret : woken + (int)ret;
 	}
 	unlock_two(b1, b2);
+	word_put(t, &word2);
 	return woken;
 }
 
@@ -451,7 +518,7 @@ long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
 	for (queued = 0; queued < n; queued++) {
 		struct futex_waiter *w = &ws[queued];
 		struct futex_bucket *b;
-		uint32_t *word;
+		struct futex_word word;
 
 		w->bitset = FUTEX_BITSET_ANY;
 		w->t = t;
@@ -462,13 +529,15 @@ long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
 		b = bucket_of(&w->key);
 		w->bucket = b;
 		pthread_mutex_lock(&b->lock);
-		if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != reqs[queued].val) {
+		if (__atomic_load_n(word.p, __ATOMIC_SEQ_CST) != reqs[queued].val) {
 			pthread_mutex_unlock(&b->lock);
+			word_put(t, &word);
 			ret = -EAGAIN;
 			break;
 		}
 		list_add_tail(&w->link, &b->waiters);
 		pthread_mutex_unlock(&b->lock);
+		word_put(t, &word);
 	}
 	if (ret == 0)
 		ret = task_wait(t, NULL, 0, waitv_woken, &(struct waitv_arg){ ws, n }, deadline,
@@ -557,7 +626,8 @@ static long pi_lock(struct task *t, uint64_t uaddr, bool private, const struct t
 	for (;;) {
 		struct futex_waiter w = { .bitset = FUTEX_BITSET_ANY, .t = t, .pi = true };
 		struct futex_bucket *b;
-		uint32_t *word, cur, next;
+		struct futex_word word;
+		uint32_t cur, next;
 		int32_t owner;
 		long ret;
 
@@ -566,49 +636,48 @@ static long pi_lock(struct task *t, uint64_t uaddr, bool private, const struct t
 			return ret;
 		b = bucket_of(&w.key);
 		pthread_mutex_lock(&b->lock);
-		cur = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+		cur = __atomic_load_n(word.p, __ATOMIC_SEQ_CST);
 		owner = (int32_t)(cur & FUTEX_TID_MASK);
 		if (owner == t->tid) {
-			pthread_mutex_unlock(&b->lock);
-			return -EDEADLK;
-		}
-		if (owner == 0 || (retrying && !pi_owner_alive(t, owner))) {
+			ret = -EDEADLK;
+		} else if (owner == 0 || (retrying && !pi_owner_alive(t, owner))) {
 			next = (uint32_t)t->tid | (cur & FUTEX_OWNER_DIED) |
 			       (pi_has_waiters(b, &w.key, NULL) ? FUTEX_WAITERS : 0);
 			/* Taken over from an owner that exited: FUTEX_WAITERS and FUTEX_OWNER_DIED,
 			 * as Linux's fixup of an owner-less lock leaves the word. */
 			if (retrying)
 				next |= FUTEX_WAITERS | FUTEX_OWNER_DIED;
-			if (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
-							 __ATOMIC_SEQ_CST)) {
-				pthread_mutex_unlock(&b->lock);
-				continue;
+			if (!__atomic_compare_exchange_n(word.p, &cur, next, false,
+							 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+				ret = 1; /* changed meanwhile: again */
+			} else {
+				pi_set_owner(b, &w.key, t->tid);
+				ret = 0;
 			}
-			pi_set_owner(b, &w.key, t->tid);
-			pthread_mutex_unlock(&b->lock);
-			return 0;
+		} else if (!(cur & FUTEX_WAITERS) &&
+			   !__atomic_compare_exchange_n(word.p, &cur, cur | FUTEX_WAITERS, false,
+							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			/* Linux sets FUTEX_WAITERS before it looks for the owner, trylock or not. */
+			ret = 1;
+		} else if (!pi_owner_alive(t, owner)) {
+			/* Checked under the bucket lock: an owner exiting after this finds us
+			 * queued. */
+			ret = -ESRCH;
+		} else if (trylock) {
+			ret = -EAGAIN;
+		} else {
+			w.owner = owner;
+			w.bucket = b;
+			list_add_tail(&w.link, &b->waiters);
+			__atomic_add_fetch(&pi_waiters, 1, __ATOMIC_RELAXED);
+			ret = 2; /* queued: sleep */
 		}
-		/* Linux sets FUTEX_WAITERS before it looks for the owner, trylock or not. */
-		if (!(cur & FUTEX_WAITERS) &&
-		    !__atomic_compare_exchange_n(word, &cur, cur | FUTEX_WAITERS, false,
-						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-			pthread_mutex_unlock(&b->lock);
-			continue;
-		}
-		/* Checked under the bucket lock: an owner exiting after this finds us queued. */
-		if (!pi_owner_alive(t, owner)) {
-			pthread_mutex_unlock(&b->lock);
-			return -ESRCH;
-		}
-		if (trylock) {
-			pthread_mutex_unlock(&b->lock);
-			return -EAGAIN;
-		}
-		w.owner = owner;
-		w.bucket = b;
-		list_add_tail(&w.link, &b->waiters);
-		__atomic_add_fetch(&pi_waiters, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&b->lock);
+		word_put(t, &word);
+		if (ret == 1)
+			continue;
+		if (ret != 2)
+			return ret;
 
 		ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
 		if (waiter_leave(&w)) {
@@ -634,7 +703,8 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 		struct futex_waiter *w, *next_owner = NULL;
 		struct futex_key key;
 		struct futex_bucket *b;
-		uint32_t *word, cur, next;
+		struct futex_word word;
+		uint32_t cur, next;
 		long ret;
 
 		ret = futex_lookup(t, uaddr, private, true, &key, &word);
@@ -642,9 +712,10 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 			return ret;
 		b = bucket_of(&key);
 		pthread_mutex_lock(&b->lock);
-		cur = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+		cur = __atomic_load_n(word.p, __ATOMIC_SEQ_CST);
 		if ((int32_t)(cur & FUTEX_TID_MASK) != t->tid) {
 			pthread_mutex_unlock(&b->lock);
+			word_put(t, &word);
 			return -EPERM;
 		}
 		list_for_each_entry(w, &b->waiters, link) {
@@ -655,9 +726,10 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 		}
 		/* Handed over, the word keeps FUTEX_WAITERS (as Linux) and loses OWNER_DIED. */
 		next = next_owner ? (uint32_t)next_owner->t->tid | FUTEX_WAITERS : 0;
-		if (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
+		if (!__atomic_compare_exchange_n(word.p, &cur, next, false, __ATOMIC_SEQ_CST,
 						 __ATOMIC_SEQ_CST)) {
 			pthread_mutex_unlock(&b->lock);
+			word_put(t, &word);
 			continue;
 		}
 		if (next_owner) {
@@ -666,6 +738,7 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 			wake_waiter(next_owner);
 		}
 		pthread_mutex_unlock(&b->lock);
+		word_put(t, &word);
 		return 0;
 	}
 }
@@ -675,26 +748,33 @@ long futex_wait_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool
 {
 	struct futex_waiter w = { .bitset = FUTEX_BITSET_ANY, .t = t, .requeue_pi = true };
 	struct futex_bucket *b;
-	uint32_t *word, *word2;
+	struct futex_word word;
 	long ret;
 
+	if (uaddr == uaddr2)
+		return -EINVAL;
+	/* The PI word is only a key until a requeue moves us there. */
+	ret = futex_key(t, uaddr2, private, true, &w.pi_key);
+	if (ret < 0)
+		return ret;
 	ret = futex_lookup(t, uaddr, private, false, &w.key, &word);
 	if (ret < 0)
 		return ret;
-	ret = futex_lookup(t, uaddr2, private, true, &w.pi_key, &word2);
-	if (ret < 0)
-		return ret;
-	if (key_eq(&w.key, &w.pi_key))
+	if (key_eq(&w.key, &w.pi_key)) {
+		word_put(t, &word);
 		return -EINVAL;
+	}
 	b = bucket_of(&w.key);
 	w.bucket = b;
 	pthread_mutex_lock(&b->lock);
-	if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != val) {
+	if (__atomic_load_n(word.p, __ATOMIC_SEQ_CST) != val) {
 		pthread_mutex_unlock(&b->lock);
+		word_put(t, &word);
 		return -EAGAIN;
 	}
 	list_add_tail(&w.link, &b->waiters);
 	pthread_mutex_unlock(&b->lock);
+	word_put(t, &word);
 
 	ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
 	if (waiter_leave(&w)) {
@@ -714,25 +794,30 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 	struct futex_key k1, k2;
 	struct futex_bucket *b1, *b2;
 	struct futex_waiter *w, *tmp;
-	uint32_t *word1, *word2;
+	struct futex_word word1 = { 0 }, word2 = { 0 };
 	bool first = true;
 	int woken = 0, moved = 0;
 	long ret;
 
 	if (nr_wake != 1 || nr_requeue < 0)
 		return -EINVAL;
-	ret = futex_lookup(t, uaddr, private, false, &k1, &word1);
-	if (ret < 0)
+	ret = futex_key(t, uaddr, private, false, &k1);
+	if (ret == 0)
+		ret = futex_key(t, uaddr2, private, true, &k2);
+	if (ret == 0 && key_eq(&k1, &k2))
+		ret = -EINVAL;
+	if (ret == 0)
+		ret = word_get(t, uaddr, false, &word1);
+	if (ret == 0)
+		ret = word_get(t, uaddr2, true, &word2);
+	if (ret < 0) {
+		word_put(t, &word1);
 		return ret;
-	ret = futex_lookup(t, uaddr2, private, true, &k2, &word2);
-	if (ret < 0)
-		return ret;
-	if (key_eq(&k1, &k2))
-		return -EINVAL;
+	}
 	b1 = bucket_of(&k1);
 	b2 = bucket_of(&k2);
 	lock_two(b1, b2);
-	if (__atomic_load_n(word1, __ATOMIC_SEQ_CST) != val3) {
+	if (__atomic_load_n(word1.p, __ATOMIC_SEQ_CST) != val3) {
 		ret = -EAGAIN;
 		goto out_unlock;
 	}
@@ -747,7 +832,7 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 			ret = -EINVAL;
 			break;
 		}
-		cur = __atomic_load_n(word2, __ATOMIC_SEQ_CST);
+		cur = __atomic_load_n(word2.p, __ATOMIC_SEQ_CST);
 		owner = (int32_t)(cur & FUTEX_TID_MASK);
 		if (first) {
 			first = false;
@@ -757,7 +842,7 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 				       (nr_requeue || pi_has_waiters(b2, &k2, NULL) ?
 						FUTEX_WAITERS :
 						0);
-				if (!__atomic_compare_exchange_n(word2, &cur, next, false,
+				if (!__atomic_compare_exchange_n(word2.p, &cur, next, false,
 								 __ATOMIC_SEQ_CST,
 								 __ATOMIC_SEQ_CST)) {
 					ret = -EAGAIN;
@@ -781,7 +866,7 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 		if (moved >= nr_requeue)
 			break;
 		while (!(cur & FUTEX_WAITERS) &&
-		       !__atomic_compare_exchange_n(word2, &cur, cur | FUTEX_WAITERS, false,
+		       !__atomic_compare_exchange_n(word2.p, &cur, cur | FUTEX_WAITERS, false,
 						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			;
 		list_del(&w->link);
@@ -798,13 +883,19 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 		ret = woken + moved;
 out_unlock:
 	unlock_two(b1, b2);
+	word_put(t, &word2);
+	word_put(t, &word1);
 	return ret;
 }
 
-/* At t's exit: PI waiters waiting for t retry (take the lock it left free, or take it over). */
-static void pi_exit_wake(struct task *t)
+/*
+ * At t's exit (exiting) or exec: PI waiters waiting for t retry (take the lock it left free, or,
+ * after its exit, take it over).
+ */
+static void pi_owner_wake(struct task *t, bool exiting)
 {
-	__atomic_store_n(&t->futex_exited, true, __ATOMIC_RELEASE);
+	if (exiting)
+		__atomic_store_n(&t->futex_exited, true, __ATOMIC_RELEASE);
 	if (!__atomic_load_n(&pi_waiters, __ATOMIC_RELAXED))
 		return;
 	pthread_once(&buckets_once, buckets_init);
@@ -820,28 +911,42 @@ static void pi_exit_wake(struct task *t)
 }
 
 /*
- * Releases one robust futex at guest address uaddr if t owns it. A plain one wakes a waiter; a PI
- * one's waiters are woken by pi_exit_wake.
+ * Releases one robust futex at guest address uaddr if t owns it, as Linux's handle_futex_death:
+ * a plain one wakes a waiter (a shared wake, as Linux's); a PI one's waiters are woken by
+ * pi_owner_wake. The pending entry of a plain futex left free (no owner) wakes a waiter too: its
+ * owner may have died between the unlock and the wake. Returns -1 when the word is unaligned or
+ * cannot be read and written (the walk stops there, as Linux's), else 0.
  */
-static void robust_release(struct task *t, uint64_t uaddr, bool pi)
+static int robust_release(struct task *t, uint64_t uaddr, bool pi, bool pending)
 {
-	uint32_t *word, cur, next;
-	struct futex_key key;
+	struct futex_word word;
+	uint32_t cur, next;
 
-	if (futex_lookup(t, uaddr, false, true, &key, &word) < 0)
-		return;
-	cur = __atomic_load_n(word, __ATOMIC_RELAXED);
+	if ((uaddr & 3) || uaddr > TASK_SIZE_MAX - sizeof(uint32_t) ||
+	    word_get(t, uaddr, true, &word) < 0)
+		return -1;
+	cur = __atomic_load_n(word.p, __ATOMIC_RELAXED);
 	do {
-		if ((cur & FUTEX_TID_MASK) != (uint32_t)t->tid)
-			return;
+		if (pending && !pi && !(cur & FUTEX_TID_MASK)) {
+			word_put(t, &word);
+			futex_wake(t, uaddr, 1);
+			return 0;
+		}
+		if ((cur & FUTEX_TID_MASK) != (uint32_t)t->tid) {
+			word_put(t, &word);
+			return 0;
+		}
 		next = (cur & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
-	} while (!__atomic_compare_exchange_n(word, &cur, next, false, __ATOMIC_SEQ_CST,
+	} while (!__atomic_compare_exchange_n(word.p, &cur, next, false, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
+	word_put(t, &word);
 	if (!pi && (cur & FUTEX_WAITERS))
 		futex_wake(t, uaddr, 1);
+	return 0;
 }
 
-void futex_exit_cleanup(struct task *t)
+/* Walks t's robust list (Linux's exit_robust_list), in t's mm of now. */
+static void robust_list_walk(struct task *t)
 {
 	struct {
 		uint64_t next;
@@ -851,23 +956,35 @@ void futex_exit_cleanup(struct task *t)
 	uint64_t entry, pending;
 
 	if (!t->mm || !t->robust_list || t->robust_len != sizeof(head) ||
-	    mm_copy_in(t->mm, &head, t->robust_list, sizeof(head)) != sizeof(head)) {
-		pi_exit_wake(t);
+	    mm_copy_in(t->mm, &head, t->robust_list, sizeof(head)) != sizeof(head))
 		return;
-	}
 	pending = head.pending & ~1ULL;
 	entry = head.next;
 	for (int i = 0; i < ROBUST_LIST_LIMIT && (entry & ~1ULL) != t->robust_list; i++) {
 		uint64_t cur = entry & ~1ULL, next;
+		bool fetched = mm_copy_in(t->mm, &next, cur, sizeof(next)) == sizeof(next);
 
-		if (mm_copy_in(t->mm, &next, cur, sizeof(next)) != sizeof(next))
-			break;
 		/* The pending entry is handled last, as Linux does. */
-		if (cur != pending)
-			robust_release(t, cur + (uint64_t)head.futex_offset, entry & 1);
+		if (cur != pending &&
+		    robust_release(t, cur + (uint64_t)head.futex_offset, entry & 1, false) < 0)
+			return;
+		if (!fetched)
+			return;
 		entry = next;
 	}
 	if (pending)
-		robust_release(t, pending + (uint64_t)head.futex_offset, head.pending & 1);
-	pi_exit_wake(t);
+		robust_release(t, pending + (uint64_t)head.futex_offset, head.pending & 1, true);
+}
+
+void futex_exit_cleanup(struct task *t)
+{
+	robust_list_walk(t);
+	pi_owner_wake(t, true);
+}
+
+void futex_exec_cleanup(struct task *t)
+{
+	robust_list_walk(t);
+	t->robust_list = t->robust_len = 0;
+	pi_owner_wake(t, false);
 }

@@ -108,4 +108,11 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
  */
 void futex_exit_cleanup(struct task *t);
 
+/*
+ * execve, past the point of no return and before the old mm goes (Linux's exec_mm_release): t's
+ * robust list is walked as at exit (with t's tid after de-threading), then forgotten; PI waiters
+ * waiting for t retry. t stays a live owner of what it still holds.
+ */
+void futex_exec_cleanup(struct task *t);
+
 #endif

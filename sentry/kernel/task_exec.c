@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/cred.h"
+#include "sentry/kernel/futex.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
@@ -247,7 +248,10 @@ static int exec_named(struct task *t, const char *path, const char *name, const 
 	if (ret < 0)
 		goto out_destroy_ctx;
 
-	/* Past the point of no return: switch the task over to the new image. */
+	/* Past the point of no return: switch the task over to the new image. The robust
+	 * futexes this thread holds are released in the old mm first (Linux's exec_mm_release). */
+	if (t->mm)
+		futex_exec_cleanup(t);
 	cputime_rss_sample(t); /* ru_maxrss covers the image being left */
 	cputime_set_ctx(t, ctx);
 	if (t->ctx)

@@ -366,6 +366,19 @@ ssize_t pipe_writev_nowait(struct file *f, const struct iovec *iov, int iovcnt, 
 	return pipe_do_write(f, iov, iovcnt, total, true);
 }
 
+size_t pipe_nread(struct file *f)
+{
+	struct pipe *p = file_pipe(f);
+	size_t n;
+
+	if (!file_pipe_reads(f) && !file_pipe_writes(f))
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	n = p->len;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 long pipe_wait_ready(struct file *f, bool write, size_t left, size_t total)
 {
 	struct pipe *p = file_pipe(f);

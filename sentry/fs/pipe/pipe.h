@@ -87,4 +87,7 @@ ssize_t pipe_writev_nowait(struct file *f, const struct iovec *iov, int iovcnt, 
  */
 long pipe_wait_ready(struct file *f, bool write, size_t left, size_t total);
 
+/* The bytes f's pipe holds now (FIONREAD's answer); 0 if f is not a pipe end. */
+size_t pipe_nread(struct file *f);
+
 #endif

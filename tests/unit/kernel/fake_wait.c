@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include "include/abi/linux/errno.h"
@@ -134,9 +135,34 @@ int mm_translate(struct mm *mm, uint64_t addr, size_t len, bool write, struct io
 	return 1;
 }
 
+/* Pins taken and not yet released (futex.c unpins every one it takes). */
+long fake_pins;
+
+int mm_translate_pin(struct mm *mm, uint64_t addr, size_t len, bool write, struct iovec *iov,
+		     int max_iov, size_t *covered)
+{
+	int n = mm_translate(mm, addr, len, write, iov, max_iov, covered);
+
+	if (n > 0)
+		__atomic_add_fetch(&fake_pins, n, __ATOMIC_RELAXED);
+	return n;
+}
+
+void mm_translate_unpin(struct mm *mm, const struct iovec *iov, int n)
+{
+	if (n > 0)
+		__atomic_sub_fetch(&fake_pins, n, __ATOMIC_RELAXED);
+}
+
+/* One private anonymous read-write VMA over everything above the zero page. */
 int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
 {
-	return 0;
+	const struct mm_vma_info v = { .start = 4096,
+				       .end = 1ULL << 47,
+				       .prot = PROT_READ | PROT_WRITE,
+				       .flags = MM_VMA_PRIVATE | MM_VMA_ANON };
+
+	return fn(&v, arg);
 }
 
 /* The VFS's permission checks ask for capabilities (cred.c is not linked here). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A test-only world for the waiting code (wait queues, pipes, futexes): bare tasks with no
- * platform, guest addresses that are sentry pointers (identity mm_translate, no VMAs), and
+ * platform, guest addresses that are sentry pointers (identity mm_translate, one private VMA), and
  * signals that a test makes pending by hand.
  */
 #ifndef HUSK_TESTS_UNIT_KERNEL_FAKE_WAIT_H
@@ -28,6 +28,9 @@ void fake_set_signal_pending(struct task *t, bool pending);
 
 /* The last signal signal_send_task sent to t (0: none), and clears it. */
 int fake_take_sent_signal(struct task *t);
+
+/* Guest pages pinned (mm_translate_pin) and not yet unpinned. */
+extern long fake_pins;
 
 /* Runs fn(arg) on a new thread whose current task is t. */
 void fake_run_as(pthread_t *th, struct task *t, void *(*fn)(void *), void *arg);

@@ -19,6 +19,8 @@ static void setup(void)
 
 static void teardown(void)
 {
+	/* Every operation unpinned the words it pinned. */
+	cr_expect_eq(__atomic_load_n(&fake_pins, __ATOMIC_RELAXED), 0);
 	fake_world_fini(&w);
 }
 
@@ -95,6 +97,26 @@ Test(futex, unaligned_word_is_einval_and_unmapped_efault)
 	cr_assert_eq(futex_wake_bitset(&w.t[0], addr_of(words) + 2, true, 1, FUTEX_BITSET_ANY),
 		     -EINVAL);
 	cr_assert_eq(futex_wait(&w.t[0], 16, true, 0, FUTEX_BITSET_ANY, NULL), -EFAULT);
+	cr_assert_eq(futex_wait(&w.t[0], 16, false, 0, FUTEX_BITSET_ANY, NULL), -EFAULT);
+	cr_assert_eq(futex_lock_pi(&w.t[0], 16, true, NULL, false), -EFAULT);
+}
+
+Test(futex, private_wake_and_requeue_need_no_page)
+{
+	uint32_t word = 1;
+
+	/* A private key is the mm and the address: nothing is read. */
+	cr_assert_eq(futex_wake_bitset(&w.t[0], 16, true, 1, FUTEX_BITSET_ANY), 0);
+	cr_assert_eq(futex_requeue(&w.t[0], 16, 32, true, 1, 1, false, 0), 0);
+	cr_assert_eq(futex_requeue(&w.t[0], addr_of(&word), 32, true, 1, 1, true, 1), 0);
+	cr_assert_eq(futex_requeue(&w.t[0], 16, addr_of(&word), true, 1, 1, true, 1), -EFAULT);
+	cr_assert_eq(futex_wake_op(&w.t[0], 16, addr_of(&word), true, 1, 1, 0), 0);
+	cr_assert_eq(word, 0); /* FUTEX_OP_SET 0 */
+	cr_assert_eq(futex_wake_op(&w.t[0], addr_of(&word), 16, true, 1, 1, 0), -EFAULT);
+	/* A shared one needs its page; a kernel address is never one. */
+	cr_assert_eq(futex_wake_bitset(&w.t[0], 16, false, 1, FUTEX_BITSET_ANY), -EFAULT);
+	cr_assert_eq(futex_wake_bitset(&w.t[0], 0xffff888000000000ULL, true, 1, FUTEX_BITSET_ANY),
+		     -EFAULT);
 }
 
 Test(futex, wake_with_no_waiter_wakes_nobody)
