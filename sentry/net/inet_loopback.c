@@ -227,7 +227,7 @@ void inet_unbind_locked(struct sock *s)
 	}
 }
 
-struct sock *inet_lookup_locked(int protocol, const struct inet_ep *ep)
+struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep)
 {
 	struct sock *o, *wild = NULL;
 
@@ -246,7 +246,7 @@ struct sock *inet_lookup_locked(int protocol, const struct inet_ep *ep)
 	return wild;
 }
 
-void inet_for_each_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg)
+void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg)
 {
 	struct sock *o;
 
@@ -405,7 +405,7 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		/* A refused non-blocking attempt: its error is in SO_ERROR; this one starts anew. */
 		s->nonblock_connect_pending = false;
 	}
-	l = inet_is_loopback(d.addr) ? inet_lookup_locked(IPPROTO_TCP, &d) : NULL;
+	l = inet_is_loopback(d.addr) ? inet_lookup_proto_locked(IPPROTO_TCP, &d) : NULL;
 	if (l) {
 		ret = tcp_connect_locked(s, l, &d);
 		if (ret == 0 && nonblock) {
@@ -485,7 +485,7 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 	if (inet_is_any(src.addr))
 		loopback_source(d->addr, src.addr);
 	ret = (ssize_t)len;
-	r = inet_lookup_locked(s->protocol, d);
+	r = inet_lookup_proto_locked(s->protocol, d);
 	if (r && r->has_pep && (memcmp(r->pep.addr, src.addr, 16) || r->pep.port != src.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {

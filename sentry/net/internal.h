@@ -236,12 +236,12 @@ int inet_autobind_locked(struct sock *s, const uint8_t local[16]);
  * Finds a socket of protocol (IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE: each its own port
  * table) bound to ep that takes traffic for it (net_lock held, no reference).
  */
-struct sock *inet_lookup_locked(int protocol, const struct inet_ep *ep);
+struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep);
 void inet_unbind_locked(struct sock *s);
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
 ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags);
 /* Calls fn for every bound socket of protocol (net_lock held). */
-void inet_for_each_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg);
+void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg);
 /* Sock endpoint of s (its bound address). */
 void inet_sock_ep(const struct sock *s, bool peer, struct inet_ep *ep);
 

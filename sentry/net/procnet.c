@@ -151,7 +151,7 @@ ssize_t net_proc_render(const char *name, char *buf, size_t size)
 
 		inet_header(&o, w.v6, w.tcp);
 		pthread_mutex_lock(&net_lock);
-		inet_for_each_locked(inet_files[i].protocol, inet_each, &w);
+		inet_for_each_proto_locked(inet_files[i].protocol, inet_each, &w);
 		pthread_mutex_unlock(&net_lock);
 	} else if (!strcmp(name, "unix")) {
 		out_printf(&o, "Num       RefCount Protocol Flags    Type St Inode Path\n");
