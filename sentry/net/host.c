@@ -32,6 +32,9 @@ static int host_ensure(struct sock *s)
 		return 0;
 	if (net_get_mode() != NET_MODE_HOST)
 		return -ENETUNREACH;
+	/* TCP and UDP only: UDP-Lite stays on the sandbox's loopback (inet_loopback.c). */
+	if (s->protocol != IPPROTO_TCP && s->protocol != IPPROTO_UDP)
+		return -ENETUNREACH;
 	fd = socket(s->family, s->type | SOCK_NONBLOCK | SOCK_CLOEXEC, s->protocol);
 	if (fd < 0)
 		return -errno;

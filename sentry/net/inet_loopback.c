@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Loopback TCP and UDP (127.0.0.0/8, ::1 and their IPv4-mapped forms) inside the sentry: a bind
- * table of ports, TCP connections as pairs of sock.c streams made at connect time (no packets,
- * no handshake), UDP as datagrams queued on the receiving socket. Destinations that are not
- * loopback go to host.c through the egress policy.
+ * Loopback TCP, UDP and UDP-Lite (127.0.0.0/8, ::1 and their IPv4-mapped forms) inside the
+ * sentry: a bind table of ports (one per protocol, as Linux's tcp, udp and udplite tables), TCP
+ * connections as pairs of sock.c streams made at connect time (no packets, no handshake), UDP
+ * and UDP-Lite as datagrams queued on the receiving socket. Destinations that are not loopback
+ * go to host.c through the egress policy; UDP-Lite never leaves the sandbox (ENETUNREACH).
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -129,7 +130,7 @@ static bool conflicts(const struct sock *s, const uint8_t a[16], uint16_t port)
 
 	memcpy(probe.lep.addr, a, 16);
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o == s || o->type != s->type || o->lep.port != port)
+		if (o == s || o->protocol != s->protocol || o->lep.port != port)
 			continue;
 		if (!covers(o, a) && !covers(&probe, o->lep.addr))
 			continue;
@@ -226,14 +227,14 @@ void inet_unbind_locked(struct sock *s)
 	}
 }
 
-struct sock *inet_lookup_locked(int type, const struct inet_ep *ep)
+struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep)
 {
 	struct sock *o, *wild = NULL;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->type != type || o->lep.port != ep->port || o->closed)
+		if (o->protocol != protocol || o->lep.port != ep->port || o->closed)
 			continue;
-		if (type == SOCK_STREAM && o->state != SOCK_LISTENING)
+		if (protocol == IPPROTO_TCP && o->state != SOCK_LISTENING)
 			continue;
 		if (!covers(o, ep->addr))
 			continue;
@@ -245,12 +246,12 @@ struct sock *inet_lookup_locked(int type, const struct inet_ep *ep)
 	return wild;
 }
 
-void inet_for_each_locked(int type, void (*fn)(struct sock *s, void *arg), void *arg)
+void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg)
 {
 	struct sock *o;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->type == type)
+		if (o->protocol == protocol)
 			fn(o, arg);
 	}
 }
@@ -367,6 +368,8 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 			return -ENETUNREACH;
 	}
 	if (s->type == SOCK_DGRAM) {
+		if (!inet_is_loopback(d.addr) && s->protocol == IPPROTO_UDPLITE)
+			return -ENETUNREACH; /* no host sockets for UDP-Lite */
 		if (!inet_is_loopback(d.addr)) {
 			ret = egress_check(&d, "connect");
 			if (ret < 0)
@@ -402,7 +405,7 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		/* A refused non-blocking attempt: its error is in SO_ERROR; this one starts anew. */
 		s->nonblock_connect_pending = false;
 	}
-	l = inet_is_loopback(d.addr) ? inet_lookup_locked(SOCK_STREAM, &d) : NULL;
+	l = inet_is_loopback(d.addr) ? inet_lookup_proto_locked(IPPROTO_TCP, &d) : NULL;
 	if (l) {
 		ret = tcp_connect_locked(s, l, &d);
 		if (ret == 0 && nonblock) {
@@ -438,20 +441,52 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	return host_connect(t, s, &d, nonblock);
 }
 
-/* UDP send of m to d, in the sentry (loopback). */
+/*
+ * The checksum coverage a UDP-Lite datagram of ulen bytes (header included) from s has, as its
+ * header's length field (udplite_csum): what UDPLITE_SEND_CSCOV asked when it is less than the
+ * datagram (0: full coverage), the whole datagram otherwise.
+ */
+static unsigned int udplite_cscov(const struct sock *s, size_t ulen)
+{
+	if (s->send_cc && s->pcslen < ulen)
+		return s->pcslen;
+	return (unsigned int)ulen;
+}
+
+/*
+ * Whether UDP-Lite receiver r takes a datagram of ulen bytes covered by cscov, as Linux's
+ * udp_queue_rcv_one_skb: with UDPLITE_RECV_CSCOV set, a partially covered datagram is dropped
+ * when the coverage is less than asked, or when full coverage (0) was asked.
+ */
+static bool udplite_accepts(const struct sock *r, unsigned int cscov, size_t ulen)
+{
+	bool partial = cscov != 0 && cscov < ulen;
+
+	if (!r->recv_cc || !partial)
+		return true;
+	return r->pcrlen != 0 && cscov >= r->pcrlen;
+}
+
+/* UDP (UDP-Lite) send of m to d, in the sentry (loopback). */
 static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 			      const struct inet_ep *d)
 {
+	struct inet_ep src;
 	struct sock *r;
 	ssize_t ret;
 
 	pthread_mutex_lock(&net_lock);
-	ret = local_for(s, d->addr);
+	/* An unbound sender gets a port on the wildcard (inet_autobind); a sender on the wildcard
+	 * stays there and sends from the loopback address towards d. */
+	ret = inet_autobind_locked(s, v6_any);
 	if (ret < 0)
 		goto out;
+	src = s->lep;
+	if (inet_is_any(src.addr))
+		loopback_source(d->addr, src.addr);
 	ret = (ssize_t)len;
-	r = inet_lookup_locked(SOCK_DGRAM, d);
-	if (r && r->has_pep && (memcmp(r->pep.addr, s->lep.addr, 16) || r->pep.port != s->lep.port))
+	r = inet_lookup_proto_locked(s->protocol, d);
+	if (r && r->has_pep && (memcmp(r->pep.addr, src.addr, 16) || r->pep.port != src.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
 		/* ICMP port unreachable: SO_ERROR on a connected socket, or with IP_RECVERR an
@@ -459,11 +494,17 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 		sock_port_unreachable_locked(s, m, len, d);
 		goto out;
 	}
+	if (s->protocol == IPPROTO_UDPLITE &&
+	    !udplite_accepts(r, udplite_cscov(s, len + 8), len + 8)) {
+		r->drops++; /* silently, as a checksum error: the sender sees success */
+		goto out;
+	}
 	{
 		struct sockaddr_storage from;
-		struct inet_ep src = ep_for(r->family, &s->lep);
-		socklen_t fl = inet_format(r->family, &src, &from);
+		struct inet_ep fep = ep_for(r->family, &src);
+		socklen_t fl = inet_format(r->family, &fep, &from);
 		struct skb_meta meta;
+		ssize_t q;
 
 		/* The IP header's values: IPv4 takes IP_TTL/IP_TOS, IPv6 its hop limit and
 		 * traffic class; a control message of the send wins. */
@@ -480,8 +521,11 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 		if (m->has_tos)
 			meta.tos = m->tos;
 		/* A full queue drops the datagram, as UDP does. */
-		if (sock_queue_inet_dgram_locked(r, m, len, &from, fl, &meta) == -ENOMEM)
+		q = sock_queue_inet_dgram_locked(r, m, len, &from, fl, &meta);
+		if (q == -ENOMEM)
 			ret = -ENOMEM;
+		else if (q < 0)
+			r->drops++;
 	}
 out:
 	pthread_mutex_unlock(&net_lock);
@@ -538,6 +582,8 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 		return is_mapped(d.addr) ? (ssize_t)len : -EADDRNOTAVAIL; /* lost on a down lo */
 	if (inet_is_loopback(d.addr))
 		return udp_send_local(s, m, len, &d);
+	if (s->protocol == IPPROTO_UDPLITE)
+		return -ENETUNREACH; /* no host sockets for UDP-Lite */
 	ret = egress_check(&d, "sendto");
 	if (ret < 0)
 		return ret;

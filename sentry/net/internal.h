@@ -118,6 +118,12 @@ struct sock {
 	int pmtudisc; /* IP_MTU_DISCOVER (IP_PMTUDISC_WANT at first) */
 	int mcast_ttl; /* IP_MULTICAST_TTL (1 at first) */
 	bool udp_cork; /* UDP_CORK: kept, not applied (loopback datagrams go out whole) */
+	/* UDP-Lite (RFC 3828): checksum coverage of sends (UDPLITE_SEND_CSCOV, pcslen) and the
+	 * least a receive takes (UDPLITE_RECV_CSCOV, pcrlen), 0 or 8..65535; each applies once
+	 * set (send_cc, recv_cc), as Linux's UDPLITE_SEND_CC/UDPLITE_RECV_CC. */
+	uint16_t pcslen, pcrlen;
+	bool send_cc, recv_cc;
+	unsigned int drops; /* datagrams dropped at this receiver (/proc/net/udp*'s drops) */
 	int kept_val[SOCK_KEPT_MAX]; /* optkeep.c: options stored, not applied */
 	uint64_t kept_mask; /* which kept_val are set */
 	int tclass; /* IPV6_TCLASS */
@@ -226,12 +232,16 @@ bool inet_is_any(const uint8_t addr[16]);
 int inet_bind(struct sock *s, const void *addr, size_t len);
 /* Binds s to an ephemeral port on local (net_lock held). */
 int inet_autobind_locked(struct sock *s, const uint8_t local[16]);
-/* Finds a socket of type bound to ep that takes traffic for it (net_lock held, no reference). */
-struct sock *inet_lookup_locked(int type, const struct inet_ep *ep);
+/*
+ * Finds a socket of protocol (IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE: each its own port
+ * table) bound to ep that takes traffic for it (net_lock held, no reference).
+ */
+struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep);
 void inet_unbind_locked(struct sock *s);
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
 ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags);
-void inet_for_each_locked(int type, void (*fn)(struct sock *s, void *arg), void *arg);
+/* Calls fn for every bound socket of protocol (net_lock held). */
+void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg);
 /* Sock endpoint of s (its bound address). */
 void inet_sock_ep(const struct sock *s, bool peer, struct inet_ep *ep);
 

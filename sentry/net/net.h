@@ -163,9 +163,9 @@ ssize_t net_recvmsg(struct task *t, struct file *f, struct net_msg *m, int flags
 /* --- /proc/net (procfs calls these; each writes text into buf and returns its length) --- */
 
 /*
- * Renders /proc/net/tcp, tcp6, udp, udp6, unix or dev (name without the directory) into buf as
- * Linux formats it, at most size bytes (truncated there). Returns the full length the text
- * would have (like snprintf), or -ENOENT for another name.
+ * Renders /proc/net/tcp, tcp6, udp, udp6, udplite, udplite6, unix or dev (name without the
+ * directory) into buf as Linux formats it, at most size bytes (truncated there). Returns the
+ * full length the text would have (like snprintf), or -ENOENT for another name.
  */
 ssize_t net_proc_render(const char *name, char *buf, size_t size);
 

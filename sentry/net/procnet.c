@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* /proc/net/{tcp,tcp6,udp,udp6,unix,dev} as Linux formats them, for procfs. */
+/* /proc/net/{tcp,tcp6,udp,udp6,udplite,udplite6,unix,dev} as Linux formats them, for procfs. */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static void put_addr(struct out *o, const struct inet_ep *ep, bool v6)
 static void inet_row(struct sock *s, struct inet_walk *w)
 {
 	struct inet_ep l, p = { 0 };
+	size_t start = w->o->len, n;
 	int st;
 
 	if ((s->family == AF_INET6) != w->v6)
@@ -67,12 +69,20 @@ static void inet_row(struct sock *s, struct inet_walk *w)
 		st = sock_tcp_state_locked(s);
 	else
 		st = s->has_pep ? 0x01 : 0x07;
-	out_printf(w->o, "%4d: ", w->o->n++);
+	out_printf(w->o, w->tcp ? "%4d: " : "%5d: ", w->o->n++);
 	put_addr(w->o, &l, w->v6);
 	out_printf(w->o, " ");
 	put_addr(w->o, &p, w->v6);
-	out_printf(w->o, " %02X %08zX:%08X 00:00000000 00000000 %5u %8d %lu 1 0000000000000000\n",
-		   st, (size_t)0, (unsigned int)s->rcv_bytes, 0u, 0, (unsigned long)s->ino);
+	out_printf(w->o, " %02X %08zX:%08X 00:00000000 00000000 %5u %8d %lu ", st, (size_t)0,
+		   (unsigned int)s->rcv_bytes, 0u, 0, (unsigned long)s->ino);
+	if (w->tcp) {
+		out_printf(w->o, "1 0000000000000000\n");
+		return;
+	}
+	/* UDP and UDP-Lite: ref, pointer and drops; IPv4 lines are padded to 127 columns. */
+	out_printf(w->o, "2 0000000000000000 %u", s->drops);
+	n = w->o->len - start;
+	out_printf(w->o, "%*s\n", w->v6 || n >= 127 ? 0 : (int)(127 - n), "");
 }
 
 static void inet_each(struct sock *s, void *arg)
@@ -98,23 +108,50 @@ static void unix_each(struct sock *s, void *arg)
 	out_printf(o, "\n");
 }
 
+/* The inet files: each lists one protocol's table, of one family. */
+static const struct {
+	const char *name;
+	int protocol;
+	bool v6;
+} inet_files[] = {
+	{ "tcp", IPPROTO_TCP, false },	       { "tcp6", IPPROTO_TCP, true },
+	{ "udp", IPPROTO_UDP, false },	       { "udp6", IPPROTO_UDP, true },
+	{ "udplite", IPPROTO_UDPLITE, false }, { "udplite6", IPPROTO_UDPLITE, true },
+};
+
+static void inet_header(struct out *o, bool v6, bool tcp)
+{
+	if (v6)
+		out_printf(o,
+			   "  sl  local_address                         "
+			   "remote_address                        st tx_queue rx_queue "
+			   "tr tm->when retrnsmt   uid  timeout inode%s\n",
+			   tcp ? "" : " ref pointer drops");
+	else if (tcp)
+		out_printf(o, "  sl  local_address rem_address   st tx_queue rx_queue tr "
+			      "tm->when retrnsmt   uid  timeout inode\n");
+	else
+		out_printf(o, "%-127s\n",
+			   "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
+			   "retrnsmt   uid  timeout inode ref pointer drops");
+}
+
 ssize_t net_proc_render(const char *name, char *buf, size_t size)
 {
 	struct out o = { buf, size, 0, 0 };
+	size_t i;
 
-	if (!strcmp(name, "tcp") || !strcmp(name, "udp") || !strcmp(name, "tcp6") ||
-	    !strcmp(name, "udp6")) {
-		struct inet_walk w = { &o, strchr(name, '6') != NULL, name[0] == 't' };
+	for (i = 0; i < ARRAY_SIZE(inet_files); i++) {
+		if (!strcmp(name, inet_files[i].name))
+			break;
+	}
+	if (i < ARRAY_SIZE(inet_files)) {
+		struct inet_walk w = { &o, inet_files[i].v6,
+				       inet_files[i].protocol == IPPROTO_TCP };
 
-		if (w.v6)
-			out_printf(&o, "  sl  local_address                         "
-				       "remote_address                        st tx_queue rx_queue "
-				       "tr tm->when retrnsmt   uid  timeout inode\n");
-		else
-			out_printf(&o, "  sl  local_address rem_address   st tx_queue rx_queue tr "
-				       "tm->when retrnsmt   uid  timeout inode\n");
+		inet_header(&o, w.v6, w.tcp);
 		pthread_mutex_lock(&net_lock);
-		inet_for_each_locked(w.tcp ? SOCK_STREAM : SOCK_DGRAM, inet_each, &w);
+		inet_for_each_proto_locked(inet_files[i].protocol, inet_each, &w);
 		pthread_mutex_unlock(&net_lock);
 	} else if (!strcmp(name, "unix")) {
 		out_printf(&o, "Num       RefCount Protocol Flags    Type St Inode Path\n");

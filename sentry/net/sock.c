@@ -38,6 +38,11 @@
 #include "sentry/mm/mm.h"
 #include "sentry/net/internal.h"
 
+/* UDP-Lite's option level and options (the kernel's include/net/udplite.h; not in libc). */
+#define LINUX_SOL_UDPLITE 136
+#define LINUX_UDPLITE_SEND_CSCOV 10
+#define LINUX_UDPLITE_RECV_CSCOV 11
+
 #pragma weak signal_send_task
 
 #define LINUX_SIGPIPE 13
@@ -544,9 +549,10 @@ static bool ping_allowed(struct task *t)
  * Raw (SOCK_RAW) and packet (AF_PACKET) sockets are refused with -EPERM, what Linux answers a
  * process without CAP_NET_RAW: the sandbox has no link layer nor IP layer to give them, and
  * EPERM is what programs (ping, dhclient) expect and handle; (AF_INET, SOCK_PACKET) is a packet
- * socket, as in __sock_create. UDP-Lite is refused as a kernel built without it
- * (-EPROTONOSUPPORT); so are MPTCP, SCTP and DCCP. ICMP datagram ("ping") sockets are not
- * implemented: -EACCES outside net.ipv4.ping_group_range as Linux, -EPROTONOSUPPORT inside.
+ * socket, as in __sock_create. UDP-Lite (IPPROTO_UDPLITE) is a datagram protocol of its own;
+ * MPTCP, SCTP and DCCP are refused as by a kernel built without them (-EPROTONOSUPPORT). ICMP
+ * datagram ("ping") sockets are not implemented: -EACCES outside net.ipv4.ping_group_range as
+ * Linux, -EPROTONOSUPPORT inside.
  */
 static int type_check(struct task *t, int family, int *type, int *protocol)
 {
@@ -581,6 +587,8 @@ static int type_check(struct task *t, int family, int *type, int *protocol)
 		case SOCK_DGRAM:
 			if (*protocol == (family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6))
 				return ping_allowed(t) ? -EPROTONOSUPPORT : -EACCES;
+			if (*protocol == IPPROTO_UDPLITE)
+				return 0;
 			if (*protocol != 0 && *protocol != IPPROTO_UDP)
 				return -EPROTONOSUPPORT;
 			*protocol = IPPROTO_UDP;
@@ -1737,7 +1745,7 @@ static int level_errno(const struct sock *s, int level, bool get)
 	if (is_inet(s)) {
 		if (level == IPPROTO_IP || (level == IPPROTO_IPV6 && s->family == AF_INET6) ||
 		    (level == IPPROTO_TCP && s->type == SOCK_STREAM) ||
-		    (level == IPPROTO_UDP && s->type == SOCK_DGRAM))
+		    ((level == IPPROTO_UDP || level == LINUX_SOL_UDPLITE) && s->type == SOCK_DGRAM))
 			return 0;
 		return get && s->family == AF_INET ? -EOPNOTSUPP : -ENOPROTOOPT;
 	}
@@ -1912,10 +1920,31 @@ int net_setsockopt(struct task *t, struct file *f, int level, int name, const vo
 		}
 		break;
 	case IPPROTO_UDP:
-		if (name == UDP_CORK)
+	case LINUX_SOL_UDPLITE:
+		/* Linux's UDP and UDP-Lite take either level (udp_lib_setsockopt). */
+		switch (name) {
+		case UDP_CORK:
 			s->udp_cork = v != 0;
-		else
+			break;
+		case LINUX_UDPLITE_SEND_CSCOV:
+		case LINUX_UDPLITE_RECV_CSCOV:
+			/* UDP-Lite only; 1..7 (and below 0) are raised to the header's 8. */
+			if (s->protocol != IPPROTO_UDPLITE) {
+				ret = -ENOPROTOOPT;
+				break;
+			}
+			v = v != 0 && v < 8 ? 8 : MIN(v, 65535);
+			if (name == LINUX_UDPLITE_SEND_CSCOV) {
+				s->pcslen = (uint16_t)v;
+				s->send_cc = true;
+			} else {
+				s->pcrlen = (uint16_t)v;
+				s->recv_cc = true;
+			}
+			break;
+		default:
 			ret = -ENOPROTOOPT;
+		}
 		break;
 	case IPPROTO_IPV6:
 		switch (name) {
@@ -2163,8 +2192,14 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 		}
 		break;
 	case IPPROTO_UDP:
+	case LINUX_SOL_UDPLITE:
+		/* The coverages read back on UDP sockets too (0), as Linux. */
 		if (name == UDP_CORK)
 			u.i = s->udp_cork;
+		else if (name == LINUX_UDPLITE_SEND_CSCOV)
+			u.i = s->pcslen;
+		else if (name == LINUX_UDPLITE_RECV_CSCOV)
+			u.i = s->pcrlen;
 		else
 			ret = -ENOPROTOOPT;
 		break;

@@ -558,6 +558,9 @@ static const struct pseudo_ent net_ents[] = {
 	REG("udp", 93, gen_net),
 	REG("udp6", 94, gen_net),
 	REG("unix", 95, gen_net),
+	/* UDP-Lite's table, as udp and udp6 that of UDP. */
+	REG("udplite", 96, gen_net),
+	REG("udplite6", 97, gen_net),
 	{ 0 },
 };
 
