@@ -460,28 +460,6 @@ static void existing_suite(const char *path)
 	check_blocking_opens(path);
 }
 
-/* A scratch directory under base (removed at exit), or NULL when base is not writable. */
-static char extra[4][64];
-static int nextra;
-
-static void extra_remove(void)
-{
-	for (int i = 0; i < nextra; i++)
-		nftw(extra[i], scratch_rm, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static const char *extra_dir(const char *base)
-{
-	char *d = extra[nextra];
-
-	snprintf(d, sizeof(extra[0]), "%s/husk-fifo-XXXXXX", base);
-	if (!mkdtemp(d))
-		return NULL;
-	if (nextra++ == 0)
-		atexit(extra_remove);
-	return d;
-}
-
 int main(int argc, char **argv)
 {
 	const char *d;
@@ -491,22 +469,12 @@ int main(int argc, char **argv)
 	scratch_make("fifo");
 	fifo_suite(scratch);
 	/* Both are writable in husk; a machine without them skips them. */
-	if ((d = extra_dir("/var/tmp")))
-		fifo_suite(d);
-	else if (in_husk())
-		CHECK(0, "no directory can be made in /var/tmp");
-	else
-		printf("skip: no directory can be made in /var/tmp\n");
-	if ((d = extra_dir("/dev/shm")))
-		fifo_suite(d);
-	else if (in_husk())
-		CHECK(0, "no directory can be made in /dev/shm");
-	else
-		printf("skip: no directory can be made in /dev/shm\n");
+	scratch_suite_under("/var/tmp", "fifo", fifo_suite, in_husk());
+	scratch_suite_under("/dev/shm", "fifo", fifo_suite, in_husk());
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-e") == 0 && i + 1 < argc) {
 			existing_suite(argv[++i]);
-		} else if (nextra < 4 && (d = extra_dir(argv[i]))) {
+		} else if ((d = scratch_extra(argv[i], "fifo"))) {
 			fifo_suite(d);
 		} else {
 			CHECK(0, "cannot make a directory in %s", argv[i]);

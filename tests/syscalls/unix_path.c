@@ -255,28 +255,6 @@ static void path_suite(const char *dir)
 	}
 }
 
-static char extra[4][64];
-static int nextra;
-
-static void extra_remove(void)
-{
-	for (int i = 0; i < nextra; i++)
-		nftw(extra[i], scratch_rm, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* A scratch directory under base (removed at exit), or NULL. */
-static const char *extra_dir(const char *base)
-{
-	char *d = extra[nextra];
-
-	snprintf(d, sizeof(extra[0]), "%s/husk-unix-XXXXXX", base);
-	if (!mkdtemp(d))
-		return NULL;
-	if (nextra++ == 0)
-		atexit(extra_remove);
-	return d;
-}
-
 int main(int argc, char **argv)
 {
 	const char *d;
@@ -286,20 +264,10 @@ int main(int argc, char **argv)
 	scratch_make("unix");
 	path_suite(scratch);
 	/* Both are writable in husk; a machine without them skips them. */
-	if ((d = extra_dir("/var/tmp")))
-		path_suite(d);
-	else if (in_husk())
-		CHECK(0, "no directory can be made in /var/tmp");
-	else
-		printf("skip: no directory can be made in /var/tmp\n");
-	if ((d = extra_dir("/dev/shm")))
-		path_suite(d);
-	else if (in_husk())
-		CHECK(0, "no directory can be made in /dev/shm");
-	else
-		printf("skip: no directory can be made in /dev/shm\n");
+	scratch_suite_under("/var/tmp", "unix", path_suite, in_husk());
+	scratch_suite_under("/dev/shm", "unix", path_suite, in_husk());
 	for (int i = 1; i < argc; i++) {
-		if (nextra < 4 && (d = extra_dir(argv[i])))
+		if ((d = scratch_extra(argv[i], "unix")))
 			path_suite(d);
 		else
 			CHECK(0, "cannot make a directory in %s", argv[i]);
