@@ -211,6 +211,29 @@ static struct futex_bucket *lock_waiter_bucket(struct futex_waiter *w)
 	}
 }
 
+/*
+ * Queues w on the bucket of its key if the word still holds val, checked under the bucket's
+ * lock (so that no wake between the check and the sleep is lost). Drops the word either way.
+ * Returns 0, or -EAGAIN when the word changed.
+ */
+static long waiter_enqueue(struct task *t, struct futex_waiter *w, struct futex_word *word,
+			   uint32_t val)
+{
+	struct futex_bucket *b = bucket_of(&w->key);
+
+	w->bucket = b;
+	pthread_mutex_lock(&b->lock);
+	if (__atomic_load_n(word->p, __ATOMIC_SEQ_CST) != val) {
+		pthread_mutex_unlock(&b->lock);
+		word_put(t, word);
+		return -EAGAIN;
+	}
+	list_add_tail(&w->link, &b->waiters);
+	pthread_mutex_unlock(&b->lock);
+	word_put(t, word);
+	return 0;
+}
+
 long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint32_t bitset,
 		const struct timespec *deadline)
 {
@@ -224,17 +247,9 @@ long futex_wait(struct task *t, uint64_t uaddr, bool private, uint32_t val, uint
 	ret = futex_lookup(t, uaddr, private, false, &w.key, &word);
 	if (ret < 0)
 		return ret;
-	b = bucket_of(&w.key);
-	w.bucket = b;
-	pthread_mutex_lock(&b->lock);
-	if (__atomic_load_n(word.p, __ATOMIC_SEQ_CST) != val) {
-		pthread_mutex_unlock(&b->lock);
-		word_put(t, &word);
-		return -EAGAIN;
-	}
-	list_add_tail(&w.link, &b->waiters);
-	pthread_mutex_unlock(&b->lock);
-	word_put(t, &word);
+	ret = waiter_enqueue(t, &w, &word, val);
+	if (ret < 0)
+		return ret;
 
 	ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
 	if (ret == 0)
@@ -747,7 +762,6 @@ long futex_wait_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool
 			   uint32_t val, const struct timespec *deadline)
 {
 	struct futex_waiter w = { .bitset = FUTEX_BITSET_ANY, .t = t, .requeue_pi = true };
-	struct futex_bucket *b;
 	struct futex_word word;
 	long ret;
 
@@ -764,17 +778,9 @@ long futex_wait_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool
 		word_put(t, &word);
 		return -EINVAL;
 	}
-	b = bucket_of(&w.key);
-	w.bucket = b;
-	pthread_mutex_lock(&b->lock);
-	if (__atomic_load_n(word.p, __ATOMIC_SEQ_CST) != val) {
-		pthread_mutex_unlock(&b->lock);
-		word_put(t, &word);
-		return -EAGAIN;
-	}
-	list_add_tail(&w.link, &b->waiters);
-	pthread_mutex_unlock(&b->lock);
-	word_put(t, &word);
+	ret = waiter_enqueue(t, &w, &word, val);
+	if (ret < 0)
+		return ret;
 
 	ret = task_wait(t, NULL, 0, waiter_woken, &w, deadline, true);
 	if (waiter_leave(&w)) {

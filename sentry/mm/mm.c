@@ -1484,6 +1484,22 @@ uint64_t mm_rss_pages(struct mm *mm)
 	return n;
 }
 
+/* What mm_for_each_vma and mm_for_each_mapping tell of one VMA (the internal flags hidden). */
+static struct mm_vma_info vma_info_of(const struct vma *v)
+{
+	return (struct mm_vma_info){
+		.start = v->start,
+		.end = v->end,
+		.prot = v->prot,
+		.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
+		.file = v->file,
+		.file_off = v->file_off,
+		.mf_off = v->off,
+		.cow = (v->flags & VMA_COW) != 0,
+		.obj = v->obj,
+	};
+}
+
 int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
 {
 	int r = 0;
@@ -1491,18 +1507,8 @@ int mm_for_each_vma(struct mm *mm, int (*fn)(const struct mm_vma_info *vma, void
 	pthread_mutex_lock(&mm->lock);
 	const struct vma_set *s = vset(mm);
 	for (size_t i = 0; i < s->n && r == 0; i++) {
-		const struct vma *v = &s->v[i];
-		struct mm_vma_info info = {
-			.start = v->start,
-			.end = v->end,
-			.prot = v->prot,
-			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
-			.file = v->file,
-			.file_off = v->file_off,
-			.mf_off = v->off,
-			.cow = (v->flags & VMA_COW) != 0,
-			.obj = v->obj,
-		};
+		struct mm_vma_info info = vma_info_of(&s->v[i]);
+
 		r = fn(&info, arg);
 	}
 	pthread_mutex_unlock(&mm->lock);
@@ -1517,17 +1523,9 @@ int mm_for_each_mapping(struct mm *mm, bool resident,
 	pthread_mutex_lock(&mm->lock);
 	const struct vma_set *s = vset(mm);
 	for (size_t i = 0; i < s->n && r == 0; i++) {
-		const struct vma *v = &s->v[i];
-		struct mm_vma_info info = {
-			.start = v->start,
-			.end = v->end,
-			.prot = v->prot,
-			.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
-			.file = v->file,
-			.file_off = v->file_off,
-			.mf_off = v->off,
-			.obj = v->obj,
-		};
+		/* .cow is or-ed over the pieces below, the first included. */
+		struct mm_vma_info info = vma_info_of(&s->v[i]);
+
 		for (;; i++) {
 			const struct vma *p = &s->v[i];
 			info.end = p->end;

@@ -7,7 +7,10 @@
 #ifndef HUSK_TESTS_SYSCALLS_CHILD_H
 #define HUSK_TESTS_SYSCALLS_CHILD_H
 
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -75,6 +78,29 @@ static inline bool in_husk(void)
 	struct utsname u;
 
 	return uname(&u) == 0 && strstr(u.version, "husk") != NULL;
+}
+
+/*
+ * The state letter of thread tid of this process in /proc ('S' once it sleeps in a call), or
+ * '?' when it cannot be read: how a test waits for a thread to block without sleeping itself.
+ */
+static inline char thread_state(int32_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
 }
 
 #endif

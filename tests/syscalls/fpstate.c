@@ -27,6 +27,7 @@
 #include <ucontext.h>
 
 #include "check.h"
+#include "child.h"
 
 #define NREG 16
 #define MXCSR_DEFAULT 0x1f80U
@@ -370,26 +371,10 @@ struct blocked_arg {
 static void *poke_blocked(void *arg)
 {
 	struct blocked_arg *a = arg;
-	char path[64];
-	char st = 0;
 
 	/* Signal the reader only once it sleeps in read(2) (state S in /proc). */
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", a->tid);
-	for (int i = 0; i < 200000 && st != 'S'; i++) {
-		FILE *f = fopen(path, "r");
-		char buf[512];
-
-		if (f) {
-			if (fgets(buf, sizeof(buf), f)) {
-				char *p = strrchr(buf, ')');
-
-				st = p && p[1] ? p[2] : 0;
-			}
-			fclose(f);
-		}
-		if (st != 'S')
-			sched_yield();
-	}
+	for (int i = 0; i < 200000 && thread_state(a->tid) != 'S'; i++)
+		sched_yield();
 	syscall(SYS_tgkill, getpid(), a->tid, SIGALRM);
 	return NULL;
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "child.h"
 
 struct shared {
 	pthread_mutex_t m;
@@ -50,26 +51,6 @@ static void *lock_fn(void *arg)
 		w->unlock = pthread_mutex_unlock(w->m);
 	}
 	return NULL;
-}
-
-/* The state letter of thread tid of this process ('?' if unreadable). */
-static char thread_state(int32_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
 }
 
 /* Waits (60 s at most) until the waiter thread sleeps with the word's FUTEX_WAITERS set. */

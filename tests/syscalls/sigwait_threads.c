@@ -48,25 +48,6 @@ static void *block_fn(void *arg)
 	return NULL;
 }
 
-static char thread_state(int32_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 /* Waits (60 s at most) until the thread sleeps in its call. */
 static bool await_sleeping(struct blocker *b)
 {
