@@ -848,6 +848,17 @@ static int wait_for_start(struct sentry_opts *o)
 	return n == 1 ? 0 : EXIT_SETUP;
 }
 
+/* The platform's own pages of the memory file (struct platform's mem_alloc, mem_free). */
+static int64_t platform_mem_alloc(void *arg, uint64_t len)
+{
+	return memfile_alloc_nocharge(arg, len);
+}
+
+static void platform_mem_free(void *arg, uint64_t off, uint64_t len)
+{
+	memfile_free(arg, off, len);
+}
+
 int main(int argc, char **argv)
 {
 	static struct kernel k;
@@ -938,6 +949,11 @@ int main(int argc, char **argv)
 			  ret == -ENOENT ? "no such platform" : strerror(-ret));
 		return EXIT_SETUP;
 	}
+	k.platform->mem_base = k.mf.base;
+	k.platform->mem_alloc = platform_mem_alloc;
+	k.platform->mem_free = platform_mem_free;
+	k.platform->mem_arg = &k.mf;
+	log_info("platform: %s", k.platform->ops->name);
 	timing_stage("memory file and platform");
 	ret = gofer_client_create(o.gofer_fd, &k.gofer);
 	if (ret < 0) {

@@ -11,9 +11,17 @@ int platform_create(const char *name, int memfd, struct platform **out)
 {
 	if (!name)
 		return -ENOENT;
+	if (strcmp(name, "auto") == 0)
+		name = platform_auto_name();
 	if (strcmp(name, "ptrace") == 0)
 		return ptrace_platform_create(memfd, out);
 	return -ENOENT;
+}
+
+const char *platform_auto_name(void)
+{
+	/* The seccomp backend is not there yet. */
+	return "ptrace";
 }
 
 void platform_destroy(struct platform *p)

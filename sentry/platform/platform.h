@@ -151,6 +151,17 @@ struct platform_ops {
 struct platform {
 	const struct platform_ops *ops;
 	int memfd; /* the memory file; stubs map ranges of it */
+	/*
+	 * Set by the creator after platform_create() and before the first as_create: pages of the
+	 * memory file the backend may take for its own use (the seccomp backend keeps each stub
+	 * thread's shared context there), and the creator's mapping of the whole file. A backend
+	 * that needs them fails as_create with -ENOSYS while they are NULL. mem_alloc returns an
+	 * offset (>= 0, zeroed pages, not charged to the guest) or -errno; mem_free gives it back.
+	 */
+	uint8_t *mem_base;
+	int64_t (*mem_alloc)(void *arg, uint64_t len);
+	void (*mem_free)(void *arg, uint64_t off, uint64_t len);
+	void *mem_arg;
 };
 
 /* Base of every backend's address space; backends embed it first (container_of). */
@@ -164,10 +175,17 @@ struct platform_ctx {
 };
 
 /*
- * Creates the platform called name ("ptrace") over the memory file memfd (not owned).
- * Returns 0 and *out, -ENOENT for an unknown name, or -errno.
+ * Creates the platform called name over the memory file memfd (not owned): "ptrace",
+ * "seccomp", or "auto" (the one platform_auto_name() gives). Returns 0 and *out, -ENOENT for
+ * an unknown name, or -errno.
  */
 int platform_create(const char *name, int memfd, struct platform **out);
+
+/*
+ * The backend "auto" picks on this host: "seccomp" when the kernel has what it needs (probed
+ * once per process, cheaply), else "ptrace". Never NULL.
+ */
+const char *platform_auto_name(void);
 
 /* Frees a platform from platform_create() (NULL is accepted). Its spaces must be gone. */
 void platform_destroy(struct platform *p);
