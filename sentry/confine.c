@@ -110,7 +110,7 @@ static int drop_capabilities(void)
 	return ret;
 }
 
-int sentry_confine(void)
+int sentry_confine(int (*before_filter)(void *arg), void *arg)
 {
 	int ret;
 
@@ -136,6 +136,12 @@ int sentry_confine(void)
 		ret = -errno;
 		log_error("confine: no_new_privs: %s", strerror(-ret));
 		return ret;
+	}
+	/* Processes forked now (the seccomp platform's zygote) carry only their own filter. */
+	if (before_filter) {
+		ret = before_filter(arg);
+		if (ret < 0)
+			return ret;
 	}
 	ret = sentry_install_filter();
 	if (ret < 0) {

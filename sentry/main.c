@@ -65,6 +65,7 @@
 #include "sentry/kernel/timer.h"
 #include "sentry/net/net.h"
 #include "sentry/platform/platform.h"
+#include "sentry/platform/seccomp/seccomp.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/syscalls.h"
 
@@ -848,6 +849,16 @@ static int wait_for_start(struct sentry_opts *o)
 	return n == 1 ? 0 : EXIT_SETUP;
 }
 
+/* sentry_confine's last step before the sentry's filter: the seccomp platform's zygote. */
+static int platform_before_filter(void *arg)
+{
+	int ret = seccomp_platform_prepare(arg);
+
+	if (ret < 0)
+		log_error("platform: cannot start the stub zygote: %s", strerror(-ret));
+	return ret;
+}
+
 /* The platform's own pages of the memory file (struct platform's mem_alloc, mem_free). */
 static int64_t platform_mem_alloc(void *arg, uint64_t len)
 {
@@ -968,7 +979,7 @@ int main(int argc, char **argv)
 	task_host_prepare();
 	/* The filter allows accept4 on the control socket only. */
 	control_set_listen_fd(o.control_fd);
-	if (sentry_confine() < 0)
+	if (sentry_confine(platform_before_filter, k.platform) < 0)
 		return EXIT_SETUP;
 	timing_stage("confinement");
 	/* Before any other thread: every later thread inherits the forwarded signals blocked. */

@@ -6,6 +6,7 @@
 
 #include "sentry/platform/platform.h"
 #include "sentry/platform/ptrace/ptrace.h"
+#include "sentry/platform/seccomp/seccomp.h"
 
 int platform_create(const char *name, int memfd, struct platform **out)
 {
@@ -15,13 +16,14 @@ int platform_create(const char *name, int memfd, struct platform **out)
 		name = platform_auto_name();
 	if (strcmp(name, "ptrace") == 0)
 		return ptrace_platform_create(memfd, out);
+	if (strcmp(name, "seccomp") == 0)
+		return seccomp_platform_create(memfd, out);
 	return -ENOENT;
 }
 
 const char *platform_auto_name(void)
 {
-	/* The seccomp backend is not there yet. */
-	return "ptrace";
+	return seccomp_platform_available() ? "seccomp" : "ptrace";
 }
 
 void platform_destroy(struct platform *p)

@@ -31,6 +31,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "sentry/platform/cpusplit.h"
 #include "sentry/platform/ptrace/ptrace.h"
 #include "sentry/platform/ptrace/stub.h"
 
@@ -102,10 +103,7 @@ struct ptrace_ctx {
 	int interrupt; /* atomic: ctx_interrupt() was called and not yet reported */
 	bool switched; /* ctx_switch ran once (the first one's duration is logged) */
 	bool step; /* ctx_singlestep: resume with PTRACE_SYSEMU_SINGLESTEP; the owner's alone */
-	/* CPU time accounting (as->cpu_lock; see cpu_sample). */
-	uint64_t cpu_ns; /* guest CPU time credited so far */
-	uint64_t cpu_enter_share; /* as->cpu_share when it last entered guest code */
-	bool cpu_running; /* between cpu_enter and cpu_leave */
+	struct cpu_split_thread cput; /* CPU time accounting (as->cpu) */
 	struct rusage *rusage; /* set: thread_wait fills it (the tracer's alone) */
 };
 
@@ -126,15 +124,7 @@ struct ptrace_as {
 	size_t nqueue, queue_cap;
 	int queued; /* atomic: nqueue != 0, read without the lock */
 
-	/*
-	 * CPU time accounting (see cpu_sample). The stub's process CPU clock is all its threads'
-	 * time; it is split among the threads that ran guest code while it advanced.
-	 */
-	pthread_mutex_t cpu_lock; /* protects the fields below and every ctx's cpu_* fields */
-	uint64_t cpu_last; /* the stub's process CPU clock (ns) at the last sample */
-	uint64_t cpu_share; /* sum over samples of each running thread's share (ns) */
-	int cpu_running; /* threads between cpu_enter and cpu_leave */
-	struct ptrace_ctx *cpu_owner; /* owner of the time not yet sampled while none runs */
+	struct cpu_split cpu; /* CPU time accounting (sentry/platform/cpusplit.h) */
 };
 
 static const struct platform_ops ptrace_ops;
@@ -195,90 +185,15 @@ static bool thread_is_dead(struct ptrace_ctx *t)
 	return __atomic_load_n(&t->dead, __ATOMIC_ACQUIRE);
 }
 
-/*
- * CPU time of guest threads. The host gives the sentry the CPU clock of a stub *process*
- * (clock_gettime of the clock id made from its pid: any process may read it), not of a thread
- * of another process. Each guest thread's time is the stub's, split among the threads that
- * were running guest code as it advanced: a sample reads the stub's clock and adds the time
- * since the previous sample to cpu_share divided by the number of running threads; a thread
- * leaving guest code is credited cpu_share minus its value when it entered. Time that passes
- * while no thread runs (the injected calls of mapping changes, the tail of a stop) belongs to
- * cpu_owner, the thread that ran last.
- *
- * Samples are taken only where the split needs one: when a thread enters or leaves guest code
- * while another one runs, and when a thread other than cpu_owner enters; and when the time is
- * read (ctx_cpu_ns). A thread that runs alone, however many threads the space has, costs no
- * sample per switch: its time piles up unsampled as its own. One sample costs one host
- * clock_gettime (about 0.4 us on the development VM; a guest system call's round trip is 10).
- */
-
-/* The stub's process CPU clock (CPUCLOCK_SCHED of its pid), never going back. cpu_lock held. */
-static uint64_t stub_cpu_clock(struct ptrace_as *as)
-{
-	clockid_t clk = (clockid_t)((~(unsigned int)as->pid << 3) | 2);
-	struct timespec ts;
-	uint64_t v;
-
-	/* Once reaped, the pid may name another process: keep the last value. */
-	if (!as->pid || __atomic_load_n(&as->reaped, __ATOMIC_ACQUIRE) ||
-	    clock_gettime(clk, &ts) < 0)
-		return as->cpu_last;
-	v = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	return v > as->cpu_last ? v : as->cpu_last;
-}
-
-/* Shares the stub's time since the last sample out (see above). cpu_lock held. */
-static void cpu_sample(struct ptrace_as *as)
-{
-	uint64_t now = stub_cpu_clock(as), delta = now - as->cpu_last;
-
-	as->cpu_last = now;
-	if (as->cpu_running > 0)
-		as->cpu_share += delta / (uint64_t)as->cpu_running;
-	else if (as->cpu_owner)
-		as->cpu_owner->cpu_ns += delta;
-}
-
-/* Thread t is about to run guest code. Its tracer only. */
+/* Thread t is about to run guest code / stopped running it. Its tracer only. */
 static void cpu_enter(struct ptrace_ctx *t)
 {
-	struct ptrace_as *as = t->as;
-
-	pthread_mutex_lock(&as->cpu_lock);
-	if (as->cpu_running > 0 || (as->cpu_owner && as->cpu_owner != t))
-		cpu_sample(as);
-	as->cpu_running++;
-	t->cpu_running = true;
-	t->cpu_enter_share = as->cpu_share;
-	pthread_mutex_unlock(&as->cpu_lock);
+	cpu_split_enter(&t->as->cpu, &t->cput);
 }
 
-/* Thread t stopped running guest code. Its tracer only. */
 static void cpu_leave(struct ptrace_ctx *t)
 {
-	struct ptrace_as *as = t->as;
-
-	pthread_mutex_lock(&as->cpu_lock);
-	if (as->cpu_running > 1)
-		cpu_sample(as);
-	t->cpu_ns += as->cpu_share - t->cpu_enter_share;
-	t->cpu_running = false;
-	as->cpu_running--;
-	as->cpu_owner = t;
-	pthread_mutex_unlock(&as->cpu_lock);
-}
-
-/* Samples and, with reset, restarts t's count at 0 or, with forget, stops crediting t. */
-static void cpu_reset(struct ptrace_ctx *t, bool forget)
-{
-	struct ptrace_as *as = t->as;
-
-	pthread_mutex_lock(&as->cpu_lock);
-	cpu_sample(as);
-	t->cpu_ns = 0;
-	if (forget && as->cpu_owner == t)
-		as->cpu_owner = NULL;
-	pthread_mutex_unlock(&as->cpu_lock);
+	cpu_split_leave(&t->as->cpu, &t->cput);
 }
 
 /* Records that thread t is gone and reaped; a death by signal took the whole process. */
@@ -297,8 +212,10 @@ static void thread_mark_dead(struct ptrace_ctx *t, int status)
 				 WEXITSTATUS(status));
 		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
 	}
-	if (t->tid == as->pid)
+	if (t->tid == as->pid) {
 		__atomic_store_n(&as->reaped, 1, __ATOMIC_RELEASE);
+		cpu_split_reaped(&as->cpu);
+	}
 	__atomic_store_n(&t->dead, 1, __ATOMIC_RELEASE);
 }
 
@@ -599,6 +516,7 @@ static int as_make_stub(struct ptrace_platform *pp, struct ptrace_as *as)
 			return -ENOMEM;
 		}
 		as->pid = pid;
+		as->cpu.pid = pid;
 		thread_link(leader);
 		ret = thread_seize(leader);
 		if (ret < 0)
@@ -615,6 +533,7 @@ static int as_make_stub(struct ptrace_platform *pp, struct ptrace_as *as)
 		return -ENOMEM;
 	}
 	as->pid = pid;
+	as->cpu.pid = pid;
 	as->init_regs = regs;
 	leader->tracer = my_tid();
 	leader->regs = regs;
@@ -642,13 +561,13 @@ static int ptrace_as_create(struct platform *p, struct platform_as **out)
 	as->base.p = p;
 	as->code = pp->code;
 	pthread_mutex_init(&as->lock, NULL);
-	pthread_mutex_init(&as->cpu_lock, NULL);
+	cpu_split_init(&as->cpu, 0);
 	ret = as_make_stub(pp, as);
 	if (ret < 0) {
 		if (as->pid) {
 			ptrace_as_destroy(&as->base);
 		} else {
-			pthread_mutex_destroy(&as->cpu_lock);
+			cpu_split_destroy(&as->cpu);
 			pthread_mutex_destroy(&as->lock);
 			free(as);
 		}
@@ -703,7 +622,7 @@ static void ptrace_as_destroy(struct platform_as *pas)
 		       !WIFSIGNALED(status))
 			;
 	}
-	pthread_mutex_destroy(&as->cpu_lock);
+	cpu_split_destroy(&as->cpu);
 	pthread_mutex_destroy(&as->lock);
 	free(as->queue);
 	free(as);
@@ -1059,7 +978,7 @@ static int ptrace_ctx_create(struct platform_as *pas, struct platform_ctx **out)
 		free_thread->claimed = true;
 	pthread_mutex_unlock(&as->lock);
 	if (free_thread) {
-		cpu_reset(free_thread, false);
+		cpu_split_thread_reset(&as->cpu, &free_thread->cput, false);
 		*out = &free_thread->base;
 		return 0;
 	}
@@ -1132,7 +1051,7 @@ static void ptrace_ctx_destroy(struct platform_ctx *pctx)
 	if (!pctx)
 		return;
 	t = to_ctx(pctx);
-	cpu_reset(t, true);
+	cpu_split_thread_forget(&t->as->cpu, &t->cput);
 	/* Made by ctx_clone and never adopted: take it, to end it. */
 	if (!t->tracer && !thread_is_dead(t) && !as_is_dead(t->as) && thread_seize(t) < 0)
 		log_warn("ptrace: cannot take stub thread %d to end it", t->tid);
@@ -1500,12 +1419,7 @@ static uint64_t ptrace_ctx_cpu_ns(struct platform_ctx *pctx)
 	struct ptrace_as *as = t->as;
 	uint64_t ns;
 
-	pthread_mutex_lock(&as->cpu_lock);
-	cpu_sample(as);
-	ns = t->cpu_ns;
-	if (t->cpu_running)
-		ns += as->cpu_share - t->cpu_enter_share;
-	pthread_mutex_unlock(&as->cpu_lock);
+	ns = cpu_split_read(&as->cpu, &t->cput);
 	return ns;
 }
 
