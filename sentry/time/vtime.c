@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The guest's clocks: the time page, its calibration against the host's clocks, and the
+ * sentry's own reads of it (sentry/time/README.md).
+ *
+ * The calibration thread samples the host's clocks against the TSC (each clock read between two
+ * TSC reads; the narrowest of a few brackets wins), measures the host's rate in nanoseconds per
+ * tick, and publishes new lines that start where the old ones are at the moment of publication
+ * (so no reader ever sees a step) and whose rate is the host's plus a correction that closes
+ * the gap to the host's clock by the next calibration (slewing, at most SLEW_MAX). The offsets of
+ * REALTIME, BOOTTIME and TAI change only when the host's did by more than STEP_NS: a
+ * settimeofday on the host, a resume from suspend.
+ */
+#include <cpuid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "sentry/mm/memfile.h"
+#include "sentry/time/vtime.h"
+#include "sentry/time/vvar.h"
+
+/* The image, generated from vdso/vdso.c by vdso/embed.py. */
+extern const uint8_t vdso_image[];
+extern const size_t vdso_image_len;
+
+#define NSEC_PER_SEC 1000000000LL
+/* A change of the host's REALTIME, BOOTTIME or TAI offset smaller than this is sampling noise. */
+#define STEP_NS 100000LL
+/* The largest rate correction while closing the gap to the host's clock: 1000 ppm. */
+#define SLEW_MAX_DIV 1000
+/* A host rate (ns per tick) that moved by more than 1 % between calibrations: TSC unusable. */
+#define RATE_DRIFT_DIV 100
+/* Brackets per clock and sample; the narrowest is kept. */
+#define BRACKETS 3
+/* The first line is put this far ahead of the host so that no earlier host value exceeds it. */
+#define FIRST_LEAD_NS 1000
+
+/* Time between calibrations: short at first while the rate is learnt, then a second. */
+static const int64_t intervals_ns[] = { 10000000,  20000000,  50000000,	 100000000,
+					200000000, 500000000, 1000000000 };
+
+/* The page every reader uses: the memory file's page after vtime_start, else a private one. */
+static struct vvar private_page;
+static struct vvar *page = &private_page;
+static uint64_t vvar_off, image_off, image_len;
+static bool started;
+
+/* What vtime_probe found. */
+static bool tsc_usable;
+static uint32_t cpu_mode = VVAR_CPU_SYSCALL;
+
+/* A host clock's value and the TSC at the middle of the narrowest bracket around its read. */
+struct point {
+	uint64_t tsc;
+	int64_t ns;
+};
+
+/* One calibration's reads of the host's clocks. */
+struct sample {
+	struct point mono, raw, real, boot, tai;
+};
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * NSEC_PER_SEC + ts->tv_nsec;
+}
+
+static struct point read_point(clockid_t clock)
+{
+	struct point best = { 0, 0 };
+	uint64_t width = UINT64_MAX;
+
+	for (int i = 0; i < BRACKETS; i++) {
+		struct timespec ts;
+		uint64_t t0 = vvar_rdtsc(), t1;
+
+		clock_gettime(clock, &ts);
+		t1 = vvar_rdtsc();
+		if (t1 >= t0 && t1 - t0 < width) {
+			width = t1 - t0;
+			best.tsc = t0 + (t1 - t0) / 2;
+			best.ns = ts_ns(&ts);
+		}
+	}
+	return best;
+}
+
+static void take_sample(struct sample *s)
+{
+	s->mono = read_point(CLOCK_MONOTONIC);
+	s->raw = read_point(CLOCK_MONOTONIC_RAW);
+	s->real = read_point(CLOCK_REALTIME);
+	s->boot = read_point(CLOCK_BOOTTIME);
+	s->tai = read_point(CLOCK_TAI);
+}
+
+/* p's value moved to tsc at rate (ns per tick << VVAR_SHIFT); tsc may be before p. */
+static int64_t point_at(struct point p, uint64_t rate, uint64_t tsc)
+{
+	if (tsc >= p.tsc)
+		return p.ns + (int64_t)(((unsigned __int128)(tsc - p.tsc) * rate) >> VVAR_SHIFT);
+	return p.ns - (int64_t)(((unsigned __int128)(p.tsc - tsc) * rate) >> VVAR_SHIFT);
+}
+
+/* The host's rate between two points (ns per tick << VVAR_SHIFT); 0 when the TSC did not move on. */
+static uint64_t rate_between(struct point a, struct point b)
+{
+	if (b.tsc <= a.tsc || b.ns <= a.ns)
+		return 0;
+	return (uint64_t)(((unsigned __int128)(uint64_t)(b.ns - a.ns) << VVAR_SHIFT) /
+			  (b.tsc - a.tsc));
+}
+
+/* Guest CPUs: the sentry's usable CPUs, as sys_getcpu counts them. */
+static uint32_t guest_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 0 ? (uint32_t)n : 1;
+}
+
+static void page_begin(void)
+{
+	__atomic_store_n(&page->seq, page->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void page_end(void)
+{
+	__atomic_store_n(&page->seq, page->seq + 1, __ATOMIC_RELEASE);
+}
+
+static void store_line(struct vvar_line *l, uint64_t mult, int64_t base_ns)
+{
+	__atomic_store_n(&l->mult, mult, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->base_ns, base_ns, __ATOMIC_RELAXED);
+}
+
+/* The guest stops using the TSC; readers ask the host from now on. */
+static void give_up(const char *why)
+{
+	log_warn("time: the TSC no longer gives the guest's clocks (%s): clock reads are system "
+		 "calls from now on",
+		 why);
+	page_begin();
+	__atomic_store_n(&page->mode, VVAR_MODE_SYSCALL, __ATOMIC_RELAXED);
+	page_end();
+}
+
+/*
+ * The rate for a line that is at line_ns now while the host is at host_ns: the host's rate
+ * plus the gap spread over the ticks until the next calibration, within 1/SLEW_MAX_DIV of it.
+ */
+static uint64_t slewed_rate(int64_t line_ns, int64_t host_ns, uint64_t rate, uint64_t ticks)
+{
+	__int128 corr =
+		((__int128)(host_ns - line_ns) << VVAR_SHIFT) / (__int128)(ticks ? ticks : 1);
+	__int128 max = rate / SLEW_MAX_DIV;
+
+	if (corr > max)
+		corr = max;
+	if (corr < -max)
+		corr = -max;
+	return (uint64_t)((__int128)rate + corr);
+}
+
+/* The calibration's state, the thread's own. */
+struct calib {
+	struct sample prev;
+	uint64_t rate, raw_rate; /* the host's last measured rates */
+	size_t step; /* index in intervals_ns */
+};
+
+/* One calibration: s is a fresh sample, c->prev the previous one. */
+static void calibrate(struct calib *c, const struct sample *s)
+{
+	uint64_t rate = rate_between(c->prev.mono, s->mono);
+	uint64_t raw_rate = rate_between(c->prev.raw, s->raw);
+	int64_t next_ns = intervals_ns[MIN(c->step + 1, ARRAY_SIZE(intervals_ns) - 1)];
+	int64_t real_off, boot_off, tai_off;
+	uint64_t tsc, ticks;
+	bool first;
+
+	if (!rate || !raw_rate) {
+		give_up("the TSC stood still or went back");
+		return;
+	}
+	if (c->rate && (rate > c->rate + c->rate / RATE_DRIFT_DIV ||
+			rate < c->rate - c->rate / RATE_DRIFT_DIV)) {
+		give_up("its rate changed");
+		return;
+	}
+	/* Host offsets at the mono point (the clocks were read a few hundred ns apart). */
+	real_off = point_at(s->real, rate, s->mono.tsc) - s->mono.ns;
+	boot_off = point_at(s->boot, rate, s->mono.tsc) - s->mono.ns;
+	tai_off = point_at(s->tai, rate, s->mono.tsc) - point_at(s->real, rate, s->mono.tsc);
+	ticks = (uint64_t)(((unsigned __int128)next_ns << VVAR_SHIFT) / rate);
+	first = __atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC;
+
+	page_begin();
+	tsc = vvar_rdtsc();
+	if (first) {
+		store_line(&page->mono, rate, point_at(s->mono, rate, tsc) + FIRST_LEAD_NS);
+		store_line(&page->raw, raw_rate, point_at(s->raw, raw_rate, tsc) + FIRST_LEAD_NS);
+		__atomic_store_n(&page->real_off, real_off, __ATOMIC_RELAXED);
+		__atomic_store_n(&page->boot_off, boot_off, __ATOMIC_RELAXED);
+		__atomic_store_n(&page->tai_off, tai_off, __ATOMIC_RELAXED);
+		__atomic_store_n(&page->mode, VVAR_MODE_TSC, __ATOMIC_RELAXED);
+	} else {
+		/* Both lines go on from where they are now: no reader sees a step. */
+		int64_t mono = vvar_line_at(&page->mono, page->tsc_base, tsc);
+		int64_t raw = vvar_line_at(&page->raw, page->tsc_base, tsc);
+
+		store_line(&page->mono,
+			   slewed_rate(mono, point_at(s->mono, rate, tsc), rate, ticks), mono);
+		store_line(&page->raw,
+			   slewed_rate(raw, point_at(s->raw, raw_rate, tsc), raw_rate, ticks), raw);
+		/* REALTIME may step (a host settimeofday); BOOTTIME only forward. */
+		if (llabs(real_off - page->real_off) > STEP_NS)
+			__atomic_store_n(&page->real_off, real_off, __ATOMIC_RELAXED);
+		if (boot_off - page->boot_off > STEP_NS)
+			__atomic_store_n(&page->boot_off, boot_off, __ATOMIC_RELAXED);
+		if (llabs(tai_off - page->tai_off) > STEP_NS)
+			__atomic_store_n(&page->tai_off, tai_off, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&page->tsc_base, tsc, __ATOMIC_RELAXED);
+	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
+	page_end();
+
+	c->prev = *s;
+	c->rate = rate;
+	c->raw_rate = raw_rate;
+}
+
+static void *calib_main(void *arg)
+{
+	struct calib *c = arg;
+
+	for (;;) {
+		int64_t wait = intervals_ns[c->step];
+		struct timespec ts = { .tv_sec = wait / NSEC_PER_SEC,
+				       .tv_nsec = wait % NSEC_PER_SEC };
+		struct sample s;
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+			;
+		take_sample(&s);
+		calibrate(c, &s);
+		if (__atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC)
+			return NULL;
+		if (c->step + 1 < ARRAY_SIZE(intervals_ns))
+			c->step++;
+	}
+}
+
+/* The host's current clocksource (sysfs), or "" when it cannot be read. */
+static void read_clocksource(char *buf, size_t len)
+{
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+void vtime_probe(void)
+{
+	unsigned int eax, ebx, ecx, edx;
+	char source[64];
+	bool invariant = false, rdtscp = false;
+
+	if (__get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx))
+		invariant = edx & (1u << 8);
+	if (__get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx))
+		rdtscp = edx & (1u << 27);
+	read_clocksource(source, sizeof(source));
+	tsc_usable = invariant &&
+		     (!source[0] || !strcmp(source, "tsc") || !strcmp(source, "kvm-clock"));
+	if (rdtscp) {
+		/* Linux puts the CPU number in TSC_AUX; a hypervisor might not pass it through. */
+		for (int i = 0; i < 3; i++) {
+			int before = sched_getcpu(), after;
+			uint32_t lo, hi, aux;
+
+			__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+			after = sched_getcpu();
+			if (before < 0 || before != after)
+				continue;
+			cpu_mode = (int)(aux & 0xfff) == before ? VVAR_CPU_RDTSCP :
+								  VVAR_CPU_SYSCALL;
+			break;
+		}
+	}
+	log_info("time: invariant TSC %s, host clocksource %s: the vDSO reads %s; getcpu %s",
+		 invariant ? "yes" : "no", source[0] ? source : "(unknown)",
+		 tsc_usable ? "the TSC" : "nothing (system calls)",
+		 cpu_mode == VVAR_CPU_RDTSCP ? "with rdtscp" : "is a system call");
+}
+
+int vtime_start(struct memfile *mf)
+{
+	uint64_t len = PAGE_ALIGN_UP(vdso_image_len);
+	struct timespec res;
+	pthread_attr_t attr;
+	struct calib *c;
+	pthread_t th;
+	int64_t off;
+	int ret;
+
+	off = memfile_alloc_nocharge(mf, PAGE_SIZE + len);
+	if (off < 0)
+		return (int)off;
+	vvar_off = (uint64_t)off;
+	image_off = vvar_off + PAGE_SIZE;
+	image_len = len;
+	memcpy(memfile_ptr(mf, image_off), vdso_image, vdso_image_len);
+	page = memfile_ptr(mf, vvar_off);
+	page->mode = VVAR_MODE_SYSCALL;
+	page->res_ns = clock_getres(CLOCK_MONOTONIC, &res) ? 1 : ts_ns(&res);
+	page->coarse_res_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &res) ? 4000000 : ts_ns(&res);
+	page->ncpu = guest_cpus();
+	page->cpu_mode = cpu_mode;
+	started = true;
+	if (!tsc_usable)
+		return 0;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	take_sample(&c->prev);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&th, &attr, calib_main, c);
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		free(c);
+		log_warn("time: no calibration thread (%s): clock reads are system calls",
+			 strerror(ret));
+		return 0;
+	}
+	return 0;
+}
+
+bool vtime_vdso_pages(uint64_t *vvar, uint64_t *image, uint64_t *len)
+{
+	if (!started)
+		return false;
+	*vvar = vvar_off;
+	*image = image_off;
+	*len = image_len;
+	return true;
+}
+
+int vtime_gettime(int clock, struct timespec *ts)
+{
+	int64_t ns;
+
+	if (vvar_clock_ns(page, clock, &ns) < 0)
+		return clock_gettime(clock, ts) ? -errno : 0;
+	ts->tv_sec = ns / NSEC_PER_SEC;
+	ts->tv_nsec = ns % NSEC_PER_SEC;
+	if (ts->tv_nsec < 0) {
+		ts->tv_nsec += NSEC_PER_SEC;
+		ts->tv_sec--;
+	}
+	return 0;
+}
+
+int64_t vtime_now_ns(int clock)
+{
+	struct timespec ts;
+
+	return vtime_gettime(clock, &ts) ? 0 : ts_ns(&ts);
+}
+
+void vtime_getcpu_exact(void)
+{
+	__atomic_store_n(&page->cpu_mode, VVAR_CPU_SYSCALL, __ATOMIC_RELAXED);
+}
