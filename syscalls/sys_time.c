@@ -2,8 +2,9 @@
 /*
  * Clocks and sleeping.
  *
- * The guest's clocks are the host's (read through the sentry's vDSO): CLOCK_REALTIME and
- * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks (of the
+ * The guest's clocks are the host's as the time page computes them from the TSC (sentry/time:
+ * the same code as the guest's vDSO, kept within a microsecond or so of the host's clocks, and
+ * the host's own clocks when the TSC is not used); not offset per sandbox. CPU-time clocks (of the
  * caller, or of another process or thread by clock id) read the guest's user and system time
  * (sentry/kernel/cputime.h); a sleep on a process's CPU clock looks at it every 10 ms at most.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
@@ -24,6 +25,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
 
 /* Guest clock ids (include/uapi/linux/time.h). */
@@ -276,7 +278,7 @@ static long write_rem(struct task *t, uint64_t rem, clockid_t clock,
 
 	if (!rem)
 		return 0;
-	clock_gettime(clock, &now);
+	vtime_gettime(clock, &now);
 	left.tv_sec = deadline->tv_sec - now.tv_sec;
 	left.tv_nsec = deadline->tv_nsec - now.tv_nsec;
 	if (left.tv_nsec < 0) {
@@ -346,11 +348,13 @@ static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs, s
 			uint64_t rem)
 {
 	struct timespec now, deadline = req;
+	int err;
 
 	if (abs)
 		return sleep_until(t, c->host, &deadline, false, 0);
-	if (clock_gettime(c->host_rel, &now))
-		return -errno;
+	err = vtime_gettime(c->host_rel, &now);
+	if (err)
+		return err;
 	deadline = timespec_add_sat(now, req);
 	return sleep_until(t, c->host_rel, &deadline, true, rem);
 }
@@ -372,8 +376,12 @@ long sys_clock_gettime(struct task *t, const struct syscall_args *args)
 			return ns;
 		ts.tv_sec = ns / NSEC_PER_SEC;
 		ts.tv_nsec = ns % NSEC_PER_SEC;
-	} else if (clock_gettime(c.host, &ts)) {
-		return -errno;
+	} else {
+		/* The vDSO's computation (sentry/time/vvar.h), so that both give one clock. */
+		int err = vtime_gettime(c.host, &ts);
+
+		if (err)
+			return err;
 	}
 	lts = (struct linux_timespec){ .tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec };
 	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
@@ -456,8 +464,9 @@ long sys_gettimeofday(struct task *t, const struct syscall_args *args)
 		struct timespec ts;
 		struct linux_timeval ltv;
 
-		if (clock_gettime(CLOCK_REALTIME, &ts))
-			return -errno;
+		err = vtime_gettime(CLOCK_REALTIME, &ts);
+		if (err)
+			return err;
 		ltv = (struct linux_timeval){ .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
 		err = copy_out_all(t, tv, &ltv, sizeof(ltv));
 		if (err)
@@ -478,13 +487,13 @@ long sys_time(struct task *t, const struct syscall_args *args)
 {
 	struct timespec ts;
 	int64_t now;
+	int err = vtime_gettime(CLOCK_REALTIME, &ts);
 
-	if (clock_gettime(CLOCK_REALTIME, &ts))
-		return -errno;
+	if (err)
+		return err;
 	now = ts.tv_sec;
 	if (args->a[0]) {
-		int err = copy_out_all(t, args->a[0], &now, sizeof(now));
-
+		err = copy_out_all(t, args->a[0], &now, sizeof(now));
 		if (err)
 			return err;
 	}

@@ -1183,10 +1183,11 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	const struct vma *v = vma_find(s, old_addr);
 	if (!v)
 		goto out_unlock;
-	/* As Linux's special mappings: [vdso] and [vvar] move but never change size. */
-	r = -EINVAL;
-	if ((v->flags & (MM_VMA_VDSO | MM_VMA_VVAR)) && (old_len != new_len || dontunmap))
+	/* As Linux's special mappings (VM_DONTEXPAND): [vdso] and [vvar] move, never grow. */
+	if ((v->flags & (MM_VMA_VDSO | MM_VMA_VVAR)) && (new_len > old_len || dontunmap)) {
+		r = dontunmap ? -EINVAL : -EFAULT;
 		goto out_unlock;
+	}
 	r = -EFAULT;
 	/* As Linux: old_len 0 duplicates shared memory only; in place there is no room for it. */
 	if (old_len == 0) {
@@ -1362,7 +1363,7 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 		return -EINVAL;
 	/* The time page is the sentry's (Linux: no VM_WRITE); the image stays the image. */
 	if (v->flags & MM_VMA_VVAR)
-		return advice == MADV_REMOVE ? -EACCES : 0;
+		return advice == MADV_REMOVE ? -EINVAL : 0;
 	if (v->flags & MM_VMA_VDSO)
 		return advice == MADV_REMOVE ? -EINVAL : 0;
 	if (v->flags & MM_VMA_SHARED) {

@@ -143,8 +143,9 @@ int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
  * (image_len bytes at image_off) where a mapping without a hint would go (top-down below
  * mmap_base), as Linux's [vvar] and [vdso]: the image private and copy-on-write (read-execute;
  * mprotect may make it writable), the time page shared with every mm and never writable
- * (mprotect PROT_WRITE: -EACCES; MADV_REMOVE: -EACCES). Each page takes a reference; the
- * caller keeps its own. mremap may move either but not resize it (-EINVAL), as Linux.
+ * (mprotect PROT_WRITE: -EACCES; MADV_REMOVE: -EINVAL; MADV_DONTNEED keeps the pages). Each
+ * page takes a reference; the caller keeps its own. mremap may move or shrink either but not
+ * grow it (-EFAULT) nor keep the old range (MREMAP_DONTUNMAP: -EINVAL), as Linux.
  * Returns the image's address or -errno.
  */
 long mm_map_vdso(struct mm *mm, uint64_t vvar_off, uint64_t image_off, uint64_t image_len);
