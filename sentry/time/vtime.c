@@ -42,6 +42,8 @@ extern const size_t vdso_image_len;
 #define BRACKETS 3
 /* The first line is put this far ahead of the host so that no earlier host value exceeds it. */
 #define FIRST_LEAD_NS 1000
+/* The shortest span the first rate is measured over (busy-waited at start-up if need be). */
+#define FIRST_SPAN_NS 500000
 
 /* Time between calibrations: short at first while the rate is learnt, then a second. */
 static const int64_t intervals_ns[] = { 10000000,  20000000,  50000000,	 100000000,
@@ -92,6 +94,9 @@ static struct point read_point(clockid_t clock)
 	}
 	return best;
 }
+
+/* The host's clocks when vtime_probe ran: the first line's rate starts there. */
+static struct sample probe_sample;
 
 static void take_sample(struct sample *s)
 {
@@ -298,6 +303,8 @@ void vtime_probe(void)
 	/* For tests of the other road: every clock read a system call. */
 	if (getenv("HUSK_TIME_NO_TSC"))
 		tsc_usable = false;
+	if (tsc_usable)
+		take_sample(&probe_sample);
 	if (rdtscp) {
 		/* Linux puts the CPU number in TSC_AUX; a hypervisor might not pass it through. */
 		for (int i = 0; i < 3; i++) {
@@ -325,6 +332,7 @@ int vtime_start(struct memfile *mf)
 	struct timespec res;
 	pthread_attr_t attr;
 	struct calib *c;
+	struct sample s;
 	pthread_t th;
 	int64_t off;
 	int ret;
@@ -349,7 +357,20 @@ int vtime_start(struct memfile *mf)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	take_sample(&c->prev);
+	/*
+	 * The first line now, from the sample vtime_probe took (a few ms ago: the confinement
+	 * ran since) and one taken at least FIRST_SPAN_NS later, so that the first guest reads
+	 * the TSC already; the thread refines the rate soon after.
+	 */
+	c->prev = probe_sample;
+	do
+		take_sample(&s);
+	while (s.mono.ns - c->prev.mono.ns < FIRST_SPAN_NS);
+	calibrate(c, &s);
+	if (__atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC) {
+		free(c);
+		return 0;
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 << 10);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -357,9 +378,8 @@ int vtime_start(struct memfile *mf)
 	pthread_attr_destroy(&attr);
 	if (ret) {
 		free(c);
-		log_warn("time: no calibration thread (%s): clock reads are system calls",
-			 strerror(ret));
-		return 0;
+		/* An uncorrected line would drift from the host's clocks: no TSC then. */
+		give_up(strerror(ret));
 	}
 	return 0;
 }
