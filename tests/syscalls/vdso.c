@@ -9,6 +9,7 @@
  * changes to the image stay its own; munmap and mremap of [vdso] behave as on Linux.
  */
 #include <elf.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -351,6 +352,16 @@ static void maps(void)
 	/* Linux cannot make the time page writable (no VM_MAYWRITE). */
 	CHECK_ERR(mprotect((void *)vs, ve - vs, PROT_READ | PROT_WRITE), EACCES);
 	CHECK_ERR(madvise((void *)vs, ve - vs, MADV_REMOVE), EINVAL);
+	/* Nor can a debugger's forced write (/proc/PID/mem, PTRACE_POKEDATA): Linux says EIO. */
+	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	uint64_t word = 0x5a5a5a5a5a5a5a5aULL;
+
+	CHECK(fd >= 0, "/proc/self/mem: %s", strerror(errno));
+	if (fd >= 0) {
+		CHECK_ERR(pwrite(fd, &word, sizeof(word), (off_t)vs), EIO);
+		close(fd);
+	}
+	CHECK(*(volatile uint64_t *)vs != word, "the time page was written");
 }
 
 static void forked_reads(void *arg)
@@ -364,6 +375,16 @@ static void forked_reads(void *arg)
 	CHECK_RET(v_clock_gettime(CLOCK_MONOTONIC, &a), 0);
 	CHECK_RET(syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b), 0);
 	CHECK(ts_ns(&a) <= ts_ns(&b), "the child's vDSO is ahead of the call");
+	/* A debugger's write to the image is the child's own (copy-on-write). */
+	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	char c = 'Y';
+
+	CHECK(fd >= 0, "/proc/self/mem: %s", strerror(errno));
+	if (fd >= 0) {
+		CHECK_RET(pwrite(fd, &c, 1, (off_t)(vd.base + EI_PAD + 2)), 1);
+		close(fd);
+	}
+	CHECK(((volatile char *)vd.base)[EI_PAD + 2] == 'Y', "the forced write did not land");
 	/* A write to the image after mprotect is the child's own (copy-on-write). */
 	CHECK_RET(mprotect((void *)vd.base, e - s, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
 	((volatile char *)vd.base)[EI_PAD + 1] = 'X';
@@ -423,7 +444,8 @@ int main(void)
 	st = in_child(forked_reads, NULL);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "forked child: status %#x", st);
 	/* The child's write stayed in the child. */
-	CHECK(((volatile char *)vd.base)[EI_PAD + 1] != 'X',
+	CHECK(((volatile char *)vd.base)[EI_PAD + 1] != 'X' &&
+		      ((volatile char *)vd.base)[EI_PAD + 2] != 'Y',
 	      "the child's write reached the parent");
 	CHECK_RET(v_clock_gettime(CLOCK_MONOTONIC, &a), 0);
 	st = in_child(unmapped, NULL);
