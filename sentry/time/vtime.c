@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sentry/mm/memfile.h"
+#include "sentry/time/calibrate.h"
 #include "sentry/time/vtime.h"
 #include "sentry/time/vvar.h"
 
@@ -32,16 +33,22 @@ extern const uint8_t vdso_image[];
 extern const size_t vdso_image_len;
 
 #define NSEC_PER_SEC 1000000000LL
-/* A change of the host's REALTIME, BOOTTIME or TAI offset smaller than this is sampling noise. */
-#define STEP_NS 100000LL
 /* The largest rate correction while closing the gap to the host's clock: 1000 ppm. */
 #define SLEW_MAX_DIV 1000
 /* A host rate (ns per tick) that moved by more than 1 % between calibrations: TSC unusable. */
 #define RATE_DRIFT_DIV 100
 /* Brackets per clock and sample; the narrowest is kept. */
 #define BRACKETS 3
-/* The first line is put this far ahead of the host so that no earlier host value exceeds it. */
-#define FIRST_LEAD_NS 1000
+/*
+ * The lines aim VTIME_LEAD_NS ahead of the host's clocks, so that they are never behind them
+ * (the calibration's residual is tens of ns): a guest woken by a timer the sentry set on a host
+ * clock (timerfd, futex and poll timeouts, POSIX timers) reads a time at or past the expiry,
+ * and the first line is ahead of every host value a guest read before it.
+ */
+#define LEAD_NS VTIME_LEAD_NS
+#define STEP_NS VTIME_STEP_NS
+/* How long give_up waits at most for the host's clocks to reach the lines. */
+#define GIVE_UP_WAIT_NS 2000000
 /* The shortest span the first rate is measured over (busy-waited at start-up if need be). */
 #define FIRST_SPAN_NS 500000
 
@@ -59,25 +66,14 @@ static bool started;
 static bool tsc_usable;
 static uint32_t cpu_mode = VVAR_CPU_SYSCALL;
 
-/* A host clock's value and the TSC at the middle of the narrowest bracket around its read. */
-struct point {
-	uint64_t tsc;
-	int64_t ns;
-};
-
-/* One calibration's reads of the host's clocks. */
-struct sample {
-	struct point mono, raw, real, boot, tai;
-};
-
 static int64_t ts_ns(const struct timespec *ts)
 {
 	return (int64_t)ts->tv_sec * NSEC_PER_SEC + ts->tv_nsec;
 }
 
-static struct point read_point(clockid_t clock)
+static struct vtime_point read_point(clockid_t clock)
 {
-	struct point best = { 0, 0 };
+	struct vtime_point best = { 0, 0 };
 	uint64_t width = UINT64_MAX;
 
 	for (int i = 0; i < BRACKETS; i++) {
@@ -96,9 +92,9 @@ static struct point read_point(clockid_t clock)
 }
 
 /* The host's clocks when vtime_probe ran: the first line's rate starts there. */
-static struct sample probe_sample;
+static struct vtime_sample probe_sample;
 
-static void take_sample(struct sample *s)
+static void take_sample(struct vtime_sample *s)
 {
 	s->mono = read_point(CLOCK_MONOTONIC);
 	s->raw = read_point(CLOCK_MONOTONIC_RAW);
@@ -108,7 +104,7 @@ static void take_sample(struct sample *s)
 }
 
 /* p's value moved to tsc at rate (ns per tick << VVAR_SHIFT); tsc may be before p. */
-static int64_t point_at(struct point p, uint64_t rate, uint64_t tsc)
+static int64_t point_at(struct vtime_point p, uint64_t rate, uint64_t tsc)
 {
 	if (tsc >= p.tsc)
 		return p.ns + (int64_t)(((unsigned __int128)(tsc - p.tsc) * rate) >> VVAR_SHIFT);
@@ -116,7 +112,7 @@ static int64_t point_at(struct point p, uint64_t rate, uint64_t tsc)
 }
 
 /* The host's rate between two points (ns per tick << VVAR_SHIFT); 0 when the TSC did not move on. */
-static uint64_t rate_between(struct point a, struct point b)
+static uint64_t rate_between(struct vtime_point a, struct vtime_point b)
 {
 	if (b.tsc <= a.tsc || b.ns <= a.ns)
 		return 0;
@@ -160,6 +156,20 @@ static void give_up(const char *why)
 		 "calls from now on",
 		 why);
 	page_begin();
+	/*
+	 * The lines are a little ahead of the host: readers wait (the count is odd) until the
+	 * host's clocks are where the lines are, so that no clock steps back at the switch.
+	 */
+	int64_t mono = vvar_line_at(&page->mono, page->tsc_base, vvar_rdtsc());
+	int64_t raw = vvar_line_at(&page->raw, page->tsc_base, vvar_rdtsc());
+	struct timespec start, now, rnow;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		clock_gettime(CLOCK_MONOTONIC_RAW, &rnow);
+	} while ((ts_ns(&now) < mono || ts_ns(&rnow) < raw) &&
+		 ts_ns(&now) - ts_ns(&start) < GIVE_UP_WAIT_NS);
 	__atomic_store_n(&page->mode, VVAR_MODE_SYSCALL, __ATOMIC_RELAXED);
 	page_end();
 }
@@ -181,21 +191,13 @@ static uint64_t slewed_rate(int64_t line_ns, int64_t host_ns, uint64_t rate, uin
 	return (uint64_t)((__int128)rate + corr);
 }
 
-/* The calibration's state, the thread's own. */
-struct calib {
-	struct sample prev;
-	uint64_t rate, raw_rate; /* the host's last measured rates */
-	size_t step; /* index in intervals_ns */
-};
-
-/* One calibration: s is a fresh sample, c->prev the previous one. */
-static void calibrate(struct calib *c, const struct sample *s)
+void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64_t tsc)
 {
 	uint64_t rate = rate_between(c->prev.mono, s->mono);
 	uint64_t raw_rate = rate_between(c->prev.raw, s->raw);
 	int64_t next_ns = intervals_ns[MIN(c->step + 1, ARRAY_SIZE(intervals_ns) - 1)];
 	int64_t real_off, boot_off, tai_off;
-	uint64_t tsc, ticks;
+	uint64_t ticks;
 	int64_t gap = 0;
 	bool first;
 
@@ -216,10 +218,12 @@ static void calibrate(struct calib *c, const struct sample *s)
 	first = __atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC;
 
 	page_begin();
-	tsc = vvar_rdtsc();
+	/* Read once the count is odd: a reader done before saw the old lines at a TSC before it. */
+	if (!tsc)
+		tsc = vvar_rdtsc();
 	if (first) {
-		store_line(&page->mono, rate, point_at(s->mono, rate, tsc) + FIRST_LEAD_NS);
-		store_line(&page->raw, raw_rate, point_at(s->raw, raw_rate, tsc) + FIRST_LEAD_NS);
+		store_line(&page->mono, rate, point_at(s->mono, rate, tsc) + LEAD_NS);
+		store_line(&page->raw, raw_rate, point_at(s->raw, raw_rate, tsc) + LEAD_NS);
 		__atomic_store_n(&page->real_off, real_off, __ATOMIC_RELAXED);
 		__atomic_store_n(&page->boot_off, boot_off, __ATOMIC_RELAXED);
 		__atomic_store_n(&page->tai_off, tai_off, __ATOMIC_RELAXED);
@@ -229,10 +233,12 @@ static void calibrate(struct calib *c, const struct sample *s)
 		int64_t mono = vvar_line_at(&page->mono, page->tsc_base, tsc);
 		int64_t raw = vvar_line_at(&page->raw, page->tsc_base, tsc);
 
-		gap = point_at(s->mono, rate, tsc) - mono;
+		gap = point_at(s->mono, rate, tsc) + LEAD_NS - mono;
 		store_line(&page->mono, slewed_rate(mono, mono + gap, rate, ticks), mono);
 		store_line(&page->raw,
-			   slewed_rate(raw, point_at(s->raw, raw_rate, tsc), raw_rate, ticks), raw);
+			   slewed_rate(raw, point_at(s->raw, raw_rate, tsc) + LEAD_NS, raw_rate,
+				       ticks),
+			   raw);
 		/* REALTIME may step (a host settimeofday); BOOTTIME only forward. */
 		if (llabs(real_off - page->real_off) > STEP_NS)
 			__atomic_store_n(&page->real_off, real_off, __ATOMIC_RELAXED);
@@ -244,9 +250,11 @@ static void calibrate(struct calib *c, const struct sample *s)
 	__atomic_store_n(&page->tsc_base, tsc, __ATOMIC_RELAXED);
 	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
 	page_end();
-	log_debug("time: calibration %zu: guest MONOTONIC %+lld ns from the host's, host rate "
-		  "%.6f ns/tick",
-		  c->step, (long long)-gap, (double)rate / (double)(1ULL << VVAR_SHIFT));
+	if (!first)
+		log_debug("time: guest MONOTONIC %+lld ns from the host's (aiming at %+d), host "
+			  "rate %.6f ns/tick",
+			  (long long)(LEAD_NS - gap), LEAD_NS,
+			  (double)rate / (double)(1ULL << VVAR_SHIFT));
 
 	c->prev = *s;
 	c->rate = rate;
@@ -255,18 +263,18 @@ static void calibrate(struct calib *c, const struct sample *s)
 
 static void *calib_main(void *arg)
 {
-	struct calib *c = arg;
+	struct vtime_calib *c = arg;
 
 	for (;;) {
 		int64_t wait = intervals_ns[c->step];
 		struct timespec ts = { .tv_sec = wait / NSEC_PER_SEC,
 				       .tv_nsec = wait % NSEC_PER_SEC };
-		struct sample s;
+		struct vtime_sample s;
 
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
 		take_sample(&s);
-		calibrate(c, &s);
+		vtime_calibrate(c, &s, 0);
 		if (__atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC)
 			return NULL;
 		if (c->step + 1 < ARRAY_SIZE(intervals_ns))
@@ -331,8 +339,8 @@ int vtime_start(struct memfile *mf)
 	uint64_t len = PAGE_ALIGN_UP(vdso_image_len);
 	struct timespec res;
 	pthread_attr_t attr;
-	struct calib *c;
-	struct sample s;
+	struct vtime_calib *c;
+	struct vtime_sample s;
 	pthread_t th;
 	int64_t off;
 	int ret;
@@ -366,7 +374,7 @@ int vtime_start(struct memfile *mf)
 	do
 		take_sample(&s);
 	while (s.mono.ns - c->prev.mono.ns < FIRST_SPAN_NS);
-	calibrate(c, &s);
+	vtime_calibrate(c, &s, 0);
 	if (__atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC) {
 		free(c);
 		return 0;
@@ -419,4 +427,9 @@ int64_t vtime_now_ns(int clock)
 void vtime_getcpu_exact(void)
 {
 	__atomic_store_n(&page->cpu_mode, VVAR_CPU_SYSCALL, __ATOMIC_RELAXED);
+}
+
+const struct vvar *vtime_page(void)
+{
+	return page;
 }
