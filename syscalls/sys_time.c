@@ -9,9 +9,10 @@
  * (sentry/kernel/cputime.h); a sleep on a process's CPU clock looks at it every 10 ms at most.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
  *
- * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until). An
- * interrupted relative sleep writes the time left to rem and restarts through restart_syscall
- * with the same deadline (ERESTART_RESTARTBLOCK); an absolute one returns -ERESTARTNOHAND.
+ * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until, then until
+ * the guest's clock has reached it too: guest_sleep_until). An interrupted relative sleep
+ * writes the time left to rem and restarts through restart_syscall with the same deadline
+ * (ERESTART_RESTARTBLOCK); an absolute one returns -ERESTARTNOHAND.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -290,6 +291,33 @@ static long write_rem(struct task *t, uint64_t rem, clockid_t clock,
 	return copy_out_all(t, rem, &left, sizeof(left));
 }
 
+/*
+ * task_sleep_until on clock, ending only once the guest's clock (the time page's, which the
+ * vDSO reads) has reached deadline too: the host's clock that the sentry sleeps on may be a
+ * little behind it or ahead of it (sentry/time/README.md).
+ */
+static long guest_sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline)
+{
+	struct timespec target = *deadline;
+
+	for (;;) {
+		struct timespec now, host;
+		int64_t left;
+		long ret = task_sleep_until(t, clock, &target);
+
+		if (ret || vtime_gettime(clock, &now) || clock_gettime(clock, &host))
+			return ret;
+		if (now.tv_sec > deadline->tv_sec ||
+		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
+			return 0;
+		/* Behind by less than a calibration's correction: sleep that much more. */
+		left = (deadline->tv_sec - now.tv_sec) * NSEC_PER_SEC +
+		       (deadline->tv_nsec - now.tv_nsec);
+		target = timespec_add_sat(host, (struct timespec){ left / NSEC_PER_SEC,
+								   left % NSEC_PER_SEC });
+	}
+}
+
 /* restart_syscall for an interrupted relative sleep: data = clock, deadline ns, rem. */
 static long sleep_restart(struct task *t)
 {
@@ -301,7 +329,7 @@ static long sleep_restart(struct task *t)
 	long ret;
 
 	t->restart_fn = NULL;
-	ret = task_sleep_until(t, clock, &deadline);
+	ret = guest_sleep_until(t, clock, &deadline);
 	if (ret == -ERESTARTSYS) {
 		long err = write_rem(t, t->restart_data[2], clock, &deadline);
 
@@ -314,14 +342,14 @@ static long sleep_restart(struct task *t)
 }
 
 /*
- * Sleeps until host clock reaches deadline, interruptibly. A relative sleep (rem_ok) that a
+ * Sleeps until clock reaches deadline, interruptibly. A relative sleep (rem_ok) that a
  * signal interrupts writes the time left to rem and arranges its restart; an absolute one
  * returns -ERESTARTNOHAND (restarted as is when no handler runs, else -EINTR).
  */
 static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline, bool rel,
 			uint64_t rem)
 {
-	long ret = task_sleep_until(t, clock, deadline);
+	long ret = guest_sleep_until(t, clock, deadline);
 	long err;
 
 	if (ret != -ERESTARTSYS)
@@ -532,7 +560,7 @@ static long cpu_sleep(struct task *t)
 		if ((uint64_t)now >= target)
 			return 0;
 		/* Look again when the clock may have got there, at least every 10 ms. */
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		vtime_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline = timespec_add_sat(
 			deadline,
 			(struct timespec){ 0, (long)MIN(target - (uint64_t)now, 10000000) });

@@ -10,7 +10,6 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/platform/platform.h"
-#include "sentry/time/vtime.h"
 
 struct waitq_entry {
 	struct list_head link;
@@ -163,15 +162,13 @@ long task_sleep_until(struct task *t, clockid_t clock, const struct timespec *ab
 	struct timespec now, mono;
 	long ret;
 
-	/* Sleep against CLOCK_MONOTONIC; re-derive the deadline from the guest's clock after each
-	 * wakeup so that a changed realtime clock is honoured at the next check, and the guest's
-	 * clock has reached the deadline when the sleep ends. */
+	/* Sleep against CLOCK_MONOTONIC; for other clocks, re-derive the deadline after each
+	 * wakeup so that a changed realtime clock is honoured at the next check. */
 	for (;;) {
 		struct timespec cnow;
 		int64_t left_s, left_ns;
 
-		/* The guest's clock (the vDSO's computation): a sleep ends when the guest sees it. */
-		vtime_gettime(clock, &cnow);
+		clock_gettime(clock, &cnow);
 		/* A deadline centuries away (the guest's tv_sec may be up to INT64_MAX) saturates:
 		 * the wait is then re-derived after ~292 years, never cut short by an overflow. */
 		if (__builtin_sub_overflow((int64_t)abs->tv_sec, (int64_t)cnow.tv_sec, &left_s) ||
@@ -191,8 +188,8 @@ long task_sleep_until(struct task *t, clockid_t clock, const struct timespec *ab
 		ret = task_wait(t, NULL, 0, NULL, NULL, &mono, true);
 		if (ret == -ERESTARTSYS)
 			return ret;
-		/* A timeout is checked against the guest's clock too, which may be a little behind
-		 * the host's that task_wait sleeps on. */
+		if (clock == CLOCK_MONOTONIC && ret == -ETIMEDOUT)
+			return 0;
 	}
 }
 
