@@ -2,14 +2,15 @@
 /*
  * The vDSO: AT_SYSINFO_EHDR names a valid ELF image exporting Linux's functions under
  * LINUX_2.6; its clock_gettime (called directly, not through libc) read interleaved with the
- * clock_gettime system call never goes backwards and agrees with it for every clock it serves;
- * gettimeofday, time and clock_getres agree with the calls; getcpu gives a CPU the thread may
- * run on (also after the thread pins itself); /proc/self/maps shows [vdso] and [vvar]; the time
+ * clock_gettime system call never goes backwards and agrees with it for every clock it serves,
+ * also between threads; gettimeofday, time and clock_getres agree with the calls; getcpu gives
+ * a CPU the thread may run on (also after the thread pins itself); /proc/self/maps shows [vdso] and [vvar]; the time
  * page cannot be made writable; a forked child has a working vDSO, and its copy-on-write
  * changes to the image stay its own; munmap and mremap of [vdso] behave as on Linux.
  */
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -246,6 +247,49 @@ static void clocks_agree(void)
 	CHECK(ts_ns(&r1) <= ts_ns(&a) && ts_ns(&a) <= ts_ns(&r2), "libc's read is out of order");
 }
 
+/*
+ * Threads on different CPUs: a read that starts after another thread's read ended is not
+ * earlier (the TSCs of the CPUs agree, and each thread also mixes in system calls).
+ */
+static int64_t shared_last;
+static int shared_back;
+
+static void *reader(void *arg)
+{
+	struct timespec ts;
+
+	for (int i = 0; i < 20 * ROUNDS; i++) {
+		int64_t seen = __atomic_load_n(&shared_last, __ATOMIC_ACQUIRE), v, cur;
+
+		if (i % 16 == 0)
+			syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+		else
+			v_clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = ts_ns(&ts);
+		if (v < seen)
+			__atomic_fetch_add(&shared_back, 1, __ATOMIC_RELAXED);
+		cur = __atomic_load_n(&shared_last, __ATOMIC_RELAXED);
+		while (cur < v && !__atomic_compare_exchange_n(&shared_last, &cur, v, false,
+							       __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+	}
+	return NULL;
+}
+
+static void threads(void)
+{
+	pthread_t th[3];
+	int n = 0;
+
+	for (int i = 0; i < 3; i++)
+		n += pthread_create(&th[i], NULL, reader, NULL) == 0;
+	CHECK(n == 3, "pthread_create");
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	CHECK(shared_back == 0, "%d reads earlier than one another thread had finished",
+	      shared_back);
+}
+
 static void wall_clock(void)
 {
 	struct timespec r1, r2;
@@ -439,6 +483,7 @@ int main(void)
 		return finish();
 
 	clocks_agree();
+	threads();
 	wall_clock();
 	maps();
 	st = in_child(forked_reads, NULL);
