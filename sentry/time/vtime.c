@@ -47,6 +47,8 @@ extern const size_t vdso_image_len;
  */
 #define LEAD_NS VTIME_LEAD_NS
 #define STEP_NS VTIME_STEP_NS
+/* A line this far behind the host's clock jumps forward instead of slewing. */
+#define CATCH_UP_NS 1000000
 /* How long give_up waits at most for the host's clocks to reach the lines. */
 #define GIVE_UP_WAIT_NS 2000000
 /* The shortest span the first rate is measured over (busy-waited at start-up if need be). */
@@ -233,12 +235,20 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 		int64_t mono = vvar_line_at(&page->mono, page->tsc_base, tsc);
 		int64_t raw = vvar_line_at(&page->raw, page->tsc_base, tsc);
 
+		int64_t raw_gap = point_at(s->raw, raw_rate, tsc) + LEAD_NS - raw;
+
 		gap = point_at(s->mono, rate, tsc) + LEAD_NS - mono;
-		store_line(&page->mono, slewed_rate(mono, mono + gap, rate, ticks), mono);
-		store_line(&page->raw,
-			   slewed_rate(raw, point_at(s->raw, raw_rate, tsc) + LEAD_NS, raw_rate,
-				       ticks),
-			   raw);
+		/* Far behind (the sentry was frozen a long time, the host's clock jumped): catch
+		 * up at once, forward only. */
+		if (gap > CATCH_UP_NS)
+			store_line(&page->mono, rate, mono + gap);
+		else
+			store_line(&page->mono, slewed_rate(mono, mono + gap, rate, ticks), mono);
+		if (raw_gap > CATCH_UP_NS)
+			store_line(&page->raw, raw_rate, raw + raw_gap);
+		else
+			store_line(&page->raw, slewed_rate(raw, raw + raw_gap, raw_rate, ticks),
+				   raw);
 		/* REALTIME may step (a host settimeofday); BOOTTIME only forward. */
 		if (llabs(real_off - page->real_off) > STEP_NS)
 			__atomic_store_n(&page->real_off, real_off, __ATOMIC_RELAXED);

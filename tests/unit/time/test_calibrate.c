@@ -139,6 +139,24 @@ Test(calibrate, lines_follow_the_host_and_never_step_back)
 	cr_assert(llabs(vtime_page()->boot_off - (h.boot_off + 30 * SEC)) < 100,
 		  "BOOTTIME went back");
 
+	/*
+	 * The calibration thread frozen for an hour (husk pause) while the host's rate moved by
+	 * 20 ppm: 72 ms behind, the lines jump forward instead of slewing for minutes.
+	 */
+	host_set_rate(&h, tsc, 500110002, 1000000000); /* 0.5001 ns/tick + 20 ppm */
+	tsc += 3600 * 2 * (uint64_t)SEC;
+	calibrate_at(&c, tsc);
+	cr_assert(llabs(line(&vtime_page()->mono, tsc) - host_mono(&h, tsc) - VTIME_LEAD_NS) < 100,
+		  "MONOTONIC did not catch up");
+	/* An hour with the host 20 ppm slower: 72 ms ahead, the lines slow down, never step. */
+	host_set_rate(&h, tsc, 5001, 10000);
+	tsc += 3600 * 2 * (uint64_t)SEC;
+	calibrate_at(&c, tsc);
+	cr_assert_gt(line(&vtime_page()->mono, tsc) - host_mono(&h, tsc), 70000000);
+	tsc += 2 * (uint64_t)SEC;
+	calibrate_at(&c, tsc);
+	cr_assert_gt(line(&vtime_page()->mono, tsc) - host_mono(&h, tsc), 69000000);
+
 	/* A rate that jumps by 5 %: the TSC is not to be trusted. */
 	host_set_rate(&h, tsc, 21, 40);
 	tsc += 2 * (uint64_t)SEC;
