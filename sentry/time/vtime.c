@@ -258,8 +258,9 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 			__atomic_store_n(&page->tai_off, tai_off, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&page->tsc_base, tsc, __ATOMIC_RELAXED);
-	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
 	page_end();
+	/* Outside the window: a system call is where the writer could be preempted. */
+	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
 	if (!first)
 		log_debug("time: guest MONOTONIC %+lld ns from the host's (aiming at %+d), host "
 			  "rate %.6f ns/tick",
