@@ -27,7 +27,7 @@
 enum io_mode {
 	IO_READ, /* guest -> sentry; needs a readable page */
 	IO_WRITE, /* sentry -> guest; needs PROT_WRITE */
-	IO_POKE, /* sentry -> guest; any mapped page but [vvar] */
+	IO_POKE, /* sentry -> guest; private pages whatever their protection, writable shared ones */
 };
 
 static bool access_ok(const struct vma *v, enum io_mode mode)
@@ -38,9 +38,12 @@ static bool access_ok(const struct vma *v, enum io_mode mode)
 	case IO_WRITE:
 		return v->prot & PROT_WRITE;
 	case IO_POKE:
-		/* Not the time page, which every mm shares (Linux: no FOLL_FORCE write to a
-		 * shared mapping without VM_WRITE). */
-		return !(v->flags & MM_VMA_VVAR);
+		/*
+		 * As Linux's FOLL_FORCE: a private mapping takes the write whatever its protection
+		 * (copy-on-write), a shared one only if writable: not a file opened read-only, nor
+		 * the time page every mm shares.
+		 */
+		return !(v->flags & MM_VMA_SHARED) || (v->prot & PROT_WRITE);
 	}
 	return false;
 }

@@ -1358,6 +1358,9 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	     (v->flags & (MM_VMA_ANON | MM_VMA_PRIVATE)) != (MM_VMA_ANON | MM_VMA_PRIVATE)) ||
 	    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED)))
 		return -EINVAL;
+	/* As Linux: MADV_REMOVE punches the object's pages only through a writable mapping. */
+	if (advice == MADV_REMOVE && !(v->flags & MM_VMA_VVAR) && !(v->prot & PROT_WRITE))
+		return -EACCES;
 	/* As Linux: only MADV_DONTNEED_LOCKED drops locked pages. */
 	if ((v->flags & MM_VMA_LOCKED) && advice != MADV_DONTNEED_LOCKED)
 		return -EINVAL;

@@ -174,8 +174,9 @@ int mm_msync(struct mm *mm, uint64_t addr, uint64_t len, int flags);
 ssize_t mm_copy_in(struct mm *mm, void *dst, uint64_t addr, size_t len);
 ssize_t mm_copy_out(struct mm *mm, uint64_t addr, const void *src, size_t len);
 /*
- * Like mm_copy_out but ignores protections (the loader writing read-only pages, a debugger's
- * breakpoints); never writes the time page ([vvar]).
+ * Like mm_copy_out but ignores the protection of private mappings (the loader writing read-only
+ * pages, a debugger's breakpoints), as Linux's FOLL_FORCE; a shared mapping must be writable
+ * (not a file opened read-only, nor the time page [vvar]).
  */
 ssize_t mm_poke(struct mm *mm, uint64_t addr, const void *src, size_t len);
 /* Copies a NUL-terminated string of at most max bytes (NUL included). Returns its length
