@@ -66,6 +66,7 @@
 #include "sentry/net/net.h"
 #include "sentry/platform/platform.h"
 #include "sentry/platform/seccomp/seccomp.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/syscalls.h"
 
@@ -977,6 +978,8 @@ int main(int argc, char **argv)
 	 * Before confinement: libc reads a file the first time a task thread's arena shrinks.
 	 */
 	task_host_prepare();
+	/* Reads sysfs (the host's clocksource): before confinement. */
+	vtime_probe();
 	/* The filter allows accept4 on the control socket only. */
 	control_set_listen_fd(o.control_fd);
 	if (sentry_confine(platform_before_filter, k.platform) < 0)
@@ -989,6 +992,10 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	timing_stage("host signal forwarding");
+	/* The time page and the vDSO image; its calibration thread inherits the blocked signals. */
+	ret = vtime_start(&k.mf);
+	if (ret < 0)
+		log_warn("no vDSO: %s", strerror(-ret));
 	/* The root is an overlay over the gofer unless writes are to reach the host. A read-only
 	 * root too: mountpoints missing from the image are made in its upper layer, then it is
 	 * made read-only (below, once every mount is in place), as runc does. */

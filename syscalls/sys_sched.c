@@ -19,6 +19,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
 
 #define LINUX_SCHED_OTHER 0
@@ -418,6 +419,13 @@ long sys_sched_setaffinity(struct task *t, const struct syscall_args *args)
 			any |= (mask[i / 64] >> (i % 64)) & 1;
 	}
 	if (any) {
+		bool all = true;
+
+		for (unsigned int i = 0; i < n && i < AFFINITY_WORDS * 64; i++)
+			all &= (mask[i / 64] >> (i % 64)) & 1;
+		/* The vDSO's getcpu cannot apply a thread's mask: sys_getcpu answers from now on. */
+		if (!all)
+			vtime_getcpu_exact();
 		for (unsigned int w = 0; w < AFFINITY_WORDS; w++)
 			__atomic_store_n(&o->affinity[w], mask[w], __ATOMIC_RELAXED);
 		__atomic_store_n(&o->affinity_set, true, __ATOMIC_RELEASE);
@@ -459,6 +467,8 @@ long sys_sched_getaffinity(struct task *t, const struct syscall_args *args)
 /*
  * getcpu(2): the host CPU the sentry thread runs on, within the guest's numbering; a CPU the
  * thread's affinity excludes reads as the first one it allows (the sentry does not pin it).
+ * The vDSO's getcpu computes the same (the host CPU of the guest thread, modulo the guest's
+ * CPUs) until a thread restricts its affinity, then calls this (sentry/time/README.md).
  */
 long sys_getcpu(struct task *t, const struct syscall_args *args)
 {

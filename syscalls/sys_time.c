@@ -2,15 +2,17 @@
 /*
  * Clocks and sleeping.
  *
- * The guest's clocks are the host's (read through the sentry's vDSO): CLOCK_REALTIME and
- * CLOCK_MONOTONIC are the host's own values, not offset per sandbox. CPU-time clocks (of the
+ * The guest's clocks are the host's as the time page computes them from the TSC (sentry/time:
+ * the same code as the guest's vDSO, kept within a microsecond or so of the host's clocks, and
+ * the host's own clocks when the TSC is not used); not offset per sandbox. CPU-time clocks (of the
  * caller, or of another process or thread by clock id) read the guest's user and system time
  * (sentry/kernel/cputime.h); a sleep on a process's CPU clock looks at it every 10 ms at most.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
  *
- * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until). An
- * interrupted relative sleep writes the time left to rem and restarts through restart_syscall
- * with the same deadline (ERESTART_RESTARTBLOCK); an absolute one returns -ERESTARTNOHAND.
+ * Sleeps are interruptible task waits on an absolute deadline (task_sleep_until, then until
+ * the guest's clock has reached it too: guest_sleep_until). An interrupted relative sleep
+ * writes the time left to rem and restarts through restart_syscall with the same deadline
+ * (ERESTART_RESTARTBLOCK); an absolute one returns -ERESTARTNOHAND.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -24,6 +26,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
 
 /* Guest clock ids (include/uapi/linux/time.h). */
@@ -276,7 +279,7 @@ static long write_rem(struct task *t, uint64_t rem, clockid_t clock,
 
 	if (!rem)
 		return 0;
-	clock_gettime(clock, &now);
+	vtime_gettime(clock, &now);
 	left.tv_sec = deadline->tv_sec - now.tv_sec;
 	left.tv_nsec = deadline->tv_nsec - now.tv_nsec;
 	if (left.tv_nsec < 0) {
@@ -286,6 +289,33 @@ static long write_rem(struct task *t, uint64_t rem, clockid_t clock,
 	if (left.tv_sec < 0)
 		left.tv_sec = left.tv_nsec = 0;
 	return copy_out_all(t, rem, &left, sizeof(left));
+}
+
+/*
+ * task_sleep_until on clock, ending only once the guest's clock (the time page's, which the
+ * vDSO reads) has reached deadline too: the host's clock that the sentry sleeps on may be a
+ * little behind it or ahead of it (sentry/time/README.md).
+ */
+static long guest_sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline)
+{
+	struct timespec target = *deadline;
+
+	for (;;) {
+		struct timespec now, host;
+		int64_t left;
+		long ret = task_sleep_until(t, clock, &target);
+
+		if (ret || vtime_gettime(clock, &now) || clock_gettime(clock, &host))
+			return ret;
+		if (now.tv_sec > deadline->tv_sec ||
+		    (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
+			return 0;
+		/* Behind by less than a calibration's correction: sleep that much more. */
+		left = (deadline->tv_sec - now.tv_sec) * NSEC_PER_SEC +
+		       (deadline->tv_nsec - now.tv_nsec);
+		target = timespec_add_sat(host, (struct timespec){ left / NSEC_PER_SEC,
+								   left % NSEC_PER_SEC });
+	}
 }
 
 /* restart_syscall for an interrupted relative sleep: data = clock, deadline ns, rem. */
@@ -299,7 +329,7 @@ static long sleep_restart(struct task *t)
 	long ret;
 
 	t->restart_fn = NULL;
-	ret = task_sleep_until(t, clock, &deadline);
+	ret = guest_sleep_until(t, clock, &deadline);
 	if (ret == -ERESTARTSYS) {
 		long err = write_rem(t, t->restart_data[2], clock, &deadline);
 
@@ -312,14 +342,14 @@ static long sleep_restart(struct task *t)
 }
 
 /*
- * Sleeps until host clock reaches deadline, interruptibly. A relative sleep (rem_ok) that a
+ * Sleeps until clock reaches deadline, interruptibly. A relative sleep (rem_ok) that a
  * signal interrupts writes the time left to rem and arranges its restart; an absolute one
  * returns -ERESTARTNOHAND (restarted as is when no handler runs, else -EINTR).
  */
 static long sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline, bool rel,
 			uint64_t rem)
 {
-	long ret = task_sleep_until(t, clock, deadline);
+	long ret = guest_sleep_until(t, clock, deadline);
 	long err;
 
 	if (ret != -ERESTARTSYS)
@@ -346,11 +376,13 @@ static long clock_sleep(struct task *t, const struct guest_clock *c, bool abs, s
 			uint64_t rem)
 {
 	struct timespec now, deadline = req;
+	int err;
 
 	if (abs)
 		return sleep_until(t, c->host, &deadline, false, 0);
-	if (clock_gettime(c->host_rel, &now))
-		return -errno;
+	err = vtime_gettime(c->host_rel, &now);
+	if (err)
+		return err;
 	deadline = timespec_add_sat(now, req);
 	return sleep_until(t, c->host_rel, &deadline, true, rem);
 }
@@ -372,8 +404,12 @@ long sys_clock_gettime(struct task *t, const struct syscall_args *args)
 			return ns;
 		ts.tv_sec = ns / NSEC_PER_SEC;
 		ts.tv_nsec = ns % NSEC_PER_SEC;
-	} else if (clock_gettime(c.host, &ts)) {
-		return -errno;
+	} else {
+		/* The vDSO's computation (sentry/time/vvar.h), so that both give one clock. */
+		int err = vtime_gettime(c.host, &ts);
+
+		if (err)
+			return err;
 	}
 	lts = (struct linux_timespec){ .tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec };
 	return copy_out_all(t, args->a[1], &lts, sizeof(lts));
@@ -456,8 +492,9 @@ long sys_gettimeofday(struct task *t, const struct syscall_args *args)
 		struct timespec ts;
 		struct linux_timeval ltv;
 
-		if (clock_gettime(CLOCK_REALTIME, &ts))
-			return -errno;
+		err = vtime_gettime(CLOCK_REALTIME, &ts);
+		if (err)
+			return err;
 		ltv = (struct linux_timeval){ .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
 		err = copy_out_all(t, tv, &ltv, sizeof(ltv));
 		if (err)
@@ -478,13 +515,13 @@ long sys_time(struct task *t, const struct syscall_args *args)
 {
 	struct timespec ts;
 	int64_t now;
+	int err = vtime_gettime(CLOCK_REALTIME, &ts);
 
-	if (clock_gettime(CLOCK_REALTIME, &ts))
-		return -errno;
+	if (err)
+		return err;
 	now = ts.tv_sec;
 	if (args->a[0]) {
-		int err = copy_out_all(t, args->a[0], &now, sizeof(now));
-
+		err = copy_out_all(t, args->a[0], &now, sizeof(now));
 		if (err)
 			return err;
 	}
@@ -523,7 +560,7 @@ static long cpu_sleep(struct task *t)
 		if ((uint64_t)now >= target)
 			return 0;
 		/* Look again when the clock may have got there, at least every 10 ms. */
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		vtime_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline = timespec_add_sat(
 			deadline,
 			(struct timespec){ 0, (long)MIN(target - (uint64_t)now, 10000000) });

@@ -174,7 +174,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(sched_get_priority_min),
 	PARTIAL(sched_rr_get_interval, "0 for SCHED_OTHER"),
 	PARTIAL(sched_setaffinity, "kept per thread and reported, not applied to host threads"),
-	PARTIAL(getcpu, "the sentry thread's CPU, or the first its affinity allows; node 0"),
+	PARTIAL(getcpu, "the sentry thread's CPU, or the first its affinity allows; node 0; the "
+			"vDSO's from the guest thread's CPU until a thread restricts its affinity"),
 	PARTIAL(getpriority, "one nice value for the sandbox"),
 	PARTIAL(setpriority, "one nice value for the sandbox, never applied to the host"),
 	PARTIAL(getrusage, "times and ru_maxrss only"),
@@ -258,7 +259,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(pidfd_open),
 
 	/* clocks: sys_time.c */
-	PARTIAL(clock_gettime, "threads running at once share their stub's CPU time equally"),
+	PARTIAL(clock_gettime, "threads running at once share their stub's CPU time equally; "
+			       "other clocks as the vDSO computes them (1 us ahead of the host's)"),
 	FULL(clock_getres),
 	FULL(gettimeofday),
 	FULL(time),

@@ -24,6 +24,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/loader/loader.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/vfs.h"
 
 /* Bytes read first: the ELF header and, for every usual binary, the program headers. */
@@ -481,6 +482,7 @@ int loader_load_named(struct task *t, struct mm *mm, const char *path, const cha
 	struct argvec av;
 	struct exe prog = { 0 }, interp = { 0 };
 	uint64_t size, rlim_cur, bias, ibias = 0, entry, start;
+	uint64_t vvar_off, image_off, image_len;
 	unsigned int eax, ebx, ecx, edx;
 	bool has_interp;
 	long r;
@@ -538,6 +540,15 @@ int loader_load_named(struct task *t, struct mm *mm, const char *path, const cha
 		ret = load_elf(mm, &interp, false, &ibias);
 		if (ret)
 			goto out_release;
+	}
+	/* The vDSO after the interpreter, top-down below it, as Linux places it. */
+	if (vtime_vdso_pages(&vvar_off, &image_off, &image_len)) {
+		r = mm_map_vdso(mm, vvar_off, image_off, image_len);
+		if (r < 0) {
+			ret = (int)r;
+			goto out_release;
+		}
+		sa.sysinfo_ehdr = (uint64_t)r;
 	}
 	start = has_interp ? interp.info.entry + ibias : entry;
 	if (start >= PLATFORM_GUEST_MAX) {

@@ -104,8 +104,8 @@ int loader_load_named(struct task *t, struct mm *mm, const char *path, const cha
 #define LOADER_MAX_SCRIPT_DEPTH 4
 /* Largest single argv/envp string, NUL included (MAX_ARG_STRLEN). */
 #define LOADER_MAX_ARG_STRLEN 131072
-/* Words (not pairs) of auxv the loader writes, AT_NULL included; fits mm->auxv. */
-#define LOADER_AUXV_WORDS 40
+/* Most words (not pairs) of auxv the loader writes, AT_NULL included; fits mm->auxv. */
+#define LOADER_AUXV_WORDS 42
 
 /*
  * Parses the `#!` line at the start of buf (len bytes of the file, of which only the first
@@ -147,6 +147,7 @@ struct loader_stack_args {
 	uint64_t phdr, phnum; /* AT_PHDR, AT_PHNUM of the main program */
 	uint64_t base; /* AT_BASE: the interpreter's load bias, or 0 */
 	uint64_t entry; /* AT_ENTRY: the main program's entry, bias included */
+	uint64_t sysinfo_ehdr; /* AT_SYSINFO_EHDR: the vDSO image, 0 for none (then left out) */
 	uint32_t uid, euid, gid, egid;
 	bool secure; /* AT_SECURE */
 };

@@ -151,7 +151,9 @@ int loader_build_stack(const struct loader_stack_args *a, struct loader_stack *o
 		aux[n++] = (key); \
 		aux[n++] = (val); \
 	} while (0)
-	/* Linux's order; AT_SYSINFO_EHDR would come first once there is a vDSO. */
+	/* Linux's order: AT_SYSINFO_EHDR first when there is a vDSO. */
+	if (a->sysinfo_ehdr)
+		AUX(LINUX_AT_SYSINFO_EHDR, a->sysinfo_ehdr);
 	AUX(LINUX_AT_MINSIGSTKSZ, a->minsigstksz);
 	AUX(LINUX_AT_HWCAP, a->hwcap);
 	AUX(LINUX_AT_PAGESZ, PAGE_SIZE);
@@ -173,7 +175,7 @@ int loader_build_stack(const struct loader_stack_args *a, struct loader_stack *o
 	AUX(LINUX_AT_PLATFORM, platform_addr);
 	AUX(LINUX_AT_NULL, 0);
 #undef AUX
-	_Static_assert(LOADER_AUXV_WORDS == 40, "auxv entries and LOADER_AUXV_WORDS disagree");
+	_Static_assert(LOADER_AUXV_WORDS == 42, "auxv entries and LOADER_AUXV_WORDS disagree");
 
 	/* STACK_ADD then STACK_ROUND: sp lands 16-byte aligned on argc. */
 	items = (argc + 1) + (envc + 1) + 1;

@@ -27,18 +27,23 @@
 enum io_mode {
 	IO_READ, /* guest -> sentry; needs a readable page */
 	IO_WRITE, /* sentry -> guest; needs PROT_WRITE */
-	IO_POKE, /* sentry -> guest; any mapped page */
+	IO_POKE, /* sentry -> guest; private pages whatever their protection, writable shared ones */
 };
 
-static bool access_ok(int prot, enum io_mode mode)
+static bool access_ok(const struct vma *v, enum io_mode mode)
 {
 	switch (mode) {
 	case IO_READ:
-		return prot & (PROT_READ | PROT_WRITE);
+		return v->prot & (PROT_READ | PROT_WRITE);
 	case IO_WRITE:
-		return prot & PROT_WRITE;
+		return v->prot & PROT_WRITE;
 	case IO_POKE:
-		return true;
+		/*
+		 * As Linux's FOLL_FORCE: a private mapping takes the write whatever its protection
+		 * (copy-on-write), a shared one only if writable: not a file opened read-only, nor
+		 * the time page every mm shares.
+		 */
+		return !(v->flags & MM_VMA_SHARED) || (v->prot & PROT_WRITE);
 	}
 	return false;
 }
@@ -67,7 +72,7 @@ static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, 
 		return -EFAULT;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
-		if (v->start > cur || !access_ok(v->prot, mode))
+		if (v->start > cur || !access_ok(v, mode))
 			break;
 		if (v->flags & VMA_EOF) {
 			/* Past the end of the file: a bad address, unless the file has grown. */
@@ -105,7 +110,7 @@ static void unshare_for_write_locked(struct mm *mm, uint64_t addr, size_t len, e
 		return;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
-		if (v->start > cur || !access_ok(v->prot, mode) || (v->flags & VMA_EOF))
+		if (v->start > cur || !access_ok(v, mode) || (v->flags & VMA_EOF))
 			break;
 		cow |= (v->flags & VMA_COW) != 0;
 		cur = MIN(end, v->end);
@@ -185,7 +190,7 @@ ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max)
 	struct memfile *mf = &mm->k->mf;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
-		if (v->start > cur || !access_ok(v->prot, IO_READ))
+		if (v->start > cur || !access_ok(v, IO_READ))
 			break;
 		if (v->flags & VMA_EOF) {
 			if (!eof_revalidate_locked(mm, cur))
@@ -242,7 +247,7 @@ static int translate(struct mm *mm, uint64_t addr, size_t len, bool write, struc
 	struct memfile *mf = &mm->k->mf;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
-		if (v->start > cur || !access_ok(v->prot, mode))
+		if (v->start > cur || !access_ok(v, mode))
 			break;
 		if (v->flags & VMA_EOF) {
 			if (!eof_revalidate_locked(mm, cur))
@@ -321,7 +326,7 @@ size_t mm_access_len(struct mm *mm, uint64_t addr, size_t len, bool write)
 	const struct vma_set *s = mm->vmas;
 	for (size_t i = vma_lower_bound(s, addr); cur < end && i < s->n; i++) {
 		const struct vma *v = &s->v[i];
-		if (v->start > cur || !access_ok(v->prot, mode))
+		if (v->start > cur || !access_ok(v, mode))
 			break;
 		cur = MIN(end, v->end);
 	}

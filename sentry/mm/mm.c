@@ -872,6 +872,53 @@ out_unlock:;
 	return ret;
 }
 
+long mm_map_vdso(struct mm *mm, uint64_t vvar_off, uint64_t image_off, uint64_t image_len)
+{
+	uint64_t addr;
+	long r;
+
+	pthread_mutex_lock(&mm->lock);
+	struct vma_set *s = vset(mm);
+	r = vma_set_reserve(s, VMA_RESERVE);
+	if (r < 0)
+		goto out_unlock;
+	r = -ENOMEM;
+	addr = choose_addr(mm, 0, PAGE_SIZE + image_len, 0);
+	if (!addr)
+		goto out_unlock;
+	r = plat_map(mm, addr, PAGE_SIZE, PROT_READ, vvar_off);
+	if (r < 0)
+		goto out_unlock;
+	/* Copy-on-write: the platform maps the image without write whatever mprotect says. */
+	r = plat_map(mm, addr + PAGE_SIZE, image_len, PROT_READ | PROT_EXEC, image_off);
+	if (r < 0) {
+		plat_unmap(mm, addr, PAGE_SIZE);
+		goto out_unlock;
+	}
+	memfile_ref(mfile(mm), vvar_off, PAGE_SIZE);
+	memfile_ref(mfile(mm), image_off, image_len);
+	struct vma vvar = {
+		.start = addr,
+		.end = addr + PAGE_SIZE,
+		.off = vvar_off,
+		.prot = PROT_READ,
+		.flags = MM_VMA_SHARED | MM_VMA_ANON | MM_VMA_VVAR | VMA_NOWRITE,
+	};
+	struct vma image = {
+		.start = addr + PAGE_SIZE,
+		.end = addr + PAGE_SIZE + image_len,
+		.off = image_off,
+		.prot = PROT_READ | PROT_EXEC,
+		.flags = MM_VMA_PRIVATE | MM_VMA_ANON | MM_VMA_VDSO | VMA_COW,
+	};
+	vma_insert(s, &vvar);
+	vma_insert(s, &image);
+	r = (long)(addr + PAGE_SIZE);
+out_unlock:
+	pthread_mutex_unlock(&mm->lock);
+	return r;
+}
+
 /*
  * True when b continues a as one mapping would on Linux (one Linux VMA may be several pieces
  * here: pages not contiguous in the memory file, copy-on-write windows): adjacent, same
@@ -1136,6 +1183,12 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	const struct vma *v = vma_find(s, old_addr);
 	if (!v)
 		goto out_unlock;
+	/* As Linux's special mappings (VM_DONTEXPAND): [vdso] and [vvar] move, never grow. */
+	if ((v->flags & (MM_VMA_VDSO | MM_VMA_VVAR)) && (new_len > old_len || dontunmap)) {
+		r = dontunmap ? -EINVAL : -EFAULT;
+		goto out_unlock;
+	}
+	r = -EFAULT;
 	/* As Linux: old_len 0 duplicates shared memory only; in place there is no room for it. */
 	if (old_len == 0) {
 		r = -EINVAL;
@@ -1305,9 +1358,17 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	     (v->flags & (MM_VMA_ANON | MM_VMA_PRIVATE)) != (MM_VMA_ANON | MM_VMA_PRIVATE)) ||
 	    (advice == MADV_REMOVE && !(v->flags & MM_VMA_SHARED)))
 		return -EINVAL;
+	/* As Linux: MADV_REMOVE punches the object's pages only through a writable mapping. */
+	if (advice == MADV_REMOVE && !(v->flags & MM_VMA_VVAR) && !(v->prot & PROT_WRITE))
+		return -EACCES;
 	/* As Linux: only MADV_DONTNEED_LOCKED drops locked pages. */
 	if ((v->flags & MM_VMA_LOCKED) && advice != MADV_DONTNEED_LOCKED)
 		return -EINVAL;
+	/* The time page is the sentry's (Linux: no VM_WRITE); the image stays the image. */
+	if (v->flags & MM_VMA_VVAR)
+		return advice == MADV_REMOVE ? -EINVAL : 0;
+	if (v->flags & MM_VMA_VDSO)
+		return advice == MADV_REMOVE ? -EINVAL : 0;
 	if (v->flags & MM_VMA_SHARED) {
 		if (advice == MADV_REMOVE)
 			memfile_zero(mfile(mm), off, b - a);

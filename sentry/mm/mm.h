@@ -139,6 +139,17 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	       uint64_t new_addr);
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice);
 /*
+ * Maps the time page (the memory-file page at vvar_off) and, right above it, the vDSO image
+ * (image_len bytes at image_off) where a mapping without a hint would go (top-down below
+ * mmap_base), as Linux's [vvar] and [vdso]: the image private and copy-on-write (read-execute;
+ * mprotect may make it writable), the time page shared with every mm and never writable
+ * (mprotect PROT_WRITE: -EACCES; MADV_REMOVE: -EINVAL; MADV_DONTNEED keeps the pages). Each
+ * page takes a reference; the caller keeps its own. mremap may move or shrink either but not
+ * grow it (-EFAULT) nor keep the old range (MREMAP_DONTUNMAP: -EINVAL), as Linux.
+ * Returns the image's address or -errno.
+ */
+long mm_map_vdso(struct mm *mm, uint64_t vvar_off, uint64_t image_off, uint64_t image_len);
+/*
  * mlock(2)/munlock(2) bookkeeping: marks (lock) or unmarks the VMAs of [start, end) (page
  * aligned) MM_VMA_LOCKED. Pages are not pinned: the mark only changes what madvise allows, as
  * Linux's VM_LOCKED. Returns 0, or -ENOMEM when part of the range is unmapped (the mapped part
@@ -162,7 +173,11 @@ int mm_msync(struct mm *mm, uint64_t addr, uint64_t len, int flags);
  */
 ssize_t mm_copy_in(struct mm *mm, void *dst, uint64_t addr, size_t len);
 ssize_t mm_copy_out(struct mm *mm, uint64_t addr, const void *src, size_t len);
-/* Like mm_copy_out but ignores protections (the loader writing read-only pages). */
+/*
+ * Like mm_copy_out but ignores the protection of private mappings (the loader writing read-only
+ * pages, a debugger's breakpoints), as Linux's FOLL_FORCE; a shared mapping must be writable
+ * (not a file opened read-only, nor the time page [vvar]).
+ */
 ssize_t mm_poke(struct mm *mm, uint64_t addr, const void *src, size_t len);
 /* Copies a NUL-terminated string of at most max bytes (NUL included). Returns its length
  * without the NUL, -EFAULT, or -ENAMETOOLONG if no NUL within max bytes. */
@@ -216,6 +231,8 @@ uint64_t mm_rss_pages(struct mm *mm);
 #define MM_VMA_DONTFORK 0x40u /* MADV_DONTFORK: not in a forked child */
 #define MM_VMA_WIPEONFORK 0x80u /* MADV_WIPEONFORK: zero pages in a forked child */
 #define MM_VMA_LOCKED 0x100u /* mlock(2): MADV_DONTNEED and MADV_REMOVE refuse it */
+#define MM_VMA_VDSO 0x200u /* the vDSO image: [vdso] (private, copy-on-write) */
+#define MM_VMA_VVAR 0x400u /* the time page: [vvar] (the sentry's page, never writable) */
 
 /* A snapshot of one VMA. file is not referenced: valid only during the callback. */
 struct mm_vma_info {

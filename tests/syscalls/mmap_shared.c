@@ -124,6 +124,20 @@ static void permissions(void)
 	CHECK_ERR(mprotect(p, PG, PROT_READ | PROT_WRITE), EACCES);
 	CHECK_RET(pwrite(wfd, "z", 1, 9), 1);
 	CHECK(p[9] == 'z', "a read-only shared mapping sees write(2): %d", p[9]);
+	/*
+	 * Nor can the file be changed through it by a debugger's forced write (/proc/self/mem:
+	 * EIO, as Linux refuses FOLL_FORCE on a shared mapping without write) or MADV_REMOVE
+	 * (EACCES: it needs a writable mapping).
+	 */
+	int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	CHECK(mem >= 0, "/proc/self/mem: %s", strerror(errno));
+	CHECK_ERR(pwrite(mem, "XY", 2, (off_t)(uintptr_t)p), EIO);
+	close(mem);
+	CHECK_ERR(madvise(p, PG, MADV_REMOVE), EACCES);
+	char c = 0;
+	CHECK_RET(pread(wfd, &c, 1, 9), 1);
+	CHECK(c == 'z' && p[0] == 0, "the file changed through a read-only mapping: %d %d", c,
+	      p[0]);
 	/* A private mapping of the same fd may be made writable. */
 	char *q = map(NULL, PG, PROT_READ, MAP_PRIVATE, rfd, 0);
 	CHECK_RET(mprotect(q, PG, PROT_READ | PROT_WRITE), 0);

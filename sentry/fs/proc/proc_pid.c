@@ -488,7 +488,11 @@ static int maps_vma(const struct mm_vma_info *v, void *arg)
 	const char *label = NULL;
 	int len;
 
-	if (v->file) {
+	if (v->flags & MM_VMA_VVAR) {
+		label = "[vvar]";
+	} else if (v->flags & MM_VMA_VDSO) {
+		label = "[vdso]";
+	} else if (v->file) {
 		file_getattr(v->file, &attr);
 		if (proc_file_name(c->viewer, v->file, name, sizeof(name)) >= 0)
 			label = name;
@@ -506,7 +510,8 @@ static int maps_vma(const struct mm_vma_info *v, void *arg)
 		      "%08" PRIx64 "-%08" PRIx64 " %c%c%c%c %08" PRIx64 " %02x:%02x %" PRIu64 " ",
 		      v->start, v->end, (v->prot & PROT_READ) ? 'r' : '-',
 		      (v->prot & PROT_WRITE) ? 'w' : '-', (v->prot & PROT_EXEC) ? 'x' : '-',
-		      (v->flags & MM_VMA_SHARED) ? 's' : 'p', (v->file || v->obj) ? v->file_off : 0,
+		      (v->flags & (MM_VMA_SHARED | MM_VMA_VVAR)) == MM_VMA_SHARED ? 's' : 'p',
+		      (v->file || v->obj) ? v->file_off : 0,
 		      (unsigned int)((attr.dev >> 8) & 0xfff),
 		      (unsigned int)((attr.dev & 0xff) | ((attr.dev >> 12) & ~0xffULL)), attr.ino);
 	if (label) {

@@ -15,6 +15,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/vfs.h"
 
 struct fake_node {
@@ -335,3 +336,14 @@ ssize_t mm_copy_out(struct mm *mm, uint64_t addr, const void *src, size_t len)
 }
 
 static const struct file_ops fake_file_ops = { 0 };
+
+/* No time page or vDSO image in the fakes: the loader maps none. */
+bool vtime_vdso_pages(uint64_t *vvar_off, uint64_t *image_off, uint64_t *image_len)
+{
+	return false;
+}
+
+long mm_map_vdso(struct mm *mm, uint64_t vvar_off, uint64_t image_off, uint64_t image_len)
+{
+	return -ENOSYS;
+}

@@ -109,7 +109,8 @@ Test(stack, argc_argv_envp_and_alignment)
 	p += 8;
 	/* auxv right after envp's NULL, identical to the copy returned for mm->auxv. */
 	cr_assert_eq(auxv_addr(&s), p);
-	cr_assert_eq(s.auxv_len, LOADER_AUXV_WORDS);
+	/* Without a vDSO, AT_SYSINFO_EHDR is left out. */
+	cr_assert_eq(s.auxv_len, LOADER_AUXV_WORDS - 2);
 	cr_assert_eq(memcmp(s.image + (p - s.sp), s.auxv, (size_t)s.auxv_len * 8), 0);
 	cr_assert_eq(s.auxv[s.auxv_len - 2], LINUX_AT_NULL);
 	cr_assert_eq(s.auxv[s.auxv_len - 1], 0);
@@ -135,6 +136,23 @@ Test(stack, strings_at_the_top_in_linux_order)
 	cr_assert_eq(word_at(&s, s.sp + 8), s.arg_start);
 	cr_assert_eq(word_at(&s, s.sp + 8 + 4 * 8), s.env_start);
 	loader_stack_free(&s);
+}
+
+Test(stack, sysinfo_ehdr_comes_first)
+{
+	struct loader_stack_args a = default_args();
+	struct loader_stack s, without;
+
+	cr_assert_eq(loader_build_stack(&a, &without), 0);
+	a.sysinfo_ehdr = 0x7ffdf7fc9000;
+	cr_assert_eq(loader_build_stack(&a, &s), 0);
+	cr_assert_eq(s.auxv_len, LOADER_AUXV_WORDS);
+	cr_assert_eq(s.auxv[0], LINUX_AT_SYSINFO_EHDR);
+	cr_assert_eq(s.auxv[1], 0x7ffdf7fc9000);
+	/* The rest is as without it. */
+	cr_assert_eq(memcmp(s.auxv + 2, without.auxv, (size_t)without.auxv_len * 8), 0);
+	loader_stack_free(&s);
+	loader_stack_free(&without);
 }
 
 Test(stack, auxv_values_and_order)
@@ -346,6 +364,7 @@ Test(stack, auxv_keys_in_the_host_kernels_order)
 	int j = 0;
 
 	cr_assert_not_null(f);
+	a.sysinfo_ehdr = 0x7ffdf7fc9000; /* the host has a vDSO */
 	n = fread(host, 8, ARRAY_SIZE(host), f);
 	fclose(f);
 	cr_assert_eq(loader_build_stack(&a, &s), 0);

@@ -10,6 +10,7 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/mm/mm.h"
 #include "sentry/kernel/waitq.h"
+#include "sentry/time/vtime.h"
 #include "tests/unit/syscalls/fake.h"
 
 /* --- guest memory --- */
@@ -243,6 +244,12 @@ int vfs_path_statfs(const struct vfs_path *p, struct linux_statfs *st)
 uint64_t vfs_path_mnt_id(const struct vfs_path *p)
 {
 	return p->mnt->id;
+}
+
+/* The guest's clocks without a time page (sentry/time's fallback): the host's. */
+int vtime_gettime(int clock, struct timespec *ts)
+{
+	return clock_gettime(clock, ts) ? -errno : 0;
 }
 
 /* sys_time.c's sleeps: no signal can interrupt a test's task, so a plain host sleep. */
