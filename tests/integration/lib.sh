@@ -48,8 +48,34 @@ expect_status() {
 	rm -f /tmp/husk-it-out.$$
 }
 
+# engine_runtime DIR: the husk an engine (containerd, podman) is given. With HUSK_PLATFORM set
+# (meson's platform matrix), a wrapper DIR/husk that sets it, since an engine need not pass its
+# environment on to the runtime; else $HUSK.
+engine_runtime() {
+	if [ -z "${HUSK_PLATFORM:-}" ]; then
+		echo "$HUSK"
+		return
+	fi
+	printf '#!/bin/sh\nHUSK_PLATFORM=%s exec "%s" "$@"\n' "$HUSK_PLATFORM" "$HUSK" >"$1/husk"
+	chmod 755 "$1/husk"
+	echo "$1/husk"
+}
+
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
 	exit $?
 }
+
+# The platform matrix: meson runs each script once per platform with HUSK_PLATFORM set. husk must
+# run on that platform (the sentry says so at info level); else the script stops here, and a
+# platform this build lacks fails once, with the sentry's reason, rather than check by check.
+if [ -n "${HUSK_PLATFORM:-}" ] && [ "$HUSK_PLATFORM" != auto ]; then
+	platform_log=$(HUSK_LOG=info "$HUSK" do -- /bin/true 2>&1)
+	if printf '%s\n' "$platform_log" | grep -qx "husk-sentry: info: platform: $HUSK_PLATFORM"; then
+		pass "husk runs on the platform $HUSK_PLATFORM (HUSK_PLATFORM)"
+	else
+		fail "husk runs on the platform $HUSK_PLATFORM (HUSK_PLATFORM)" "$platform_log"
+		finish
+	fi
+fi

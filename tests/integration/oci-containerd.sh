@@ -15,6 +15,7 @@ if [ ! -x /bin/busybox ]; then
 fi
 
 work=$(mktemp -d /tmp/husk-ctr.XXXXXX)
+HUSK=$(engine_runtime "$work")
 sock=$work/containerd.sock
 cat >"$work/config.toml" <<EOT
 version = 2

@@ -16,6 +16,7 @@ if [ ! -x /bin/busybox ]; then
 fi
 
 work=$(mktemp -d /tmp/husk-podman.XXXXXX)
+HUSK=$(engine_runtime "$work")
 P() {
 	timeout 120 podman --root "$work/storage" --runroot "$work/run" --storage-driver vfs \
 		--cgroup-manager cgroupfs --events-backend file --runtime "$HUSK" "$@"
