@@ -61,6 +61,17 @@ engine_runtime() {
 	echo "$1/husk"
 }
 
+# expect_sentry_platform WHAT PID: with HUSK_PLATFORM set, the sentry PID (a container's
+# process) was started with --platform=$HUSK_PLATFORM: the engine's husk got the platform.
+expect_sentry_platform() {
+	[ -n "${HUSK_PLATFORM:-}" ] || return 0
+	args=$(tr '\0' ' ' <"/proc/$2/cmdline" 2>&1)
+	case "$args" in
+	*husk-sentry*" --platform=$HUSK_PLATFORM "*) pass "$1: the sentry runs on $HUSK_PLATFORM" ;;
+	*) fail "$1: the sentry runs on $HUSK_PLATFORM" "pid $2: $args" ;;
+	esac
+}
+
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
