@@ -14,9 +14,8 @@
 int cmd_features(int argc, char **argv)
 {
 	char names[128], auto_name[32];
-	bool known = runtime_platforms_query(names, sizeof(names), auto_name, sizeof(auto_name)) ==
-		     0;
-	char *json = oci_features_json(known ? names : NULL, known ? auto_name : NULL);
+	int ret = runtime_platforms_query(names, sizeof(names), auto_name, sizeof(auto_name));
+	char *json = oci_features_json(ret == 0 ? names : NULL, ret == 0 ? auto_name : NULL);
 
 	if (!json)
 		return oci_fail("out of memory");

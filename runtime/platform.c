@@ -50,7 +50,6 @@ int runtime_platform_check(const char *name, char *why, size_t size)
 static int field(const char *text, const char *key, char *out, size_t size)
 {
 	size_t klen = strlen(key);
-
 	const char *l = text;
 
 	while (*l) {
