@@ -28,7 +28,9 @@ $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) $(MESON_OPTS) -Db_sanitize=address,undefined -Db_lundef=false
 
 # Every test: unit, conformance (native and in husk), integration; then the unit tests again
-# under AddressSanitizer + UBSan. The last line is the summary of all of them.
+# under AddressSanitizer + UBSan. The last line is the summary of all of them, after one line per
+# platform of the in-husk tests (MESON_OPTS='-Dwerror=true -Dtest_platforms=ptrace' at the first
+# setup of $(BUILD) runs them on ptrace only).
 check: build $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	./tools/check.sh $(BUILD) $(ASAN_BUILD)

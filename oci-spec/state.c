@@ -100,7 +100,7 @@ static json_t *string_array(const char *const *names, size_t n)
 	return a;
 }
 
-char *oci_features_json(void)
+char *oci_features_json(const char *platforms, const char *platform_auto)
 {
 	static const char *const mount_options[] = {
 		"bind",	 "dev",	     "exec", "mode", "nodev", "noexec", "nosuid",
@@ -114,7 +114,7 @@ char *oci_features_json(void)
 	};
 	static const char *const archs[] = { "SCMP_ARCH_X86_64" };
 	json_t *o = json_object(), *linux_ = json_object(), *caps = json_array();
-	json_t *hooks = json_array(), *cg, *sc;
+	json_t *hooks = json_array(), *cg, *sc, *ann;
 	char *out;
 
 	if (!o || !linux_ || !caps || !hooks) {
@@ -146,9 +146,14 @@ char *oci_features_json(void)
 	json_object_set_new(linux_, "apparmor", json_pack("{s:b}", "enabled", 0));
 	json_object_set_new(linux_, "selinux", json_pack("{s:b}", "enabled", 0));
 	json_object_set_new(o, "linux", linux_);
-	json_object_set_new(o, "annotations",
-			    json_pack("{s:s,s:s}", "dev.husk.platforms", "ptrace",
-				      "dev.husk.userspace-kernel", "true"));
+	ann = json_object();
+	if (ann && platforms)
+		json_object_set_new(ann, "dev.husk.platforms", json_string(platforms));
+	if (ann && platform_auto)
+		json_object_set_new(ann, "dev.husk.platform.auto", json_string(platform_auto));
+	if (ann)
+		json_object_set_new(ann, "dev.husk.userspace-kernel", json_string("true"));
+	json_object_set_new(o, "annotations", ann);
 	out = json_dumps(o, JSON_PRESERVE_ORDER | JSON_INDENT(4));
 	json_decref(o);
 	return out;

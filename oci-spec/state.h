@@ -38,8 +38,13 @@ char *oci_state_json(const struct oci_state *s, enum oci_state_format format);
  */
 char *oci_state_list_json(const struct oci_state *states, size_t n);
 
-/* The features document (runtime-spec features.md) of this build, indented; malloc'd or NULL. */
-char *oci_features_json(void);
+/*
+ * The features document (runtime-spec features.md) of this build, indented; malloc'd or NULL.
+ * platforms ("ptrace,seccomp": the backends the sentry has) and platform_auto (the one auto
+ * picks on this host) become the annotations dev.husk.platforms and dev.husk.platform.auto;
+ * NULL leaves the annotation out.
+ */
+char *oci_features_json(const char *platforms, const char *platform_auto);
 
 /* Formats now (CLOCK_REALTIME) as RFC 3339 UTC with nanoseconds into buf (at least 40 bytes). */
 void oci_timestamp_now(char *buf, size_t len);

@@ -25,7 +25,7 @@
 #include "oci-spec/state.h"
 #include "runtime/oci.h"
 
-struct oci_globals oci_g = { .root = HUSK_DEFAULT_ROOT, .platform = "ptrace" };
+struct oci_globals oci_g = { .root = HUSK_DEFAULT_ROOT, .platform = NULL };
 
 static void log_line(const char *level, const char *msg)
 {

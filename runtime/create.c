@@ -21,6 +21,7 @@
 #include "sentry/kernel/sysctl.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
+#include "runtime/runtime.h"
 
 /* Copies the bundle's config.json into the state directory (later commands read that copy). */
 static int copy_config(const char *from, const struct container *c)
@@ -78,7 +79,8 @@ int oci_create_container(const struct create_args *a, struct container *c)
 				   .preserve_fds = a->preserve_fds };
 	struct oci_config *cfg = NULL;
 	struct oci_error err;
-	char created[64];
+	const char *platform, *source;
+	char created[64], why[256];
 	int ret;
 
 	memset(c, 0, sizeof(*c));
@@ -103,12 +105,18 @@ int oci_create_container(const struct create_args *a, struct container *c)
 	/* linux.sysctl: known to the sentry, namespaced, a value it takes (in this process's copy
 	 * of the table, in order, as the sentry will apply them); before anything is made. */
 	for (size_t i = 0; i < cfg->nsysctl; i++) {
-		char why[256];
-
 		if (sysctl_set(cfg->sysctl[i].key, cfg->sysctl[i].value, why, sizeof(why)) < 0) {
 			oci_config_free(cfg);
 			return oci_fail("%s", why);
 		}
+	}
+	/* The platform's name (dev.husk.platform, --platform, $HUSK_PLATFORM), before anything is
+	 * made; whether this build has that backend, the sentry says when it starts. */
+	platform = sandbox_platform(cfg, &source);
+	if (runtime_platform_check(platform, why, sizeof(why)) < 0) {
+		ret = oci_fail("%s%s: %s", source, platform, why);
+		oci_config_free(cfg);
+		return ret;
 	}
 	if (cfg->terminal && !a->console_socket && !a->foreground) {
 		oci_config_free(cfg);

@@ -2,8 +2,8 @@
 /*
  * husk do: run one command in a new sandbox and exit with its status.
  *
- *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [--platform ptrace] [--strace]
- *           [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
+ *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [--platform seccomp|ptrace|auto]
+ *           [--strace] [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
  *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
  *           -- CMD [ARGS...]
@@ -17,6 +17,9 @@
  * Network (sentry/net/README.md): the sandbox always has its own loopback; --network=host adds
  * host sockets held by the sentry, under the egress policy. The host's resolvers (nameserver
  * lines of /etc/resolv.conf) are allowed on port 53 before the caller's rules.
+ *
+ * The platform: --platform, else $HUSK_PLATFORM, else auto (runtime/platform.c); an unknown
+ * name fails before anything is started.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -59,6 +62,18 @@ static int host_resolver_rules(const char **out, int max)
 	return n;
 }
 
+/* Checks the platform name (from --platform when flag, else from $HUSK_PLATFORM or the default). */
+static int check_platform(const char *name, bool flag)
+{
+	char why[160];
+	int ret = runtime_platform_check(name, why, sizeof(why));
+
+	if (ret < 0)
+		fprintf(stderr, "husk do: %s%s: %s\n",
+			flag ? "--platform " : "HUSK_PLATFORM=", name, why);
+	return ret;
+}
+
 static void do_usage(FILE *out)
 {
 	fputs("usage: husk do [options] [--] CMD [ARGS...]\n"
@@ -77,7 +92,9 @@ static void do_usage(FILE *out)
 	      "  --cwd DIR         working directory inside the sandbox (default: /)\n"
 	      "  --env K=V         set a variable in the guest environment (repeatable);\n"
 	      "                    --env K copies K from the caller's environment\n"
-	      "  --platform NAME   how guest code runs: ptrace (default)\n"
+	      "  --platform NAME   how guest code runs: seccomp, ptrace or auto (the default:\n"
+	      "                    seccomp where the kernel allows it, else ptrace; `husk\n"
+	      "                    features` says which); the default is $HUSK_PLATFORM if set\n"
 	      "  --strace          print every guest system call and its result on stderr\n"
 	      "  --hostname NAME   the sandbox's host name (default: husk)\n"
 	      "  --network=MODE    none (default): loopback only; host: other destinations\n"
@@ -113,7 +130,7 @@ int cmd_do(int argc, char **argv)
 	struct launch_spec spec = {
 		.rootfs = "/",
 		.cwd = "/",
-		.platform = "ptrace",
+		.platform = runtime_platform_default(),
 		.hostname = "husk",
 	};
 	struct launch_volume *volumes;
@@ -121,7 +138,7 @@ int cmd_do(int argc, char **argv)
 	const char **tmpfs;
 	const char **net_args;
 	int nenv = 0, ntmpfs = 0, nvolumes = 0, nnet = 0, c;
-	bool host_net = false;
+	bool host_net = false, platform_flag = false;
 	const char *term = getenv("TERM");
 
 	env = calloc((size_t)argc + 4, sizeof(char *));
@@ -181,6 +198,7 @@ int cmd_do(int argc, char **argv)
 		}
 		case 'p':
 			spec.platform = optarg;
+			platform_flag = true;
 			break;
 		case 's':
 			spec.strace = true;
@@ -267,6 +285,8 @@ int cmd_do(int argc, char **argv)
 		do_usage(stderr);
 		return 125;
 	}
+	if (check_platform(spec.platform, platform_flag) < 0)
+		return 125;
 	if (host_net) {
 		/* The mode and the resolvers first: the caller's rules come later and win. */
 		const char **all = calloc((size_t)nnet + 2 + MAX_RESOLVERS, sizeof(char *));

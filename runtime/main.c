@@ -8,7 +8,8 @@
  *
  * husk's own flags (--platform, --strace, --network, --overlay, --debug-log) can also be set per
  * container with the annotations dev.husk.platform, dev.husk.strace, dev.husk.network,
- * dev.husk.overlay and dev.husk.debug-log, which win over the flags.
+ * dev.husk.overlay and dev.husk.debug-log, which win over the flags. The platform is seccomp,
+ * ptrace or auto; without the flag or the annotation it is $HUSK_PLATFORM, else auto.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -43,7 +44,10 @@ static void usage(FILE *out)
 	      "  --log-format FORMAT   text or json\n"
 	      "  --debug               log more\n"
 	      "  --systemd-cgroup      accepted; cgroupsPath slice:prefix:name is used as a path\n"
-	      "  --platform NAME       how guest code runs: ptrace (default)\n"
+	      "  --platform NAME       how guest code runs: seccomp, ptrace or auto (the default:\n"
+	      "                        seccomp where the kernel allows it, else ptrace; `husk\n"
+	      "                        features` says which); default $HUSK_PLATFORM if set;\n"
+	      "                        the annotation dev.husk.platform wins over both\n"
 	      "  --strace              print every guest system call on stderr\n"
 	      "  --network MODE        none (loopback only, default) or host\n"
 	      "  --overlay MODE        memory (writes stay in the sandbox, default) or none\n"

@@ -21,7 +21,7 @@ struct oci_globals {
 	bool log_json; /* --log-format json */
 	bool debug;
 	bool systemd_cgroup;
-	const char *platform; /* husk's own: --platform */
+	const char *platform; /* husk's own: --platform, or NULL ($HUSK_PLATFORM, else auto) */
 	bool strace;
 	const char *network; /* --network none|host, or NULL (none) */
 	const char *overlay; /* --overlay memory|none, or NULL (memory) */
@@ -162,6 +162,14 @@ struct sandbox_opts {
  * stores their pids in c. Returns 0 or -errno after printing why.
  */
 int sandbox_start(struct container *c, const struct sandbox_opts *o);
+
+/*
+ * The platform c's sandbox runs on: the dev.husk.platform annotation, else the global
+ * --platform, else $HUSK_PLATFORM, else "auto". *source (if not NULL) gets what named it, ready
+ * to prefix the name in a message: "dev.husk.platform=", "--platform ", "HUSK_PLATFORM=" or
+ * "platform ". Not checked (runtime_platform_check()).
+ */
+const char *sandbox_platform(const struct oci_config *cfg, const char **source);
 
 /* Releases the start gate of c: returns 0, -ENXIO if the sentry is gone, or -errno. */
 int sandbox_release_gate(const struct container *c);

@@ -43,6 +43,28 @@ struct launch_spec {
 char *runtime_find_helper(const char *name);
 
 /*
+ * The platform a sandbox runs on when no flag or annotation names one: $HUSK_PLATFORM when it
+ * is set and not empty, else "auto". Not checked: see runtime_platform_known().
+ */
+const char *runtime_platform_default(void);
+
+/*
+ * Checks that name is a platform husk knows: "seccomp", "ptrace" or "auto". Returns 0, or
+ * -EINVAL with why set to "unknown platform (expected seccomp, ptrace or auto)".
+ * Whether this build has the backend is the sentry's to say: it fails setup with "no such
+ * platform".
+ */
+int runtime_platform_check(const char *name, char *why, size_t size);
+
+/*
+ * Asks husk-sentry (--print-platforms) which backends it has and which one auto picks on this
+ * host: names gets "ptrace,seccomp" (comma-separated), auto_name e.g. "seccomp". Costs one
+ * fork and exec of the sentry. Returns 0, -ENOENT if the sentry cannot be found, or -errno
+ * (-EIO when it printed something else).
+ */
+int runtime_platforms_query(char *names, size_t names_size, char *auto_name, size_t auto_size);
+
+/*
  * Parses a --volume argument HOST:GUEST[:ro] (HOST and GUEST absolute; a HOST or GUEST holding
  * ':' cannot be given). Returns 0 and *out pointing into a copy of arg (never freed), or -EINVAL.
  */

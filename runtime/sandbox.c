@@ -141,6 +141,23 @@ static const char *husk_option(const struct oci_config *cfg, const char *name, c
 	return v ? v : global;
 }
 
+const char *sandbox_platform(const struct oci_config *cfg, const char **source)
+{
+	const char *v = oci_config_annotation(cfg, "dev.husk.platform");
+	const char *src = "dev.husk.platform=";
+
+	if (!v && oci_g.platform) {
+		v = oci_g.platform;
+		src = "--platform ";
+	} else if (!v) {
+		v = runtime_platform_default();
+		src = strcmp(v, "auto") ? "HUSK_PLATFORM=" : "platform ";
+	}
+	if (source)
+		*source = src;
+	return v;
+}
+
 /* Whether the root is served writable to the sentry (--overlay none) rather than overlaid. */
 static bool overlay_none(const struct oci_config *cfg)
 {
@@ -288,7 +305,7 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 			bool detached, bool log, struct bind_plan *binds, int nlisten, int nextra)
 {
 	const struct oci_config *cfg = c->config;
-	const char *platform = husk_option(cfg, "platform", oci_g.platform);
+	const char *platform = sandbox_platform(cfg, NULL);
 	char **net = NULL;
 	char why[160];
 

@@ -31,6 +31,11 @@
  * start writes it to the container's exec.fifo) before PROGRAM runs; --control-fd N is a
  * listening unix socket served by sentry/control (husk exec, husk ps); --log-fd N takes the
  * sentry's log lines instead of stderr (husk --debug-log).
+ *
+ * --platform NAME is seccomp, ptrace or auto (the default: the backend platform_auto_name()
+ * picks on this host); the sentry logs the one it runs on at info level ("platform: ptrace").
+ * `husk-sentry --print-platforms` prints which backends this binary has and which auto picks,
+ * for `husk features` (see print_platforms()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -140,6 +146,39 @@ static void usage(void)
 	      "ARGS...\n"
 	      "husk-sentry is started by husk; see `husk do --help`.\n",
 	      stderr);
+}
+
+/*
+ * --print-platforms: two lines on stdout, "platforms NAME,NAME..." (the backends this binary has,
+ * known or not to work on this host) and "auto NAME" (what --platform auto runs on here). A
+ * backend is in the binary when platform_create() knows its name (anything but -ENOENT); the
+ * platforms it creates are destroyed at once. Returns the exit status.
+ */
+static int print_platforms(void)
+{
+	static const char *const names[] = { "ptrace", "seccomp" };
+	const char *sep = "";
+	int fd = memfd_create("husk-platforms", MFD_CLOEXEC);
+
+	if (fd < 0) {
+		perror("husk-sentry: memfd_create");
+		return 1;
+	}
+	printf("platforms ");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct platform *p = NULL;
+		int ret = platform_create(names[i], fd, &p);
+
+		if (ret == -ENOENT)
+			continue;
+		if (ret == 0)
+			platform_destroy(p);
+		printf("%s%s", sep, names[i]);
+		sep = ",";
+	}
+	printf("\nauto %s\n", platform_auto_name());
+	close(fd);
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* "G1,G2,..." into o->groups. */
@@ -527,7 +566,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->log_fd = -1;
 	o->seccomp_fd = -1;
 	o->preserve_fd = -1;
-	o->platform = "ptrace";
+	o->platform = "auto";
 	o->cwd = "/";
 	o->hostname = "husk";
 	o->uid = (uint32_t)getuid();
@@ -890,6 +929,8 @@ int main(int argc, char **argv)
 		syscall_table_print();
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "--print-platforms"))
+		return print_platforms();
 	if (parse_args(argc, argv, &o) < 0) {
 		usage();
 		return EXIT_SETUP;

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs every test suite and ends with one summary line: "N passed, M failed".
+# Runs every test suite and ends with one summary line: "N passed, M failed", after one line per
+# platform of the in-husk tests ("platform ptrace: N passed, M failed").
 #   tools/check.sh BUILD_DIR ASAN_BUILD_DIR
 set -u
 build=${1:-build}
@@ -44,6 +45,8 @@ fi
 python3 - "$build" "$asan" "$fmt_ok" "$fuzz_ok" "$sysfuzz_ok" <<'PY'
 import json, sys
 passed = failed = skipped = 0
+# The platform matrix: in-husk tests carry their platform as a suite ("husk:...+ptrace / name").
+matrix = {}
 for d in sys.argv[1:3]:
     try:
         lines = open(f"{d}/meson-logs/testlog.json").read().splitlines()
@@ -54,13 +57,20 @@ for d in sys.argv[1:3]:
     for line in lines:
         r = json.loads(line)
         res = r.get("result")
-        if res in ("OK", "EXPECTEDFAIL"):
+        ok = res in ("OK", "EXPECTEDFAIL")
+        if ok:
             passed += 1
         elif res == "SKIP":
             skipped += 1
         else:
             failed += 1
             print(f"FAILED: {d}: {r.get('name')} ({res})")
+        suites = r.get("name", "").split(" / ")[0].split(":")[-1].split("+")
+        for p in ("ptrace", "seccomp"):
+            if p in suites and res != "SKIP":
+                matrix.setdefault(p, [0, 0])[0 if ok else 1] += 1
+for p, (np, nf) in sorted(matrix.items()):
+    print(f"platform {p}: {np} passed, {nf} failed")
 for ok, what in ((sys.argv[3], "clang-format check"), (sys.argv[4], "gofer fuzzer"),
                  (sys.argv[5], "system-call fuzzer")):
     if ok == "1":

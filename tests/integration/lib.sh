@@ -48,8 +48,49 @@ expect_status() {
 	rm -f /tmp/husk-it-out.$$
 }
 
+# engine_runtime DIR: the husk an engine (containerd, podman) is given. With HUSK_PLATFORM set
+# (meson's platform matrix), a wrapper DIR/husk that sets it, since an engine need not pass its
+# environment on to the runtime; else $HUSK.
+engine_runtime() {
+	if [ -z "${HUSK_PLATFORM:-}" ]; then
+		echo "$HUSK"
+		return
+	fi
+	printf '#!/bin/sh\nHUSK_PLATFORM=%s exec "%s" "$@"\n' "$HUSK_PLATFORM" "$HUSK" >"$1/husk"
+	chmod 755 "$1/husk"
+	echo "$1/husk"
+}
+
+# expect_sentry_platform WHAT PID: with HUSK_PLATFORM set, the sentry PID (a container's
+# process) was started with --platform=$HUSK_PLATFORM: the engine's husk got the platform.
+expect_sentry_platform() {
+	[ -n "${HUSK_PLATFORM:-}" ] || return 0
+	args=$(tr '\0' ' ' <"/proc/$2/cmdline" 2>&1)
+	case "$args" in
+	*husk-sentry*" --platform=$HUSK_PLATFORM "*) pass "$1: the sentry runs on $HUSK_PLATFORM" ;;
+	*) fail "$1: the sentry runs on $HUSK_PLATFORM" "pid $2: $args" ;;
+	esac
+}
+
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
 	exit $?
 }
+
+# The platform matrix: meson runs each script once per platform with HUSK_PLATFORM set. husk must
+# run on that platform (the sentry says so at info level); else the script stops here, and a
+# platform this build lacks fails once, with the sentry's reason, rather than check by check.
+# A script that runs itself again (oci-cgroups.sh) checks once.
+if [ -n "${HUSK_PLATFORM:-}" ] && [ "$HUSK_PLATFORM" != auto ] &&
+	[ "${HUSK_PLATFORM_CHECKED:-}" != "$HUSK_PLATFORM" ]; then
+	platform_log=$(HUSK_LOG=info "$HUSK" do -- /bin/true 2>&1)
+	if printf '%s\n' "$platform_log" | grep -qx "husk-sentry: info: platform: $HUSK_PLATFORM"; then
+		pass "husk runs on the platform $HUSK_PLATFORM (HUSK_PLATFORM)"
+		HUSK_PLATFORM_CHECKED=$HUSK_PLATFORM
+		export HUSK_PLATFORM_CHECKED
+	else
+		fail "husk runs on the platform $HUSK_PLATFORM (HUSK_PLATFORM)" "$platform_log"
+		finish
+	fi
+fi

@@ -15,6 +15,7 @@ if [ ! -x /bin/busybox ]; then
 fi
 
 work=$(mktemp -d /tmp/husk-ctr.XXXXXX)
+HUSK=$(engine_runtime "$work")
 sock=$work/containerd.sock
 cat >"$work/config.toml" <<EOT
 version = 2
@@ -68,6 +69,7 @@ C run -d --runtime io.containerd.runc.v2 --runc-binary "$HUSK" --rootfs "$rootfs
 C task ls | grep -qE "^d1 +[0-9]+ +RUNNING" && pass "ctr run -d: task RUNNING" ||
 	fail "ctr run -d: task RUNNING" "$(C task ls 2>&1)"
 pid=$(C task ls | awk '$1 == "d1" {print $2}')
+expect_sentry_platform "ctr run -d" "$pid"
 C task kill -s KILL d1 >/dev/null 2>&1
 n=0
 until C task ls | grep -qE "^d1 +[0-9]+ +STOPPED" || [ $n -gt 100 ]; do sleep 0.1; n=$((n + 1)); done

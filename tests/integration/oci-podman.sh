@@ -16,6 +16,7 @@ if [ ! -x /bin/busybox ]; then
 fi
 
 work=$(mktemp -d /tmp/husk-podman.XXXXXX)
+HUSK=$(engine_runtime "$work")
 P() {
 	timeout 120 podman --root "$work/storage" --runroot "$work/run" --storage-driver vfs \
 		--cgroup-manager cgroupfs --events-backend file --runtime "$HUSK" "$@"
@@ -53,6 +54,7 @@ expect_output "podman's default rlimits apply in the guest" "1048576" 0 \
 id=$(P run --pull never -d --network none localhost/husk-busybox:test sh -c \
 	'echo started; trap "echo got TERM; exit 0" TERM; while true; do sleep 0.1; done')
 [ -n "$id" ] && pass "podman run -d" || fail "podman run -d"
+expect_sentry_platform "podman run -d" "$(P inspect --format '{{.State.Pid}}' "$id" 2>&1)"
 expect_output "podman exec" "from exec" 0 -- P exec "$id" echo from exec
 expect_status "podman exec returns the exit status" 5 -- P exec "$id" sh -c 'exit 5'
 expect_status "podman exec of a missing program is 127" 127 -- P exec "$id" nosuch

@@ -280,7 +280,7 @@ Test(oci_state, runc_state_has_runc_fields_in_order)
 
 Test(oci_state, features_lists_every_hook_and_x86_64)
 {
-	char *j = oci_features_json();
+	char *j = oci_features_json("ptrace", "ptrace");
 	json_t *o = json_loads(j, 0, NULL);
 
 	cr_assert_not_null(o);
@@ -291,6 +291,37 @@ Test(oci_state, features_lists_every_hook_and_x86_64)
 					"archs"),
 			0)),
 		"SCMP_ARCH_X86_64");
+	json_decref(o);
+	free(j);
+}
+
+Test(oci_state, features_name_the_platforms_and_what_auto_picks)
+{
+	char *j = oci_features_json("ptrace,seccomp", "seccomp");
+	json_t *o = json_loads(j, 0, NULL), *ann;
+
+	cr_assert_not_null(o);
+	ann = json_object_get(o, "annotations");
+	cr_expect_str_eq(json_string_value(json_object_get(ann, "dev.husk.platforms")),
+			 "ptrace,seccomp");
+	cr_expect_str_eq(json_string_value(json_object_get(ann, "dev.husk.platform.auto")),
+			 "seccomp");
+	cr_expect_str_eq(json_string_value(json_object_get(ann, "dev.husk.userspace-kernel")),
+			 "true");
+	json_decref(o);
+	free(j);
+}
+
+Test(oci_state, features_without_platforms_leave_their_annotations_out)
+{
+	char *j = oci_features_json(NULL, NULL);
+	json_t *o = json_loads(j, 0, NULL), *ann;
+
+	cr_assert_not_null(o);
+	ann = json_object_get(o, "annotations");
+	cr_expect_null(json_object_get(ann, "dev.husk.platforms"));
+	cr_expect_null(json_object_get(ann, "dev.husk.platform.auto"));
+	cr_expect_not_null(json_object_get(ann, "dev.husk.userspace-kernel"));
 	json_decref(o);
 	free(j);
 }
