@@ -35,8 +35,7 @@ static uint64_t stub_clock(struct cpu_split *s)
 	uint64_t v;
 
 	/* Once reaped, the pid may name another process: keep the last value. */
-	if (!s->pid || __atomic_load_n(&s->reaped, __ATOMIC_ACQUIRE) ||
-	    clock_gettime(clk, &ts) < 0)
+	if (!s->pid || __atomic_load_n(&s->reaped, __ATOMIC_ACQUIRE) || clock_gettime(clk, &ts) < 0)
 		return s->last;
 	v = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	return v > s->last ? v : s->last;

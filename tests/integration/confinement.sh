@@ -63,10 +63,18 @@ else
 		pass "the stub holds no FD to the guest's files"
 	fi
 	nfds=$(echo "$stub_fds" | grep -c .)
-	if [ "$nfds" = 1 ] && echo "$stub_fds" | grep -q memfd; then
-		pass "the stub's only FD is the memory file"
+	nsock=$(echo "$stub_fds" | grep -c '^socket:')
+	# seccomp's stubs also hold their socket to the sentry (sentry/platform/seccomp/README.md).
+	if [ "${HUSK_PLATFORM:-}" = seccomp ]; then
+		want=2 what="the memory file and its socket to the sentry"
 	else
-		fail "the stub's only FD is the memory file" "stub FDs: $stub_fds"
+		want=1 what="the memory file"
+	fi
+	if [ "$nfds" = "$want" ] && [ "$nsock" = $((want - 1)) ] &&
+		echo "$stub_fds" | grep -q memfd; then
+		pass "the stub's only FDs are $what"
+	else
+		fail "the stub's only FDs are $what" "stub FDs: $stub_fds"
 	fi
 	if ls -l /proc/$sentry/fd | grep -q '/etc/passwd'; then
 		pass "the sentry holds the donated FD"

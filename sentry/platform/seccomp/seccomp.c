@@ -35,7 +35,6 @@
 
 #define USER64_CS 0x33
 #define USER64_SS 0x2b
-#define SYS_SECCOMP_CODE 1 /* si_code of a SECCOMP_RET_TRAP SIGSYS */
 
 /* How long a wait for the stub lasts before the sentry checks that the stub still lives. */
 #define SC_LIVENESS_NS 200000000LL
@@ -188,8 +187,8 @@ static long ctl_call_locked(struct sc_as *as, long nr, uint64_t a1, uint64_t a2,
 	return ret;
 }
 
-static long ctl_call(struct sc_as *as, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
-		     uint64_t a4, uint64_t a5, uint64_t a6)
+static long ctl_call(struct sc_as *as, long nr, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+		     uint64_t a5, uint64_t a6)
 {
 	long ret;
 
@@ -661,8 +660,8 @@ static int thread_create(struct sc_as *as, struct sc_ctx **out)
 		frame_get_regs(t, &regs);
 		memcpy(&signo, info, sizeof(signo));
 		if (signo != SIGILL || regs.rip != code->park) {
-			log_error("seccomp: a new stub thread stopped with signal %d at %#llx", signo,
-				  (unsigned long long)regs.rip);
+			log_error("seccomp: a new stub thread stopped with signal %d at %#llx",
+				  signo, (unsigned long long)regs.rip);
 			ret = -EIO;
 			goto fail_linked;
 		}
@@ -745,8 +744,7 @@ static void seccomp_ctx_destroy(struct platform_ctx *pctx)
 	pthread_mutex_lock(&as->lock);
 	thread_unlink(t);
 	if (gone && !as_is_dead(as) &&
-	    ctl_call_locked(as, __NR_munmap, t->area_stub, SC_AREA_SIZE, 0, 0, 0, 0, 0, NULL) ==
-		    0)
+	    ctl_call_locked(as, __NR_munmap, t->area_stub, SC_AREA_SIZE, 0, 0, 0, 0, 0, NULL) == 0)
 		thread_free_area(t, true);
 	else if (!as_is_dead(as))
 		thread_free_area(t, false); /* memory back, slot kept: something may still use it */
@@ -801,7 +799,7 @@ static int decode_stop(struct sc_ctx *t, arch_regs_t *regs, struct platform_even
 	memset(ev, 0, sizeof(*ev));
 	ev->trapno = -1;
 
-	if (signo == SIGSYS && si_code == SYS_SECCOMP_CODE) {
+	if (signo == SIGSYS && (si_code == SC_SYS_USER_DISPATCH || si_code == SC_SYS_SECCOMP)) {
 		uint32_t arch;
 
 		memcpy(&arch, info + offsetof(siginfo_t, si_arch), sizeof(arch));

@@ -87,6 +87,13 @@
 #define SC_THREAD_CLONE_FLAGS 0x1250f00
 #define SC_FORK_CLONE_FLAGS 0x8000 /* PARENT, exit signal 0 */
 
+/* prctl(2) values for Syscall User Dispatch (not in every libc's headers). */
+#define SC_PR_SET_SYSCALL_USER_DISPATCH 59
+#define SC_PR_SYS_DISPATCH_ON 1
+/* si_code of SIGSYS: from a seccomp SECCOMP_RET_TRAP, from Syscall User Dispatch. */
+#define SC_SYS_SECCOMP 1
+#define SC_SYS_USER_DISPATCH 2
+
 /* Host signal ctx_interrupt sends to a stub thread. */
 #define SC_INTERRUPT_SIGNAL SIGUSR2
 

@@ -216,6 +216,20 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"	syscall\n"
 	"	test %rax, %rax\n"
 	"	jnz 90f\n"
+	/*
+	 * Syscall User Dispatch: every call from outside the code page raises SIGSYS before
+	 * seccomp runs, even the ones the kernel lets through seccomp filters unfiltered
+	 * (uretprobe, uprobe). The selector byte is in the code page: it stays BLOCK.
+	 */
+	"	mov $" STR(__NR_prctl) ", %eax\n"
+	"	mov $" STR(SC_PR_SET_SYSCALL_USER_DISPATCH) ", %edi\n"
+	"	mov $" STR(SC_PR_SYS_DISPATCH_ON) ", %esi\n"
+	"	mov %rbx, %rdx\n"
+	"	mov $4096, %r10d\n"
+	"	lea husk_sc_block(%rip), %r8\n"
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jnz 90f\n"
 	"	mov $" STR(__NR_seccomp) ", %eax\n"
 	"	mov $" STR(SECCOMP_SET_MODE_FILTER) ", %edi\n"
 	"	xor %esi, %esi\n"
@@ -297,12 +311,14 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	".balign 8\n"
 	"husk_sc_zero:\n"
 	"	.quad 0\n"
+	"husk_sc_block:\n"
+	"	.byte 1\n" /* SYSCALL_DISPATCH_FILTER_BLOCK */
 	"husk_sc_code_end:\n"
 	".popsection\n");
 /* clang-format on */
 
-extern const char husk_sc_code_start[], husk_sc_zygote_entry[], husk_sc_park[],
-	husk_sc_handler[], husk_sc_restorer[], husk_sc_code_end[];
+extern const char husk_sc_code_start[], husk_sc_zygote_entry[], husk_sc_park[], husk_sc_handler[],
+	husk_sc_restorer[], husk_sc_code_end[];
 
 #define JUMP(k, jt, jf) ((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (jt), (jf)))
 #define LOAD(off) ((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off)))
@@ -329,20 +345,21 @@ static size_t from_code_page(struct sock_filter *out, size_t n, uint64_t code_pa
 size_t seccomp_stub_filter(uint64_t code_page, struct sock_filter *out)
 {
 	static const uint32_t allowed[] = {
-		__NR_read,	 __NR_write,	    __NR_mmap,	      __NR_munmap,
-		__NR_mprotect,	 __NR_close,	    __NR_dup2,	      __NR_socketpair,
-		__NR_sendmsg,	 __NR_exit,	    __NR_exit_group,  __NR_futex,
+		__NR_read,	   __NR_write,		__NR_mmap,	  __NR_munmap,
+		__NR_mprotect,	   __NR_close,		__NR_dup2,	  __NR_socketpair,
+		__NR_sendmsg,	   __NR_exit,		__NR_exit_group,  __NR_futex,
 		__NR_rt_sigreturn, __NR_rt_sigprocmask, __NR_sigaltstack, __NR_getrusage,
 	};
 	const uint8_t nallowed = ARRAY_SIZE(allowed);
 	size_t n = from_code_page(out, 0, code_page, SECCOMP_RET_TRAP);
 
 	out[n++] = LOAD(offsetof(struct seccomp_data, nr));
-	/* Layout: the list (to ALLOW), clone and seccomp checks, KILL, ALLOW, the checks. */
+	/* Layout: the list (to ALLOW), clone, seccomp and prctl checks, KILL, ALLOW, the checks. */
 	for (uint8_t i = 0; i < nallowed; i++)
-		out[n++] = JUMP(allowed[i], (uint8_t)(nallowed - i + 2), 0);
-	out[n++] = JUMP(__NR_clone, 3, 0);
-	out[n++] = JUMP(__NR_seccomp, 9, 0);
+		out[n++] = JUMP(allowed[i], (uint8_t)(nallowed - i + 3), 0);
+	out[n++] = JUMP(__NR_clone, 4, 0);
+	out[n++] = JUMP(__NR_seccomp, 10, 0);
+	out[n++] = JUMP(__NR_prctl, 15, 0);
 	out[n++] = RET(SECCOMP_RET_KILL_PROCESS);
 	out[n++] = RET(SECCOMP_RET_ALLOW);
 	/* clone: a guest thread (controller) or a new stub (zygote), nothing else. */
@@ -358,6 +375,13 @@ size_t seccomp_stub_filter(uint64_t code_page, struct sock_filter *out)
 	out[n++] = JUMP(SECCOMP_SET_MODE_FILTER, 0, 2);
 	out[n++] = LOAD(ARG_LO(1));
 	out[n++] = JUMP(0, 1, 0);
+	out[n++] = RET(SECCOMP_RET_KILL_PROCESS);
+	out[n++] = RET(SECCOMP_RET_ALLOW);
+	/* prctl: only PR_SET_SYSCALL_USER_DISPATCH (a new guest thread turns it on). */
+	out[n++] = LOAD(ARG_HI(0));
+	out[n++] = JUMP(0, 0, 2);
+	out[n++] = LOAD(ARG_LO(0));
+	out[n++] = JUMP(SC_PR_SET_SYSCALL_USER_DISPATCH, 1, 0);
 	out[n++] = RET(SECCOMP_RET_KILL_PROCESS);
 	out[n++] = RET(SECCOMP_RET_ALLOW);
 	return n;
@@ -472,8 +496,7 @@ static void sc_code_init(void)
 			(struct sc_kernel_sigaction *)(scratch + SC_S_SIGACT);
 
 		_Static_assert(SC_S_IOV >= SC_S_MSG + sizeof(struct msghdr), "msghdr overlaps");
-		_Static_assert(SC_S_CMSG + CMSG_SPACE(sizeof(int)) <= SC_S_SIGACT,
-			       "cmsg overlaps");
+		_Static_assert(SC_S_CMSG + CMSG_SPACE(sizeof(int)) <= SC_S_SIGACT, "cmsg overlaps");
 		iov->iov_base = scratch + SC_S_PID;
 		iov->iov_len = 8;
 		msg->msg_iov = iov;
