@@ -67,6 +67,7 @@
 
 #define ALTSTACK_SIZE (64 * 1024)
 #define MAX_RUNS 64
+#define RUN_TIMEOUT_S 300 /* a run that takes longer (a lost wake-up) fails */
 
 enum kind { K_NATIVE, K_SIGSYS, K_PINGPONG, K_FUTEX, K_NOTIF, K_HYBRID, K_PTRACE };
 
@@ -123,6 +124,7 @@ struct result {
 };
 
 static struct shared *sh;
+static volatile sig_atomic_t timed_out; /* the sentry's SIGALRM: give up the run */
 static char *altstack;
 static long warmup = 1000, iters = 100000;
 static int nruns = 7;
@@ -183,7 +185,7 @@ static void futex_sleep_while(uint32_t *word, uint32_t val, uint32_t *sleeps)
 	if (spin_while(word, val, sh->spin))
 		return;
 	__atomic_exchange_n(sleeps, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == val)
+	while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == val && !timed_out)
 		raw_futex(word, FUTEX_WAIT, val);
 	__atomic_store_n(sleeps, 0, __ATOMIC_RELAXED);
 }
@@ -389,6 +391,8 @@ static int serve_futex(long total)
 {
 	for (long i = 0; i < total; i++) {
 		futex_sleep_while(&sh->state, ST_RUN, &sh->sentry_sleeps);
+		if (timed_out)
+			return -ETIMEDOUT;
 		if (sh->uc->uc_mcontext.gregs[REG_RAX] != SYS_getppid)
 			return -EPROTO;
 		sh->uc->uc_mcontext.gregs[REG_RAX] = i;
@@ -422,20 +426,31 @@ static int serve_notif(int fd, bool hybrid, long total)
 	return 0;
 }
 
+/* Waits for the tracee's next stop. Returns 0, -ECHILD if it ended, or -errno (-EINTR: timeout). */
+static int wait_stopped(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, __WALL) != pid)
+		return -errno;
+	return WIFSTOPPED(st) ? 0 : -ECHILD;
+}
+
 static int serve_ptrace(pid_t pid, long total)
 {
 	struct user_regs_struct regs;
-	int st;
+	int ret = wait_stopped(pid);
 
-	if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st))
-		return -ECHILD;
+	if (ret < 0)
+		return ret;
 	if (ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_EXITKILL) < 0)
 		return -errno;
 	for (long i = 0; i < total;) {
 		if (ptrace(PTRACE_SYSEMU, pid, 0, 0) < 0)
 			return -errno;
-		if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st))
-			return -ECHILD;
+		ret = wait_stopped(pid);
+		if (ret < 0)
+			return ret;
 		if (ptrace(PTRACE_GETREGS, pid, 0, &regs) < 0)
 			return -errno;
 		/* Anything else (there should be nothing) fails with ENOSYS. */
@@ -444,11 +459,18 @@ static int serve_ptrace(pid_t pid, long total)
 		if (ptrace(PTRACE_SETREGS, pid, 0, &regs) < 0)
 			return -errno;
 	}
-	/* The stub's next call is exit_group: emulate it. */
-	if (ptrace(PTRACE_SYSEMU, pid, 0, 0) < 0 ||
-	    (waitpid(pid, &st, __WALL) == pid && WIFSTOPPED(st)))
-		kill(pid, SIGKILL);
-	return 0;
+	/* Let the stub store its times; its next call, exit_group, ends it with SIGKILL instead. */
+	if (ptrace(PTRACE_SYSEMU, pid, 0, 0) < 0)
+		return -errno;
+	ret = wait_stopped(pid);
+	kill(pid, SIGKILL);
+	return ret;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
 }
 
 static void bind_cpu(int cpu)
@@ -490,6 +512,8 @@ static int run_once(const struct scheme *s, struct result *r)
 		return snprintf(r->err, sizeof(r->err), "socketpair: %s", strerror(errno)), -1;
 	if (s->bind)
 		bind_cpu(sched_getcpu());
+	timed_out = 0;
+	alarm(RUN_TIMEOUT_S);
 	getrusage(RUSAGE_THREAD, &ru0);
 	pid = fork();
 	if (pid == 0) {
@@ -528,6 +552,7 @@ static int run_once(const struct scheme *s, struct result *r)
 		ret = serve_ptrace(pid, total);
 		break;
 	}
+	alarm(0);
 	if (ret < 0)
 		kill(pid, SIGKILL);
 	if (fd >= 0)
@@ -600,7 +625,7 @@ int main(int argc, char **argv)
 {
 	static struct result res[NSCHEMES];
 	bool want[NSCHEMES] = { 0 };
-	double ref = 0;
+	double ref = 0, ref_cpu = 0;
 	int opt, mfd, nwant = 0;
 	char *map;
 
@@ -659,6 +684,8 @@ int main(int argc, char **argv)
 	sh = (struct shared *)map;
 	altstack = map + 4096;
 	spin_iters = calibrate_spin();
+	/* No SA_RESTART: a run that hangs gets EINTR in the sentry's wait and fails. */
+	sigaction(SIGALRM, &(struct sigaction){ .sa_handler = on_alarm }, NULL);
 
 	printf("# %ld calls per run (after %ld warm-up), %d runs per scheme, interleaved; "
 	       "spin %.1f us = %u pauses\n",
@@ -674,10 +701,11 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < NSCHEMES; i++) {
 		if (!strcmp(schemes[i].name, "ptrace") && res[i].runs)
-			ref = median(&res[i]);
+			ref = median(&res[i]), ref_cpu = res[i].cpu_ns / (double)res[i].calls;
 	}
-	printf("| scheme | best ns | median ns | median / ptrace | CPU ns | csw (vol + invol) |\n"
-	       "|---|---:|---:|---:|---:|---:|\n");
+	printf("| scheme | best ns | median ns | median / ptrace | CPU ns | CPU / ptrace | "
+	       "csw (vol + invol) |\n"
+	       "|---|---:|---:|---:|---:|---:|---:|\n");
 	for (size_t i = 0; i < NSCHEMES; i++) {
 		struct result *r = &res[i];
 		double best = r->ns[0];
@@ -685,7 +713,7 @@ int main(int argc, char **argv)
 		if (!want[i])
 			continue;
 		if (r->err[0] && !r->runs) {
-			printf("| %s | failed: %s | | | | |\n", schemes[i].name, r->err);
+			printf("| %s | failed: %s | | | | | |\n", schemes[i].name, r->err);
 			continue;
 		}
 		for (int k = 1; k < r->runs; k++)
@@ -693,8 +721,10 @@ int main(int argc, char **argv)
 		printf("| %s | %.0f | %.0f | ", schemes[i].name, best, median(r));
 		if (ref > 0)
 			printf("%.2f", median(r) / ref);
-		printf(" | %.0f | %.2f + %.2f |", r->cpu_ns / (double)r->calls,
-		       r->vcsw / (double)r->calls, r->icsw / (double)r->calls);
+		printf(" | %.0f | ", r->cpu_ns / (double)r->calls);
+		if (ref_cpu > 0)
+			printf("%.2f", r->cpu_ns / (double)r->calls / ref_cpu);
+		printf(" | %.2f + %.2f |", r->vcsw / (double)r->calls, r->icsw / (double)r->calls);
 		if (r->err[0])
 			printf(" (a later run failed: %s)", r->err);
 		printf("\n");
