@@ -174,10 +174,6 @@ static int populate_locked(struct mm *mm, uint64_t page, bool force)
 }
 
 /*
- * The page this host thread (one per guest thread) last made writable in mm_handle_fault: a
- * new fault at that same page is a real one, not a copy-on-write to resolve again.
- */
-/*
  * A touch of a VMA_EOF page (mm->lock held): -EFAULT for a PROT_NONE mapping (SIGSEGV); the
  * page, and the VMA's pages before the end of the file, made accessible when the file has grown
  * over it since the mmap (0: re-run); else -EIO (SIGBUS, BUS_ADRERR).
@@ -217,7 +213,32 @@ bool eof_revalidate_locked(struct mm *mm, uint64_t addr)
 	return v && !(v->flags & VMA_EOF);
 }
 
-static __thread uint64_t fault_last_resolved = UINT64_MAX;
+uint64_t mm_plat_changes_base(void)
+{
+	static uint64_t next;
+
+	return __atomic_add_fetch(&next, 1ULL << 32, __ATOMIC_RELAXED);
+}
+
+/*
+ * The page this host thread (one per guest thread) last made writable in mm_handle_fault, and
+ * its mm's plat_changes just after: a new fault at that page with the count unchanged is a real
+ * one (an execute of a non-executable page), not a copy-on-write to resolve again. If the count
+ * moved (another thread forked, or resolved the page itself after a fork), the fault may be
+ * spurious again and is re-run.
+ */
+static __thread uint64_t fault_last_page = UINT64_MAX, fault_last_changes;
+
+static void fault_remember(struct mm *mm, uint64_t page)
+{
+	fault_last_page = page;
+	fault_last_changes = mm->plat_changes;
+}
+
+static bool fault_seen_before(struct mm *mm, uint64_t page)
+{
+	return page == fault_last_page && mm->plat_changes == fault_last_changes;
+}
 
 int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 {
@@ -257,15 +278,16 @@ retry:
 		goto out_unlock;
 	}
 	if (v && (v->flags & MM_VMA_PRIVATE) && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE) &&
-	    PAGE_ALIGN_DOWN(addr) != fault_last_resolved) {
+	    !fault_seen_before(mm, PAGE_ALIGN_DOWN(addr))) {
 		/*
 		 * Another thread of this space resolved the page between this thread's fault and
 		 * now. Re-apply the VMA's protection to the page (a no-op when the platform has it
-		 * already) and retry once; a second fault at the same page is a real one (an
-		 * execute of a non-executable page looks the same: no error code tells them apart).
+		 * already) and retry once; a second fault at the same page with no mapping change
+		 * in between is a real one (an execute of a non-executable page looks the same: no
+		 * error code tells them apart).
 		 */
-		fault_last_resolved = PAGE_ALIGN_DOWN(addr);
 		r = plat_protect(mm, PAGE_ALIGN_DOWN(addr), PAGE_SIZE, v->prot);
+		fault_remember(mm, PAGE_ALIGN_DOWN(addr));
 		goto out_unlock;
 	}
 	/* Not copy-on-write, or not writable: the access was really not allowed. */
@@ -285,7 +307,7 @@ retry:
 		lo += PAGE_SIZE;
 	r = cow_resolve_locked(mm, lo, hi);
 	if (r == 0)
-		fault_last_resolved = page;
+		fault_remember(mm, page);
 	if (r < 0) {
 		log_warn("mm: copy-on-write at %#lx failed: %s", (unsigned long)addr, strerror(-r));
 		r = -EFAULT;
@@ -404,6 +426,7 @@ struct mm *mm_fork(struct mm *parent)
 	refcount_init(&child->ref, 1);
 	child->k = parent->k;
 	child->vmas = cs;
+	child->plat_changes = mm_plat_changes_base();
 
 	pthread_mutex_lock(&parent->lock);
 	wait_io_idle_locked(parent);

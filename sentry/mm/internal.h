@@ -35,18 +35,27 @@ static inline struct memfile *mfile(struct mm *mm)
  */
 static inline int plat_map(struct mm *mm, uint64_t addr, uint64_t len, int prot, uint64_t off)
 {
+	mm->plat_changes++;
 	return mm->as ? mm->k->platform->ops->as_map(mm->as, addr, len, prot, off) : 0;
 }
 
 static inline int plat_unmap(struct mm *mm, uint64_t addr, uint64_t len)
 {
+	mm->plat_changes++;
 	return mm->as ? mm->k->platform->ops->as_unmap(mm->as, addr, len) : 0;
 }
 
 static inline int plat_protect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
 {
+	mm->plat_changes++;
 	return mm->as ? mm->k->platform->ops->as_protect(mm->as, addr, len, prot) : 0;
 }
+
+/*
+ * The first value of a new mm's plat_changes: 2^32 apart from every other mm's, so that a
+ * count remembered for one mm never matches another's.
+ */
+uint64_t mm_plat_changes_base(void);
 
 /*
  * The protection the platform gives a VMA's pages: copy-on-write pages are not writable, pages

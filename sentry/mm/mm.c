@@ -83,6 +83,7 @@ struct mm *mm_create(struct kernel *k)
 	mm->vmas = steal_pointer(&s);
 	mm->mmap_base = PLATFORM_GUEST_MAX;
 	mm->limit_as = mm->limit_data = mm->limit_data_max = UINT64_MAX;
+	mm->plat_changes = mm_plat_changes_base();
 	return steal_pointer(&mm);
 }
 

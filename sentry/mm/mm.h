@@ -53,6 +53,13 @@ struct mm {
 	uint64_t cow_copied, cow_reused;
 
 	/*
+	 * Bumped by every change to the platform's mappings of this mm (lock). It starts at a
+	 * value no other mm had, so (this count, page) names one state of one page: a fault that
+	 * mm_handle_fault re-ran once is a real one only if the count has not moved since.
+	 */
+	uint64_t plat_changes;
+
+	/*
 	 * Pinned translations (mm_translate_pin) not yet unpinned, counted in iovecs (lock);
 	 * io_idle is signalled when it drops to 0 (fork waits for it, briefly).
 	 */

@@ -3,9 +3,11 @@
  * Conformance: memory across fork(2). Private memory is copied (on write): neither side sees
  * the other's writes; MAP_SHARED|MAP_ANONYMOUS memory is the same memory in both; MADV_DONTFORK
  * memory is absent from the child and MADV_WIPEONFORK memory is zero there; munmap, mprotect,
- * mremap, madvise and read(2) into memory in one process leave the other's alone.
+ * mremap, madvise and read(2) into memory in one process leave the other's alone; threads
+ * writing while another thread forks lose no write and see no SIGSEGV.
  * Each child reports the number of its failed checks as its exit status.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -201,6 +203,71 @@ static void check_nested_forks(void)
 	munmap(v, PAGE);
 }
 
+/*
+ * Threads writing private memory while another thread forks: a write racing with fork faults
+ * (copy-on-write) and must simply land in the parent's page, fork after fork. Each thread owns
+ * every fourth word of eight shared pages and counts its writes; the words must add up.
+ */
+#define WRITERS 4
+#define RACE_WORDS (8 * PAGE / sizeof(unsigned long))
+static volatile unsigned long race_words[RACE_WORDS] __attribute__((aligned(4096)));
+static volatile int race_stop, race_segvs;
+static unsigned long race_counts[WRITERS];
+
+static void race_on_segv(int sig)
+{
+	(void)sig;
+	race_segvs++;
+}
+
+static void *race_writer(void *arg)
+{
+	unsigned long id = (unsigned long)arg, n = 0;
+
+	while (!race_stop) {
+		race_words[(id + WRITERS * n) % RACE_WORDS]++;
+		n++;
+	}
+	race_counts[id] = n;
+	return NULL;
+}
+
+static void check_threads_write_while_another_forks(void)
+{
+	struct sigaction sa = { .sa_handler = race_on_segv }, old;
+	pthread_t th[WRITERS];
+	int bad = 0;
+
+	sigaction(SIGSEGV, &sa, &old);
+	for (unsigned long i = 0; i < WRITERS; i++)
+		if (pthread_create(&th[i], NULL, race_writer, (void *)i)) {
+			perror("pthread_create");
+			exit(2);
+		}
+	for (int i = 0; i < 100; i++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(0);
+		int status = reap(pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			bad++;
+	}
+	race_stop = 1;
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(th[i], NULL);
+	sigaction(SIGSEGV, &old, NULL);
+	CHECK(race_segvs == 0, "%d SIGSEGVs in threads writing their own memory", race_segvs);
+	CHECK(bad == 0, "%d of 100 children did not exit 0", bad);
+	for (unsigned long id = 0; id < WRITERS; id++) {
+		unsigned long sum = 0;
+
+		for (unsigned long w = id; w < RACE_WORDS; w += WRITERS)
+			sum += race_words[w];
+		CHECK(sum == race_counts[id], "thread %lu made %lu writes, its words add up to %lu",
+		      id, race_counts[id], sum);
+	}
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -209,5 +276,6 @@ int main(void)
 	check_fork_advice();
 	check_mapping_calls_stay_on_their_side();
 	check_nested_forks();
+	check_threads_write_while_another_forks();
 	return finish();
 }

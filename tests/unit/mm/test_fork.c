@@ -2,6 +2,7 @@
 /* mm_fork, mm_activate, mm_handle_fault and copy-on-write, over the fake platform. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -245,6 +246,55 @@ Test(mm_fork, faults_that_are_not_copy_on_write_are_refused)
 	cr_assert_eq(mm_handle_fault(child, X + 2 * P, SEGV_ACCERR), 0);
 	cr_assert_eq(mm_handle_fault(child, X + 2 * P, SEGV_ACCERR), -EFAULT);
 	cr_assert_eq(child->cow_copied, 1);
+}
+
+/* A fault handled on another host thread: another guest thread of the same process. */
+struct fault_args {
+	struct mm *mm;
+	uint64_t addr;
+	int ret;
+};
+
+static void *fault_on_other_thread(void *arg)
+{
+	struct fault_args *a = arg;
+
+	a->ret = mm_handle_fault(a->mm, a->addr, SEGV_ACCERR);
+	return NULL;
+}
+
+static int fault_elsewhere(struct mm *mm, uint64_t addr)
+{
+	struct fault_args a = { .mm = mm, .addr = addr, .ret = 1 };
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, fault_on_other_thread, &a), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	return a.ret;
+}
+
+Test(mm_fork, a_thread_that_resolved_a_page_before_a_fork_can_fault_there_again_after_it)
+{
+	map_fixed(parent, X, 4 * P, RW, MAP_PRIVATE);
+	do_fork();
+	/* This thread takes its copy of the page after the first fork. */
+	cr_assert_eq(mm_handle_fault(parent, X + 8, SEGV_ACCERR), 0);
+	mm_put(child);
+	do_fork();
+	/*
+	 * After the second fork, this thread and another write the page at once; the other
+	 * thread's fault is handled first and resolves it. This thread's fault, now at a
+	 * writable page, is the stale view of that fork, not a real fault: it re-runs.
+	 */
+	cr_assert_eq(fault_elsewhere(parent, X + 16), 0);
+	cr_assert_eq(mm_handle_fault(parent, X + 8, SEGV_ACCERR), 0);
+	/* With nothing changed since, the same fault again is a real one. */
+	cr_assert_eq(mm_handle_fault(parent, X + 8, SEGV_ACCERR), -EFAULT);
+	/* A mapping change in between makes it worth one more try. */
+	cr_assert_eq(mm_mprotect(parent, X + 2 * P, P, PROT_READ), 0);
+	cr_assert_eq(mm_handle_fault(parent, X + 8, SEGV_ACCERR), 0);
+	cr_assert_eq(mm_handle_fault(parent, X + 8, SEGV_ACCERR), -EFAULT);
+	cr_assert(fake_matches_mm(parent));
 }
 
 Test(mm_fork, mprotect_never_makes_a_shared_page_writable)
