@@ -52,6 +52,7 @@ struct sc_platform {
 };
 
 struct sc_ctx;
+struct sc_op;
 
 struct sc_as {
 	struct platform_as base;
@@ -64,6 +65,9 @@ struct sc_as {
 	bool destroying;
 	pthread_mutex_t lock; /* controller requests, the slots and the thread list */
 	uint64_t slots[SC_MAX_THREADS / 64]; /* thread areas in use (or leaked) */
+	bool started; /* a thread was made: mapping changes run at once (ctl_call) */
+	struct sc_op *queue; /* mapping changes made before that */
+	size_t nqueue, queue_cap;
 	struct sc_ctx *threads;
 	struct cpu_split cpu;
 };
@@ -142,57 +146,120 @@ static bool stub_gone(struct sc_as *as)
 	return false;
 }
 
+/* One system call for the controller to run. */
+struct sc_op {
+	long nr;
+	uint64_t a[6];
+	uint64_t area; /* clone: the new thread's area */
+};
+
 /*
- * Runs system call nr in the stub's controller thread and returns its result (-errno), or
- * -ESRCH if the stub is gone. area: for clone, the new thread's area. rusage: where to copy the
- * reply's rusage (getrusage), or NULL. as->lock held.
+ * Runs ops[0..n) (n <= SC_MAX_OPS) in order in the stub's controller thread, until one fails.
+ * Returns the last result run (an error, or the last call's result), or -ESRCH if the stub is
+ * gone; *notrun (if not NULL) = how many calls did not run (the failed one included). rusage:
+ * where to copy the reply's rusage (a getrusage request), or NULL. as->lock held.
  */
-static long ctl_call_locked(struct sc_as *as, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
-			    uint64_t a4, uint64_t a5, uint64_t a6, uint64_t area, void *rusage)
+static long ctl_batch_locked(struct sc_as *as, const struct sc_op *ops, size_t n, size_t *notrun,
+			     void *rusage)
 {
-	uint8_t reply[SC_S_REPLY_LEN];
+	uint64_t reply[SC_S_REPLY_LEN / 8];
 	char byte = 'c';
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	volatile uint64_t *c = as->cmd;
-	ssize_t n;
-	long ret;
+	ssize_t got;
 
 	if (as_is_dead(as))
 		return -ESRCH;
-	c[SC_C_NR / 8] = (uint64_t)nr;
-	c[SC_C_ARGS / 8 + 0] = a1;
-	c[SC_C_ARGS / 8 + 1] = a2;
-	c[SC_C_ARGS / 8 + 2] = a3;
-	c[SC_C_ARGS / 8 + 3] = a4;
-	c[SC_C_ARGS / 8 + 4] = a5;
-	c[SC_C_ARGS / 8 + 5] = a6;
-	c[SC_C_AREA / 8] = area;
+	c[SC_C_COUNT / 8] = n;
+	for (size_t i = 0; i < n; i++) {
+		volatile uint64_t *op = c + (SC_C_OPS + i * SC_OP_SIZE) / 8;
+
+		op[SC_OP_NR / 8] = (uint64_t)ops[i].nr;
+		for (int j = 0; j < 6; j++)
+			op[SC_OP_ARGS / 8 + j] = ops[i].a[j];
+		op[SC_OP_AREA / 8] = ops[i].area;
+	}
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	while ((n = sendmsg(as->sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while ((got = sendmsg(as->sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
-	if (n != 1) {
+	if (got != 1) {
 		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
 		return -ESRCH;
 	}
-	while ((n = read(as->sock, reply, sizeof(reply))) < 0 && errno == EINTR)
+	while ((got = read(as->sock, reply, sizeof(reply))) < 0 && errno == EINTR)
 		;
-	if (n != (ssize_t)sizeof(reply)) {
+	if (got != (ssize_t)sizeof(reply)) {
 		__atomic_store_n(&as->dead, 1, __ATOMIC_RELEASE);
 		return -ESRCH;
 	}
-	memcpy(&ret, reply, sizeof(ret));
+	if (notrun)
+		*notrun = reply[1] > n ? n : (size_t)reply[1];
 	if (rusage)
-		memcpy(rusage, reply + 8, sizeof(reply) - 8);
-	return ret;
+		memcpy(rusage, reply + 2, sizeof(reply) - 16);
+	return (long)reply[0];
 }
 
+/* One call in the controller (see ctl_batch_locked). as->lock held. */
+static long ctl_call_locked(struct sc_as *as, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
+			    uint64_t a4, uint64_t a5, uint64_t a6, uint64_t area, void *rusage)
+{
+	struct sc_op op = { .nr = nr, .a = { a1, a2, a3, a4, a5, a6 }, .area = area };
+
+	return ctl_batch_locked(as, &op, 1, NULL, rusage);
+}
+
+/*
+ * Runs the mapping changes queued while the space had no thread yet (see ctl_call), in batches.
+ * Returns 0, or the first failure's -errno (the rest of the queue is dropped). as->lock held.
+ */
+static int flush_queue_locked(struct sc_as *as)
+{
+	size_t done = 0, notrun;
+	long r = 0;
+
+	while (done < as->nqueue) {
+		size_t n = as->nqueue - done < SC_MAX_OPS ? as->nqueue - done : SC_MAX_OPS;
+
+		r = ctl_batch_locked(as, as->queue + done, n, &notrun, NULL);
+		if (r < 0 && r >= -4095)
+			break;
+		done += n;
+		r = 0;
+	}
+	as->nqueue = 0;
+	return (int)r;
+}
+
+/*
+ * A mapping change. While the space has no thread (the loader and a fork's replay of its
+ * mappings), nothing runs in it: the change is queued and the queue runs in batches, at the
+ * latest before the first thread is made (an error then fails that ctx_create). Afterwards it
+ * runs at once: when as_map/as_unmap/as_protect returns, it holds for every thread.
+ */
 static long ctl_call(struct sc_as *as, long nr, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 		     uint64_t a5, uint64_t a6)
 {
 	long ret;
 
 	pthread_mutex_lock(&as->lock);
+	if (!as->started) {
+		if (as->nqueue == as->queue_cap) {
+			size_t cap = as->queue_cap ? 2 * as->queue_cap : SC_MAX_OPS;
+			struct sc_op *q = realloc(as->queue, cap * sizeof(*q));
+
+			if (!q) {
+				pthread_mutex_unlock(&as->lock);
+				return -ENOMEM;
+			}
+			as->queue = q;
+			as->queue_cap = cap;
+		}
+		as->queue[as->nqueue++] =
+			(struct sc_op){ .nr = nr, .a = { a1, a2, a3, a4, a5, a6 } };
+		pthread_mutex_unlock(&as->lock);
+		return nr == __NR_mmap ? (long)a1 : 0;
+	}
 	ret = ctl_call_locked(as, nr, a1, a2, a3, a4, a5, a6, 0, NULL);
 	pthread_mutex_unlock(&as->lock);
 	return ret;
@@ -370,6 +437,7 @@ static void seccomp_as_destroy(struct platform_as *pas)
 		free(t);
 	}
 	p->mem_free(p->mem_arg, (uint64_t)as->cmd_off, PAGE_SIZE);
+	free(as->queue);
 	pthread_mutex_destroy(&as->lock);
 	cpu_split_destroy(&as->cpu);
 	free(as);
@@ -622,6 +690,12 @@ static int thread_create(struct sc_as *as, struct sc_ctx **out)
 	if (t->area_off < 0) {
 		ret = (int)t->area_off;
 		goto fail;
+	}
+	if (!as->started) {
+		ret = flush_queue_locked(as);
+		if (ret < 0)
+			goto fail;
+		as->started = true;
 	}
 	t->area = p->mem_base + t->area_off;
 	t->area_stub = code->page + SC_AREAS_OFF + (uint64_t)slot * SC_AREA_SIZE;
@@ -971,7 +1045,7 @@ static long seccomp_ctx_peak_rss_kb(struct platform_ctx *pctx)
 {
 	struct sc_ctx *t = to_ctx(pctx);
 	struct sc_as *as = t->as;
-	uint8_t ru[SC_S_REPLY_LEN - 8];
+	uint8_t ru[SC_S_REPLY_LEN - 16];
 	long r, maxrss;
 
 	pthread_mutex_lock(&as->lock);

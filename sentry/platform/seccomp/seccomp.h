@@ -64,18 +64,26 @@
 #define SC_ST_STOPPED 2 /* stub -> sentry: an event; its frame is on the alternate stack */
 #define SC_ST_EXIT 3 /* sentry -> stub: end the thread (exit(0)) */
 
-/* The command page: one controller request at a time (the sentry serialises them). */
-#define SC_C_NR 0 /* u64: system call number */
-#define SC_C_ARGS 8 /* u64[6] */
-#define SC_C_AREA 56 /* u64: clone: the new thread's area (stub address) */
+/*
+ * The command page: one controller request at a time (the sentry serialises them), a batch of
+ * up to SC_MAX_OPS system calls run in order until one fails.
+ */
+#define SC_C_COUNT 0 /* u64: number of calls */
+#define SC_C_OPS 64 /* the calls, SC_OP_SIZE bytes each: */
+#define SC_OP_NR 0 /* u64: system call number */
+#define SC_OP_ARGS 8 /* u64[6] */
+#define SC_OP_AREA 56 /* u64: clone: the new thread's area (stub address) */
+#define SC_OP_SIZE 64
+#define SC_MAX_OPS 63
 
 /* Scratch page offsets (stub addresses code + SC_SCRATCH_OFF + x). */
 #define SC_S_BYTE 0 /* a command byte read from the socket */
 #define SC_S_CMDOFF 8 /* zygote: the new stub's command page offset in the memory file */
 #define SC_S_FDS 16 /* zygote: int[2] of socketpair */
-#define SC_S_REPLY 32 /* controller: u64 result, then the rusage of getrusage requests */
-#define SC_S_RUSAGE (SC_S_REPLY + 8)
-#define SC_S_REPLY_LEN (8 + 144)
+/* controller: u64 last result, u64 calls not run, then the rusage of a getrusage request */
+#define SC_S_REPLY 32
+#define SC_S_RUSAGE (SC_S_REPLY + 16)
+#define SC_S_REPLY_LEN (16 + 144)
 #define SC_S_MSG 256 /* zygote: struct msghdr for the reply (pid + SCM_RIGHTS socket) */
 #define SC_S_IOV 320 /* struct iovec */
 #define SC_S_PID 336 /* u64: the reply's data (pid or -errno) */

@@ -157,8 +157,9 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"	jne 90f\n"
 	/*
 	 * The controller loop: a request is one byte on the socket; what to do is in the command
-	 * page (read-only here: no guest thread can change it); the reply is the result and, for
-	 * getrusage, the rusage.
+	 * page (read-only here: no guest thread can change it): a batch of system calls, run in
+	 * order until one fails; the reply is the last result, the number of calls not run and,
+	 * for getrusage, the rusage.
 	 */
 	"20:	mov $" STR(__NR_read) ", %eax\n"
 	"	mov $" STR(SC_STUB_SOCK) ", %edi\n"
@@ -168,25 +169,37 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"	cmp $1, %rax\n"
 	"	jne 91f\n"
 	"	lea " STR(SC_CMD_OFF) "(%rbx), %r15\n"
-	"	mov " STR(SC_C_NR) "(%r15), %rax\n"
-	"	mov " STR(SC_C_ARGS) "(%r15), %rdi\n"
-	"	mov " STR(SC_C_ARGS + 8) "(%r15), %rsi\n"
-	"	mov " STR(SC_C_ARGS + 16) "(%r15), %rdx\n"
-	"	mov " STR(SC_C_ARGS + 24) "(%r15), %r10\n"
-	"	mov " STR(SC_C_ARGS + 32) "(%r15), %r8\n"
-	"	mov " STR(SC_C_ARGS + 40) "(%r15), %r9\n"
-	"	mov " STR(SC_C_AREA) "(%r15), %r12\n"
+	"	mov " STR(SC_C_COUNT) "(%r15), %r13\n"
+	"	lea " STR(SC_C_OPS) "(%r15), %rbp\n"
+	"	test %r13, %r13\n"
+	"	jz 21f\n"
+	"22:	mov " STR(SC_OP_NR) "(%rbp), %rax\n"
+	"	mov " STR(SC_OP_ARGS) "(%rbp), %rdi\n"
+	"	mov " STR(SC_OP_ARGS + 8) "(%rbp), %rsi\n"
+	"	mov " STR(SC_OP_ARGS + 16) "(%rbp), %rdx\n"
+	"	mov " STR(SC_OP_ARGS + 24) "(%rbp), %r10\n"
+	"	mov " STR(SC_OP_ARGS + 32) "(%rbp), %r8\n"
+	"	mov " STR(SC_OP_ARGS + 40) "(%rbp), %r9\n"
+	"	mov " STR(SC_OP_AREA) "(%rbp), %r12\n"
 	"	mov %rax, %r14\n"
 	"	syscall\n"
 	"	test %rax, %rax\n"
-	"	jnz 21f\n"
+	"	jnz 23f\n"
 	/*
 	 * rax 0 from clone: the new thread. The number is checked in r14, not in the command
 	 * page, which the sentry may already have rewritten for its next request.
 	 */
 	"	cmp $" STR(__NR_clone) ", %r14\n"
 	"	je 30f\n"
+	/* An error (-4095..-1) ends the batch; else the next request, if any. */
+	"23:	cmp $-4095, %rax\n"
+	"	jae 21f\n"
+	"	add $" STR(SC_OP_SIZE) ", %rbp\n"
+	"	dec %r13\n"
+	"	jnz 22b\n"
+	/* The reply: the last result and how many requests were not run. */
 	"21:	mov %rax, " STR(SC_SCRATCH_OFF + SC_S_REPLY) "(%rbx)\n"
+	"	mov %r13, " STR(SC_SCRATCH_OFF + SC_S_REPLY + 8) "(%rbx)\n"
 	"	mov $" STR(__NR_write) ", %eax\n"
 	"	mov $" STR(SC_STUB_SOCK) ", %edi\n"
 	"	lea " STR(SC_SCRATCH_OFF + SC_S_REPLY) "(%rbx), %rsi\n"
