@@ -367,8 +367,14 @@ static pid_t zygote_fork(struct sc_platform *sp, int64_t cmd_off, int *sock)
 		pthread_mutex_unlock(&sp->zlock);
 		return ret;
 	}
-	while ((n = write(sp->zsock, &cmd_off, sizeof(cmd_off))) < 0 && errno == EINTR)
-		;
+	{
+		struct iovec iov = { .iov_base = &cmd_off, .iov_len = sizeof(cmd_off) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+		/* MSG_NOSIGNAL: a dead zygote must not SIGPIPE the sentry. */
+		while ((n = sendmsg(sp->zsock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+			;
+	}
 	pid = n == (ssize_t)sizeof(cmd_off) ? zygote_reply(sp, sock) : -EIO;
 	pthread_mutex_unlock(&sp->zlock);
 	return pid;
