@@ -511,10 +511,25 @@ static int wait_stop(struct sc_ctx *t)
 	while (__atomic_load_n(state, __ATOMIC_SEQ_CST) == SC_ST_RUN) {
 		long r = futex_call(state, FUTEX_WAIT, SC_ST_RUN, &ts);
 
-		if (r < 0 && errno == ETIMEDOUT && stub_gone(t->as)) {
+		if (r == 0 || errno != ETIMEDOUT)
+			continue;
+		if (stub_gone(t->as)) {
 			__atomic_store_n(sleeps, 0, __ATOMIC_RELAXED);
 			return -ESRCH;
 		}
+		/*
+		 * The thread alone may be gone: a guest can reach the handler's exit(2) (its tid
+		 * word, cleared by the kernel at exit, is guest-writable too: a space whose word
+		 * reads 0 is killed either way).
+		 */
+		if (__atomic_load_n(area_u32(t, SC_A_CTID), __ATOMIC_ACQUIRE) == 0 ||
+		    (syscall(SYS_tgkill, t->as->pid, t->tid, 0) < 0 && errno == ESRCH)) {
+			__atomic_store_n(sleeps, 0, __ATOMIC_RELAXED);
+			as_kill(t->as, "a guest thread ended behind the sentry's back");
+			return -ESRCH;
+		}
+		/* A guest may have cleared STUB_SLEEPS to make resume() skip its wake-up. */
+		futex_call(state, FUTEX_WAKE, 1, NULL);
 	}
 	__atomic_store_n(sleeps, 0, __ATOMIC_RELAXED);
 	return 0;
@@ -722,6 +737,8 @@ static int thread_create(struct sc_as *as, struct sc_ctx **out)
 		goto fail;
 	}
 	t->tid = (pid_t)r;
+	/* What CLONE_CHILD_SETTID writes once the thread runs (wait_stop reads it before). */
+	__atomic_store_n(area_u32(t, SC_A_CTID), (uint32_t)t->tid, __ATOMIC_RELEASE);
 	thread_link(t);
 	pthread_mutex_unlock(&as->lock);
 
