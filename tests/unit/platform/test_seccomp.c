@@ -19,6 +19,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -175,6 +176,22 @@ SNIPPET(sc_store_stack, "mov %rdx, (%rbx)\n"
 			"mov $39, %eax\n"
 			"syscall\n"
 			"ud2\n");
+/*
+ * tell the test we run (*rcx = 1), then forever: whenever the word at rbx holds a small positive
+ * number other than rdx (a thread id, not an address, an errno or 0), replace it with rdx and
+ * count it in 8(%rcx)
+ */
+SNIPPET(sc_forge_tid, "movq $1, (%rcx)\n"
+		      "1: mov (%rbx), %rax\n"
+		      "test %rax, %rax\n"
+		      "jle 1b\n"
+		      "cmp $0x400000, %rax\n"
+		      "jae 1b\n"
+		      "cmp %rdx, %rax\n"
+		      "je 1b\n"
+		      "mov %rdx, (%rbx)\n"
+		      "incq 8(%rcx)\n"
+		      "jmp 1b\n");
 /* tell the test we run (*rcx = 1), then store rdx at (%rbx) and 8(%rbx) forever */
 SNIPPET(sc_store_loop, "movq $1, (%rcx)\n"
 		       "1: mov %rdx, (%rbx)\n"
@@ -1985,6 +2002,77 @@ Test(platform_seccomp, a_guest_overwriting_area_pointers_gets_its_space_killed)
 	cr_assert(sp.ev.kind == PLATFORM_EV_DIED, "writer: kind %d", sp.ev.kind);
 	cr_assert_eq(ops()->as_map(as, EXTRA_ADDR, 4096, PROT_READ, EXTRA_OFF), -ESRCH);
 	ops()->ctx_destroy(sp.c);
+	check_a_new_space_works();
+}
+
+/*
+ * The controller's scratch page (its reply buffer) is writable by guest threads of the same stub.
+ * A guest thread that rewrites the reply to a clone request (the new thread's tid) with the pid
+ * of another host process must not make the sentry act on that process: here, bind the decoy to
+ * one CPU (ctx_switch's sched_setaffinity of the tid it was told).
+ *
+ * KNOWN FAILURE (seccomp platform bug, reported to the lead, 2026-12-01; the race is won within a
+ * few hundred threads here): thread_create() takes the tid from the controller's reply in the
+ * guest-writable scratch page, and bind_to_my_cpu() calls sched_setaffinity() on it, so a guest
+ * can pin any host process the sentry may act on.
+ */
+Test(platform_seccomp, a_guest_forging_the_controllers_clone_reply_cannot_touch_another_process)
+{
+	struct spinner sp = { 0 };
+	cpu_set_t all, now;
+	pid_t decoy;
+	int pfd[2], changed = 0, made = 0;
+	pthread_t th;
+
+	cr_assert_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+	if (CPU_COUNT(&all) < 2)
+		cr_skip_test("one CPU: binding cannot be seen");
+	cr_assert_eq(pipe(pfd), 0);
+	decoy = fork();
+	if (decoy == 0) {
+		char c;
+
+		close(pfd[1]);
+		_exit(read(pfd[0], &c, 1) < 0);
+	}
+	close(pfd[0]);
+	cr_assert_gt(decoy, 0);
+	cr_assert_eq(sched_setaffinity(decoy, sizeof(all), &all), 0);
+
+	LOAD(sc_syscall);
+	load_code_at(CODE2, sc_forge_tid_start, sc_forge_tid_end);
+	cr_assert_eq(ops()->ctx_clone(ctx, &sp.c), 0);
+	sp.r.rip = CODE_ADDR + CODE2;
+	sp.r.rbx = code->page + SC_SCRATCH_OFF + SC_S_REPLY;
+	sp.r.rcx = DATA_ADDR + 64;
+	sp.r.rdx = (uint64_t)decoy;
+	cr_assert_eq(pthread_create(&th, NULL, adopt_and_switch, &sp), 0);
+	while (data_word(DATA_OFF + 64) != 1)
+		sched_yield();
+	for (int i = 0; i < 1000 && !changed; i++) {
+		struct platform_ctx *c;
+
+		if (ops()->ctx_create(as, &c) != 0)
+			continue;
+		made++;
+		run_syscall_in(c, 39, DATA_ADDR);
+		ops()->ctx_destroy(c);
+		cr_assert_eq(sched_getaffinity(decoy, sizeof(now), &now), 0);
+		if (!CPU_EQUAL(&now, &all))
+			changed = i + 1;
+	}
+	ops()->ctx_interrupt(sp.c);
+	pthread_join(th, NULL);
+	ops()->ctx_destroy(sp.c);
+	close(pfd[1]);
+	waitpid(decoy, NULL, 0);
+	cr_assert_gt(made, 0, "no thread could be made while the reply was forged");
+	fprintf(stderr, "seccomp platform: %d threads made, %llu clone replies rewritten\n", made,
+		(unsigned long long)data_word(DATA_OFF + 72));
+	cr_assert_eq(changed, 0,
+		     "after %d new threads the decoy process %d was bound to %d CPU(s): the sentry "
+		     "used a tid the guest forged",
+		     changed, decoy, CPU_COUNT(&now));
 	check_a_new_space_works();
 }
 
