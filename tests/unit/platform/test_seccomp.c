@@ -1817,6 +1817,30 @@ Test(platform_seccomp, the_guest_can_write_its_own_area)
 	cr_assert_eq(*(uint64_t *)(mem + pool_last_area + 4096 - 8), 0x1234);
 }
 
+/* The guest may read the stub's code and command pages (they are in its process) but not write. */
+Test(platform_seccomp, the_code_and_command_pages_are_read_only_to_the_guest)
+{
+	uint64_t targets[] = { code->page, code->page + SC_CMD_OFF };
+	struct platform_event ev;
+
+	for (size_t i = 0; i < ARRAY_SIZE_(targets); i++) {
+		LOAD(sc_store);
+		regs.rbx = targets[i];
+		ev = run();
+		cr_assert_eq(ev.kind, PLATFORM_EV_FAULT, "%#llx: kind %d",
+			     (unsigned long long)targets[i], ev.kind);
+		cr_assert_eq(ev.signo, SIGSEGV);
+		cr_assert_eq(ev.code, SEGV_ACCERR);
+		cr_assert_eq(ev.addr, targets[i]);
+		cr_assert_eq(regs.rip, CODE_ADDR);
+	}
+	LOAD(sc_load);
+	regs.rbx = code->page;
+	ev = run();
+	cr_assert_eq(ev.kind, PLATFORM_EV_SYSCALL, "kind %d", ev.kind);
+	cr_assert_eq(regs.rdi, *(uint64_t *)code->page);
+}
+
 /* Jumping to any `syscall` of the stub's code with a forbidden number kills the stub. */
 Test(platform_seccomp, a_guest_calling_from_the_code_page_with_forbidden_numbers_is_killed)
 {
