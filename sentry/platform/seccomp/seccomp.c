@@ -37,7 +37,7 @@
 #define USER64_SS 0x2b
 
 /* How long a wait for the stub lasts before the sentry checks that the stub still lives. */
-#define SC_LIVENESS_NS 200000000LL
+#define SC_LIVENESS_NS 50000000LL
 
 struct sc_platform {
 	struct platform base;
@@ -737,6 +737,16 @@ static int thread_create(struct sc_as *as, struct sc_ctx **out)
 		goto fail;
 	}
 	t->tid = (pid_t)r;
+	/*
+	 * The reply came through memory guest threads can write: the tid must name a thread of
+	 * this stub (tgkill with signal 0 checks it within the thread group), else no host call
+	 * that takes a bare tid (sched_setaffinity) may use it.
+	 */
+	if (syscall(SYS_tgkill, as->pid, t->tid, 0) < 0) {
+		ret = -EIO;
+		as_kill(as, "the controller's reply named no thread of the stub");
+		goto fail;
+	}
 	/* What CLONE_CHILD_SETTID writes once the thread runs (wait_stop reads it before). */
 	__atomic_store_n(area_u32(t, SC_A_CTID), (uint32_t)t->tid, __ATOMIC_RELEASE);
 	thread_link(t);
@@ -864,6 +874,9 @@ static void bind_to_my_cpu(struct sc_ctx *t)
 		return;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
+	/* A tid of the stub still (it was checked when made; a thread may have ended since). */
+	if (syscall(SYS_tgkill, t->as->pid, t->tid, 0) < 0)
+		return;
 	sched_setaffinity(t->tid, sizeof(set), &set);
 	t->cpu = cpu;
 }

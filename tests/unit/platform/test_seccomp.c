@@ -1957,10 +1957,8 @@ Test(platform_seccomp, a_futex_wait_from_the_code_page_does_not_hang)
 /*
  * exit is allowed from the code page (the handler's way out): a guest that jumps to it ends its
  * stub thread. The switch must then report DIED (or at least return), not wait forever.
- *
- * KNOWN FAILURE (seccomp platform bug, reported to the lead, 2026-12-01): the stub thread exits,
- * CLONE_CHILD_CLEARTID clears SC_A_CTID, but wait_stop() only checks that the stub *process*
- * lives (its socket), so the switch waits forever; ctx_interrupt's tgkill finds no thread.
+ * (Found hanging: wait_stop() checked only that the stub *process* lived; it now also checks the
+ * thread's CLONE_CHILD_CLEARTID word and tgkill(pid, tid, 0).)
  */
 Test(platform_seccomp, a_guest_exiting_through_the_code_page_does_not_hang)
 {
@@ -2034,11 +2032,8 @@ Test(platform_seccomp, a_guest_overwriting_area_pointers_gets_its_space_killed)
  * A guest thread that rewrites the reply to a clone request (the new thread's tid) with the pid
  * of another host process must not make the sentry act on that process: here, bind the decoy to
  * one CPU (ctx_switch's sched_setaffinity of the tid it was told).
- *
- * KNOWN FAILURE (seccomp platform bug, reported to the lead, 2026-12-01; the race is won within a
- * few hundred threads here): thread_create() takes the tid from the controller's reply in the
- * guest-writable scratch page, and bind_to_my_cpu() calls sched_setaffinity() on it, so a guest
- * can pin any host process the sentry may act on.
+ * (Found failing: the tid of the reply, in the guest-writable scratch page, went to
+ * sched_setaffinity() unchecked; it is now checked to be a thread of the stub with tgkill 0.)
  */
 Test(platform_seccomp, a_guest_forging_the_controllers_clone_reply_cannot_touch_another_process)
 {
@@ -2201,11 +2196,8 @@ Test(platform_seccomp, a_guest_moving_a_threads_signal_stack_does_not_hang)
 /*
  * Another guest thread clears the stopped thread's "stub sleeps" flag: the sentry must still wake
  * the thread when it resumes it (or kill the space), not wait forever.
- *
- * KNOWN FAILURE (seccomp platform bug, reported to the lead, 2026-12-01): resume() wakes the
- * stub thread only if SC_A_STUB_SLEEPS (guest-writable) says it sleeps, and wait_stop()'s
- * liveness check never wakes it again; the thread sleeps in FUTEX_WAIT with every signal blocked,
- * so ctx_interrupt cannot reach it either.
+ * (Found hanging: resume() wakes the thread only if the guest-writable SC_A_STUB_SLEEPS says it
+ * sleeps; wait_stop() now wakes it again at each liveness check.)
  */
 Test(platform_seccomp, a_guest_clearing_a_stopped_threads_sleep_flag_does_not_hang)
 {
