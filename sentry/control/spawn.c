@@ -12,6 +12,9 @@
  *
  * References: the new task starts with one reference (the host thread's); pid_insert takes
  * the pid table's. The process's reference for control_wait_exit is taken before it can run.
+ * Once the host thread has started, the task is its own: it may run, exit, be reaped and be
+ * freed before the caller wakes, so the caller never looks at it again (only at the process
+ * it holds a reference on).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -338,6 +341,7 @@ out_put:
 int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
 {
 	struct spawn_result r = { .done = false };
+	struct thread_group *waiter = NULL;
 	struct spawn_job *j;
 	pthread_attr_t attr;
 	pthread_t th;
@@ -363,8 +367,9 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
 	}
 	j->t = t;
 	if (s->tg_out) {
-		tg_get(t->tg);
-		j->waiter_ref = t->tg;
+		waiter = t->tg;
+		tg_get(waiter);
+		j->waiter_ref = waiter;
 	}
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
@@ -391,8 +396,9 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
 	if (ret == 0) {
 		if (s->pid_out)
 			*s->pid_out = r.pid;
+		/* The reference taken above; not t->tg: t may be freed by now. */
 		if (s->tg_out)
-			*s->tg_out = t->tg; /* the reference taken above */
+			*s->tg_out = waiter;
 	}
 out:
 	pthread_cond_destroy(&r.cond);
