@@ -182,8 +182,9 @@ static void give_up(const char *why)
  */
 static uint64_t slewed_rate(int64_t line_ns, int64_t host_ns, uint64_t rate, uint64_t ticks)
 {
-	__int128 corr =
-		((__int128)(host_ns - line_ns) << VVAR_SHIFT) / (__int128)(ticks ? ticks : 1);
+	/* A product, not a shift: the gap may be negative (UBSan: a negative left shift). */
+	__int128 corr = (__int128)(host_ns - line_ns) * ((__int128)1 << VVAR_SHIFT) /
+			(__int128)(ticks ? ticks : 1);
 	__int128 max = rate / SLEW_MAX_DIV;
 
 	if (corr > max)
