@@ -34,6 +34,7 @@
 #include "common/util.h"
 #include "sentry/platform/ptrace/ptrace.h"
 #include "sentry/platform/ptrace/stub.h"
+#include "sentry/platform/stubchild.h"
 
 #define STUB_FPROG_OFF 0x800
 #define STUB_FILTER_OFF 0x810
@@ -369,9 +370,7 @@ struct stub_kernel_sigaction {
 static __attribute__((noreturn, noinline)) void stub_child(const struct stub_code *code, int memfd,
 							   bool probe)
 {
-	static const char name[16] = "husk-stub";
 	struct stub_kernel_sigaction dfl = { .handler = (unsigned long)SIG_DFL };
-	struct rlimit nocore = { 0, 0 };
 	uint64_t nomask = 0;
 
 	if (probe) {
@@ -389,13 +388,7 @@ static __attribute__((noreturn, noinline)) void stub_child(const struct stub_cod
 	/* Die with the tracer thread, even before PTRACE_O_EXITKILL is set. */
 	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		goto fail;
-	if (syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) < 0)
-		goto fail;
-	/* A stub killed by its seccomp filter must not write guest memory into a core file. */
-	if (syscall(SYS_prlimit64, 0, RLIMIT_CORE, &nocore, NULL) < 0)
-		goto fail;
-	/* Required to install a filter without CAP_SYS_ADMIN; the stub never execs anyway. */
-	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (stub_child_prelude() < 0)
 		goto fail;
 	/* The sentry's handlers point into memory about to be unmapped; the mask could hide
 	 * the interrupt signal. */
@@ -405,18 +398,8 @@ static __attribute__((noreturn, noinline)) void stub_child(const struct stub_cod
 		if (sig != SIGKILL && sig != SIGSTOP)
 			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	}
-	/*
-	 * fork keeps glibc's rseq registration, whose area (in the sentry's TLS) is about to go:
-	 * the kernel would then fail to update it and kill the stub with SIGSEGV.
-	 */
-	if (__rseq_size > 0) {
-		void *area = (char *)__builtin_thread_pointer() + __rseq_offset;
-
-		if (syscall(SYS_rseq, area, __rseq_size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) <
-			    0 &&
-		    syscall(SYS_rseq, area, 32, 1, RSEQ_SIG) < 0)
-			goto fail;
-	}
+	if (stub_child_forget_rseq() < 0)
+		goto fail;
 	if (syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) < 0)
 		goto fail;
 	if (memfd != PTRACE_STUB_MEMFD && syscall(SYS_dup2, memfd, PTRACE_STUB_MEMFD) < 0)
@@ -424,17 +407,9 @@ static __attribute__((noreturn, noinline)) void stub_child(const struct stub_cod
 	if (syscall(SYS_close_range, 0, PTRACE_STUB_MEMFD - 1, 0) < 0 ||
 	    syscall(SYS_close_range, PTRACE_STUB_MEMFD + 1, ~0U, 0) < 0)
 		goto fail;
-	if (syscall(SYS_mprotect, code->page, PAGE_SIZE, PROT_READ | PROT_EXEC) < 0)
-		goto fail;
-	__asm__ volatile("xor %%ebp, %%ebp\n\t"
-			 "jmp *%0"
-			 :
-			 : "r"(code->page)
-			 : "memory");
-	__builtin_unreachable();
+	stub_child_enter(code->page, code->page);
 fail:
-	syscall(SYS_exit_group, errno > 0 && errno < 256 ? errno : EIO);
-	__builtin_unreachable();
+	stub_child_fail();
 }
 
 int stub_wait(pid_t pid, int *status)

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sentry/platform/seccomp/seccomp.h"
+#include "sentry/platform/stubchild.h"
 
 #define SC_FPROG_ZYGOTE_OFF 0x800
 #define SC_FILTER_ZYGOTE_OFF 0x810
@@ -550,18 +551,11 @@ const struct sc_code *sc_code_get(int *err)
 static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_code *code,
 								int memfd, int sock)
 {
-	static const char name[16] = "husk-stub";
 	const struct sc_kernel_sigaction *sa =
 		(const struct sc_kernel_sigaction *)(code->page + SC_SCRATCH_OFF + SC_S_SIGACT);
-	struct rlimit nocore = { 0, 0 };
 	uint64_t all = ~0ULL;
 
-	if (syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) < 0)
-		goto fail;
-	/* A stub killed by its filter must not write guest memory into a core file. */
-	if (syscall(SYS_prlimit64, 0, RLIMIT_CORE, &nocore, NULL) < 0)
-		goto fail;
-	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (stub_child_prelude() < 0)
 		goto fail;
 	/* The zygote and controllers block every signal; a guest thread unblocks them all. */
 	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all)) < 0)
@@ -571,14 +565,8 @@ static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_
 		    syscall(SYS_rt_sigaction, sig, sa, NULL, sizeof(sa->mask)) < 0)
 			goto fail;
 	}
-	if (__rseq_size > 0) {
-		void *area = (char *)__builtin_thread_pointer() + __rseq_offset;
-
-		if (syscall(SYS_rseq, area, __rseq_size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) <
-			    0 &&
-		    syscall(SYS_rseq, area, 32, 1, RSEQ_SIG) < 0)
-			goto fail;
-	}
+	if (stub_child_forget_rseq() < 0)
+		goto fail;
 	/* memfd and sock to their fixed numbers, whatever they were. */
 	if (memfd == SC_STUB_SOCK) {
 		memfd = (int)syscall(SYS_fcntl, memfd, F_DUPFD, 10);
@@ -592,17 +580,9 @@ static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_
 	if (syscall(SYS_close_range, 0, SC_STUB_MEMFD - 1, 0) < 0 ||
 	    syscall(SYS_close_range, SC_STUB_SOCK + 1, ~0U, 0) < 0)
 		goto fail;
-	if (syscall(SYS_mprotect, code->page, PAGE_SIZE, PROT_READ | PROT_EXEC) < 0)
-		goto fail;
-	__asm__ volatile("xor %%ebp, %%ebp\n\t"
-			 "jmp *%0"
-			 :
-			 : "r"(code->zygote_entry)
-			 : "memory");
-	__builtin_unreachable();
+	stub_child_enter(code->page, code->zygote_entry);
 fail:
-	syscall(SYS_exit_group, errno > 0 && errno < 256 ? errno : EIO);
-	__builtin_unreachable();
+	stub_child_fail();
 }
 
 pid_t sc_zygote_spawn(const struct sc_code *code, int memfd, int sock)
