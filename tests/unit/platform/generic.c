@@ -704,8 +704,7 @@ Test(GENERIC_SUITE, int80_gives_sigsegv_at_the_instruction)
 	cr_assert_eq(ev.signo, SIGILL);
 }
 
-/* Runs snip_store with rbx = addr and checks that it faults there with SEGV_ACCERR. */
-static void check_store_is_refused(uint64_t addr)
+void check_store_is_refused(uint64_t addr)
 {
 	struct platform_event ev;
 
@@ -1133,8 +1132,10 @@ Test(GENERIC_SUITE, as_destroy_leaves_no_process_no_fd_and_no_memory)
 	cr_assert_eq(kill(pid, 0), -1);
 	cr_assert_eq(errno, ESRCH);
 	cr_assert_eq(pool_bytes_out(), 0);
-	/* What the backend keeps besides stubs (ptrace: a template stub and the stub kept ready;
-	 * seccomp: the zygote) goes with the platform. */
+	/*
+	 * What the backend keeps besides stubs (ptrace: a template stub and the stub kept ready;
+	 * seccomp: the zygote) goes with the platform.
+	 */
 	platform_destroy(plat);
 	plat = NULL;
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG | __WALL), -1);
@@ -1168,7 +1169,7 @@ Test(GENERIC_SUITE, churning_spaces_and_threads_leaves_nothing_behind)
 	}
 	cr_assert_eq(threads_of(stub_pid(), NULL), test_backend.own_threads + 1);
 	cr_assert_eq(pool_bytes_out(), out);
-	for (int i = 0; i < 400; i++) {
+	for (int i = 0; i < 500; i++) {
 		struct platform_as *a2;
 		struct platform_ctx *c2;
 

@@ -112,6 +112,8 @@ struct platform_event run(void);
 void run_getpid(void);
 /* Runs snip_syscall in ctx c with rax = nr, rbx = where to store the result; checks the stop. */
 void run_syscall_in(struct platform_ctx *c, uint64_t nr, uint64_t store_at);
+/* Runs snip_store with rbx = addr and checks that it faults there with SEGV_ACCERR. */
+void check_store_is_refused(uint64_t addr);
 /* The word at memory-file offset off. */
 uint64_t data_word(unsigned long off);
 
@@ -125,8 +127,10 @@ int pool_bad_frees(void);
 /* The offset of the last allocation of len bytes, or -1. */
 int64_t pool_last_alloc(uint64_t len);
 
-/* The first line of <dir>/<file> (dir: /proc/<pid>, /proc/<pid>/task/<tid>) that starts with
- * key, or "". */
+/*
+ * The first line of <dir>/<file> (dir: /proc/<pid>, /proc/<pid>/task/<tid>) that starts with
+ * key, or "".
+ */
 void proc_line(const char *dir, const char *file, const char *key, char *out, size_t len);
 /* The number after key in <dir>/status, or -1; the same for /proc/<pid>. */
 long status_number(const char *dir, const char *key);
@@ -141,8 +145,10 @@ void fd_target(pid_t pid, int fd, char *out, size_t len);
 bool maps_contain(pid_t pid, uint64_t addr);
 /* Maps a page of this process at each address (or finds one there already). */
 void occupy_pages(const uint64_t *addrs, size_t n);
-/* Open fds of this process; its children (pids into out, up to max); threads of pid (the first
- * that is not pid into *other if not NULL). */
+/*
+ * Open fds of this process; its children (pids into out, up to max); threads of pid (the first
+ * that is not pid into *other if not NULL).
+ */
 int count_fds(void);
 int list_children(pid_t *out, int max);
 int count_children(void);

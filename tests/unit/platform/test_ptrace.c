@@ -146,8 +146,7 @@ Test(platform_ptrace, stubs_after_the_first_are_forked_from_a_template_with_the_
 	pid[1] = stub_pid_of(as2);
 	pid[2] = stub_pid_of(as3);
 	for (int i = 0; i < 3; i++) {
-		/* CLONE_PARENT: the template's parent (this process) is theirs, so this process
-		 * reaps. */
+		/* CLONE_PARENT: the template's parent (this process) is theirs: it reaps. */
 		cr_assert_eq(pid_status_number(pid[i], "PPid:"), getpid());
 		/*
 		 * The first space's stub was forked by the caller (its filter alone); the next

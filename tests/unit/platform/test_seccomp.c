@@ -11,9 +11,7 @@
  * it kills the stub so that the test ends; the test then fails ("the sentry hung").
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -179,6 +177,8 @@ static uint64_t area_stub_addr(int64_t area_off)
  */
 TestSuite(platform_seccomp, .init = setup, .fini = teardown, .timeout = 120);
 TestSuite(platform_seccomp_create, .timeout = 120);
+
+/* ---- what the generic tests do not ask of every backend ---------------------------------- */
 
 Test(platform_seccomp, protect_of_an_unmapped_range_fails_with_enomem)
 {
@@ -705,17 +705,8 @@ Test(platform_seccomp, the_code_and_command_pages_are_read_only_to_the_guest)
 	uint64_t targets[] = { code->page, code->page + SC_CMD_OFF };
 	struct platform_event ev;
 
-	for (size_t i = 0; i < ARRAY_SIZE_(targets); i++) {
-		LOAD(snip_store);
-		regs.rbx = targets[i];
-		ev = run();
-		cr_assert_eq(ev.kind, PLATFORM_EV_FAULT, "%#llx: kind %d",
-			     (unsigned long long)targets[i], ev.kind);
-		cr_assert_eq(ev.signo, SIGSEGV);
-		cr_assert_eq(ev.code, SEGV_ACCERR);
-		cr_assert_eq(ev.addr, targets[i]);
-		cr_assert_eq(regs.rip, CODE_ADDR);
-	}
+	for (size_t i = 0; i < ARRAY_SIZE_(targets); i++)
+		check_store_is_refused(targets[i]);
 	LOAD(snip_load);
 	regs.rbx = code->page;
 	ev = run();
@@ -975,6 +966,20 @@ static struct platform_ctx *second_ctx_writes(const char *start, const char *end
 	return c2;
 }
 
+/* Resumes the fixture's ctx (rax = 0) under the watchdog, after the writer wrote its frame. */
+static struct platform_event resume_after_the_write(const char *what)
+{
+	regs.rax = 0;
+	return guarded_switch(ctx, &regs, what);
+}
+
+/* Ends the writer; the sentry side must still work. */
+static void end_the_writer(struct platform_ctx *c2)
+{
+	ops()->ctx_destroy(c2);
+	check_a_new_space_works();
+}
+
 /* Stops ctx at a system call and returns its frame's ucontext (a stub address). */
 static uint64_t stop_and_find_frame(void)
 {
@@ -994,14 +999,12 @@ Test(platform_seccomp, a_guest_corrupting_a_stopped_threads_fpstate_pointer_is_c
 
 	c2 = second_ctx_writes(snip_store64_start, snip_store64_end,
 			       uc + offsetof(ucontext_t, uc_mcontext.fpregs), 0x41410000ULL, 0);
-	regs.rax = 0;
-	ev = guarded_switch(ctx, &regs, "resume with a bad fpregs pointer");
+	ev = resume_after_the_write("resume with a bad fpregs pointer");
 	/* Its sigreturn fails: the stub dies, or the guest gets a SIGSEGV as Linux would. */
 	cr_assert(ev.kind == PLATFORM_EV_DIED ||
 			  (ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV),
 		  "kind %d signo %d", ev.kind, ev.signo);
-	ops()->ctx_destroy(c2);
-	check_a_new_space_works();
+	end_the_writer(c2);
 }
 
 Test(platform_seccomp, a_guest_corrupting_a_stopped_threads_xstate_header_is_contained)
@@ -1015,13 +1018,11 @@ Test(platform_seccomp, a_guest_corrupting_a_stopped_threads_xstate_header_is_con
 	cr_assert_neq(fp, 0);
 	/* XSTATE_BV with every bit set, XCOMP_BV with the compacted bit. */
 	c2 = second_ctx_writes(snip_store64_start, snip_store64_end, fp + 512, ~0ULL, 0);
-	regs.rax = 0;
-	ev = guarded_switch(ctx, &regs, "resume with a bad xstate header");
+	ev = resume_after_the_write("resume with a bad xstate header");
 	cr_assert(ev.kind == PLATFORM_EV_DIED || ev.kind == PLATFORM_EV_SYSCALL ||
 			  (ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV),
 		  "kind %d signo %d", ev.kind, ev.signo);
-	ops()->ctx_destroy(c2);
-	check_a_new_space_works();
+	end_the_writer(c2);
 }
 
 /*
@@ -1041,13 +1042,11 @@ Test(platform_seccomp, a_guest_moving_a_threads_signal_stack_does_not_hang)
 			       uc + offsetof(ucontext_t, uc_stack), ALT_ADDR + 4096,
 			       SC_AREA_SIZE - 4096);
 	/* Resume: snip_syscall goes on to syscall(60), a fresh stop. */
-	regs.rax = 0;
-	ev = guarded_switch(ctx, &regs, "system call after the signal stack was moved");
+	ev = resume_after_the_write("system call after the signal stack was moved");
 	cr_assert(ev.kind == PLATFORM_EV_DIED ||
 			  (ev.kind == PLATFORM_EV_SYSCALL && regs.orig_rax == 60),
 		  "kind %d orig_rax %lld", ev.kind, regs.orig_rax);
-	ops()->ctx_destroy(c2);
-	check_a_new_space_works();
+	end_the_writer(c2);
 }
 
 /*
@@ -1065,13 +1064,11 @@ Test(platform_seccomp, a_guest_clearing_a_stopped_threads_sleep_flag_does_not_ha
 	stop_and_find_frame();
 	area = area_stub_addr(last_area());
 	c2 = second_ctx_writes(snip_store32_start, snip_store32_end, area + SC_A_STUB_SLEEPS, 0, 0);
-	regs.rax = 0;
-	ev = guarded_switch(ctx, &regs, "resume after the sleep flag was cleared");
+	ev = resume_after_the_write("resume after the sleep flag was cleared");
 	cr_assert(ev.kind == PLATFORM_EV_DIED || ev.kind == PLATFORM_EV_INTERRUPT ||
 			  (ev.kind == PLATFORM_EV_SYSCALL && regs.orig_rax == 60),
 		  "kind %d orig_rax %lld", ev.kind, regs.orig_rax);
-	ops()->ctx_destroy(c2);
-	check_a_new_space_works();
+	end_the_writer(c2);
 }
 
 /* A guest writing garbage into its own state word: an odd event or a kill, never a hang. */
