@@ -422,15 +422,24 @@ void check_fds_are(pid_t pid, const int *want, size_t n)
 	cr_assert_str_eq(target, ours);
 }
 
-bool maps_contain(pid_t pid, uint64_t addr)
+FILE *open_maps(pid_t pid)
 {
-	char path[64], line[512];
-	bool found = false;
+	char path[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
-	cr_assert_not_null(f);
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	return f;
+}
+
+bool maps_contain(pid_t pid, uint64_t addr)
+{
+	char line[512];
+	bool found = false;
+	FILE *f;
+
+	f = open_maps(pid);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi;
 

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "sentry/platform/platform.h"
@@ -141,6 +142,8 @@ void check_husk_stub_under_filter(const char *dir);
 void check_fds_are(pid_t pid, const int *want, size_t n);
 /* The target of /proc/<pid>/fd/<fd>. */
 void fd_target(pid_t pid, int fd, char *out, size_t len);
+/* /proc/<pid>/maps, open for reading. */
+FILE *open_maps(pid_t pid);
 /* True if /proc/<pid>/maps has a mapping that contains addr. */
 bool maps_contain(pid_t pid, uint64_t addr);
 /* Maps a page of this process at each address (or finds one there already). */

@@ -80,14 +80,12 @@ Test(platform_ptrace, stub_maps_only_its_code_page_and_guest_memory)
 {
 	uint64_t code = ptrace_stub_code_page();
 	int guest = 0, code_seen = 0, vsyscall = 0;
-	char path[64], line[512];
+	char line[512];
 	FILE *f;
 
 	cr_assert_gt(code, 0);
 	cr_assert_geq(code, PLATFORM_GUEST_MAX);
-	snprintf(path, sizeof(path), "/proc/%d/maps", stub_pid());
-	f = fopen(path, "re");
-	cr_assert_not_null(f);
+	f = open_maps(stub_pid());
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi;
 

@@ -290,13 +290,11 @@ static void check_stub_maps(pid_t pid, int *areas_seen, int *guest_seen)
 {
 	uint64_t c = code->page;
 	int code_seen = 0, scratch_seen = 0, cmd_seen = 0;
-	char path[64], line[512];
+	char line[512];
 	FILE *f;
 
 	*areas_seen = *guest_seen = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	cr_assert_not_null(f);
+	f = open_maps(pid);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi;
 		char perms[8];
@@ -356,14 +354,12 @@ Test(platform_seccomp, stub_maps_only_its_pages_and_guest_memory)
 
 Test(platform_seccomp, zygote_maps_only_its_code_and_scratch_pages)
 {
-	char path[64], line[512];
+	char line[512];
 	pid_t z = zygote_pid();
 	int n = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", z);
-	f = fopen(path, "re");
-	cr_assert_not_null(f);
+	f = open_maps(z);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi;
 
