@@ -36,6 +36,9 @@
 #define USER64_CS 0x33
 #define USER64_SS 0x2b
 
+/* Areas of ended threads a space keeps for reuse before ctx_destroy waits (seccomp_ctx_destroy). */
+#define SC_EXITED_MAX 8
+
 /* How long a wait for the stub lasts before the sentry checks that the stub still lives. */
 #define SC_LIVENESS_NS 50000000LL
 
@@ -69,6 +72,8 @@ struct sc_as {
 	struct sc_op *queue; /* mapping changes made before that */
 	size_t nqueue, queue_cap;
 	struct sc_ctx *threads;
+	struct sc_ctx *exited; /* ended by ctx_destroy; their areas wait for reuse */
+	int nexited;
 	struct cpu_split cpu;
 };
 
@@ -209,26 +214,45 @@ static long ctl_call_locked(struct sc_as *as, long nr, uint64_t a1, uint64_t a2,
 	return ctl_batch_locked(as, &op, 1, NULL, rusage);
 }
 
+/* Appends op to as->queue. Returns 0 or -ENOMEM. as->lock held. */
+static int queue_push_locked(struct sc_as *as, const struct sc_op *op)
+{
+	if (as->nqueue == as->queue_cap) {
+		size_t cap = as->queue_cap ? 2 * as->queue_cap : SC_MAX_OPS;
+		struct sc_op *q = realloc(as->queue, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		as->queue = q;
+		as->queue_cap = cap;
+	}
+	as->queue[as->nqueue++] = *op;
+	return 0;
+}
+
 /*
- * Runs the mapping changes queued while the space had no thread yet (see ctl_call), in batches.
- * Returns 0, or the first failure's -errno (the rest of the queue is dropped). as->lock held.
+ * Runs as->queue in batches of up to SC_MAX_OPS and empties it. Returns 0 with *last = the last
+ * call's result, or the first failure's -errno (the rest of the queue is dropped). as->lock held.
  */
-static int flush_queue_locked(struct sc_as *as)
+static int run_queue_locked(struct sc_as *as, long *last)
 {
 	size_t done = 0, notrun;
 	long r = 0;
+	int ret = 0;
 
 	while (done < as->nqueue) {
 		size_t n = as->nqueue - done < SC_MAX_OPS ? as->nqueue - done : SC_MAX_OPS;
 
 		r = ctl_batch_locked(as, as->queue + done, n, &notrun, NULL);
-		if (r < 0 && r >= -4095)
+		if (r < 0 && r >= -4095) {
+			ret = (int)r;
 			break;
+		}
 		done += n;
-		r = 0;
 	}
 	as->nqueue = 0;
-	return (int)r;
+	*last = r;
+	return ret;
 }
 
 /*
@@ -244,21 +268,11 @@ static long ctl_call(struct sc_as *as, long nr, uint64_t a1, uint64_t a2, uint64
 
 	pthread_mutex_lock(&as->lock);
 	if (!as->started) {
-		if (as->nqueue == as->queue_cap) {
-			size_t cap = as->queue_cap ? 2 * as->queue_cap : SC_MAX_OPS;
-			struct sc_op *q = realloc(as->queue, cap * sizeof(*q));
+		struct sc_op op = { .nr = nr, .a = { a1, a2, a3, a4, a5, a6 } };
 
-			if (!q) {
-				pthread_mutex_unlock(&as->lock);
-				return -ENOMEM;
-			}
-			as->queue = q;
-			as->queue_cap = cap;
-		}
-		as->queue[as->nqueue++] =
-			(struct sc_op){ .nr = nr, .a = { a1, a2, a3, a4, a5, a6 } };
+		ret = queue_push_locked(as, &op);
 		pthread_mutex_unlock(&as->lock);
-		return nr == __NR_mmap ? (long)a1 : 0;
+		return ret < 0 ? ret : nr == __NR_mmap ? (long)a1 : 0;
 	}
 	ret = ctl_call_locked(as, nr, a1, a2, a3, a4, a5, a6, 0, NULL);
 	pthread_mutex_unlock(&as->lock);
@@ -438,6 +452,11 @@ static void seccomp_as_destroy(struct platform_as *pas)
 	cpu_split_reaped(&as->cpu);
 	close(as->sock);
 	for (t = as->threads; t; t = next) {
+		next = t->next;
+		thread_free_area(t, false);
+		free(t);
+	}
+	for (t = as->exited; t; t = next) {
 		next = t->next;
 		thread_free_area(t, false);
 		free(t);
@@ -676,6 +695,30 @@ static void thread_free_area(struct sc_ctx *t, bool reuse)
 }
 
 /*
+ * Gives t the area of a thread ctx_destroy ended that is gone (its tid word cleared by the
+ * kernel): slot, memory and the stub's mapping, already in place. Returns true if it did.
+ * as->lock held.
+ */
+static bool reuse_exited_locked(struct sc_as *as, struct sc_ctx *t)
+{
+	for (struct sc_ctx **pp = &as->exited; *pp; pp = &(*pp)->next) {
+		struct sc_ctx *z = *pp;
+
+		if (__atomic_load_n(area_u32(z, SC_A_CTID), __ATOMIC_ACQUIRE) != 0)
+			continue;
+		*pp = z->next;
+		as->nexited--;
+		t->slot = z->slot;
+		t->area_off = z->area_off;
+		t->area = z->area;
+		t->area_stub = z->area_stub;
+		free(z);
+		return true;
+	}
+	return false;
+}
+
+/*
  * Makes a guest thread in as: an area, mapped in the stub; a clone made by the controller, which
  * sets itself up and parks (its first stop, on the park ud2). Returns 0 and *out, or -errno.
  */
@@ -684,9 +727,10 @@ static int thread_create(struct sc_as *as, struct sc_ctx **out)
 	struct platform *p = as->base.p;
 	const struct sc_code *code = as->sp->code;
 	struct sc_ctx *t = calloc(1, sizeof(*t));
+	bool reused;
 	uint8_t *info;
 	int slot = -1, ret;
-	long r;
+	long r = 0;
 
 	if (!t)
 		return -ENOMEM;
@@ -695,46 +739,61 @@ static int thread_create(struct sc_as *as, struct sc_ctx **out)
 	t->cpu = -1;
 	t->area_off = -1;
 	pthread_mutex_lock(&as->lock);
-	for (int i = 0; i < SC_MAX_THREADS; i++) {
-		if (!(as->slots[i / 64] & (1ULL << (i % 64)))) {
-			slot = i;
-			as->slots[i / 64] |= 1ULL << (i % 64);
-			break;
+	reused = reuse_exited_locked(as, t);
+	if (!reused) {
+		for (int i = 0; i < SC_MAX_THREADS; i++) {
+			if (!(as->slots[i / 64] & (1ULL << (i % 64)))) {
+				slot = i;
+				as->slots[i / 64] |= 1ULL << (i % 64);
+				break;
+			}
 		}
-	}
-	t->slot = slot;
-	if (slot < 0) {
-		ret = -EAGAIN;
-		goto fail;
-	}
-	t->area_off = p->mem_alloc(p->mem_arg, SC_AREA_SIZE);
-	if (t->area_off < 0) {
-		ret = (int)t->area_off;
-		goto fail;
-	}
-	if (!as->started) {
-		ret = flush_queue_locked(as);
-		if (ret < 0)
+		t->slot = slot;
+		if (slot < 0) {
+			ret = -EAGAIN;
 			goto fail;
-		as->started = true;
+		}
+		t->area_off = p->mem_alloc(p->mem_arg, SC_AREA_SIZE);
+		if (t->area_off < 0) {
+			ret = (int)t->area_off;
+			goto fail;
+		}
+		t->area = p->mem_base + t->area_off;
+		t->area_stub = code->page + SC_AREAS_OFF + (uint64_t)slot * SC_AREA_SIZE;
 	}
-	t->area = p->mem_base + t->area_off;
-	t->area_stub = code->page + SC_AREAS_OFF + (uint64_t)slot * SC_AREA_SIZE;
 	memset(t->area, 0, PAGE_SIZE);
 	*area_u32(t, SC_A_SPIN) = as->sp->stub_spin;
 	/* RUN until the new thread's first stop (its park) says otherwise. */
 	*area_u32(t, SC_A_STATE) = SC_ST_RUN;
-	r = ctl_call_locked(as, __NR_mmap, t->area_stub, SC_AREA_SIZE, PROT_READ | PROT_WRITE,
-			    MAP_SHARED | MAP_FIXED, SC_STUB_MEMFD, (uint64_t)t->area_off, 0, NULL);
-	if ((uint64_t)r != t->area_stub) {
-		ret = r < 0 && r >= -4095 ? (int)r : -EIO;
-		goto fail;
-	}
-	r = ctl_call_locked(as, __NR_clone, SC_THREAD_CLONE_FLAGS, 0, 0, t->area_stub + SC_A_CTID,
-			    0, 0, t->area_stub, NULL);
-	if (r <= 0) {
-		ret = r < 0 && r >= -4095 ? (int)r : -EIO;
-		goto fail;
+	/*
+	 * One request when it fits: the mapping changes queued before the first thread, the
+	 * area's mapping (a new slot), the clone (last: its result is the new thread's tid).
+	 */
+	{
+		struct sc_op map = { .nr = __NR_mmap,
+				     .a = { t->area_stub, SC_AREA_SIZE, PROT_READ | PROT_WRITE,
+					    MAP_SHARED | MAP_FIXED, SC_STUB_MEMFD,
+					    (uint64_t)t->area_off } };
+		struct sc_op clone = { .nr = __NR_clone,
+				       .a = { SC_THREAD_CLONE_FLAGS, 0, 0, t->area_stub + SC_A_CTID,
+					      0, 0 },
+				       .area = t->area_stub };
+
+		ret = reused ? 0 : queue_push_locked(as, &map);
+		if (ret == 0)
+			ret = queue_push_locked(as, &clone);
+		if (ret < 0) {
+			as->nqueue = 0;
+			goto fail;
+		}
+		ret = run_queue_locked(as, &r);
+		as->started = true;
+		if (ret < 0)
+			goto fail;
+		if (r <= 0) {
+			ret = -EIO;
+			goto fail;
+		}
 	}
 	t->tid = (pid_t)r;
 	/*
@@ -815,49 +874,71 @@ static int seccomp_ctx_adopt(struct platform_ctx *ctx)
 	return 0;
 }
 
+/* Waits (up to 2 s) until thread t, told to exit, is gone. Returns true if it is. */
+static bool thread_wait_exit(struct sc_ctx *t)
+{
+	uint32_t *ctid = area_u32(t, SC_A_CTID);
+	struct timespec ts = { 0, SC_LIVENESS_NS };
+
+	for (int i = 0; i < 40; i++) {
+		uint32_t v = __atomic_load_n(ctid, __ATOMIC_ACQUIRE);
+
+		if (v == 0)
+			return true;
+		if (futex_call(ctid, FUTEX_WAIT, v, &ts) < 0 && errno == ETIMEDOUT &&
+		    stub_gone(t->as))
+			return false;
+	}
+	return false;
+}
+
 static void seccomp_ctx_destroy(struct platform_ctx *pctx)
 {
 	struct sc_ctx *t;
 	struct sc_as *as;
-	bool gone = false;
 
 	if (!pctx)
 		return;
 	t = to_ctx(pctx);
 	as = t->as;
 	cpu_split_thread_forget(&as->cpu, &t->cput);
+	/*
+	 * It waits in its handler: tell it to exit. Its area (slot, memory and mapping) goes to
+	 * the exited list, for a new thread to take once CLONE_CHILD_CLEARTID says this one is
+	 * gone (reuse_exited_locked), without waiting here; as_destroy frees what is left. When
+	 * SC_EXITED_MAX areas already wait, this one is waited for and given back instead.
+	 */
 	if (!as_is_dead(as)) {
-		uint32_t *ctid = area_u32(t, SC_A_CTID);
-		struct timespec ts = { 0, SC_LIVENESS_NS };
-
-		/* It waits in its handler: tell it to exit, and wait for CLONE_CHILD_CLEARTID. */
 		__atomic_exchange_n(area_u32(t, SC_A_STATE), SC_ST_EXIT, __ATOMIC_SEQ_CST);
 		futex_call(area_u32(t, SC_A_STATE), FUTEX_WAKE, 1, NULL);
-		for (int i = 0; i < 10; i++) {
-			uint32_t v = __atomic_load_n(ctid, __ATOMIC_ACQUIRE);
-
-			if (v == 0) {
-				gone = true;
-				break;
-			}
-			if (futex_call(ctid, FUTEX_WAIT, v, &ts) < 0 && errno == ETIMEDOUT &&
-			    stub_gone(as))
-				break;
-		}
-		if (!gone && !as_is_dead(as))
-			log_warn("seccomp: stub %d: thread %d did not exit; its area stays taken",
-				 as->pid, t->tid);
 	}
 	pthread_mutex_lock(&as->lock);
 	thread_unlink(t);
-	if (gone && !as_is_dead(as) &&
-	    ctl_call_locked(as, __NR_munmap, t->area_stub, SC_AREA_SIZE, 0, 0, 0, 0, 0, NULL) == 0)
-		thread_free_area(t, true);
-	else if (!as_is_dead(as))
-		thread_free_area(t, false); /* memory back, slot kept: something may still use it */
-	else
-		thread_free_area(t, false);
+	if (as_is_dead(as) || as->nexited < SC_EXITED_MAX) {
+		t->next = as->exited;
+		as->exited = t;
+		as->nexited++;
+		pthread_mutex_unlock(&as->lock);
+		return;
+	}
 	pthread_mutex_unlock(&as->lock);
+	if (thread_wait_exit(t)) {
+		pthread_mutex_lock(&as->lock);
+		if (!as_is_dead(as) && ctl_call_locked(as, __NR_munmap, t->area_stub, SC_AREA_SIZE,
+						       0, 0, 0, 0, 0, NULL) == 0)
+			thread_free_area(t, true);
+		else
+			thread_free_area(t, false);
+		pthread_mutex_unlock(&as->lock);
+	} else {
+		/* Not gone (a guest may keep it): memory back only once the stub ends. */
+		pthread_mutex_lock(&as->lock);
+		t->next = as->exited;
+		as->exited = t;
+		as->nexited++;
+		pthread_mutex_unlock(&as->lock);
+		return;
+	}
 	free(t);
 }
 

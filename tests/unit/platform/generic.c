@@ -529,6 +529,21 @@ int threads_of(pid_t pid, pid_t *other)
 	return n;
 }
 
+/*
+ * threads_of(pid) once it is want, or after 5 s: a backend may end a destroyed ctx's thread
+ * without waiting for it (seccomp does), so the count settles shortly after ctx_destroy.
+ */
+static int threads_settle(pid_t pid, int want)
+{
+	int n = threads_of(pid, NULL);
+
+	for (int i = 0; i < 500 && n != want; i++) {
+		usleep(10000);
+		n = threads_of(pid, NULL);
+	}
+	return n;
+}
+
 void install_filter_killing(long nr)
 {
 	struct sock_filter filter[] = {
@@ -890,7 +905,7 @@ Test(GENERIC_SUITE, a_second_ctx_is_a_new_stub_thread_sharing_memory)
 	cr_assert_eq(data_word(DATA_OFF + 8), 102000);
 	/* Ending one guest thread ends its stub thread only. */
 	ops()->ctx_destroy(ctx2);
-	cr_assert_eq(threads_of(stub_pid(), NULL), own + 1);
+	cr_assert_eq(threads_settle(stub_pid(), own + 1), own + 1);
 	run_syscall_in(ctx, 39, DATA_ADDR);
 }
 
@@ -925,7 +940,8 @@ Test(GENERIC_SUITE, a_cloned_ctx_is_driven_by_the_thread_that_adopts_it)
 	pthread_join(th, NULL);
 	cr_assert_eq(a.adopt_ret, 0);
 	cr_assert_eq(data_word(DATA_OFF + 16), 39000);
-	cr_assert_eq(threads_of(stub_pid(), NULL), test_backend.own_threads + 1);
+	cr_assert_eq(threads_settle(stub_pid(), test_backend.own_threads + 1),
+		     test_backend.own_threads + 1);
 	run_syscall_in(ctx, 39, DATA_ADDR);
 }
 
@@ -936,7 +952,8 @@ Test(GENERIC_SUITE, a_clone_never_adopted_is_ended_by_its_creator)
 	cr_assert_eq(ops()->ctx_clone(ctx, &c2), 0);
 	cr_assert_eq(threads_of(stub_pid(), NULL), test_backend.own_threads + 2);
 	ops()->ctx_destroy(c2);
-	cr_assert_eq(threads_of(stub_pid(), NULL), test_backend.own_threads + 1);
+	cr_assert_eq(threads_settle(stub_pid(), test_backend.own_threads + 1),
+		     test_backend.own_threads + 1);
 	LOAD(snip_syscall);
 	run_syscall_in(ctx, 39, DATA_ADDR);
 }
@@ -1176,8 +1193,10 @@ Test(GENERIC_SUITE, churning_spaces_and_threads_leaves_nothing_behind)
 		pthread_join(th, NULL);
 		cr_assert_eq(a.adopt_ret, 0);
 	}
-	cr_assert_eq(threads_of(stub_pid(), NULL), test_backend.own_threads + 1);
-	cr_assert_eq(pool_bytes_out(), out);
+	cr_assert_eq(threads_settle(stub_pid(), test_backend.own_threads + 1),
+		     test_backend.own_threads + 1);
+	cr_assert_leq(pool_bytes_out(), out + test_backend.kept_after_destroy);
+	out = pool_bytes_out(); /* what the fixture's space keeps: the spaces below give all back */
 	for (int i = 0; i < 500; i++) {
 		struct platform_as *a2;
 		struct platform_ctx *c2;

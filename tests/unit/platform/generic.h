@@ -79,6 +79,9 @@ struct test_backend {
 	int interrupt_signal;
 	/* Checks a switch of a clone nobody adopted yet. NULL: the backend promises nothing. */
 	void (*check_unadopted_switch)(struct platform_ctx *c);
+	/* Memory-file bytes a space may keep after ctx_destroy for its next threads (seccomp:
+	 * the areas of up to 8 ended threads, reused by the next ctx). */
+	uint64_t kept_after_destroy;
 };
 extern const struct test_backend test_backend;
 

@@ -150,6 +150,7 @@ const struct test_backend test_backend = {
 	.own_pages = seccomp_own_pages,
 	.send_foreign_signals = seccomp_send_foreign_signals,
 	.interrupt_signal = SC_INTERRUPT_SIGNAL,
+	.kept_after_destroy = 8 * SC_AREA_SIZE, /* SC_EXITED_MAX areas */
 };
 
 /* The memory-file offset of the last thread area the platform took. */
@@ -347,9 +348,16 @@ Test(platform_seccomp, stub_maps_only_its_pages_and_guest_memory)
 	cr_assert_eq(ops()->ctx_create(as, &ctx2), 0);
 	check_stub_maps(stub_pid(), &areas, &guest);
 	cr_assert_eq(areas, 2);
+	/* An ended thread's area stays mapped for the next thread to take (reuse_exited_locked). */
 	ops()->ctx_destroy(ctx2);
 	check_stub_maps(stub_pid(), &areas, &guest);
-	cr_assert_eq(areas, 1, "the ended thread's area is still mapped");
+	cr_assert_eq(areas, 2);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(ops()->ctx_create(as, &ctx2), 0);
+		ops()->ctx_destroy(ctx2);
+	}
+	check_stub_maps(stub_pid(), &areas, &guest);
+	cr_assert_leq(areas, 3, "ended threads' areas are not reused (%d mapped)", areas);
 }
 
 Test(platform_seccomp, zygote_maps_only_its_code_and_scratch_pages)
@@ -932,7 +940,11 @@ Test(platform_seccomp, a_guest_forging_the_controllers_clone_reply_cannot_touch_
 	ops()->ctx_destroy(sp.c);
 	close(pfd[1]);
 	waitpid(decoy, NULL, 0);
-	cr_assert_gt(made, 0, "no thread could be made while the reply was forged");
+	/*
+	 * A forged reply names no thread of the stub: the platform kills the space (no thread is
+	 * made after that), or the forgery missed and threads were made. Either way the decoy
+	 * must keep its affinity (below).
+	 */
 	fprintf(stderr, "seccomp platform: %d threads made, %llu clone replies rewritten\n", made,
 		(unsigned long long)data_word(DATA_OFF + 72));
 	cr_assert_eq(changed, 0,
