@@ -533,7 +533,7 @@ int threads_of(pid_t pid, pid_t *other)
  * threads_of(pid) once it is want, or after 5 s: a backend may end a destroyed ctx's thread
  * without waiting for it (seccomp does), so the count settles shortly after ctx_destroy.
  */
-static int threads_settle(pid_t pid, int want)
+int threads_settle(pid_t pid, int want)
 {
 	int n = threads_of(pid, NULL);
 

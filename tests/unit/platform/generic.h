@@ -159,6 +159,8 @@ int count_fds(void);
 int list_children(pid_t *out, int max);
 int count_children(void);
 int threads_of(pid_t pid, pid_t *other);
+/* threads_of(pid) once it is want, or after 5 s (a destroyed ctx's thread may end shortly after). */
+int threads_settle(pid_t pid, int want);
 /* Installs, in this process, a seccomp filter that kills it at system call nr (a sentry's). */
 void install_filter_killing(long nr);
 double now_us(void);

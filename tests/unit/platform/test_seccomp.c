@@ -259,10 +259,23 @@ static pid_t zygote_pid(void)
 	int n = list_children(kids, 16);
 
 	for (int i = 0; i < n && i < 16; i++) {
-		if (kids[i] != stub_pid()) {
-			cr_assert_eq(z, -1, "more than one child besides the stub");
-			z = kids[i];
+		char path[64], comm[32] = "";
+		FILE *f;
+
+		if (kids[i] == stub_pid())
+			continue;
+		/* Only stubs count: a sanitizer's helper (llvm-symbolizer) may be a child too. */
+		snprintf(path, sizeof(path), "/proc/%d/comm", kids[i]);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
 		}
+		if (strncmp(comm, "husk-stub", 9) != 0)
+			continue;
+		cr_assert_eq(z, -1, "more than one stub besides the space's");
+		z = kids[i];
 	}
 	cr_assert_gt(z, 0, "no zygote among %d children", n);
 	return z;
@@ -353,11 +366,13 @@ Test(platform_seccomp, stub_maps_only_its_pages_and_guest_memory)
 	check_stub_maps(stub_pid(), &areas, &guest);
 	cr_assert_eq(areas, 2);
 	for (int i = 0; i < 5; i++) {
+		/* Once the ended thread is gone (it ends on its own), its area is the one taken. */
+		threads_settle(stub_pid(), test_backend.own_threads + 1);
 		cr_assert_eq(ops()->ctx_create(as, &ctx2), 0);
 		ops()->ctx_destroy(ctx2);
 	}
 	check_stub_maps(stub_pid(), &areas, &guest);
-	cr_assert_leq(areas, 3, "ended threads' areas are not reused (%d mapped)", areas);
+	cr_assert_eq(areas, 2, "ended threads' areas are not reused (%d mapped)", areas);
 }
 
 Test(platform_seccomp, zygote_maps_only_its_code_and_scratch_pages)
