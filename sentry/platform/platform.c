@@ -3,6 +3,7 @@
 #include <cpuid.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sentry/platform/platform.h"
 #include "sentry/platform/ptrace/ptrace.h"
@@ -66,4 +67,23 @@ uint64_t platform_user_xfeatures(void)
 	}
 	__atomic_store_n(&mask, m, __ATOMIC_RELAXED);
 	return m;
+}
+
+void *platform_reserve_fixed(uint64_t start, uint64_t step, uint64_t limit, size_t len)
+{
+	for (uint64_t addr = start; addr < limit; addr += step) {
+		void *m = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (m == MAP_FAILED) {
+			if (errno == EEXIST)
+				continue;
+			return MAP_FAILED;
+		}
+		if ((uint64_t)m == addr)
+			return m;
+		munmap(m, len); /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+	}
+	errno = EEXIST;
+	return MAP_FAILED;
 }

@@ -204,6 +204,13 @@ size_t platform_fpstate_size(void);
 uint64_t platform_user_xfeatures(void);
 #define PLATFORM_XFEATURE_XTILEDATA (1ULL << 18)
 
+/*
+ * Maps len bytes of private read+write memory at the first address from start (by step, below
+ * limit) where nothing is mapped yet: where a backend keeps its stub code page, at the same
+ * address in the sentry and its stubs. Returns it, or MAP_FAILED with errno (EEXIST: none free).
+ */
+void *platform_reserve_fixed(uint64_t start, uint64_t step, uint64_t limit, size_t len);
+
 /* Guest address range usable by guest mappings: [PLATFORM_GUEST_MIN, PLATFORM_GUEST_MAX). */
 #define PLATFORM_GUEST_MIN 0x10000ULL
 /* Above this the stub keeps its code page and nothing of the guest may be mapped. */

@@ -257,26 +257,6 @@ static struct stub_code stub_code;
 static int stub_code_err;
 static pthread_once_t stub_code_once = PTHREAD_ONCE_INIT;
 
-/* Maps a private page at the first free candidate address at or above PTRACE_STUB_ADDR. */
-static void *stub_code_reserve(void)
-{
-	for (uint64_t addr = PTRACE_STUB_ADDR; addr < PTRACE_STUB_ADDR_LIMIT;
-	     addr += PTRACE_STUB_ADDR_STEP) {
-		void *m = mmap((void *)addr, PAGE_SIZE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-		if (m == MAP_FAILED) {
-			if (errno == EEXIST)
-				continue;
-			return MAP_FAILED;
-		}
-		if ((uint64_t)m == addr)
-			return m;
-		munmap(m, PAGE_SIZE); /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
-	}
-	errno = EEXIST;
-	return MAP_FAILED;
-}
-
 static void stub_code_init(void)
 {
 	size_t code_len = (size_t)(husk_stub_code_end - husk_stub_code_start);
@@ -296,7 +276,8 @@ static void stub_code_init(void)
 		stub_code_err = -E2BIG;
 		return;
 	}
-	page = stub_code_reserve();
+	page = platform_reserve_fixed(PTRACE_STUB_ADDR, PTRACE_STUB_ADDR_STEP,
+				      PTRACE_STUB_ADDR_LIMIT, PAGE_SIZE);
 	if (page == MAP_FAILED) {
 		stub_code_err = -errno;
 		log_error("ptrace: cannot reserve the stub code page above %#llx: %s",

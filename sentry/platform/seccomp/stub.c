@@ -426,25 +426,6 @@ static struct sc_code sc_code;
 static int sc_code_err;
 static pthread_once_t sc_code_once = PTHREAD_ONCE_INIT;
 
-/* Maps the code and scratch pages at the first free candidate address at or above SC_CODE_ADDR. */
-static void *code_reserve(void)
-{
-	for (uint64_t addr = SC_CODE_ADDR; addr < SC_CODE_ADDR_LIMIT; addr += SC_CODE_ADDR_STEP) {
-		void *m = mmap((void *)addr, 2 * PAGE_SIZE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-		if (m == MAP_FAILED) {
-			if (errno == EEXIST)
-				continue;
-			return MAP_FAILED;
-		}
-		if ((uint64_t)m == addr)
-			return m;
-		munmap(m, 2 * PAGE_SIZE);
-	}
-	errno = EEXIST;
-	return MAP_FAILED;
-}
-
 /* struct sigaction as rt_sigaction(2) takes it. */
 struct sc_kernel_sigaction {
 	unsigned long handler;
@@ -473,7 +454,8 @@ static void sc_code_init(void)
 		sc_code_err = -E2BIG;
 		return;
 	}
-	page = code_reserve();
+	page = platform_reserve_fixed(SC_CODE_ADDR, SC_CODE_ADDR_STEP, SC_CODE_ADDR_LIMIT,
+				      2 * PAGE_SIZE);
 	if (page == MAP_FAILED) {
 		sc_code_err = -errno;
 		log_error("seccomp: cannot reserve the stub code page above %#llx: %s",
