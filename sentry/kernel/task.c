@@ -298,6 +298,7 @@ int task_run(struct task *t)
 {
 	const struct platform_ops *ops = t->k->platform->ops;
 	struct platform_event ev;
+	const uint64_t patch_tramp = t->k->platform->syscall_trampoline;
 	bool after_syscall;
 	int ret;
 
@@ -307,9 +308,19 @@ int task_run(struct task *t)
 	rseq_return_to_guest(t);
 	signal_deliver(t, false);
 	while (!__atomic_load_n(&t->exiting, __ATOMIC_ACQUIRE)) {
+		unsigned int pt = __atomic_load_n(&t->ptrace, __ATOMIC_RELAXED);
+
+		/*
+		 * Syscall patching's trampoline finds its thread through gs and cannot be single
+		 * stepped: a gs base of the guest's own or a single step ends it (mm/patch.c).
+		 */
+		if (unlikely((t->regs.gs_base || (pt & PT_SINGLESTEP)) && patch_tramp) &&
+		    mm_patch_enabled(t->mm))
+			mm_patch_revert(t->mm, t->regs.gs_base ? "a thread has a gs base" :
+								 "a thread is single-stepped");
 		task_set_in_guest(t, true);
 		/* PTRACE_SINGLESTEP: one instruction (ptrace.c checked that the platform can). */
-		if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) & PT_SINGLESTEP))
+		if (unlikely(pt & PT_SINGLESTEP))
 			ret = ops->ctx_singlestep(t->ctx, &t->regs, &ev);
 		else
 			ret = ops->ctx_switch(t->ctx, &t->regs, &ev);
@@ -322,11 +333,32 @@ int task_run(struct task *t)
 		after_syscall = false;
 		switch (ev.kind) {
 		case PLATFORM_EV_SYSCALL:
+			/* Not under a tracer: it would see the patched code (gVisor does the same). */
+			if (ev.patchable &&
+			    !(__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) & PT_TRACED))
+				mm_patch_site(t->mm, t->regs.rip, t->regs.orig_rax, patch_tramp);
 			task_syscall(t);
 			after_syscall = true;
 			break;
 		case PLATFORM_EV_FAULT:
 			t->regs.orig_rax = (uint64_t)-1;
+			/* A patched site's invalid byte: a system call, or a site to run again. */
+			if (ev.signo == SIGILL && patch_tramp) {
+				uint64_t rip;
+				int pr = mm_patch_sigill(t->mm, t->regs.rip, t->regs.rax, &rip);
+
+				if (pr != MM_PATCH_NONE)
+					t->regs.rip = rip;
+				if (pr == MM_PATCH_RESTART)
+					break;
+				if (pr == MM_PATCH_SYSCALL) {
+					t->regs.orig_rax = t->regs.rax;
+					t->regs.rax = (uint64_t)-ENOSYS;
+					task_syscall(t);
+					after_syscall = true;
+					break;
+				}
+			}
 			/* A copy-on-write page or another fault the mm resolves: re-run. */
 			if (ev.signo == SIGSEGV) {
 				int fr = mm_handle_fault(t->mm, ev.addr, ev.code);

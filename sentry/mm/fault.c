@@ -413,6 +413,8 @@ struct mm *mm_fork(struct mm *parent)
 		return ERR_PTR(-ENOMEM);
 	}
 	r = pthread_mutex_init(&child->lock, NULL);
+	if (r == 0)
+		pthread_mutex_init(&child->patch_lock, NULL);
 	if (r == 0) {
 		r = pthread_cond_init(&child->io_idle, NULL);
 		if (r)
@@ -428,6 +430,14 @@ struct mm *mm_fork(struct mm *parent)
 	child->vmas = cs;
 	child->plat_changes = mm_plat_changes_base();
 
+	/* Before lock (patch.c's order): no site is half-recorded while the memory is copied. */
+	pthread_mutex_lock(&parent->patch_lock);
+	r = mm_patch_fork(parent, child);
+	if (r < 0) {
+		pthread_mutex_unlock(&parent->patch_lock);
+		mm_put(child);
+		return ERR_PTR(r);
+	}
 	pthread_mutex_lock(&parent->lock);
 	wait_io_idle_locked(parent);
 	struct vma_set *ps = vset(parent);
@@ -481,10 +491,12 @@ struct mm *mm_fork(struct mm *parent)
 	memcpy(child->auxv, parent->auxv, sizeof(child->auxv));
 	child->auxv_len = parent->auxv_len;
 	pthread_mutex_unlock(&parent->lock);
+	pthread_mutex_unlock(&parent->patch_lock);
 	return child;
 
 out_unlock:
 	pthread_mutex_unlock(&parent->lock);
+	pthread_mutex_unlock(&parent->patch_lock);
 	mm_put(child); /* drops the VMAs copied so far, and their page references */
 	return ERR_PTR(r);
 }

@@ -90,4 +90,8 @@ int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end);
  */
 bool eof_revalidate_locked(struct mm *mm, uint64_t addr);
 
+/* patch.c: the child's copy of the parent's patch state (parent->patch_lock held), freeing. */
+int mm_patch_fork(struct mm *parent, struct mm *child);
+void mm_patch_free(struct mm *mm);
+
 #endif

@@ -72,8 +72,10 @@ struct mm *mm_create(struct kernel *k)
 		pthread_mutex_destroy(&mm->lock);
 		return ERR_PTR(-r);
 	}
+	pthread_mutex_init(&mm->patch_lock, NULL);
 	r = k->platform->ops->as_create(k->platform, &mm->as);
 	if (r < 0) {
+		pthread_mutex_destroy(&mm->patch_lock);
 		pthread_cond_destroy(&mm->io_idle);
 		pthread_mutex_destroy(&mm->lock);
 		return ERR_PTR(r);
@@ -172,6 +174,8 @@ void mm_put(struct mm *mm)
 		vma_release(mfile(mm), &s->v[i]);
 	free(s->v);
 	free(s);
+	mm_patch_free(mm);
+	pthread_mutex_destroy(&mm->patch_lock);
 	pthread_cond_destroy(&mm->io_idle);
 	pthread_mutex_destroy(&mm->lock);
 	free(mm);
@@ -540,6 +544,8 @@ long mm_mmap(struct mm *mm, uint64_t addr, uint64_t len, int prot, int flags, st
 	unsigned int vflags;
 	uint64_t end;
 
+	if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
+		mm_patch_guard(mm, addr, len);
 	if (!IS_PAGE_ALIGNED(off) || len == 0)
 		return -EINVAL;
 	switch (flags & MAP_TYPE) {
@@ -730,6 +736,7 @@ out_unlock:
 
 int mm_munmap(struct mm *mm, uint64_t addr, uint64_t len)
 {
+	mm_patch_guard(mm, addr, len);
 	if (!IS_PAGE_ALIGNED(addr) || len == 0)
 		return -EINVAL;
 	if (len > PLATFORM_GUEST_MAX || addr > PLATFORM_GUEST_MAX - PAGE_ALIGN_UP(len))
@@ -778,6 +785,7 @@ int mm_mprotect(struct mm *mm, uint64_t addr, uint64_t len, int prot)
 	uint64_t start = addr, end;
 
 	prot &= ~grows;
+	mm_patch_guard(mm, addr, len);
 	if (grows == (PROT_GROWSDOWN | PROT_GROWSUP) || !IS_PAGE_ALIGNED(addr))
 		return -EINVAL;
 	if (len == 0)
@@ -1149,6 +1157,10 @@ long mm_mremap(struct mm *mm, uint64_t old_addr, uint64_t old_len, uint64_t new_
 	bool maymove = flags & MREMAP_MAYMOVE, fixed = flags & MREMAP_FIXED;
 	bool dontunmap = flags & MREMAP_DONTUNMAP;
 
+	mm_patch_guard(mm, old_addr, old_len ? old_len : 1);
+	if (fixed)
+		mm_patch_guard(mm, new_addr, new_len);
+
 	if (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP))
 		return -EINVAL;
 	if ((fixed || dontunmap) && !maymove)
@@ -1422,6 +1434,8 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 int mm_madvise(struct mm *mm, uint64_t addr, uint64_t len, int advice)
 {
 	uint64_t end;
+
+	mm_patch_guard(mm, addr, len);
 
 	if (!IS_PAGE_ALIGNED(addr))
 		return -EINVAL;

@@ -26,6 +26,7 @@
 struct kernel;
 struct file;
 struct platform_as;
+struct mm_patch;
 
 struct mm {
 	struct refcount ref;
@@ -65,6 +66,10 @@ struct mm {
 	 */
 	unsigned int io_pins;
 	pthread_cond_t io_idle;
+
+	/* Syscall patching (patch.c): its state, NULL until first used; taken before lock. */
+	pthread_mutex_t patch_lock;
+	struct mm_patch *patch;
 };
 
 /*
@@ -227,6 +232,30 @@ size_t mm_access_len(struct mm *mm, uint64_t addr, size_t len, bool write);
  * measure (sentry/kernel/oom.c).
  */
 uint64_t mm_rss_pages(struct mm *mm);
+
+/*
+ * Syscall patching (x86-64, platforms with a syscall_trampoline; patch.c explains the scheme).
+ *
+ * mm_patch_site: a system call nr trapped at the `syscall` instruction ending at rip; if the
+ * 7 bytes before rip are `mov $nr, %eax; syscall` in a private, executable, read-only file
+ * mapping (or the vDSO), they become a jump to a new trap-table entry that goes to trampoline.
+ * Best effort: nothing is reported (a site that cannot be patched keeps trapping).
+ *
+ * mm_patch_sigill: a guest SIGILL at rip. MM_PATCH_NONE: not patching's (deliver it);
+ * MM_PATCH_SYSCALL: the thread meant a system call with the number in rax, returning to
+ * *new_rip; MM_PATCH_RESTART: run the guest again from *new_rip.
+ *
+ * mm_patch_revert: puts every patched site back and never patches mm again (why goes to the
+ * debug log). mm_patch_enabled: false once that happened. mm_patch_guard: the guest is about
+ * to change [addr, addr+len): reverts if that touches the trap table. Call them without
+ * mm->lock.
+ */
+enum { MM_PATCH_NONE, MM_PATCH_SYSCALL, MM_PATCH_RESTART };
+void mm_patch_site(struct mm *mm, uint64_t rip, uint64_t nr, uint64_t trampoline);
+int mm_patch_sigill(struct mm *mm, uint64_t rip, uint64_t rax, uint64_t *new_rip);
+void mm_patch_revert(struct mm *mm, const char *why);
+bool mm_patch_enabled(struct mm *mm);
+void mm_patch_guard(struct mm *mm, uint64_t addr, uint64_t len);
 
 /* Kinds of VMA, in struct mm_vma_info.flags. */
 #define MM_VMA_PRIVATE 0x01u /* MAP_PRIVATE */

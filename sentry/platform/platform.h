@@ -22,6 +22,7 @@
 #define HUSK_SENTRY_PLATFORM_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/user.h>
 
@@ -45,6 +46,11 @@ struct platform_event {
 	int code; /* FAULT: si_code */
 	uint64_t addr; /* FAULT: si_addr */
 	int trapno; /* FAULT: hardware trap number when known, else -1 */
+	/*
+	 * SYSCALL: the call trapped at a `syscall` instruction whose site the sentry may patch
+	 * (struct platform's syscall_trampoline is set and the call did not come through it).
+	 */
+	bool patchable;
 };
 
 struct platform_ops {
@@ -162,6 +168,14 @@ struct platform {
 	int64_t (*mem_alloc)(void *arg, uint64_t len);
 	void (*mem_free)(void *arg, uint64_t off, uint64_t len);
 	void *mem_arg;
+	/*
+	 * Syscall patching (x86-64; sentry/mm/patch.c): where a patched call site's trap-table
+	 * entry jumps (an address in the stub's code page, the same in every space), or 0 when the
+	 * backend has none or patching is off. The entry arrives with eax = the call's number, rcx
+	 * = the address after the patched instruction, r11 free, gs base = the thread's own, and
+	 * reports the call as a PLATFORM_EV_SYSCALL stop like a trapped one.
+	 */
+	uint64_t syscall_trampoline;
 };
 
 /* Base of every backend's address space; backends embed it first (container_of). */

@@ -52,6 +52,7 @@ struct sc_platform {
 	uint32_t stub_spin; /* spin iterations of a stub before it sleeps */
 	uint32_t sentry_spin; /* spin iterations of the sentry before it sleeps */
 	bool bind; /* bind stub threads to their sentry thread's CPU */
+	bool patch; /* syscall patching is on (base.syscall_trampoline set) */
 };
 
 struct sc_ctx;
@@ -89,6 +90,7 @@ struct sc_ctx {
 	int interrupt; /* atomic: ctx_interrupt() was called and not yet reported */
 	int cpu; /* CPU the stub thread is bound to, or -1 */
 	bool step; /* singlestep: trap flag set for this switch */
+	bool tramp; /* the last stop came through the trampoline (its frame is at fixed offsets) */
 	/* The frame of the last stop (sentry pointers, checked), valid between switches. */
 	uint8_t *uc;
 	uint8_t *fp;
@@ -974,10 +976,25 @@ static bool is_fault_signal(int sig)
 static int decode_stop(struct sc_ctx *t, arch_regs_t *regs, struct platform_event *ev)
 {
 	const struct sc_code *code = t->as->sp->code;
-	uint8_t *info = frame_locate(t);
+	uint8_t *info;
 	int signo, si_code;
 	greg_t trapno;
 
+	if (__atomic_load_n(area_u32(t, SC_A_KIND), __ATOMIC_RELAXED) == SC_KIND_TRAMP) {
+		/* A patched call: the frame is at fixed offsets; eax held its number. */
+		t->tramp = true;
+		t->uc = t->area + SC_TF_UC;
+		t->fp = t->area + SC_TF_FP;
+		frame_get_regs(t, regs);
+		memset(ev, 0, sizeof(*ev));
+		ev->trapno = -1;
+		ev->kind = PLATFORM_EV_SYSCALL;
+		regs->orig_rax = regs->rax;
+		regs->rax = (uint64_t)-ENOSYS;
+		return 1;
+	}
+	t->tramp = false;
+	info = frame_locate(t);
 	if (!info) {
 		as_kill(t->as, "a guest overwrote its signal frame's pointers");
 		return -ESRCH;
@@ -996,6 +1013,7 @@ static int decode_stop(struct sc_ctx *t, arch_regs_t *regs, struct platform_even
 		memcpy(&arch, info + offsetof(siginfo_t, si_arch), sizeof(arch));
 		if (arch == AUDIT_ARCH_X86_64) {
 			ev->kind = PLATFORM_EV_SYSCALL;
+			ev->patchable = t->as->sp->patch;
 			regs->orig_rax = regs->rax;
 			regs->rax = (uint64_t)-ENOSYS;
 			return 1;
@@ -1148,6 +1166,9 @@ static int seccomp_ctx_set_fpstate(struct platform_ctx *pctx, const void *buf, s
 	/* The frame keeps its own software bytes and its trailing magic. */
 	memcpy(t->fp, b, XS_SW_BYTES);
 	memcpy(t->fp + XS_HEADER, b + XS_HEADER, size - XS_HEADER);
+	/* A signal frame's state comes back with rt_sigreturn; the trampoline's on request. */
+	if (t->tramp)
+		__atomic_store_n(area_u32(t, SC_A_FPDIRTY), 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -1234,6 +1255,14 @@ int seccomp_platform_create(int memfd, struct platform **out)
 	sp->bind = env_u32("HUSK_SECCOMP_BIND", 1) != 0;
 	sp->stub_spin = env_u32("HUSK_SECCOMP_STUB_SPIN", 0);
 	sp->sentry_spin = env_u32("HUSK_SECCOMP_SENTRY_SPIN", 0);
+	/*
+	 * Syscall patching (README.md): on unless HUSK_SYSCALL_PATCH=0. The trampoline frame's
+	 * XSAVE area and a nested signal frame below the trampoline stack must fit in an area.
+	 */
+	sp->patch = env_u32("HUSK_SYSCALL_PATCH", 1) != 0 &&
+		    SC_TF_FP + 2 * (platform_fpstate_size() + 64) + 4096 <= SC_AREA_SIZE - 64;
+	if (sp->patch)
+		sp->base.syscall_trampoline = code->tramp;
 	*out = &sp->base;
 	return 0;
 }

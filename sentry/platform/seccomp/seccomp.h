@@ -58,7 +58,30 @@
 #define SC_A_UC 48 /* u64: ucontext_t * (stub address, on the alternate stack) */
 #define SC_A_SPIN 56 /* u32: iterations the stub spins before sleeping */
 #define SC_A_STACK 64 /* stack_t for sigaltstack (24 bytes) */
-#define SC_A_STACK_END 88
+#define SC_A_KIND 88 /* u32: how the thread stopped: SC_KIND_* */
+#define SC_A_FPDIRTY 92 /* u32: sentry -> stub: xrstor the trampoline frame's FP state */
+#define SC_A_TRSP 96 /* u64: the trampoline's stack top, swapped with the guest's rsp on entry */
+#define SC_A_TSTACK 104 /* u64: the trampoline's stack top (SC_AREA_SIZE - 64 into the area) */
+#define SC_A_END 112
+
+#define SC_KIND_SIGNAL 0 /* a signal: SC_A_SIGNO/INFO/UC describe the frame */
+#define SC_KIND_TRAMP 1 /* a patched system call: the trampoline frame below */
+
+/*
+ * The trampoline frame (a patched system call, see README.md "Syscall patching"): the guest's
+ * registers in a ucontext_t's gregs at SC_TF_UC (only gregs are used) and its XSAVE area at
+ * SC_TF_FP (64-byte aligned, standard format), both at fixed offsets in the area.
+ */
+#define SC_TF_UC 0x100
+#define SC_UC_GREGS 40 /* offsetof(ucontext_t, uc_mcontext.gregs) */
+#define SC_TF_GREGS (SC_TF_UC + SC_UC_GREGS)
+#define SC_TF_FP 0x1000
+/* x86-64 user selectors, for the trampoline's iretq. */
+#define SC_USER_CS 0x33
+#define SC_USER_SS 0x2b
+/* The rflags bits a return to the guest may set (Linux's FIX_EFLAGS), and those always set. */
+#define SC_EFLAGS_USER 0x50dd5
+#define SC_EFLAGS_FIXED 0x202
 
 #define SC_ST_RUN 1 /* sentry -> stub: the frame holds the registers to resume with */
 #define SC_ST_STOPPED 2 /* stub -> sentry: an event; its frame is on the alternate stack */
@@ -104,6 +127,7 @@
 
 /* Host signal ctx_interrupt sends to a stub thread. */
 #define SC_INTERRUPT_SIGNAL SIGUSR2
+#define SC_INTERRUPT_SIGNAL_NR 12 /* the same, for the assembly */
 
 #define SC_FILTER_MAX 64
 
@@ -114,6 +138,7 @@ struct sc_code {
 	uint64_t handler; /* signal handler */
 	uint64_t restorer; /* rt_sigreturn */
 	uint64_t park; /* ud2 a new thread traps on */
+	uint64_t tramp; /* the patched system calls' common entry */
 	uint64_t fprog_zygote; /* struct sock_fprog of the stub filter */
 	uint64_t fprog_guest; /* struct sock_fprog of the guest-thread filter */
 };

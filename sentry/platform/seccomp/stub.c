@@ -212,7 +212,10 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	 * signals unblocked, the guest filter stacked, then park on ud2: the handler reports
 	 * that first stop, and the sentry's first switch replaces every register.
 	 */
-	"30:	lea 4096(%r12), %rax\n"
+	"30:	lea " STR(SC_AREA_SIZE - 64) "(%r12), %rax\n"
+	"	mov %rax, " STR(SC_A_TSTACK) "(%r12)\n"
+	"	mov %rax, " STR(SC_A_TRSP) "(%r12)\n"
+	"	lea 4096(%r12), %rax\n"
 	"	mov %rax, " STR(SC_A_STACK) "(%r12)\n"
 	"	movq $0, " STR(SC_A_STACK + 8) "(%r12)\n"
 	"	movq $" STR(SC_AREA_SIZE - 4096) ", " STR(SC_A_STACK + 16) "(%r12)\n"
@@ -271,14 +274,35 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"husk_sc_handler:\n"
 	"	mov %rsp, %r8\n"
 	"	and $" STR(~(SC_AREA_SIZE - 1)) ", %r8\n"
-	"	mov %rdi, " STR(SC_A_SIGNO) "(%r8)\n"
+	/*
+	 * A signal that interrupted the trampoline (its rsp was in the area already): the
+	 * interrupt signal returns at once (the sentry finds its interrupt flag at the next
+	 * switch); anything else is a fault of the stub's own code: end the stub (exit_group is
+	 * not in the guest filter's list: the kernel kills the process).
+	 */
+	"	mov " STR(SC_UC_GREGS + 8 * 15) "(%rdx), %rax\n"
+	"	sub %r8, %rax\n"
+	"	cmp $" STR(SC_AREA_SIZE) ", %rax\n"
+	"	jae 40f\n"
+	"	cmp $" STR(SC_INTERRUPT_SIGNAL_NR) ", %edi\n"
+	"	jne 48f\n"
+	"	ret\n"
+	"40:	mov %rdi, " STR(SC_A_SIGNO) "(%r8)\n"
 	"	mov %rsi, " STR(SC_A_INFO) "(%r8)\n"
 	"	mov %rdx, " STR(SC_A_UC) "(%r8)\n"
+	"	movl $" STR(SC_KIND_SIGNAL) ", " STR(SC_A_KIND) "(%r8)\n"
 	"	rdfsbase %rax\n"
 	"	mov %rax, " STR(SC_A_FSBASE) "(%r8)\n"
+	/*
+	 * The guest runs with gs base = its area (the trampoline's way to it) unless it has one
+	 * of its own: a base other than the area is the guest's (set by the sentry, or by the
+	 * guest's own wrgsbase), the area means the sentry's value (0) still holds.
+	 */
 	"	rdgsbase %rax\n"
+	"	cmp %rax, %r8\n"
+	"	je 49f\n"
 	"	mov %rax, " STR(SC_A_GSBASE) "(%r8)\n"
-	"	mov $" STR(SC_ST_STOPPED) ", %eax\n"
+	"49:	mov $" STR(SC_ST_STOPPED) ", %eax\n"
 	"	xchg %eax, " STR(SC_A_STATE) "(%r8)\n"
 	"	cmpl $0, " STR(SC_A_SENTRY_SLEEPS) "(%r8)\n"
 	"	je 41f\n"
@@ -309,15 +333,106 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"46:	movl $0, " STR(SC_A_STUB_SLEEPS) "(%r8)\n"
 	"45:	cmpl $" STR(SC_ST_EXIT) ", " STR(SC_A_STATE) "(%r8)\n"
 	"	je 47f\n"
+	"	cmpl $" STR(SC_KIND_TRAMP) ", " STR(SC_A_KIND) "(%r8)\n"
+	"	je 60f\n"
 	"	mov " STR(SC_A_FSBASE) "(%r8), %rax\n"
 	"	wrfsbase %rax\n"
 	"	mov " STR(SC_A_GSBASE) "(%r8), %rax\n"
+	"	test %rax, %rax\n"
+	"	cmovz %r8, %rax\n"
 	"	wrgsbase %rax\n"
 	"	ret\n"
 	"47:	mov $" STR(__NR_exit) ", %eax\n"
 	"	xor %edi, %edi\n"
 	"	syscall\n"
 	"	ud2\n"
+	/* A fault in the stub's own code (see the handler's start): the stub ends. */
+	"48:	mov $" STR(__NR_exit_group) ", %eax\n"
+	"	syscall\n"
+	"	ud2\n"
+	/*
+	 * Patched system calls (README.md, "Syscall patching"). A trap-table entry in guest
+	 * memory jumps here with eax = the call's number, rcx = the address after the patched
+	 * instruction, r11 clobbered (the syscall instruction clobbers rcx and r11 too), the
+	 * guest's rflags and rsp untouched; gs base = the thread's area. The guest's stack is
+	 * never touched (its red zone stays intact): the first instruction swaps rsp with the
+	 * trampoline stack top kept in the area, after which a signal nests (see the handler).
+	 * The registers go into the trampoline frame, the state is published like a signal's,
+	 * and the way back is an iretq that sets rip, rsp and rflags at once (a single step's
+	 * trap flag takes effect at the guest's first instruction).
+	 */
+	"husk_sc_tramp:\n"
+	"	xchg %rsp, %gs:" STR(SC_A_TRSP) "\n"
+	"	pushfq\n"
+	"	rdgsbase %r11\n"
+	"	mov %r8, " STR(SC_TF_GREGS + 8 * 0) "(%r11)\n"
+	"	mov %r9, " STR(SC_TF_GREGS + 8 * 1) "(%r11)\n"
+	"	mov %r10, " STR(SC_TF_GREGS + 8 * 2) "(%r11)\n"
+	"	mov %r12, " STR(SC_TF_GREGS + 8 * 4) "(%r11)\n"
+	"	mov %r13, " STR(SC_TF_GREGS + 8 * 5) "(%r11)\n"
+	"	mov %r14, " STR(SC_TF_GREGS + 8 * 6) "(%r11)\n"
+	"	mov %r15, " STR(SC_TF_GREGS + 8 * 7) "(%r11)\n"
+	"	mov %rdi, " STR(SC_TF_GREGS + 8 * 8) "(%r11)\n"
+	"	mov %rsi, " STR(SC_TF_GREGS + 8 * 9) "(%r11)\n"
+	"	mov %rbp, " STR(SC_TF_GREGS + 8 * 10) "(%r11)\n"
+	"	mov %rbx, " STR(SC_TF_GREGS + 8 * 11) "(%r11)\n"
+	"	mov %rdx, " STR(SC_TF_GREGS + 8 * 12) "(%r11)\n"
+	"	mov %rax, " STR(SC_TF_GREGS + 8 * 13) "(%r11)\n"
+	"	mov %rcx, " STR(SC_TF_GREGS + 8 * 14) "(%r11)\n"
+	"	mov %rcx, " STR(SC_TF_GREGS + 8 * 16) "(%r11)\n"
+	"	pop %rax\n"
+	"	mov %rax, " STR(SC_TF_GREGS + 8 * 17) "(%r11)\n"
+	"	mov %rax, " STR(SC_TF_GREGS + 8 * 3) "(%r11)\n"
+	"	mov " STR(SC_A_TRSP) "(%r11), %rax\n"
+	"	mov %rax, " STR(SC_TF_GREGS + 8 * 15) "(%r11)\n"
+	"	mov %r11, %r8\n"
+	"	mov $-1, %eax\n"
+	"	mov $-1, %edx\n"
+	"	xsave " STR(SC_TF_FP) "(%r8)\n"
+	"	rdfsbase %rax\n"
+	"	mov %rax, " STR(SC_A_FSBASE) "(%r8)\n"
+	"	movl $" STR(SC_KIND_TRAMP) ", " STR(SC_A_KIND) "(%r8)\n"
+	"	jmp 49b\n"
+	/* The way back from a trampoline stop: r8 = the area, on the trampoline stack. */
+	"60:	cmpl $0, " STR(SC_A_FPDIRTY) "(%r8)\n"
+	"	je 61f\n"
+	"	movl $0, " STR(SC_A_FPDIRTY) "(%r8)\n"
+	"	mov $-1, %eax\n"
+	"	mov $-1, %edx\n"
+	"	xrstor " STR(SC_TF_FP) "(%r8)\n"
+	"61:	mov " STR(SC_A_FSBASE) "(%r8), %rax\n"
+	"	wrfsbase %rax\n"
+	"	mov " STR(SC_A_GSBASE) "(%r8), %rax\n"
+	"	test %rax, %rax\n"
+	"	cmovz %r8, %rax\n"
+	"	wrgsbase %rax\n"
+	"	mov " STR(SC_A_TSTACK) "(%r8), %rsp\n"
+	"	pushq $" STR(SC_USER_SS) "\n"
+	"	pushq " STR(SC_TF_GREGS + 8 * 15) "(%r8)\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 17) "(%r8), %rax\n"
+	"	and $" STR(SC_EFLAGS_USER) ", %eax\n"
+	"	or $" STR(SC_EFLAGS_FIXED) ", %eax\n"
+	"	push %rax\n"
+	"	pushq $" STR(SC_USER_CS) "\n"
+	"	pushq " STR(SC_TF_GREGS + 8 * 16) "(%r8)\n"
+	"	mov " STR(SC_A_TSTACK) "(%r8), %rax\n"
+	"	mov %rax, " STR(SC_A_TRSP) "(%r8)\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 1) "(%r8), %r9\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 2) "(%r8), %r10\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 4) "(%r8), %r12\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 5) "(%r8), %r13\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 6) "(%r8), %r14\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 7) "(%r8), %r15\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 8) "(%r8), %rdi\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 9) "(%r8), %rsi\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 10) "(%r8), %rbp\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 11) "(%r8), %rbx\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 12) "(%r8), %rdx\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 13) "(%r8), %rax\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 14) "(%r8), %rcx\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 3) "(%r8), %r11\n"
+	"	mov " STR(SC_TF_GREGS + 8 * 0) "(%r8), %r8\n"
+	"	iretq\n"
 	"husk_sc_restorer:\n"
 	"	mov $" STR(__NR_rt_sigreturn) ", %eax\n"
 	"	syscall\n"
@@ -332,7 +447,7 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 /* clang-format on */
 
 extern const char husk_sc_code_start[], husk_sc_zygote_entry[], husk_sc_park[], husk_sc_handler[],
-	husk_sc_restorer[], husk_sc_code_end[];
+	husk_sc_restorer[], husk_sc_tramp[], husk_sc_code_end[];
 
 #define JUMP(k, jt, jf) ((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (jt), (jf)))
 #define LOAD(off) ((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off)))
@@ -444,6 +559,10 @@ static void sc_code_init(void)
 	char *page, *scratch;
 	size_t n;
 
+	_Static_assert(SC_INTERRUPT_SIGNAL == SC_INTERRUPT_SIGNAL_NR, "interrupt signal");
+	_Static_assert(SC_UC_GREGS == offsetof(ucontext_t, uc_mcontext.gregs), "gregs offset");
+	_Static_assert(SC_TF_UC + sizeof(ucontext_t) <= SC_TF_FP && SC_A_END <= SC_TF_UC,
+		       "the trampoline frame overlaps");
 	_Static_assert(SC_FILTER_ZYGOTE_OFF + SC_FILTER_MAX * sizeof(struct sock_filter) <=
 			       SC_FPROG_GUEST_OFF,
 		       "the filters overlap");
@@ -479,6 +598,7 @@ static void sc_code_init(void)
 	sc_code.handler = sc_code.page + (uint64_t)(husk_sc_handler - husk_sc_code_start);
 	sc_code.restorer = sc_code.page + (uint64_t)(husk_sc_restorer - husk_sc_code_start);
 	sc_code.park = sc_code.page + (uint64_t)(husk_sc_park - husk_sc_code_start);
+	sc_code.tramp = sc_code.page + (uint64_t)(husk_sc_tramp - husk_sc_code_start);
 	sc_code.fprog_zygote = sc_code.page + SC_FPROG_ZYGOTE_OFF;
 	sc_code.fprog_guest = sc_code.page + SC_FPROG_GUEST_OFF;
 
