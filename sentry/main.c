@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "sentry/confine.h"
@@ -922,6 +923,8 @@ int main(int argc, char **argv)
 	int ret, status;
 
 	start_ns = now_ns();
+	/* The sandbox's CPUs, before any task thread pins itself to one (common/cpus.h). */
+	husk_cpus_init();
 	log_set_name("husk-sentry");
 	log_init_from_env();
 	prctl(PR_SET_NAME, "husk-sentry", 0, 0, 0);

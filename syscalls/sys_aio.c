@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/cpus.h"
 #include "common/list.h"
 #include "common/refcount.h"
 #include "common/util.h"
@@ -225,8 +226,7 @@ long sys_io_setup(struct task *t, const struct syscall_args *args)
 	if (id || nr_events == 0)
 		return -EINVAL;
 	/* Linux's sizing: room for twice max(nr_events, 4 per CPU), in whole pages. */
-	want = MAX((uint64_t)nr_events,
-		   4 * (uint64_t)(sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set)));
+	want = MAX((uint64_t)nr_events, 4 * (uint64_t)(husk_cpus_get(&set) ? 1 : CPU_COUNT(&set)));
 	want *= 2;
 	if (want > 0x10000000U / IO_EVENT_SIZE)
 		return -EINVAL;

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "common/cpus.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
@@ -343,7 +344,7 @@ static unsigned int guest_cpus(void)
 	cpu_set_t set;
 	int n;
 
-	if (sched_getaffinity(0, sizeof(set), &set))
+	if (husk_cpus_get(&set))
 		return 1;
 	n = CPU_COUNT(&set);
 	return n > 0 ? (unsigned int)n : 1;
@@ -466,7 +467,7 @@ long sys_sched_getaffinity(struct task *t, const struct syscall_args *args)
 
 /*
  * getcpu(2): the host CPU the sentry thread runs on, within the guest's numbering; a CPU the
- * thread's affinity excludes reads as the first one it allows (the sentry does not pin it).
+ * thread's affinity excludes reads as the first one it allows.
  * The vDSO's getcpu computes the same (the host CPU of the guest thread, modulo the guest's
  * CPUs) until a thread restricts its affinity, then calls this (sentry/time/README.md).
  */

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stddef.h>
 
+#include "common/cpus.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/rseq.h"
 #include "sentry/kernel/signals.h"
@@ -45,7 +46,7 @@ static uint32_t guest_cpu(void)
 		cpu_set_t set;
 
 		n = 1;
-		if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		if (husk_cpus_get(&set) == 0 && CPU_COUNT(&set) > 0)
 			n = CPU_COUNT(&set);
 		__atomic_store_n(&guest_ncpus, n, __ATOMIC_RELAXED);
 	}

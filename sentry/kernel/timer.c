@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/cpus.h"
 #include "common/list.h"
 #include "common/util.h"
 #include "include/abi/linux/signal.h"
@@ -121,8 +122,7 @@ static uint64_t cpu_poll_time(struct ktimer *kt, uint64_t clock_now)
 	if (!n) {
 		cpu_set_t set;
 
-		n = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned int)CPU_COUNT(&set) :
-								   0;
+		n = husk_cpus_get(&set) == 0 ? (unsigned int)CPU_COUNT(&set) : 0;
 		if (!n)
 			n = 64;
 		__atomic_store_n(&ncpus, n, __ATOMIC_RELAXED);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sentry/mm/memfile.h"
@@ -128,7 +129,7 @@ static uint32_t guest_cpus(void)
 	cpu_set_t set;
 	int n;
 
-	if (sched_getaffinity(0, sizeof(set), &set))
+	if (husk_cpus_get(&set))
 		return 1;
 	n = CPU_COUNT(&set);
 	return n > 0 ? (uint32_t)n : 1;

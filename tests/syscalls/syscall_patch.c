@@ -11,12 +11,15 @@
  *   - a jump straight to the syscall instruction with another number in eax runs that call;
  *   - a blocking call interrupted by a signal: restarted with SA_RESTART, EINTR without;
  *   - threads that run one site together while it is first used get their own results;
+ *   - a signal sent while a thread returns from a patched call, after which it computes without
+ *     calls, is delivered (not lost);
  *   - a forked child runs the sites of its parent; glibc's wrappers (getppid, getpid) too;
  *   - arch_prctl(ARCH_SET_GS) and a MAP_FIXED mapping over low memory leave the sites working.
  */
 #include <asm/prctl.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -377,6 +380,63 @@ static void threads(void)
 	CHECK(bad == 0, "%ld calls of gettid got another thread's id", bad);
 }
 
+/*
+ * A signal sent while the target returns from a patched call, which then computes without
+ * making any call: it must still arrive (a lost one leaves the target spinning for ever). The
+ * target makes the call and spins until its handler ran; the sender signals it at once.
+ */
+#define SPIN_ROUNDS 3000
+static volatile int spin_seen, spin_round, spin_go;
+static pid_t spin_tid;
+
+static void on_spin_signal(int sig)
+{
+	(void)sig;
+	spin_seen = 1;
+}
+
+static void *spin_target(void *arg)
+{
+	(void)arg;
+	spin_tid = (pid_t)syscall(SYS_gettid);
+	for (int r = 1; r <= SPIN_ROUNDS; r++) {
+		while (__atomic_load_n(&spin_go, __ATOMIC_ACQUIRE) != r)
+			site_getpid();
+		/* The call the signal races with, then no call until the handler has run. */
+		site_getpid();
+		while (!__atomic_load_n(&spin_seen, __ATOMIC_ACQUIRE))
+			__asm__ volatile("pause");
+		spin_seen = 0;
+		__atomic_store_n(&spin_round, r, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void interrupts(void)
+{
+	struct sigaction sa;
+	pthread_t th;
+	int done = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_spin_signal;
+	CHECK_RET(sigaction(SIGUSR2, &sa, NULL), 0);
+	spin_tid = 0;
+	CHECK_RET(pthread_create(&th, NULL, spin_target, NULL), 0);
+	while (!__atomic_load_n(&spin_tid, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (int r = 1; r <= SPIN_ROUNDS; r++) {
+		__atomic_store_n(&spin_go, r, __ATOMIC_RELEASE);
+		syscall(SYS_tgkill, getpid(), spin_tid, SIGUSR2);
+		while (__atomic_load_n(&spin_round, __ATOMIC_ACQUIRE) != r)
+			sched_yield();
+		done = r;
+	}
+	pthread_join(th, NULL);
+	CHECK(done == SPIN_ROUNDS, "%d rounds of %d", done, SPIN_ROUNDS);
+	signal(SIGUSR2, SIG_DFL);
+}
+
 static int forked_step(void *arg)
 {
 	pid_t parent = (pid_t)(long)arg;
@@ -481,6 +541,7 @@ int main(void)
 	direct_jump();
 	restarts();
 	threads();
+	interrupts();
 	st = in_child(forked, (void *)(long)getpid());
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "forked child: status %#x", st);
 	st = in_child(gs_user, NULL);

@@ -18,6 +18,7 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 
+#include "common/cpus.h"
 #include "common/err.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
@@ -52,7 +53,7 @@ unsigned int proc_ncpus(void)
 	cpu_set_t set;
 	int n;
 
-	if (sched_getaffinity(0, sizeof(set), &set))
+	if (husk_cpus_get(&set))
 		return 1;
 	n = CPU_COUNT(&set);
 	return n > 0 ? (unsigned int)n : 1;

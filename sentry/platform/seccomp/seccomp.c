@@ -76,6 +76,8 @@ struct sc_as {
 	struct sc_ctx *exited; /* ended by ctx_destroy; their areas wait for reuse */
 	int nexited;
 	struct cpu_split cpu;
+	uint64_t nreq, nops; /* controller requests made and calls they carried (debug log) */
+	int ctl_cpu; /* the CPU the controller is bound to, or -1 */
 };
 
 struct sc_ctx {
@@ -178,6 +180,21 @@ static long ctl_batch_locked(struct sc_as *as, const struct sc_op *ops, size_t n
 
 	if (as_is_dead(as))
 		return -ESRCH;
+	as->nreq++;
+	as->nops += n;
+	/* The controller on the requester's CPU, as guest threads (bind_to_my_cpu). */
+	if (as->sp->bind) {
+		int cpu = sched_getcpu();
+
+		if (cpu != as->ctl_cpu && cpu >= 0 && cpu < CPU_SETSIZE) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			sched_setaffinity(as->pid, sizeof(set), &set);
+			as->ctl_cpu = cpu;
+		}
+	}
 	c[SC_C_COUNT / 8] = n;
 	for (size_t i = 0; i < n; i++) {
 		volatile uint64_t *op = c + (SC_C_OPS + i * SC_OP_SIZE) / 8;
@@ -428,6 +445,7 @@ static int seccomp_as_create(struct platform *p, struct platform_as **out)
 	}
 	as->pid = pid;
 	as->sock = sock;
+	as->ctl_cpu = -1;
 	pthread_mutex_init(&as->lock, NULL);
 	cpu_split_init(&as->cpu, pid);
 	*out = &as->base;
@@ -447,6 +465,8 @@ static void seccomp_as_destroy(struct platform_as *pas)
 		return;
 	as = to_as(pas);
 	p = as->base.p;
+	log_debug("seccomp: stub %d: %llu controller requests carried %llu calls", as->pid,
+		  (unsigned long long)as->nreq, (unsigned long long)as->nops);
 	as->destroying = true;
 	as_kill(as, NULL);
 	while (waitpid(as->pid, &status, __WALL) < 0 && errno == EINTR)
@@ -978,20 +998,31 @@ static int decode_stop(struct sc_ctx *t, arch_regs_t *regs, struct platform_even
 	const struct sc_code *code = t->as->sp->code;
 	uint8_t *info;
 	int signo, si_code;
+	uint32_t kind;
 	greg_t trapno;
 
-	if (__atomic_load_n(area_u32(t, SC_A_KIND), __ATOMIC_RELAXED) == SC_KIND_TRAMP) {
-		/* A patched call: the frame is at fixed offsets; eax held its number. */
+	kind = __atomic_load_n(area_u32(t, SC_A_KIND), __ATOMIC_RELAXED);
+	if (kind == SC_KIND_TRAMP || kind == SC_KIND_TRAMP_INTR) {
+		/* The trampoline's frame, at fixed offsets (README.md, "Syscall patching"). */
 		t->tramp = true;
 		t->uc = t->area + SC_TF_UC;
 		t->fp = t->area + SC_TF_FP;
 		frame_get_regs(t, regs);
 		memset(ev, 0, sizeof(*ev));
 		ev->trapno = -1;
-		ev->kind = PLATFORM_EV_SYSCALL;
-		regs->orig_rax = regs->rax;
-		regs->rax = (uint64_t)-ENOSYS;
-		return 1;
+		if (kind == SC_KIND_TRAMP) {
+			/* A patched call: eax held its number. */
+			ev->kind = PLATFORM_EV_SYSCALL;
+			regs->orig_rax = regs->rax;
+			regs->rax = (uint64_t)-ENOSYS;
+			return 1;
+		}
+		/* The interrupt signal came while the thread was in the trampoline. */
+		if (__atomic_exchange_n(&t->interrupt, 0, __ATOMIC_ACQ_REL)) {
+			ev->kind = PLATFORM_EV_INTERRUPT;
+			return 1;
+		}
+		return 0;
 	}
 	t->tramp = false;
 	info = frame_locate(t);

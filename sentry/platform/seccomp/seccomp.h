@@ -62,10 +62,12 @@
 #define SC_A_FPDIRTY 92 /* u32: sentry -> stub: xrstor the trampoline frame's FP state */
 #define SC_A_TRSP 96 /* u64: the trampoline's stack top, swapped with the guest's rsp on entry */
 #define SC_A_TSTACK 104 /* u64: the trampoline's stack top (SC_AREA_SIZE - 64 into the area) */
-#define SC_A_END 112
+#define SC_A_INTR 112 /* u32: the interrupt signal came while the thread was in the trampoline */
+#define SC_A_END 116
 
 #define SC_KIND_SIGNAL 0 /* a signal: SC_A_SIGNO/INFO/UC describe the frame */
 #define SC_KIND_TRAMP 1 /* a patched system call: the trampoline frame below */
+#define SC_KIND_TRAMP_INTR 2 /* an interrupt that came in the trampoline: its frame, to resume */
 
 /*
  * The trampoline frame (a patched system call, see README.md "Syscall patching"): the guest's
@@ -74,6 +76,9 @@
  */
 #define SC_TF_UC 0x100
 #define SC_UC_GREGS 40 /* offsetof(ucontext_t, uc_mcontext.gregs) */
+#define SC_UC_R8 (SC_UC_GREGS + 8 * 0)
+#define SC_UC_RSP (SC_UC_GREGS + 8 * 15)
+#define SC_UC_RIP (SC_UC_GREGS + 8 * 16)
 #define SC_TF_GREGS (SC_TF_UC + SC_UC_GREGS)
 #define SC_TF_FP 0x1000
 /* x86-64 user selectors, for the trampoline's iretq. */

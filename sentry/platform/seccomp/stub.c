@@ -275,18 +275,33 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"	mov %rsp, %r8\n"
 	"	and $" STR(~(SC_AREA_SIZE - 1)) ", %r8\n"
 	/*
-	 * A signal that interrupted the trampoline (its rsp was in the area already): the
-	 * interrupt signal returns at once (the sentry finds its interrupt flag at the next
-	 * switch); anything else is a fault of the stub's own code: end the stub (exit_group is
-	 * not in the guest filter's list: the kernel kills the process).
+	 * A signal that interrupted the trampoline (its rsp was in the area already). Anything
+	 * but the interrupt signal is a fault of the stub's own code: the stub ends (exit_group is
+	 * not in the guest filter's list: the kernel kills the process). The interrupt must not
+	 * be lost: it is noted in the area, and the trampoline's way back, which checks the note
+	 * first, reports it as a stop instead of returning to the guest; a signal that came on
+	 * that way back (after the check, or before the iretq) sends the thread to its start.
 	 */
-	"	mov " STR(SC_UC_GREGS + 8 * 15) "(%rdx), %rax\n"
+	"	mov " STR(SC_UC_RSP) "(%rdx), %rax\n"
 	"	sub %r8, %rax\n"
 	"	cmp $" STR(SC_AREA_SIZE) ", %rax\n"
 	"	jae 40f\n"
 	"	cmp $" STR(SC_INTERRUPT_SIGNAL_NR) ", %edi\n"
 	"	jne 48f\n"
-	"	ret\n"
+	"	movl $1, " STR(SC_A_INTR) "(%r8)\n"
+	"	mov " STR(SC_UC_RIP) "(%rdx), %rax\n"
+	"	lea husk_sc_tramp_ret(%rip), %rcx\n"
+	"	cmp %rcx, %rax\n"
+	"	jb 39f\n"
+	"	lea husk_sc_tramp_iret(%rip), %rcx\n"
+	"	cmp %rcx, %rax\n"
+	"	ja 39f\n"
+	"	lea husk_sc_tramp_ret(%rip), %rax\n"
+	"	mov %rax, " STR(SC_UC_RIP) "(%rdx)\n"
+	"	mov %r8, " STR(SC_UC_R8) "(%rdx)\n"
+	"	mov " STR(SC_A_TSTACK) "(%r8), %rax\n"
+	"	mov %rax, " STR(SC_UC_RSP) "(%rdx)\n"
+	"39:	ret\n"
 	"40:	mov %rdi, " STR(SC_A_SIGNO) "(%r8)\n"
 	"	mov %rsi, " STR(SC_A_INFO) "(%r8)\n"
 	"	mov %rdx, " STR(SC_A_UC) "(%r8)\n"
@@ -333,8 +348,8 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"46:	movl $0, " STR(SC_A_STUB_SLEEPS) "(%r8)\n"
 	"45:	cmpl $" STR(SC_ST_EXIT) ", " STR(SC_A_STATE) "(%r8)\n"
 	"	je 47f\n"
-	"	cmpl $" STR(SC_KIND_TRAMP) ", " STR(SC_A_KIND) "(%r8)\n"
-	"	je 60f\n"
+	"	cmpl $" STR(SC_KIND_SIGNAL) ", " STR(SC_A_KIND) "(%r8)\n"
+	"	jne husk_sc_tramp_ret\n"
 	"	mov " STR(SC_A_FSBASE) "(%r8), %rax\n"
 	"	wrfsbase %rax\n"
 	"	mov " STR(SC_A_GSBASE) "(%r8), %rax\n"
@@ -393,7 +408,17 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"	mov %rax, " STR(SC_A_FSBASE) "(%r8)\n"
 	"	movl $" STR(SC_KIND_TRAMP) ", " STR(SC_A_KIND) "(%r8)\n"
 	"	jmp 49b\n"
-	/* The way back from a trampoline stop: r8 = the area, on the trampoline stack. */
+	/*
+	 * The way back from a trampoline stop: r8 = the area, on the trampoline stack. An
+	 * interrupt noted meanwhile is reported first (a stop of kind TRAMP_INTR: the frame holds
+	 * the registers to resume with); the sentry resumes it like any stop.
+	 */
+	"husk_sc_tramp_ret:\n"
+	"	cmpl $0, " STR(SC_A_INTR) "(%r8)\n"
+	"	je 60f\n"
+	"	movl $0, " STR(SC_A_INTR) "(%r8)\n"
+	"	movl $" STR(SC_KIND_TRAMP_INTR) ", " STR(SC_A_KIND) "(%r8)\n"
+	"	jmp 49b\n"
 	"60:	cmpl $0, " STR(SC_A_FPDIRTY) "(%r8)\n"
 	"	je 61f\n"
 	"	movl $0, " STR(SC_A_FPDIRTY) "(%r8)\n"
@@ -432,6 +457,7 @@ __asm__(".pushsection .rodata.husk_sc_stub, \"a\"\n"
 	"	mov " STR(SC_TF_GREGS + 8 * 14) "(%r8), %rcx\n"
 	"	mov " STR(SC_TF_GREGS + 8 * 3) "(%r8), %r11\n"
 	"	mov " STR(SC_TF_GREGS + 8 * 0) "(%r8), %r8\n"
+	"husk_sc_tramp_iret:\n"
 	"	iretq\n"
 	"husk_sc_restorer:\n"
 	"	mov $" STR(__NR_rt_sigreturn) ", %eax\n"
