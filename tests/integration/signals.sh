@@ -15,15 +15,22 @@ continued
 exited 7" 0 -- \
 	"$HUSK" do -- python3 -c '
 import os, signal
+# The child exits only when told (a pipe): had it exited right after SIGCONT, waitpid would
+# report the exit, not the continue (Linux too), and which comes first is up to the scheduler.
+r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
+    os.close(w)
     os.kill(os.getpid(), signal.SIGSTOP)
+    os.read(r, 1)
     os._exit(7)
+os.close(r)
 _, st = os.waitpid(pid, os.WUNTRACED)
 print("stopped", os.WSTOPSIG(st) if os.WIFSTOPPED(st) else st, flush=True)
 os.kill(pid, signal.SIGCONT)
 _, st = os.waitpid(pid, os.WCONTINUED)
 print("continued" if os.WIFCONTINUED(st) else st, flush=True)
+os.write(w, b"x")
 _, st = os.waitpid(pid, 0)
 print("exited", os.WEXITSTATUS(st))'
 expect_output "trap runs the shell's handler" "trapped" 0 -- \
