@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU set the process started with; see cpus.h. */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cpus.h"
@@ -24,4 +26,45 @@ int husk_cpus_get(cpu_set_t *set)
 		return -1;
 	memcpy(set, &start_set, sizeof(*set));
 	return 0;
+}
+
+void husk_start_cpu_publish(void)
+{
+	const char *pin = getenv("HUSK_CPU_PIN");
+	int cpu = sched_getcpu();
+	char buf[16];
+
+	/* An explicit value (-1: none) stays. */
+	if ((pin && !strcmp(pin, "0")) || cpu < 0 || getenv("HUSK_START_CPU"))
+		return;
+	snprintf(buf, sizeof(buf), "%d", cpu);
+	setenv("HUSK_START_CPU", buf, 1);
+}
+
+int husk_start_cpu(void)
+{
+	const char *s = getenv("HUSK_START_CPU");
+	cpu_set_t set;
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v >= CPU_SETSIZE || husk_cpus_get(&set) < 0 || !CPU_ISSET(v, &set) ||
+	    CPU_COUNT(&set) < 2)
+		return -1;
+	return (int)v;
+}
+
+int husk_start_cpu_pin(void)
+{
+	int cpu = husk_start_cpu();
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return -1;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) == 0 ? 0 : -1;
 }

@@ -16,4 +16,16 @@ void husk_cpus_init(void);
 /* Copies the start-time set into *set. Returns 0, or -1 if it could not be read. */
 int husk_cpus_get(cpu_set_t *set);
 
+/*
+ * The CPU a sandbox's processes start on: husk picks one (its own, at launch) and passes it to
+ * the sentry and the gofers as HUSK_START_CPU, so that the sentry's first task thread and the
+ * gofers begin on one CPU (their hand-overs are cheapest there; sentry/kernel/task.c).
+ * husk_start_cpu_publish sets it (unless HUSK_CPU_PIN=0); husk_start_cpu returns it, or -1
+ * when unset, malformed or not in the process's CPU set. husk_start_cpu_pin pins the calling
+ * thread there (the gofer) and returns 0, or -1 if there is nothing to do or it failed.
+ */
+void husk_start_cpu_publish(void);
+int husk_start_cpu(void);
+int husk_start_cpu_pin(void);
+
 #endif

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "gofer/confine.h"
 #include "gofer/server.h"
@@ -70,6 +71,9 @@ int main(int argc, char **argv)
 
 	log_set_name("husk-gofer");
 	log_init_from_env();
+	/* On the sandbox's start CPU, with the sentry's first task (common/cpus.h). */
+	husk_cpus_init();
+	husk_start_cpu_pin();
 	prctl(PR_SET_NAME, "husk-gofer", 0, 0, 0);
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {

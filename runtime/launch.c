@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/cleanup.h"
 #include "runtime/runtime.h"
 #include "sentry/net/bpf/netbpf.h"
@@ -393,6 +394,8 @@ int launch_and_wait(const struct launch_spec *spec)
 			!sentry ? "husk-sentry" : "husk-gofer");
 		return EXIT_SETUP;
 	}
+	/* The sentry's first task and the gofers start on this CPU (common/cpus.h). */
+	husk_start_cpu_publish();
 	if (stat(spec->rootfs, &rst) < 0 || !S_ISDIR(rst.st_mode)) {
 		fprintf(stderr, "husk: rootfs %s: %s\n", spec->rootfs,
 			errno ? strerror(errno) : "not a directory");

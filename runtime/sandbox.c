@@ -54,6 +54,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/cleanup.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
@@ -657,6 +658,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		return oci_fail("cannot find %s next to husk (set HUSK_SENTRY/HUSK_GOFER)",
 				!sentry ? "husk-sentry" : "husk-gofer"),
 		       -ENOENT;
+	/* The sentry's first task and the gofers start on this CPU (common/cpus.h). */
+	husk_start_cpu_publish();
 	if (stat(c->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
 		return oci_fail("rootfs %s: %s", c->rootfs,
 				errno ? strerror(errno) : "not a directory"),

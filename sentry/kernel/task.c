@@ -339,10 +339,14 @@ static void pin_to(int cpu)
 
 static void pin_start(void)
 {
+	static int first = 1;
 	int cpu;
 
 	pthread_once(&pin_once, pin_init);
 	cpu = sched_getcpu();
+	/* The first task starts where husk started the gofers (common/cpus.h). */
+	if (__atomic_exchange_n(&first, 0, __ATOMIC_RELAXED) && husk_start_cpu() >= 0)
+		cpu = husk_start_cpu();
 	if (pinning && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &sandbox_cpus))
 		pin_to(cpu);
 }
