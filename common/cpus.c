@@ -28,14 +28,20 @@ int husk_cpus_get(cpu_set_t *set)
 	return 0;
 }
 
-void husk_start_cpu_publish(void)
+int husk_cpu_pinning(void)
 {
 	const char *pin = getenv("HUSK_CPU_PIN");
+
+	return !(pin && !strcmp(pin, "0"));
+}
+
+void husk_start_cpu_publish(void)
+{
 	int cpu = sched_getcpu();
 	char buf[16];
 
 	/* An explicit value (-1: none) stays. */
-	if ((pin && !strcmp(pin, "0")) || cpu < 0 || getenv("HUSK_START_CPU"))
+	if (!husk_cpu_pinning() || cpu < 0 || getenv("HUSK_START_CPU"))
 		return;
 	snprintf(buf, sizeof(buf), "%d", cpu);
 	setenv("HUSK_START_CPU", buf, 1);
@@ -57,14 +63,20 @@ int husk_start_cpu(void)
 	return (int)v;
 }
 
-int husk_start_cpu_pin(void)
+int husk_cpu_pin(pid_t tid, int cpu)
 {
-	int cpu = husk_start_cpu();
 	cpu_set_t set;
 
-	if (cpu < 0)
+	if (cpu < 0 || cpu >= CPU_SETSIZE)
 		return -1;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) == 0 ? 0 : -1;
+	return sched_setaffinity(tid, sizeof(set), &set) == 0 ? 0 : -1;
+}
+
+int husk_start_cpu_pin(void)
+{
+	int cpu = husk_start_cpu();
+
+	return cpu < 0 ? -1 : husk_cpu_pin(0, cpu);
 }

@@ -9,12 +9,23 @@
 #define HUSK_COMMON_CPUS_H
 
 #include <sched.h>
+#include <sys/types.h>
 
 /* Reads the set now (once; later calls do nothing). main() calls it before any thread pins. */
 void husk_cpus_init(void);
 
 /* Copies the start-time set into *set. Returns 0, or -1 if it could not be read. */
 int husk_cpus_get(cpu_set_t *set);
+
+/* False when HUSK_CPU_PIN=0 in the environment: husk then pins nothing (task.c, the gofer). */
+int husk_cpu_pinning(void);
+
+/*
+ * Binds host thread tid (0: the caller) to the one CPU cpu. Returns 0, or -1 (cpu out of range,
+ * or sched_setaffinity failed: a cpuset without that CPU, a filter without the call). Everything
+ * husk pins goes through here; a failed pin only costs speed.
+ */
+int husk_cpu_pin(pid_t tid, int cpu);
 
 /*
  * The CPU a sandbox's processes start on: husk picks one (its own, at launch) and passes it to

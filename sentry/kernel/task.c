@@ -310,53 +310,39 @@ static void task_set_in_guest(struct task *t, bool in_guest)
  * another running guest moves to a CPU that has none (at most every PIN_MOVE_NS). HUSK_CPU_PIN=0
  * turns all of it off.
  */
-#define PIN_MOVE_NS 10000000LL
+#define PIN_MOVE_NS 10000000ULL
 static cpu_set_t sandbox_cpus;
 static bool pinning;
 static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
 static int in_guest_on[CPU_SETSIZE]; /* atomic: guests running per CPU */
 static __thread int my_cpu = -1; /* the CPU this task thread is pinned to */
-static __thread int64_t my_move_ns; /* when it was last moved */
+static __thread uint64_t my_move_ns; /* when it was last moved (task_monotonic_ns) */
 
 static void pin_init(void)
 {
-	const char *e = getenv("HUSK_CPU_PIN");
-
-	pinning = !(e && !strcmp(e, "0")) && husk_cpus_get(&sandbox_cpus) == 0 &&
+	pinning = husk_cpu_pinning() && husk_cpus_get(&sandbox_cpus) == 0 &&
 		  CPU_COUNT(&sandbox_cpus) > 1;
 }
 
 static void pin_to(int cpu)
 {
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	/* Failure (a cpuset without that CPU, a filter without the call) only costs speed. */
-	if (sched_setaffinity(0, sizeof(set), &set) == 0)
+	if (husk_cpu_pin(0, cpu) == 0)
 		my_cpu = cpu;
 }
 
 static void pin_start(void)
 {
 	static int first = 1;
-	int cpu;
+	int cpu = -1;
 
 	pthread_once(&pin_once, pin_init);
-	cpu = sched_getcpu();
 	/* The first task starts where husk started the gofers (common/cpus.h). */
-	if (__atomic_exchange_n(&first, 0, __ATOMIC_RELAXED) && husk_start_cpu() >= 0)
+	if (__atomic_exchange_n(&first, 0, __ATOMIC_RELAXED))
 		cpu = husk_start_cpu();
+	if (cpu < 0)
+		cpu = sched_getcpu();
 	if (pinning && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &sandbox_cpus))
 		pin_to(cpu);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* Before a switch: count this guest as running on its CPU, moving first if that one is busy. */
@@ -365,7 +351,7 @@ static void pin_enter_guest(void)
 	if (my_cpu < 0)
 		return;
 	if (__atomic_load_n(&in_guest_on[my_cpu], __ATOMIC_RELAXED) > 0) {
-		int64_t now = mono_ns();
+		uint64_t now = task_monotonic_ns();
 
 		if (now - my_move_ns >= PIN_MOVE_NS) {
 			for (int c = 0; c < CPU_SETSIZE; c++) {

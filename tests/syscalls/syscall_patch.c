@@ -36,6 +36,15 @@
 
 #define ROUNDS 300
 
+/* A child's function whose steps return 0 or the failing step's number, as one check. */
+#define CHECKED_CHILD(name)                            \
+	static void name(void *arg)                    \
+	{                                              \
+		int r = name##_step(arg);              \
+                                                       \
+		CHECK(r == 0, "failed at step %d", r); \
+	}
+
 /* One site: getpid through the exact pattern, nothing else in the asm touches the stack. */
 static long site_getpid(void)
 {
@@ -323,12 +332,7 @@ static int restarting_step(void *arg)
 	return 0;
 }
 
-static void restarting(void *arg)
-{
-	int r = restarting_step(arg);
-
-	CHECK(r == 0, "failed at step %d", r);
-}
+CHECKED_CHILD(restarting)
 
 static void restarts(void)
 {
@@ -437,28 +441,35 @@ static void interrupts(void)
 	signal(SIGUSR2, SIG_DFL);
 }
 
-static int forked_step(void *arg)
+/*
+ * ROUNDS runs of the getpid site and of regs_site in a child: 0 if they held, else fail (a
+ * getpid or getppid went wrong) or fail + 1 (a register or the result did). parent: the
+ * expected getppid, or 0 for any.
+ */
+static int sites_hold(pid_t parent, int fail)
 {
-	pid_t parent = (pid_t)(long)arg;
-
 	for (int i = 0; i < ROUNDS; i++) {
-		if (site_getpid() != getpid() || getppid() != parent)
-			return 1;
+		pid_t pp = getppid();
+
+		if (site_getpid() != getpid() || (parent ? pp != parent : pp <= 0))
+			return fail;
 		struct gregs g;
 
 		regs_site(&g);
 		if (g.r15 != 0xccccccccccccccccULL || (long)g.ret != getpid())
-			return 2;
+			return fail + 1;
 	}
 	return 0;
 }
 
-static void forked(void *arg)
+static int forked_step(void *arg)
 {
-	int r = forked_step(arg);
+	pid_t parent = (pid_t)(long)arg;
 
-	CHECK(r == 0, "failed at step %d", r);
+	return sites_hold(parent, 1);
 }
+
+CHECKED_CHILD(forked)
 
 /* arch_prctl(ARCH_SET_GS): the value reads back, and sites keep working afterwards. */
 static int gs_user_step(void *arg)
@@ -484,12 +495,7 @@ static int gs_user_step(void *arg)
 	return 0;
 }
 
-static void gs_user(void *arg)
-{
-	int r = gs_user_step(arg);
-
-	CHECK(r == 0, "failed at step %d", r);
-}
+CHECKED_CHILD(gs_user)
 
 /* A fixed mapping over low memory (where a patching sandbox may keep things): sites work on. */
 static int low_map_step(void *arg)
@@ -506,24 +512,10 @@ static int low_map_step(void *arg)
 			return 2;
 		memset(p, 0xcc, 0x10000);
 	}
-	for (int i = 0; i < ROUNDS; i++) {
-		if (site_getpid() != getpid() || getppid() <= 0)
-			return 3;
-		struct gregs g;
-
-		regs_site(&g);
-		if (g.r15 != 0xccccccccccccccccULL || (long)g.ret != getpid())
-			return 4;
-	}
-	return 0;
+	return sites_hold(0, 3);
 }
 
-static void low_map(void *arg)
-{
-	int r = low_map_step(arg);
-
-	CHECK(r == 0, "failed at step %d", r);
-}
+CHECKED_CHILD(low_map)
 
 int main(void)
 {

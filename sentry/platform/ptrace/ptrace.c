@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sentry/platform/cpusplit.h"
@@ -1131,14 +1132,11 @@ static bool only_rax_differs(const arch_regs_t *a, const arch_regs_t *b)
 static void bind_to_tracer_cpu(struct ptrace_ctx *t)
 {
 	int cpu = sched_getcpu();
-	cpu_set_t set;
 
-	if (cpu == t->cpu || cpu < 0 || cpu >= CPU_SETSIZE || !stub_cpu_binding())
+	if (cpu == t->cpu || cpu < 0 || !stub_cpu_binding())
 		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
 	/* Failure (e.g. a cpuset without that CPU) only costs speed; not retried on this CPU. */
-	sched_setaffinity(t->tid, sizeof(set), &set);
+	husk_cpu_pin(t->tid, cpu);
 	t->cpu = cpu;
 }
 

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sentry/platform/cpusplit.h"
@@ -52,7 +53,6 @@ struct sc_platform {
 	uint32_t stub_spin; /* spin iterations of a stub before it sleeps */
 	uint32_t sentry_spin; /* spin iterations of the sentry before it sleeps */
 	bool bind; /* bind stub threads to their sentry thread's CPU */
-	bool patch; /* syscall patching is on (base.syscall_trampoline set) */
 };
 
 struct sc_ctx;
@@ -163,6 +163,24 @@ struct sc_op {
 };
 
 /*
+ * Keeps stub thread tid (a guest thread, or the controller: as->pid) on the CPU the calling
+ * sentry thread runs on, when binding is on; *bound remembers the CPU (-1: none), so a call is
+ * made only when the sentry thread moved. The tid is checked first: a thread may have ended.
+ */
+static void bind_here(struct sc_as *as, pid_t tid, int *bound)
+{
+	int cpu;
+
+	if (!as->sp->bind)
+		return;
+	cpu = sched_getcpu();
+	if (cpu == *bound || cpu < 0 || syscall(SYS_tgkill, as->pid, tid, 0) < 0)
+		return;
+	husk_cpu_pin(tid, cpu);
+	*bound = cpu;
+}
+
+/*
  * Runs ops[0..n) (n <= SC_MAX_OPS) in order in the stub's controller thread, until one fails.
  * Returns the last result run (an error, or the last call's result), or -ESRCH if the stub is
  * gone; *notrun (if not NULL) = how many calls did not run (the failed one included). rusage:
@@ -182,19 +200,8 @@ static long ctl_batch_locked(struct sc_as *as, const struct sc_op *ops, size_t n
 		return -ESRCH;
 	as->nreq++;
 	as->nops += n;
-	/* The controller on the requester's CPU, as guest threads (bind_to_my_cpu). */
-	if (as->sp->bind) {
-		int cpu = sched_getcpu();
-
-		if (cpu != as->ctl_cpu && cpu >= 0 && cpu < CPU_SETSIZE) {
-			cpu_set_t set;
-
-			CPU_ZERO(&set);
-			CPU_SET(cpu, &set);
-			sched_setaffinity(as->pid, sizeof(set), &set);
-			as->ctl_cpu = cpu;
-		}
-	}
+	/* The controller on the requester's CPU, as guest threads. */
+	bind_here(as, as->pid, &as->ctl_cpu);
 	c[SC_C_COUNT / 8] = n;
 	for (size_t i = 0; i < n; i++) {
 		volatile uint64_t *op = c + (SC_C_OPS + i * SC_OP_SIZE) / 8;
@@ -964,26 +971,6 @@ static void seccomp_ctx_destroy(struct platform_ctx *pctx)
 	free(t);
 }
 
-/* Keeps the stub thread on the CPU its sentry thread runs on (when binding is on). */
-static void bind_to_my_cpu(struct sc_ctx *t)
-{
-	int cpu;
-	cpu_set_t set;
-
-	if (!t->as->sp->bind)
-		return;
-	cpu = sched_getcpu();
-	if (cpu == t->cpu || cpu < 0 || cpu >= CPU_SETSIZE)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	/* A tid of the stub still (it was checked when made; a thread may have ended since). */
-	if (syscall(SYS_tgkill, t->as->pid, t->tid, 0) < 0)
-		return;
-	sched_setaffinity(t->tid, sizeof(set), &set);
-	t->cpu = cpu;
-}
-
 static bool is_fault_signal(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP;
@@ -1044,7 +1031,7 @@ static int decode_stop(struct sc_ctx *t, arch_regs_t *regs, struct platform_even
 		memcpy(&arch, info + offsetof(siginfo_t, si_arch), sizeof(arch));
 		if (arch == AUDIT_ARCH_X86_64) {
 			ev->kind = PLATFORM_EV_SYSCALL;
-			ev->patchable = t->as->sp->patch;
+			ev->patchable = t->as->sp->base.syscall_trampoline != 0;
 			regs->orig_rax = regs->rax;
 			regs->rax = (uint64_t)-ENOSYS;
 			return 1;
@@ -1095,7 +1082,7 @@ static int switch_once(struct sc_ctx *t, arch_regs_t *regs, struct platform_even
 		return 0;
 	}
 	frame_set_regs(t, regs);
-	bind_to_my_cpu(t);
+	bind_here(as, t->tid, &t->cpu);
 	cpu_split_enter(&as->cpu, &t->cput);
 	for (;;) {
 		resume(t);
@@ -1290,9 +1277,8 @@ int seccomp_platform_create(int memfd, struct platform **out)
 	 * Syscall patching (README.md): on unless HUSK_SYSCALL_PATCH=0. The trampoline frame's
 	 * XSAVE area and a nested signal frame below the trampoline stack must fit in an area.
 	 */
-	sp->patch = env_u32("HUSK_SYSCALL_PATCH", 1) != 0 &&
-		    SC_TF_FP + 2 * (platform_fpstate_size() + 64) + 4096 <= SC_AREA_SIZE - 64;
-	if (sp->patch)
+	if (env_u32("HUSK_SYSCALL_PATCH", 1) != 0 &&
+	    SC_TF_FP + 2 * (platform_fpstate_size() + 64) + 4096 <= SC_AREA_SIZE - 64)
 		sp->base.syscall_trampoline = code->tramp;
 	*out = &sp->base;
 	return 0;
