@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Checkpoint and restore of a whole sandbox in the sentry's own terms (DESIGN.md section 7,
+ * sentry/state/README.md). The image is a protobuf-c message (image.proto, fs.proto) plus a
+ * pages file holding the memory file's ranges that the saved objects use.
+ *
+ * Saving runs with every task stopped (kernel_freeze); each subsystem fills its messages from
+ * its objects through a struct state_save, and declares the memory-file ranges it holds.
+ * Restoring builds the objects again in a new sentry, in the order of the image's fields,
+ * through a struct state_restore; a saved range keeps its memory-file offset.
+ *
+ * Everything read from an image is hostile input: every id, offset, length and enum is checked
+ * and a bad one fails the restore with a message naming it (state_fail), never a crash.
+ */
+#ifndef HUSK_SENTRY_STATE_H
+#define HUSK_SENTRY_STATE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sentry/state/image.pb-c.h"
+
+struct kernel;
+struct file;
+
+/* The image format's version: an image of another version is refused. */
+#define STATE_IMAGE_VERSION 1
+/* The image's file names inside the image directory. */
+#define STATE_IMAGE_FILE "husk-image.pb"
+#define STATE_PAGES_FILE "husk-pages.img"
+/* The largest image message accepted (the pages are in their own file). */
+#define STATE_IMAGE_MAX (256u << 20)
+
+/* File kinds (File.kind). */
+enum state_file_kind {
+	STATE_FILE_NONE = 0,
+	STATE_FILE_HOST = 1, /* a host FD the sentry was given: stdio (hostfile.c) */
+	STATE_FILE_PATH = 2, /* a file reached by a path in a mount (gofer, overlay, tmpfs, devfs) */
+	STATE_FILE_PIPE = 3, /* an end of a pipe or FIFO */
+	STATE_FILE_MEMFD = 4, /* a tmpfs file with no name (memfd_create, unlinked files) */
+	/* more kinds: anon files, sockets, ... */
+};
+
+/* Memory-file ranges (page aligned) the image must carry. */
+struct state_ranges {
+	struct state_range {
+		uint64_t off, len;
+	} *v;
+	size_t n, cap;
+};
+
+/* A pointer -> id map (ids from 1). */
+struct state_ptrmap {
+	struct state_ptrmap_ent {
+		const void *ptr;
+		uint32_t id;
+	} *v;
+	size_t n, cap; /* open addressing; cap a power of two */
+	uint32_t next;
+};
+
+struct state_arena;
+
+struct state_save {
+	struct kernel *k;
+	Husk__State__Image *img;
+	struct state_ranges ranges;
+	struct state_ptrmap files; /* struct file * -> File.id */
+	struct state_ptrmap mms, fdtables, fscontexts, sighands;
+	struct state_arena *arena; /* every message and string of img */
+	char err[256]; /* the first failure, for the caller's message */
+};
+
+struct state_restore {
+	struct kernel *k;
+	const Husk__State__Image *img;
+	int pages_fd; /* the pages file */
+	struct file **files; /* by File.id - 1, restored on first use */
+	size_t nfiles;
+	void **objs; /* scratch per-kind tables (mms, fdtables, fscontexts, sighands) */
+	char err[256];
+};
+
+/* --- for every subsystem --- */
+
+/* Zeroed memory that lives as long as the save (the image's messages and strings). */
+void *state_alloc(struct state_save *s, size_t n);
+char *state_strdup(struct state_save *s, const char *str);
+/* Records the first failure's message in s->err / r->err; returns -EINVAL (or the code given). */
+int state_save_fail(struct state_save *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int state_restore_fail(struct state_restore *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The memory-file range [off, off + len) is used by a saved object: the pages file carries it. */
+void state_save_range(struct state_save *s, uint64_t off, uint64_t len);
+/*
+ * A restored object takes one reference on the memory-file range [off, off + len), which must
+ * lie within the image's pages (Image.pages); its bytes are those saved. Returns 0 or -EINVAL
+ * (state_restore_fail: outside the image's pages, not page aligned).
+ */
+int state_restore_range(struct state_restore *r, uint64_t off, uint64_t len);
+
+/*
+ * The id of file f in the image (saving it the first time: state_file_save fills a new File
+ * message). Returns the id (>= 1) or 0 on failure (s->err says why).
+ */
+uint32_t state_save_file_id(struct state_save *s, struct file *f);
+/* The restored file of that id (borrowed: the restore holds a reference), or NULL (r->err). */
+struct file *state_restore_file_id(struct state_restore *r, uint32_t id);
+
+/* Frees what state_alloc gave. */
+void state_arena_free(struct state_save *s);
+/* The id of p in m, or 0. Adding: p must not be in m; returns its new id or 0 (no memory). */
+uint32_t state_ptrmap_find(const struct state_ptrmap *m, const void *p);
+uint32_t state_ptrmap_add(struct state_ptrmap *m, const void *p);
+void state_ptrmap_free(struct state_ptrmap *m);
+
+/* --- sentry/state/fs.c: files and filesystems --- */
+
+/* Fills out (id, kind, flags, pos already set by the caller: fill the rest) for f. 0 or -errno. */
+int state_file_save(struct state_save *s, struct file *f, Husk__State__File *out);
+/* A new file (one reference) from in, or NULL (state_restore_fail said why). */
+struct file *state_file_restore(struct state_restore *r, const Husk__State__File *in);
+/* The filesystems held in memory (tmpfs mounts, the overlay's upper layer): save, restore. */
+int state_fs_save(struct state_save *s, Husk__State__FsState *out);
+int state_fs_restore(struct state_restore *r, const Husk__State__FsState *in);
+
+#endif
