@@ -1,14 +1,239 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* husk checkpoint / restore: not supported yet (the sentry's state would be saved, as gVisor
- * does, rather than the host processes' as CRIU does). */
+/*
+ * husk checkpoint [--image-path DIR] [--work-path DIR] [--leave-running] ID
+ * husk restore [--image-path DIR] [--bundle DIR] [--detach] [--pid-file F]
+ *              [--console-socket S] ID
+ *
+ * As runc's verbs, but the image is the sentry's own state (sentry/state/README.md), not host
+ * processes' through CRIU: checkpoint asks the running sentry to write it (CONTROL_CHECKPOINT,
+ * the files opened here and passed along); restore is husk run whose sentry starts from the
+ * image instead of the config's process. CRIU's options that engines pass (--tcp-established,
+ * --file-locks, --manage-cgroups-mode, ...) are accepted and need nothing: husk saves what it
+ * can and refuses with a message what it cannot.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "runtime/control.h"
 #include "runtime/oci.h"
+#include "sentry/state/names.h"
+
+/* mkdir -p for the image folder (0700: an image holds the guest's memory). */
+static int make_dir(const char *path)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 2)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	memset(&u, 0, sizeof(u));
+	mh.msg_control = u.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 int cmd_checkpoint(int argc, char **argv)
 {
-	return oci_fail("checkpoint is not supported yet by husk");
+	static const struct option longopts[] = {
+		{ "image-path", required_argument, NULL, 'i' },
+		{ "work-path", required_argument, NULL, 'w' },
+		{ "leave-running", no_argument, NULL, 'l' },
+		/* CRIU's, as engines pass them to runc: nothing to do for husk. */
+		{ "tcp-established", no_argument, NULL, 'x' },
+		{ "tcp-skip-in-flight", no_argument, NULL, 'x' },
+		{ "link-remap", no_argument, NULL, 'x' },
+		{ "ext-unix-sk", no_argument, NULL, 'x' },
+		{ "shell-job", no_argument, NULL, 'x' },
+		{ "file-locks", no_argument, NULL, 'x' },
+		{ "pre-dump", no_argument, NULL, 'x' },
+		{ "auto-dedup", no_argument, NULL, 'x' },
+		{ "lazy-pages", no_argument, NULL, 'x' },
+		{ "parent-path", required_argument, NULL, 'x' },
+		{ "page-server", required_argument, NULL, 'x' },
+		{ "status-fd", required_argument, NULL, 'x' },
+		{ "manage-cgroups-mode", required_argument, NULL, 'x' },
+		{ "empty-ns", required_argument, NULL, 'x' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *image = NULL;
+	bool leave = false;
+	struct container c;
+	enum container_status s;
+	char dir[PATH_MAX], why[300];
+	int opt, ret = 0, fds[2] = { -1, -1 };
+
+	optind = 1;
+	while ((opt = getopt_long_only(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			image = optarg;
+			break;
+		case 'l':
+			leave = true;
+			break;
+		case 'w':
+		case 'x':
+			break;
+		default:
+			return 1;
+		}
+	}
+	if (optind != argc - 1)
+		return oci_fail("checkpoint: expected exactly one container id");
+	if (oci_load_or_fail(argv[optind], &c))
+		return 1;
+	s = container_status(&c);
+	if (s != CONTAINER_RUNNING && s != CONTAINER_PAUSED) {
+		ret = oci_fail("container %s is not running", c.id);
+		goto out;
+	}
+	/* runc's default: ./checkpoint */
+	if (!image)
+		image = "checkpoint";
+	ret = make_dir(image);
+	if (ret == 0 && !realpath(image, dir))
+		ret = -errno;
+	if (ret < 0) {
+		ret = oci_fail("image path %s: %s", image, strerror(-ret));
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
+		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fds[i] < 0) {
+			ret = oci_fail("%s: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	{
+		_cleanup_free_ char *sock_path = container_path(&c, "control.sock");
+		_cleanup_close_ int sock = sock_path ? control_dial(sock_path) : -ENOMEM;
+		struct control_hdr h = { .magic = CONTROL_MAGIC,
+					 .version = CONTROL_VERSION,
+					 .op = CONTROL_CHECKPOINT,
+					 .len = sizeof(struct control_checkpoint) };
+		struct control_checkpoint req = { .flags = leave ? CONTROL_CKPT_LEAVE_RUNNING : 0 };
+		struct control_checkpoint_reply r;
+		char msg[sizeof(h) + sizeof(req)];
+		uint64_t t0 = mono_ns();
+
+		memcpy(msg, &h, sizeof(h));
+		memcpy(msg + sizeof(h), &req, sizeof(req));
+		if (sock < 0) {
+			ret = oci_fail("checkpoint: the sandbox's control socket: %s",
+				       strerror(-sock));
+			goto out;
+		}
+		ret = send_with_fds(sock, msg, sizeof(msg), fds, 2);
+		if (ret == 0)
+			ret = control_recv(sock, CONTROL_CHECKPOINT_REPLY, &r, sizeof(r));
+		if (ret < 0) {
+			ret = oci_fail("checkpoint: the sandbox did not answer: %s",
+				       strerror(-ret));
+			goto out;
+		}
+		if (r.err < 0) {
+			r.msg[sizeof(r.msg) - 1] = 0;
+			snprintf(why, sizeof(why), "%s", r.msg[0] ? r.msg : strerror(-r.err));
+			ret = oci_fail("checkpoint failed: %s", why);
+			goto out;
+		}
+		if (getenv("HUSK_CHECKPOINT_STATS"))
+			fprintf(stderr,
+				"husk: checkpoint: image %llu bytes, pages %llu bytes, stop %llu us, "
+				"save %llu us, total %llu us\n",
+				(unsigned long long)r.image_bytes,
+				(unsigned long long)r.pages_bytes,
+				(unsigned long long)r.freeze_ns / 1000,
+				(unsigned long long)r.save_ns / 1000,
+				(unsigned long long)(mono_ns() - t0) / 1000);
+	}
+	if (!leave) {
+		_cleanup_free_ char *mark = container_path(&c, "checkpointed");
+		int fd = mark ? open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		/* The sentry kills every process and exits: wait for it, as runc waits for CRIU. */
+		int pfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
+
+		if (pfd >= 0) {
+			struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+			if (process_alive(c.pid, c.pid_start))
+				poll(&p, 1, 60000);
+			close(pfd);
+		}
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	if (ret && fds[0] >= 0) {
+		/* No half image is left to be restored by mistake. */
+		char path[PATH_MAX + 64];
+
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir,
+				 i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
+			unlink(path);
+		}
+	}
+	container_release(&c);
+	return ret;
 }
 
 int cmd_restore(int argc, char **argv)
 {
-	return oci_fail("restore is not supported yet by husk");
+	return oci_run(argc, argv, true);
 }

@@ -320,6 +320,7 @@ void container_release(struct container *c)
 enum container_status container_status(const struct container *c)
 {
 	_cleanup_free_ char *fifo = container_path(c, "exec.fifo");
+	_cleanup_free_ char *paused = container_path(c, "paused");
 
 	if (c->pid <= 0)
 		return CONTAINER_CREATING;
@@ -327,7 +328,8 @@ enum container_status container_status(const struct container *c)
 		return CONTAINER_STOPPED;
 	if (fifo && access(fifo, F_OK) == 0)
 		return CONTAINER_CREATED;
-	if (c->cgroup && cgroup_frozen(c->cgroup))
+	/* husk pause stops the sentry's tasks (and marks it); a frozen cgroup counts too. */
+	if ((paused && access(paused, F_OK) == 0) || (c->cgroup && cgroup_frozen(c->cgroup)))
 		return CONTAINER_PAUSED;
 	return CONTAINER_RUNNING;
 }
@@ -337,6 +339,13 @@ void container_oci_state(const struct container *c, enum container_status s, str
 	memset(out, 0, sizeof(*out));
 	out->id = c->id;
 	out->status = container_status_name(s);
+	/* As runc: a container that husk checkpoint stopped says so. */
+	if (s == CONTAINER_STOPPED) {
+		_cleanup_free_ char *ckpt = container_path(c, "checkpointed");
+
+		if (ckpt && access(ckpt, F_OK) == 0)
+			out->status = "checkpointed";
+	}
 	out->pid = s == CONTAINER_STOPPED ? 0 : c->pid;
 	out->bundle = c->bundle;
 	out->rootfs = c->rootfs;

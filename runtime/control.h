@@ -51,6 +51,11 @@ enum control_op {
 	CONTROL_SIGNAL = 7, /* a signal to a guest process (husk exec's proxy forwards its own) */
 	CONTROL_STATS = 8, /* the sandbox's memory and pids usage and limits (husk events) */
 	CONTROL_STATS_REPLY = 9,
+	CONTROL_PAUSE = 10, /* stop every guest task (husk pause); reply: CONTROL_REPLY */
+	CONTROL_RESUME = 11, /* let them run again (husk resume); reply: CONTROL_REPLY */
+	CONTROL_CHECKPOINT =
+		12, /* save the sandbox (husk checkpoint); see struct control_checkpoint */
+	CONTROL_CHECKPOINT_REPLY = 13,
 };
 
 struct control_hdr {
@@ -132,6 +137,26 @@ struct control_stats {
 	int64_t pids_current, pids_limit; /* limit 0: none */
 	/* Guest CPU time of every process the sandbox ran (sentry/kernel/cputime.h), ns. */
 	uint64_t cpu_user, cpu_kernel;
+};
+
+/*
+ * CONTROL_CHECKPOINT payload: struct control_checkpoint, with two fds: the image file and the
+ * pages file, both open for writing (sentry/state/README.md). The sentry stops every task, writes
+ * both, and replies with struct control_hdr { op = CONTROL_CHECKPOINT_REPLY } and struct
+ * control_checkpoint_reply. Without CONTROL_CKPT_LEAVE_RUNNING the sandbox then ends (the sentry
+ * exits with status 0 after the reply).
+ */
+#define CONTROL_CKPT_LEAVE_RUNNING 0x1u
+struct control_checkpoint {
+	uint32_t flags;
+	uint32_t pad;
+};
+struct control_checkpoint_reply {
+	int32_t err; /* 0 or -errno */
+	uint32_t pad;
+	uint64_t image_bytes, pages_bytes;
+	uint64_t freeze_ns, save_ns; /* time to stop every task, and to write the image */
+	char msg[256]; /* why it failed, for the user */
 };
 
 #define CONTROL_UPDATE_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_update))

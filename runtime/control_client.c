@@ -31,7 +31,7 @@ int control_dial(const char *path)
 
 int control_recv(int sock, uint16_t op, void *payload, size_t len)
 {
-	char buf[128];
+	char buf[512];
 	struct control_hdr h;
 	ssize_t n;
 

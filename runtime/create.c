@@ -76,7 +76,8 @@ int oci_create_container(const struct create_args *a, struct container *c)
 	_cleanup_free_ char *config_path = NULL;
 	struct sandbox_opts so = { .stdio_fd = -1,
 				   .foreground = a->foreground,
-				   .preserve_fds = a->preserve_fds };
+				   .preserve_fds = a->preserve_fds,
+				   .restore_dir = a->restore_dir };
 	struct oci_config *cfg = NULL;
 	struct oci_error err;
 	const char *platform, *source;

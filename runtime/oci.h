@@ -154,6 +154,7 @@ struct sandbox_opts {
 	int stdio_fd; /* >= 0: the guest's 0-2 (a pty slave); else the caller's stdio */
 	int preserve_fds; /* --preserve-fds: fds 3..3+N-1 also go to the sentry (recorded) */
 	bool foreground; /* husk run without --detach: the sentry is husk's child */
+	const char *restore_dir; /* husk restore: the sentry starts from this image */
 };
 
 /*
@@ -201,8 +202,11 @@ struct create_args {
 	const char *pid_file;
 	int preserve_fds;
 	bool foreground;
+	const char *restore_dir; /* husk restore: the checkpoint image's folder (absolute) */
 };
 int oci_create_container(const struct create_args *a, struct container *c);
+/* husk run, or husk restore (restore: the sentry starts from --image-path). */
+int oci_run(int argc, char **argv, bool restore);
 
 /* Loads id, printing runc's "container ID does not exist" when it does not. Returns 0 or 1. */
 int oci_load_or_fail(const char *id, struct container *c);

@@ -8,6 +8,7 @@
  * status (128+N after signal N), as runc run does.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,11 @@ static void forward(int sig)
 
 int cmd_run(int argc, char **argv)
 {
+	return oci_run(argc, argv, false);
+}
+
+int oci_run(int argc, char **argv, bool restore)
+{
 	static const struct option longopts[] = {
 		{ "bundle", required_argument, NULL, 'b' },
 		{ "console-socket", required_argument, NULL, 'c' },
@@ -37,8 +43,24 @@ int cmd_run(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "no-pivot", no_argument, NULL, 'N' },
 		{ "no-new-keyring", no_argument, NULL, 'K' },
+		/* husk restore */
+		{ "image-path", required_argument, NULL, 'i' },
+		{ "work-path", required_argument, NULL, 'x' },
+		{ "tcp-established", no_argument, NULL, 'X' },
+		{ "ext-unix-sk", no_argument, NULL, 'X' },
+		{ "shell-job", no_argument, NULL, 'X' },
+		{ "file-locks", no_argument, NULL, 'X' },
+		{ "auto-dedup", no_argument, NULL, 'X' },
+		{ "lazy-pages", no_argument, NULL, 'X' },
+		{ "no-subreaper", no_argument, NULL, 'X' },
+		{ "manage-cgroups-mode", required_argument, NULL, 'x' },
+		{ "empty-ns", required_argument, NULL, 'x' },
+		{ "lsm-profile", required_argument, NULL, 'x' },
+		{ "lsm-mount-context", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char image[PATH_MAX];
+	const char *image_arg = NULL;
 	static const int fwd[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 	struct create_args a = { .foreground = true };
 	struct container c;
@@ -69,13 +91,29 @@ int cmd_run(int argc, char **argv)
 		case 'N':
 		case 'K':
 			break;
+		case 'i':
+		case 'x':
+		case 'X':
+			if (!restore)
+				return oci_fail("run: unknown option %s", argv[optind - 1]);
+			if (opt == 'i')
+				image_arg = optarg;
+			break;
 		default:
 			return 1;
 		}
 	}
 	if (optind != argc - 1)
-		return oci_fail("run: expected exactly one container id");
+		return oci_fail("%s: expected exactly one container id",
+				restore ? "restore" : "run");
 	a.id = argv[optind];
+	if (restore) {
+		/* runc's default: ./checkpoint */
+		if (!realpath(image_arg ? image_arg : "checkpoint", image))
+			return oci_fail("restore: image path %s: %s",
+					image_arg ? image_arg : "checkpoint", strerror(errno));
+		a.restore_dir = image;
+	}
 	ret = oci_create_container(&a, &c);
 	if (ret) {
 		container_release(&c);

@@ -303,7 +303,8 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 }
 
 static void sentry_args(struct args *a, const char *sentry, const struct container *c,
-			bool detached, bool log, struct bind_plan *binds, int nlisten, int nextra)
+			bool detached, bool log, struct bind_plan *binds, int nlisten, int nextra,
+			const char *restore_dir)
 {
 	const struct oci_config *cfg = c->config;
 	const char *platform = sandbox_platform(cfg, NULL);
@@ -378,6 +379,8 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		add(a, "--strace");
 	if (detached)
 		add(a, "--detached");
+	if (restore_dir)
+		addf(a, "--restore=%s", restore_dir);
 	addf(a, "--ready-fd=%d", SENTRY_READY_FD);
 	addf(a, "--start-fd=%d", SENTRY_START_FD);
 	for (size_t i = 0; cfg->env[i]; i++)
@@ -679,7 +682,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
-	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra);
+	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra,
+		    o->restore_dir);
 	f.npairs = 1 + binds.n;
 	for (int i = 0; i < f.npairs; i++) {
 		/* The root is read-only in its gofer unless --overlay none makes it writable. */

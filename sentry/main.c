@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@
 #include "sentry/net/net.h"
 #include "sentry/platform/platform.h"
 #include "sentry/platform/seccomp/seccomp.h"
+#include "sentry/state/state.h"
 #include "sentry/time/vtime.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/syscalls.h"
@@ -89,6 +91,7 @@
 /* getopt codes of long options without a letter. */
 #define OPT_PRESERVE_FDS_FD 0x100
 #define OPT_MEMORY_LIMIT 0x1e1
+#define OPT_RESTORE 0x1e2
 
 struct sentry_opts {
 	int gofer_fd;
@@ -138,6 +141,7 @@ struct sentry_opts {
 	const char **sysctls;
 	int nsysctls;
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
+	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
 };
 
 static void usage(void)
@@ -553,6 +557,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "pids-limit", required_argument, NULL, 'I' },
 		/* OCI: linux.resources.memory.limit, enforced by the sentry's OOM killer. */
 		{ "memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT },
+		{ "restore", required_argument, NULL, OPT_RESTORE },
 		{ "sysctl", required_argument, NULL, 1000 },
 		/* OCI --preserve-fds: one message on this unix socket carries them (SCM_RIGHTS). */
 		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
@@ -711,6 +716,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			o->memory_limit = n;
 			break;
 		}
+		case OPT_RESTORE:
+			o->restore = optarg;
+			break;
 		case OPT_PRESERVE_FDS_FD:
 			o->preserve_fd = atoi(optarg);
 			if (o->preserve_fd < 3)
@@ -727,6 +735,18 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 }
 
 /* The value of name in a K=V environment array, or NULL. */
+/* Opens dir/name read-only (before confinement). Returns the fd, or -1 with errno. */
+static int open_in(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static const char *env_lookup(char *const *env, const char *name)
 {
 	size_t len = strlen(name);
@@ -963,6 +983,20 @@ int main(int argc, char **argv)
 	}
 	if (o.log_fd >= 0)
 		log_set_fd(o.log_fd);
+	/* The image's files: opened now, while the sentry may still open files. */
+	int image_fd = -1, pages_fd = -1;
+	struct state_restore *restore = NULL;
+
+	if (o.restore) {
+		image_fd = open_in(o.restore, STATE_IMAGE_FILE);
+		pages_fd = image_fd < 0 ? -1 : open_in(o.restore, STATE_PAGES_FILE);
+		if (image_fd < 0 || pages_fd < 0) {
+			fprintf(stderr, "husk: restore from %s: %s: %s\n", o.restore,
+				image_fd < 0 ? STATE_IMAGE_FILE : STATE_PAGES_FILE,
+				strerror(errno));
+			return EXIT_SETUP;
+		}
+	}
 	if (o.seccomp_fd >= 0) {
 		ret = read_seccomp(o.seccomp_fd, o.seccomp_log, &o.guest.seccomp);
 		if (ret < 0) {
@@ -995,6 +1029,19 @@ int main(int argc, char **argv)
 	if (ret < 0) {
 		log_error("cannot create the memory file: %s", strerror(-ret));
 		return EXIT_SETUP;
+	}
+	/* Before anything else takes memory: the image's pages keep their offsets. */
+	if (o.restore) {
+		char why[256];
+
+		restore = state_restore_load(&k, image_fd, pages_fd, why, sizeof(why));
+		if (IS_ERR(restore)) {
+			fprintf(stderr, "husk: restore from %s: %s\n", o.restore, why);
+			return EXIT_SETUP;
+		}
+		close(image_fd);
+		close(pages_fd);
+		timing_stage("restore: image read");
 	}
 	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */
 	oom_init(&k);
@@ -1083,6 +1130,28 @@ int main(int argc, char **argv)
 	timing_stage("mounts");
 	k.pids_limit = o.pids_limit;
 
+	if (restore) {
+		char why[256];
+
+		init = state_restore_build(restore, why, sizeof(why));
+		if (IS_ERR(init)) {
+			fprintf(stderr, "husk: restore from %s: %s\n", o.restore, why);
+			return EXIT_SETUP;
+		}
+		state_restore_done(restore);
+		timing_stage("restore: processes built");
+		/* For the processes husk exec starts from now on. */
+		ret = control_set_guest_defaults(&o.guest, NULL);
+		seccomp_filter_put(o.guest.seccomp);
+		if (ret < 0)
+			return EXIT_SETUP;
+		ret = task_activate_restored(init);
+		if (ret < 0) {
+			log_error("restore: starting pid 1: %s", strerror(-ret));
+			return EXIT_SETUP;
+		}
+		goto start;
+	}
 	fdt = fdtable_create();
 	fs = fs_context_create(&k);
 	if (!fdt || !fs) {
@@ -1150,6 +1219,7 @@ int main(int argc, char **argv)
 		task_release(init);
 		return ret;
 	}
+start:
 	ret = wait_for_start(&o);
 	if (ret != 0) {
 		task_release(init);

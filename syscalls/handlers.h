@@ -349,4 +349,12 @@ SYSCALL_DECL(io_getevents);
 SYSCALL_DECL(io_pgetevents);
 SYSCALL_DECL(io_cancel);
 
+/*
+ * The restart functions of ERESTART_RESTARTBLOCK (task->restart_fn), named so that a checkpoint
+ * can save which one a task was given (sentry/state).
+ */
+long sleep_restart(struct task *t);
+long cpu_sleep(struct task *t);
+long futex_wait_restart(struct task *t);
+
 #endif

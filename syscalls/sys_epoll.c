@@ -7,6 +7,7 @@
 
 #include "include/abi/linux/errno.h"
 #include "sentry/fs/anon/anon.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -93,8 +94,11 @@ static long do_epoll_wait(struct task *t, int epfd, uint64_t events, int maxeven
 	}
 	ret = epoll_wait_file(t, ep, events, maxevents, deadline, nowait);
 	file_put(ep);
-	/* epoll_wait is never restarted: a signal gives EINTR even with SA_RESTART. */
-	return ret == -ERESTARTSYS ? -EINTR : ret;
+	/* epoll_wait is never restarted: a signal gives EINTR even with SA_RESTART. A freeze
+	 * (pause, checkpoint) alone restarts it, unseen. */
+	if (ret == -ERESTARTSYS)
+		return kernel_freezing(t->k) ? -ERESTARTNOHAND : -EINTR;
+	return ret;
 }
 
 static long epoll_wait_ms(struct task *t, const struct syscall_args *args, int timeout)

@@ -18,7 +18,7 @@
 #define NSEC_PER_SEC 1000000000L
 
 /* FUTEX_WAIT's restart_fn data: uaddr, val | private << 32, bitset, deadline in ns. */
-static long futex_wait_restart(struct task *t)
+long futex_wait_restart(struct task *t)
 {
 	struct timespec deadline = {
 		.tv_sec = (time_t)(t->restart_data[3] / NSEC_PER_SEC),

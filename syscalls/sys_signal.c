@@ -293,7 +293,11 @@ long sys_rt_sigtimedwait(struct task *t, const struct syscall_args *args)
 		__atomic_store_n(&t->real_blocked, 0, __ATOMIC_RELAXED);
 	}
 	if (!sig)
-		return ret == -ERESTARTSYS ? -EINTR : -EAGAIN;
+		return ret != -ERESTARTSYS ?
+			       -EAGAIN :
+			       /* a freeze alone (pause, checkpoint) restarts it, unseen */
+			       kernel_freezing(t->k) ? -ERESTARTNOHAND :
+						       -EINTR;
 	if (info_addr && copy_out_all(t, info_addr, &info, sizeof(info)) < 0)
 		return -EFAULT;
 	return sig;

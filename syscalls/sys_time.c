@@ -319,7 +319,7 @@ static long guest_sleep_until(struct task *t, clockid_t clock, const struct time
 }
 
 /* restart_syscall for an interrupted relative sleep: data = clock, deadline ns, rem. */
-static long sleep_restart(struct task *t)
+long sleep_restart(struct task *t)
 {
 	clockid_t clock = (clockid_t)t->restart_data[0];
 	struct timespec deadline = {
@@ -542,7 +542,7 @@ long sys_nanosleep(struct task *t, const struct syscall_args *args)
 }
 
 /* Restarted or first CPU-clock sleep: data = the clock's pid, the target ns, rem, which. */
-static long cpu_sleep(struct task *t)
+long cpu_sleep(struct task *t)
 {
 	struct guest_clock c = { .cpu = true,
 				 .cpu_id = (int32_t)t->restart_data[0],

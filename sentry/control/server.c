@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,7 +18,9 @@
 #include "runtime/control.h"
 #include "sentry/control/control.h"
 #include "sentry/kernel/oom.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/state/state.h"
 
 #define CONTROL_THREAD_STACK (256u << 10)
 
@@ -183,6 +186,95 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 	send_all(fd, out, sizeof(out));
 }
 
+/* How long a pause or checkpoint waits for every task to stop (they stop within microseconds
+ * unless the host starves the sentry). */
+#define FREEZE_TIMEOUT_MS 30000
+
+static pthread_mutex_t pause_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool paused; /* pause_lock */
+
+static void send_reply(int fd, int err)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_REPLY,
+				 .len = sizeof(struct control_reply) };
+	struct control_reply r = { .err = err };
+	char out[sizeof(h) + sizeof(r)];
+
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	send_all(fd, out, sizeof(out));
+}
+
+/* CONTROL_PAUSE / CONTROL_RESUME: every task stops (freeze.c) until resumed. */
+static void serve_pause(struct kernel *k, int fd, bool pause, size_t len)
+{
+	int err = 0;
+
+	if (len != sizeof(struct control_hdr)) {
+		send_reply(fd, -EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&pause_lock);
+	if (pause && !paused) {
+		int32_t busy;
+		uint64_t t0 = task_monotonic_ns();
+
+		err = kernel_freeze(k, false, FREEZE_TIMEOUT_MS, &busy);
+		if (err == 0) {
+			paused = true;
+			log_info("control: paused in %llu us",
+				 (unsigned long long)(task_monotonic_ns() - t0) / 1000);
+		} else {
+			log_warn("control: pause: task %d did not stop", busy);
+		}
+	} else if (!pause && paused) {
+		kernel_thaw(k);
+		paused = false;
+		log_info("control: resumed");
+	}
+	pthread_mutex_unlock(&pause_lock);
+	send_reply(fd, err);
+}
+
+/* CONTROL_CHECKPOINT: save the sandbox into the two fds given (sentry/state). */
+static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t len, int *fds,
+			     int nfds)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_CHECKPOINT_REPLY,
+				 .len = sizeof(struct control_checkpoint_reply) };
+	struct control_checkpoint_reply r = { 0 };
+	struct control_checkpoint req;
+	struct state_stats st = { 0 };
+	bool leave = true;
+	char out[sizeof(h) + sizeof(r)];
+
+	if (len != sizeof(h) + sizeof(req) || nfds != 2) {
+		r.err = -EINVAL;
+		snprintf(r.msg, sizeof(r.msg), "malformed checkpoint request");
+	} else {
+		memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
+		leave = req.flags & CONTROL_CKPT_LEAVE_RUNNING;
+		pthread_mutex_lock(&pause_lock);
+		r.err = state_checkpoint(k, fds[0], fds[1], leave, &st, r.msg, sizeof(r.msg));
+		if (r.err == 0 && !leave)
+			log_info("control: checkpoint written: the sandbox ends");
+		pthread_mutex_unlock(&pause_lock);
+		r.image_bytes = st.image_bytes;
+		r.pages_bytes = st.pages_bytes;
+		r.freeze_ns = st.freeze_ns;
+		r.save_ns = st.save_ns;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	send_all(fd, out, sizeof(out));
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -202,6 +294,11 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	memcpy(&h, buf, sizeof(h));
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
+	    h.op == CONTROL_CHECKPOINT) {
+		serve_checkpoint(c->k, c->fd, buf, (size_t)n, fds, nfds);
+		goto out;
+	}
 	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION && h.op != CONTROL_EXEC) {
 		/* Only an exec request carries fds. */
 		for (int i = 0; i < nfds; i++)
@@ -220,6 +317,10 @@ static void *conn_main(void *arg)
 			goto out;
 		case CONTROL_STATS:
 			serve_stats(c->k, c->fd, (size_t)n);
+			goto out;
+		case CONTROL_PAUSE:
+		case CONTROL_RESUME:
+			serve_pause(c->k, c->fd, h.op == CONTROL_PAUSE, (size_t)n);
 			goto out;
 		default:
 			break;

@@ -51,7 +51,39 @@ struct kernel {
 
 	/* User and system time of every guest thread that has exited (atomics; cputime.c). */
 	uint64_t exited_utime_ns, exited_stime_ns;
+
+	/*
+	 * Freezing (freeze.c): while freezing > 0 (atomic) every task parks (task_park) before
+	 * it would run guest code, and interruptible waits end as on a signal with no handler
+	 * (the call restarts after the thaw). freeze_lock protects the counts; freeze_cond is
+	 * signalled when a task parks or leaves and when the freeze ends.
+	 */
+	int freezing;
+	pthread_mutex_t freeze_lock;
+	pthread_cond_t freeze_cond;
+	int nr_parked; /* tasks parked (freeze_lock) */
+	int nr_parked_unclean; /* of which parked inside a wait that cannot restart (vfork) */
+	uint64_t frozen_at_ns; /* CLOCK_MONOTONIC when the last freeze completed */
+	bool freeze_save_fp; /* a checkpoint: tasks parking cleanly store their FP state */
 };
+
+/*
+ * Stops every task of the sandbox (husk pause, checkpoint): each parks before it would run guest
+ * code again; a task blocked in an interruptible wait leaves it (its call restarts later), one in
+ * a wait that cannot be interrupted (a vfork parent) parks inside it. Returns 0 once every task
+ * is parked (for clean: parked where its whole state is its registers and the kernel objects,
+ * i.e. not inside a wait), else -EBUSY after timeout_ms (the freeze is undone) with *busy_tid
+ * the tid of a task that did not park. Nested freezes count. Any non-task thread.
+ */
+int kernel_freeze(struct kernel *k, bool clean, int timeout_ms, int32_t *busy_tid);
+/* Ends one kernel_freeze: when none is left, the tasks run again. */
+void kernel_thaw(struct kernel *k);
+static inline bool kernel_freezing(struct kernel *k)
+{
+	return __atomic_load_n(&k->freezing, __ATOMIC_ACQUIRE) > 0;
+}
+/* Sets up the freeze lock and condition (pid_table_init calls it). */
+void kernel_freeze_init(struct kernel *k);
 
 /*
  * Finds the task with guest tid, or the thread group with guest pid, and returns a new

@@ -44,6 +44,7 @@ int pid_table_init(struct kernel *k)
 	pthread_mutex_init(&pt->run_lock, NULL);
 	pthread_cond_init(&pt->run_cond, NULL);
 	pthread_mutex_init(&k->tree_lock, NULL);
+	kernel_freeze_init(k);
 	k->pids = pt;
 	return 0;
 }
@@ -176,6 +177,16 @@ void pid_task_finished(struct kernel *k)
 	if (--table(k)->running == 0)
 		pthread_cond_broadcast(&table(k)->run_cond);
 	pthread_mutex_unlock(&table(k)->run_lock);
+}
+
+int pid_tasks_running(struct kernel *k)
+{
+	int n;
+
+	pthread_mutex_lock(&table(k)->run_lock);
+	n = table(k)->running;
+	pthread_mutex_unlock(&table(k)->run_lock);
+	return n;
 }
 
 void pid_wait_all_finished(struct kernel *k)

@@ -73,7 +73,9 @@ bool task_signal_pending(struct task *t)
 	 * a PTRACE_INTERRUPT (ptrace.c). */
 	return (pending & ~blocked) != 0 || group_exiting(t->tg) ||
 	       __atomic_load_n(&t->tg->stopped, __ATOMIC_ACQUIRE) ||
-	       unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE) & PT_TRAP);
+	       unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE) & PT_TRAP) ||
+	       /* A freeze (pause, checkpoint): the call restarts after the thaw (freeze.c). */
+	       unlikely(kernel_freezing(t->k));
 }
 
 bool task_fatal_signal_pending(struct task *t)
@@ -569,7 +571,9 @@ void signal_deliver(struct task *t, bool after_syscall)
 		    !(unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) &&
 		      ptrace_runs_in_group_stop(t))) {
 			/* Group stop: park until SIGCONT or a kill (only those end the wait). */
+			t->wait_parks_clean = true;
 			task_wait(t, NULL, 0, stop_is_over, t, NULL, false);
+			t->wait_parks_clean = false;
 			continue;
 		}
 

@@ -82,6 +82,8 @@ void task_put(struct task *t)
 		return;
 	sigpending_free(&t->pending);
 	free(t->clone_fpstate);
+	free(t->park_fp);
+	free(t->restore_threads);
 	seccomp_task_release(t);
 	ptrace_task_free(t);
 	pthread_mutex_destroy(&t->wait_lock);
@@ -399,6 +401,12 @@ int task_run(struct task *t)
 		    mm_patch_enabled(t->mm))
 			mm_patch_revert(t->mm, t->regs.gs_base ? "a thread has a gs base" :
 								 "a thread is single-stepped");
+		/* husk pause, checkpoint (freeze.c): stop here, where the registers are all. */
+		if (unlikely(kernel_freezing(t->k))) {
+			task_park(t, TASK_PARKED_CLEAN);
+			signal_deliver(t, false);
+			continue;
+		}
 		task_set_in_guest(t, true);
 		pin_enter_guest();
 		pinned = my_cpu;

@@ -245,7 +245,28 @@ struct task {
 	uint32_t rseq_cpu; /* the cpu_id last written to the rseq area (sentry/kernel/rseq.c) */
 	/* Added for CPU time accounting: user and system time (cputime.h). */
 	struct task_cputime cpu;
+
+	/* Freezing (freeze.c; k->freeze_lock): 0, or where the task is parked (TASK_PARKED_*). */
+	int parked;
+	/* Its FP/vector state, stored when it parked for a checkpoint (platform_fpstate_size()). */
+	void *park_fp;
+	size_t park_fp_len;
+	/* Restore (sentry/state): the other threads of its process, started by this one's host
+	 * thread once its context exists (ctx_clone needs the owner of a context of the space). */
+	struct task **restore_threads;
+	int nr_restore_threads;
+	/* Set by the task around a wait that parks cleanly when frozen (a group stop). */
+	bool wait_parks_clean;
 };
+
+#define TASK_PARKED_CLEAN 1 /* before guest code, or in a group stop: saveable */
+#define TASK_PARKED_WAIT 2 /* inside an uninterruptible wait (vfork parent): not saveable */
+
+/*
+ * Parks t (its own host thread) while the kernel is freezing (kernel_freeze): returns when the
+ * freeze ends or t is being killed. where: TASK_PARKED_*.
+ */
+void task_park(struct task *t, int where);
 
 void task_get(struct task *t);
 void task_put(struct task *t);
@@ -333,6 +354,18 @@ long task_clone(struct task *t, const struct task_clone_args *a);
  */
 void task_host_prepare(void);
 
+/*
+ * Restore (sentry/state): starts the host thread of restored task t (counted as running by the
+ * caller), which activates its mm, creates its context (t->ctx NULL: a leader) or adopts the
+ * one its leader cloned, loads t->clone_fpstate, starts t->restore_threads, and runs it.
+ * task_activate_restored does the same set-up on the calling thread (pid 1 on the main
+ * thread) without running it. task_start_restored_threads: on t's own thread once t->ctx
+ * exists. Return 0 or -errno.
+ */
+int task_start_restored(struct task *t);
+int task_activate_restored(struct task *t);
+int task_start_restored_threads(struct task *t);
+
 /* At exec or exit of a vfork child: lets its parent resume (no-op for other tasks). */
 void task_vfork_release(struct task *t);
 /* Linux's copy_process flag rules: returns 0 or -EINVAL (or -EPERM for namespaces). */
@@ -397,6 +430,8 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
 /* Counts live host threads of tasks (for the end of the sandbox). Any thread, takes no lock. */
 void pid_task_started(struct kernel *k);
 void pid_task_finished(struct kernel *k);
+/* How many task host threads run now (started and not finished). */
+int pid_tasks_running(struct kernel *k);
 /* Waits until every started task's host thread has finished (end of the sandbox). */
 void pid_wait_all_finished(struct kernel *k);
 

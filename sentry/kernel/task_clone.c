@@ -150,6 +150,8 @@ static void *task_thread_main(void *arg)
 		free(t->clone_fpstate);
 		t->clone_fpstate = NULL;
 	}
+	if (ret == 0 && t->restore_threads)
+		ret = task_start_restored_threads(t);
 	if (ret < 0) {
 		log_error("pid %d: cannot start the new task: %s", t->tid, strerror(-ret));
 		task_exit_group(t, SIGKILL);
@@ -354,6 +356,58 @@ static int start_thread(struct task *c)
 		return -ret;
 	}
 	return 0;
+}
+
+int task_start_restored(struct task *t)
+{
+	return start_thread(t);
+}
+
+int task_start_restored_threads(struct task *t)
+{
+	const struct platform_ops *ops = t->k->platform->ops;
+	int ret = 0;
+
+	for (int i = 0; i < t->nr_restore_threads; i++) {
+		struct task *c = t->restore_threads[i];
+
+		if (ret == 0)
+			ret = ops->ctx_clone(t->ctx, &c->ctx);
+		if (ret == 0) {
+			ret = start_thread(c);
+			if (ret < 0) {
+				ops->ctx_destroy(c->ctx);
+				c->ctx = NULL;
+			}
+		}
+		if (ret < 0) {
+			/* It never runs: it leaves as a thread that exits at once, with its group. */
+			task_exit_group(c, SIGKILL);
+			task_exit_thread(c);
+		}
+		task_put(c); /* restore_threads' reference */
+	}
+	free(t->restore_threads);
+	t->restore_threads = NULL;
+	t->nr_restore_threads = 0;
+	return ret;
+}
+
+int task_activate_restored(struct task *t)
+{
+	const struct platform_ops *ops = t->k->platform->ops;
+	int ret = mm_activate(t->mm);
+
+	if (ret == 0)
+		ret = ops->ctx_create(t->mm->as, &t->ctx);
+	if (ret == 0 && t->clone_fpstate) {
+		ret = ops->ctx_set_fpstate(t->ctx, t->clone_fpstate, t->clone_fpstate_len);
+		free(t->clone_fpstate);
+		t->clone_fpstate = NULL;
+	}
+	if (ret == 0 && t->restore_threads)
+		ret = task_start_restored_threads(t);
+	return ret;
 }
 
 long task_clone(struct task *p, const struct task_clone_args *a)

@@ -66,6 +66,8 @@ int timer_rlimit_cpu(struct thread_group *tg);
 
 /* Deletes every timer of tg (exit of the process; exec for POSIX timers). */
 void timer_exit_tg(struct thread_group *tg);
+/* Whether tg has an armed interval timer or any POSIX timer (a checkpoint cannot hold them yet). */
+bool timer_tg_armed(struct thread_group *tg);
 
 /* --- callback timers (timerfd) --- */
 

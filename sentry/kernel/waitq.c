@@ -131,6 +131,11 @@ long task_wait(struct task *t, struct waitq *const *wqs, int nwq, wait_cond_fn c
 			ret = -ETIMEDOUT;
 			break;
 		}
+		/* A wait a freeze cannot interrupt parks inside (freeze.c); tid 0 is no task. */
+		if (unlikely(!interruptible && t->tid && t->k && kernel_freezing(t->k))) {
+			task_park(t, t->wait_parks_clean ? TASK_PARKED_CLEAN : TASK_PARKED_WAIT);
+			continue;
+		}
 
 		pthread_mutex_lock(&t->wait_lock);
 		while (!t->wake_pending) {

@@ -57,6 +57,25 @@
 #define MAP_32BIT_BASE 0x40000000ULL
 #define MAP_32BIT_END 0x80000000ULL
 
+struct mm *mm_create_empty(struct kernel *k)
+{
+	_cleanup_free_ struct mm *mm = calloc(1, sizeof(*mm));
+	_cleanup_free_ struct vma_set *s = calloc(1, sizeof(*s));
+
+	if (!mm || !s)
+		return ERR_PTR(-ENOMEM);
+	pthread_mutex_init(&mm->lock, NULL);
+	pthread_cond_init(&mm->io_idle, NULL);
+	pthread_mutex_init(&mm->patch_lock, NULL);
+	refcount_init(&mm->ref, 1);
+	mm->k = k;
+	mm->vmas = steal_pointer(&s);
+	mm->mmap_base = PLATFORM_GUEST_MAX;
+	mm->limit_as = mm->limit_data = mm->limit_data_max = UINT64_MAX;
+	mm->plat_changes = mm_plat_changes_base();
+	return steal_pointer(&mm);
+}
+
 struct mm *mm_create(struct kernel *k)
 {
 	_cleanup_free_ struct mm *mm = calloc(1, sizeof(*mm));
@@ -273,6 +292,15 @@ struct shm_obj {
 
 /* Numbers of shared anonymous memory objects (struct vma's obj). */
 static uint64_t next_shm_obj = 1;
+
+void mm_shm_obj_seen(uint64_t obj)
+{
+	uint64_t cur = __atomic_load_n(&next_shm_obj, __ATOMIC_RELAXED);
+
+	while (cur <= obj && !__atomic_compare_exchange_n(&next_shm_obj, &cur, obj + 1, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
 
 /*
  * Makes [start, end) a new VMA over pages at off (already allocated and filled; taken over,

@@ -77,6 +77,10 @@ struct mm {
  * of the platform space (see platform.h). Returns the mm or ERR_PTR(-errno).
  */
 struct mm *mm_create(struct kernel *k);
+/* An mm with no VMAs and no platform space yet (mm_activate makes it): for a restore. */
+struct mm *mm_create_empty(struct kernel *k);
+/* A restored VMA maps shared anonymous object obj: new objects get higher numbers. */
+void mm_shm_obj_seen(uint64_t obj);
 void mm_get(struct mm *mm);
 /* Drops a reference; the last one unmaps everything, frees memory-file pages, destroys as. */
 void mm_put(struct mm *mm);
@@ -255,6 +259,8 @@ void mm_patch_site(struct mm *mm, uint64_t rip, uint64_t nr, uint64_t trampoline
 int mm_patch_sigill(struct mm *mm, uint64_t rip, uint64_t rax, uint64_t *new_rip);
 void mm_patch_revert(struct mm *mm, const char *why);
 bool mm_patch_enabled(struct mm *mm);
+/* Whether [start, end) is mm's trap table (a checkpoint leaves it out: it holds host addresses). */
+bool mm_patch_is_table(struct mm *mm, uint64_t start, uint64_t end);
 void mm_patch_guard(struct mm *mm, uint64_t addr, uint64_t len);
 
 /* Kinds of VMA, in struct mm_vma_info.flags. */

@@ -271,6 +271,13 @@ void mm_patch_revert(struct mm *mm, const char *why)
 	pthread_mutex_unlock(&mm->patch_lock);
 }
 
+bool mm_patch_is_table(struct mm *mm, uint64_t start, uint64_t end)
+{
+	struct mm_patch *p = __atomic_load_n(&mm->patch, __ATOMIC_ACQUIRE);
+
+	return p && p->mapped && start >= TABLE_ADDR && end <= TABLE_ADDR + TABLE_SIZE;
+}
+
 bool mm_patch_enabled(struct mm *mm)
 {
 	struct mm_patch *p = __atomic_load_n(&mm->patch, __ATOMIC_ACQUIRE);

@@ -28,8 +28,7 @@ struct file;
 /* The image format's version: an image of another version is refused. */
 #define STATE_IMAGE_VERSION 1
 /* The image's file names inside the image directory. */
-#define STATE_IMAGE_FILE "husk-image.pb"
-#define STATE_PAGES_FILE "husk-pages.img"
+#include "sentry/state/names.h"
 /* The largest image message accepted (the pages are in their own file). */
 #define STATE_IMAGE_MAX (256u << 20)
 
@@ -37,7 +36,8 @@ struct file;
 enum state_file_kind {
 	STATE_FILE_NONE = 0,
 	STATE_FILE_HOST = 1, /* a host FD the sentry was given: stdio (hostfile.c) */
-	STATE_FILE_PATH = 2, /* a file reached by a path in a mount (gofer, overlay, tmpfs, devfs) */
+	STATE_FILE_PATH =
+		2, /* a file reached by a path in a mount (gofer, overlay, tmpfs, devfs) */
 	STATE_FILE_PIPE = 3, /* an end of a pipe or FIFO */
 	STATE_FILE_MEMFD = 4, /* a tmpfs file with no name (memfd_create, unlinked files) */
 	/* more kinds: anon files, sockets, ... */
@@ -47,7 +47,7 @@ enum state_file_kind {
 struct state_ranges {
 	struct state_range {
 		uint64_t off, len;
-	} *v;
+	} * v;
 	size_t n, cap;
 };
 
@@ -56,7 +56,7 @@ struct state_ptrmap {
 	struct state_ptrmap_ent {
 		const void *ptr;
 		uint32_t id;
-	} *v;
+	} * v;
 	size_t n, cap; /* open addressing; cap a power of two */
 	uint32_t next;
 };
@@ -70,6 +70,7 @@ struct state_save {
 	struct state_ptrmap files; /* struct file * -> File.id */
 	struct state_ptrmap mms, fdtables, fscontexts, sighands;
 	struct state_arena *arena; /* every message and string of img */
+	void *priv; /* checkpoint.c's */
 	char err[256]; /* the first failure, for the caller's message */
 };
 
@@ -82,6 +83,45 @@ struct state_restore {
 	void **objs; /* scratch per-kind tables (mms, fdtables, fscontexts, sighands) */
 	char err[256];
 };
+
+/* --- the whole sandbox (checkpoint.c, restore.c) --- */
+
+struct state_stats {
+	uint64_t image_bytes, pages_bytes;
+	uint64_t freeze_ns, save_ns;
+};
+
+/*
+ * Stops every task (kernel_freeze), saves the sandbox into image_fd (the Image message) and
+ * pages_fd (the memory-file ranges it uses), and lets the tasks run again; without
+ * leave_running, a successful save kills every process first (the sandbox ends). Returns 0, or -errno
+ * with a message for the user in err (-EBUSY: a task did not stop; -EOPNOTSUPP: something the
+ * image cannot hold yet, named). The caller keeps the fds. Any non-task thread.
+ */
+int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_running,
+		     struct state_stats *st, char *err, size_t errlen);
+
+/*
+ * Restore, in a new sentry: state_restore_load reads and checks the image (image_fd) and puts
+ * its pages (pages_fd) into k->mf at their offsets; call it right after memfile_init, before
+ * anything else allocates from the memory file. state_restore_build then (once the mounts are
+ * the image's sandbox's: same command line) makes the filesystems' contents, the processes,
+ * their memory and files, and returns pid 1 (not started: task_activate_restored on the
+ * calling thread, then task_run_init) with every other task's host thread started. On failure
+ * both return -errno (ERR_PTR) with the reason in err. The restore context stays until
+ * state_restore_done.
+ */
+struct state_restore *state_restore_load(struct kernel *k, int image_fd, int pages_fd, char *err,
+					 size_t errlen);
+struct task *state_restore_build(struct state_restore *r, char *err, size_t errlen);
+void state_restore_done(struct state_restore *r);
+
+/*
+ * Unpacks and checks an image of len bytes (what a restore reads first; the fuzzer's entry).
+ * Returns 0 and *out (husk__state__image__free_unpacked), or -EINVAL with the reason in err.
+ */
+int state_image_check(const uint8_t *buf, size_t len, Husk__State__Image **out, char *err,
+		      size_t errlen);
 
 /* --- for every subsystem --- */
 

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Freezing the sandbox's tasks (kernel.h): husk pause without a cgroup freezer, and the stop
+ * before a checkpoint is saved. Every task parks itself: in task_run before it would switch to
+ * the guest (task.c), in a group stop, or inside a wait that cannot be interrupted (waitq.c).
+ * The freezer kicks every task (task_wake: a task in the guest is interrupted, one in an
+ * interruptible wait sees task_signal_pending and leaves it with -ERESTARTSYS, which restarts
+ * the call since no handler runs) and waits until as many tasks are parked as there are task
+ * host threads.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "sentry/platform/platform.h"
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
+
+void kernel_freeze_init(struct kernel *k)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&k->freeze_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->freeze_cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void task_park(struct task *t, int where)
+{
+	struct kernel *k = t->k;
+
+	if (where == TASK_PARKED_CLEAN && __atomic_load_n(&k->freeze_save_fp, __ATOMIC_ACQUIRE) &&
+	    t->ctx && k->platform->ops->ctx_get_fpstate) {
+		/* Only the context's owner may read it: done here, for the checkpoint. */
+		size_t len = platform_fpstate_size();
+
+		if (!t->park_fp || t->park_fp_len != len) {
+			free(t->park_fp);
+			t->park_fp = malloc(len);
+			t->park_fp_len = t->park_fp ? len : 0;
+		}
+		if (t->park_fp && k->platform->ops->ctx_get_fpstate(t->ctx, t->park_fp, len) < 0) {
+			free(t->park_fp);
+			t->park_fp = NULL;
+			t->park_fp_len = 0;
+		}
+	}
+	pthread_mutex_lock(&k->freeze_lock);
+	t->parked = where;
+	k->nr_parked++;
+	if (where == TASK_PARKED_WAIT)
+		k->nr_parked_unclean++;
+	pthread_cond_broadcast(&k->freeze_cond);
+	while (kernel_freezing(k) && !task_fatal_signal_pending(t)) {
+		/* A kill (husk kill of a paused sandbox) wakes the task through its own condition,
+		 * not this one: look again now and then. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 50000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&k->freeze_cond, &k->freeze_lock, &ts);
+	}
+	k->nr_parked--;
+	if (where == TASK_PARKED_WAIT)
+		k->nr_parked_unclean--;
+	t->parked = 0;
+	pthread_cond_broadcast(&k->freeze_cond);
+	pthread_mutex_unlock(&k->freeze_lock);
+}
+
+static int wake_one(struct thread_group *tg, void *arg)
+{
+	struct task *t;
+
+	(void)arg;
+	pthread_mutex_lock(&tg->lock);
+	list_for_each_entry(t, &tg->tasks, tg_link)
+		task_wake(t);
+	pthread_mutex_unlock(&tg->lock);
+	return 0;
+}
+
+static int find_unparked(struct thread_group *tg, void *arg)
+{
+	struct task *t;
+	int32_t *tid = arg;
+
+	pthread_mutex_lock(&tg->lock);
+	list_for_each_entry(t, &tg->tasks, tg_link) {
+		if (__atomic_load_n(&t->parked, __ATOMIC_RELAXED) != TASK_PARKED_CLEAN) {
+			*tid = t->tid;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&tg->lock);
+	return *tid != 0;
+}
+
+int kernel_freeze(struct kernel *k, bool clean, int timeout_ms, int32_t *busy_tid)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	if (busy_tid)
+		*busy_tid = 0;
+	if (clean)
+		__atomic_store_n(&k->freeze_save_fp, true, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&k->freezing, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&k->tree_lock);
+	pid_for_each_tg(k, wake_one, NULL);
+	pthread_mutex_unlock(&k->tree_lock);
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&k->freeze_lock);
+	for (;;) {
+		int running = pid_tasks_running(k);
+
+		if (k->nr_parked >= running && (!clean || k->nr_parked_unclean == 0))
+			break;
+		/* Threads that end are not counted by a broadcast here: look again each 10 ms. */
+		struct timespec ts, now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline.tv_sec ||
+		    (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) {
+			ret = -EBUSY;
+			break;
+		}
+		ts = now;
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&k->freeze_cond, &k->freeze_lock, &ts);
+	}
+	if (ret == 0)
+		k->frozen_at_ns = task_monotonic_ns();
+	pthread_mutex_unlock(&k->freeze_lock);
+	if (ret < 0) {
+		if (busy_tid) {
+			pthread_mutex_lock(&k->tree_lock);
+			pid_for_each_tg(k, find_unparked, busy_tid);
+			pthread_mutex_unlock(&k->tree_lock);
+		}
+		kernel_thaw(k);
+	}
+	return ret;
+}
+
+void kernel_thaw(struct kernel *k)
+{
+	pthread_mutex_lock(&k->freeze_lock);
+	if (__atomic_sub_fetch(&k->freezing, 1, __ATOMIC_SEQ_CST) == 0)
+		__atomic_store_n(&k->freeze_save_fp, false, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&k->freeze_cond);
+	pthread_mutex_unlock(&k->freeze_lock);
+}

@@ -1,0 +1,747 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Saving a sandbox (state.h): every task stopped, the kernel's objects into an Image message,
+ * the memory-file ranges they use into the pages file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "include/abi/linux/signal.h"
+#include "sentry/control/control.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/seccomp.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
+#include "sentry/mm/internal.h"
+#include "sentry/mm/mm.h"
+#include "sentry/mm/vma.h"
+#include "sentry/state/state.h"
+#include "sentry/state/state_internal.h"
+#include "sentry/time/vtime.h"
+#include "sentry/vfs/vfs.h"
+#include "syscalls/handlers.h"
+
+/* A growable array of message pointers, copied into the arena at the end. */
+struct vec {
+	void **v;
+	size_t n, cap;
+};
+
+static int vec_push(struct vec *a, void *p)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 16;
+		void **v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = p;
+	return 0;
+}
+
+/* The vectors of the repeated fields of the Image being built. */
+struct save_vecs {
+	struct vec tgs, tasks, mms, fdtables, fscontexts, files, sighands;
+};
+
+static struct save_vecs *V(struct state_save *s)
+{
+	return s->priv;
+}
+
+#define NEW(s, type, init)                                 \
+	({                                                 \
+		type *m_ = state_alloc((s), sizeof(type)); \
+		if (m_)                                    \
+			init(m_);                          \
+		m_;                                        \
+	})
+
+/* Copies a vector into arena memory as a protobuf-c repeated field. */
+static void *vec_finish(struct state_save *s, struct vec *a, size_t *n)
+{
+	void **out = a->n ? state_alloc(s, a->n * sizeof(void *)) : NULL;
+
+	if (out)
+		memcpy(out, a->v, a->n * sizeof(void *));
+	*n = out ? a->n : 0;
+	return out;
+}
+
+/* --- files --- */
+
+uint32_t state_save_file_id(struct state_save *s, struct file *f)
+{
+	uint32_t id = state_ptrmap_find(&s->files, f);
+	Husk__State__File *m;
+
+	if (id)
+		return id;
+	id = state_ptrmap_add(&s->files, f);
+	m = NEW(s, Husk__State__File, husk__state__file__init);
+	if (!id || !m) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	m->id = id;
+	m->flags = f->flags;
+	pthread_mutex_lock(&f->pos_lock);
+	m->pos = f->pos;
+	pthread_mutex_unlock(&f->pos_lock);
+	if (vec_push(&V(s)->files, m) < 0) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	if (state_file_save(s, f, m) < 0)
+		return 0;
+	return id;
+}
+
+/* --- memory --- */
+
+static uint32_t save_mm(struct state_save *s, struct mm *mm)
+{
+	uint32_t id = state_ptrmap_find(&s->mms, mm);
+	Husk__State__Mm *m;
+	struct vma_set *vs;
+	size_t n = 0;
+
+	if (id)
+		return id;
+	id = state_ptrmap_add(&s->mms, mm);
+	m = NEW(s, Husk__State__Mm, husk__state__mm__init);
+	if (!id || !m || vec_push(&V(s)->mms, m) < 0) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	m->id = id;
+	/* Patched system-call sites jump into this sentry's stub code: put them back first. */
+	mm_patch_revert(mm, "checkpoint");
+	pthread_mutex_lock(&mm->lock);
+	vs = vset(mm);
+	m->vmas = state_alloc(s, (vs->n ? vs->n : 1) * sizeof(*m->vmas));
+	for (size_t i = 0; m->vmas && i < vs->n; i++) {
+		const struct vma *v = &vs->v[i];
+		Husk__State__Vma *vm;
+
+		/* The trap table of syscall patching (mm/patch.c) holds this sentry's addresses. */
+		if (mm_patch_is_table(mm, v->start, v->end))
+			continue;
+		vm = NEW(s, Husk__State__Vma, husk__state__vma__init);
+		if (!vm)
+			break;
+		vm->start = v->start;
+		vm->end = v->end;
+		vm->prot = (uint32_t)v->prot;
+		vm->kind = v->flags & 0xffffu;
+		vm->flags = v->flags & ~0xffffu;
+		vm->mem_off = v->off;
+		state_save_range(s, v->off, v->end - v->start);
+		if (v->file) {
+			pthread_mutex_unlock(&mm->lock);
+			vm->has_file = true;
+			vm->file = state_save_file_id(s, v->file);
+			pthread_mutex_lock(&mm->lock);
+			if (!vm->file)
+				break;
+			vm->has_file_off = true;
+			vm->file_off = v->file_off;
+		} else if (v->obj) {
+			vm->has_file_off = true;
+			vm->file_off = v->file_off;
+		}
+		if (v->obj) {
+			vm->has_obj = vm->has_obj_size = true;
+			vm->obj = v->obj;
+			vm->obj_size = v->obj_size;
+		}
+		m->vmas[n++] = vm;
+	}
+	m->n_vmas = n;
+	m->start_brk = mm->start_brk;
+	m->brk = mm->brk;
+	m->start_data = mm->start_data;
+	m->end_data = mm->end_data;
+	m->mmap_base = mm->mmap_base;
+	m->stack_top = mm->stack_top;
+	m->arg_start = mm->arg_start;
+	m->arg_end = mm->arg_end;
+	m->env_start = mm->env_start;
+	m->env_end = mm->env_end;
+	m->n_auxv = (size_t)mm->auxv_len;
+	m->auxv = state_alloc(s, sizeof(uint64_t) * 64);
+	if (m->auxv)
+		memcpy(m->auxv, mm->auxv, sizeof(uint64_t) * (size_t)mm->auxv_len);
+	pthread_mutex_unlock(&mm->lock);
+	if (!m->vmas || !m->auxv)
+		return state_save_fail(s, -ENOMEM, "out of memory"), 0;
+	return s->err[0] ? 0 : id;
+}
+
+/* --- processes --- */
+
+static uint32_t save_fdtable(struct state_save *s, struct fdtable *fdt)
+{
+	uint32_t id = state_ptrmap_find(&s->fdtables, fdt);
+	Husk__State__FdTable *m;
+	struct vec fds = { 0 };
+	struct file *f;
+	int fd = 0, ret = 0;
+
+	if (id)
+		return id;
+	id = state_ptrmap_add(&s->fdtables, fdt);
+	m = NEW(s, Husk__State__FdTable, husk__state__fd_table__init);
+	if (!id || !m || vec_push(&V(s)->fdtables, m) < 0) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	m->id = id;
+	while ((fd = fdtable_next(fdt, fd, &f)) >= 0) {
+		Husk__State__Fd *e = NEW(s, Husk__State__Fd, husk__state__fd__init);
+
+		if (!e || vec_push(&fds, e) < 0) {
+			file_put(f);
+			ret = state_save_fail(s, -ENOMEM, "out of memory");
+			break;
+		}
+		e->fd = fd;
+		e->cloexec = fdtable_get_cloexec(fdt, fd) == 1;
+		e->file = state_save_file_id(s, f);
+		file_put(f);
+		if (!e->file) {
+			ret = -EINVAL;
+			break;
+		}
+		fd++;
+	}
+	m->fds = (Husk__State__Fd **)vec_finish(s, &fds, &m->n_fds);
+	free(fds.v);
+	return ret < 0 ? 0 : id;
+}
+
+static uint32_t save_fs(struct state_save *s, struct task *t)
+{
+	uint32_t id = state_ptrmap_find(&s->fscontexts, t->fs);
+	Husk__State__FsContext *m;
+	char cwd[4096];
+	int r;
+
+	if (id)
+		return id;
+	id = state_ptrmap_add(&s->fscontexts, t->fs);
+	m = NEW(s, Husk__State__FsContext, husk__state__fs_context__init);
+	if (!id || !m || vec_push(&V(s)->fscontexts, m) < 0) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	m->id = id;
+	r = vfs_getcwd(t, cwd, sizeof(cwd));
+	if (r < 0 || cwd[0] != '/') {
+		state_save_fail(s, -EOPNOTSUPP, "pid %d: its working directory %s cannot be saved",
+				t->tid, r < 0 ? strerror(-r) : "was deleted");
+		return 0;
+	}
+	m->cwd = state_strdup(s, cwd);
+	m->umask = fs_context_umask(t->fs);
+	return m->cwd ? id : 0;
+}
+
+static uint32_t save_sighand(struct state_save *s, struct sighand *sh)
+{
+	uint32_t id = state_ptrmap_find(&s->sighands, sh);
+	Husk__State__Sighand *m;
+
+	if (id)
+		return id;
+	id = state_ptrmap_add(&s->sighands, sh);
+	m = NEW(s, Husk__State__Sighand, husk__state__sighand__init);
+	if (!id || !m || vec_push(&V(s)->sighands, m) < 0) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	m->id = id;
+	m->n_actions = LINUX_NSIG;
+	m->actions = state_alloc(s, LINUX_NSIG * sizeof(*m->actions));
+	if (!m->actions)
+		return 0;
+	pthread_mutex_lock(&sh->lock);
+	for (int i = 0; i < LINUX_NSIG; i++) {
+		Husk__State__SigAction *a = NEW(s, Husk__State__SigAction,
+						husk__state__sig_action__init);
+
+		if (!a)
+			break;
+		a->handler = sh->actions[i].handler;
+		a->flags = sh->actions[i].flags;
+		a->restorer = sh->actions[i].restorer;
+		a->mask = sh->actions[i].mask;
+		m->actions[i] = a;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return id;
+}
+
+/* The queued siginfos of a pending set (sighand->lock held). */
+static Husk__State__SigQueued **save_queue(struct state_save *s, struct list_head *q, size_t *n)
+{
+	struct sigqueue *e;
+	size_t count = 0, i = 0;
+	Husk__State__SigQueued **out;
+
+	list_for_each_entry(e, q, link)
+		count++;
+	*n = 0;
+	if (!count)
+		return NULL;
+	out = state_alloc(s, count * sizeof(*out));
+	if (!out)
+		return NULL;
+	list_for_each_entry(e, q, link) {
+		Husk__State__SigQueued *m = NEW(s, Husk__State__SigQueued,
+						husk__state__sig_queued__init);
+		uint8_t *info = state_alloc(s, sizeof(e->info));
+
+		if (!m || !info)
+			return NULL;
+		memcpy(info, e->info, sizeof(e->info));
+		m->info.data = info;
+		m->info.len = sizeof(e->info);
+		out[i++] = m;
+	}
+	*n = i;
+	return out;
+}
+
+static uint32_t restart_kind(long (*fn)(struct task *))
+{
+	if (!fn)
+		return STATE_RESTART_NONE;
+	if (fn == sleep_restart)
+		return STATE_RESTART_SLEEP;
+	if (fn == cpu_sleep)
+		return STATE_RESTART_CPU_SLEEP;
+	if (fn == futex_wait_restart)
+		return STATE_RESTART_FUTEX;
+	return UINT32_MAX;
+}
+
+static int save_task(struct state_save *s, struct task *t)
+{
+	Husk__State__Task *m = NEW(s, Husk__State__Task, husk__state__task__init);
+	Husk__State__Cred *c = NEW(s, Husk__State__Cred, husk__state__cred__init);
+	struct sighand *sh = t->tg->sighand;
+	uint8_t *regs = state_alloc(s, sizeof(t->regs));
+
+	if (!m || !c || !regs || vec_push(&V(s)->tasks, m) < 0)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	if (__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) || t->pt)
+		return state_save_fail(s, -EOPNOTSUPP, "pid %d is traced (ptrace): not saved yet",
+				       t->tid);
+	if (t->seccomp_filter || t->seccomp_mode)
+		return state_save_fail(s, -EOPNOTSUPP,
+				       "pid %d has a seccomp filter: not saved yet", t->tid);
+	if (!t->park_fp)
+		return state_save_fail(s, -EIO, "pid %d: its FP state could not be read", t->tid);
+	m->tid = t->tid;
+	m->pid = t->tg->pid;
+	m->mm = save_mm(s, t->mm);
+	m->fdtable = save_fdtable(s, t->fdt);
+	m->fs = save_fs(s, t);
+	if (!m->mm || !m->fdtable || !m->fs)
+		return -EINVAL;
+	m->cred = c;
+	c->uid = t->cred.uid;
+	c->euid = t->cred.euid;
+	c->suid = t->cred.suid;
+	c->fsuid = t->cred.fsuid;
+	c->gid = t->cred.gid;
+	c->egid = t->cred.egid;
+	c->sgid = t->cred.sgid;
+	c->fsgid = t->cred.fsgid;
+	c->n_groups = (size_t)t->cred.ngroups;
+	c->groups = state_alloc(s, sizeof(uint32_t) * 32);
+	if (!c->groups)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	memcpy(c->groups, t->cred.groups, sizeof(uint32_t) * (size_t)t->cred.ngroups);
+	c->cap_effective = t->cred.cap_effective;
+	c->cap_permitted = t->cred.cap_permitted;
+	c->cap_inheritable = t->cred.cap_inheritable;
+	c->cap_bounding = t->cred.cap_bounding;
+	c->cap_ambient = t->cred.cap_ambient;
+	c->securebits = t->cred.securebits;
+	c->keep_caps = t->cred.keep_caps;
+	memcpy(regs, &t->regs, sizeof(t->regs));
+	m->regs.data = regs;
+	m->regs.len = sizeof(t->regs);
+	m->fpstate.data = t->park_fp;
+	m->fpstate.len = t->park_fp_len;
+	pthread_mutex_lock(&sh->lock);
+	m->pending = t->pending.set;
+	m->queue = save_queue(s, &t->pending.queue, &m->n_queue);
+	pthread_mutex_unlock(&sh->lock);
+	m->sigmask = t->sigmask;
+	m->saved_sigmask = t->saved_sigmask;
+	m->restore_sigmask = t->restore_sigmask;
+	m->altstack_sp = t->altstack_sp;
+	m->altstack_size = t->altstack_size;
+	m->altstack_flags = t->altstack_flags;
+	m->pdeath_signal = t->pdeath_signal;
+	m->set_child_tid = 0; /* written once, at the thread's start */
+	m->clear_child_tid = t->clear_child_tid;
+	m->robust_list = t->robust_list;
+	m->robust_len = t->robust_len;
+	m->affinity_set = t->affinity_set;
+	m->n_affinity = 16;
+	m->affinity = state_alloc(s, sizeof(t->affinity));
+	if (!m->affinity)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	memcpy(m->affinity, t->affinity, sizeof(t->affinity));
+	m->rseq = t->rseq;
+	m->rseq_len = t->rseq_len;
+	m->rseq_sig = t->rseq_sig;
+	m->no_new_privs = t->no_new_privs;
+	m->personality = t->personality;
+	m->comm = state_alloc(s, sizeof(t->comm) + 1);
+	if (!m->comm)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	memcpy(m->comm, t->comm, sizeof(t->comm));
+	m->restart_kind = restart_kind(t->restart_fn);
+	if (m->restart_kind == UINT32_MAX)
+		return state_save_fail(s, -EOPNOTSUPP, "pid %d: unknown restart function", t->tid);
+	m->n_restart_data = 4;
+	m->restart_data = state_alloc(s, sizeof(t->restart_data));
+	if (!m->restart_data)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	memcpy(m->restart_data, t->restart_data, sizeof(t->restart_data));
+	m->start_ns = t->start_ns;
+	m->ioprio = t->ioprio;
+	m->sched_policy = t->sched_policy;
+	m->sched_priority = t->sched_priority;
+	m->sched_reset_on_fork = t->sched_reset_on_fork;
+	return 0;
+}
+
+static int save_tg(struct thread_group *tg, void *arg)
+{
+	struct state_save *s = arg;
+	Husk__State__ThreadGroup *m = NEW(s, Husk__State__ThreadGroup,
+					  husk__state__thread_group__init);
+	struct task *t;
+	int ret = 0;
+
+	if (tg->state == TG_DEAD)
+		return 0;
+	if (!m || vec_push(&V(s)->tgs, m) < 0)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	if (tg->state == TG_ZOMBIE)
+		return state_save_fail(s, -EOPNOTSUPP,
+				       "pid %d has ended and is not reaped yet (a zombie): not saved yet",
+				       tg->pid);
+	if (timer_tg_armed(tg))
+		return state_save_fail(s, -EOPNOTSUPP,
+				       "pid %d has an armed timer (alarm, setitimer, timer_create): "
+				       "not saved yet",
+				       tg->pid);
+	pthread_mutex_lock(&tg->lock);
+	if (tg->exec_task || tg->exiting || tg->leader_exited ||
+	    (tg->state == TG_RUNNING && (!tg->leader || tg->leader->tg != tg))) {
+		pthread_mutex_unlock(&tg->lock);
+		return state_save_fail(s, -EBUSY, "pid %d is exec'ing or exiting", tg->pid);
+	}
+	m->pid = tg->pid;
+	m->ppid = tg->parent ? tg->parent->pid : 0;
+	m->pgid = tg->pgid;
+	m->sid = tg->sid;
+	m->exit_signal = tg->exit_signal;
+	m->n_rlimits = LINUX_RLIM_NLIMITS;
+	m->rlimits = state_alloc(s, LINUX_RLIM_NLIMITS * sizeof(*m->rlimits));
+	for (int i = 0; m->rlimits && i < LINUX_RLIM_NLIMITS; i++) {
+		Husk__State__Rlimit *r = NEW(s, Husk__State__Rlimit, husk__state__rlimit__init);
+
+		if (!r)
+			break;
+		r->cur = tg->rlimits[i].rlim_cur;
+		r->max = tg->rlimits[i].rlim_max;
+		m->rlimits[i] = r;
+	}
+	m->state = tg->state;
+	m->exit_status = tg->exit_status;
+	m->stopped = tg->stopped;
+	m->stop_signal = tg->stop_signal;
+	m->subreaper = tg->subreaper;
+	m->dumpable = tg->dumpable;
+	m->did_exec = tg->did_exec;
+	m->is_init = tg->is_init;
+	m->utime_ns = tg->utime_ns;
+	m->stime_ns = tg->stime_ns;
+	m->cutime_ns = tg->cutime_ns;
+	m->cstime_ns = tg->cstime_ns;
+	m->start_ns = tg->start_ns;
+	m->maxrss_kb = tg->maxrss_kb;
+	m->cmaxrss_kb = tg->cmaxrss_kb;
+	m->report_stop = tg->report_stop;
+	m->report_continue = tg->report_continue;
+	m->sig_notify = tg->sig_notify;
+	pthread_mutex_unlock(&tg->lock);
+	if (!m->rlimits)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	m->sighand = save_sighand(s, tg->sighand);
+	if (!m->sighand)
+		return -ENOMEM;
+	pthread_mutex_lock(&tg->sighand->lock);
+	m->shared_pending = tg->shared_pending.set;
+	m->shared_queue = save_queue(s, &tg->shared_pending.queue, &m->n_shared_queue);
+	pthread_mutex_unlock(&tg->sighand->lock);
+	/* The leader first: restore starts the others from its thread. */
+	if (tg->state == TG_RUNNING) {
+		ret = save_task(s, tg->leader);
+		list_for_each_entry(t, &tg->tasks, tg_link) {
+			if (ret < 0)
+				break;
+			if (t == tg->leader)
+				continue;
+			if (t->mm != tg->leader->mm) {
+				ret = state_save_fail(s, -EOPNOTSUPP,
+						      "pid %d: threads with different memory", tg->pid);
+				break;
+			}
+			ret = save_task(s, t);
+		}
+	}
+	return ret < 0 ? ret : (s->err[0] ? -EINVAL : 0);
+}
+
+/* --- the image and the pages --- */
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct state_range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sorts and merges the ranges saved objects use. */
+static void merge_ranges(struct state_ranges *rs)
+{
+	size_t n = 0;
+
+	qsort(rs->v, rs->n, sizeof(rs->v[0]), cmp_range);
+	for (size_t i = 0; i < rs->n; i++) {
+		if (n && rs->v[i].off <= rs->v[n - 1].off + rs->v[n - 1].len) {
+			uint64_t end = rs->v[i].off + rs->v[i].len;
+
+			if (end > rs->v[n - 1].off + rs->v[n - 1].len)
+				rs->v[n - 1].len = end - rs->v[n - 1].off;
+		} else {
+			rs->v[n++] = rs->v[i];
+		}
+	}
+	rs->n = n;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes the ranges' data (holes stay holes: no bytes) and lists them in img->pages. */
+static int save_pages(struct state_save *s, int pages_fd, uint64_t *bytes)
+{
+	struct memfile *mf = &s->k->mf;
+	struct vec out = { 0 };
+	uint64_t file_off = 0;
+	int ret = 0;
+
+	merge_ranges(&s->ranges);
+	for (size_t i = 0; i < s->ranges.n && ret == 0; i++) {
+		uint64_t off = s->ranges.v[i].off, end = off + s->ranges.v[i].len;
+
+		if (end > mf->size || end < off) {
+			ret = state_save_fail(s, -EIO, "a range past the memory file");
+			break;
+		}
+		while (off < end && ret == 0) {
+			off_t data = lseek(mf->fd, (off_t)off, SEEK_DATA);
+			uint64_t d = data < 0 ? end : (uint64_t)data, piece_end;
+			Husk__State__MemRange *m;
+
+			if (d > end)
+				d = end;
+			if (d > off) {
+				/* A hole: zeros, no bytes in the file. */
+				m = NEW(s, Husk__State__MemRange, husk__state__mem_range__init);
+				if (!m || vec_push(&out, m) < 0) {
+					ret = -ENOMEM;
+					break;
+				}
+				m->mem_off = off;
+				m->len = d - off;
+				off = d;
+				continue;
+			}
+			off_t hole = lseek(mf->fd, (off_t)off, SEEK_HOLE);
+
+			piece_end = hole < 0 ? end : (uint64_t)hole;
+			if (piece_end > end)
+				piece_end = end;
+			piece_end = (piece_end + 4095) & ~4095ULL;
+			if (piece_end > end || piece_end <= off)
+				piece_end = end;
+			m = NEW(s, Husk__State__MemRange, husk__state__mem_range__init);
+			if (!m || vec_push(&out, m) < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			m->mem_off = off;
+			m->len = piece_end - off;
+			m->has_file_off = true;
+			m->file_off = file_off;
+			ret = write_all(pages_fd, mf->base + off, piece_end - off);
+			if (ret < 0)
+				state_save_fail(s, ret, "writing the pages file: %s", strerror(-ret));
+			file_off += piece_end - off;
+			off = piece_end;
+		}
+	}
+	s->img->pages = (Husk__State__MemRange **)vec_finish(s, &out, &s->img->n_pages);
+	free(out.v);
+	*bytes = file_off;
+	return ret < 0 ? state_save_fail(s, ret, "out of memory") : 0;
+}
+
+static int save_all(struct state_save *s)
+{
+	struct kernel *k = s->k;
+	Husk__State__Image *img = NEW(s, Husk__State__Image, husk__state__image__init);
+	Husk__State__Kernel *km = NEW(s, Husk__State__Kernel, husk__state__kernel__init);
+	Husk__State__FsState *fs = NEW(s, Husk__State__FsState, husk__state__fs_state__init);
+	uint64_t vvar = 0, vdso = 0, vdso_len = 0;
+	int ret;
+
+	if (!img || !km || !fs)
+		return state_save_fail(s, -ENOMEM, "out of memory");
+	s->img = img;
+	img->version = STATE_IMAGE_VERSION;
+	img->kernel = km;
+	img->fs = fs;
+	pthread_mutex_lock(&k->lock);
+	km->hostname = state_strdup(s, k->hostname);
+	km->domainname = state_strdup(s, k->domainname);
+	km->next_tid = k->next_tid;
+	km->init_pid = k->init ? k->init->tid : 1;
+	pthread_mutex_unlock(&k->lock);
+	km->guest_mono_ns = (uint64_t)vtime_now_ns(CLOCK_MONOTONIC);
+	km->uptime_ns = task_monotonic_ns() - k->boot_ns;
+	km->boot_ns = k->boot_ns;
+	km->pids_limit = k->pids_limit;
+	vtime_vdso_pages(&vvar, &vdso, &vdso_len);
+	km->vvar_off = vvar;
+	km->vdso_off = vdso;
+	km->vdso_len = vdso_len;
+	ret = state_fs_save(s, fs);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&k->tree_lock);
+	ret = pid_for_each_tg(k, save_tg, s);
+	pthread_mutex_unlock(&k->tree_lock);
+	if (ret < 0 || s->err[0])
+		return ret < 0 ? ret : -EINVAL;
+	img->tgs = (Husk__State__ThreadGroup **)vec_finish(s, &V(s)->tgs, &img->n_tgs);
+	img->tasks = (Husk__State__Task **)vec_finish(s, &V(s)->tasks, &img->n_tasks);
+	img->mms = (Husk__State__Mm **)vec_finish(s, &V(s)->mms, &img->n_mms);
+	img->fdtables = (Husk__State__FdTable **)vec_finish(s, &V(s)->fdtables, &img->n_fdtables);
+	img->fscontexts =
+		(Husk__State__FsContext **)vec_finish(s, &V(s)->fscontexts, &img->n_fscontexts);
+	img->files = (Husk__State__File **)vec_finish(s, &V(s)->files, &img->n_files);
+	img->sighands = (Husk__State__Sighand **)vec_finish(s, &V(s)->sighands, &img->n_sighands);
+	return 0;
+}
+
+int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_running,
+		     struct state_stats *st, char *err, size_t errlen)
+{
+	struct save_vecs vecs = { 0 };
+	struct state_save s = { .k = k, .priv = &vecs };
+	uint64_t t0 = task_monotonic_ns(), t1;
+	int32_t busy = 0;
+	int ret;
+
+	ret = kernel_freeze(k, true, STATE_FREEZE_TIMEOUT_MS, &busy);
+	t1 = task_monotonic_ns();
+	st->freeze_ns = t1 - t0;
+	if (ret < 0) {
+		snprintf(err, errlen,
+			 "pid %d did not stop (a vfork parent, a traced or exiting task)", busy);
+		return ret;
+	}
+	ret = save_all(&s);
+	if (ret == 0 && !s.err[0])
+		ret = save_pages(&s, pages_fd, &st->pages_bytes);
+	if (ret == 0 && !s.err[0]) {
+		size_t len = husk__state__image__get_packed_size(s.img);
+		uint8_t *buf = len <= STATE_IMAGE_MAX ? malloc(len ? len : 1) : NULL;
+
+		if (!buf) {
+			ret = state_save_fail(&s, -ENOMEM, "the image is too large (%zu bytes)", len);
+		} else {
+			husk__state__image__pack(s.img, buf);
+			ret = write_all(image_fd, buf, len);
+			if (ret < 0)
+				state_save_fail(&s, ret, "writing the image: %s", strerror(-ret));
+			st->image_bytes = len;
+			free(buf);
+		}
+	}
+	if (ret == 0 && s.err[0])
+		ret = -EINVAL;
+	st->save_ns = task_monotonic_ns() - t1;
+	if (ret < 0)
+		snprintf(err, errlen, "%s", s.err[0] ? s.err : strerror(-ret));
+	else
+		log_info("checkpoint: %zu processes, %zu tasks, %zu files; image %llu bytes, pages "
+			 "%llu bytes; stop %llu us, save %llu us",
+			 s.img->n_tgs, s.img->n_tasks, s.img->n_files,
+			 (unsigned long long)st->image_bytes, (unsigned long long)st->pages_bytes,
+			 (unsigned long long)st->freeze_ns / 1000,
+			 (unsigned long long)st->save_ns / 1000);
+	/* Ending: nothing the guest does after the image may be seen, so the kill comes first. */
+	if (ret == 0 && !leave_running)
+		control_send_signal(k, -1, LINUX_SIGKILL);
+	kernel_thaw(k);
+	state_arena_free(&s);
+	state_ptrmap_free(&s.files);
+	state_ptrmap_free(&s.mms);
+	state_ptrmap_free(&s.fdtables);
+	state_ptrmap_free(&s.fscontexts);
+	state_ptrmap_free(&s.sighands);
+	free(s.ranges.v);
+	free(vecs.tgs.v);
+	free(vecs.tasks.v);
+	free(vecs.mms.v);
+	free(vecs.fdtables.v);
+	free(vecs.fscontexts.v);
+	free(vecs.files.v);
+	free(vecs.sighands.v);
+	return ret;
+}
