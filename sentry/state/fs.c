@@ -741,7 +741,7 @@ int state_file_save(struct state_save *s, struct file *f, Husk__State__File *out
 	if (!f->mnt || !f->node || !fs_reopenable(f->node->fs))
 		return state_save_fail(s, -EOPNOTSUPP, "cannot save %s files yet",
 				       f->node ? f->node->fs->type : "pathless");
-	if (S_ISSOCK(f->node->type))
+	if (S_ISSOCK(f->node->type) && !(f->flags & O_PATH))
 		return state_save_fail(s, -EOPNOTSUPP, "cannot save socket files yet");
 	if (S_ISFIFO(f->node->type) && out->kind != STATE_FILE_FIFO && !(f->flags & O_PATH))
 		return state_save_fail(s, -EOPNOTSUPP, "cannot save this FIFO file");
