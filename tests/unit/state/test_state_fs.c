@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/err.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/overlay/overlay.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -622,4 +624,69 @@ Test(state_fs, bad_files_are_refused)
 	expect_refused(edit_pipe_data_over_cap, "pipe data over its capacity");
 	expect_refused(edit_file_node, "a bad node id in a file");
 	expect_refused(edit_file_path, "a path with ..");
+}
+
+/* --- host files and what cannot be saved --- */
+
+static int save_one(struct file *f, Husk__State__File *out, char *err, size_t errlen)
+{
+	struct state_save s = { .k = &a.h.k };
+	Husk__State__FsState fs = HUSK__STATE__FS_STATE__INIT;
+	int ret;
+
+	husk__state__file__init(out);
+	out->id = 1;
+	out->flags = f->flags;
+	ret = state_fs_save(&s, &fs);
+	if (ret == 0)
+		ret = state_file_save(&s, f, out);
+	snprintf(err, errlen, "%s", s.err);
+	state_fs_save_end(&s);
+	free(s.ranges.v);
+	state_arena_free(&s);
+	return ret;
+}
+
+Test(state_fs, stdio_host_files_come_back_over_the_same_fd)
+{
+	struct state_restore r = { .k = &b.h.k };
+	Husk__State__FsState fs = HUSK__STATE__FS_STATE__INIT;
+	Husk__State__File in;
+	struct file *f = hostfile_create(dup(2), O_WRONLY), *g;
+	char err[256];
+
+	cr_assert_not_null(f);
+	hostfile_set_origin(f, 2);
+	cr_assert_eq(save_one(f, &in, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(in.kind, STATE_FILE_HOST);
+	cr_expect_eq(in.host_fd, 2);
+	cr_assert_eq(state_fs_restore(&r, &fs), 0, "%s", r.err);
+	g = state_file_restore(&r, &in);
+	cr_assert_not_null(g, "%s", r.err);
+	cr_expect_eq(hostfile_origin(g), 2);
+	cr_expect_eq(g->flags, in.flags);
+	file_put(g);
+	in.host_fd = 3;
+	cr_expect_null(state_file_restore(&r, &in), "fd 3 is not stdio");
+	state_fs_restore_end(&r);
+	file_put(f);
+}
+
+Test(state_fs, files_that_cannot_be_saved_fail_with_a_message)
+{
+	Husk__State__File out;
+	struct file *f = hostfile_create(dup(2), O_WRONLY);
+	char err[256];
+
+	cr_assert_not_null(f);
+	cr_expect_eq(save_one(f, &out, err, sizeof(err)), -EOPNOTSUPP);
+	cr_expect_str_eq(err, "cannot save host files other than stdio yet");
+	file_put(f);
+	/* A directory removed while open. */
+	cr_assert_eq(vfs_mkdirat(&a.h.t, AT_FDCWD, "/tmp/gonedir", 0755), 0);
+	f = open_a("/tmp/gonedir", O_RDONLY | O_DIRECTORY);
+	cr_assert_eq(vfs_unlinkat(&a.h.t, AT_FDCWD, "/tmp/gonedir", AT_REMOVEDIR), 0);
+	cr_expect_eq(save_one(f, &out, err, sizeof(err)), -EOPNOTSUPP);
+	cr_expect_str_eq(err, "cannot save a tmpfs file deleted while open");
+	file_put(f);
 }
