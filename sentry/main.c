@@ -857,6 +857,8 @@ static int install_stdio(struct fdtable *fdt, int hostfd, int n)
 		close(dupfd);
 		return -ENOMEM;
 	}
+	/* A checkpoint records it as the sentry's fd hostfd; a restore opens that one again. */
+	hostfile_set_origin(f, hostfd);
 	ret = fdtable_install_at(fdt, f, n, false, 1024);
 	file_put(f);
 	return ret < 0 ? ret : 0;

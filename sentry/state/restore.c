@@ -856,6 +856,8 @@ void state_restore_done(struct state_restore *r)
 	if (!r)
 		return;
 	p = P(r);
+	if (p && r->img)
+		state_fs_restore_end(r);
 	if (p && p->built) {
 		/* The objects hold their own references now (a failed restore ends the sentry: its
 		 * half-built objects are left as they are). */

@@ -36,10 +36,10 @@ struct file;
 enum state_file_kind {
 	STATE_FILE_NONE = 0,
 	STATE_FILE_HOST = 1, /* a host FD the sentry was given: stdio (hostfile.c) */
-	STATE_FILE_PATH =
-		2, /* a file reached by a path in a mount (gofer, overlay, tmpfs, devfs) */
+	STATE_FILE_PATH = 2, /* a file reached by a path (gofer, overlay, tmpfs, devfs) */
 	STATE_FILE_PIPE = 3, /* an end of a pipe or FIFO */
 	STATE_FILE_MEMFD = 4, /* a tmpfs file with no name (memfd_create, unlinked files) */
+	STATE_FILE_FIFO = 5, /* a FIFO reached by a path, and its pipe */
 	/* more kinds: anon files, sockets, ... */
 };
 
@@ -62,6 +62,8 @@ struct state_ptrmap {
 };
 
 struct state_arena;
+struct state_fs_save;
+struct state_fs_restore;
 
 struct state_save {
 	struct kernel *k;
@@ -71,6 +73,7 @@ struct state_save {
 	struct state_ptrmap mms, fdtables, fscontexts, sighands;
 	struct state_arena *arena; /* every message and string of img */
 	void *priv; /* checkpoint.c's */
+	struct state_fs_save *fs; /* sentry/state/fs.c's tables (state_fs_save_end frees them) */
 	char err[256]; /* the first failure, for the caller's message */
 };
 
@@ -81,6 +84,7 @@ struct state_restore {
 	struct file **files; /* by File.id - 1, restored on first use */
 	size_t nfiles;
 	void **objs; /* scratch per-kind tables (mms, fdtables, fscontexts, sighands) */
+	struct state_fs_restore *fs; /* sentry/state/fs.c's tables (state_fs_restore_end frees) */
 	char err[256];
 };
 
@@ -167,5 +171,13 @@ struct file *state_file_restore(struct state_restore *r, const Husk__State__File
 /* The filesystems held in memory (tmpfs mounts, the overlay's upper layer): save, restore. */
 int state_fs_save(struct state_save *s, Husk__State__FsState *out);
 int state_fs_restore(struct state_restore *r, const Husk__State__FsState *in);
+/*
+ * Frees fs.c's tables when the save or the restore is over (succeeded or failed): call once,
+ * after the last state_file_save / state_file_restore (the restore's drops the references it
+ * kept to share pipes and nameless nodes between files, and frees nameless tmpfs inodes no
+ * restored file took).
+ */
+void state_fs_save_end(struct state_save *s);
+void state_fs_restore_end(struct state_restore *r);
 
 #endif

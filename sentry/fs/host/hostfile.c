@@ -38,6 +38,7 @@ struct hostfile_node {
 	struct vfs_node base;
 	int fd; /* owned */
 	struct hostpoll_watch *watch; /* readiness of fd, or NULL: always ready */
+	int origin; /* the sentry's own fd (0, 1, 2) it was made from, or -1 (checkpoints) */
 };
 
 static int host_fd(struct file *f)
@@ -287,6 +288,7 @@ struct file *hostfile_create(int hostfd, int flags)
 		return NULL;
 	/* Until it succeeds the caller keeps hostfd: the node must not close it. */
 	hn->fd = -1;
+	hn->origin = -1;
 	if (vfs_anon_node_init(&hn->base, &hostnode_ops,
 			       fstat(hostfd, &st) == 0 ? st.st_mode : S_IFCHR) < 0) {
 		free(hn);
@@ -379,4 +381,22 @@ int hostfile_recv_fds(int sock, int *fds, int max)
 		return r == 0 ? -ENODATA : -EMSGSIZE;
 	}
 	return n;
+}
+
+static bool is_hostfile(struct file *f)
+{
+	return f->ops == &hostfile_ops || f->ops == &hostfile_reg_ops;
+}
+
+void hostfile_set_origin(struct file *f, int n)
+{
+	if (is_hostfile(f))
+		((struct hostfile_node *)f->priv)->origin = n;
+}
+
+int hostfile_origin(struct file *f)
+{
+	if (!is_hostfile(f))
+		return -EINVAL;
+	return ((struct hostfile_node *)f->priv)->origin;
 }

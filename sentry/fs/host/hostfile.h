@@ -7,7 +7,10 @@
 #ifndef HUSK_SENTRY_FS_HOST_HOSTFILE_H
 #define HUSK_SENTRY_FS_HOST_HOSTFILE_H
 
+#include <stdbool.h>
+
 struct fdtable;
+struct file;
 
 /* Most fds --preserve-fds hands the sentry (SCM_RIGHTS carries at most 253 per message). */
 #define HOSTFILE_MAX_PRESERVE 250
@@ -25,5 +28,14 @@ int hostfile_install(struct fdtable *fdt, int hostfd, int n);
  * many, -ENODATA at end of file, -EMSGSIZE when the control data was truncated, or -errno.
  */
 int hostfile_recv_fds(int sock, int *fds, int max);
+
+/*
+ * Checkpoints: hostfile_set_origin records that host file f (from hostfile_create) wraps a
+ * duplicate of the sentry's own fd n (0, 1 or 2: its stdio), so that a restore can wrap the new
+ * sentry's fd n instead. hostfile_origin returns it, -1 when none was set, -EINVAL when f is
+ * not a host file.
+ */
+void hostfile_set_origin(struct file *f, int n);
+int hostfile_origin(struct file *f);
 
 #endif

@@ -1137,6 +1137,96 @@ struct vfs_fs *overlay_create(struct vfs_fs *lower, struct vfs_fs *upper)
 	return &fs->base;
 }
 
+/* --- checkpoint and restore (sentry/state/fs.c) --- */
+
+struct vfs_fs *overlay_upper(struct vfs_fs *fs)
+{
+	if (fs->ops != &ovl_fs_ops)
+		return NULL;
+	return container_of(fs, struct ovl_fs, base)->upper_fs;
+}
+
+struct vfs_node *overlay_node_detached(struct vfs_fs *vfs, struct vfs_node *upper, uint64_t ino)
+{
+	struct ovl_fs *fs = container_of(vfs, struct ovl_fs, base);
+	struct ovl_node *n;
+
+	if (vfs->ops != &ovl_fs_ops)
+		return ERR_PTR(-EINVAL);
+	n = node_new(fs, NULL, "", upper, NULL, ino);
+	return n ? &n->base : ERR_PTR(-ENOMEM);
+}
+
+/* Collects the positive entries of a name cache (vfs_dcache_clear's callback). */
+struct refresh_list {
+	struct vfs_node **v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void refresh_collect(struct vfs_node *n, void *arg)
+{
+	struct refresh_list *l = arg;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct vfs_node **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v) {
+			l->nomem = true;
+			vfs_node_put(n);
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = n;
+}
+
+/* See overlay_restore_refresh (lock held). */
+static void refresh_dir(struct ovl_node *d)
+{
+	struct refresh_list l = { 0 };
+
+	vfs_dcache_clear(&d->children, refresh_collect, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		struct ovl_node *c = onode(l.v[i]);
+
+		/* Only the cache held it: the next lookup makes it again from the layers. */
+		if (refcount_read(&c->base.ref) == 1) {
+			vfs_node_put(&c->base);
+			continue;
+		}
+		if (!c->upper && d->upper) {
+			struct vfs_node *u = layer_lookup(d->upper, c->base.name);
+
+			if (!IS_ERR(u) && is_whiteout(u)) {
+				/* Removed since: holders keep a node no walk reaches. */
+				vfs_node_put(u);
+				vfs_node_put(&c->base);
+				continue;
+			}
+			if (!IS_ERR(u))
+				c->upper = u;
+		}
+		vfs_dcache_insert(&d->children, c->base.name, &c->base);
+		refresh_dir(c);
+		vfs_node_put(&c->base);
+	}
+	free(l.v);
+}
+
+void overlay_restore_refresh(struct vfs_fs *vfs)
+{
+	struct ovl_fs *fs = container_of(vfs, struct ovl_fs, base);
+
+	if (vfs->ops != &ovl_fs_ops)
+		return;
+	ovl_lock(fs);
+	refresh_dir(onode(fs->base.root));
+	ovl_unlock(fs);
+}
+
 int vfs_mount_root_overlay(struct kernel *k, struct gofer_client *gc, uint64_t upper_size)
 {
 	struct vfs_fs *lower, *upper, *ovl;

@@ -15,4 +15,25 @@ struct vfs_fs;
  */
 struct vfs_fs *overlay_create(struct vfs_fs *lower, struct vfs_fs *upper);
 
+/* --- checkpoint and restore (sentry/state/fs.c) --- */
+
+#include <stdint.h>
+
+struct vfs_node;
+
+/* The upper tmpfs of overlay fs (not a new reference), or NULL if fs is not an overlay. */
+struct vfs_fs *overlay_upper(struct vfs_fs *fs);
+/*
+ * A new overlay node (one reference) over upper (a node of the upper tmpfs, referenced anew)
+ * with no name and no parent, showing inode number ino: the node of a file removed while open.
+ * ERR_PTR(-EINVAL) if fs is not an overlay, ERR_PTR(-ENOMEM).
+ */
+struct vfs_node *overlay_node_detached(struct vfs_fs *fs, struct vfs_node *upper, uint64_t ino);
+/*
+ * After the upper tmpfs was filled from an image: forgets the overlay's cached lookups (nodes
+ * only the cache holds, negative entries) and gives the nodes others hold (mountpoints and
+ * their ancestors) the upper node their name has now.
+ */
+void overlay_restore_refresh(struct vfs_fs *fs);
+
 #endif

@@ -881,6 +881,168 @@ static unsigned int fifo_poll_rdwr(struct file *f, struct waitq **wq)
 	return pipe_poll_common(f, wq, true) | pipe_poll_common(f, NULL, false);
 }
 
+/* --- checkpoint and restore --- */
+
+int pipe_save(struct file *f, struct pipe_state *st)
+{
+	struct pipe *p;
+	int err = 0;
+
+	if (!file_is_pipe(f))
+		return -EINVAL;
+	p = file_pipe(f);
+	memset(st, 0, sizeof(*st));
+	st->id = p;
+	st->fifo = f->ops == &fifo_read_ops || f->ops == &fifo_write_ops ||
+		   f->ops == &fifo_rdwr_ops;
+	st->rd = file_pipe_reads(f);
+	st->wr = file_pipe_writes(f);
+	st->wseen = f->pipe_wseen;
+	pthread_mutex_lock(&p->lock);
+	st->cap = p->cap;
+	st->len = p->len;
+	st->nsegs = p->nsegs;
+	st->uid = p->uid;
+	st->gid = p->gid;
+	st->r_counter = p->r_counter;
+	st->w_counter = p->w_counter;
+	st->data = malloc(p->len ? p->len : 1);
+	st->segs = calloc(p->nsegs ? p->nsegs : 1, sizeof(*st->segs));
+	if (!st->data || !st->segs) {
+		err = -ENOMEM;
+	} else {
+		struct iovec iov = { st->data, p->len };
+		struct iov_cursor c = { &iov, 1, 0, 0 };
+
+		ring_copy(p, 0, p->len, &c, true);
+		for (size_t i = 0; i < p->nsegs; i++) {
+			struct pipe_seg *sg = &p->segs[(p->seg_head + i) % p->nslots];
+
+			st->segs[i] = (struct pipe_state_seg){ sg->len, sg->packet };
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (err < 0) {
+		free(st->data);
+		free(st->segs);
+		st->data = NULL;
+		st->segs = NULL;
+	}
+	return err;
+}
+
+/* Gives p (no file open on it) st's contents. 0, -EINVAL (inconsistent), -ENOMEM. */
+static int pipe_load(struct pipe *p, const struct pipe_state *st)
+{
+	size_t total = 0;
+	int err;
+
+	if (st->cap < PAGE_SIZE || st->cap > ((size_t)1 << 31) || (st->cap & (st->cap - 1)) ||
+	    st->len > st->cap || st->nsegs > st->cap / LINUX_PIPE_BUF || (st->len && !st->data))
+		return -EINVAL;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		if (st->segs[i].len == 0 || st->segs[i].len > st->cap ||
+		    (st->segs[i].packet && st->segs[i].len > LINUX_PIPE_BUF))
+			return -EINVAL;
+		total += st->segs[i].len;
+	}
+	if (st->nsegs && total != st->len)
+		return -EINVAL;
+	if (st->cap != p->cap) {
+		err = pipe_resize(p, st->cap);
+		if (err < 0)
+			return err;
+	}
+	pthread_mutex_lock(&p->lock);
+	memcpy(p->buf, st->data, st->len);
+	p->head = 0;
+	p->len = st->len;
+	p->seg_head = 0;
+	p->nsegs = st->nsegs;
+	for (size_t i = 0; i < st->nsegs; i++)
+		p->segs[i] = (struct pipe_seg){ st->segs[i].len, st->segs[i].packet };
+	p->r_counter = st->r_counter;
+	p->w_counter = st->w_counter;
+	p->uid = st->uid;
+	p->gid = st->gid;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+struct vfs_node *pipe_restore_new(const struct pipe_state *st)
+{
+	struct pipe *p = pipe_alloc(st->uid, st->gid);
+	int err;
+
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	err = pipe_load(p, st);
+	if (err < 0) {
+		vfs_node_put(&p->node);
+		return ERR_PTR(err);
+	}
+	return &p->node;
+}
+
+struct file *pipe_restore_end(struct vfs_node *pipe, bool rd, int flags)
+{
+	struct pipe *p = container_of(pipe, struct pipe, node);
+	struct file *f = pipe_file(p, rd ? &pipe_read_ops : &pipe_write_ops, flags);
+
+	if (!f)
+		return ERR_PTR(-ENOMEM);
+	pthread_mutex_lock(&p->lock);
+	if (rd)
+		p->readers++;
+	else
+		p->writers++;
+	pthread_mutex_unlock(&p->lock);
+	return f;
+}
+
+struct file *pipe_restore_fifo(struct vfs_node *n, const struct pipe_state *st, bool fill,
+			       int flags)
+{
+	struct vfs_attr a;
+	struct pipe *p;
+	struct file *f;
+	int err;
+
+	if (!st->rd && !st->wr)
+		return ERR_PTR(-EINVAL);
+	err = vfs_node_getattr(n, &a);
+	if (err < 0)
+		return ERR_PTR(err);
+	p = fifo_get(a.dev, a.ino, a.uid, a.gid);
+	if (!p)
+		return ERR_PTR(-ENOMEM);
+	if (fill) {
+		pthread_mutex_lock(&p->lock);
+		err = p->readers || p->writers ? -EINVAL : 0;
+		pthread_mutex_unlock(&p->lock);
+		if (err == 0)
+			err = pipe_load(p, st);
+		if (err < 0) {
+			fifo_put(p);
+			return ERR_PTR(err);
+		}
+	}
+	pthread_mutex_lock(&p->lock);
+	p->readers += st->rd;
+	p->writers += st->wr;
+	pthread_mutex_unlock(&p->lock);
+	f = file_alloc(st->rd && st->wr ? &fifo_rdwr_ops :
+		       st->rd		? &fifo_read_ops :
+					  &fifo_write_ops,
+		       flags, p);
+	if (!f) {
+		fifo_open_undo(p, st->rd, st->wr);
+		return ERR_PTR(-ENOMEM);
+	}
+	f->pipe_wseen = st->wseen;
+	return f;
+}
+
 static const struct file_ops pipe_read_ops = {
 	.read = pipe_read,
 	.poll = pipe_poll_read,

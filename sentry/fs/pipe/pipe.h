@@ -90,4 +90,40 @@ long pipe_wait_ready(struct file *f, bool write, size_t left, size_t total);
 /* The bytes f's pipe holds now (FIONREAD's answer); 0 if f is not a pipe end. */
 size_t pipe_nread(struct file *f);
 
+/* --- checkpoint and restore (sentry/state/fs.c) --- */
+
+/* A pipe's state and one file's view of it. */
+struct pipe_state {
+	const void *id; /* the pipe's identity: equal for every file of one pipe */
+	bool fifo; /* a FIFO's pipe (files from pipe_fifo_open) */
+	bool rd, wr; /* the file reads, writes (both: a FIFO open O_RDWR) */
+	size_t cap;
+	uint8_t *data; /* the bytes queued (malloc'd by pipe_save; the caller frees) */
+	size_t len;
+	struct pipe_state_seg {
+		size_t len;
+		bool packet;
+	} * segs; /* packet boundaries (malloc'd, may be NULL); none for stream data only */
+	size_t nsegs;
+	uint32_t uid, gid;
+	unsigned int r_counter, w_counter, wseen; /* f->pipe_wseen */
+};
+
+/* Fills st for pipe end or FIFO file f (under the pipe's lock). 0, -EINVAL (not a pipe), -ENOMEM. */
+int pipe_save(struct file *f, struct pipe_state *st);
+/*
+ * A new pipe with no end open, holding st's capacity, data and packets (checked: -EINVAL).
+ * Returns its node (one reference, the caller's) or ERR_PTR(-errno).
+ */
+struct vfs_node *pipe_restore_new(const struct pipe_state *st);
+/* A new file on the pipe of pipe_restore_new: its read end (rd) or write end, with flags. */
+struct file *pipe_restore_end(struct vfs_node *pipe, bool rd, int flags);
+/*
+ * A new file of FIFO node n (the caller fills f->mnt and f->node) reading and/or writing as st
+ * says, without waiting for the other end; fill: the pipe (which must have no file open yet)
+ * takes st's capacity, data and counters. Returns the file or ERR_PTR(-errno).
+ */
+struct file *pipe_restore_fifo(struct vfs_node *n, const struct pipe_state *st, bool fill,
+			       int flags);
+
 #endif

@@ -37,101 +37,13 @@
 #include "sentry/fs/dev/dev.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/fs/tmpfs/internal.h"
 #include "sentry/mm/memfile.h"
 #include "sentry/vfs/fs.h"
-
-#define TMPFS_PAGE 4096
-/* Linux's MAX_LFS_FILESIZE on 64-bit. */
-#define TMPFS_MAX_SIZE ((int64_t)0x7fffffffffffffffLL)
-/*
- * The page table of a file is flat: a page at index i costs 8 * i bytes of sentry memory, zeroed.
- * Data past this many pages (64 GiB) is -EFBIG, so that one byte written at a wild offset
- * cannot make the sentry allocate and zero gigabytes (Linux's tmpfs takes sparse files up to
- * TMPFS_MAX_SIZE; a sparse table would lift this limit).
- */
-#define TMPFS_MAX_PAGES ((size_t)1 << 24)
-/* Linux's tmpfs allows any link count up to this. */
-#define TMPFS_LINK_MAX 0xffffffffu
-
-/* Directory positions: 0 and 1 are "." and ".."; entries have cookies from 2 up. */
-#define TMPFS_POS_FIRST 2
-
-struct tmpfs {
-	struct vfs_fs base;
-	/* Protects everything below and in every inode and node. Recursive: see tmpfs_create. */
-	pthread_mutex_t lock;
-	struct memfile *mf; /* not owned: the kernel's; NULL: data in heap pages */
-	uint64_t size_limit; /* bytes of file data */
-	uint64_t pages_used;
-	uint64_t next_ino;
-};
-
-struct tmpfs_inode {
-	struct refcount ref; /* one per node (name) of the file */
-	uint64_t ino;
-	uint32_t mode, uid, gid;
-	uint64_t rdev;
-	uint32_t nlink;
-	struct timespec atime, mtime, ctime;
-	/* regular files */
-	int64_t size;
-	uint64_t *pages; /* page slots (see the top of the file); 0 entries are holes */
-	size_t npages; /* length of pages */
-	size_t nalloc; /* pages allocated */
-	bool tmpfile; /* made by O_TMPFILE and never linked: linkat may give it a name */
-	uint32_t seals; /* F_SEAL_*: F_SEAL_SEAL but for a memfd made with MFD_ALLOW_SEALING */
-	char *memfd_name; /* memfd_create's name (owned), else NULL */
-	/* symlinks */
-	char *target;
-	/* directories */
-	struct vfs_dcache names; /* name -> node, referenced */
-	struct list_head entries; /* of tmpfs_node.entry, by cookie */
-	uint64_t next_cookie;
-	/* the overlay's marks */
-	bool opaque;
-	uint64_t origin_ino;
-	/* extended attributes, in the order they were set */
-	struct tmpfs_xattr *xattrs;
-	size_t xattr_bytes; /* names and values, against TMPFS_XATTR_INODE_MAX */
-};
-
-/* One extended attribute of an inode. */
-struct tmpfs_xattr {
-	struct tmpfs_xattr *next;
-	size_t size;
-	char *name; /* owned */
-	void *value; /* owned; NULL when size is 0 */
-};
-
-/* Bytes of names and values one inode may hold (Linux's tmpfs limits user.* by its ispace). */
-#define TMPFS_XATTR_INODE_MAX (1024 * 1024)
-
-struct tmpfs_node {
-	struct vfs_node base;
-	struct tmpfs_inode *inode; /* referenced */
-	struct list_head entry; /* in the parent's entries while linked */
-	uint64_t cookie;
-	bool linked;
-};
 
 /* An open regular file: its node (priv), referenced, so the data outlives the name. */
 static const struct vfs_node_ops tmpfs_node_ops;
 static const struct file_ops tmpfs_file_ops;
-
-static struct tmpfs *tmpfs_of(const struct vfs_node *n)
-{
-	return container_of(n->fs, struct tmpfs, base);
-}
-
-static struct tmpfs_node *tnode(const struct vfs_node *n)
-{
-	return container_of(n, struct tmpfs_node, base);
-}
-
-static struct tmpfs_inode *tinode(const struct vfs_node *n)
-{
-	return tnode(n)->inode;
-}
 
 static struct timespec now(void)
 {
@@ -148,7 +60,7 @@ bool tmpfs_is_node(const struct vfs_node *n)
 
 /* --- inodes and nodes --- */
 
-static struct tmpfs_inode *inode_new(struct tmpfs *fs, const struct vfs_create_args *a)
+struct tmpfs_inode *tmpfs_inode_new(struct tmpfs *fs, const struct vfs_create_args *a)
 {
 	struct tmpfs_inode *in = calloc(1, sizeof(*in));
 	struct timespec t = now();
@@ -216,7 +128,7 @@ static void inode_free_pages(struct tmpfs *fs, struct tmpfs_inode *in, size_t fr
 }
 
 /* Drops a node's reference on its inode (fs lock held). */
-static void inode_put(struct tmpfs *fs, struct tmpfs_inode *in)
+void tmpfs_inode_put(struct tmpfs *fs, struct tmpfs_inode *in)
 {
 	if (!refcount_dec(&in->ref))
 		return;
@@ -236,8 +148,8 @@ static void inode_put(struct tmpfs *fs, struct tmpfs_inode *in)
 }
 
 /* A node for inode in (takes a new reference on it) named name under parent. */
-static struct tmpfs_node *node_new(struct tmpfs *fs, struct vfs_node *parent, const char *name,
-				   struct tmpfs_inode *in)
+struct tmpfs_node *tmpfs_node_new(struct tmpfs *fs, struct vfs_node *parent, const char *name,
+				  struct tmpfs_inode *in)
 {
 	struct tmpfs_node *n = calloc(1, sizeof(*n));
 
@@ -258,7 +170,7 @@ static struct tmpfs_node *node_new(struct tmpfs *fs, struct vfs_node *parent, co
 }
 
 /* Enters child under name in dir (fs lock held). The directory takes a reference. */
-static int dir_link(struct tmpfs_inode *dir, const char *name, struct tmpfs_node *child)
+int tmpfs_dir_link(struct tmpfs_inode *dir, const char *name, struct tmpfs_node *child)
 {
 	int err = vfs_dcache_insert(&dir->names, name, &child->base);
 
@@ -450,6 +362,11 @@ static void inode_truncate(struct tmpfs *fs, struct tmpfs_inode *in, int64_t siz
 static struct tmpfs_node *file_node(struct file *f)
 {
 	return f->priv;
+}
+
+struct tmpfs_node *tmpfs_file_node(struct file *f)
+{
+	return f->ops == &tmpfs_file_ops ? file_node(f) : NULL;
 }
 
 static ssize_t tmpfs_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
@@ -778,19 +695,19 @@ static int tmpfs_create_op(struct vfs_node *dir, const char *name, const struct 
 		err = -EEXIST;
 		goto out;
 	}
-	in = inode_new(fs, a);
+	in = tmpfs_inode_new(fs, a);
 	if (!in) {
 		err = -ENOMEM;
 		goto out;
 	}
-	n = node_new(fs, dir, name, in);
+	n = tmpfs_node_new(fs, dir, name, in);
 	if (!n) {
 		free(in->target);
 		free(in);
 		err = -ENOMEM;
 		goto out;
 	}
-	err = dir_link(din, name, n);
+	err = tmpfs_dir_link(din, name, n);
 	if (err < 0) {
 		pthread_mutex_unlock(&fs->lock);
 		vfs_node_put(&n->base);
@@ -817,7 +734,7 @@ static int tmpfs_tmpfile(struct vfs_node *dir, const struct vfs_create_args *a,
 	err = dir_check_alive(tinode(dir));
 	if (err < 0)
 		goto out;
-	in = inode_new(fs, a);
+	in = tmpfs_inode_new(fs, a);
 	if (!in) {
 		err = -ENOMEM;
 		goto out;
@@ -829,7 +746,7 @@ static int tmpfs_tmpfile(struct vfs_node *dir, const struct vfs_create_args *a,
 		char name[32];
 
 		snprintf(name, sizeof(name), "#%llu", (unsigned long long)in->ino);
-		n = node_new(fs, dir, name, in);
+		n = tmpfs_node_new(fs, dir, name, in);
 	}
 	if (!n) {
 		free(in);
@@ -871,12 +788,12 @@ static int tmpfs_link(struct vfs_node *dir, const char *name, struct vfs_node *o
 		err = -EMLINK;
 		goto out;
 	}
-	n = node_new(fs, dir, name, in);
+	n = tmpfs_node_new(fs, dir, name, in);
 	if (!n) {
 		err = -ENOMEM;
 		goto out;
 	}
-	err = dir_link(din, name, n);
+	err = tmpfs_dir_link(din, name, n);
 	if (err < 0) {
 		pthread_mutex_unlock(&fs->lock);
 		vfs_node_put(&n->base);
@@ -949,7 +866,7 @@ static int tmpfs_rmdir(struct vfs_node *dir, const char *name, struct vfs_node *
 /* Enters node at name in dir after a move (fs lock held); undoes nothing on -ENOMEM. */
 static int relink(struct vfs_node *dir, const char *name, struct vfs_node *node)
 {
-	return dir_link(tinode(dir), name, tnode(node));
+	return tmpfs_dir_link(tinode(dir), name, tnode(node));
 }
 
 static int tmpfs_rename(struct vfs_node *olddir, const char *oldname, struct vfs_node *node,
@@ -1042,8 +959,9 @@ static int tmpfs_rename(struct vfs_node *olddir, const char *oldname, struct vfs
 		in->ctime = t;
 		if (flags & VFS_RENAME_WHITEOUT) {
 			struct vfs_create_args wa = { .mode = S_IFCHR, .rdev = 0 };
-			struct tmpfs_inode *win = inode_new(fs, &wa);
-			struct tmpfs_node *wn = win ? node_new(fs, olddir, oldname, win) : NULL;
+			struct tmpfs_inode *win = tmpfs_inode_new(fs, &wa);
+			struct tmpfs_node *wn = win ? tmpfs_node_new(fs, olddir, oldname, win) :
+						      NULL;
 
 			if (!wn) {
 				free(win);
@@ -1105,7 +1023,7 @@ static void tmpfs_node_release(struct vfs_node *n)
 	struct tmpfs *fs = tmpfs_of(n);
 
 	pthread_mutex_lock(&fs->lock);
-	inode_put(fs, tinode(n));
+	tmpfs_inode_put(fs, tinode(n));
 	pthread_mutex_unlock(&fs->lock);
 	free(tnode(n));
 }
@@ -1393,8 +1311,8 @@ struct vfs_fs *tmpfs_create(struct memfile *mf, uint64_t size_limit, uint32_t mo
 	fs->mf = mf;
 	fs->size_limit = size_limit ? size_limit : default_size_limit();
 	fs->next_ino = 1;
-	in = inode_new(fs, &ra);
-	root = in ? node_new(fs, NULL, "", in) : NULL;
+	in = tmpfs_inode_new(fs, &ra);
+	root = in ? tmpfs_node_new(fs, NULL, "", in) : NULL;
 	if (!root) {
 		free(in);
 		pthread_mutex_destroy(&fs->lock);
@@ -1490,18 +1408,10 @@ static struct memfile *memfd_mf;
 static struct vfs_fs *memfd_fs;
 static struct vfs_mount *memfd_mnt;
 
-int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags, struct file **out)
+struct vfs_fs *tmpfs_memfd_fs(struct memfile *mf, struct vfs_mount **mnt)
 {
-	struct vfs_create_args a = { .mode = S_IFREG | 0777 };
-	struct vfs_node *node;
-	struct tmpfs_inode *in;
-	struct file *f;
-	int err;
+	struct vfs_fs *ret = NULL;
 
-	if (strlen(name) > TMPFS_MEMFD_NAME_MAX)
-		return -EINVAL;
-	if (flags & TMPFS_MEMFD_NOEXEC)
-		a.mode = S_IFREG | 0666;
 	pthread_mutex_lock(&memfd_lock);
 	if (!memfd_fs || memfd_mf != mf) {
 		struct vfs_fs *fs = tmpfs_create(mf, 0, 01777, 0, 0);
@@ -1509,15 +1419,41 @@ int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags,
 					   NULL;
 
 		if (!m) {
-			pthread_mutex_unlock(&memfd_lock);
-			return -ENOMEM;
+			if (fs)
+				vfs_fs_put(fs);
+			goto out;
 		}
 		/* An earlier sandbox's (unit tests) stays: its files may still be open. */
 		memfd_fs = fs;
 		memfd_mnt = m;
 		memfd_mf = mf;
 	}
-	err = tmpfs_tmpfile(memfd_fs->root, &a, &node);
+	ret = memfd_fs;
+	*mnt = memfd_mnt;
+out:
+	pthread_mutex_unlock(&memfd_lock);
+	return ret;
+}
+
+int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags, struct file **out)
+{
+	struct vfs_create_args a = { .mode = S_IFREG | 0777 };
+	struct vfs_mount *mnt;
+	struct vfs_node *node;
+	struct tmpfs_inode *in;
+	struct vfs_fs *mfs;
+	struct file *f;
+	int err;
+
+	if (strlen(name) > TMPFS_MEMFD_NAME_MAX)
+		return -EINVAL;
+	if (flags & TMPFS_MEMFD_NOEXEC)
+		a.mode = S_IFREG | 0666;
+	mfs = tmpfs_memfd_fs(mf, &mnt);
+	if (!mfs)
+		return -ENOMEM;
+	pthread_mutex_lock(&memfd_lock);
+	err = tmpfs_tmpfile(mfs->root, &a, &node);
 	if (err < 0) {
 		pthread_mutex_unlock(&memfd_lock);
 		return err;
@@ -1537,7 +1473,7 @@ int tmpfs_memfd_create(struct memfile *mf, const char *name, unsigned int flags,
 		return (int)PTR_ERR(f);
 	}
 	f->flags = O_RDWR | 0100000; /* Linux's O_LARGEFILE (glibc's is 0 on x86-64) */
-	f->mnt = memfd_mnt;
+	f->mnt = mnt;
 	f->node = node; /* the reference tmpfs_tmpfile gave */
 	vfs_mount_get(f->mnt);
 	pthread_mutex_unlock(&memfd_lock);
