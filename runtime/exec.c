@@ -381,7 +381,7 @@ int cmd_exec(int argc, char **argv)
 	int master = -1, slave = -1;
 	struct control_reply r;
 	struct container c;
-	bool detach = false, tty = false;
+	bool detach = false, tty = false, ignore_paused = false;
 	size_t nextra = 0, len;
 	int opt, ret, fds[CONTROL_MAX_FDS], nfds, npreserve = 0, nlisten;
 	_cleanup_close_ int sigfd = -1;
@@ -435,7 +435,9 @@ int cmd_exec(int argc, char **argv)
 		case 'l':
 		case 'a':
 		case 'g':
+			break;
 		case 'i':
+			ignore_paused = true;
 			break;
 		default:
 			return 1;
@@ -454,9 +456,18 @@ int cmd_exec(int argc, char **argv)
 				nlisten + npreserve, strerror(EBADF));
 	if (oci_load_or_fail(argv[optind], &c))
 		return 1;
-	if (container_status(&c) != CONTAINER_RUNNING) {
-		container_release(&c);
-		return oci_fail("cannot exec in a stopped container");
+	{
+		enum container_status s = container_status(&c);
+
+		/* As runc: a paused container takes an exec only with --ignore-paused (the new
+		 * process then waits for husk resume with the others). */
+		if (s != CONTAINER_RUNNING && !(s == CONTAINER_PAUSED && ignore_paused)) {
+			container_release(&c);
+			return oci_fail(
+				s == CONTAINER_PAUSED ?
+					"cannot exec in a paused container (use --ignore-paused)" :
+					"cannot exec in a stopped container");
+		}
 	}
 	/* runc's defaults: the container's process, then what the command line says. */
 	p.cwd = c.config->cwd;

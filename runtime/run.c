@@ -113,6 +113,15 @@ int oci_run(int argc, char **argv, bool restore)
 			return oci_fail("restore: image path %s: %s",
 					image_arg ? image_arg : "checkpoint", strerror(errno));
 		a.restore_dir = image;
+		/* A container husk checkpoint stopped (or any stopped one) is replaced by its
+		 * restore under the same id, as engines do after runc checkpoint. */
+		struct container old;
+
+		if (container_load(a.id, &old) == 0) {
+			if (container_status(&old) == CONTAINER_STOPPED)
+				container_destroy(&old);
+			container_release(&old);
+		}
 	}
 	ret = oci_create_container(&a, &c);
 	if (ret) {

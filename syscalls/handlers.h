@@ -356,5 +356,6 @@ SYSCALL_DECL(io_cancel);
 long sleep_restart(struct task *t);
 long cpu_sleep(struct task *t);
 long futex_wait_restart(struct task *t);
+long poll_restart(struct task *t);
 
 #endif

@@ -198,7 +198,7 @@ static long do_poll(struct task *t, uint64_t ufds, uint64_t nfds, const struct t
 }
 
 /* poll's restart block: ufds, nfds, deadline (ns, or UINT64_MAX: none). */
-static long poll_restart(struct task *t)
+long poll_restart(struct task *t)
 {
 	uint64_t dl = t->restart_data[2];
 	struct timespec deadline = { (time_t)(dl / NSEC_PER_SEC), (long)(dl % NSEC_PER_SEC) };

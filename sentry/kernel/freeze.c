@@ -56,19 +56,21 @@ void task_park(struct task *t, int where)
 	if (where == TASK_PARKED_WAIT)
 		k->nr_parked_unclean++;
 	pthread_cond_broadcast(&k->freeze_cond);
-	while (kernel_freezing(k) && !task_fatal_signal_pending(t)) {
-		/* A kill (husk kill of a paused sandbox) wakes the task through its own condition,
-		 * not this one: look again now and then. */
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 50000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&k->freeze_cond, &k->freeze_lock, &ts);
+	pthread_mutex_unlock(&k->freeze_lock);
+	/* Sleeps on its own condition: the thaw and a kill (husk kill of a paused sandbox) both
+	 * wake it there (task_wake). Nothing else runs: a paused sandbox uses no CPU. */
+	for (;;) {
+		pthread_mutex_lock(&t->wait_lock);
+		t->wake_pending = false;
+		pthread_mutex_unlock(&t->wait_lock);
+		if (!kernel_freezing(k) || task_fatal_signal_pending(t))
+			break;
+		pthread_mutex_lock(&t->wait_lock);
+		while (!t->wake_pending)
+			pthread_cond_wait(&t->wait_cond, &t->wait_lock);
+		pthread_mutex_unlock(&t->wait_lock);
 	}
+	pthread_mutex_lock(&k->freeze_lock);
 	k->nr_parked--;
 	if (where == TASK_PARKED_WAIT)
 		k->nr_parked_unclean--;
@@ -165,9 +167,17 @@ int kernel_freeze(struct kernel *k, bool clean, int timeout_ms, int32_t *busy_ti
 
 void kernel_thaw(struct kernel *k)
 {
+	bool last;
+
 	pthread_mutex_lock(&k->freeze_lock);
-	if (__atomic_sub_fetch(&k->freezing, 1, __ATOMIC_SEQ_CST) == 0)
+	last = __atomic_sub_fetch(&k->freezing, 1, __ATOMIC_SEQ_CST) == 0;
+	if (last)
 		__atomic_store_n(&k->freeze_save_fp, false, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&k->freeze_cond);
 	pthread_mutex_unlock(&k->freeze_lock);
+	if (last) {
+		pthread_mutex_lock(&k->tree_lock);
+		pid_for_each_tg(k, wake_one, NULL);
+		pthread_mutex_unlock(&k->tree_lock);
+	}
 }

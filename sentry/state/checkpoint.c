@@ -275,8 +275,8 @@ static uint32_t save_sighand(struct state_save *s, struct sighand *sh)
 		return 0;
 	pthread_mutex_lock(&sh->lock);
 	for (int i = 0; i < LINUX_NSIG; i++) {
-		Husk__State__SigAction *a = NEW(s, Husk__State__SigAction,
-						husk__state__sig_action__init);
+		Husk__State__SigAction *a =
+			NEW(s, Husk__State__SigAction, husk__state__sig_action__init);
 
 		if (!a)
 			break;
@@ -306,8 +306,8 @@ static Husk__State__SigQueued **save_queue(struct state_save *s, struct list_hea
 	if (!out)
 		return NULL;
 	list_for_each_entry(e, q, link) {
-		Husk__State__SigQueued *m = NEW(s, Husk__State__SigQueued,
-						husk__state__sig_queued__init);
+		Husk__State__SigQueued *m =
+			NEW(s, Husk__State__SigQueued, husk__state__sig_queued__init);
 		uint8_t *info = state_alloc(s, sizeof(e->info));
 
 		if (!m || !info)
@@ -331,6 +331,8 @@ static uint32_t restart_kind(long (*fn)(struct task *))
 		return STATE_RESTART_CPU_SLEEP;
 	if (fn == futex_wait_restart)
 		return STATE_RESTART_FUTEX;
+	if (fn == poll_restart)
+		return STATE_RESTART_POLL;
 	return UINT32_MAX;
 }
 
@@ -347,8 +349,8 @@ static int save_task(struct state_save *s, struct task *t)
 		return state_save_fail(s, -EOPNOTSUPP, "pid %d is traced (ptrace): not saved yet",
 				       t->tid);
 	if (t->seccomp_filter || t->seccomp_mode)
-		return state_save_fail(s, -EOPNOTSUPP,
-				       "pid %d has a seccomp filter: not saved yet", t->tid);
+		return state_save_fail(s, -EOPNOTSUPP, "pid %d has a seccomp filter: not saved yet",
+				       t->tid);
 	if (!t->park_fp)
 		return state_save_fail(s, -EIO, "pid %d: its FP state could not be read", t->tid);
 	m->tid = t->tid;
@@ -433,8 +435,8 @@ static int save_task(struct state_save *s, struct task *t)
 static int save_tg(struct thread_group *tg, void *arg)
 {
 	struct state_save *s = arg;
-	Husk__State__ThreadGroup *m = NEW(s, Husk__State__ThreadGroup,
-					  husk__state__thread_group__init);
+	Husk__State__ThreadGroup *m =
+		NEW(s, Husk__State__ThreadGroup, husk__state__thread_group__init);
 	struct task *t;
 	int ret = 0;
 
@@ -443,14 +445,16 @@ static int save_tg(struct thread_group *tg, void *arg)
 	if (!m || vec_push(&V(s)->tgs, m) < 0)
 		return state_save_fail(s, -ENOMEM, "out of memory");
 	if (tg->state == TG_ZOMBIE)
-		return state_save_fail(s, -EOPNOTSUPP,
-				       "pid %d has ended and is not reaped yet (a zombie): not saved yet",
-				       tg->pid);
+		return state_save_fail(
+			s, -EOPNOTSUPP,
+			"pid %d has ended and is not reaped yet (a zombie): not saved yet",
+			tg->pid);
 	if (timer_tg_armed(tg))
-		return state_save_fail(s, -EOPNOTSUPP,
-				       "pid %d has an armed timer (alarm, setitimer, timer_create): "
-				       "not saved yet",
-				       tg->pid);
+		return state_save_fail(
+			s, -EOPNOTSUPP,
+			"pid %d has an armed timer (alarm, setitimer, timer_create): "
+			"not saved yet",
+			tg->pid);
 	pthread_mutex_lock(&tg->lock);
 	if (tg->exec_task || tg->exiting || tg->leader_exited ||
 	    (tg->state == TG_RUNNING && (!tg->leader || tg->leader->tg != tg))) {
@@ -511,7 +515,8 @@ static int save_tg(struct thread_group *tg, void *arg)
 				continue;
 			if (t->mm != tg->leader->mm) {
 				ret = state_save_fail(s, -EOPNOTSUPP,
-						      "pid %d: threads with different memory", tg->pid);
+						      "pid %d: threads with different memory",
+						      tg->pid);
 				break;
 			}
 			ret = save_task(s, t);
@@ -619,7 +624,8 @@ static int save_pages(struct state_save *s, int pages_fd, uint64_t *bytes)
 			m->file_off = file_off;
 			ret = write_all(pages_fd, mf->base + off, piece_end - off);
 			if (ret < 0)
-				state_save_fail(s, ret, "writing the pages file: %s", strerror(-ret));
+				state_save_fail(s, ret, "writing the pages file: %s",
+						strerror(-ret));
 			file_off += piece_end - off;
 			off = piece_end;
 		}
@@ -703,7 +709,8 @@ int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_ru
 		uint8_t *buf = len <= STATE_IMAGE_MAX ? malloc(len ? len : 1) : NULL;
 
 		if (!buf) {
-			ret = state_save_fail(&s, -ENOMEM, "the image is too large (%zu bytes)", len);
+			ret = state_save_fail(&s, -ENOMEM, "the image is too large (%zu bytes)",
+					      len);
 		} else {
 			husk__state__image__pack(s.img, buf);
 			ret = write_all(image_fd, buf, len);

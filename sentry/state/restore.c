@@ -44,6 +44,7 @@ struct restore_priv {
 	struct fs_context **fss;
 	struct sighand **shs;
 	uint64_t old_boot_ns;
+	int64_t delta; /* this host's CLOCK_MONOTONIC minus the saving host's, at the save */
 	bool built; /* state_restore_build succeeded: the tables' own references are dropped */
 };
 
@@ -189,15 +190,17 @@ static int load_pages(struct state_restore *r, int pages_fd)
 
 		if (!ALIGNED(m->mem_off) || !ALIGNED(m->len) || !m->len || m->mem_off < prev_end ||
 		    m->mem_off + m->len < m->mem_off || m->mem_off + m->len > mf->size)
-			return state_restore_fail(r, -EINVAL, "page range %zu (%#llx+%#llx) is invalid",
-						  i, (unsigned long long)m->mem_off,
-						  (unsigned long long)m->len);
-		if (m->has_file_off &&
-		    (m->file_off + m->len < m->file_off || m->file_off + m->len > (uint64_t)st.st_size))
 			return state_restore_fail(r, -EINVAL,
-						  "page range %zu lies past the end of the pages file "
-						  "(truncated?)",
-						  i);
+						  "page range %zu (%#llx+%#llx) is invalid", i,
+						  (unsigned long long)m->mem_off,
+						  (unsigned long long)m->len);
+		if (m->has_file_off && (m->file_off + m->len < m->file_off ||
+					m->file_off + m->len > (uint64_t)st.st_size))
+			return state_restore_fail(
+				r, -EINVAL,
+				"page range %zu lies past the end of the pages file "
+				"(truncated?)",
+				i);
 		prev_end = m->mem_off + m->len;
 	}
 	for (size_t i = 0; i < img->n_pages; i++) {
@@ -240,7 +243,8 @@ struct state_restore *state_restore_load(struct kernel *k, int image_fd, int pag
 		goto out;
 	}
 	if (st.st_size <= 0 || (uint64_t)st.st_size > STATE_IMAGE_MAX) {
-		ret = state_restore_fail(r, -EINVAL, "the image has %lld bytes", (long long)st.st_size);
+		ret = state_restore_fail(r, -EINVAL, "the image has %lld bytes",
+					 (long long)st.st_size);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size);
@@ -271,15 +275,15 @@ out:
 /* --- objects --- */
 
 /* The index of the message with that id in a repeated field, or -1. */
-#define FIND_ID(arr, n, want)                               \
-	({                                                  \
-		long idx_ = -1;                             \
-		for (size_t i_ = 0; i_ < (n); i_++)         \
-			if ((arr)[i_]->id == (want)) {      \
-				idx_ = (long)i_;            \
-				break;                      \
-			}                                   \
-		idx_;                                       \
+#define FIND_ID(arr, n, want)                          \
+	({                                             \
+		long idx_ = -1;                        \
+		for (size_t i_ = 0; i_ < (n); i_++)    \
+			if ((arr)[i_]->id == (want)) { \
+				idx_ = (long)i_;       \
+				break;                 \
+			}                              \
+		idx_;                                  \
 	})
 
 struct file *state_restore_file_id(struct state_restore *r, uint32_t id)
@@ -347,7 +351,8 @@ static struct mm *restore_mm(struct state_restore *r, uint32_t id)
 		    (v->has_file && !(v->kind & MM_VMA_FILE)) ||
 		    ((v->kind & MM_VMA_FILE) && !v->has_file) ||
 		    (v->has_file_off && !ALIGNED(v->file_off))) {
-			state_restore_fail(r, -EINVAL, "memory map %u: mapping %zu is invalid", id, j);
+			state_restore_fail(r, -EINVAL, "memory map %u: mapping %zu is invalid", id,
+					   j);
 			return NULL;
 		}
 		prev_end = v->end;
@@ -504,7 +509,7 @@ static struct thread_group *restore_tg(struct state_restore *r, const Husk__Stat
 	long si = FIND_ID(r->img->sighands, r->img->n_sighands, m->sighand);
 	struct thread_group *tg;
 	struct sighand *sh = NULL;
-	int64_t delta = (int64_t)(r->k->boot_ns - p->old_boot_ns);
+	int64_t delta = p->delta;
 
 	if (si < 0) {
 		state_restore_fail(r, -EINVAL, "pid %d: signal actions %u not in the image", m->pid,
@@ -531,8 +536,8 @@ static struct thread_group *restore_tg(struct state_restore *r, const Husk__Stat
 		for (int s = 0; s < LINUX_NSIG; s++) {
 			const Husk__State__SigAction *a = r->img->sighands[si]->actions[s];
 
-			sh->actions[s] = (struct linux_sigaction){ a->handler, a->flags, a->restorer,
-								   a->mask };
+			sh->actions[s] = (struct linux_sigaction){ a->handler, a->flags,
+								   a->restorer, a->mask };
 		}
 		p->shs[si] = sh;
 	}
@@ -581,7 +586,7 @@ static struct task *restore_task(struct state_restore *r, const Husk__State__Tas
 	}
 	if (m->tid <= 0 || m->regs.len != sizeof(t->regs) || m->fpstate.len != fplen ||
 	    c->n_groups > 32 || m->n_affinity != 16 || m->n_restart_data != 4 ||
-	    m->restart_kind > STATE_RESTART_FUTEX || m->pdeath_signal < 0 ||
+	    m->restart_kind > STATE_RESTART_POLL || m->pdeath_signal < 0 ||
 	    m->pdeath_signal > LINUX_NSIG) {
 		state_restore_fail(r, -EINVAL, "task %d is invalid", m->tid);
 		return NULL;
@@ -657,11 +662,19 @@ static struct task *restore_task(struct state_restore *r, const Husk__State__Tas
 	case STATE_RESTART_FUTEX:
 		t->restart_fn = futex_wait_restart;
 		break;
+	case STATE_RESTART_POLL:
+		t->restart_fn = poll_restart;
+		break;
 	default:
 		t->restart_fn = NULL;
 	}
 	memcpy(t->restart_data, m->restart_data, sizeof(t->restart_data));
-	t->start_ns = (uint64_t)((int64_t)m->start_ns + (int64_t)(r->k->boot_ns - p->old_boot_ns));
+	t->start_ns = (uint64_t)((int64_t)m->start_ns + p->delta);
+	/* Deadlines on the host's CLOCK_MONOTONIC (futex_wait_restart, poll_restart). */
+	if (m->restart_kind == STATE_RESTART_FUTEX && t->restart_data[3] != UINT64_MAX)
+		t->restart_data[3] = (uint64_t)((int64_t)t->restart_data[3] + p->delta);
+	if (m->restart_kind == STATE_RESTART_POLL && t->restart_data[2] != UINT64_MAX)
+		t->restart_data[2] = (uint64_t)((int64_t)t->restart_data[2] + p->delta);
 	t->ioprio = m->ioprio;
 	t->sched_policy = m->sched_policy;
 	t->sched_priority = m->sched_priority;
@@ -679,6 +692,9 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	int ret = 0;
 
 	p->old_boot_ns = img->kernel->boot_ns;
+	/* Host stamps (start times, deadlines) move by the time between the save and now. */
+	p->delta = (int64_t)(task_monotonic_ns() - (img->kernel->boot_ns + img->kernel->uptime_ns));
+	k->boot_ns = (uint64_t)((int64_t)img->kernel->boot_ns + p->delta);
 	r->files = calloc(img->n_files + 1, sizeof(*r->files));
 	p->files_by_id = calloc(img->n_files + 1, sizeof(*p->files_by_id));
 	p->mms = calloc(img->n_mms + 1, sizeof(*p->mms));
@@ -697,7 +713,8 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 		uint32_t id = img->files[i]->id;
 
 		if (id == 0 || id > img->n_files || p->files_by_id[id - 1]) {
-			ret = state_restore_fail(r, -EINVAL, "file id %u is invalid or repeated", id);
+			ret = state_restore_fail(r, -EINVAL, "file id %u is invalid or repeated",
+						 id);
 			goto out;
 		}
 		p->files_by_id[id - 1] = img->files[i];

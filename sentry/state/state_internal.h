@@ -9,6 +9,7 @@ enum {
 	STATE_RESTART_SLEEP = 1, /* nanosleep, clock_nanosleep */
 	STATE_RESTART_CPU_SLEEP = 2, /* clock_nanosleep on a CPU-time clock */
 	STATE_RESTART_FUTEX = 3, /* futex wait with a timeout */
+	STATE_RESTART_POLL = 4, /* poll, ppoll */
 };
 
 /* How long a checkpoint waits for every task to stop. */

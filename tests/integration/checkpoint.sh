@@ -1,0 +1,192 @@
+#!/bin/sh
+# husk checkpoint / restore / pause / resume with a busybox bundle: each check looks at the state
+# a restored sandbox carries on with (a shell's counter, a pipeline mid-stream, a file deleted
+# while open, signal handlers and a pending signal), two restores of one image diverging, a
+# paused sandbox running no guest code, and images that must be refused.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
+
+oci_setup checkpoint
+oci_bundle sh echo sleep cat true kill ls head
+mkdir -p "$bundle/rootfs/tmp"
+
+# The process, plain stdio, a writable root (its changes live in the overlay's upper layer).
+set_args() {
+	python3 - "$bundle/config.json" "$@" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["args"] = sys.argv[2:]
+c["process"]["terminal"] = False
+c["root"]["readonly"] = False
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p'; }
+pid_of() { H state "$1" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'; }
+cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
+
+# Polls (0.05 s steps, up to 60 s: no timing is asserted) until the file holds a number above $3.
+wait_above() {
+	i=0
+	while [ $i -lt 1200 ]; do
+		v=$(cat_in "$1" "$2")
+		[ -n "$v" ] && [ "$v" -gt "$3" ] 2>/dev/null && { echo "$v"; return 0; }
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "${v:-none}"
+	return 1
+}
+
+# --- a shell loop with a counter ---
+set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'
+H run -d --bundle "$bundle" loop </dev/null >/dev/null 2>&1 || fail "run the loop"
+before=$(wait_above loop /tmp/count 5)
+if H checkpoint --image-path "$work/img1" loop 2>"$work/err"; then
+	pass "checkpoint of a running shell loop"
+else
+	fail "checkpoint of a running shell loop" "$(cat "$work/err")"
+fi
+[ "$(status_of loop)" = checkpointed ] && pass "state says checkpointed" ||
+	fail "state says checkpointed" "$(H state loop 2>&1)"
+[ -s "$work/img1/husk-image.pb" ] && [ -s "$work/img1/husk-pages.img" ] &&
+	pass "the image folder holds the image and its pages" ||
+	fail "image files" "$(ls -l "$work/img1" 2>&1)"
+# What the loop had reached when it was saved: it goes on from there, not from 0.
+saved=$before
+if H restore -d --image-path "$work/img1" --bundle "$bundle" loop </dev/null 2>"$work/err" >/dev/null; then
+	pass "restore under the same id"
+else
+	fail "restore under the same id" "$(cat "$work/err")"
+fi
+[ "$(status_of loop)" = running ] && pass "restored container is running" ||
+	fail "restored container is running" "$(H state loop 2>&1)"
+first=$(cat_in loop /tmp/count)
+later=$(wait_above loop /tmp/count "${first:-0}")
+[ -n "$first" ] && [ "$first" -ge "$saved" ] && [ "$later" -gt "$first" ] &&
+	pass "the counter goes on from where it was saved ($saved -> $first -> $later)" ||
+	fail "the counter goes on" "saved $saved, after restore $first then $later"
+
+# --- leave running; two restores of one image diverge ---
+H checkpoint --leave-running --image-path "$work/img2" loop 2>"$work/err" ||
+	fail "checkpoint --leave-running" "$(cat "$work/err")"
+[ "$(status_of loop)" = running ] && pass "--leave-running leaves it running" ||
+	fail "--leave-running leaves it running" "$(H state loop 2>&1)"
+H restore -d --image-path "$work/img2" --bundle "$bundle" twin1 </dev/null >/dev/null 2>&1 &&
+	H restore -d --image-path "$work/img2" --bundle "$bundle" twin2 </dev/null >/dev/null 2>&1 &&
+	pass "two restores of one image" || fail "two restores of one image"
+H exec twin1 sh -c 'echo one > /tmp/who' && H exec twin2 sh -c 'echo two > /tmp/who'
+[ "$(cat_in twin1 /tmp/who)" = one ] && [ "$(cat_in twin2 /tmp/who)" = two ] &&
+	[ -z "$(cat_in loop /tmp/who)" ] &&
+	pass "restored sandboxes diverge (files)" ||
+	fail "restored sandboxes diverge" "$(cat_in twin1 /tmp/who) $(cat_in twin2 /tmp/who)"
+c1=$(wait_above twin1 /tmp/count 0) && c2=$(wait_above twin2 /tmp/count 0) &&
+	pass "both restored loops run" || fail "both restored loops run" "$c1 $c2"
+for id in twin1 twin2; do H delete --force $id; done
+
+# --- pause and resume: no guest code runs in between ---
+cpu() { H events --stats "$1" 2>/dev/null | sed -n 's/.*"usage":{[^}]*"total":\([0-9]*\).*/\1/p'; }
+if H pause loop 2>"$work/err"; then
+	pass "pause"
+else
+	fail "pause" "$(cat "$work/err")"
+fi
+[ "$(status_of loop)" = paused ] && pass "state says paused" || fail "state says paused" "$(H state loop)"
+expect_status "exec into a paused container is refused" 1 -- H exec loop true
+u1=$(cpu loop)
+sleep 0.3
+u2=$(cpu loop)
+[ -n "$u1" ] && [ "$u1" = "$u2" ] && pass "a paused sandbox runs no guest code (cpu $u1 = $u2)" ||
+	fail "a paused sandbox runs no guest code" "cpu $u1 then $u2"
+expect_status "exec --ignore-paused is taken (it runs after resume)" 0 -- \
+	H exec --ignore-paused -d loop true
+H resume loop 2>"$work/err" && [ "$(status_of loop)" = running ] && pass "resume" ||
+	fail "resume" "$(cat "$work/err") $(H state loop)"
+v=$(cat_in loop /tmp/count)
+w=$(wait_above loop /tmp/count "${v:-0}") && pass "the loop runs again after resume" ||
+	fail "the loop runs again after resume" "$v $w"
+H delete --force loop
+
+# --- a pipeline mid-stream, a file deleted while open, signal handlers, a pending signal ---
+set_args sh -c '
+trap "echo usr1 >> /tmp/sig" USR1
+echo kept > /tmp/del; exec 3< /tmp/del; rm /tmp/del
+(i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; done | while read l; do echo $l > /tmp/last; done) &
+while :; do sleep 0.05; done'
+H run -d --bundle "$bundle" pipe </dev/null >/dev/null 2>&1 || fail "run the pipeline"
+p=$(wait_above pipe /tmp/last 3)
+H checkpoint --image-path "$work/img3" pipe 2>"$work/err" || fail "checkpoint a pipeline" "$(cat "$work/err")"
+H restore -d --image-path "$work/img3" --bundle "$bundle" pipe </dev/null >/dev/null 2>"$work/err" ||
+	fail "restore a pipeline" "$(cat "$work/err")"
+q=$(cat_in pipe /tmp/last)
+r=$(wait_above pipe /tmp/last "${q:-0}")
+[ -n "$q" ] && [ "$q" -ge "$p" ] && [ "$r" -gt "$q" ] &&
+	pass "a pipeline goes on through its pipe after restore ($p -> $q -> $r)" ||
+	fail "pipeline after restore" "$p $q $r"
+[ "$(H exec pipe cat /proc/1/fd/3 2>&1)" = kept ] &&
+	pass "a file deleted while open is still readable after restore" ||
+	fail "deleted open file after restore" "$(H exec pipe cat /proc/1/fd/3 2>&1)"
+H kill pipe USR1
+i=0
+while [ "$(cat_in pipe /tmp/sig)" != usr1 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(cat_in pipe /tmp/sig)" = usr1 ] && pass "the shell's signal handler survives restore" ||
+	fail "signal handler after restore" "$(cat_in pipe /tmp/sig)"
+sentry=$(pid_of pipe)
+grep -q '^Seccomp:[[:space:]]*2' "/proc/$sentry/status" &&
+	pass "the restored sentry is confined (seccomp filter)" ||
+	fail "the restored sentry is confined" "$(grep Seccomp "/proc/$sentry/status")"
+[ "$(H exec pipe ls /)" = "$(H exec pipe ls / 2>/dev/null)" ] &&
+	H exec pipe ls / | grep -q '^bin$' && ! H exec pipe ls / | grep -q '^home$' &&
+	pass "the restored guest sees its bundle's root, not the host's" ||
+	fail "the restored guest's root" "$(H exec pipe ls / 2>&1)"
+H delete --force pipe
+
+# --- what an image cannot hold yet is refused with its name; the sandbox goes on ---
+set_args sh -c 'sleep 1000'
+H run -d --bundle "$bundle" keep </dev/null >/dev/null 2>&1
+H exec -d keep sh -c 'exec 4<>/dev/null; cat /proc/self/stat > /dev/null; sleep 1000 < /proc/self/stat'
+expect_status "checkpoint of a sandbox with a procfs file open fails" 1 -- \
+	H checkpoint --leave-running --image-path "$work/img4" keep
+[ "$(status_of keep)" = running ] && [ ! -e "$work/img4/husk-image.pb" ] &&
+	pass "a failed checkpoint leaves the sandbox running and no image" ||
+	fail "failed checkpoint" "$(status_of keep) $(ls "$work/img4" 2>&1)"
+H delete --force keep
+
+# --- images that must be refused: nothing is left behind ---
+refused() {
+	name=$1 dir=$2
+	out=$(H restore -d --image-path "$dir" --bundle "$bundle" bad </dev/null 2>&1)
+	st=$?
+	if [ $st -ne 0 ] && ! H state bad >/dev/null 2>&1 && ! pgrep -f "restore=$dir" >/dev/null; then
+		pass "$name is refused, nothing left ($(echo "$out" | tail -1 | cut -c1-90))"
+	else
+		fail "$name is refused" "status $st: $out" "$(H list 2>&1)"
+		H delete --force bad >/dev/null 2>&1
+	fi
+}
+mkdir -p "$work/bad1" "$work/bad2" "$work/bad3" "$work/bad4"
+head -c 5000 /dev/urandom > "$work/bad1/husk-image.pb"
+cp "$work/img1/husk-pages.img" "$work/bad1/"
+refused "a garbage image" "$work/bad1"
+head -c 100 "$work/img1/husk-image.pb" > "$work/bad2/husk-image.pb"
+cp "$work/img1/husk-pages.img" "$work/bad2/"
+refused "a truncated image" "$work/bad2"
+cp "$work/img1/husk-image.pb" "$work/bad3/"
+head -c 4096 "$work/img1/husk-pages.img" > "$work/bad3/husk-pages.img"
+refused "a truncated pages file" "$work/bad3"
+refused "a folder with no image" "$work/bad4"
+# Another version: the first field (version, varint) made 99.
+python3 - "$work/img1/husk-image.pb" "$work/bad4/husk-image.pb" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+assert b[0] == 0x08
+b[1] = 99
+open(sys.argv[2], "wb").write(b)
+PY
+cp "$work/img1/husk-pages.img" "$work/bad4/"
+out=$(H restore -d --image-path "$work/bad4" --bundle "$bundle" bad </dev/null 2>&1)
+echo "$out" | grep -q "version 99" && pass "an image of another version is refused by name" ||
+	fail "another version" "$out"
+
+finish
