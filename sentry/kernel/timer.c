@@ -556,6 +556,70 @@ int timer_gettime_posix(struct task *t, int id, struct timer_spec *cur)
 	return kt ? 0 : -EINVAL;
 }
 
+int timer_posix_describe(struct task *t, int id, struct timer_posix_desc *d)
+{
+	struct ktimer *kt;
+
+	pthread_mutex_lock(&timer_lock);
+	kt = posix_lookup(t, id);
+	if (kt) {
+		d->host_clock = kt->host_clock;
+		d->notify = kt->notify;
+		d->signo = kt->signo;
+		d->value = kt->value;
+		d->target_tid = kt->target ? kt->target->tid : 0;
+		d->cpu_tid = kt->cpu_task ? kt->cpu_task->tid : 0;
+		d->overrun = kt->overrun;
+		get_spec(kt, &d->cur);
+	}
+	pthread_mutex_unlock(&timer_lock);
+	return kt ? 0 : -ENOENT;
+}
+
+int timer_posix_restore(struct task *t, int id, const struct timer_posix_desc *d,
+			struct task *target, struct task *cpu_task)
+{
+	struct tg_timers *tt;
+	struct ktimer *kt;
+
+	if (id < 0 || id >= MAX_POSIX_TIMERS)
+		return -EINVAL;
+	pthread_mutex_lock(&timer_lock);
+	tt = tg_timers(t->tg);
+	if (!tt || tt->posix[id]) {
+		pthread_mutex_unlock(&timer_lock);
+		return tt ? -EEXIST : -ENOMEM;
+	}
+	kt = ktimer_new(t->tg);
+	if (!kt) {
+		pthread_mutex_unlock(&timer_lock);
+		return -ENOMEM;
+	}
+	kt->posix = true;
+	kt->id = id;
+	kt->notify = d->notify;
+	kt->signo = d->signo;
+	kt->value = d->value;
+	kt->host_clock = d->host_clock;
+	kt->overrun = d->overrun;
+	if (target) {
+		task_get(target);
+		kt->target = target;
+	}
+	if (d->host_clock == TIMER_CLOCK_PROCESS_CPU) {
+		kt->cpu = CPU_PROF;
+	} else if (d->host_clock == TIMER_CLOCK_THREAD_CPU) {
+		kt->cpu = CPU_THREAD;
+		task_get(cpu_task);
+		kt->cpu_task = cpu_task;
+	}
+	tt->posix[id] = kt;
+	pthread_mutex_unlock(&timer_lock);
+	if (d->cur.value_ns)
+		return timer_settime_posix(t, id, false, &d->cur, NULL);
+	return 0;
+}
+
 int timer_getoverrun_posix(struct task *t, int id)
 {
 	struct ktimer *kt;

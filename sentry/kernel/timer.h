@@ -66,8 +66,25 @@ int timer_rlimit_cpu(struct thread_group *tg);
 
 /* Deletes every timer of tg (exit of the process; exec for POSIX timers). */
 void timer_exit_tg(struct thread_group *tg);
-/* Whether tg has an armed interval timer or any POSIX timer (a checkpoint cannot hold them yet). */
+/* Whether tg has an armed interval timer or any POSIX timer. */
 bool timer_tg_armed(struct thread_group *tg);
+
+/* A POSIX timer as a checkpoint saves it (sentry/state): timer_create's choices and its time
+ * left (relative) and interval. */
+#define TIMER_POSIX_MAX 256
+struct timer_posix_desc {
+	int host_clock, notify, signo;
+	uint64_t value;
+	int32_t target_tid, cpu_tid; /* 0: none */
+	int overrun;
+	struct timer_spec cur;
+};
+/* Describes t's process's timer id: 0, or -ENOENT when there is none. */
+int timer_posix_describe(struct task *t, int id, struct timer_posix_desc *d);
+/* Makes t's process's timer id from d (a restore), armed for d->cur relative to now.
+ * target and cpu_task as timer_create_posix's. Returns 0 or -EINVAL / -EEXIST / -ENOMEM. */
+int timer_posix_restore(struct task *t, int id, const struct timer_posix_desc *d,
+			struct task *target, struct task *cpu_task);
 
 /* --- callback timers (timerfd) --- */
 

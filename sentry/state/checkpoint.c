@@ -49,7 +49,7 @@ static int vec_push(struct vec *a, void *p)
 
 /* The vectors of the repeated fields of the Image being built. */
 struct save_vecs {
-	struct vec tgs, tasks, mms, fdtables, fscontexts, files, sighands;
+	struct vec tgs, tasks, mms, fdtables, fscontexts, files, sighands, seccomps;
 };
 
 static struct save_vecs *V(struct state_save *s)
@@ -321,6 +321,36 @@ static Husk__State__SigQueued **save_queue(struct state_save *s, struct list_hea
 	return out;
 }
 
+/* A seccomp filter and, first, its chain (the same object once: TSYNC compares them). */
+static uint32_t save_seccomp(struct state_save *s, struct seccomp_filter *f)
+{
+	uint32_t id = state_ptrmap_find(&s->seccomps, f), prev = 0;
+	Husk__State__SeccompFilter *m;
+	void *insns;
+
+	if (id)
+		return id;
+	if (f->prev) {
+		prev = save_seccomp(s, f->prev);
+		if (!prev)
+			return 0;
+	}
+	id = state_ptrmap_add(&s->seccomps, f);
+	m = NEW(s, Husk__State__SeccompFilter, husk__state__seccomp_filter__init);
+	insns = state_alloc(s, f->len * sizeof(f->insns[0]) + 1);
+	if (!id || !m || !insns || vec_push(&V(s)->seccomps, m) < 0) {
+		state_save_fail(s, -ENOMEM, "out of memory");
+		return 0;
+	}
+	memcpy(insns, f->insns, f->len * sizeof(f->insns[0]));
+	m->id = id;
+	m->prev = prev;
+	m->log = f->log;
+	m->insns.data = insns;
+	m->insns.len = f->len * sizeof(f->insns[0]);
+	return id;
+}
+
 static uint32_t restart_kind(long (*fn)(struct task *))
 {
 	if (!fn)
@@ -347,9 +377,6 @@ static int save_task(struct state_save *s, struct task *t)
 		return state_save_fail(s, -ENOMEM, "out of memory");
 	if (__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) || t->pt)
 		return state_save_fail(s, -EOPNOTSUPP, "pid %d is traced (ptrace): not saved yet",
-				       t->tid);
-	if (t->seccomp_filter || t->seccomp_mode)
-		return state_save_fail(s, -EOPNOTSUPP, "pid %d has a seccomp filter: not saved yet",
 				       t->tid);
 	if (!t->park_fp)
 		return state_save_fail(s, -EIO, "pid %d: its FP state could not be read", t->tid);
@@ -429,7 +456,58 @@ static int save_task(struct state_save *s, struct task *t)
 	m->sched_policy = t->sched_policy;
 	m->sched_priority = t->sched_priority;
 	m->sched_reset_on_fork = t->sched_reset_on_fork;
+	m->seccomp_mode = (uint32_t)t->seccomp_mode;
+	if (t->seccomp_filter) {
+		m->has_seccomp_filter = true;
+		m->seccomp_filter = save_seccomp(s, t->seccomp_filter);
+		if (!m->seccomp_filter)
+			return -ENOMEM;
+	}
 	return 0;
+}
+
+/* Interval and POSIX timers, with their time left (they stand still while saved). */
+static int save_timers(struct state_save *s, struct thread_group *tg, Husk__State__ThreadGroup *m)
+{
+	struct task *t = tg->leader;
+	struct vec v = { 0 };
+	int ret = 0;
+
+	for (int which = 0; which < 3 + TIMER_POSIX_MAX && ret == 0; which++) {
+		struct timer_posix_desc d = { 0 };
+		Husk__State__Timer *tm;
+
+		if (which < 3) {
+			if (timer_itimer(t, which, NULL, &d.cur) < 0 || !d.cur.value_ns)
+				continue;
+		} else if (timer_posix_describe(t, which - 3, &d) < 0) {
+			continue;
+		}
+		tm = NEW(s, Husk__State__Timer, husk__state__timer__init);
+		if (!tm || vec_push(&v, tm) < 0) {
+			ret = state_save_fail(s, -ENOMEM, "out of memory");
+			break;
+		}
+		tm->kind = which < 3 ? (uint32_t)which : 3;
+		tm->value_ns = d.cur.value_ns;
+		tm->interval_ns = d.cur.interval_ns;
+		if (which >= 3) {
+			tm->has_id = tm->has_host_clock = tm->has_notify = tm->has_signo = true;
+			tm->has_sigval = tm->has_target_tid = tm->has_cpu_tid = true;
+			tm->has_overrun = true;
+			tm->id = which - 3;
+			tm->host_clock = d.host_clock;
+			tm->notify = d.notify;
+			tm->signo = d.signo;
+			tm->sigval = d.value;
+			tm->target_tid = d.target_tid;
+			tm->cpu_tid = d.cpu_tid;
+			tm->overrun = d.overrun;
+		}
+	}
+	m->timers = (Husk__State__Timer **)vec_finish(s, &v, &m->n_timers);
+	free(v.v);
+	return ret;
 }
 
 static int save_tg(struct thread_group *tg, void *arg)
@@ -448,12 +526,6 @@ static int save_tg(struct thread_group *tg, void *arg)
 		return state_save_fail(
 			s, -EOPNOTSUPP,
 			"pid %d has ended and is not reaped yet (a zombie): not saved yet",
-			tg->pid);
-	if (timer_tg_armed(tg))
-		return state_save_fail(
-			s, -EOPNOTSUPP,
-			"pid %d has an armed timer (alarm, setitimer, timer_create): "
-			"not saved yet",
 			tg->pid);
 	pthread_mutex_lock(&tg->lock);
 	if (tg->exec_task || tg->exiting || tg->leader_exited ||
@@ -505,6 +577,8 @@ static int save_tg(struct thread_group *tg, void *arg)
 	m->shared_pending = tg->shared_pending.set;
 	m->shared_queue = save_queue(s, &tg->shared_pending.queue, &m->n_shared_queue);
 	pthread_mutex_unlock(&tg->sighand->lock);
+	if (tg->state == TG_RUNNING && save_timers(s, tg, m) < 0)
+		return -EINVAL;
 	/* The leader first: restore starts the others from its thread. */
 	if (tg->state == TG_RUNNING) {
 		ret = save_task(s, tg->leader);
@@ -681,6 +755,8 @@ static int save_all(struct state_save *s)
 		(Husk__State__FsContext **)vec_finish(s, &V(s)->fscontexts, &img->n_fscontexts);
 	img->files = (Husk__State__File **)vec_finish(s, &V(s)->files, &img->n_files);
 	img->sighands = (Husk__State__Sighand **)vec_finish(s, &V(s)->sighands, &img->n_sighands);
+	img->seccomp_filters = (Husk__State__SeccompFilter **)vec_finish(s, &V(s)->seccomps,
+									 &img->n_seccomp_filters);
 	return 0;
 }
 
@@ -743,6 +819,8 @@ int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_ru
 	state_ptrmap_free(&s.fdtables);
 	state_ptrmap_free(&s.fscontexts);
 	state_ptrmap_free(&s.sighands);
+	state_ptrmap_free(&s.seccomps);
+	free(vecs.seccomps.v);
 	free(s.ranges.v);
 	free(vecs.tgs.v);
 	free(vecs.tasks.v);

@@ -6,6 +6,7 @@
  * not torn down one by one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,10 @@
 #include "common/log.h"
 #include "include/abi/linux/signal.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/mm/internal.h"
 #include "sentry/mm/mm.h"
 #include "sentry/mm/vma.h"
@@ -43,6 +46,7 @@ struct restore_priv {
 	struct fdtable **fdts;
 	struct fs_context **fss;
 	struct sighand **shs;
+	struct seccomp_filter **filters; /* by SeccompFilter index */
 	uint64_t old_boot_ns;
 	int64_t delta; /* this host's CLOCK_MONOTONIC minus the saving host's, at the save */
 	bool built; /* state_restore_build succeeded: the tables' own references are dropped */
@@ -211,6 +215,9 @@ static int load_pages(struct state_restore *r, int pages_fd)
 			return state_restore_fail(r, ret, "reserving memory at %#llx: %s",
 						  (unsigned long long)m->mem_off, strerror(-ret));
 		if (m->has_file_off) {
+			/* Allocated in one call, not a page fault per page while copying. */
+			if (fallocate(mf->fd, 0, (off_t)m->mem_off, (off_t)m->len) < 0)
+				log_debug("restore: fallocate: %s", strerror(errno));
 			ret = read_all(pages_fd, mf->base + m->mem_off, m->len, (off_t)m->file_off);
 			if (ret < 0)
 				return state_restore_fail(r, ret, "reading the pages file: %s",
@@ -679,7 +686,68 @@ static struct task *restore_task(struct state_restore *r, const Husk__State__Tas
 	t->sched_policy = m->sched_policy;
 	t->sched_priority = m->sched_priority;
 	t->sched_reset_on_fork = m->sched_reset_on_fork;
+	if (m->seccomp_mode == SECCOMP_MODE_STRICT && !m->has_seccomp_filter) {
+		t->seccomp_mode = SECCOMP_MODE_STRICT;
+	} else if (m->seccomp_mode == SECCOMP_MODE_FILTER && m->has_seccomp_filter) {
+		long fi = FIND_ID(r->img->seccomp_filters, r->img->n_seccomp_filters,
+				  m->seccomp_filter);
+
+		if (fi < 0 || !p->filters[fi]) {
+			state_restore_fail(r, -EINVAL, "task %d: seccomp filter %u", m->tid,
+					   m->seccomp_filter);
+			return NULL;
+		}
+		seccomp_filter_get(p->filters[fi]);
+		t->seccomp_filter = p->filters[fi];
+		t->seccomp_mode = SECCOMP_MODE_FILTER;
+	} else if (m->seccomp_mode != SECCOMP_MODE_DISABLED || m->has_seccomp_filter) {
+		state_restore_fail(r, -EINVAL, "task %d: seccomp mode %u", m->tid, m->seccomp_mode);
+		return NULL;
+	}
 	return t;
+}
+
+/* tg's timers, once every task exists (a timer may signal one thread of it). */
+static int restore_timers(struct state_restore *r, struct thread_group *tg,
+			  const Husk__State__ThreadGroup *m)
+{
+	struct kernel *k = r->k;
+
+	for (size_t i = 0; i < m->n_timers; i++) {
+		const Husk__State__Timer *tm = m->timers[i];
+		struct timer_posix_desc d = { .cur = { tm->value_ns, tm->interval_ns } };
+		struct task *target = NULL, *cpu = NULL;
+		int ret;
+
+		if (tm->kind < 3) {
+			ret = timer_itimer(tg->leader, (int)tm->kind, &d.cur, NULL);
+		} else if (tm->kind == 3 && tm->has_id && tm->has_host_clock && tm->has_notify &&
+			   tm->has_signo && tm->signo >= 0 && tm->signo <= LINUX_NSIG &&
+			   (tm->host_clock >= 0 && tm->host_clock <= TIMER_CLOCK_THREAD_CPU)) {
+			d.host_clock = tm->host_clock;
+			d.notify = tm->notify;
+			d.signo = tm->signo;
+			d.value = tm->sigval;
+			d.overrun = tm->overrun;
+			pthread_mutex_lock(&k->tree_lock);
+			if (tm->target_tid)
+				target = pid_lookup(k, tm->target_tid);
+			if (tm->cpu_tid)
+				cpu = pid_lookup(k, tm->cpu_tid);
+			pthread_mutex_unlock(&k->tree_lock);
+			if ((tm->target_tid && (!target || target->tg != tg)) ||
+			    (tm->host_clock == TIMER_CLOCK_THREAD_CPU && !cpu))
+				return state_restore_fail(r, -EINVAL, "pid %d: timer %d's thread",
+							  tg->pid, tm->id);
+			ret = timer_posix_restore(tg->leader, tm->id, &d, target, cpu);
+		} else {
+			ret = -EINVAL;
+		}
+		if (ret < 0)
+			return state_restore_fail(r, ret, "pid %d: a timer cannot be restored",
+						  tg->pid);
+	}
+	return timer_rlimit_cpu(tg) < 0 ? state_restore_fail(r, -ENOMEM, "out of memory") : 0;
 }
 
 struct task *state_restore_build(struct state_restore *r, char *err, size_t errlen)
@@ -701,10 +769,11 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	p->fdts = calloc(img->n_fdtables + 1, sizeof(*p->fdts));
 	p->fss = calloc(img->n_fscontexts + 1, sizeof(*p->fss));
 	p->shs = calloc(img->n_sighands + 1, sizeof(*p->shs));
+	p->filters = calloc(img->n_seccomp_filters + 1, sizeof(*p->filters));
 	tgs = calloc(img->n_tgs + 1, sizeof(*tgs));
 	tasks = calloc(img->n_tasks + 1, sizeof(*tasks));
-	if (!r->files || !p->files_by_id || !p->mms || !p->fdts || !p->fss || !p->shs || !tgs ||
-	    !tasks) {
+	if (!r->files || !p->files_by_id || !p->mms || !p->fdts || !p->fss || !p->shs ||
+	    !p->filters || !tgs || !tasks) {
 		ret = state_restore_fail(r, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -731,6 +800,22 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	ret = state_fs_restore(r, img->fs);
 	if (ret < 0)
 		goto out;
+	/* Seccomp filters: each after its prev, checked as seccomp(2) checks a guest's. */
+	for (size_t i = 0; i < img->n_seccomp_filters; i++) {
+		const Husk__State__SeccompFilter *f = img->seccomp_filters[i];
+		long prev = f->prev ? FIND_ID(img->seccomp_filters, i, f->prev) : -1;
+		size_t n = f->insns.len / sizeof(struct sock_filter);
+
+		if ((f->prev && prev < 0) || f->insns.len % sizeof(struct sock_filter) ||
+		    FIND_ID(img->seccomp_filters, i, f->id) >= 0 ||
+		    seccomp_check((const struct sock_filter *)f->insns.data, n) < 0 ||
+		    seccomp_filter_create((const struct sock_filter *)f->insns.data, n,
+					  prev >= 0 ? p->filters[prev] : NULL, f->log,
+					  &p->filters[i]) < 0) {
+			ret = state_restore_fail(r, -EINVAL, "seccomp filter %u is invalid", f->id);
+			goto out;
+		}
+	}
 
 	/* Processes, then their threads (each process's leader is its first). */
 	for (size_t i = 0; i < img->n_tgs; i++) {
@@ -822,6 +907,10 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	ret = finish_pages(r);
 	if (ret < 0)
 		goto out;
+	for (size_t i = 0; i < img->n_tgs && ret == 0; i++)
+		ret = restore_timers(r, tgs[i], img->tgs[i]);
+	if (ret < 0)
+		goto out;
 	/* Each leader starts its process's other threads from its own host thread. */
 	for (size_t i = 0; i < img->n_tgs; i++) {
 		struct thread_group *tg = tgs[i];
@@ -900,6 +989,9 @@ void state_restore_done(struct state_restore *r)
 		free(p->fdts);
 		free(p->fss);
 		free(p->shs);
+		for (size_t i = 0; p->filters && r->img && i < r->img->n_seccomp_filters; i++)
+			seccomp_filter_put(p->filters[i]);
+		free(p->filters);
 		free(p);
 	}
 	free(r->files);

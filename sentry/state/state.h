@@ -70,7 +70,7 @@ struct state_save {
 	Husk__State__Image *img;
 	struct state_ranges ranges;
 	struct state_ptrmap files; /* struct file * -> File.id */
-	struct state_ptrmap mms, fdtables, fscontexts, sighands;
+	struct state_ptrmap mms, fdtables, fscontexts, sighands, seccomps;
 	struct state_arena *arena; /* every message and string of img */
 	void *priv; /* checkpoint.c's */
 	struct state_fs_save *fs; /* sentry/state/fs.c's tables (state_fs_save_end frees them) */
