@@ -1042,7 +1042,7 @@ int main(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 		close(image_fd);
-		close(pages_fd);
+		/* pages_fd stays open: the restored pages are read from it on first use. */
 		timing_stage("restore: image read");
 	}
 	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */

@@ -87,6 +87,7 @@ static int cow_copy(struct mm *mm, uint64_t a, uint64_t b)
 	if (fresh < 0)
 		return (int)fresh;
 	/* Stable: every holder maps these pages read-only and the sentry never writes them. */
+	memfile_image_load(mfile(mm), old, len);
 	memcpy(memfile_ptr(mfile(mm), (uint64_t)fresh), memfile_ptr(mfile(mm), old), len);
 	int r = plat_map(mm, a, len, v->prot, (uint64_t)fresh);
 	if (r < 0) {
@@ -165,6 +166,10 @@ static int populate_locked(struct mm *mm, uint64_t page, bool force)
 	if (r < 0)
 		return r;
 	size_t i = vma_isolate(s, lo, hi);
+	/* A restored page's bytes before the guest can see it (image.c). */
+	r = memfile_image_load(mfile(mm), s->v[i].off, hi - lo);
+	if (r < 0)
+		return r;
 	s->v[i].flags &= ~VMA_LAZY;
 	r = plat_protect(mm, lo, hi - lo, vma_platform_prot(&s->v[i]));
 	if (r < 0)

@@ -84,6 +84,8 @@ static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, 
 		if (mode != IO_READ && (v->flags & VMA_COW))
 			break;
 		size_t n = MIN(end, v->end) - cur;
+		/* A restored page's bytes before anyone reads or writes it (image.c). */
+		memfile_image_load(mf, v->off + (cur - v->start), n);
 		uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
 		uint8_t *b = (uint8_t *)buf + (cur - addr);
 		if (mode == IO_READ)
@@ -199,6 +201,7 @@ ssize_t mm_copy_in_string(struct mm *mm, char *dst, uint64_t addr, size_t max)
 			continue;
 		}
 		size_t n = MIN(end, v->end) - cur;
+		memfile_image_load(mf, v->off + (cur - v->start), n);
 		const uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
 		const uint8_t *nul = memchr(p, 0, n);
 		if (nul)
@@ -258,6 +261,7 @@ static int translate(struct mm *mm, uint64_t addr, size_t len, bool write, struc
 		if (write && (v->flags & VMA_COW))
 			break;
 		size_t n = MIN(end, v->end) - cur;
+		memfile_image_load(mf, v->off + (cur - v->start), n);
 		uint8_t *p = memfile_ptr(mf, v->off + (cur - v->start));
 		/* Adjacent VMAs over adjacent pages make one iovec. */
 		if (n_iov > 0 && (uint8_t *)iov[n_iov - 1].iov_base + iov[n_iov - 1].iov_len == p) {

@@ -253,6 +253,8 @@ int memfile_zero(struct memfile *mf, uint64_t off, uint64_t len)
 {
 	if (len == 0)
 		return 0;
+	/* Not loaded yet from a restored image: never to be (the pages are zeros now). */
+	memfile_image_forget(mf, off, len);
 	/*
 	 * Punching a hole in a memfd drops the pages from every mapping of the file (the sentry's
 	 * and the stubs'): the next access of either sees fresh zero pages.

@@ -47,7 +47,26 @@ struct memfile {
 	 */
 	int (*oom)(struct memfile *mf, uint64_t need, void *arg);
 	void *oom_arg;
+
+	/* A restored checkpoint's pages not loaded yet (image.c); NULL otherwise. Atomic. */
+	struct memfile_image *image;
 };
+
+/*
+ * Lazy restore (image.c): the ranges [off[i], off[i]+len[i]) hold the pages file fd's bytes at
+ * file_off[i] (UINT64_MAX: zeros), loaded the first time memfile_image_load covers them; fd
+ * stays open. memfile_image_forget: the pages of the range no longer want the image's bytes
+ * (freed or zeroed). memfile_image_pending: whether any page of the range is still to load.
+ * All thread-safe; without an image each is one atomic load.
+ */
+struct memfile_image;
+int memfile_image_attach(struct memfile *mf, int fd, const uint64_t *off, const uint64_t *len,
+			 const uint64_t *file_off, size_t n);
+int memfile_image_load(struct memfile *mf, uint64_t off, uint64_t len);
+void memfile_image_forget(struct memfile *mf, uint64_t off, uint64_t len);
+bool memfile_image_pending(struct memfile *mf, uint64_t off, uint64_t len);
+/* Bytes read from the pages file so far. */
+uint64_t memfile_image_loaded_bytes(struct memfile *mf);
 
 /* Creates a memfd of size bytes (sparse) and maps it. Returns 0 or -errno. */
 int memfile_init(struct memfile *mf, uint64_t size);

@@ -50,6 +50,8 @@ struct restore_priv {
 	uint64_t old_boot_ns;
 	int64_t delta; /* this host's CLOCK_MONOTONIC minus the saving host's, at the save */
 	bool built; /* state_restore_build succeeded: the tables' own references are dropped */
+	bool lazy; /* the pages are loaded on first use (the pages file stays open) */
+	bool fs_phase; /* state_fs_restore runs: its pages are loaded at once */
 };
 
 static struct restore_priv *P(struct state_restore *r)
@@ -107,6 +109,9 @@ int state_restore_range(struct state_restore *r, uint64_t off, uint64_t len)
 		p->capclaims = cap;
 	}
 	p->claims[p->nclaims++] = (struct state_range){ off, len };
+	/* Filesystems reach their pages through the memory file directly: loaded now. */
+	if (p->fs_phase && memfile_image_load(&r->k->mf, off, len) < 0)
+		return state_restore_fail(r, -EIO, "reading the pages file");
 	return 0;
 }
 
@@ -207,23 +212,31 @@ static int load_pages(struct state_restore *r, int pages_fd)
 				i);
 		prev_end = m->mem_off + m->len;
 	}
+	uint64_t *v = malloc((img->n_pages * 3 + 1) * sizeof(uint64_t));
+
+	if (!v)
+		return state_restore_fail(r, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < img->n_pages; i++) {
 		const Husk__State__MemRange *m = img->pages[i];
 		int ret = memfile_alloc_at_nocharge(mf, m->mem_off, m->len);
 
-		if (ret < 0)
+		if (ret < 0) {
+			free(v);
 			return state_restore_fail(r, ret, "reserving memory at %#llx: %s",
 						  (unsigned long long)m->mem_off, strerror(-ret));
-		if (m->has_file_off) {
-			/* Allocated in one call, not a page fault per page while copying. */
-			if (fallocate(mf->fd, 0, (off_t)m->mem_off, (off_t)m->len) < 0)
-				log_debug("restore: fallocate: %s", strerror(errno));
-			ret = read_all(pages_fd, mf->base + m->mem_off, m->len, (off_t)m->file_off);
-			if (ret < 0)
-				return state_restore_fail(r, ret, "reading the pages file: %s",
-							  strerror(-ret));
 		}
+		v[i] = m->mem_off;
+		v[img->n_pages + i] = m->len;
+		v[2 * img->n_pages + i] = m->has_file_off ? m->file_off : UINT64_MAX;
 	}
+	/* Nothing is read now: each page is loaded when first needed (mm/image.c). */
+	int ret = memfile_image_attach(mf, pages_fd, v, v + img->n_pages, v + 2 * img->n_pages,
+				       img->n_pages);
+
+	free(v);
+	if (ret < 0)
+		return state_restore_fail(r, ret, "out of memory");
+	P(r)->lazy = true;
 	return 0;
 }
 
@@ -386,6 +399,10 @@ static struct mm *restore_mm(struct state_restore *r, uint32_t id)
 			return NULL;
 		} else if (state_restore_range(r, v->mem_off, len) < 0) {
 			return NULL;
+		} else if (memfile_image_pending(&r->k->mf, v->mem_off, len) &&
+			   (v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC))) {
+			/* Inaccessible in the platform until first touched: loaded then. */
+			nv.flags |= VMA_LAZY;
 		}
 		if (v->has_file) {
 			nv.file = state_restore_file_id(r, v->file);
@@ -797,7 +814,9 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	ret = pid_table_init(k);
 	if (ret < 0)
 		goto out;
+	p->fs_phase = true;
 	ret = state_fs_restore(r, img->fs);
+	p->fs_phase = false;
 	if (ret < 0)
 		goto out;
 	/* Seccomp filters: each after its prev, checked as seccomp(2) checks a guest's. */
