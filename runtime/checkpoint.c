@@ -237,3 +237,59 @@ int cmd_restore(int argc, char **argv)
 {
 	return oci_run(argc, argv, true);
 }
+
+/*
+ * husk fork [--image-path DIR] ID NEWID...: saves running container ID (it goes on running) and
+ * restores the image as each NEWID, detached, with ID's bundle. Without --image-path the image
+ * lives in a folder under /dev/shm removed once every copy has started: each restored sentry
+ * keeps the pages file open and reads its pages from it on first use.
+ */
+int cmd_fork(int argc, char **argv)
+{
+	char dir[PATH_MAX] = "", bundle[PATH_MAX];
+	const char *image = NULL;
+	struct container c;
+	int i = 1, ret = 0;
+
+	if (i + 1 < argc && !strcmp(argv[i], "--image-path")) {
+		image = argv[i + 1];
+		i += 2;
+	} else if (i < argc && !strncmp(argv[i], "--image-path=", 13)) {
+		image = argv[i] + 13;
+		i++;
+	}
+	if (argc - i < 2)
+		return oci_fail("fork: expected a container id and at least one new id");
+	if (oci_load_or_fail(argv[i], &c))
+		return 1;
+	snprintf(bundle, sizeof(bundle), "%s", c.bundle);
+	container_release(&c);
+	if (!image) {
+		snprintf(dir, sizeof(dir), "/dev/shm/husk-fork-XXXXXX");
+		if (!mkdtemp(dir))
+			return oci_fail("fork: %s: %s", dir, strerror(errno));
+		image = dir;
+	}
+	{
+		char *cargv[] = { "checkpoint",	 "--leave-running", "--image-path",
+				  (char *)image, argv[i],	    NULL };
+
+		ret = cmd_checkpoint(5, cargv);
+	}
+	for (int j = i + 1; ret == 0 && j < argc; j++) {
+		char *rargv[] = { "restore",  "--detach", "--image-path", (char *)image,
+				  "--bundle", bundle,	  argv[j],	  NULL };
+
+		ret = oci_run(7, rargv, true);
+	}
+	if (dir[0]) {
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, STATE_IMAGE_FILE);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", dir, STATE_PAGES_FILE);
+		unlink(path);
+		rmdir(dir);
+	}
+	return ret;
+}

@@ -222,8 +222,11 @@ int cmd_create(int argc, char **argv)
 		{ "no-pivot", no_argument, NULL, 'N' },
 		{ "no-new-keyring", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
+		/* husk's: start from a checkpoint image (a template) instead of the process */
+		{ "restore", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char image[PATH_MAX];
 	struct create_args a = { 0 };
 	struct container c;
 	int opt, ret;
@@ -246,9 +249,15 @@ int cmd_create(int argc, char **argv)
 		case 'N':
 		case 'K':
 			break;
+		case 'R':
+			if (!realpath(optarg, image))
+				return oci_fail("create: --restore %s: %s", optarg,
+						strerror(errno));
+			a.restore_dir = image;
+			break;
 		case 'h':
 			puts("usage: husk create [--bundle DIR] [--console-socket PATH] "
-			     "[--pid-file PATH] [--preserve-fds N] ID");
+			     "[--pid-file PATH] [--preserve-fds N] [--restore IMAGE-DIR] ID");
 			return 0;
 		default:
 			return 1;

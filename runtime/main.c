@@ -35,6 +35,7 @@ static void usage(FILE *out)
 	      "  do [options] -- CMD [ARGS...]   run CMD in a new sandbox over a root filesystem\n"
 	      "  spec, create, start, run, state, list, kill, delete, exec, ps, pause, resume,\n"
 	      "  events, update, features, checkpoint, restore   the OCI runtime commands (as runc)\n"
+	      "  fork [--image-path DIR] ID NEWID...   clone a running container into new ones\n"
 	      "  syscalls                       print the system call table and its support levels\n"
 	      "  --version                      print the version\n"
 	      "\n"
@@ -71,7 +72,7 @@ static const struct {
 	{ "pause", cmd_pause },	    { "resume", cmd_resume },
 	{ "events", cmd_events },   { "features", cmd_features },
 	{ "update", cmd_update },   { "checkpoint", cmd_checkpoint },
-	{ "restore", cmd_restore },
+	{ "restore", cmd_restore }, { "fork", cmd_fork },
 };
 
 int main(int argc, char **argv)

@@ -193,6 +193,7 @@ int cmd_features(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 
 /* Shared by create and run: creates container id from bundle. Returns 0 or an exit status. */
 struct create_args {

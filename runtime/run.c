@@ -43,7 +43,8 @@ int oci_run(int argc, char **argv, bool restore)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "no-pivot", no_argument, NULL, 'N' },
 		{ "no-new-keyring", no_argument, NULL, 'K' },
-		/* husk restore */
+		/* husk restore, and husk run --restore (a template image) */
+		{ "restore", required_argument, NULL, 'R' },
 		{ "image-path", required_argument, NULL, 'i' },
 		{ "work-path", required_argument, NULL, 'x' },
 		{ "tcp-established", no_argument, NULL, 'X' },
@@ -90,6 +91,10 @@ int oci_run(int argc, char **argv, bool restore)
 			break;
 		case 'N':
 		case 'K':
+			break;
+		case 'R':
+			restore = true;
+			image_arg = optarg;
 			break;
 		case 'i':
 		case 'x':

@@ -170,6 +170,8 @@ static int populate_locked(struct mm *mm, uint64_t page, bool force)
 	r = memfile_image_load(mfile(mm), s->v[i].off, hi - lo);
 	if (r < 0)
 		return r;
+	if (!(s->v[i].prot & PROT_WRITE) || (s->v[i].flags & VMA_COW))
+		mm->lazy_ro = true;
 	s->v[i].flags &= ~VMA_LAZY;
 	r = plat_protect(mm, lo, hi - lo, vma_platform_prot(&s->v[i]));
 	if (r < 0)
@@ -282,7 +284,12 @@ retry:
 		}
 		goto out_unlock;
 	}
-	if (v && (v->flags & MM_VMA_PRIVATE) && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE) &&
+	if (v &&
+	    (((v->flags & MM_VMA_PRIVATE) && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE)) ||
+	     /* Lazily populated pages that are not plainly writable (a restore's): the same
+	      * race, with any access. */
+	     (mm->lazy_ro && (v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) &&
+	      !((v->flags & VMA_COW) && (v->prot & PROT_WRITE)))) &&
 	    !fault_seen_before(mm, PAGE_ALIGN_DOWN(addr))) {
 		/*
 		 * Another thread of this space resolved the page between this thread's fault and
@@ -291,7 +298,7 @@ retry:
 		 * in between is a real one (an execute of a non-executable page looks the same: no
 		 * error code tells them apart).
 		 */
-		r = plat_protect(mm, PAGE_ALIGN_DOWN(addr), PAGE_SIZE, v->prot);
+		r = plat_protect(mm, PAGE_ALIGN_DOWN(addr), PAGE_SIZE, vma_platform_prot(v));
 		fault_remember(mm, PAGE_ALIGN_DOWN(addr));
 		goto out_unlock;
 	}

@@ -119,7 +119,8 @@ static int walk_locked(struct memfile *mf, struct memfile_image *im, uint64_t of
 				uint64_t n = (q - p) * PAGE, done = 0;
 
 				while (done < n) {
-					ssize_t got = pread(im->fd, mf->base + r->off + p * PAGE + done,
+					ssize_t got = pread(im->fd,
+							    mf->base + r->off + p * PAGE + done,
 							    n - done,
 							    (off_t)(r->file_off + p * PAGE + done));
 
@@ -152,9 +153,8 @@ int memfile_image_load(struct memfile *mf, uint64_t off, uint64_t len)
 	if (!im || !__atomic_load_n(&im->left, __ATOMIC_ACQUIRE) || !len)
 		return 0;
 	pthread_mutex_lock(&im->lock);
-	ret = walk_locked(mf, im, off & ~(PAGE - 1), ((off + len + PAGE - 1) & ~(PAGE - 1)) -
-							     (off & ~(PAGE - 1)),
-			  true);
+	ret = walk_locked(mf, im, off & ~(PAGE - 1),
+			  ((off + len + PAGE - 1) & ~(PAGE - 1)) - (off & ~(PAGE - 1)), true);
 	pthread_mutex_unlock(&im->lock);
 	return ret;
 }

@@ -67,6 +67,10 @@ struct mm {
 	unsigned int io_pins;
 	pthread_cond_t io_idle;
 
+	/* Pages made accessible lazily without plain write access (lock): a fault on such a
+	 * page may be another thread's stale view of it (fault.c). */
+	bool lazy_ro;
+
 	/* Syscall patching (patch.c): its state, NULL until first used; taken before lock. */
 	pthread_mutex_t patch_lock;
 	struct mm_patch *patch;
