@@ -58,6 +58,7 @@ int oci_run(int argc, char **argv, bool restore)
 		{ "empty-ns", required_argument, NULL, 'x' },
 		{ "lsm-profile", required_argument, NULL, 'x' },
 		{ "lsm-mount-context", required_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char image[PATH_MAX];
@@ -92,6 +93,14 @@ int oci_run(int argc, char **argv, bool restore)
 		case 'N':
 		case 'K':
 			break;
+		case 'h':
+			puts(restore ?
+				     "usage: husk restore [--image-path DIR] [--bundle DIR] [--detach] "
+				     "[--pid-file F] [--console-socket S] ID" :
+				     "usage: husk run [--bundle DIR] [--console-socket PATH] "
+				     "[--pid-file PATH] [--preserve-fds N] [--detach] [--keep] "
+				     "[--restore IMAGE-DIR] ID");
+			return 0;
 		case 'R':
 			restore = true;
 			image_arg = optarg;

@@ -1,5 +1,6 @@
 #!/bin/sh
 # Install what husk needs to build, test and benchmark, from Debian's archive.
+# criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
 
@@ -8,6 +9,7 @@ libseccomp-dev libcap-dev libelf-dev libdw-dev libunwind-dev
 libprotobuf-c-dev protobuf-c-compiler libcriterion-dev libbpf-dev bpftool libjansson-dev
 libclang-rt-14-dev clang-format
 busybox-static containerd podman golang-go
+criu
 nodejs"
 
 missing=""

@@ -1106,9 +1106,14 @@ static int restore_dir(struct state_restore *r, struct restore_tmpfs *rt, uint32
 
 			for (i = 0; i < nold && old[i] != en; i++)
 				;
-			/* Only a start-up directory where the image has a directory is merged. */
-			if (i == nold || !S_ISDIR(en->inode->mode) || !S_ISDIR(cn->msg->mode) ||
-			    cn->in) {
+			/* Only a start-up directory where the image has a directory is merged, and an
+			 * empty start-up file where it has a file (the mountpoint of a file bind
+			 * mount, such as podman's /run/.containerenv: the mount covers it). */
+			bool same_dir = S_ISDIR(en->inode->mode) && S_ISDIR(cn->msg->mode);
+			bool mountpoint_file = S_ISREG(en->inode->mode) && S_ISREG(cn->msg->mode) &&
+					       en->inode->size == 0;
+
+			if (i == nold || !(same_dir || mountpoint_file) || cn->in) {
 				vfs_node_put(existing);
 				err = state_restore_fail(r, -EINVAL, "tmpfs node %u: %s exists",
 							 m->id, de->name);
