@@ -422,7 +422,7 @@ static void record_offset(int64_t host_ns, int64_t new_off)
  * Sets the offset to new_off and moves the lines with it: each goes back by the change from
  * where it is now, REALTIME (MONOTONIC plus real_off) stays where it is. writer_lock held.
  */
-static void set_offset(int64_t new_off)
+static void set_offset(int64_t new_off, uint64_t tsc)
 {
 	int64_t old = __atomic_load_n(&offset, __ATOMIC_RELAXED);
 	int64_t delta;
@@ -436,8 +436,10 @@ static void set_offset(int64_t new_off)
 		return;
 	}
 	page_begin();
+	/* Read once the count is odd, as vtime_calibrate. */
+	if (!tsc)
+		tsc = vvar_rdtsc();
 	{
-		uint64_t tsc = vvar_rdtsc();
 		int64_t mono = vvar_line_at(&page->mono, page->tsc_base, tsc);
 		int64_t raw = vvar_line_at(&page->raw, page->tsc_base, tsc);
 
@@ -486,7 +488,7 @@ static void start_offset(void)
 		off = host;
 	}
 	if (off != __atomic_load_n(&offset, __ATOMIC_RELAXED))
-		set_offset(off);
+		set_offset(off, 0);
 	pthread_mutex_unlock(&writer_lock);
 	if (off)
 		log_info("time: the guest's MONOTONIC and BOOTTIME are the host's %+lld ns",
@@ -607,15 +609,20 @@ int64_t vtime_offset_ns(void)
 	return __atomic_load_n(&offset, __ATOMIC_RELAXED);
 }
 
-void vtime_offset_add(int64_t ns)
+void vtime_offset_add_at(int64_t ns, uint64_t tsc)
 {
 	int64_t new_off;
 
 	pthread_mutex_lock(&writer_lock);
 	if (__builtin_add_overflow(__atomic_load_n(&offset, __ATOMIC_RELAXED), ns, &new_off))
 		new_off = ns < 0 ? INT64_MIN : INT64_MAX;
-	set_offset(new_off);
+	set_offset(new_off, tsc);
 	pthread_mutex_unlock(&writer_lock);
+}
+
+void vtime_offset_add(int64_t ns)
+{
+	vtime_offset_add_at(ns, 0);
 }
 
 void vtime_set_guest_monotonic(uint64_t guest_ns)
@@ -627,7 +634,7 @@ void vtime_set_guest_monotonic(uint64_t guest_ns)
 		pending_guest = true;
 		pending_guest_ns = guest_ns;
 	} else if (!__builtin_sub_overflow(host_mono_ns(), guest, &new_off)) {
-		set_offset(new_off);
+		set_offset(new_off, 0);
 	}
 	pthread_mutex_unlock(&writer_lock);
 }
