@@ -99,8 +99,9 @@ static void reads_agree(void)
 		r1 = sys_ns(CLOCK_REALTIME) / SEC;
 		CHECK(t >= r0 && t <= r1, "time() %lld, REALTIME %lld..%lld s", (long long)t,
 		      (long long)r0, (long long)r1);
-		CHECK(tv.tv_sec >= r0 && tv.tv_sec <= r1, "gettimeofday %lld, REALTIME %lld..%lld s",
-		      (long long)tv.tv_sec, (long long)r0, (long long)r1);
+		CHECK(tv.tv_sec >= r0 && tv.tv_sec <= r1,
+		      "gettimeofday %lld, REALTIME %lld..%lld s", (long long)tv.tv_sec,
+		      (long long)r0, (long long)r1);
 	}
 }
 
