@@ -316,10 +316,11 @@ static void calibrate_locked(struct vtime_calib *c, const struct vtime_sample *s
 	/* Outside the window: a system call is where the writer could be preempted. */
 	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
 	if (!first)
-		log_debug("time: guest MONOTONIC %+lld ns from the host's (aiming at %+d), host "
-			  "rate %.6f ns/tick",
-			  (long long)(LEAD_NS - gap), LEAD_NS,
-			  (double)rate / (double)(1ULL << VVAR_SHIFT));
+		log_debug(
+			"time: guest MONOTONIC %+lld ns from the host's minus the offset (aiming at %+d), host "
+			"rate %.6f ns/tick",
+			(long long)(LEAD_NS - gap), LEAD_NS,
+			(double)rate / (double)(1ULL << VVAR_SHIFT));
 
 	c->prev = *s;
 	c->rate = rate;
