@@ -111,8 +111,8 @@ long sys_uname(struct task *t, const struct syscall_args *args)
 }
 
 /*
- * sysinfo(2): uptime counts from the sandbox's start (its pauses not); memory totals are the host's (totalram
- * capped by the memory file's size), no swap, no load averages, one process.
+ * sysinfo(2): uptime counts from the sandbox's start (not its pauses); memory totals are the
+ * host's (totalram capped by the memory file's size), no swap, no load averages, one process.
  */
 long sys_sysinfo(struct task *t, const struct syscall_args *args)
 {

@@ -242,7 +242,7 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 
 /*
  * The lines aim at the host's clocks minus the offset (plus LEAD_NS): a change of the offset
- * moved them already (move_lines), so the target here is where they are, give or take the
+ * moved them already (set_offset), so the target here is where they are, give or take the
  * residual, and the catch-up rule never undoes an offset.
  */
 static void calibrate_locked(struct vtime_calib *c, const struct vtime_sample *s, uint64_t tsc)
@@ -316,11 +316,10 @@ static void calibrate_locked(struct vtime_calib *c, const struct vtime_sample *s
 	/* Outside the window: a system call is where the writer could be preempted. */
 	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
 	if (!first)
-		log_debug(
-			"time: guest MONOTONIC %+lld ns from the host's minus the offset (aiming at %+d), host "
-			"rate %.6f ns/tick",
-			(long long)(LEAD_NS - gap), LEAD_NS,
-			(double)rate / (double)(1ULL << VVAR_SHIFT));
+		log_debug("time: guest MONOTONIC %+lld ns from the host's minus the offset "
+			  "(aiming at %+d), host rate %.6f ns/tick",
+			  (long long)(LEAD_NS - gap), LEAD_NS,
+			  (double)rate / (double)(1ULL << VVAR_SHIFT));
 
 	c->prev = *s;
 	c->rate = rate;
@@ -462,9 +461,10 @@ static void set_offset(int64_t new_off, uint64_t tsc)
 static void start_offset(void)
 {
 	const char *env = getenv("HUSK_TEST_CLOCK_OFFSET_NS");
-	int64_t host = host_mono_ns(), off = __atomic_load_n(&offset, __ATOMIC_RELAXED);
+	int64_t host = host_mono_ns(), off;
 
 	pthread_mutex_lock(&writer_lock);
+	off = __atomic_load_n(&offset, __ATOMIC_RELAXED);
 	if (env && *env) {
 		char *end;
 		long long v;
