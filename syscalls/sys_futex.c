@@ -13,6 +13,7 @@
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
 
 #define NSEC_PER_SEC 1000000000L
@@ -37,8 +38,9 @@ long futex_wait_restart(struct task *t)
 }
 
 /*
- * Reads the timeout at addr and turns it into an absolute CLOCK_MONOTONIC deadline: relative
- * timeouts count from now; absolute ones on CLOCK_REALTIME are converted at this instant.
+ * Reads the timeout at addr and turns it into an absolute (host) CLOCK_MONOTONIC deadline:
+ * relative timeouts count from now; absolute ones on CLOCK_REALTIME are converted at this
+ * instant, on the guest's CLOCK_MONOTONIC moved by its offset (sentry/time/vtime.h).
  */
 static long read_deadline(struct task *t, uint64_t addr, bool absolute, bool realtime,
 			  struct timespec *out)
@@ -56,7 +58,8 @@ static long read_deadline(struct task *t, uint64_t addr, bool absolute, bool rea
 	} else if (realtime) {
 		clock_gettime(CLOCK_REALTIME, &now);
 	} else {
-		*out = ts;
+		/* The guest's MONOTONIC is the host's minus its offset (sentry/time/vtime.h). */
+		*out = vtime_guest_to_host_ts(CLOCK_MONOTONIC, ts);
 		return 0;
 	}
 	/* deadline = mono + (ts - now), saturating. */

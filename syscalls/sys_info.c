@@ -22,6 +22,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
 
 #define LINUX_GRND_NONBLOCK 0x0001
@@ -110,23 +111,26 @@ long sys_uname(struct task *t, const struct syscall_args *args)
 }
 
 /*
- * sysinfo(2): uptime counts from the sandbox's start; memory totals are the host's (totalram
- * capped by the memory file's size), no swap, no load averages, one process.
+ * sysinfo(2): uptime counts from the sandbox's start (not its pauses); memory totals are the
+ * host's (totalram capped by the memory file's size), no swap, no load averages, one process.
  */
 long sys_sysinfo(struct task *t, const struct syscall_args *args)
 {
 	struct linux_sysinfo si;
 	struct sysinfo host;
 	struct timespec now;
-	uint64_t up_ns, unit;
+	uint64_t up_ns, boot_ns, unit;
 
 	if (clock_gettime(CLOCK_MONOTONIC, &now))
 		return -errno;
 	if (sysinfo(&host))
 		return -errno;
 	memset(&si, 0, sizeof(si));
-	up_ns = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
-	up_ns = up_ns > t->k->boot_ns ? up_ns - t->k->boot_ns : 0;
+	/* On the guest's clock: a pause does not count (sentry/time/vtime.h). */
+	up_ns = vtime_host_to_guest_mono((uint64_t)now.tv_sec * 1000000000ULL +
+					 (uint64_t)now.tv_nsec);
+	boot_ns = vtime_host_to_guest_mono(t->k->boot_ns);
+	up_ns = up_ns > boot_ns ? up_ns - boot_ns : 0;
 	/* Linux rounds a partial second up. */
 	si.uptime = (int64_t)((up_ns + 999999999ULL) / 1000000000ULL);
 	unit = host.mem_unit ? host.mem_unit : 1;

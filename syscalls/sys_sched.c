@@ -583,7 +583,7 @@ long sys_getrusage(struct task *t, const struct syscall_args *args)
 	return copy_out_all(t, args->a[1], &ru, sizeof(ru));
 }
 
-/* times(2): clock ticks (USER_HZ) since the sandbox started. */
+/* times(2): the guest's CLOCK_MONOTONIC in clock ticks (USER_HZ), as Linux counts from boot. */
 long sys_times(struct task *t, const struct syscall_args *args)
 {
 	int64_t tms[4];
@@ -599,7 +599,7 @@ long sys_times(struct task *t, const struct syscall_args *args)
 	pthread_mutex_unlock(&t->tg->lock);
 	if (args->a[0] && copy_out_all(t, args->a[0], tms, sizeof(tms)))
 		return -EFAULT;
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	vtime_gettime(CLOCK_MONOTONIC, &now);
 	return (long)(((uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec) / tick);
 }
 

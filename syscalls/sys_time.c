@@ -4,7 +4,9 @@
  *
  * The guest's clocks are the host's as the time page computes them from the TSC (sentry/time:
  * the same code as the guest's vDSO, kept within a microsecond or so of the host's clocks, and
- * the host's own clocks when the TSC is not used); not offset per sandbox. CPU-time clocks (of the
+ * the host's own clocks when the TSC is not used), MONOTONIC and BOOTTIME minus the sandbox's
+ * offset (vtime_offset_ns: pauses, restore), so deadlines on them are converted to the host's
+ * before the sentry sleeps on them. CPU-time clocks (of the
  * caller, or of another process or thread by clock id) read the guest's user and system time
  * (sentry/kernel/cputime.h); a sleep on a process's CPU clock looks at it every 10 ms at most.
  * Alarm clocks read CLOCK_REALTIME/CLOCK_BOOTTIME and sleep on them; the sentry needs no RTC.
@@ -292,13 +294,15 @@ static long write_rem(struct task *t, uint64_t rem, clockid_t clock,
 }
 
 /*
- * task_sleep_until on clock, ending only once the guest's clock (the time page's, which the
- * vDSO reads) has reached deadline too: the host's clock that the sentry sleeps on may be a
- * little behind it or ahead of it (sentry/time/README.md).
+ * task_sleep_until on clock until the guest's deadline (the host's time for it: plus the
+ * guest's offset on MONOTONIC and BOOTTIME), ending only once the guest's clock (the time
+ * page's, which the vDSO reads) has reached deadline too: the host's clock that the sentry
+ * sleeps on may be a little behind it or ahead of it (sentry/time/README.md), and a pause
+ * that grew the offset meanwhile moved the guest's deadline later on the host's clock.
  */
 static long guest_sleep_until(struct task *t, clockid_t clock, const struct timespec *deadline)
 {
-	struct timespec target = *deadline;
+	struct timespec target = vtime_guest_to_host_ts(clock, *deadline);
 
 	for (;;) {
 		struct timespec now, host;
@@ -559,8 +563,9 @@ long cpu_sleep(struct task *t)
 			return now;
 		if ((uint64_t)now >= target)
 			return 0;
-		/* Look again when the clock may have got there, at least every 10 ms. */
-		vtime_gettime(CLOCK_MONOTONIC, &deadline);
+		/* Look again when the clock may have got there, at least every 10 ms (host time:
+		 * task_sleep_until sleeps on the host's clock). */
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline = timespec_add_sat(
 			deadline,
 			(struct timespec){ 0, (long)MIN(target - (uint64_t)now, 10000000) });

@@ -36,6 +36,7 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/vfs.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -490,7 +491,7 @@ int control_wait_exit(struct kernel *k, struct thread_group *tg)
 struct ps_walk {
 	struct control_ps_entry *out;
 	int n, max;
-	uint64_t boot_ns;
+	uint64_t boot_ns; /* the guest's MONOTONIC at the sentry's start */
 };
 
 static int ps_fn(struct thread_group *tg, void *arg)
@@ -499,6 +500,7 @@ static int ps_fn(struct thread_group *tg, void *arg)
 	struct control_ps_entry *e;
 	struct cputime times;
 	struct task *t;
+	uint64_t start;
 
 	if (w->n >= w->max)
 		return 1;
@@ -513,7 +515,9 @@ static int ps_fn(struct thread_group *tg, void *arg)
 	}
 	pthread_mutex_lock(&tg->lock);
 	e->state = tg->state == TG_ZOMBIE ? 'Z' : tg->stopped ? 'T' : 'S';
-	e->start_ns = tg->start_ns > w->boot_ns ? tg->start_ns - w->boot_ns : 0;
+	/* As /proc/PID/stat: on the guest's clock, without the pauses (sentry/time/vtime.h). */
+	start = vtime_host_to_guest_mono(tg->start_ns);
+	e->start_ns = start > w->boot_ns ? start - w->boot_ns : 0;
 	times = cputime_tg_locked(tg);
 	e->cpu_ns = times.utime + times.stime;
 	pthread_mutex_unlock(&tg->lock);
@@ -522,7 +526,9 @@ static int ps_fn(struct thread_group *tg, void *arg)
 
 int control_list_processes(struct kernel *k, struct control_ps_entry *out, int max)
 {
-	struct ps_walk w = { .out = out, .max = max, .boot_ns = k->boot_ns };
+	struct ps_walk w = { .out = out,
+			     .max = max,
+			     .boot_ns = vtime_host_to_guest_mono(k->boot_ns) };
 
 	pthread_mutex_lock(&k->tree_lock);
 	pid_for_each_tg(k, ps_fn, &w);

@@ -18,6 +18,7 @@
 #include "sentry/kernel/cputime.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/time/vtime.h"
 
 #define NSEC_PER_SEC 1000000000ULL
 #define MAX_POSIX_TIMERS 256
@@ -498,18 +499,21 @@ static struct ktimer *posix_lookup(struct task *t, int id)
 }
 
 /*
- * The CLOCK_MONOTONIC time of a (relative, or absolute on clock) timer value. An absolute time
- * already past stays in the past (clamped at 0), so that a periodic timer counts the periods
- * missed since, as Linux's hrtimer_forward does.
+ * The (host) CLOCK_MONOTONIC time of a (relative, or absolute on the guest's clock) timer value.
+ * An absolute time already past stays in the past (clamped at 0), so that a periodic timer
+ * counts the periods missed since, as Linux's hrtimer_forward does.
  */
 static uint64_t mono_expiry(clockid_t clock, bool abs, uint64_t value_ns)
 {
 	uint64_t mono = now_ns(CLOCK_MONOTONIC);
+	int64_t guest;
 	uint64_t cnow;
 
 	if (!abs)
 		return mono + value_ns;
-	cnow = now_ns(clock);
+	/* The guest's time on clock: MONOTONIC and BOOTTIME have its offset (sentry/time). */
+	guest = vtime_now_ns(clock);
+	cnow = guest > 0 ? (uint64_t)guest : 0;
 	if (value_ns >= cnow)
 		return mono + (value_ns - cnow);
 	return cnow - value_ns < mono ? mono - (cnow - value_ns) : 0;

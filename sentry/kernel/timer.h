@@ -3,11 +3,13 @@
  * Interval timers (setitimer/alarm) and POSIX timers (timer_create) of a process.
  *
  * One sentry thread fires every armed timer of the sandbox from a deadline-ordered list on
- * CLOCK_MONOTONIC; deadlines on CLOCK_REALTIME/BOOTTIME/TAI are converted when the timer is
- * armed. CPU-time timers (ITIMER_VIRTUAL, ITIMER_PROF, timers on CLOCK_*_CPUTIME_ID, RLIMIT_CPU)
- * are in the same list: their deadline is only when to look at their clock next (the time left
- * divided by the host's CPUs, at least 4 ms, up to 64 ms while the clock stands still;
- * sentry/kernel/cputime.h gives the clock), so they fire a few milliseconds of wall time late.
+ * the host's CLOCK_MONOTONIC; absolute values are on the guest's clocks (MONOTONIC and
+ * BOOTTIME have its offset, sentry/time/vtime.h) and are converted, as deadlines on
+ * CLOCK_REALTIME/BOOTTIME/TAI, when the timer is armed. CPU-time timers (ITIMER_VIRTUAL,
+ * ITIMER_PROF, timers on CLOCK_*_CPUTIME_ID, RLIMIT_CPU) are in the same list: their deadline
+ * is only when to look at their clock next (the time left divided by the host's CPUs, at least
+ * 4 ms, up to 64 ms while the clock stands still; sentry/kernel/cputime.h gives the clock), so
+ * they fire a few milliseconds of wall time late.
  * A timer holds a reference on its process (and on its target thread for SIGEV_THREAD_ID, and
  * on the thread whose CPU clock counts); one that fires for a process that is exiting disarms,
  * and the process's exit deletes them all. State hangs off tg->timers.

@@ -72,8 +72,10 @@ long task_wait(struct task *t, struct waitq *const *wqs, int nwq, wait_cond_fn c
 	       const struct timespec *deadline, bool interruptible);
 
 /*
- * Sleeps until the absolute time abs on clock (CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_BOOTTIME,
- * ...), interruptibly. Returns 0 when it passed, -ERESTARTSYS on a signal.
+ * Sleeps until the absolute time abs on the host's clock (CLOCK_MONOTONIC, CLOCK_REALTIME,
+ * CLOCK_BOOTTIME, ...), interruptibly: a guest's time on MONOTONIC or BOOTTIME is converted by
+ * the caller first (vtime_guest_to_host_ts, sentry/time/vtime.h). Returns 0 when it passed,
+ * -ERESTARTSYS on a signal.
  */
 long task_sleep_until(struct task *t, clockid_t clock, const struct timespec *abs);
 

@@ -47,6 +47,12 @@ struct vtime_calib {
  */
 void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64_t tsc);
 
+/*
+ * vtime_offset_add with the lines moved at tsc (0: the TSC once the page's count is odd, what
+ * vtime_offset_add passes; the unit tests choose it).
+ */
+void vtime_offset_add_at(int64_t ns, uint64_t tsc);
+
 /* The page the sentry reads (the memory file's after vtime_start, else a private one). */
 const struct vvar *vtime_page(void);
 

@@ -10,6 +10,9 @@
  * the gap to the host's clock by the next calibration (slewing, at most SLEW_MAX). The offsets of
  * REALTIME, BOOTTIME and TAI change only when the host's did by more than STEP_NS: a
  * settimeofday on the host, a resume from suspend.
+ *
+ * The lines follow the host's clocks minus the guest's offset (vtime_offset_ns): a pause grows
+ * it, a restore sets it; each change moves the lines at once, under the page's count.
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -65,6 +68,30 @@ static struct vvar *page = &private_page;
 static uint64_t vvar_off, image_off, image_len;
 static bool started;
 
+/*
+ * The guest's offset: guest MONOTONIC = host MONOTONIC - offset (BOOTTIME, MONOTONIC_RAW
+ * likewise). Read atomically anywhere; written with writer_lock held, which also serialises
+ * every write of the page (the calibration thread's and vtime_offset_add's).
+ */
+static int64_t offset;
+static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
+/* vtime_set_guest_monotonic before vtime_start: the value, applied by vtime_start (writer_lock). */
+static bool pending_guest;
+static uint64_t pending_guest_ns;
+/*
+ * The offset's changes, for time stamps the sentry took before one (vtime_host_to_guest_mono):
+ * from host MONOTONIC history[i].host_ns on, the offset was history[i].offset; entry 0 holds
+ * the offset before the first change (host_ns INT64_MIN). When full, the oldest change is
+ * dropped (stamps older than the oldest kept change convert with the offset of entry 0).
+ * nhistory is read atomically, the entries with writer_lock held.
+ */
+#define HISTORY_MAX 64
+static struct {
+	int64_t host_ns;
+	int64_t offset;
+} history[HISTORY_MAX];
+static int nhistory;
+
 /* What vtime_probe found. */
 static bool tsc_usable;
 static uint32_t cpu_mode = VVAR_CPU_SYSCALL;
@@ -72,6 +99,14 @@ static uint32_t cpu_mode = VVAR_CPU_SYSCALL;
 static int64_t ts_ns(const struct timespec *ts)
 {
 	return (int64_t)ts->tv_sec * NSEC_PER_SEC + ts->tv_nsec;
+}
+
+static int64_t host_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts_ns(&ts);
 }
 
 static struct vtime_point read_point(clockid_t clock)
@@ -152,7 +187,7 @@ static void store_line(struct vvar_line *l, uint64_t mult, int64_t base_ns)
 	__atomic_store_n(&l->base_ns, base_ns, __ATOMIC_RELAXED);
 }
 
-/* The guest stops using the TSC; readers ask the host from now on. */
+/* The guest stops using the TSC; readers ask the host from now on. writer_lock held. */
 static void give_up(const char *why)
 {
 	log_warn("time: the TSC no longer gives the guest's clocks (%s): clock reads are system "
@@ -165,13 +200,14 @@ static void give_up(const char *why)
 	 */
 	int64_t mono = vvar_line_at(&page->mono, page->tsc_base, vvar_rdtsc());
 	int64_t raw = vvar_line_at(&page->raw, page->tsc_base, vvar_rdtsc());
+	int64_t off = __atomic_load_n(&offset, __ATOMIC_RELAXED);
 	struct timespec start, now, rnow;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		clock_gettime(CLOCK_MONOTONIC_RAW, &rnow);
-	} while ((ts_ns(&now) < mono || ts_ns(&rnow) < raw) &&
+	} while ((ts_ns(&now) - off < mono || ts_ns(&rnow) - off < raw) &&
 		 ts_ns(&now) - ts_ns(&start) < GIVE_UP_WAIT_NS);
 	__atomic_store_n(&page->mode, VVAR_MODE_SYSCALL, __ATOMIC_RELAXED);
 	page_end();
@@ -195,8 +231,23 @@ static uint64_t slewed_rate(int64_t line_ns, int64_t host_ns, uint64_t rate, uin
 	return (uint64_t)((__int128)rate + corr);
 }
 
+static void calibrate_locked(struct vtime_calib *c, const struct vtime_sample *s, uint64_t tsc);
+
 void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64_t tsc)
 {
+	pthread_mutex_lock(&writer_lock);
+	calibrate_locked(c, s, tsc);
+	pthread_mutex_unlock(&writer_lock);
+}
+
+/*
+ * The lines aim at the host's clocks minus the offset (plus LEAD_NS): a change of the offset
+ * moved them already (set_offset), so the target here is where they are, give or take the
+ * residual, and the catch-up rule never undoes an offset.
+ */
+static void calibrate_locked(struct vtime_calib *c, const struct vtime_sample *s, uint64_t tsc)
+{
+	int64_t off = __atomic_load_n(&offset, __ATOMIC_RELAXED);
 	uint64_t rate = rate_between(c->prev.mono, s->mono);
 	uint64_t raw_rate = rate_between(c->prev.raw, s->raw);
 	int64_t next_ns = intervals_ns[MIN(c->step + 1, ARRAY_SIZE(intervals_ns) - 1)];
@@ -215,7 +266,8 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 		return;
 	}
 	/* Host offsets at the mono point (the clocks were read a few hundred ns apart). */
-	real_off = point_at(s->real, rate, s->mono.tsc) - s->mono.ns;
+	/* REALTIME is the host's: the guest's MONOTONIC is off behind, its real_off off larger. */
+	real_off = point_at(s->real, rate, s->mono.tsc) - s->mono.ns + off;
 	boot_off = point_at(s->boot, rate, s->mono.tsc) - s->mono.ns;
 	tai_off = point_at(s->tai, rate, s->mono.tsc) - point_at(s->real, rate, s->mono.tsc);
 	ticks = (uint64_t)(((unsigned __int128)next_ns << VVAR_SHIFT) / rate);
@@ -226,8 +278,8 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 	if (!tsc)
 		tsc = vvar_rdtsc();
 	if (first) {
-		store_line(&page->mono, rate, point_at(s->mono, rate, tsc) + LEAD_NS);
-		store_line(&page->raw, raw_rate, point_at(s->raw, raw_rate, tsc) + LEAD_NS);
+		store_line(&page->mono, rate, point_at(s->mono, rate, tsc) - off + LEAD_NS);
+		store_line(&page->raw, raw_rate, point_at(s->raw, raw_rate, tsc) - off + LEAD_NS);
 		__atomic_store_n(&page->real_off, real_off, __ATOMIC_RELAXED);
 		__atomic_store_n(&page->boot_off, boot_off, __ATOMIC_RELAXED);
 		__atomic_store_n(&page->tai_off, tai_off, __ATOMIC_RELAXED);
@@ -237,9 +289,9 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 		int64_t mono = vvar_line_at(&page->mono, page->tsc_base, tsc);
 		int64_t raw = vvar_line_at(&page->raw, page->tsc_base, tsc);
 
-		int64_t raw_gap = point_at(s->raw, raw_rate, tsc) + LEAD_NS - raw;
+		int64_t raw_gap = point_at(s->raw, raw_rate, tsc) - off + LEAD_NS - raw;
 
-		gap = point_at(s->mono, rate, tsc) + LEAD_NS - mono;
+		gap = point_at(s->mono, rate, tsc) - off + LEAD_NS - mono;
 		/* Far behind (the sentry was frozen a long time, the host's clock jumped): catch
 		 * up at once, forward only. */
 		if (gap > CATCH_UP_NS)
@@ -264,8 +316,8 @@ void vtime_calibrate(struct vtime_calib *c, const struct vtime_sample *s, uint64
 	/* Outside the window: a system call is where the writer could be preempted. */
 	__atomic_store_n(&page->ncpu, guest_cpus(), __ATOMIC_RELAXED);
 	if (!first)
-		log_debug("time: guest MONOTONIC %+lld ns from the host's (aiming at %+d), host "
-			  "rate %.6f ns/tick",
+		log_debug("time: guest MONOTONIC %+lld ns from the host's minus the offset "
+			  "(aiming at %+d), host rate %.6f ns/tick",
 			  (long long)(LEAD_NS - gap), LEAD_NS,
 			  (double)rate / (double)(1ULL << VVAR_SHIFT));
 
@@ -347,6 +399,103 @@ void vtime_probe(void)
 		 cpu_mode == VVAR_CPU_RDTSCP ? "with rdtscp" : "is a system call");
 }
 
+/* Appends a change of the offset to new_off at host MONOTONIC host_ns. writer_lock held. */
+static void record_offset(int64_t host_ns, int64_t new_off)
+{
+	if (!nhistory) {
+		history[0].host_ns = INT64_MIN;
+		history[0].offset = __atomic_load_n(&offset, __ATOMIC_RELAXED);
+		nhistory = 1;
+	}
+	if (nhistory == HISTORY_MAX) {
+		/* Entry 0 takes the oldest change's offset: old stamps are off by that change. */
+		history[0].offset = history[1].offset;
+		memmove(&history[1], &history[2], (HISTORY_MAX - 2) * sizeof(history[0]));
+		nhistory--;
+	}
+	history[nhistory].host_ns = host_ns;
+	history[nhistory].offset = new_off;
+	__atomic_store_n(&nhistory, nhistory + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Sets the offset to new_off and moves the lines with it: each goes back by the change from
+ * where it is now, REALTIME (MONOTONIC plus real_off) stays where it is. writer_lock held.
+ */
+static void set_offset(int64_t new_off, uint64_t tsc)
+{
+	int64_t old = __atomic_load_n(&offset, __ATOMIC_RELAXED);
+	int64_t delta;
+
+	if (__builtin_sub_overflow(new_off, old, &delta))
+		return;
+	record_offset(host_mono_ns(), new_off);
+	if (__atomic_load_n(&page->mode, __ATOMIC_RELAXED) != VVAR_MODE_TSC) {
+		/* The readers ask the host and subtract the offset: nothing else to move. */
+		__atomic_store_n(&offset, new_off, __ATOMIC_RELAXED);
+		return;
+	}
+	page_begin();
+	/* Read once the count is odd, as vtime_calibrate. */
+	if (!tsc)
+		tsc = vvar_rdtsc();
+	{
+		int64_t mono = vvar_line_at(&page->mono, page->tsc_base, tsc);
+		int64_t raw = vvar_line_at(&page->raw, page->tsc_base, tsc);
+
+		store_line(&page->mono, page->mono.mult, mono - delta);
+		store_line(&page->raw, page->raw.mult, raw - delta);
+		__atomic_store_n(&page->real_off, page->real_off + delta, __ATOMIC_RELAXED);
+		__atomic_store_n(&page->tsc_base, tsc, __ATOMIC_RELAXED);
+		__atomic_store_n(&offset, new_off, __ATOMIC_RELAXED);
+	}
+	page_end();
+}
+
+/*
+ * The offset at start: HUSK_TEST_CLOCK_OFFSET_NS (tests: as if the sandbox had been paused for
+ * that long, or, negative, restored on a host that booted more recently), then a guest
+ * MONOTONIC that vtime_set_guest_monotonic asked for. Never a negative guest MONOTONIC: Linux
+ * refuses time namespace offsets that would make one, programs take it for an error.
+ */
+static void start_offset(void)
+{
+	const char *env = getenv("HUSK_TEST_CLOCK_OFFSET_NS");
+	int64_t host = host_mono_ns(), off;
+
+	pthread_mutex_lock(&writer_lock);
+	off = __atomic_load_n(&offset, __ATOMIC_RELAXED);
+	if (env && *env) {
+		char *end;
+		long long v;
+
+		errno = 0;
+		v = strtoll(env, &end, 10);
+		if (errno || *end)
+			log_warn(
+				"time: HUSK_TEST_CLOCK_OFFSET_NS=%s is not a decimal number: ignored",
+				env);
+		else if (__builtin_add_overflow(off, (int64_t)v, &off))
+			off = v < 0 ? INT64_MIN : INT64_MAX;
+	}
+	if (pending_guest) {
+		off = host - (int64_t)MIN(pending_guest_ns, (uint64_t)INT64_MAX);
+		pending_guest = false;
+	}
+	if (off > host) {
+		log_warn("time: an offset of %lld ns would make the guest's MONOTONIC negative: "
+			 "%lld ns instead",
+			 (long long)off, (long long)host);
+		off = host;
+	}
+	if (off != __atomic_load_n(&offset, __ATOMIC_RELAXED))
+		set_offset(off, 0);
+	pthread_mutex_unlock(&writer_lock);
+	if (off)
+		log_info("time: the guest's MONOTONIC and BOOTTIME are the host's %+lld ns",
+			 (long long)-off);
+}
+
 int vtime_start(struct memfile *mf)
 {
 	uint64_t len = PAGE_ALIGN_UP(vdso_image_len);
@@ -371,6 +520,7 @@ int vtime_start(struct memfile *mf)
 	page->coarse_res_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &res) ? 4000000 : ts_ns(&res);
 	page->ncpu = guest_cpus();
 	page->cpu_mode = cpu_mode;
+	start_offset();
 	started = true;
 	if (!tsc_usable)
 		return 0;
@@ -400,7 +550,9 @@ int vtime_start(struct memfile *mf)
 	if (ret) {
 		free(c);
 		/* An uncorrected line would drift from the host's clocks: no TSC then. */
+		pthread_mutex_lock(&writer_lock);
 		give_up(strerror(ret));
+		pthread_mutex_unlock(&writer_lock);
 	}
 	return 0;
 }
@@ -419,8 +571,14 @@ int vtime_gettime(int clock, struct timespec *ts)
 {
 	int64_t ns;
 
-	if (vvar_clock_ns(page, clock, &ns) < 0)
-		return clock_gettime(clock, ts) ? -errno : 0;
+	if (vvar_clock_ns(page, clock, &ns) < 0) {
+		/* Not from the page: the host's clock, minus the offset for the guest's. */
+		if (clock_gettime(clock, ts))
+			return -errno;
+		if (vtime_clock_offset_ns(clock))
+			*ts = vtime_host_to_guest_ts(clock, *ts);
+		return 0;
+	}
 	ts->tv_sec = ns / NSEC_PER_SEC;
 	ts->tv_nsec = ns % NSEC_PER_SEC;
 	if (ts->tv_nsec < 0) {
@@ -445,4 +603,118 @@ void vtime_getcpu_exact(void)
 const struct vvar *vtime_page(void)
 {
 	return page;
+}
+
+int64_t vtime_offset_ns(void)
+{
+	return __atomic_load_n(&offset, __ATOMIC_RELAXED);
+}
+
+void vtime_offset_add_at(int64_t ns, uint64_t tsc)
+{
+	int64_t new_off;
+
+	pthread_mutex_lock(&writer_lock);
+	if (__builtin_add_overflow(__atomic_load_n(&offset, __ATOMIC_RELAXED), ns, &new_off))
+		new_off = ns < 0 ? INT64_MIN : INT64_MAX;
+	set_offset(new_off, tsc);
+	pthread_mutex_unlock(&writer_lock);
+}
+
+void vtime_offset_add(int64_t ns)
+{
+	vtime_offset_add_at(ns, 0);
+}
+
+void vtime_set_guest_monotonic(uint64_t guest_ns)
+{
+	int64_t guest = (int64_t)MIN(guest_ns, (uint64_t)INT64_MAX), new_off;
+
+	pthread_mutex_lock(&writer_lock);
+	if (!started) {
+		pending_guest = true;
+		pending_guest_ns = guest_ns;
+	} else if (!__builtin_sub_overflow(host_mono_ns(), guest, &new_off)) {
+		set_offset(new_off, 0);
+	}
+	pthread_mutex_unlock(&writer_lock);
+}
+
+int64_t vtime_clock_offset_ns(int clock)
+{
+	switch (clock) {
+	case VVAR_CLOCK_MONOTONIC:
+	case VVAR_CLOCK_MONOTONIC_RAW:
+	case VVAR_CLOCK_MONOTONIC_COARSE:
+	case VVAR_CLOCK_BOOTTIME:
+	case 9: /* CLOCK_BOOTTIME_ALARM */
+		return __atomic_load_n(&offset, __ATOMIC_RELAXED);
+	default:
+		return 0;
+	}
+}
+
+/* ns plus add, within [0, UINT64_MAX]. */
+static uint64_t add_sat(uint64_t ns, int64_t add)
+{
+	if (add >= 0)
+		return ns > UINT64_MAX - (uint64_t)add ? UINT64_MAX : ns + (uint64_t)add;
+	return ns < -(uint64_t)add ? 0 : ns + (uint64_t)add;
+}
+
+uint64_t vtime_guest_to_host_mono(uint64_t guest_ns)
+{
+	return add_sat(guest_ns, vtime_offset_ns());
+}
+
+uint64_t vtime_host_to_guest_mono(uint64_t host_ns)
+{
+	int64_t off = vtime_offset_ns();
+
+	if (__atomic_load_n(&nhistory, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&writer_lock);
+		for (int i = nhistory - 1; i >= 0; i--) {
+			if (i == 0 ||
+			    history[i].host_ns <= (int64_t)MIN(host_ns, (uint64_t)INT64_MAX)) {
+				off = history[i].offset;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&writer_lock);
+	}
+	return off == INT64_MIN ? UINT64_MAX : add_sat(host_ns, -off);
+}
+
+/* ts plus add nanoseconds, saturating at the ends of time_t (and at 0 below). */
+static struct timespec ts_add(struct timespec ts, int64_t add)
+{
+	int64_t sec = add / NSEC_PER_SEC, nsec = add % NSEC_PER_SEC;
+
+	ts.tv_nsec += nsec;
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += NSEC_PER_SEC;
+		sec--;
+	} else if (ts.tv_nsec >= NSEC_PER_SEC) {
+		ts.tv_nsec -= NSEC_PER_SEC;
+		sec++;
+	}
+	if (__builtin_add_overflow(ts.tv_sec, sec, &ts.tv_sec))
+		return sec < 0 ? (struct timespec){ 0, 0 } :
+				 (struct timespec){ INT64_MAX, NSEC_PER_SEC - 1 };
+	if (ts.tv_sec < 0)
+		return (struct timespec){ 0, 0 };
+	return ts;
+}
+
+struct timespec vtime_host_to_guest_ts(int clock, struct timespec ts)
+{
+	int64_t off = vtime_clock_offset_ns(clock);
+
+	return off == INT64_MIN ? (struct timespec){ INT64_MAX, NSEC_PER_SEC - 1 } :
+				  ts_add(ts, -off);
+}
+
+struct timespec vtime_guest_to_host_ts(int clock, struct timespec ts)
+{
+	return ts_add(ts, vtime_clock_offset_ns(clock));
 }

@@ -54,4 +54,56 @@ int64_t vtime_now_ns(int clock);
  */
 void vtime_getcpu_exact(void);
 
+/*
+ * The guest's offset (sentry/time/README.md, "The guest's offset"): the guest's CLOCK_MONOTONIC
+ * (and _RAW, _COARSE) and CLOCK_BOOTTIME (and _ALARM) are the host's minus this many
+ * nanoseconds; REALTIME and TAI are the host's. It grows by the length of each pause (the
+ * guest's clocks stand still while it is paused) and is set at restore so that they go on from
+ * the checkpoint's values. Negative: the guest is ahead of the host (a restore on a host that
+ * booted more recently). The sentry's own deadlines stay on the host's clocks; the places
+ * where a guest's time becomes a host deadline, or a host time a guest's, convert with the
+ * helpers below.
+ */
+
+/* The current offset, host minus guest MONOTONIC in nanoseconds (an atomic read). */
+int64_t vtime_offset_ns(void);
+
+/*
+ * Grows the offset by ns (the guest's clocks go ns back from where the host's took them: a
+ * resume after a pause of ns). The time page's lines move under its sequence count, so no
+ * reader sees a torn or stepping value while the write is under way; the caller guarantees
+ * that no guest thread ran during the last ns nanoseconds (husk resume: every guest thread was
+ * stopped for at least that long), so that no guest ever read a value the lines go back past.
+ * A negative ns moves the guest's clocks forward. Callable before vtime_start.
+ */
+void vtime_offset_add(int64_t ns);
+
+/*
+ * Makes the guest's MONOTONIC read guest_ns now (restore: the value at checkpoint); BOOTTIME
+ * moves with it. Before vtime_start the value is kept and applied when vtime_start runs.
+ */
+void vtime_set_guest_monotonic(uint64_t guest_ns);
+
+/* The host's MONOTONIC when the guest's reads guest_ns, with the current offset (deadlines). */
+uint64_t vtime_guest_to_host_mono(uint64_t guest_ns);
+
+/*
+ * The guest's MONOTONIC when the host's read host_ns: with the offset in force then (a time
+ * stamp the sentry took earlier, tg->start_ns, kernel.boot_ns) or, for now and later, the
+ * current one. 0 if it would be negative.
+ */
+uint64_t vtime_host_to_guest_mono(uint64_t host_ns);
+
+/*
+ * The offset of a Linux clock id: vtime_offset_ns() for MONOTONIC, MONOTONIC_RAW,
+ * MONOTONIC_COARSE, BOOTTIME and BOOTTIME_ALARM, else 0 (REALTIME, TAI, the CPU-time clocks).
+ * A guest's absolute time on clock is the host's plus this.
+ */
+int64_t vtime_clock_offset_ns(int clock);
+
+/* A host's time on clock (now or later) as the guest's: minus the clock's current offset. */
+struct timespec vtime_host_to_guest_ts(int clock, struct timespec ts);
+/* A guest's absolute time on clock as the host's (plus the clock's offset), saturating. */
+struct timespec vtime_guest_to_host_ts(int clock, struct timespec ts);
+
 #endif

@@ -32,6 +32,7 @@
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/net.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/internal.h"
 
 long proc_parse_num(const char *name)
@@ -67,11 +68,18 @@ static uint64_t now_ns(clockid_t clock)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The sandbox's uptime: the guest's MONOTONIC since the sentry started, so without its pauses
+ * (k->boot_ns is the host's, converted with the offset of then: sentry/time/vtime.h).
+ */
 static uint64_t uptime_ns(struct kernel *k)
 {
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = vtime_host_to_guest_mono(now_ns(CLOCK_MONOTONIC)), boot;
 
-	return k && now > k->boot_ns ? now - k->boot_ns : 0;
+	if (!k)
+		return 0;
+	boot = vtime_host_to_guest_mono(k->boot_ns);
+	return now > boot ? now - boot : 0;
 }
 
 /* --- self and thread-self --- */

@@ -30,6 +30,7 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/internal.h"
 
 /* The task of n (its thread), or -ESRCH. */
@@ -178,7 +179,7 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 	struct mm *mm;
 	const char *sname;
 	uint64_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0, brk = 0, utime, stime;
-	uint64_t cutime, cstime, start, sigpend, sigign = 0, sigcgt = 0;
+	uint64_t cutime, cstime, start, boot, sigpend, sigign = 0, sigcgt = 0;
 	struct cputime times;
 	int32_t tty_nr = 0, tpgid = -1;
 	int nthreads, exit_code;
@@ -221,7 +222,10 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 			sigcgt |= 1ULL << i;
 	}
 	pthread_mutex_unlock(&tg->sighand->lock);
-	start = start > t->k->boot_ns ? start - t->k->boot_ns : 0;
+	/* Host time stamps, on the guest's clock (without the pauses before them). */
+	start = vtime_host_to_guest_mono(start);
+	boot = vtime_host_to_guest_mono(t->k->boot_ns);
+	start = start > boot ? start - boot : 0;
 
 	/* Fields 1-22: ids, state, terminal, faults, times, scheduling, start time. */
 	fprintf(out, "%d (%s) %c %d %d %d %d %d %u 0 0 0 0 %llu %llu %llu %llu 20 0 %d 0 %llu ",

@@ -8,8 +8,10 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "sentry/time/calibrate.h"
+#include "sentry/time/vtime.h"
 #include "sentry/time/vvar.h"
 
 #define SEC 1000000000LL
@@ -162,4 +164,133 @@ Test(calibrate, lines_follow_the_host_and_never_step_back)
 	tsc += 2 * (uint64_t)SEC;
 	calibrate_at(&c, tsc);
 	cr_assert_eq(vtime_page()->mode, VVAR_MODE_SYSCALL);
+}
+
+/* The guest's MONOTONIC at tsc, as the vDSO reads it. */
+static int64_t guest_mono(uint64_t tsc)
+{
+	return line(&vtime_page()->mono, tsc);
+}
+
+static int64_t guest_real(uint64_t tsc)
+{
+	return guest_mono(tsc) + vtime_page()->real_off;
+}
+
+/* Calibrates every second from tsc to tsc + n s, the lines within 100 ns of host - offset. */
+static uint64_t calibrate_for(struct vtime_calib *c, uint64_t tsc, int n, const char *when)
+{
+	for (int i = 0; i < n; i++) {
+		int64_t gap;
+
+		tsc += 2 * (uint64_t)SEC;
+		calibrate_at(c, tsc);
+		gap = guest_mono(tsc) - (host_mono(&h, tsc) - vtime_offset_ns());
+		if (i >= 2)
+			cr_assert(llabs(gap - VTIME_LEAD_NS) < 100,
+				  "%s, calibration %d: %lld ns from host - offset", when, i,
+				  (long long)gap);
+	}
+	return tsc;
+}
+
+Test(calibrate, offset_add_after_a_pause_keeps_monotonic)
+{
+	struct vtime_calib c = { .prev = sample_at(&h, 2000000) };
+	uint64_t tsc = 2000000 + 2 * 1000000, paused, resumed;
+	int64_t before, real, pause = 3600 * SEC;
+
+	calibrate_at(&c, tsc);
+	tsc = calibrate_for(&c, tsc, 8, "before the pause");
+	cr_assert_eq(vtime_offset_ns(), 0);
+
+	/*
+	 * husk pause at `paused` (the guest's last read), an hour during which the calibration
+	 * thread goes on (its lines follow the host), then husk resume: offset += the hour.
+	 */
+	paused = tsc + 1000;
+	before = guest_mono(paused);
+	tsc = calibrate_for(&c, tsc, 4, "paused");
+	resumed = paused + (uint64_t)pause * 2;
+	tsc = resumed - 4000;
+	calibrate_at(&c, tsc);
+	real = guest_real(resumed);
+	vtime_offset_add_at(pause, resumed);
+	cr_assert_eq(vtime_offset_ns(), pause);
+	/* From where the guest left it: not back, and not on by the pause (1 ms of slack). */
+	cr_assert_geq(guest_mono(resumed), before, "MONOTONIC went back at the resume");
+	cr_assert_lt(guest_mono(resumed) - before, 1000000,
+		     "MONOTONIC moved on by %lld ns across the pause",
+		     (long long)(guest_mono(resumed) - before));
+	/* REALTIME is the host's: it does not move at the resume. */
+	cr_assert(llabs(guest_real(resumed) - real) < 10, "REALTIME moved by %lld ns",
+		  (long long)(guest_real(resumed) - real));
+	/* BOOTTIME follows MONOTONIC (its offset to it is the host's). */
+	cr_assert_eq(vtime_page()->boot_off, 3 * SEC);
+
+	/* The calibrations after it keep the offset (no jump back to the host's clock). */
+	tsc = calibrate_for(&c, resumed, 20, "after the resume");
+	cr_assert_lt(guest_mono(tsc), host_mono(&h, tsc) - pause + 2 * VTIME_LEAD_NS);
+
+	/* A second pause with the calibration thread frozen (host's rate moved 20 ppm). */
+	paused = tsc + 1000;
+	before = guest_mono(paused);
+	host_set_rate(&h, paused, 500010000, 1000000000);
+	resumed = paused + (uint64_t)pause * 2;
+	vtime_offset_add_at(pause, resumed);
+	cr_assert_geq(guest_mono(resumed), before, "MONOTONIC went back at the second resume");
+	cr_assert_lt(guest_mono(resumed) - before, 100000000,
+		     "MONOTONIC moved on by %lld ns across the second pause",
+		     (long long)(guest_mono(resumed) - before));
+	tsc = calibrate_for(&c, resumed, 20, "after the second resume");
+	cr_assert_eq(vtime_page()->mode, VVAR_MODE_TSC);
+	cr_assert_eq(vtime_offset_ns(), 2 * pause);
+}
+
+Test(calibrate, negative_offset_moves_the_guest_ahead)
+{
+	struct vtime_calib c = { .prev = sample_at(&h, 2000000) };
+	uint64_t tsc = 2000000 + 2 * 1000000;
+	int64_t before, real;
+
+	calibrate_at(&c, tsc);
+	tsc = calibrate_for(&c, tsc, 5, "before");
+	before = guest_mono(tsc);
+	real = guest_real(tsc);
+	vtime_offset_add_at(-3600 * SEC, tsc);
+	cr_assert(llabs(guest_mono(tsc) - before - 3600 * SEC) < 10, "MONOTONIC moved %lld ns",
+		  (long long)(guest_mono(tsc) - before));
+	cr_assert(llabs(guest_real(tsc) - real) < 10, "REALTIME moved");
+	tsc = calibrate_for(&c, tsc, 10, "ahead");
+	cr_assert_gt(guest_mono(tsc), host_mono(&h, tsc) + 3600 * SEC - 1000);
+}
+
+Test(calibrate, host_stamps_convert_with_the_offset_of_their_time)
+{
+	struct timespec ts;
+	uint64_t early, late;
+
+	/* Before any change: the identity, as the offset is 0. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	early = (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+	cr_assert_eq(vtime_host_to_guest_mono(early), early);
+	vtime_offset_add(5 * SEC);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	late = (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec + 1;
+	/* A stamp taken before the change keeps its value; one after has the offset. */
+	cr_assert_eq(vtime_host_to_guest_mono(early), early);
+	cr_assert_eq(vtime_host_to_guest_mono(late), late - 5 * SEC);
+	cr_assert_eq(vtime_guest_to_host_mono(late - 5 * SEC), late);
+	cr_assert_eq(vtime_clock_offset_ns(CLOCK_BOOTTIME), 5 * SEC);
+	cr_assert_eq(vtime_clock_offset_ns(CLOCK_REALTIME), 0);
+	/* The fallback (no TSC in use): host minus offset, from the host's clock. */
+	{
+		int64_t host, guest;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		host = (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+		guest = vtime_now_ns(CLOCK_MONOTONIC);
+		cr_assert(guest >= host - 5 * SEC && guest < host - 5 * SEC + SEC / 10,
+			  "host %lld, guest %lld", (long long)host, (long long)guest);
+	}
 }

@@ -9,6 +9,7 @@
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/time/vtime.h"
 
 struct thread_group *kernel_find_tg(struct kernel *k, int32_t pid)
 {
@@ -54,4 +55,10 @@ int ipc_proc_msg(FILE *out)
 int ptrace_may_access(struct task *caller, struct task *target)
 {
 	return 0;
+}
+
+/* procfs's uptime and start times (sentry/time is not linked here): no offset. */
+uint64_t vtime_host_to_guest_mono(uint64_t host_ns)
+{
+	return host_ns;
 }
