@@ -21,6 +21,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/state/state.h"
+#include "sentry/time/vtime.h"
 
 #define CONTROL_THREAD_STACK (256u << 10)
 
@@ -230,6 +231,8 @@ static void serve_pause(struct kernel *k, int fd, bool pause, size_t len)
 			log_warn("control: pause: task %d did not stop", busy);
 		}
 	} else if (!pause && paused) {
+		/* The guest's clocks stood still while it was paused (sentry/time/README.md). */
+		vtime_offset_add((int64_t)(task_monotonic_ns() - k->frozen_at_ns));
 		kernel_thaw(k);
 		paused = false;
 		log_info("control: resumed");

@@ -281,6 +281,8 @@ struct state_restore *state_restore_load(struct kernel *k, int image_fd, int pag
 	if (ret < 0)
 		goto out;
 	r->img = p->img;
+	/* The guest's clocks go on from where they were saved (applied when vtime starts). */
+	vtime_set_guest_monotonic(p->img->kernel->guest_mono_ns);
 	ret = load_pages(r, pages_fd);
 out:
 	free(buf);

@@ -478,6 +478,8 @@ static void start_offset(void)
 		else if (__builtin_add_overflow(off, (int64_t)v, &off))
 			off = v < 0 ? INT64_MIN : INT64_MAX;
 	}
+	bool restored = pending_guest;
+
 	if (pending_guest) {
 		off = host - (int64_t)MIN(pending_guest_ns, (uint64_t)INT64_MAX);
 		pending_guest = false;
@@ -490,6 +492,10 @@ static void start_offset(void)
 	}
 	if (off != __atomic_load_n(&offset, __ATOMIC_RELAXED))
 		set_offset(off, 0);
+	/* A restore's stamps (boot and start times, moved into this host's clock) all convert
+	 * with the restored offset: no history before it. */
+	if (restored)
+		__atomic_store_n(&nhistory, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&writer_lock);
 	if (off)
 		log_info("time: the guest's MONOTONIC and BOOTTIME are the host's %+lld ns",

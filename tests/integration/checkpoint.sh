@@ -43,6 +43,8 @@ wait_above() {
 set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'
 H run -d --bundle "$bundle" loop </dev/null >/dev/null 2>&1 || fail "run the loop"
 before=$(wait_above loop /tmp/count 5)
+gu0=$(H exec loop cat /proc/uptime | cut -d' ' -f1)
+hu0=$(cut -d' ' -f1 /proc/uptime)
 if H checkpoint --image-path "$work/img1" loop 2>"$work/err"; then
 	pass "checkpoint of a running shell loop"
 else
@@ -55,6 +57,7 @@ fi
 	fail "image files" "$(ls -l "$work/img1" 2>&1)"
 # What the loop had reached when it was saved: it goes on from there, not from 0.
 saved=$before
+sleep 1 # the image waits at least this long: the guest's clock must not count it
 if H restore -d --image-path "$work/img1" --bundle "$bundle" loop </dev/null 2>"$work/err" >/dev/null; then
 	pass "restore under the same id"
 else
@@ -64,6 +67,12 @@ fi
 	fail "restored container is running" "$(H state loop 2>&1)"
 first=$(cat_in loop /tmp/count)
 later=$(wait_above loop /tmp/count "${first:-0}")
+gu1=$(H exec loop cat /proc/uptime | cut -d' ' -f1)
+hu1=$(cut -d' ' -f1 /proc/uptime)
+awk -v g0="$gu0" -v g1="$gu1" -v h0="$hu0" -v h1="$hu1" \
+	'BEGIN { exit !(g1 > g0 && (h1 - h0) - (g1 - g0) >= 0.95) }' &&
+	pass "the guest's clock goes on from the checkpoint (guest $gu0 -> $gu1, host $hu0 -> $hu1)" ||
+	fail "the guest's clock after restore" "guest $gu0 -> $gu1, host $hu0 -> $hu1"
 [ -n "$first" ] && [ "$first" -ge "$saved" ] && [ "$later" -gt "$first" ] &&
 	pass "the counter goes on from where it was saved ($saved -> $first -> $later)" ||
 	fail "the counter goes on" "saved $saved, after restore $first then $later"
@@ -87,6 +96,10 @@ for id in twin1 twin2; do H delete --force $id; done
 
 # --- pause and resume: no guest code runs in between ---
 cpu() { H events --stats "$1" 2>/dev/null | sed -n 's/.*"usage":{[^}]*"total":\([0-9]*\).*/\1/p'; }
+up() { H exec "$1" cat /proc/uptime 2>/dev/null | cut -d' ' -f1; }
+hnow() { cut -d' ' -f1 /proc/uptime; }
+g0=$(up loop)
+h0=$(hnow)
 if H pause loop 2>"$work/err"; then
 	pass "pause"
 else
@@ -101,8 +114,15 @@ u2=$(cpu loop)
 	fail "a paused sandbox runs no guest code" "cpu $u1 then $u2"
 expect_status "exec --ignore-paused is taken (it runs after resume)" 0 -- \
 	H exec --ignore-paused -d loop true
+sleep 0.5 # the pause lasts at least this long: the guest's clock must not count it
 H resume loop 2>"$work/err" && [ "$(status_of loop)" = running ] && pass "resume" ||
 	fail "resume" "$(cat "$work/err") $(H state loop)"
+g1=$(up loop)
+h1=$(hnow)
+awk -v g0="$g0" -v g1="$g1" -v h0="$h0" -v h1="$h1" \
+	'BEGIN { exit !(g1 > g0 && (h1 - h0) - (g1 - g0) >= 0.75) }' &&
+	pass "the guest's clock stood still while paused (guest +$g0..$g1, host $h0..$h1)" ||
+	fail "the guest's clock stood still while paused" "guest $g0 -> $g1, host $h0 -> $h1"
 v=$(cat_in loop /tmp/count)
 w=$(wait_above loop /tmp/count "${v:-0}") && pass "the loop runs again after resume" ||
 	fail "the loop runs again after resume" "$v $w"
