@@ -601,6 +601,16 @@ static int restore_queue(struct state_restore *r, struct sock *sk, uint32_t id,
 	return 0;
 }
 
+static bool is_inet(int family)
+{
+	return family == AF_INET || family == AF_INET6;
+}
+
+static bool same_family(const struct sock *a, const struct sock *b)
+{
+	return a->family == b->family || (is_inet(a->family) && is_inet(b->family));
+}
+
 /* Builds every Socket of the image (once). */
 static int net_build(struct state_restore *r)
 {
@@ -647,13 +657,22 @@ static int net_build(struct state_restore *r)
 		if (m->host)
 			continue;
 		if (m->has_peer) {
-			sk->peer = nr->socks[m->peer - 1];
-			sock_get(sk->peer);
+			struct sock *p = nr->socks[m->peer - 1];
+
+			/* sock.c's transfers assume a peer of the same type and family (an IPv4 and
+			 * an IPv6 socket may be the two ends of a loopback TCP connection). */
+			if (!same_family(p, sk) || p->type != sk->type) {
+				err = -EINVAL;
+				break;
+			}
+			sk->peer = p;
+			sock_get(p);
 		}
 		for (size_t j = 0; j < m->n_acceptq; j++) {
 			struct sock *c = nr->socks[m->acceptq[j] - 1];
 
-			if (!list_empty(&c->acc_link)) {
+			if (!list_empty(&c->acc_link) || !same_family(c, sk) ||
+			    c->type != sk->type) {
 				err = -EINVAL;
 				break;
 			}
@@ -670,7 +689,9 @@ static int net_build(struct state_restore *r)
 	}
 	pthread_mutex_unlock(&net_lock);
 	if (err < 0)
-		return state_restore_fail(r, err, "a socket is in two accept queues");
+		return state_restore_fail(r, err,
+					  "a socket's peer or accept queue is of another family or "
+					  "type, or in two accept queues");
 	nr->built = true;
 	/* Queues last: their files in flight may be socket files, which need the objects. */
 	for (size_t i = 0; i < n; i++) {
