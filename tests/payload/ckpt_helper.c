@@ -62,7 +62,8 @@ static void die(const char *what)
 
 struct objs {
 	int efd, tfd_fast, tfd_slow, sfd, ep;
-	int us[2], ud[2], uf[2], pipe_w;
+	int us[2], ud[2], uf[2], uq[2], pipe_w;
+	int ep1, e1; /* an epoll whose EPOLLONESHOT item fired, over an eventfd */
 	int tl, tc, ts, tc2, tport;
 	int uu, uv, uport, uvport;
 	int al, ac;
@@ -153,8 +154,11 @@ static void make(struct objs *o)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, o->us) < 0 ||
 	    socketpair(AF_UNIX, SOCK_DGRAM, 0, o->ud) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM, 0, o->uf) < 0)
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, o->uf) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, o->uq) < 0)
 		die("socketpair");
+	wr(o->uq[1], "seq1");
+	wr(o->uq[1], "seq-22");
 	wr(o->us[0], "hello-unix");
 	wr(o->ud[0], "d1");
 	wr(o->ud[0], "d22");
@@ -188,6 +192,13 @@ static void make(struct objs *o)
 	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 7 };
 	if (epoll_ctl(o->ep, EPOLL_CTL_ADD, o->us[1], &ev) < 0)
 		die("epoll_ctl");
+
+	o->ep1 = epoll_create1(0);
+	o->e1 = eventfd(1, 0);
+	ev = (struct epoll_event){ .events = EPOLLIN | EPOLLONESHOT, .data.u64 = 9 };
+	if (o->ep1 < 0 || o->e1 < 0 || epoll_ctl(o->ep1, EPOLL_CTL_ADD, o->e1, &ev) < 0 ||
+	    epoll_wait(o->ep1, &ev, 1, 0) != 1)
+		die("epoll oneshot");
 
 	/* Loopback TCP: a listener, an accepted connection with data both ways, one unaccepted. */
 	o->tl = socket(AF_INET, SOCK_STREAM, 0);
@@ -278,6 +289,14 @@ static void verify(struct objs *o)
 			 (evs[0].data.u64 == 7 && evs[1].data.u64 == 0x1234)),
 	      "epoll interest list", "epoll_wait gave %d", k);
 
+	k = epoll_wait(o->ep1, evs, 4, 0);
+	check(k == 0, "a fired EPOLLONESHOT item stays disabled", "epoll_wait gave %d", k);
+	evs[0] = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 10 };
+	epoll_ctl(o->ep1, EPOLL_CTL_MOD, o->e1, &evs[0]);
+	k = epoll_wait(o->ep1, evs, 4, 0);
+	check(k == 1 && evs[0].data.u64 == 10, "and EPOLL_CTL_MOD enables it again",
+	      "epoll_wait gave %d", k);
+
 	/* eventfd: semaphore mode, count 5, non-blocking. */
 	k = 0;
 	while (read(o->efd, &v, 8) == 8 && v == 1)
@@ -309,6 +328,10 @@ static void verify(struct objs *o)
 	check(read_is(o->us[1], "hello-unix"), "unix socketpair queued bytes", "read");
 	wr(o->us[1], "back");
 	check(read_is(o->us[0], "back"), "unix socketpair talks both ways", "read");
+	check(recv(o->uq[0], buf, sizeof(buf), MSG_DONTWAIT) == 4 &&
+		      recv(o->uq[0], buf, sizeof(buf), MSG_DONTWAIT) == 6 &&
+		      !memcmp(buf, "seq-22", 6),
+	      "unix seqpacket messages keep their boundaries", "recv");
 	check(recv(o->ud[1], buf, sizeof(buf), MSG_DONTWAIT) == 2 &&
 		      recv(o->ud[1], buf, sizeof(buf), MSG_DONTWAIT) == 3 && !memcmp(buf, "d22", 3),
 	      "unix datagrams keep their boundaries", "recv");
