@@ -1238,6 +1238,8 @@ start:
 	timing_stage("pid 1 starts");
 	status = task_run_init(init);
 	timing_stage("pid 1 and every task ended");
+	/* A checkpoint that ended the sandbox answers before the sentry goes. */
+	control_checkpoint_barrier();
 	if (status & 0x7f)
 		return 128 + (status & 0x7f);
 	return (status >> 8) & 0xff;

@@ -90,6 +90,13 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
  */
 int control_server_start(struct kernel *k, int listen_fd);
 
+/*
+ * Waits until no checkpoint is being written or answered. main calls it when pid 1 has ended:
+ * a checkpoint that ends the sandbox kills pid 1 before it replies, and the sentry must not exit
+ * before the reply is sent.
+ */
+void control_checkpoint_barrier(void);
+
 /* The listening control socket's fd, or -1: sentry/filter.c allows accept4 on it only. */
 int control_listen_fd(void);
 

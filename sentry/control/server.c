@@ -241,6 +241,15 @@ static void serve_pause(struct kernel *k, int fd, bool pause, size_t len)
 	send_reply(fd, err);
 }
 
+/* Held while a checkpoint is written and answered (control_checkpoint_barrier). */
+static pthread_mutex_t ckpt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void control_checkpoint_barrier(void)
+{
+	pthread_mutex_lock(&ckpt_lock);
+	pthread_mutex_unlock(&ckpt_lock);
+}
+
 /* CONTROL_CHECKPOINT: save the sandbox into the two fds given (sentry/state). */
 static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t len, int *fds,
 			     int nfds)
@@ -252,7 +261,7 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 	struct control_checkpoint_reply r = { 0 };
 	struct control_checkpoint req;
 	struct state_stats st = { 0 };
-	bool leave = true;
+	bool leave = true, locked = false;
 	char out[sizeof(h) + sizeof(r)];
 
 	if (len != sizeof(h) + sizeof(req) || nfds != 2) {
@@ -261,6 +270,8 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 	} else {
 		memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
 		leave = req.flags & CONTROL_CKPT_LEAVE_RUNNING;
+		pthread_mutex_lock(&ckpt_lock);
+		locked = true;
 		pthread_mutex_lock(&pause_lock);
 		r.err = state_checkpoint(k, fds[0], fds[1], leave, &st, r.msg, sizeof(r.msg));
 		if (r.err == 0 && !leave)
@@ -276,6 +287,8 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
 	send_all(fd, out, sizeof(out));
+	if (locked)
+		pthread_mutex_unlock(&ckpt_lock);
 }
 
 static void *conn_main(void *arg)

@@ -800,6 +800,35 @@ uint64_t timer_cb_ticks(struct ktimer *kt, bool take)
 	return n;
 }
 
+void timer_cb_save(struct ktimer *kt, int *host_clock, uint64_t *expiry, uint64_t *interval,
+		   uint64_t *ticks)
+{
+	pthread_mutex_lock(&timer_lock);
+	*host_clock = kt->host_clock;
+	*expiry = kt->armed ? (kt->expiry ? kt->expiry : 1) : 0;
+	*interval = kt->interval;
+	*ticks = kt->ticks;
+	pthread_mutex_unlock(&timer_lock);
+}
+
+int timer_cb_restore(struct ktimer *kt, uint64_t expiry, uint64_t interval, uint64_t ticks)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&timer_lock);
+	kt->interval = interval;
+	kt->ticks = ticks;
+	if (!expiry) {
+		disarm(kt);
+	} else {
+		err = timer_start();
+		if (!err)
+			arm(kt, expiry);
+	}
+	pthread_mutex_unlock(&timer_lock);
+	return err;
+}
+
 void timer_cb_destroy(struct ktimer *kt)
 {
 	if (!kt)

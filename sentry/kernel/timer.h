@@ -117,5 +117,13 @@ void timer_cb_gettime(struct ktimer *kt, struct timer_spec *cur);
 uint64_t timer_cb_ticks(struct ktimer *kt, bool take);
 /* Disarms and frees kt; fn is not running and will not run once this returns. NULL: no-op. */
 void timer_cb_destroy(struct ktimer *kt);
+/*
+ * Checkpoint (sentry/state/anon.c): kt's host clock, its deadline on the host's CLOCK_MONOTONIC
+ * (0: disarmed), interval and untaken expirations; timer_cb_restore sets them again (deadline
+ * already moved to this host's clock; a past one expires at once). Returns 0 or -errno.
+ */
+void timer_cb_save(struct ktimer *kt, int *host_clock, uint64_t *expiry, uint64_t *interval,
+		   uint64_t *ticks);
+int timer_cb_restore(struct ktimer *kt, uint64_t expiry, uint64_t interval, uint64_t ticks);
 
 #endif

@@ -219,6 +219,11 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 	return ret;
 }
 
+void inet_bind_restore_locked(struct sock *s)
+{
+	list_add_tail(&s->bind_link, &inet_bound);
+}
+
 void inet_unbind_locked(struct sock *s)
 {
 	if (s->bound && !list_empty(&s->bind_link)) {

@@ -191,6 +191,15 @@ ssize_t sock_queue_inet_dgram_locked(struct sock *dst, const struct net_msg *m, 
 void sock_port_unreachable_locked(struct sock *s, const struct net_msg *m, size_t len,
 				  const struct inet_ep *dst);
 
+/* --- checkpoint (sentry/state/net.c) --- */
+/* A new file over s (flags: O_NONBLOCK), which takes its own reference on s; NULL: no memory. */
+struct file *sock_file_new(struct sock *s, int flags);
+/* An skb of len bytes (zeroed header, uninitialised data), or NULL. */
+struct skb *sock_skb_new(size_t len);
+/* Puts restored, bound s back in its family's bind table (net_lock held; no checks). */
+void unix_bind_restore_locked(struct sock *s);
+void inet_bind_restore_locked(struct sock *s);
+
 /* --- optkeep.c --- */
 /*
  * Options kept but not applied (IP multicast and path MTU, TCP timers, corking...): set stores

@@ -419,6 +419,16 @@ static struct file *sock_file(struct sock *s, int flags)
 	return f;
 }
 
+struct file *sock_file_new(struct sock *s, int flags)
+{
+	return sock_file(s, flags);
+}
+
+struct skb *sock_skb_new(size_t len)
+{
+	return skb_alloc(len);
+}
+
 int sock_create(struct task *t, int family, int type, int protocol, int flags, struct sock **sp,
 		struct file **fp)
 {

@@ -214,6 +214,11 @@ int unix_bind(struct task *t, struct sock *s, const void *addr, size_t len)
 	return ret;
 }
 
+void unix_bind_restore_locked(struct sock *s)
+{
+	list_add_tail(&s->bind_link, &unix_bound);
+}
+
 void unix_unbind_locked(struct sock *s)
 {
 	if (s->bound && !list_empty(&s->bind_link)) {

@@ -813,6 +813,7 @@ int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_ru
 		control_send_signal(k, -1, LINUX_SIGKILL);
 	kernel_thaw(k);
 	state_fs_save_end(&s);
+	state_net_save_end(&s);
 	state_arena_free(&s);
 	state_ptrmap_free(&s.files);
 	state_ptrmap_free(&s.mms);

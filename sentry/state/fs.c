@@ -35,6 +35,7 @@
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/mm/memfile.h"
+#include "sentry/net/net.h"
 #include "sentry/state/state.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/internal.h"
@@ -732,6 +733,10 @@ int state_file_save(struct state_save *s, struct file *f, Husk__State__File *out
 		out->host_fd = origin;
 		return 0;
 	}
+	if (state_anon_file(f))
+		return state_anon_file_save(s, f, out);
+	if (file_is_socket(f))
+		return state_sock_file_save(s, f, out);
 	if (file_is_pipe(f)) {
 		err = save_pipe_file(s, f, out);
 		if (err < 0 || out->kind == STATE_FILE_PIPE)
@@ -1685,6 +1690,15 @@ struct file *state_file_restore(struct state_restore *r, const Husk__State__File
 		break;
 	case STATE_FILE_PIPE:
 		f = restore_pipe(r, in);
+		break;
+	case STATE_FILE_EVENTFD:
+	case STATE_FILE_TIMERFD:
+	case STATE_FILE_SIGNALFD:
+	case STATE_FILE_EPOLL:
+		f = state_anon_file_restore(r, in);
+		break;
+	case STATE_FILE_SOCKET:
+		f = state_sock_file_restore(r, in);
 		break;
 	default:
 		state_restore_fail(r, -EINVAL, "file %u: bad kind %u", in->id, in->kind);

@@ -308,6 +308,11 @@ out:
 		idx_;                                  \
 	})
 
+int64_t state_restore_mono_delta(struct state_restore *r)
+{
+	return P(r)->delta;
+}
+
 struct file *state_restore_file_id(struct state_restore *r, uint32_t id)
 {
 	struct restore_priv *p = P(r);
@@ -319,7 +324,15 @@ struct file *state_restore_file_id(struct state_restore *r, uint32_t id)
 	}
 	if (r->files[id - 1])
 		return r->files[id - 1];
+	/* A file restored for another (an epoll's item, a file in flight) nests: a bad image
+	 * could make that a cycle. */
+	if (r->depth >= 16) {
+		state_restore_fail(r, -EINVAL, "file %u: files refer to each other too deeply", id);
+		return NULL;
+	}
+	r->depth++;
 	f = state_file_restore(r, p->files_by_id[id - 1]);
+	r->depth--;
 	if (!f) {
 		state_restore_fail(r, -EINVAL, "file %u cannot be restored", id);
 		return NULL;
@@ -985,6 +998,7 @@ void state_restore_done(struct state_restore *r)
 	p = P(r);
 	if (p && r->img)
 		state_fs_restore_end(r);
+	state_net_restore_end(r);
 	if (p && p->built) {
 		/* The objects hold their own references now (a failed restore ends the sentry: its
 		 * half-built objects are left as they are). */

@@ -40,7 +40,11 @@ enum state_file_kind {
 	STATE_FILE_PIPE = 3, /* an end of a pipe or FIFO */
 	STATE_FILE_MEMFD = 4, /* a tmpfs file with no name (memfd_create, unlinked files) */
 	STATE_FILE_FIFO = 5, /* a FIFO reached by a path, and its pipe */
-	/* more kinds: anon files, sockets, ... */
+	STATE_FILE_EVENTFD = 6, /* anon.c */
+	STATE_FILE_TIMERFD = 7,
+	STATE_FILE_SIGNALFD = 8,
+	STATE_FILE_EPOLL = 9,
+	STATE_FILE_SOCKET = 10, /* net.c: a socket, by Socket id */
 };
 
 /* Memory-file ranges (page aligned) the image must carry. */
@@ -64,6 +68,8 @@ struct state_ptrmap {
 struct state_arena;
 struct state_fs_save;
 struct state_fs_restore;
+struct state_net_save;
+struct state_net_restore;
 
 struct state_save {
 	struct kernel *k;
@@ -74,6 +80,7 @@ struct state_save {
 	struct state_arena *arena; /* every message and string of img */
 	void *priv; /* checkpoint.c's */
 	struct state_fs_save *fs; /* sentry/state/fs.c's tables (state_fs_save_end frees them) */
+	struct state_net_save *net; /* sentry/state/net.c's (state_net_save_end) */
 	char err[256]; /* the first failure, for the caller's message */
 };
 
@@ -85,6 +92,8 @@ struct state_restore {
 	size_t nfiles;
 	void **objs; /* scratch per-kind tables (mms, fdtables, fscontexts, sighands) */
 	struct state_fs_restore *fs; /* sentry/state/fs.c's tables (state_fs_restore_end frees) */
+	struct state_net_restore *net; /* sentry/state/net.c's (state_net_restore_end) */
+	int depth; /* nesting of file restores (epoll items, files in flight): bounded */
 	char err[256];
 };
 
@@ -179,5 +188,30 @@ int state_fs_restore(struct state_restore *r, const Husk__State__FsState *in);
  */
 void state_fs_save_end(struct state_save *s);
 void state_fs_restore_end(struct state_restore *r);
+
+/*
+ * This host's CLOCK_MONOTONIC minus the saving host's at the save: a deadline saved on the host's
+ * monotonic clock is this much later on this one (time stands still while the image waits).
+ */
+int64_t state_restore_mono_delta(struct state_restore *r);
+
+/* --- sentry/state/anon.c: eventfd, timerfd, signalfd, epoll --- */
+
+/* Whether f is one of anon.c's files (state_anon_file_save saves it). */
+bool state_anon_file(struct file *f);
+/* Fills out for anon file f (kind and its fields). 0 or -errno (s->err). */
+int state_anon_file_save(struct state_save *s, struct file *f, Husk__State__File *out);
+/* A new file (one reference) for an anon kind, or NULL (r->err). */
+struct file *state_anon_file_restore(struct state_restore *r, const Husk__State__File *in);
+
+/* --- sentry/state/net.c: sockets --- */
+
+/* Fills out for socket file f (STATE_FILE_SOCKET and its Socket, with its peers). 0 or -errno. */
+int state_sock_file_save(struct state_save *s, struct file *f, Husk__State__File *out);
+/* A new file (one reference) over the restored socket of in, or NULL (r->err). */
+struct file *state_sock_file_restore(struct state_restore *r, const Husk__State__File *in);
+/* Ends net.c's part of a save or a restore (frees its tables; drops the restore's references). */
+void state_net_save_end(struct state_save *s);
+void state_net_restore_end(struct state_restore *r);
 
 #endif

@@ -87,6 +87,39 @@ bool file_is_signalfd(struct file *f);
 /* Replaces the mask of signalfd f (signalfd(2) with an existing fd). */
 void signalfd_set_mask(struct file *f, uint64_t mask);
 
+/* --- checkpoint (sentry/state/anon.c) --- */
+
+/* eventfd f's count and mode. */
+void eventfd_save(struct file *f, uint64_t *count, bool *semaphore);
+/*
+ * timerfd f's guest clock id, host clock, deadline on the host's CLOCK_MONOTONIC (0: disarmed),
+ * interval and untaken expirations; timerfd_restore arms a new timerfd so (0 or -errno).
+ */
+void timerfd_save(struct file *f, int *clockid, int *host_clock, uint64_t *expiry,
+		  uint64_t *interval, uint64_t *ticks);
+int timerfd_restore(struct file *f, uint64_t expiry, uint64_t interval, uint64_t ticks);
+/* signalfd f's mask. */
+uint64_t signalfd_mask(struct file *f);
+
+/* An epoll item as a checkpoint sees it. */
+struct epoll_item_state {
+	int fd;
+	struct file *f; /* referenced when given by epoll_items_save */
+	uint32_t events;
+	uint64_t data;
+	bool disabled; /* EPOLLONESHOT fired */
+};
+/*
+ * The items of epoll ep in order: *out (malloc'd, each file referenced: the caller puts them
+ * and frees the array) and *n. Returns 0 or -ENOMEM.
+ */
+int epoll_items_save(struct file *ep, struct epoll_item_state **out, int *n);
+/*
+ * Adds item it to epoll ep as it was saved (as EPOLL_CTL_ADD, then its disabled mark; readiness
+ * is asked again at the next wait). Returns epoll_ctl_file's result.
+ */
+int epoll_item_restore(struct file *ep, const struct epoll_item_state *it);
+
 /*
  * An inotify instance (inotify_init1(2)); flags may hold O_NONBLOCK. Returns 0 and *out (one
  * reference), -EMFILE past NOTIFY_MAX_GROUPS instances in the sandbox, or -ENOMEM.

@@ -211,6 +211,46 @@ static int epoll_ctl_locked(struct file *epf, int op, int fd, struct file *targe
 	return ret;
 }
 
+int epoll_items_save(struct file *epf, struct epoll_item_state **out, int *n)
+{
+	struct epoll *ep = epf->priv;
+	struct epoll_item_state *v;
+	struct epoll_item *it;
+	int i = 0;
+
+	pthread_mutex_lock(&ep->lock);
+	v = calloc((size_t)ep->nitems + 1, sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&ep->lock);
+		return -ENOMEM;
+	}
+	list_for_each_entry(it, &ep->items, link) {
+		file_get(it->f);
+		v[i++] = (struct epoll_item_state){ it->fd, it->f, it->events, it->data,
+						    it->disabled };
+	}
+	pthread_mutex_unlock(&ep->lock);
+	*out = v;
+	*n = i;
+	return 0;
+}
+
+int epoll_item_restore(struct file *epf, const struct epoll_item_state *st)
+{
+	struct epoll *ep = epf->priv;
+	struct epoll_item *it;
+	int ret = epoll_ctl_file(epf, EPOLL_CTL_ADD, st->fd, st->f, st->events, st->data);
+
+	if (ret < 0 || !st->disabled)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	it = find_item(ep, st->fd, st->f);
+	if (it)
+		it->disabled = true;
+	pthread_mutex_unlock(&ep->lock);
+	return 0;
+}
+
 /* Drops items whose fd was closed (or reused) in t's table. Called locked. */
 static void prune_closed(struct epoll *ep, struct task *t)
 {

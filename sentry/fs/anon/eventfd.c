@@ -215,6 +215,16 @@ struct file *eventfd_create(uint64_t initval, int flags)
 	return f;
 }
 
+void eventfd_save(struct file *f, uint64_t *count, bool *semaphore)
+{
+	struct eventfd *e = file_efd(f);
+
+	pthread_mutex_lock(&e->lock);
+	*count = e->count;
+	*semaphore = e->semaphore;
+	pthread_mutex_unlock(&e->lock);
+}
+
 bool file_is_eventfd(const struct file *f)
 {
 	return f->ops == &efd_ops;

@@ -100,6 +100,11 @@ static uint64_t sfd_mask(struct signalfd *sfd)
 	return __atomic_load_n(&sfd->mask, __ATOMIC_ACQUIRE);
 }
 
+uint64_t signalfd_mask(struct file *f)
+{
+	return sfd_mask(file_sfd(f));
+}
+
 /* Linux's signalfd_copyinfo: the fields that siginfo_layout() says the siginfo carries. */
 static void siginfo_to_ssi(const struct linux_siginfo *si, struct linux_signalfd_siginfo *o)
 {

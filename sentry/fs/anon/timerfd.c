@@ -144,6 +144,20 @@ void timerfd_gettime_file(struct file *f, struct timer_spec *cur)
 	timer_cb_gettime(file_tfd(f)->kt, cur);
 }
 
+void timerfd_save(struct file *f, int *clockid, int *host_clock, uint64_t *expiry,
+		  uint64_t *interval, uint64_t *ticks)
+{
+	struct timerfd *tfd = file_tfd(f);
+
+	*clockid = tfd->clockid;
+	timer_cb_save(tfd->kt, host_clock, expiry, interval, ticks);
+}
+
+int timerfd_restore(struct file *f, uint64_t expiry, uint64_t interval, uint64_t ticks)
+{
+	return timer_cb_restore(file_tfd(f)->kt, expiry, interval, ticks);
+}
+
 static const struct vfs_node_ops tfd_node_ops = {
 	.getattr = tfd_getattr,
 	.release = tfd_node_release,
