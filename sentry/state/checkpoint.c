@@ -522,14 +522,11 @@ static int save_tg(struct thread_group *tg, void *arg)
 		return 0;
 	if (!m || vec_push(&V(s)->tgs, m) < 0)
 		return state_save_fail(s, -ENOMEM, "out of memory");
-	if (tg->state == TG_ZOMBIE)
-		return state_save_fail(
-			s, -EOPNOTSUPP,
-			"pid %d has ended and is not reaped yet (a zombie): not saved yet",
-			tg->pid);
+	if (tg->state == TG_ZOMBIE && tg->ptrace_held)
+		return state_save_fail(s, -EOPNOTSUPP, "pid %d: a traced zombie", tg->pid);
 	pthread_mutex_lock(&tg->lock);
-	if (tg->exec_task || tg->exiting || tg->leader_exited ||
-	    (tg->state == TG_RUNNING && (!tg->leader || tg->leader->tg != tg))) {
+	if (tg->state == TG_RUNNING && (tg->exec_task || tg->exiting || tg->leader_exited ||
+					!tg->leader || tg->leader->tg != tg)) {
 		pthread_mutex_unlock(&tg->lock);
 		return state_save_fail(s, -EBUSY, "pid %d is exec'ing or exiting", tg->pid);
 	}
@@ -567,6 +564,12 @@ static int save_tg(struct thread_group *tg, void *arg)
 	m->report_stop = tg->report_stop;
 	m->report_continue = tg->report_continue;
 	m->sig_notify = tg->sig_notify;
+	if (tg->state == TG_ZOMBIE && tg->leader) {
+		char comm[sizeof(tg->leader->comm) + 1] = { 0 };
+
+		memcpy(comm, tg->leader->comm, sizeof(tg->leader->comm));
+		m->zombie_comm = state_strdup(s, comm);
+	}
 	pthread_mutex_unlock(&tg->lock);
 	if (!m->rlimits)
 		return state_save_fail(s, -ENOMEM, "out of memory");

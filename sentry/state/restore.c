@@ -555,7 +555,9 @@ static struct thread_group *restore_tg(struct state_restore *r, const Husk__Stat
 				   m->sighand);
 		return NULL;
 	}
-	if (m->n_rlimits != LINUX_RLIM_NLIMITS || m->state != TG_RUNNING ||
+	if (m->n_rlimits != LINUX_RLIM_NLIMITS ||
+	    (m->state != TG_RUNNING && m->state != TG_ZOMBIE) ||
+	    (m->state == TG_ZOMBIE && m->is_init) ||
 	    r->img->sighands[si]->n_actions != LINUX_NSIG || m->pid <= 0 || m->ppid < 0 ||
 	    m->pgid <= 0 || m->sid <= 0 || m->exit_signal < 0 || m->exit_signal > LINUX_NSIG) {
 		state_restore_fail(r, -EINVAL, "process %d is invalid", m->pid);
@@ -605,6 +607,25 @@ static struct thread_group *restore_tg(struct state_restore *r, const Husk__Stat
 	tg->report_stop = m->report_stop;
 	tg->report_continue = m->report_continue;
 	tg->sig_notify = m->sig_notify;
+	if (m->state == TG_ZOMBIE) {
+		/* A zombie: its leader is a task that has left (no memory, files or thread), kept
+		 * in the pid table until its parent reaps it, as task_exit leaves it. */
+		struct task *t = task_alloc(r->k);
+
+		if (!t) {
+			state_restore_fail(r, -ENOMEM, "out of memory");
+			return NULL;
+		}
+		tg->state = TG_ZOMBIE;
+		tg->exit_status = m->exit_status;
+		t->tid = m->pid;
+		t->tg = tg;
+		tg_get(tg);
+		t->exiting = true;
+		if (m->zombie_comm)
+			snprintf(t->comm, sizeof(t->comm), "%s", m->zombie_comm);
+		tg->leader = t;
+	}
 	if (restore_queue(r, &tg->shared_pending, m->shared_pending, m->shared_queue,
 			  m->n_shared_queue) < 0)
 		return NULL;
@@ -879,7 +900,7 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 				goto out;
 			}
 		}
-		if (!tg || (m->tid == m->pid) != !tg->leader ||
+		if (!tg || tg->state != TG_RUNNING || (m->tid == m->pid) != !tg->leader ||
 		    (tg->leader && tg->leader->mm == NULL)) {
 			ret = state_restore_fail(r, -EINVAL, "task %d: its process %d", m->tid,
 						 m->pid);
@@ -927,6 +948,19 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 		if (tasks[i]->tid == img->kernel->init_pid)
 			init = tasks[i];
 	}
+	for (size_t i = 0; i < img->n_tgs && ret == 0; i++) {
+		if (tgs[i]->state == TG_ZOMBIE) {
+			for (size_t j = 0; j < img->n_tasks; j++) {
+				if (tasks[j]->tid == tgs[i]->pid) {
+					ret = state_restore_fail(r, -EINVAL, "tid %d is repeated",
+								 tgs[i]->pid);
+					break;
+				}
+			}
+			if (ret == 0)
+				pid_insert(k, tgs[i]->leader);
+		}
+	}
 	pthread_mutex_unlock(&k->tree_lock);
 	if (ret < 0)
 		goto out;
@@ -942,7 +976,8 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	if (ret < 0)
 		goto out;
 	for (size_t i = 0; i < img->n_tgs && ret == 0; i++)
-		ret = restore_timers(r, tgs[i], img->tgs[i]);
+		if (tgs[i]->state == TG_RUNNING)
+			ret = restore_timers(r, tgs[i], img->tgs[i]);
 	if (ret < 0)
 		goto out;
 	/* Each leader starts its process's other threads from its own host thread. */
@@ -951,6 +986,8 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 		struct task *t;
 		int n = 0;
 
+		if (tg->state == TG_ZOMBIE)
+			continue;
 		tg->leader->restore_threads = calloc((size_t)tg->nr_threads, sizeof(struct task *));
 		if (!tg->leader->restore_threads) {
 			ret = state_restore_fail(r, -ENOMEM, "out of memory");
@@ -967,7 +1004,7 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	for (size_t i = 0; i < img->n_tasks; i++)
 		pid_task_started(k);
 	for (size_t i = 0; i < img->n_tgs; i++) {
-		if (tgs[i]->leader == init)
+		if (tgs[i]->leader == init || tgs[i]->state == TG_ZOMBIE)
 			continue;
 		ret = task_start_restored(tgs[i]->leader);
 		if (ret < 0) {

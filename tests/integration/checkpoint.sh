@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib-oci.sh"
 
 oci_setup checkpoint
-oci_bundle sh echo sleep cat true kill ls head
+oci_bundle sh echo sleep cat true kill ls head ps
 mkdir -p "$bundle/rootfs/tmp"
 
 # The process, plain stdio, a writable root (its changes live in the overlay's upper layer).
@@ -161,6 +161,21 @@ grep -q '^Seccomp:[[:space:]]*2' "/proc/$sentry/status" &&
 	pass "the restored guest sees its bundle's root, not the host's" ||
 	fail "the restored guest's root" "$(H exec pipe ls / 2>&1)"
 H delete --force pipe
+
+# --- a zombie (a child its parent never waits for) stays one ---
+set_args sh -c 'sh -c "exit 7" & exec sleep 1000'
+H run -d --bundle "$bundle" zomb </dev/null >/dev/null 2>&1
+i=0
+while ! H exec zomb ps -o pid,stat,comm 2>/dev/null | grep -q ' Z ' && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+H checkpoint --image-path "$work/img5" zomb 2>"$work/err" &&
+	H restore -d --image-path "$work/img5" --bundle "$bundle" zomb </dev/null >/dev/null 2>&1 &&
+	H exec zomb ps -o pid,stat,comm | grep -q '^ *2 Z *sh$' &&
+	pass "a zombie is saved and restored as one" ||
+	fail "a zombie after restore" "$(cat "$work/err")" "$(H exec zomb ps -o pid,stat,comm 2>&1)"
+H delete --force zomb
 
 # --- what an image cannot hold yet is refused with its name; the sandbox goes on ---
 set_args sh -c 'sleep 1000'
