@@ -65,7 +65,7 @@ else
 fi
 [ "$(status_of loop)" = running ] && pass "restored container is running" ||
 	fail "restored container is running" "$(H state loop 2>&1)"
-first=$(cat_in loop /tmp/count)
+first=$(wait_above loop /tmp/count 0)
 later=$(wait_above loop /tmp/count "${first:-0}")
 gu1=$(H exec loop cat /proc/uptime | cut -d' ' -f1)
 hu1=$(cut -d' ' -f1 /proc/uptime)
@@ -139,7 +139,8 @@ p=$(wait_above pipe /tmp/last 3)
 H checkpoint --image-path "$work/img3" pipe 2>"$work/err" || fail "checkpoint a pipeline" "$(cat "$work/err")"
 H restore -d --image-path "$work/img3" --bundle "$bundle" pipe </dev/null >/dev/null 2>"$work/err" ||
 	fail "restore a pipeline" "$(cat "$work/err")"
-q=$(cat_in pipe /tmp/last)
+# (the file is rewritten each line: a read may find it empty, wait_above reads again)
+q=$(wait_above pipe /tmp/last 0)
 r=$(wait_above pipe /tmp/last "${q:-0}")
 [ -n "$q" ] && [ "$q" -ge "$p" ] && [ "$r" -gt "$q" ] &&
 	pass "a pipeline goes on through its pipe after restore ($p -> $q -> $r)" ||
@@ -176,6 +177,80 @@ H checkpoint --image-path "$work/img5" zomb 2>"$work/err" &&
 	pass "a zombie is saved and restored as one" ||
 	fail "a zombie after restore" "$(cat "$work/err")" "$(H exec zomb ps -o pid,stat,comm 2>&1)"
 H delete --force zomb
+
+# --- Python: 4 threads, a pending timer, a blocked pending signal (the host's / as root) ---
+if command -v python3 >/dev/null; then
+	pyb=$work/pybundle
+	mkdir -p "$pyb"
+	(cd "$pyb" && "$HUSK" spec)
+	python3 - "$pyb/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["root"] = {"path": "/", "readonly": False}
+c["process"]["terminal"] = False
+c["process"]["args"] = ["python3", "-c", '''
+import os, signal, threading, time
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])  # the threads inherit it
+counts = [0, 0, 0, 0]
+def work(i):
+    while True:
+        counts[i] += 1
+        time.sleep(0.01)
+for i in range(4):
+    threading.Thread(target=work, args=(i,), daemon=True).start()
+fired = []
+signal.signal(signal.SIGALRM, lambda s, f: fired.append(1))
+signal.signal(signal.SIGUSR1, lambda s, f: open("/tmp/usr1", "w").write("handled"))
+os.kill(os.getpid(), signal.SIGUSR1)  # pending while blocked
+signal.setitimer(signal.ITIMER_REAL, 1.5)
+open("/tmp/ready", "w").write("1")
+while True:
+    if os.path.exists("/tmp/go"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
+    open("/tmp/py.tmp", "w").write("%s %d" % (" ".join(map(str, counts)), len(fired)))
+    os.rename("/tmp/py.tmp", "/tmp/py")
+    time.sleep(0.02)
+''']
+json.dump(c, open(p, "w"))
+PY
+	H run -d --bundle "$pyb" py </dev/null >/dev/null 2>&1
+	i=0
+	while [ "$(cat_in py /tmp/ready)" != 1 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	H checkpoint --image-path "$work/img6" py 2>"$work/err" ||
+		fail "checkpoint of python" "$(cat "$work/err")"
+	H restore -d --image-path "$work/img6" --bundle "$pyb" py </dev/null >/dev/null 2>"$work/err" ||
+		fail "restore of python" "$(cat "$work/err")"
+	a=$(cat_in py /tmp/py)
+	i=0
+	while [ "$(cat_in py /tmp/py | cut -d' ' -f5)" != 1 ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	b=$(cat_in py /tmp/py)
+	set -- $a
+	a1=$1 a2=$2 a3=$3 a4=$4
+	set -- $b
+	[ -n "$a" ] && [ "$1" -gt "$a1" ] && [ "$2" -gt "$a2" ] && [ "$3" -gt "$a3" ] &&
+		[ "$4" -gt "$a4" ] && pass "python's 4 threads all run after restore ($a -> $b)" ||
+		fail "python's threads after restore" "$a -> $b"
+	[ "$5" = 1 ] && pass "python's pending timer fires after restore" ||
+		fail "python's timer after restore" "$b"
+	[ -z "$(cat_in py /tmp/usr1)" ] && pass "the blocked signal stays pending" ||
+		fail "the blocked signal stays pending" "$(cat_in py /tmp/usr1)"
+	H exec py sh -c 'echo > /tmp/go'
+	i=0
+	while [ "$(cat_in py /tmp/usr1)" != handled ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ "$(cat_in py /tmp/usr1)" = handled ] &&
+		pass "the pending signal is delivered once unblocked" ||
+		fail "the pending signal after restore" "$(cat_in py /tmp/usr1)"
+	H delete --force py
+else
+	echo "ok - SKIP python: no python3"
+fi
 
 # --- what an image cannot hold yet is refused with its name; the sandbox goes on ---
 set_args sh -c 'sleep 1000'

@@ -82,7 +82,14 @@ P rm "$id" >/dev/null 2>&1
 # podman container checkpoint / restore (also --export / --import): husk saves the sandbox
 # itself; podman only insists on finding criu (its own check) before it asks the runtime.
 if command -v criu >/dev/null; then
+	# The loop rewrites the file: a read may find it empty; nonempty() reads again.
 	count() { P exec "$1" cat /tmp/count 2>/dev/null; }
+	nonempty() {
+		n=0
+		v=$(count "$1")
+		while [ -z "$v" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); v=$(count "$1"); done
+		echo "$v"
+	}
 	id=$(P run --pull never -d --network none localhost/husk-busybox:test sh -c \
 		'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done')
 	i=0
@@ -92,10 +99,9 @@ if command -v criu >/dev/null; then
 	[ "$st" = exited ] && pass "checkpointed container is stopped" ||
 		fail "checkpointed container is stopped" "$st"
 	expect_status "podman container restore" 0 -- P container restore "$id"
-	a=$(count "$id")
+	a=$(nonempty "$id")
 	i=0
-	while [ "$(count "$id")" = "$a" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-	b=$(count "$id")
+	while { b=$(nonempty "$id"); [ "$b" = "$a" ]; } && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 	[ -n "$a" ] && [ "$a" -gt 1 ] && [ "$b" -gt "$a" ] &&
 		pass "restored container goes on counting ($a -> $b)" || fail "restored count" "$a $b"
 	expect_status "podman container checkpoint --export" 0 -- \
@@ -103,10 +109,9 @@ if command -v criu >/dev/null; then
 	P rm -f "$id" >/dev/null 2>&1
 	expect_status "podman container restore --import" 0 -- \
 		P container restore --import "$work/ckpt.tar.gz"
-	a=$(count "$id")
+	a=$(nonempty "$id")
 	i=0
-	while [ "$(count "$id")" = "$a" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-	b=$(count "$id")
+	while { b=$(nonempty "$id"); [ "$b" = "$a" ]; } && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 	[ -n "$a" ] && [ "$b" -gt "$a" ] && pass "imported container goes on counting ($a -> $b)" ||
 		fail "imported count" "$a $b"
 	P rm -f "$id" >/dev/null 2>&1
