@@ -258,7 +258,7 @@ int cmd_restore(int argc, char **argv)
 /*
  * husk fork [--image-path DIR] ID NEWID...: saves running container ID (it goes on running) and
  * restores the image as each NEWID, detached, with ID's bundle. Without --image-path the image
- * lives in a folder under /dev/shm removed once every copy has started: each restored sentry
+ * lives in a folder under the state root removed once every copy has started: each restored sentry
  * keeps the pages file open and reads its pages from it on first use.
  */
 int cmd_fork(int argc, char **argv)
@@ -282,7 +282,9 @@ int cmd_fork(int argc, char **argv)
 	snprintf(bundle, sizeof(bundle), "%s", c.bundle);
 	container_release(&c);
 	if (!image) {
-		snprintf(dir, sizeof(dir), "/dev/shm/husk-fork-XXXXXX");
+		/* Beside the containers' state (a tmpfs is no faster here: its pages cost as much
+		 * to allocate as a disk file's page cache). */
+		snprintf(dir, sizeof(dir), "%s/fork-XXXXXX", oci_g.root);
 		if (!mkdtemp(dir))
 			return oci_fail("fork: %s: %s", dir, strerror(errno));
 		image = dir;
@@ -305,6 +307,8 @@ int cmd_fork(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/%s", dir, STATE_IMAGE_FILE);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/%s", dir, STATE_PAGES_FILE);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/inventory.img", dir);
 		unlink(path);
 		rmdir(dir);
 	}
