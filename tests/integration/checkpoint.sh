@@ -94,6 +94,15 @@ c1=$(wait_above twin1 /tmp/count 0) && c2=$(wait_above twin2 /tmp/count 0) &&
 	pass "both restored loops run" || fail "both restored loops run" "$c1 $c2"
 for id in twin1 twin2; do H delete --force $id; done
 
+# --- husk fork: running copies, the original going on too, nothing left in the state root ---
+expect_status "husk fork into two copies" 0 -- H fork loop copy1 copy2
+c1=$(wait_above copy1 /tmp/count 0) && c2=$(wait_above copy2 /tmp/count 0) &&
+	o=$(wait_above loop /tmp/count 0) &&
+	pass "the copies and the original all run ($c1 $c2 $o)" || fail "fork copies run" "$c1 $c2 $o"
+[ -z "$(ls -d "$root"/fork-* 2>/dev/null)" ] && pass "fork leaves no image behind" ||
+	fail "fork leaves no image behind" "$(ls "$root")"
+for id in copy1 copy2; do H delete --force $id; done
+
 # --- pause and resume: no guest code runs in between ---
 cpu() { H events --stats "$1" 2>/dev/null | sed -n 's/.*"usage":{[^}]*"total":\([0-9]*\).*/\1/p'; }
 up() { H exec "$1" cat /proc/uptime 2>/dev/null | cut -d' ' -f1; }
