@@ -1053,6 +1053,10 @@ void state_restore_done(struct state_restore *r)
 				fs_context_put(p->fss[i]);
 	}
 	if (p) {
+		/* Before the image goes: its count of filters is read. */
+		for (size_t i = 0; p->filters && r->img && i < r->img->n_seccomp_filters; i++)
+			seccomp_filter_put(p->filters[i]);
+		free(p->filters);
 		if (p->img)
 			husk__state__image__free_unpacked(p->img, NULL);
 		free(p->claims);
@@ -1061,9 +1065,6 @@ void state_restore_done(struct state_restore *r)
 		free(p->fdts);
 		free(p->fss);
 		free(p->shs);
-		for (size_t i = 0; p->filters && r->img && i < r->img->n_seccomp_filters; i++)
-			seccomp_filter_put(p->filters[i]);
-		free(p->filters);
 		free(p);
 	}
 	free(r->files);
