@@ -10,6 +10,11 @@
  * reader keeps nothing it cannot write); the validator's verdict does not depend on the
  * encoding (the repacked image gets the same verdict and message); a refusal always says why.
  *
+ * A custom mutator keeps most inputs images: half the time it unpacks the input and changes one
+ * scalar (to an edge value, a bit flipped, or plus or minus a page), swaps two elements of a
+ * repeated field, or drops one, and packs it again; else (or when the input does not unpack)
+ * libFuzzer's byte mutations run.
+ *
  * Seeds: tests/fuzz/state/seeds (real images: a shell loop; a pipeline with a deleted open
  * file and a signal handler). Build and run: tests/fuzz/state/run.sh SECONDS.
  */
@@ -20,6 +25,148 @@
 #include "sentry/state/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
+
+/* A scalar of the image, or a repeated field (its count and array). */
+struct slot {
+	const ProtobufCFieldDescriptor *fd;
+	void *p; /* the scalar, or the repeated field's array (void **) */
+	size_t *n; /* repeated fields: the count */
+};
+
+static struct slot slots[8192];
+static size_t nslots;
+
+static void collect(ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+
+	for (unsigned i = 0; i < d->n_fields && nslots < sizeof(slots) / sizeof(slots[0]); i++) {
+		const ProtobufCFieldDescriptor *fd = &d->fields[i];
+		char *base = (char *)m + fd->offset;
+
+		if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t *n = (size_t *)((char *)m + fd->quantifier_offset);
+
+			slots[nslots++] = (struct slot){ fd, base, n };
+			if (fd->type == PROTOBUF_C_TYPE_MESSAGE)
+				for (size_t j = 0; j < *n; j++)
+					collect((*(ProtobufCMessage ***)base)[j]);
+			continue;
+		}
+		if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+			if (*(ProtobufCMessage **)base)
+				collect(*(ProtobufCMessage **)base);
+			continue;
+		}
+		if (fd->type == PROTOBUF_C_TYPE_STRING || fd->type == PROTOBUF_C_TYPE_BYTES)
+			continue;
+		if (fd->label == PROTOBUF_C_LABEL_OPTIONAL && fd->quantifier_offset &&
+		    !*(protobuf_c_boolean *)((char *)m + fd->quantifier_offset))
+			continue; /* absent: it stays so */
+		slots[nslots++] = (struct slot){ fd, base, NULL };
+	}
+}
+
+static uint64_t next_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void mutate_scalar(const struct slot *sl, uint64_t *rnd)
+{
+	static const uint64_t edges[] = { 0,	      1,	  2,	      63,
+					  64,	      4095,	  4096,	      0x7fffffff,
+					  0x80000000, 0xffffffff, 1ULL << 32, 1ULL << 47,
+					  1ULL << 62, INT64_MAX,  1ULL << 63, UINT64_MAX - 4095,
+					  UINT64_MAX };
+	uint64_t v = 0, r = next_rand(rnd);
+	size_t size;
+
+	switch (sl->fd->type) {
+	case PROTOBUF_C_TYPE_BOOL:
+		*(protobuf_c_boolean *)sl->p = !*(protobuf_c_boolean *)sl->p;
+		return;
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_DOUBLE:
+		size = 8;
+		break;
+	default:
+		size = 4;
+	}
+	memcpy(&v, sl->p, size);
+	switch (r % 4) {
+	case 0:
+		v = edges[(r >> 8) % (sizeof(edges) / sizeof(edges[0]))];
+		break;
+	case 1:
+		v ^= 1ULL << ((r >> 8) % (size * 8));
+		break;
+	case 2:
+		v += (r >> 8) & 1 ? 4096 : (uint64_t)-4096;
+		break;
+	default:
+		v += (r >> 8) & 1 ? 1 : (uint64_t)-1;
+	}
+	memcpy(sl->p, &v, size);
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+	uint64_t rnd = seed * 0x9e3779b97f4a7c15ULL + 1;
+	Husk__State__Image *img;
+	size_t *shrunk = NULL, old_n = 0, len;
+
+	if (next_rand(&rnd) % 2 || !size)
+		return LLVMFuzzerMutate(data, size, max_size);
+	img = husk__state__image__unpack(NULL, size, data);
+	if (!img)
+		return LLVMFuzzerMutate(data, size, max_size);
+	nslots = 0;
+	collect(&img->base);
+	for (int k = 1 + (int)(next_rand(&rnd) % 3); k > 0 && nslots; k--) {
+		struct slot *sl = &slots[next_rand(&rnd) % nslots];
+
+		if (!sl->n) {
+			mutate_scalar(sl, &rnd);
+		} else if (*sl->n >= 2 && next_rand(&rnd) % 2) {
+			/* Swap two elements (order: sorted ranges, leaders first). */
+			size_t a = next_rand(&rnd) % *sl->n, b = next_rand(&rnd) % *sl->n;
+			size_t es = sl->fd->type == PROTOBUF_C_TYPE_MESSAGE ? sizeof(void *) :
+				    sl->fd->type == PROTOBUF_C_TYPE_UINT64  ? 8 :
+									      4;
+			char tmp[8], *arr = *(char **)sl->p;
+
+			if (sl->fd->type == PROTOBUF_C_TYPE_STRING ||
+			    sl->fd->type == PROTOBUF_C_TYPE_BYTES)
+				continue;
+			memcpy(tmp, arr + a * es, es);
+			memmove(arr + a * es, arr + b * es, es);
+			memcpy(arr + b * es, tmp, es);
+		} else if (*sl->n && !shrunk) {
+			/* Drop the last element (put back before freeing). */
+			shrunk = sl->n;
+			old_n = (*sl->n)--;
+		}
+	}
+	len = husk__state__image__get_packed_size(img);
+	if (len <= max_size)
+		husk__state__image__pack(img, data);
+	else
+		len = size;
+	if (shrunk)
+		*shrunk = old_n;
+	husk__state__image__free_unpacked(img, NULL);
+	return len;
+}
 
 static uint8_t *pack(const Husk__State__Image *img, size_t *len)
 {
