@@ -25,7 +25,8 @@
 #define ALIGNED(x) (((x) & (PAGE - 1)) == 0)
 /* pid.c's PID_MAX: a pid or tid at or above it cannot be inserted. */
 #define VALIDATE_PID_MAX 4194304
-/* Host stamps (ns) move by a signed delta at restore: keep them far from overflowing. */
+/* Host stamps (ns) move by a signed delta at restore: keep them far from overflowing (also
+ * the bound of shared anonymous object numbers, which the restore counts on from). */
 #define VALIDATE_NS_MAX (1ULL << 62)
 /* An x86-64 xsave area: the legacy 512 bytes and the header, at most what CPUs have. */
 #define VALIDATE_FPSTATE_MIN 576
@@ -178,7 +179,8 @@ static int check_mm(struct vctx *c, const Husk__State__Mm *m, const struct idset
 		    (v->has_file && !(v->kind & MM_VMA_FILE)) ||
 		    ((v->kind & MM_VMA_FILE) && !v->has_file) ||
 		    (v->has_file_off && !ALIGNED(v->file_off)) ||
-		    (v->has_file_off && v->file_off + len < v->file_off))
+		    (v->has_file_off && v->file_off + len < v->file_off) ||
+		    (v->has_obj && v->obj >= VALIDATE_NS_MAX))
 			return vfail(c, "memory map %u: mapping %zu is invalid", m->id, j);
 		if (v->has_file && !has_id(files, v->file))
 			return vfail(c, "memory map %u: mapping %zu: file %u is not in the image",

@@ -6,7 +6,9 @@
 # no husk-sentry / husk-gofer process with that --restore= argument), or starts a sandbox that
 # husk delete removes; the sentry never dies of a signal (husk says "died of signal" for a
 # sentry that crashed during setup; a foreground restore exits 128+N when it crashed later).
-# Seeded: HUSK_MUTATE_SEED replays a run (printed first), HUSK_MUTATE_N sets N (60).
+# Seeded: HUSK_MUTATE_SEED replays a run (printed first), HUSK_MUTATE_N sets N (60),
+# HUSK_MUTATE_KINDS the corruptions in turn (digits: 0 bits of the image, 1 a cut image, 2 the
+# pages file, 3 a varint; 0123).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-oci.sh"
 
@@ -15,7 +17,8 @@ oci_bundle sh echo sleep
 mkdir -p "$bundle/rootfs/tmp"
 seed=${HUSK_MUTATE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 n=${HUSK_MUTATE_N:-60}
-echo "# seed $seed (HUSK_MUTATE_SEED=$seed replays this run), $n images"
+kinds=${HUSK_MUTATE_KINDS:-0123}
+echo "# seed $seed (HUSK_MUTATE_SEED=$seed replays this run), $n images, kinds $kinds"
 
 python3 - "$bundle/config.json" <<'PY'
 import json, sys
@@ -46,9 +49,9 @@ else
 fi
 
 # The corrupted copies: $work/m$i/{husk-image.pb,husk-pages.img}, and $work/m$i/what.
-python3 - "$work" "$seed" "$n" <<'PY'
-import os, random, shutil, sys
-work, seed, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+python3 - "$work" "$seed" "$n" "$kinds" <<'PY'
+import os, random, sys
+work, seed, n, kinds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rnd = random.Random(seed)
 img = open(f"{work}/img/husk-image.pb", "rb").read()
 pages = open(f"{work}/img/husk-pages.img", "rb").read()
@@ -132,7 +135,7 @@ for k in range(n):
     d = f"{work}/m{k}"
     os.makedirs(d)
     b, p = bytearray(img), bytearray(pages)
-    kind = k % 4
+    kind = int(kinds[k % len(kinds)])
     if kind == 0:
         cnt = rnd.randint(1, 8)
         for _ in range(cnt):
