@@ -270,6 +270,30 @@ static int check_files(struct vctx *c, const Husk__State__Image *img)
 	return 0;
 }
 
+/*
+ * What the host kernel refuses to load (ptrace's putreg and xstate checks) and so would fail the
+ * task after the restore started: fs_base and gs_base past the user address space, an xsave
+ * area not in the standard format or with reserved header bytes set, MXCSR's reserved bits.
+ */
+static bool cpu_state_ok(const Husk__State__Task *m)
+{
+	arch_regs_t regs;
+	uint64_t hdr[8];
+	uint32_t mxcsr;
+
+	memcpy(&regs, m->regs.data, sizeof(regs));
+	if (regs.fs_base >= TASK_SIZE_MAX || regs.gs_base >= TASK_SIZE_MAX)
+		return false;
+	memcpy(&mxcsr, m->fpstate.data + 24, sizeof(mxcsr));
+	memcpy(hdr, m->fpstate.data + 512, sizeof(hdr)); /* xstate_bv, xcomp_bv, reserved */
+	if (mxcsr >> 16)
+		return false;
+	for (int i = 1; i < 8; i++)
+		if (hdr[i])
+			return false;
+	return true;
+}
+
 /* The index in img->tgs of the process pid (tgs: sorted by pid), or -1. */
 static long tg_index(const struct pidx *tgs, size_t n, int32_t pid)
 {
@@ -360,6 +384,10 @@ static int check_processes(struct vctx *c, const Husk__State__Image *img,
 		    m->start_ns >= VALIDATE_NS_MAX ||
 		    check_queue(c, m->queue, m->n_queue, m->tid)) {
 			ret = vfail(c, "task %d is invalid", m->tid);
+			goto out;
+		}
+		if (!cpu_state_ok(m)) {
+			ret = vfail(c, "task %d: registers or FP state the CPU refuses", m->tid);
 			goto out;
 		}
 		/* Guest clocks a sleep restarts on; a CPU clock's kind (sys_time.c). */

@@ -1,14 +1,15 @@
 #!/bin/sh
 # Hostile checkpoint images restored for real: one image of a busybox shell loop, then N copies
 # of it, each corrupted one way (random bytes of the image flipped, the image truncated, bytes of
-# the pages file flipped, one varint of the image changed to another value), restored in the
-# foreground. Each attempt either fails with a message and leaves nothing behind (no container,
-# no husk-sentry / husk-gofer process with that --restore= argument), or starts a sandbox that
-# husk delete removes; the sentry never dies of a signal (husk says "died of signal" for a
-# sentry that crashed during setup; a foreground restore exits 128+N when it crashed later).
+# the pages file flipped, one varint of the image changed to another value, 8 bytes of a task's
+# registers or FP state changed), restored in the foreground. Each attempt either fails with
+# a message and leaves nothing behind (no container, no husk-sentry / husk-gofer process with
+# that --restore= argument), or starts a sandbox that husk delete removes; the sentry never dies
+# of a signal (husk says "the sentry died of signal N", during setup or after: a guest that dies
+# of its corrupted memory ends in 128 + N too, by the sentry's exit, which is no failure).
 # Seeded: HUSK_MUTATE_SEED replays a run (printed first), HUSK_MUTATE_N sets N (60),
 # HUSK_MUTATE_KINDS the corruptions in turn (digits: 0 bits of the image, 1 a cut image, 2 the
-# pages file, 3 a varint; 0123).
+# pages file, 3 a varint, 4 registers or FP state; 01234).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-oci.sh"
 
@@ -17,7 +18,7 @@ oci_bundle sh echo sleep
 mkdir -p "$bundle/rootfs/tmp"
 seed=${HUSK_MUTATE_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 n=${HUSK_MUTATE_N:-60}
-kinds=${HUSK_MUTATE_KINDS:-0123}
+kinds=${HUSK_MUTATE_KINDS:-01234}
 echo "# seed $seed (HUSK_MUTATE_SEED=$seed replays this run), $n images, kinds $kinds"
 
 python3 - "$bundle/config.json" <<'PY'
@@ -152,6 +153,20 @@ for k in range(n):
         if rnd.random() < 0.25:
             p = p[:rnd.randrange(len(p))]
         what = f"{cnt} bytes of the pages file changed, {len(p)} bytes"
+    elif kind == 4:
+        # Registers or FP state of a task: 8 random bytes at a random 8-byte slot (a stack
+        # pointer, rip, fs_base, eflags, a segment, MXCSR, an xsave header).
+        t = parse(img)
+        tasks = [e[2] for e in t if e[0] == 6 and isinstance(e[2], list)]
+        task = rnd.choice(tasks)
+        e = rnd.choice([x for x in task if x[0] in (7, 8)])
+        raw = bytearray(pack(e[2]) if isinstance(e[2], list) else e[2])
+        at = rnd.randrange(len(raw) // 8) * 8
+        raw[at:at + 8] = rnd.choice([bytes(8), b"\xff" * 8, rnd.randbytes(8),
+                                     (1 << 47).to_bytes(8, "little")])
+        e[2] = bytes(raw)
+        b = bytearray(pack(t))
+        what = f"bytes {at}..{at + 7} of {'registers' if e[0] == 7 else 'FP state'} changed"
     else:
         t = parse(img)
         vs = varints(t, [])

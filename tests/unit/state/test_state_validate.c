@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sentry/mm/mm.h"
+#include "sentry/platform/platform.h"
 #include "sentry/state/state.h"
 
 static Husk__State__Image *img;
@@ -202,4 +203,21 @@ Test(state_image_validate, restart_clock)
 	img->tasks[0]->restart_kind = 1; /* STATE_RESTART_SLEEP */
 	img->tasks[0]->restart_data[0] = 2; /* a CPU clock */
 	refused("restart data");
+}
+
+/* What ptrace would refuse after the restore started: refused before anything is built. */
+Test(state_image_validate, fs_base_past_user_space)
+{
+	arch_regs_t regs;
+
+	memcpy(&regs, img->tasks[0]->regs.data, sizeof(regs));
+	regs.fs_base = 1ULL << 63;
+	memcpy(img->tasks[0]->regs.data, &regs, sizeof(regs));
+	refused("the CPU refuses");
+}
+
+Test(state_image_validate, xsave_reserved_bytes)
+{
+	img->tasks[0]->fpstate.data[530] = 1;
+	refused("the CPU refuses");
 }
