@@ -195,7 +195,13 @@ static int check_mm(struct vctx *c, const Husk__State__Mm *m, const struct idset
 static int check_files(struct vctx *c, const Husk__State__Image *img)
 {
 	const Husk__State__FsState *fs = img->fs;
+	struct idset tmpfs = { 0 };
 	size_t nodes = 0;
+	int ret = IDSET(c, &tmpfs, fs->tmpfs, fs->n_tmpfs, "tmpfs");
+
+	free(tmpfs.v);
+	if (ret < 0)
+		return ret;
 
 	for (size_t i = 0; i < fs->n_pipes; i++)
 		if (fs->pipes[i]->id != i + 1)
@@ -204,9 +210,6 @@ static int check_files(struct vctx *c, const Husk__State__Image *img)
 		if (fs->tmpfs[t]->n_nodes > UINT32_MAX - nodes)
 			return vfail(c, "too many tmpfs nodes");
 		nodes += fs->tmpfs[t]->n_nodes;
-		for (size_t u = 0; u < t; u++)
-			if (fs->tmpfs[u]->id == fs->tmpfs[t]->id)
-				return vfail(c, "tmpfs id %u is repeated", fs->tmpfs[t]->id);
 	}
 	/* Node ids: 1..nodes, each once (fs.c's table is indexed by them). */
 	for (size_t t = 0; t < fs->n_tmpfs; t++)
