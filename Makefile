@@ -43,6 +43,7 @@ format-check:
 
 fuzz: build
 	./tests/fuzz/gofer/run.sh 60
+	./tests/fuzz/state/run.sh 60
 	BUILD=$(BUILD) ./tests/fuzz/syscalls/run.sh 60
 
 bench: build

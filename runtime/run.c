@@ -173,6 +173,14 @@ int oci_run(int argc, char **argv, bool restore)
 	}
 	forward_to = 0;
 	ret = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	/* The container's status is the sentry's: say when the sentry itself crashed (a guest
+	 * killed by a signal also ends in 128 + N, by the sentry's exit). */
+	if (WIFSIGNALED(st) &&
+	    (WTERMSIG(st) == SIGSEGV || WTERMSIG(st) == SIGBUS || WTERMSIG(st) == SIGILL ||
+	     WTERMSIG(st) == SIGFPE || WTERMSIG(st) == SIGABRT || WTERMSIG(st) == SIGSYS ||
+	     WTERMSIG(st) == SIGTRAP))
+		fprintf(stderr, "husk: the sentry died of signal %d (%s)\n", WTERMSIG(st),
+			strsignal(WTERMSIG(st)));
 	if (!keep) {
 		struct container d;
 

@@ -793,8 +793,23 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	while ((n = read(ready[0], &byte, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1) {
+		int wst = 0;
+
 		ret = -ECHILD;
-		oci_fail("the sandbox failed to start (the sentry exited during setup)");
+		/* In the foreground the sentry is our child: a crash is told apart from a refusal
+		 * (whose reason the sentry printed). It has closed the pipe: it is exiting. */
+		for (int i = 0; o->foreground && i < 200; i++) {
+			pid_t w = waitpid(spid, &wst, WNOHANG);
+
+			if (w == spid || (w < 0 && errno != EINTR))
+				break;
+			usleep(10000);
+		}
+		if (o->foreground && WIFSIGNALED(wst))
+			oci_fail("the sandbox failed to start (the sentry died of signal %d: %s)",
+				 WTERMSIG(wst), strsignal(WTERMSIG(wst)));
+		else
+			oci_fail("the sandbox failed to start (the sentry exited during setup)");
 	}
 out:
 	if (f.preserve >= 0)

@@ -33,6 +33,15 @@ else
 	tail -n 40 "$build/fuzz.log"
 fi
 
+echo "== fuzz: the checkpoint image reader for ${HUSK_STATEFUZZ_SECONDS:-30} s"
+if FUZZ_BUILD_DIR="$build/fuzz" ./tests/fuzz/state/run.sh "${HUSK_STATEFUZZ_SECONDS:-30}" >"$build/statefuzz.log" 2>&1; then
+	statefuzz_ok=1
+	grep -E '^stat::number_of_executed_units' "$build/statefuzz.log" || true
+else
+	statefuzz_ok=0
+	tail -n 40 "$build/statefuzz.log"
+fi
+
 echo "== fuzz: system calls of a guest in husk for ${HUSK_SYSFUZZ_SECONDS:-30} s"
 if BUILD="$build" ./tests/fuzz/syscalls/run.sh "${HUSK_SYSFUZZ_SECONDS:-30}" >"$build/sysfuzz.log" 2>&1; then
 	sysfuzz_ok=1
@@ -42,7 +51,7 @@ else
 	tail -n 40 "$build/sysfuzz.log"
 fi
 
-python3 - "$build" "$asan" "$fmt_ok" "$fuzz_ok" "$sysfuzz_ok" <<'PY'
+python3 - "$build" "$asan" "$fmt_ok" "$fuzz_ok" "$sysfuzz_ok" "$statefuzz_ok" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 # The platform matrix: in-husk tests carry their platform as a suite ("husk:...+ptrace / name").
@@ -72,7 +81,7 @@ for d in sys.argv[1:3]:
 for p, (np, nf) in sorted(matrix.items()):
     print(f"platform {p}: {np} passed, {nf} failed")
 for ok, what in ((sys.argv[3], "clang-format check"), (sys.argv[4], "gofer fuzzer"),
-                 (sys.argv[5], "system-call fuzzer")):
+                 (sys.argv[5], "system-call fuzzer"), (sys.argv[6], "checkpoint image fuzzer")):
     if ok == "1":
         passed += 1
     else:

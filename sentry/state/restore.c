@@ -281,6 +281,9 @@ struct state_restore *state_restore_load(struct kernel *k, int image_fd, int pag
 	if (ret < 0)
 		goto out;
 	r->img = p->img;
+	ret = state_image_validate(r->img, r->err, sizeof(r->err));
+	if (ret < 0)
+		goto out;
 	/* The guest's clocks go on from where they were saved (applied when vtime starts). */
 	vtime_set_guest_monotonic(p->img->kernel->guest_mono_ns);
 	ret = load_pages(r, pages_fd);
@@ -732,9 +735,9 @@ static struct task *restore_task(struct state_restore *r, const Husk__State__Tas
 	t->start_ns = (uint64_t)((int64_t)m->start_ns + p->delta);
 	/* Deadlines on the host's CLOCK_MONOTONIC (futex_wait_restart, poll_restart). */
 	if (m->restart_kind == STATE_RESTART_FUTEX && t->restart_data[3] != UINT64_MAX)
-		t->restart_data[3] = (uint64_t)((int64_t)t->restart_data[3] + p->delta);
+		t->restart_data[3] += (uint64_t)p->delta; /* wraps, never overflows */
 	if (m->restart_kind == STATE_RESTART_POLL && t->restart_data[2] != UINT64_MAX)
-		t->restart_data[2] = (uint64_t)((int64_t)t->restart_data[2] + p->delta);
+		t->restart_data[2] += (uint64_t)p->delta;
 	t->ioprio = m->ioprio;
 	t->sched_policy = m->sched_policy;
 	t->sched_priority = m->sched_priority;

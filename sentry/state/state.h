@@ -136,6 +136,15 @@ void state_restore_done(struct state_restore *r);
 int state_image_check(const uint8_t *buf, size_t len, Husk__State__Image **out, char *err,
 		      size_t errlen);
 
+/*
+ * Every check of an unpacked image that needs no kernel object (validate.c): ids unique and
+ * every id referred to present, page ranges sorted, aligned and without overflow, VMAs sorted,
+ * aligned and with known flags, register and FP state sizes, fixed array counts, signal
+ * numbers, each process with its leader first, absolute working directories. The restore runs
+ * it before building anything. Returns 0, or -EINVAL with the reason in err.
+ */
+int state_image_validate(const Husk__State__Image *img, char *err, size_t errlen);
+
 /* --- for every subsystem --- */
 
 /* Zeroed memory that lives as long as the save (the image's messages and strings). */
