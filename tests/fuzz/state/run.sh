@@ -13,7 +13,7 @@ mkdir -p "$out/corpus" "$out/gen/sentry/state"
 
 # The image's messages, as meson makes them (sentry/state/meson.build).
 protoc-c --proto_path="$src" --c_out="$out/gen" \
-	"$src/sentry/state/image.proto" "$src/sentry/state/fs.proto"
+	"$src/sentry/state/image.proto" "$src/sentry/state/fs.proto" "$src/sentry/state/net.proto"
 
 "$cc" -std=gnu11 -g -O1 -D_GNU_SOURCE -I"$src" -I"$out/gen" \
 	-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
@@ -21,7 +21,7 @@ protoc-c --proto_path="$src" --c_out="$out/gen" \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	"$src/tests/fuzz/state/fuzz_state.c" "$src/sentry/state/image.c" \
 	"$src/sentry/state/validate.c" "$out/gen/sentry/state/image.pb-c.c" \
-	"$out/gen/sentry/state/fs.pb-c.c" $(pkg-config --cflags --libs libprotobuf-c) \
+	"$out/gen/sentry/state/fs.pb-c.c" "$out/gen/sentry/state/net.pb-c.c" $(pkg-config --cflags --libs libprotobuf-c) \
 	-o "$out/fuzz-state"
 
 exec "$out/fuzz-state" -max_total_time="$secs" -max_len=65536 -artifact_prefix="$out/" \
