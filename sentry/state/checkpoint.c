@@ -18,6 +18,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
 #include "sentry/mm/internal.h"
@@ -809,6 +810,24 @@ static int save_all(struct state_save *s)
 	ret = state_fs_save(s, fs);
 	if (ret < 0)
 		return ret;
+	/* The sysctl table as the guest left it (writes to /proc/sys): every writable value. */
+	img->sysctls = state_alloc(s, SYSCTL_COUNT * sizeof(char *));
+	for (int id = 0; img->sysctls && id < SYSCTL_COUNT; id++) {
+		const struct sysctl_def *d = sysctl_def(id);
+		char val[512], kv[640];
+		ssize_t n;
+
+		if (!d || (d->flags & SYSCTL_F_RO) || id == SYSCTL_KERNEL_HOSTNAME ||
+		    id == SYSCTL_KERNEL_DOMAINNAME)
+			continue;
+		n = sysctl_read(id, val, sizeof(val));
+		if (n <= 0)
+			continue;
+		if (val[n - 1] == '\n')
+			val[n - 1] = 0;
+		snprintf(kv, sizeof(kv), "%s=%s", d->name, val);
+		img->sysctls[img->n_sysctls++] = state_strdup(s, kv);
+	}
 	pthread_mutex_lock(&k->tree_lock);
 	ret = pid_for_each_tg(k, save_tg, s);
 	pthread_mutex_unlock(&k->tree_lock);

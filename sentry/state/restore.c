@@ -21,6 +21,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
 #include "sentry/mm/internal.h"
@@ -850,6 +851,25 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	k->next_tid = img->kernel->next_tid > 1 ? img->kernel->next_tid : 2;
 	pthread_mutex_unlock(&k->lock);
 	k->pids_limit = img->kernel->pids_limit;
+	/* The sysctl table as the guest left it (after the command line's --sysctl). */
+	for (size_t i = 0; i < img->n_sysctls; i++) {
+		const char *eq = strchr(img->sysctls[i], '=');
+		char name[128];
+		int id;
+
+		if (!eq || (size_t)(eq - img->sysctls[i]) >= sizeof(name)) {
+			ret = state_restore_fail(r, -EINVAL, "sysctl entry %zu is invalid", i);
+			goto out;
+		}
+		memcpy(name, img->sysctls[i], (size_t)(eq - img->sysctls[i]));
+		name[eq - img->sysctls[i]] = 0;
+		id = sysctl_lookup(name);
+		if (id < 0 || (sysctl_def(id)->flags & SYSCTL_F_RO) ||
+		    sysctl_write(id, eq + 1, strlen(eq + 1)) != (ssize_t)strlen(eq + 1)) {
+			ret = state_restore_fail(r, -EINVAL, "sysctl %s cannot be restored", name);
+			goto out;
+		}
+	}
 	ret = pid_table_init(k);
 	if (ret < 0)
 		goto out;

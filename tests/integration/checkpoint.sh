@@ -43,6 +43,9 @@ wait_above() {
 set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'
 H run -d --bundle "$bundle" loop </dev/null >/dev/null 2>&1 || fail "run the loop"
 before=$(wait_above loop /tmp/count 5)
+H exec loop sh -c 'echo 4321 > /proc/sys/net/core/somaxconn &&
+	echo "40000 50000" > /proc/sys/net/ipv4/ip_local_port_range' ||
+	fail "guest writes to /proc/sys"
 gu0=$(H exec loop cat /proc/uptime | cut -d' ' -f1)
 hu0=$(cut -d' ' -f1 /proc/uptime)
 if H checkpoint --image-path "$work/img1" loop 2>"$work/err"; then
@@ -73,6 +76,10 @@ awk -v g0="$gu0" -v g1="$gu1" -v h0="$hu0" -v h1="$hu1" \
 	'BEGIN { exit !(g1 > g0 && (h1 - h0) - (g1 - g0) >= 0.95) }' &&
 	pass "the guest's clock goes on from the checkpoint (guest $gu0 -> $gu1, host $hu0 -> $hu1)" ||
 	fail "the guest's clock after restore" "guest $gu0 -> $gu1, host $hu0 -> $hu1"
+s1=$(H exec loop cat /proc/sys/net/core/somaxconn)
+s2=$(H exec loop cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' ' ')
+[ "$s1" = 4321 ] && [ "$s2" = "40000 50000" ] && pass "sysctls the guest set survive" ||
+	fail "sysctls after restore" "$s1 / $s2"
 [ -n "$first" ] && [ "$first" -ge "$saved" ] && [ "$later" -gt "$first" ] &&
 	pass "the counter goes on from where it was saved ($saved -> $first -> $later)" ||
 	fail "the counter goes on" "saved $saved, after restore $first then $later"
