@@ -185,4 +185,9 @@ int ipc_proc_shm(FILE *out);
 int ipc_proc_sem(FILE *out);
 int ipc_proc_msg(FILE *out);
 
+/* How many objects of each family exist (a checkpoint cannot hold them yet). */
+int ipc_msg_count(void);
+int ipc_sem_count(void);
+int ipc_shm_count(void);
+
 #endif

@@ -528,3 +528,13 @@ int ipc_proc_msg(FILE *out)
 	pthread_mutex_unlock(&msg_ids.lock);
 	return 0;
 }
+
+int ipc_msg_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&msg_ids.lock);
+	n = msg_ids.in_use;
+	pthread_mutex_unlock(&msg_ids.lock);
+	return n;
+}

@@ -694,3 +694,13 @@ int ipc_proc_sem(FILE *out)
 	pthread_mutex_unlock(&sem_ids.lock);
 	return 0;
 }
+
+int ipc_sem_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&sem_ids.lock);
+	n = sem_ids.in_use;
+	pthread_mutex_unlock(&sem_ids.lock);
+	return n;
+}

@@ -581,3 +581,13 @@ static const struct file_ops shm_attach_ops = {
 	.release = attach_release,
 	.get_pages = attach_get_pages,
 };
+
+int ipc_shm_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&shm_ids.lock);
+	n = shm_ids.in_use;
+	pthread_mutex_unlock(&shm_ids.lock);
+	return n;
+}

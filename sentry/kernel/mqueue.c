@@ -737,3 +737,13 @@ long mqueue_getsetattr(struct task *t, int fd, const struct linux_mq_attr *nattr
 	file_put(f);
 	return 0;
 }
+
+int mqueue_count_linked(void)
+{
+	int n;
+
+	pthread_mutex_lock(&mq_ns_lock);
+	n = mq_nr_linked;
+	pthread_mutex_unlock(&mq_ns_lock);
+	return n;
+}

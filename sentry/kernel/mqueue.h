@@ -68,4 +68,7 @@ long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev,
 long mqueue_getsetattr(struct task *t, int fd, const struct linux_mq_attr *nattr,
 		       struct linux_mq_attr *oattr);
 
+/* How many named queues exist (a checkpoint cannot hold them yet). */
+int mqueue_count_linked(void);
+
 #endif
