@@ -144,6 +144,7 @@ int memfile_init(struct memfile *mf, uint64_t size)
 	mf->events_max = mf->events_oom = mf->events_oom_kill = 0;
 	mf->oom = NULL;
 	mf->oom_arg = NULL;
+	mf->image = NULL; /* a restore attaches one (image.c) */
 	mf->alloc = steal_pointer(&s);
 	return 0;
 }
