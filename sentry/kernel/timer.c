@@ -653,21 +653,6 @@ int timer_delete_posix(struct task *t, int id)
 	return 0;
 }
 
-bool timer_tg_armed(struct thread_group *tg)
-{
-	struct tg_timers *tt;
-	bool any = false;
-
-	pthread_mutex_lock(&timer_lock);
-	tt = tg->timers;
-	for (int i = 0; tt && i < 3; i++)
-		any |= tt->itimers[i] && tt->itimers[i]->armed;
-	for (int i = 0; tt && i < MAX_POSIX_TIMERS; i++)
-		any |= tt->posix[i] != NULL;
-	pthread_mutex_unlock(&timer_lock);
-	return any;
-}
-
 void timer_exit_tg(struct thread_group *tg)
 {
 	struct tg_timers *tt;

@@ -68,9 +68,6 @@ int timer_rlimit_cpu(struct thread_group *tg);
 
 /* Deletes every timer of tg (exit of the process; exec for POSIX timers). */
 void timer_exit_tg(struct thread_group *tg);
-/* Whether tg has an armed interval timer or any POSIX timer. */
-bool timer_tg_armed(struct thread_group *tg);
-
 /* A POSIX timer as a checkpoint saves it (sentry/state): timer_create's choices and its time
  * left (relative) and interval. */
 #define TIMER_POSIX_MAX 256

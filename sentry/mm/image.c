@@ -30,7 +30,6 @@ struct memfile_image {
 	struct image_range *r; /* sorted by off, disjoint */
 	size_t n;
 	uint64_t left; /* atomic: pages not loaded yet; 0 means nothing to do anywhere */
-	uint64_t loaded_bytes; /* lock */
 };
 
 int memfile_image_attach(struct memfile *mf, int fd, const uint64_t *off, const uint64_t *len,
@@ -134,7 +133,6 @@ static int walk_locked(struct memfile *mf, struct memfile_image *im, uint64_t of
 					}
 					done += (uint64_t)got;
 				}
-				im->loaded_bytes += done;
 			}
 			for (uint64_t x = p; x < q; x++)
 				clear_bit(r->unloaded, x);
@@ -191,17 +189,4 @@ bool memfile_image_pending(struct memfile *mf, uint64_t off, uint64_t len)
 	}
 	pthread_mutex_unlock(&im->lock);
 	return any;
-}
-
-uint64_t memfile_image_loaded_bytes(struct memfile *mf)
-{
-	struct memfile_image *im = __atomic_load_n(&mf->image, __ATOMIC_ACQUIRE);
-	uint64_t n = 0;
-
-	if (im) {
-		pthread_mutex_lock(&im->lock);
-		n = im->loaded_bytes;
-		pthread_mutex_unlock(&im->lock);
-	}
-	return n;
 }

@@ -65,8 +65,6 @@ int memfile_image_attach(struct memfile *mf, int fd, const uint64_t *off, const 
 int memfile_image_load(struct memfile *mf, uint64_t off, uint64_t len);
 void memfile_image_forget(struct memfile *mf, uint64_t off, uint64_t len);
 bool memfile_image_pending(struct memfile *mf, uint64_t off, uint64_t len);
-/* Bytes read from the pages file so far. */
-uint64_t memfile_image_loaded_bytes(struct memfile *mf);
 
 /* Creates a memfd of size bytes (sparse) and maps it. Returns 0 or -errno. */
 int memfile_init(struct memfile *mf, uint64_t size);
