@@ -34,7 +34,10 @@ int main(void)
 	struct itimerval itv = { { 0, 0 }, { 0, 200000 } }, cur;
 	struct sigevent sev = { 0 };
 	struct itimerspec its = { { 0, 0 }, { 0, 100000000 } }, ocur;
-	timer_t tid;
+	/* The raw timer_create writes a 4-byte kernel id: the rest of glibc's 8-byte timer_t must be
+	 * zero, or glibc's timer_settime takes stack garbage for a pointer (a native SIGSEGV seen
+	 * in CI). */
+	timer_t tid = 0;
 	int64_t t0;
 
 	sigaction(SIGALRM, &sa, NULL);
