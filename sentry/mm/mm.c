@@ -78,34 +78,21 @@ struct mm *mm_create_empty(struct kernel *k)
 
 struct mm *mm_create(struct kernel *k)
 {
-	_cleanup_free_ struct mm *mm = calloc(1, sizeof(*mm));
-	_cleanup_free_ struct vma_set *s = calloc(1, sizeof(*s));
+	struct mm *mm = mm_create_empty(k);
+	int r;
 
-	if (!mm || !s)
-		return ERR_PTR(-ENOMEM);
-	int r = pthread_mutex_init(&mm->lock, NULL);
-	if (r)
-		return ERR_PTR(-r);
-	r = pthread_cond_init(&mm->io_idle, NULL);
-	if (r) {
-		pthread_mutex_destroy(&mm->lock);
-		return ERR_PTR(-r);
-	}
-	pthread_mutex_init(&mm->patch_lock, NULL);
+	if (IS_ERR(mm))
+		return mm;
 	r = k->platform->ops->as_create(k->platform, &mm->as);
 	if (r < 0) {
 		pthread_mutex_destroy(&mm->patch_lock);
 		pthread_cond_destroy(&mm->io_idle);
 		pthread_mutex_destroy(&mm->lock);
+		free(mm->vmas);
+		free(mm);
 		return ERR_PTR(r);
 	}
-	refcount_init(&mm->ref, 1);
-	mm->k = k;
-	mm->vmas = steal_pointer(&s);
-	mm->mmap_base = PLATFORM_GUEST_MAX;
-	mm->limit_as = mm->limit_data = mm->limit_data_max = UINT64_MAX;
-	mm->plat_changes = mm_plat_changes_base();
-	return steal_pointer(&mm);
+	return mm;
 }
 
 void mm_set_limits(struct mm *mm, uint64_t as, uint64_t data, uint64_t data_max)
