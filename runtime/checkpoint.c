@@ -79,6 +79,12 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The name an image file is written under before it is complete: DIR/.NAME.tmp */
+static void tmp_name(char *buf, size_t size, const char *dir, const char *name)
+{
+	snprintf(buf, size, "%s/.%s.tmp", dir, name);
+}
+
 int cmd_checkpoint(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -150,10 +156,15 @@ int cmd_checkpoint(int argc, char **argv)
 		ret = oci_fail("image path %s: %s", image, strerror(-ret));
 		goto out;
 	}
+	/*
+	 * New files under temporary names, renamed over the old ones once complete: sandboxes
+	 * restored from this folder earlier map its pages file and read from it (lazy restore),
+	 * so the old file must stay as it is (a new inode replaces it; theirs lives on).
+	 */
 	for (int i = 0; i < 2; i++) {
 		char path[PATH_MAX + 64];
 
-		snprintf(path, sizeof(path), "%s/%s", dir, i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
+		tmp_name(path, sizeof(path), dir, i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
 		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fds[i] < 0) {
 			ret = oci_fail("%s: %s", path, strerror(errno));
@@ -203,6 +214,17 @@ int cmd_checkpoint(int argc, char **argv)
 				(unsigned long long)r.save_ns / 1000,
 				(unsigned long long)(mono_ns() - t0) / 1000);
 	}
+	for (int i = 0; i < 2 && ret == 0; i++) {
+		char from[PATH_MAX + 64], to[PATH_MAX + 64];
+		const char *name = i ? STATE_PAGES_FILE : STATE_IMAGE_FILE;
+
+		tmp_name(from, sizeof(from), dir, name);
+		snprintf(to, sizeof(to), "%s/%s", dir, name);
+		if (rename(from, to) < 0)
+			ret = oci_fail("checkpoint: %s: %s", to, strerror(errno));
+	}
+	if (ret)
+		goto out;
 	{
 		/* Engines look for CRIU's inventory.img to call a checkpoint complete (podman's
 		 * restore refuses a folder without it): an empty one says so, the image is husk's. */
@@ -237,12 +259,11 @@ out:
 			close(fds[i]);
 	}
 	if (ret && fds[0] >= 0) {
-		/* No half image is left to be restored by mistake. */
+		/* No half image is left (the folder's earlier image, if any, is untouched). */
 		char path[PATH_MAX + 64];
 
 		for (int i = 0; i < 2; i++) {
-			snprintf(path, sizeof(path), "%s/%s", dir,
-				 i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
+			tmp_name(path, sizeof(path), dir, i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
 			unlink(path);
 		}
 	}

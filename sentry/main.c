@@ -1058,6 +1058,13 @@ int main(int argc, char **argv)
 	k.platform->mem_alloc = platform_mem_alloc;
 	k.platform->mem_free = platform_mem_free;
 	k.platform->mem_arg = &k.mf;
+	/*
+	 * A restore's pages are mapped from the pages file (shared between restores of one image)
+	 * until written; HUSK_RESTORE_COPY=1 copies them into the memory file instead (to compare).
+	 */
+	if (restore &&
+	    !(getenv("HUSK_RESTORE_COPY") && strcmp(getenv("HUSK_RESTORE_COPY"), "1") == 0))
+		k.platform->imagefd = pages_fd;
 	log_info("platform: %s", k.platform->ops->name);
 	timing_stage("memory file and platform");
 	ret = gofer_client_create(o.gofer_fd, &k.gofer);

@@ -103,8 +103,86 @@ static int cow_copy(struct mm *mm, uint64_t a, uint64_t b)
 	return 0;
 }
 
+/* plat_map_vma's work, in space as (mm's, or the one mm_activate is making). */
+static int map_vma_in(struct mm *mm, struct platform_as *as, const struct vma *v, uint64_t addr,
+		      uint64_t len, int prot)
+{
+	const struct platform_ops *ops = mm->k->platform->ops;
+	uint64_t off = v->off + (addr - v->start), done = 0;
+
+	if (!(v->flags & VMA_IMAGE))
+		return ops->as_map(as, addr, len, prot, off);
+	while (done < len) {
+		uint64_t foff, run;
+		int r;
+
+		if (memfile_image_translate(mfile(mm), off + done, len - done, &foff, &run)) {
+			r = ops->as_map_image(as, addr + done, run, prot & ~PROT_WRITE, foff);
+		} else {
+			/* Not the image's (cannot happen: VMA_IMAGE is set over its pages only). */
+			r = memfile_image_load(mfile(mm), off + done, run);
+			if (r == 0)
+				r = ops->as_map(as, addr + done, run, prot & ~PROT_WRITE,
+						off + done);
+		}
+		if (r < 0)
+			return r;
+		done += run;
+	}
+	return 0;
+}
+
+int plat_map_vma(struct mm *mm, const struct vma *v, uint64_t addr, uint64_t len, int prot)
+{
+	mm->plat_changes++;
+	return mm->as ? map_vma_in(mm, mm->as, v, addr, len, prot) : 0;
+}
+
+int image_resolve_locked(struct mm *mm, uint64_t start, uint64_t end, bool load)
+{
+	struct vma_set *s = vset(mm);
+	uint64_t cur = start;
+
+	while (cur < end) {
+		size_t i = vma_lower_bound(s, cur);
+		if (i == s->n || s->v[i].start >= end)
+			return 0;
+		cur = MAX(cur, s->v[i].start);
+		if (!(s->v[i].flags & VMA_IMAGE)) {
+			cur = s->v[i].end;
+			continue;
+		}
+		int r = vma_set_reserve(s, VMA_RESERVE);
+		if (r < 0)
+			return r;
+		uint64_t stop = MIN(end, s->v[i].end);
+		if (load) {
+			r = memfile_image_load(mfile(mm), s->v[i].off + (cur - s->v[i].start),
+					       stop - cur);
+			if (r < 0)
+				return r;
+		}
+		i = vma_isolate(s, cur, stop);
+		s->v[i].flags &= ~VMA_IMAGE;
+		r = plat_map(mm, cur, stop - cur, vma_platform_prot(&s->v[i]), s->v[i].off);
+		if (r < 0) {
+			s->v[i].flags |= VMA_IMAGE;
+			vma_merge_range(s, i ? i - 1 : 0, i + 1);
+			return r;
+		}
+		vma_merge_range(s, i ? i - 1 : 0, i + 1);
+		cur = stop;
+	}
+	return 0;
+}
+
 int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end)
 {
+	int r0 = image_resolve_locked(mm, start, end, true);
+
+	if (r0 < 0)
+		return r0;
+
 	struct vma_set *s = vset(mm);
 	uint64_t cur = start;
 
@@ -145,6 +223,20 @@ int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end)
 }
 
 /*
+ * True when the pages of v (one populate window) can be mapped from the image: private memory,
+ * every page still to load, the platform able to map the pages file.
+ */
+static bool image_mappable(struct mm *mm, const struct vma *v, uint64_t *file_off)
+{
+	const struct platform *p = mm->k->platform;
+
+	if (!p->ops->as_map_image || p->imagefd < 0 || !(v->flags & MM_VMA_PRIVATE) ||
+	    (v->flags & (MM_VMA_VDSO | MM_VMA_VVAR)))
+		return false;
+	return memfile_image_mappable(mfile(mm), v->off, v->end - v->start, file_off);
+}
+
+/*
  * Populates the window of lazy VMA pages around page (in a VMA_LAZY VMA): gives them the VMA's
  * protection in the platform. The whole window if it fits under the memory limit, else the page
  * alone if it does, else nothing (-ENOMEM) unless force. mm->lock held. Returns 0 or -errno.
@@ -166,6 +258,17 @@ static int populate_locked(struct mm *mm, uint64_t page, bool force)
 	if (r < 0)
 		return r;
 	size_t i = vma_isolate(s, lo, hi);
+	uint64_t file_off;
+	if (image_mappable(mm, &s->v[i], &file_off)) {
+		/* A restored page not loaded yet: the guest maps the image's (shared) page. */
+		mm->lazy_ro = true;
+		s->v[i].flags = (s->v[i].flags & ~VMA_LAZY) | VMA_IMAGE;
+		r = plat_map_vma(mm, &s->v[i], lo, hi - lo, vma_platform_prot(&s->v[i]));
+		if (r < 0)
+			s->v[i].flags = (s->v[i].flags & ~VMA_IMAGE) | VMA_LAZY;
+		vma_merge_range(s, i ? i - 1 : 0, i + 1);
+		return r;
+	}
 	/* A restored page's bytes before the guest can see it (image.c). */
 	r = memfile_image_load(mfile(mm), s->v[i].off, hi - lo);
 	if (r < 0)
@@ -285,11 +388,12 @@ retry:
 		goto out_unlock;
 	}
 	if (v &&
-	    (((v->flags & MM_VMA_PRIVATE) && !(v->flags & VMA_COW) && (v->prot & PROT_WRITE)) ||
+	    (((v->flags & MM_VMA_PRIVATE) && !(v->flags & (VMA_COW | VMA_IMAGE)) &&
+	      (v->prot & PROT_WRITE)) ||
 	     /* Lazily populated pages that are not plainly writable (a restore's): the same
 	      * race, with any access. */
 	     (mm->lazy_ro && (v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) &&
-	      !((v->flags & VMA_COW) && (v->prot & PROT_WRITE)))) &&
+	      !((v->flags & (VMA_COW | VMA_IMAGE)) && (v->prot & PROT_WRITE)))) &&
 	    !fault_seen_before(mm, PAGE_ALIGN_DOWN(addr))) {
 		/*
 		 * Another thread of this space resolved the page between this thread's fault and
@@ -302,8 +406,8 @@ retry:
 		fault_remember(mm, PAGE_ALIGN_DOWN(addr));
 		goto out_unlock;
 	}
-	/* Not copy-on-write, or not writable: the access was really not allowed. */
-	if (!v || !(v->flags & VMA_COW) || !(v->prot & PROT_WRITE))
+	/* Not copy-on-write (or the image's), or not writable: the access was really not allowed. */
+	if (!v || !(v->flags & (VMA_COW | VMA_IMAGE)) || !(v->prot & PROT_WRITE))
 		goto out_unlock;
 	/* A copy takes new memory: as for a first touch, the OOM killer makes room first. */
 	if (!force && !memfile_fits(mfile(mm), PAGE_SIZE)) {
@@ -477,6 +581,7 @@ struct mm *mm_fork(struct mm *parent)
 				goto out_unlock;
 			}
 			v.off = (uint64_t)fresh;
+			v.flags &= ~VMA_IMAGE;
 			/* Fresh pages: populated on first touch under a memory limit. */
 			if (mm_lazy(parent))
 				v.flags |= VMA_LAZY;
@@ -541,7 +646,14 @@ int mm_activate(struct mm *mm)
 		const struct vma *v = &s->v[i];
 		int prot = vma_platform_prot(v);
 		size_t j = i + 1;
-		while (j < s->n && s->v[j].start == s->v[j - 1].end &&
+		if (v->flags & VMA_IMAGE) {
+			r = map_vma_in(mm, as, v, v->start, v->end - v->start, prot);
+			calls++;
+			i = j;
+			continue;
+		}
+		while (j < s->n && !(s->v[j].flags & VMA_IMAGE) &&
+		       s->v[j].start == s->v[j - 1].end &&
 		       s->v[j].off == s->v[j - 1].off + (s->v[j - 1].end - s->v[j - 1].start) &&
 		       vma_platform_prot(&s->v[j]) == prot)
 			j++;

@@ -190,3 +190,61 @@ bool memfile_image_pending(struct memfile *mf, uint64_t off, uint64_t len)
 	pthread_mutex_unlock(&im->lock);
 	return any;
 }
+
+int memfile_image_fd(struct memfile *mf)
+{
+	struct memfile_image *im = __atomic_load_n(&mf->image, __ATOMIC_ACQUIRE);
+
+	return im ? im->fd : -1;
+}
+
+bool memfile_image_mappable(struct memfile *mf, uint64_t off, uint64_t len, uint64_t *file_off)
+{
+	struct memfile_image *im = __atomic_load_n(&mf->image, __ATOMIC_ACQUIRE);
+	bool all = false;
+
+	if (!im || !len || !__atomic_load_n(&im->left, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&im->lock);
+	size_t i = first_range(im, off);
+	if (i < im->n) {
+		const struct image_range *r = &im->r[i];
+
+		if (r->unloaded && r->off <= off && off + len <= r->off + r->len) {
+			all = true;
+			for (uint64_t p = (off - r->off) / PAGE; p < (off + len - r->off) / PAGE;
+			     p++)
+				if (!test_bit(r->unloaded, p)) {
+					all = false;
+					break;
+				}
+			*file_off = r->file_off + (off - r->off);
+		}
+	}
+	pthread_mutex_unlock(&im->lock);
+	return all;
+}
+
+bool memfile_image_translate(struct memfile *mf, uint64_t off, uint64_t len, uint64_t *file_off,
+			     uint64_t *run)
+{
+	struct memfile_image *im = __atomic_load_n(&mf->image, __ATOMIC_ACQUIRE);
+
+	*run = len;
+	if (!im)
+		return false;
+	/* The ranges never change after attach: no lock needed to read them. */
+	size_t i = first_range(im, off);
+	if (i == im->n)
+		return false;
+	const struct image_range *r = &im->r[i];
+	if (r->off > off) {
+		*run = r->off - off < len ? r->off - off : len;
+		return false;
+	}
+	*run = r->off + r->len - off < len ? r->off + r->len - off : len;
+	if (r->file_off == UINT64_MAX)
+		return false;
+	*file_off = r->file_off + (off - r->off);
+	return true;
+}

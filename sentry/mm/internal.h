@@ -65,8 +65,22 @@ static inline int vma_platform_prot(const struct vma *v)
 {
 	if (v->flags & (VMA_LAZY | VMA_EOF))
 		return PROT_NONE;
-	return (v->flags & VMA_COW) ? v->prot & ~PROT_WRITE : v->prot;
+	return (v->flags & (VMA_COW | VMA_IMAGE)) ? v->prot & ~PROT_WRITE : v->prot;
 }
+
+/*
+ * Maps [addr, addr+len) of VMA v in the platform as v says: its pages in the memory file, or
+ * (VMA_IMAGE) the image's pages file, with protection prot (vma_platform_prot, or PROT_NONE).
+ * mm->lock held. Returns 0 or -errno.
+ */
+int plat_map_vma(struct mm *mm, const struct vma *v, uint64_t addr, uint64_t len, int prot);
+
+/*
+ * Ends VMA_IMAGE for [start, end) (page aligned): the pages are read into the memory file
+ * (load) and the platform maps them from there. Pages outside any VMA_IMAGE VMA are skipped.
+ * mm->lock held; reserves itself. Returns 0 or -errno.
+ */
+int image_resolve_locked(struct mm *mm, uint64_t start, uint64_t end, bool load);
 
 /* True when new anonymous memory of mm is to be populated lazily (a memory limit was set). */
 static inline bool mm_lazy(struct mm *mm)
@@ -77,7 +91,8 @@ static inline bool mm_lazy(struct mm *mm)
 /*
  * Resolves copy-on-write for the pages [start, end) (page aligned) of mm: each VMA_COW piece
  * becomes a VMA whose pages this mm owns alone, copied when someone else still holds them and
- * taken over (made writable) otherwise. Pages outside any VMA are skipped. mm->lock held; needs
+ * taken over (made writable) otherwise; VMA_IMAGE pieces are resolved (image_resolve_locked)
+ * first. Pages outside any VMA are skipped. mm->lock held; needs
  * no reservation (it reserves). Returns 0 or -errno (the pages resolved so far stay resolved).
  */
 int cow_resolve_locked(struct mm *mm, uint64_t start, uint64_t end);

@@ -8,8 +8,9 @@
  * may write(2) from a PROT_WRITE-only buffer, as on Linux. PROT_EXEC alone is not readable
  * (execute-only, as Linux makes it with protection keys).
  *
- * Writes never go into a page another mm still shares (copy-on-write after fork): the range is
- * unshared first (cow_resolve_locked), and a write stops at any VMA still VMA_COW after that.
+ * Writes never go into a page another mm still shares (copy-on-write after fork) or the platform
+ * maps from a restore's image (VMA_IMAGE): the range is unshared first (cow_resolve_locked), and
+ * a write stops at any VMA still VMA_COW or VMA_IMAGE after that.
  */
 #include <assert.h>
 #include <errno.h>
@@ -81,7 +82,7 @@ static ssize_t copy_locked(struct mm *mm, uint64_t addr, void *buf, size_t len, 
 			i = vma_lower_bound(s, cur) - 1; /* the set changed; wraps to 0 after i++ */
 			continue;
 		}
-		if (mode != IO_READ && (v->flags & VMA_COW))
+		if (mode != IO_READ && (v->flags & (VMA_COW | VMA_IMAGE)))
 			break;
 		size_t n = MIN(end, v->end) - cur;
 		/* A restored page's bytes before anyone reads or writes it (image.c). */
@@ -114,7 +115,7 @@ static void unshare_for_write_locked(struct mm *mm, uint64_t addr, size_t len, e
 		const struct vma *v = &s->v[i];
 		if (v->start > cur || !access_ok(v, mode) || (v->flags & VMA_EOF))
 			break;
-		cow |= (v->flags & VMA_COW) != 0;
+		cow |= (v->flags & (VMA_COW | VMA_IMAGE)) != 0;
 		cur = MIN(end, v->end);
 	}
 	if (cow)
@@ -258,7 +259,7 @@ static int translate(struct mm *mm, uint64_t addr, size_t len, bool write, struc
 			i = vma_lower_bound(s, cur) - 1;
 			continue;
 		}
-		if (write && (v->flags & VMA_COW))
+		if (write && (v->flags & (VMA_COW | VMA_IMAGE)))
 			break;
 		size_t n = MIN(end, v->end) - cur;
 		memfile_image_load(mf, v->off + (cur - v->start), n);

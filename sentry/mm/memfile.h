@@ -65,6 +65,20 @@ int memfile_image_attach(struct memfile *mf, int fd, const uint64_t *off, const 
 int memfile_image_load(struct memfile *mf, uint64_t off, uint64_t len);
 void memfile_image_forget(struct memfile *mf, uint64_t off, uint64_t len);
 bool memfile_image_pending(struct memfile *mf, uint64_t off, uint64_t len);
+/* The pages file's fd (to map it: sentry/mm's VMA_IMAGE), or -1 without an image. */
+int memfile_image_fd(struct memfile *mf);
+/*
+ * True when every page of [off, off+len) is still to load and the range lies in one range of
+ * the image: *file_off is then its offset in the pages file (the pages may be mapped from it).
+ */
+bool memfile_image_mappable(struct memfile *mf, uint64_t off, uint64_t len, uint64_t *file_off);
+/*
+ * Where the image holds the bytes of off: true with *file_off when off lies in a range of the
+ * image's pages, false otherwise (not in the image, or zeros). Either way *run is how many bytes
+ * from off (at most len) the answer holds for, contiguously.
+ */
+bool memfile_image_translate(struct memfile *mf, uint64_t off, uint64_t len, uint64_t *file_off,
+			     uint64_t *run);
 
 /* Creates a memfd of size bytes (sparse) and maps it. Returns 0 or -errno. */
 int memfile_init(struct memfile *mf, uint64_t size);

@@ -301,7 +301,7 @@ static int install_locked(struct mm *mm, uint64_t start, uint64_t end, int prot,
 	struct vma_set *s = vset(mm);
 
 	/* Anonymous memory under a memory limit is populated on first touch (fault.c). */
-	flags &= ~(VMA_COW | VMA_LAZY);
+	flags &= ~(VMA_COW | VMA_LAZY | VMA_IMAGE);
 	if (!file && mm_lazy(mm))
 		flags |= VMA_LAZY;
 	/* as_map replaces any mapping of the range: the old VMAs' pages are unreachable after. */
@@ -777,7 +777,7 @@ static int protect_platform_locked(struct mm *mm, uint64_t start, uint64_t end, 
 	int run_prot = -1;
 
 	for (size_t i = vma_lower_bound(s, start); i < s->n && s->v[i].start < end; i++) {
-		int p = (s->v[i].flags & VMA_COW) ? prot & ~PROT_WRITE : prot;
+		int p = (s->v[i].flags & (VMA_COW | VMA_IMAGE)) ? prot & ~PROT_WRITE : prot;
 		if (s->v[i].flags & (VMA_LAZY | VMA_EOF))
 			p = PROT_NONE;
 		uint64_t a = MAX(s->v[i].start, start);
@@ -951,8 +951,8 @@ out_unlock:
 static bool same_mapping(const struct vma *a, const struct vma *b)
 {
 	if (a->end != b->start || a->prot != b->prot ||
-	    (a->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF)) !=
-		    (b->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF)) ||
+	    (a->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF | VMA_IMAGE)) !=
+		    (b->flags & ~(VMA_COW | VMA_LAZY | VMA_EOF | VMA_IMAGE)) ||
 	    a->file != b->file || a->obj != b->obj)
 		return false;
 	return !(a->file || a->obj) || a->file_off + (a->end - a->start) == b->file_off;
@@ -1043,9 +1043,11 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 	int r = 0;
 	size_t mapped = 0;
 	for (; mapped < count && r == 0; mapped++) {
-		const struct vma *p = &pieces[mapped];
-		r = plat_map(mm, new_addr + (p->start - old), p->end - p->start,
-			     vma_platform_prot(p), p->off);
+		struct vma p = pieces[mapped];
+
+		p.start = new_addr + (p.start - old);
+		p.end = new_addr + (p.end - old);
+		r = plat_map_vma(mm, &p, p.start, p.end - p.start, vma_platform_prot(&p));
 	}
 	if (r < 0) {
 		if (mapped > 1)
@@ -1078,7 +1080,7 @@ static long move_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t 
 				     .end = old + old_len,
 				     .off = (uint64_t)refill,
 				     .prot = prot,
-				     .flags = flags & ~(VMA_COW | VMA_LAZY),
+				     .flags = flags & ~(VMA_COW | VMA_LAZY | VMA_IMAGE),
 				     .file = file,
 				     .file_off = file_off };
 
@@ -1140,8 +1142,8 @@ static long dup_locked(struct mm *mm, uint64_t old, uint64_t old_len, uint64_t n
 		pieces[count++] = p;
 	}
 	for (size_t k = 0; k < count; k++) {
-		r = plat_map(mm, pieces[k].start, pieces[k].end - pieces[k].start,
-			     vma_platform_prot(&pieces[k]), pieces[k].off);
+		r = plat_map_vma(mm, &pieces[k], pieces[k].start, pieces[k].end - pieces[k].start,
+				 vma_platform_prot(&pieces[k]));
 		if (r < 0) {
 			if (k > 0)
 				plat_unmap(mm, new_addr, pieces[k - 1].end - new_addr);
@@ -1403,12 +1405,21 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 		return 0;
 	}
 	if (!(v->flags & VMA_COW)) {
+		struct file *vfile = v->file;
+		bool vlazy = (v->flags & VMA_LAZY) != 0;
+
+		/* The image's pages: the platform maps the memory file's (zeroed below) instead. */
+		if (v->flags & VMA_IMAGE) {
+			int r = image_resolve_locked(mm, a, b, false);
+			if (r < 0)
+				return r;
+		}
 		memfile_zero(mfile(mm), off, b - a);
 		/* A private file mapping drops its changes: it reads the file's bytes again. */
-		if (v->file)
-			return fill_from_file(mm, off, b - a, v->file, foff);
+		if (vfile)
+			return fill_from_file(mm, off, b - a, vfile, foff);
 		/* Under a memory limit, the next touch is checked against it again. */
-		if (!mm_lazy(mm) || (v->flags & VMA_LAZY))
+		if (!mm_lazy(mm) || vlazy)
 			return 0;
 		int r = vma_set_reserve(s, VMA_RESERVE);
 		if (r == 0)
@@ -1439,7 +1450,7 @@ static int drop_pages_locked(struct mm *mm, uint64_t a, uint64_t b, int advice)
 	size_t i = vma_isolate(s, a, b);
 	memfile_free(mfile(mm), s->v[i].off, b - a);
 	s->v[i].off = (uint64_t)fresh;
-	s->v[i].flags &= ~(VMA_COW | VMA_LAZY);
+	s->v[i].flags &= ~(VMA_COW | VMA_LAZY | VMA_IMAGE);
 	if (lazy)
 		s->v[i].flags |= VMA_LAZY;
 	vma_merge_range(s, i ? i - 1 : 0, i + 1);
@@ -1582,7 +1593,7 @@ static struct mm_vma_info vma_info_of(const struct vma *v)
 		.start = v->start,
 		.end = v->end,
 		.prot = v->prot,
-		.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF),
+		.flags = v->flags & ~(VMA_COW | VMA_NOWRITE | VMA_LAZY | VMA_EOF | VMA_IMAGE),
 		.file = v->file,
 		.file_off = v->file_off,
 		.mf_off = v->off,

@@ -45,6 +45,16 @@ struct memfile;
  * page gets the VMA's protection.
  */
 #define VMA_EOF 0x80000u
+/*
+ * Internal VMA flag: pages of a restore's image not written since (sentry/mm/image.c), which
+ * the platform maps from the pages file itself (as_map_image: private, never writable), so that
+ * every restore of one image shares them in the host's page cache. Like VMA_COW, the first
+ * write faults: the page is read into the memory file (at the VMA's offset, where it belongs)
+ * and the platform maps that instead (image_resolve in fault.c). The memory-file page holds the
+ * image's bytes or is still to load, and nothing writes it in place while any mm maps it so:
+ * every writer of a private page resolves first. Never on shared (MM_VMA_SHARED) memory.
+ */
+#define VMA_IMAGE 0x100000u
 
 struct vma {
 	uint64_t start, end;

@@ -13,13 +13,17 @@ int platform_create(const char *name, int memfd, struct platform **out)
 {
 	if (!name)
 		return -ENOENT;
+	int ret = -ENOENT;
+
 	if (strcmp(name, "auto") == 0)
 		name = platform_auto_name();
 	if (strcmp(name, "ptrace") == 0)
-		return ptrace_platform_create(memfd, out);
-	if (strcmp(name, "seccomp") == 0)
-		return seccomp_platform_create(memfd, out);
-	return -ENOENT;
+		ret = ptrace_platform_create(memfd, out);
+	else if (strcmp(name, "seccomp") == 0)
+		ret = seccomp_platform_create(memfd, out);
+	if (ret == 0)
+		(*out)->imagefd = -1;
+	return ret;
 }
 
 const char *platform_auto_name(void)

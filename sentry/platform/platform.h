@@ -69,6 +69,14 @@ struct platform_ops {
 	 * whatever was there. addr, len and off are page aligned. Returns 0 or -errno.
 	 */
 	int (*as_map)(struct platform_as *as, uint64_t addr, uint64_t len, int prot, uint64_t off);
+	/*
+	 * Maps [addr, addr+len) to offset off of the image file (struct platform's imagefd),
+	 * private (the host's page cache is shared by every space that maps it) and never
+	 * writable: prot without PROT_WRITE. Page aligned. Returns 0 or -errno (-ENOSYS without
+	 * an image file). NULL: the backend cannot (sentry/mm then copies the pages in).
+	 */
+	int (*as_map_image)(struct platform_as *as, uint64_t addr, uint64_t len, int prot,
+			    uint64_t off);
 	/* Removes any mapping in [addr, addr+len). */
 	int (*as_unmap)(struct platform_as *as, uint64_t addr, uint64_t len);
 	/* Changes protections of the mappings in [addr, addr+len). */
@@ -157,6 +165,12 @@ struct platform_ops {
 struct platform {
 	const struct platform_ops *ops;
 	int memfd; /* the memory file; stubs map ranges of it */
+	/*
+	 * A restore's pages file (sentry/mm/image.c), or -1 (platform_create sets it). Set by the
+	 * creator before the first as_create (the stubs get it when they start): as_map_image
+	 * maps ranges of it. Read-only; the sentry keeps it open as long as the platform.
+	 */
+	int imagefd;
 	/*
 	 * Set by the creator after platform_create() and before the first as_create: pages of the
 	 * memory file the backend may take for its own use (the seccomp backend keeps each stub

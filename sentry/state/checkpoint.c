@@ -148,7 +148,7 @@ static uint32_t save_mm(struct state_save *s, struct mm *mm)
 		vm->end = v->end;
 		vm->prot = (uint32_t)v->prot;
 		vm->kind = v->flags & 0xffffu;
-		vm->flags = v->flags & ~0xffffu;
+		vm->flags = v->flags & ~(0xffffu | VMA_IMAGE); /* how it is mapped: not state */
 		vm->mem_off = v->off;
 		state_save_range(s, v->off, v->end - v->start);
 		if (v->file) {
@@ -729,6 +729,13 @@ static int save_pages(struct state_save *s, int pages_fd, uint64_t *bytes)
 
 		if (end > mf->size || end < off) {
 			ret = state_save_fail(s, -EIO, "a range past the memory file");
+			break;
+		}
+		/* A restored sandbox's pages not loaded yet are holes in the memory file. */
+		ret = memfile_image_load(mf, off, end - off);
+		if (ret < 0) {
+			ret = state_save_fail(s, ret, "reading the restored image's pages: %s",
+					      strerror(-ret));
 			break;
 		}
 		while (off < end && ret == 0) {

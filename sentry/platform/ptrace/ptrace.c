@@ -83,6 +83,7 @@ struct ptrace_op {
 	long nr; /* __NR_mmap, __NR_munmap or __NR_mprotect */
 	uint64_t addr, len, off;
 	int prot;
+	bool image; /* __NR_mmap: of the image file (private), not the memory file */
 };
 
 /*
@@ -358,7 +359,8 @@ static int apply_op(struct ptrace_ctx *t, const struct ptrace_op *op)
 	switch (op->nr) {
 	case __NR_mmap:
 		ret = stub_call(t, __NR_mmap, op->addr, op->len, (uint64_t)op->prot,
-				MAP_SHARED | MAP_FIXED, PTRACE_STUB_MEMFD, op->off);
+				op->image ? MAP_PRIVATE | MAP_FIXED : MAP_SHARED | MAP_FIXED,
+				op->image ? PTRACE_STUB_IMAGEFD : PTRACE_STUB_MEMFD, op->off);
 		if (ret >= 0 && (uint64_t)ret != op->addr)
 			ret = -EIO; /* cannot happen with MAP_FIXED */
 		break;
@@ -525,7 +527,7 @@ static int as_make_stub(struct ptrace_platform *pp, struct ptrace_as *as)
 		as->init_regs = leader->regs;
 		return 0;
 	}
-	ret = stub_spawn(pp->code, pp->base.memfd, &pid, &regs);
+	ret = stub_spawn(pp->code, pp->base.memfd, pp->base.imagefd, &pid, &regs);
 	if (ret < 0)
 		return ret;
 	leader = thread_new(as, pid);
@@ -640,6 +642,21 @@ static int ptrace_as_map(struct platform_as *pas, uint64_t addr, uint64_t len, i
 	if (!range_ok(addr, len) || !prot_ok(prot) || !IS_PAGE_ALIGNED(off) ||
 	    off > (uint64_t)INT64_MAX - len)
 		return -EINVAL;
+	return submit_op(to_as(pas), &op);
+}
+
+static int ptrace_as_map_image(struct platform_as *pas, uint64_t addr, uint64_t len, int prot,
+			       uint64_t off)
+{
+	struct ptrace_op op = {
+		.nr = __NR_mmap, .addr = addr, .len = len, .prot = prot, .off = off, .image = true
+	};
+
+	if (!range_ok(addr, len) || !prot_ok(prot) || (prot & PROT_WRITE) ||
+	    !IS_PAGE_ALIGNED(off) || off > (uint64_t)INT64_MAX - len)
+		return -EINVAL;
+	if (pas->p->imagefd < 0)
+		return -ENOSYS;
 	return submit_op(to_as(pas), &op);
 }
 
@@ -768,7 +785,8 @@ static void *factory_main(void *arg)
 	struct ptrace_ctx *tmpl = NULL;
 	arch_regs_t regs;
 	pid_t pid = 0;
-	int ret = tas ? stub_spawn(pp->code, pp->base.memfd, &pid, &regs) : -ENOMEM;
+	int ret = tas ? stub_spawn(pp->code, pp->base.memfd, pp->base.imagefd, &pid, &regs) :
+			-ENOMEM;
 
 	if (ret == 0) {
 		tmpl = thread_new(tas, pid);
@@ -1444,6 +1462,7 @@ int ptrace_platform_create(int memfd, struct platform **out)
 		return -ENOMEM;
 	pp->base.ops = &ptrace_ops;
 	pp->base.memfd = memfd;
+	pp->base.imagefd = -1;
 	pp->code = code;
 	pthread_mutex_init(&pp->factory.lock, NULL);
 	pthread_cond_init(&pp->factory.cond, NULL);
@@ -1456,6 +1475,7 @@ static const struct platform_ops ptrace_ops = {
 	.as_create = ptrace_as_create,
 	.as_destroy = ptrace_as_destroy,
 	.as_map = ptrace_as_map,
+	.as_map_image = ptrace_as_map_image,
 	.as_unmap = ptrace_as_unmap,
 	.as_protect = ptrace_as_protect,
 	.ctx_create = ptrace_ctx_create,

@@ -16,6 +16,7 @@
 
 /* The memory file's FD number inside every stub (the stub holds no other FD). */
 #define PTRACE_STUB_MEMFD 3
+#define PTRACE_STUB_IMAGEFD 4 /* a restore's pages file (struct platform's imagefd), if any */
 
 /*
  * Preferred address of the stub code page, the first page of the area above

@@ -13,6 +13,7 @@
  *   0x810  the filter (struct sock_filter[])
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -349,7 +350,7 @@ struct stub_kernel_sigaction {
  * Every step is checked; on failure the child exits with the errno as its status.
  */
 static __attribute__((noreturn, noinline)) void stub_child(const struct stub_code *code, int memfd,
-							   bool probe)
+							   int imagefd, bool probe)
 {
 	struct stub_kernel_sigaction dfl = { .handler = (unsigned long)SIG_DFL };
 	uint64_t nomask = 0;
@@ -383,10 +384,21 @@ static __attribute__((noreturn, noinline)) void stub_child(const struct stub_cod
 		goto fail;
 	if (syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) < 0)
 		goto fail;
-	if (memfd != PTRACE_STUB_MEMFD && syscall(SYS_dup2, memfd, PTRACE_STUB_MEMFD) < 0)
+	/* memfd and imagefd to their fixed numbers: copies above them first (no dup2 closes
+	 * one still to be moved). */
+	bool image = imagefd >= 0;
+
+	memfd = (int)syscall(SYS_fcntl, memfd, F_DUPFD, 10);
+	if (image)
+		imagefd = (int)syscall(SYS_fcntl, imagefd, F_DUPFD, 10);
+	if (memfd < 0 || (image && imagefd < 0))
+		goto fail;
+	if (syscall(SYS_dup2, memfd, PTRACE_STUB_MEMFD) < 0 ||
+	    (image && syscall(SYS_dup2, imagefd, PTRACE_STUB_IMAGEFD) < 0))
 		goto fail;
 	if (syscall(SYS_close_range, 0, PTRACE_STUB_MEMFD - 1, 0) < 0 ||
-	    syscall(SYS_close_range, PTRACE_STUB_MEMFD + 1, ~0U, 0) < 0)
+	    syscall(SYS_close_range, image ? PTRACE_STUB_IMAGEFD + 1 : PTRACE_STUB_MEMFD + 1, ~0U,
+		    0) < 0)
 		goto fail;
 	stub_child_enter(code->page, code->page);
 fail:
@@ -421,8 +433,8 @@ static bool is_fault_signal(int sig)
 }
 
 /* One attempt of stub_spawn(); *sigsys is set if the child died of SIGSYS during set-up. */
-static int stub_spawn_once(const struct stub_code *code, int memfd, bool probe, pid_t *pid_out,
-			   arch_regs_t *regs, bool *sigsys)
+static int stub_spawn_once(const struct stub_code *code, int memfd, int imagefd, bool probe,
+			   pid_t *pid_out, arch_regs_t *regs, bool *sigsys)
 {
 	static const char *const steps[] = { "unmapping below the code page",
 					     "unmapping above the code page",
@@ -435,7 +447,7 @@ static int stub_spawn_once(const struct stub_code *code, int memfd, bool probe, 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		stub_child(code, memfd, probe);
+		stub_child(code, memfd, imagefd, probe);
 
 	for (;;) {
 		ret = stub_wait((pid_t)pid, &status);
@@ -502,13 +514,14 @@ bool stub_cpu_binding(void)
 	return __atomic_load_n(&cpu_binding, __ATOMIC_RELAXED) == 1;
 }
 
-int stub_spawn(const struct stub_code *code, int memfd, pid_t *pid_out, arch_regs_t *regs)
+int stub_spawn(const struct stub_code *code, int memfd, int imagefd, pid_t *pid_out,
+	       arch_regs_t *regs)
 {
 	bool probe = __atomic_load_n(&cpu_binding, __ATOMIC_RELAXED) < 0;
 	bool sigsys = false;
 	int ret;
 
-	ret = stub_spawn_once(code, memfd, probe, pid_out, regs, &sigsys);
+	ret = stub_spawn_once(code, memfd, imagefd, probe, pid_out, regs, &sigsys);
 	if (!probe)
 		return ret;
 	if (ret < 0 && sigsys) {
@@ -517,7 +530,7 @@ int stub_spawn(const struct stub_code *code, int memfd, pid_t *pid_out, arch_reg
 			"not follow their tracer's CPU (slower system calls)");
 		__atomic_store_n(&cpu_binding, 0, __ATOMIC_RELAXED);
 		sigsys = false;
-		return stub_spawn_once(code, memfd, false, pid_out, regs, &sigsys);
+		return stub_spawn_once(code, memfd, imagefd, false, pid_out, regs, &sigsys);
 	}
 	if (ret == 0)
 		__atomic_store_n(&cpu_binding, 1, __ATOMIC_RELAXED);

@@ -35,7 +35,7 @@ const struct stub_code *stub_code_get(int *err);
  * Returns 0 with *pid and *regs (its registers at that stop), or -errno; on failure no
  * process is left behind.
  */
-int stub_spawn(const struct stub_code *code, int memfd, pid_t *pid, arch_regs_t *regs);
+int stub_spawn(const struct stub_code *code, int memfd, int imagefd, pid_t *pid, arch_regs_t *regs);
 
 /*
  * True if stubs may be bound to their tracer's CPU: the first stub_spawn() of the process

@@ -348,7 +348,7 @@ static int zygote_start_locked(struct sc_platform *sp)
 		return sp->zerr;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sp->zerr = -errno;
-	pid = sc_zygote_spawn(sp->code, sp->base.memfd, sv[1]);
+	pid = sc_zygote_spawn(sp->code, sp->base.memfd, sp->base.imagefd, sv[1]);
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
@@ -518,6 +518,23 @@ static int seccomp_as_map(struct platform_as *pas, uint64_t addr, uint64_t len, 
 		return -EINVAL;
 	r = ctl_call(to_as(pas), __NR_mmap, addr, len, (uint64_t)prot, MAP_SHARED | MAP_FIXED,
 		     SC_STUB_MEMFD, off);
+	if (r < 0 && r >= -4095)
+		return (int)r;
+	return (uint64_t)r == addr ? 0 : -EIO;
+}
+
+static int seccomp_as_map_image(struct platform_as *pas, uint64_t addr, uint64_t len, int prot,
+				uint64_t off)
+{
+	long r;
+
+	if (!range_ok(addr, len) || !prot_ok(prot) || (prot & PROT_WRITE) ||
+	    !IS_PAGE_ALIGNED(off) || off > (uint64_t)INT64_MAX - len)
+		return -EINVAL;
+	if (pas->p->imagefd < 0)
+		return -ENOSYS;
+	r = ctl_call(to_as(pas), __NR_mmap, addr, len, (uint64_t)prot, MAP_PRIVATE | MAP_FIXED,
+		     SC_STUB_IMAGEFD, off);
 	if (r < 0 && r >= -4095)
 		return (int)r;
 	return (uint64_t)r == addr ? 0 : -EIO;
@@ -1266,6 +1283,7 @@ int seccomp_platform_create(int memfd, struct platform **out)
 		return -ENOMEM;
 	sp->base.ops = &seccomp_ops;
 	sp->base.memfd = memfd;
+	sp->base.imagefd = -1;
 	sp->code = code;
 	sp->zsock = -1;
 	pthread_mutex_init(&sp->zlock, NULL);
@@ -1289,6 +1307,7 @@ static const struct platform_ops seccomp_ops = {
 	.as_create = seccomp_as_create,
 	.as_destroy = seccomp_as_destroy,
 	.as_map = seccomp_as_map,
+	.as_map_image = seccomp_as_map_image,
 	.as_unmap = seccomp_as_unmap,
 	.as_protect = seccomp_as_protect,
 	.ctx_create = seccomp_ctx_create,

@@ -25,6 +25,7 @@
 /* FDs inside every stub: the memory file and the socket to the sentry (nothing else). */
 #define SC_STUB_MEMFD 3
 #define SC_STUB_SOCK 4
+#define SC_STUB_IMAGEFD 5 /* a restore's pages file (struct platform's imagefd), if any */
 
 /*
  * Stub address layout (everything above PLATFORM_GUEST_MAX). The code page and the scratch page
@@ -176,10 +177,10 @@ const struct sc_code *sc_code_get(int *err);
 
 /*
  * Forks the zygote from the calling (single-threaded or not) process: it keeps memfd as
- * SC_STUB_MEMFD and sock as SC_STUB_SOCK, unmaps everything but the code and scratch pages and
+ * SC_STUB_MEMFD, sock as SC_STUB_SOCK and imagefd (if not -1) as SC_STUB_IMAGEFD, unmaps everything but the code and scratch pages and
  * installs the stub filter. Returns its pid or -errno. The caller then waits for its ready byte.
  */
-pid_t sc_zygote_spawn(const struct sc_code *code, int memfd, int sock);
+pid_t sc_zygote_spawn(const struct sc_code *code, int memfd, int imagefd, int sock);
 
 /* Host pid of the stub process behind as (tests, diagnostics), or -1. */
 pid_t seccomp_as_stub_pid(struct platform_as *as);

@@ -677,7 +677,7 @@ const struct sc_code *sc_code_get(int *err)
  * only (no locks, no malloc). On failure it exits with the errno as its status.
  */
 static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_code *code,
-								int memfd, int sock)
+								int memfd, int imagefd, int sock)
 {
 	const struct sc_kernel_sigaction *sa =
 		(const struct sc_kernel_sigaction *)(code->page + SC_SCRATCH_OFF + SC_S_SIGACT);
@@ -695,25 +695,31 @@ static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_
 	}
 	if (stub_child_forget_rseq() < 0)
 		goto fail;
-	/* memfd and sock to their fixed numbers, whatever they were. */
-	if (memfd == SC_STUB_SOCK) {
-		memfd = (int)syscall(SYS_fcntl, memfd, F_DUPFD, 10);
-		if (memfd < 0)
-			goto fail;
-	}
-	if (sock != SC_STUB_SOCK && syscall(SYS_dup2, sock, SC_STUB_SOCK) < 0)
+	/*
+	 * memfd, sock and imagefd to their fixed numbers, whatever they were: copies above them
+	 * first, so that no dup2 closes one still to be moved.
+	 */
+	bool image = imagefd >= 0;
+
+	memfd = (int)syscall(SYS_fcntl, memfd, F_DUPFD, 10);
+	sock = (int)syscall(SYS_fcntl, sock, F_DUPFD, 10);
+	if (image)
+		imagefd = (int)syscall(SYS_fcntl, imagefd, F_DUPFD, 10);
+	if (memfd < 0 || sock < 0 || (image && imagefd < 0))
 		goto fail;
-	if (memfd != SC_STUB_MEMFD && syscall(SYS_dup2, memfd, SC_STUB_MEMFD) < 0)
+	if (syscall(SYS_dup2, sock, SC_STUB_SOCK) < 0 ||
+	    syscall(SYS_dup2, memfd, SC_STUB_MEMFD) < 0 ||
+	    (image && syscall(SYS_dup2, imagefd, SC_STUB_IMAGEFD) < 0))
 		goto fail;
 	if (syscall(SYS_close_range, 0, SC_STUB_MEMFD - 1, 0) < 0 ||
-	    syscall(SYS_close_range, SC_STUB_SOCK + 1, ~0U, 0) < 0)
+	    syscall(SYS_close_range, image ? SC_STUB_IMAGEFD + 1 : SC_STUB_SOCK + 1, ~0U, 0) < 0)
 		goto fail;
 	stub_child_enter(code->page, code->zygote_entry);
 fail:
 	stub_child_fail();
 }
 
-pid_t sc_zygote_spawn(const struct sc_code *code, int memfd, int sock)
+pid_t sc_zygote_spawn(const struct sc_code *code, int memfd, int imagefd, int sock)
 {
 	/* A plain fork without exit signal: only the platform waits for it (with __WALL). */
 	long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
@@ -721,7 +727,7 @@ pid_t sc_zygote_spawn(const struct sc_code *code, int memfd, int sock)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		sc_zygote_child(code, memfd, sock);
+		sc_zygote_child(code, memfd, imagefd, sock);
 	return (pid_t)pid;
 }
 
