@@ -1231,6 +1231,57 @@ Test(GENERIC_CREATE_SUITE, closed_memfd_is_ebadf)
 	cr_assert_null(p);
 }
 
+/* ---- a restore's pages file (as_map_image) ------------------------------------------------- */
+
+Test(GENERIC_SUITE, map_image_without_an_image_file_is_enosys)
+{
+	cr_assert_eq(ops()->as_map_image(as, EXTRA_ADDR, 4096, PROT_READ, 0), -ENOSYS);
+}
+
+Test(GENERIC_CREATE_SUITE, image_pages_are_mapped_private_and_never_writable, .fini = teardown)
+{
+	char path[] = "/tmp/husk-test-image-XXXXXX";
+	uint64_t page[512] = { 0 }, back = 0;
+	struct platform_event ev;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	page[0] = 0x1badcafe;
+	cr_assert_eq(pwrite(fd, page, sizeof(page), 8192), (ssize_t)sizeof(page));
+	setup_platform();
+	plat->imagefd = fd; /* before the first space: the stubs get it when they start */
+	setup_space();
+	cr_assert_eq(ops()->as_map_image(as, EXTRA_ADDR, 4096, PROT_READ | PROT_WRITE, 8192),
+		     -EINVAL);
+	cr_assert_eq(ops()->as_map_image(as, EXTRA_ADDR + 1, 4096, PROT_READ, 8192), -EINVAL);
+	cr_assert_eq(ops()->as_map_image(as, EXTRA_ADDR, 4096, PROT_READ, 8192), 0);
+	LOAD(snip_load);
+	regs.rbx = EXTRA_ADDR;
+	ev = run();
+	cr_assert_eq(ev.kind, PLATFORM_EV_SYSCALL, "kind %d signo %d", ev.kind, ev.signo);
+	cr_assert_eq(regs.rdi, 0x1badcafe);
+	check_store_is_refused(EXTRA_ADDR);
+	/* Made writable anyway (as_protect), a store lands in a private copy, never the file. */
+	cr_assert_eq(ops()->as_protect(as, EXTRA_ADDR, 4096, PROT_READ | PROT_WRITE), 0);
+	LOAD(snip_store);
+	regs.rbx = EXTRA_ADDR;
+	ev = run();
+	cr_assert_eq(ev.kind, PLATFORM_EV_SYSCALL);
+	cr_assert_eq(pread(fd, &back, sizeof(back), 8192), (ssize_t)sizeof(back));
+	cr_assert_eq(back, 0x1badcafe);
+	/* The memory file again at the same address. */
+	*(uint64_t *)(mem + EXTRA_OFF) = 0x5eed;
+	cr_assert_eq(ops()->as_map(as, EXTRA_ADDR, 4096, PROT_READ, EXTRA_OFF), 0);
+	LOAD(snip_load);
+	regs.rbx = EXTRA_ADDR;
+	ev = run();
+	cr_assert_eq(ev.kind, PLATFORM_EV_SYSCALL);
+	cr_assert_eq(regs.rdi, 0x5eed);
+	teardown();
+	close(fd);
+}
+
 /* ---- benchmarks (figures only) --------------------------------------------------------------- */
 
 /* Not an assertion on time: prints the cost of one guest system call round trip. */
