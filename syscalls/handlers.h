@@ -357,5 +357,11 @@ long sleep_restart(struct task *t);
 long cpu_sleep(struct task *t);
 long futex_wait_restart(struct task *t);
 long poll_restart(struct task *t);
+/*
+ * Moves the host deadline of t's restart block (futex_wait_restart, poll_restart) by d ns: a
+ * restore (the host's clock is not the saving one's) and a resume (the guest's clocks stood
+ * still while it was paused). Other restart blocks hold guest times. t is not running.
+ */
+void restart_deadline_shift(struct task *t, int64_t d);
 
 #endif

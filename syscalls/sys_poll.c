@@ -197,6 +197,15 @@ static long do_poll(struct task *t, uint64_t ufds, uint64_t nfds, const struct t
 	return ret;
 }
 
+void restart_deadline_shift(struct task *t, int64_t d)
+{
+	/* Deadlines on the host's CLOCK_MONOTONIC; UINT64_MAX is none. Wraps, never overflows. */
+	if (t->restart_fn == futex_wait_restart && t->restart_data[3] != UINT64_MAX)
+		t->restart_data[3] += (uint64_t)d;
+	else if (t->restart_fn == poll_restart && t->restart_data[2] != UINT64_MAX)
+		t->restart_data[2] += (uint64_t)d;
+}
+
 /* poll's restart block: ufds, nfds, deadline (ns, or UINT64_MAX: none). */
 long poll_restart(struct task *t)
 {

@@ -20,8 +20,10 @@
 #include "sentry/kernel/oom.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/timer.h"
 #include "sentry/state/state.h"
 #include "sentry/time/vtime.h"
+#include "syscalls/handlers.h"
 
 #define CONTROL_THREAD_STACK (256u << 10)
 
@@ -209,6 +211,18 @@ static void send_reply(int fd, int err)
 }
 
 /* CONTROL_PAUSE / CONTROL_RESUME: every task stops (freeze.c) until resumed. */
+/* pid_for_each_tg: moves the host deadlines of tg's restart blocks by *arg ns (tasks parked). */
+static int shift_restarts(struct thread_group *tg, void *arg)
+{
+	struct task *t;
+
+	pthread_mutex_lock(&tg->lock);
+	list_for_each_entry(t, &tg->tasks, tg_link)
+		restart_deadline_shift(t, *(int64_t *)arg);
+	pthread_mutex_unlock(&tg->lock);
+	return 0;
+}
+
 static void serve_pause(struct kernel *k, int fd, bool pause, size_t len)
 {
 	int err = 0;
@@ -224,6 +238,7 @@ static void serve_pause(struct kernel *k, int fd, bool pause, size_t len)
 
 		err = kernel_freeze(k, false, FREEZE_TIMEOUT_MS, &busy);
 		if (err == 0) {
+			timers_hold();
 			paused = true;
 			log_info("control: paused in %llu us",
 				 (unsigned long long)(task_monotonic_ns() - t0) / 1000);
@@ -231,8 +246,17 @@ static void serve_pause(struct kernel *k, int fd, bool pause, size_t len)
 			log_warn("control: pause: task %d did not stop", busy);
 		}
 	} else if (!pause && paused) {
-		/* The guest's clocks stood still while it was paused (sentry/time/README.md). */
-		vtime_offset_add((int64_t)(task_monotonic_ns() - k->frozen_at_ns));
+		/*
+		 * The guest's clocks stood still while it was paused (sentry/time/README.md), and
+		 * so did its timers and the timeouts of the waits its threads restart.
+		 */
+		int64_t d = (int64_t)(task_monotonic_ns() - k->frozen_at_ns);
+
+		vtime_offset_add(d);
+		timers_release();
+		pthread_mutex_lock(&k->tree_lock);
+		pid_for_each_tg(k, shift_restarts, &d);
+		pthread_mutex_unlock(&k->tree_lock);
 		kernel_thaw(k);
 		paused = false;
 		log_info("control: resumed");

@@ -643,8 +643,11 @@ void signal_deliver(struct task *t, bool after_syscall)
 		signal_set_blocked(t, newmask);
 	}
 
-	if (restart)
+	if (restart) {
+		if (kernel_freezing(t->k))
+			t->freeze_restart = -(int)(long)t->regs.rax;
 		restart_without_handler(t);
+	}
 	if (t->restore_sigmask) {
 		t->restore_sigmask = false;
 		signal_set_blocked(t, t->saved_sigmask);

@@ -403,10 +403,21 @@ int task_run(struct task *t)
 								 "a thread is single-stepped");
 		/* husk pause, checkpoint (freeze.c): stop here, where the registers are all. */
 		if (unlikely(kernel_freezing(t->k))) {
+			int code = t->freeze_restart;
+
 			task_park(t, TASK_PARKED_CLEAN);
-			signal_deliver(t, false);
+			t->freeze_restart = 0;
+			if (code && (signal_pending_set(t) & ~t->sigmask)) {
+				/* A signal came while parked: the call returns as if it came first. */
+				t->regs.rip += 2;
+				t->regs.rax = (uint64_t)(long)-code;
+				signal_deliver(t, true);
+			} else {
+				signal_deliver(t, false);
+			}
 			continue;
 		}
+		t->freeze_restart = 0;
 		task_set_in_guest(t, true);
 		pin_enter_guest();
 		pinned = my_cpu;

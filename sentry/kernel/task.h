@@ -208,6 +208,14 @@ struct task {
 	/* ERESTART_RESTARTBLOCK: how to restart (nanosleep's remaining time, ...). */
 	long (*restart_fn)(struct task *t);
 	uint64_t restart_data[4];
+	/*
+	 * The restart code (ERESTART*) of a system call that a freeze alone interrupted and that
+	 * was set to restart (no handler ran) just before the task parked; 0 otherwise. If a
+	 * signal arrives while it is parked (husk kill of a paused sandbox), the call is made to
+	 * return as Linux would have with that signal there (EINTR when a handler runs), not
+	 * restarted (task.c). Owner thread only.
+	 */
+	int freeze_restart;
 
 	bool exiting; /* set by exit/exit_group or a fatal signal: the run loop ends */
 	int exit_code; /* this thread's exit code (exit(2)) */

@@ -75,6 +75,10 @@ struct tg_timers {
 static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t timer_cond;
 static struct list_head armed = LIST_HEAD_INIT(armed);
+/* Timers on the guest's stopped clocks while the sandbox is paused (timers_hold). */
+static struct list_head held = LIST_HEAD_INIT(held);
+static bool holding;
+static uint64_t held_at;
 static bool thread_started;
 
 static uint64_t now_ns(clockid_t c)
@@ -242,6 +246,43 @@ static void fire(int sig, const struct linux_siginfo *info, struct thread_group 
 		signal_send_task(target, sig, info);
 	else
 		signal_send_tg(tg, sig, info);
+}
+
+void timers_hold(void)
+{
+	struct ktimer *kt, *n;
+
+	pthread_mutex_lock(&timer_lock);
+	if (!holding) {
+		holding = true;
+		held_at = now_ns(CLOCK_MONOTONIC);
+		list_for_each_entry_safe(kt, n, &armed, link) {
+			/* REALTIME goes on (the guest's is the host's); CPU clocks stand still. */
+			if (kt->cpu || kt->host_clock == CLOCK_REALTIME ||
+			    kt->host_clock == CLOCK_TAI)
+				continue;
+			list_del(&kt->link);
+			list_add_tail(&kt->link,
+				      &held); /* still armed: disarm takes it from here */
+		}
+	}
+	pthread_mutex_unlock(&timer_lock);
+}
+
+void timers_release(void)
+{
+	pthread_mutex_lock(&timer_lock);
+	if (holding) {
+		uint64_t d = now_ns(CLOCK_MONOTONIC) - held_at;
+
+		holding = false;
+		while (!list_empty(&held)) {
+			struct ktimer *kt = list_first_entry(&held, struct ktimer, link);
+
+			arm(kt, add_sat(kt->expiry, d));
+		}
+	}
+	pthread_mutex_unlock(&timer_lock);
 }
 
 static void *timer_thread(void *arg)
@@ -416,6 +457,8 @@ int timer_itimer(struct task *t, int which, const struct timer_spec *new, struct
 			kt->signo = signos[which];
 			kt->notify = LINUX_SIGEV_SIGNAL;
 			kt->cpu = which == 1 ? CPU_VIRT : which == 2 ? CPU_PROF : CPU_NONE;
+			/* ITIMER_REAL counts the monotonic clock (Linux: an hrtimer on it). */
+			kt->host_clock = CLOCK_MONOTONIC;
 		}
 		if (kt) {
 			kt->interval = new->interval_ns;

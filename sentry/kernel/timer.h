@@ -100,6 +100,15 @@ typedef void (*timer_fn)(void *arg);
  * its expirations and calls fn(arg) after each. It belongs to no process. NULL: out of memory.
  */
 struct ktimer *timer_cb_create(clockid_t host_clock, timer_fn fn, void *arg);
+
+/*
+ * A pause (husk pause): timers_hold stops every timer on the guest's MONOTONIC and BOOTTIME
+ * clocks (the guest's clocks stand still while it is paused: sentry/time/README.md), keeping the
+ * time each has left; timers_release, at resume, arms them again with that time left. REALTIME
+ * timers go on (the guest's REALTIME is the host's). Neither nests.
+ */
+void timers_hold(void);
+void timers_release(void);
 /*
  * Arms (new->value_ns relative, or absolute on the timer's clock when abs) or disarms
  * (value 0) kt, and resets its expiration count, as timerfd_settime. An absolute time already

@@ -735,10 +735,7 @@ static struct task *restore_task(struct state_restore *r, const Husk__State__Tas
 	memcpy(t->restart_data, m->restart_data, sizeof(t->restart_data));
 	t->start_ns = (uint64_t)((int64_t)m->start_ns + p->delta);
 	/* Deadlines on the host's CLOCK_MONOTONIC (futex_wait_restart, poll_restart). */
-	if (m->restart_kind == STATE_RESTART_FUTEX && t->restart_data[3] != UINT64_MAX)
-		t->restart_data[3] += (uint64_t)p->delta; /* wraps, never overflows */
-	if (m->restart_kind == STATE_RESTART_POLL && t->restart_data[2] != UINT64_MAX)
-		t->restart_data[2] += (uint64_t)p->delta;
+	restart_deadline_shift(t, p->delta);
 	t->ioprio = m->ioprio;
 	t->sched_policy = m->sched_policy;
 	t->sched_priority = m->sched_priority;
