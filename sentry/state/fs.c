@@ -676,7 +676,10 @@ static int save_nameless(struct state_save *s, struct file *f, struct tmpfs_node
 	uint32_t id;
 	int err;
 
-	if (!st && tmpfs_memfd_fs(fs->mf, &mmnt) == &fs->base)
+	/* The memfd filesystem's mount, for every memfd (not only the first saved). */
+	if (tmpfs_memfd_fs(fs->mf, &mmnt) != &fs->base)
+		mmnt = NULL;
+	if (!st && mmnt)
 		st = save_tmpfs(s, fs, HUSK__STATE__TMPFS_ROLE__TMPFS_MEMFD, -1);
 	if (!st)
 		return state_save_fail(s, -EOPNOTSUPP,
