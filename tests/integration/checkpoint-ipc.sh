@@ -18,15 +18,17 @@ if [ ! -x "$HELPER" ]; then
 fi
 cp "$HELPER" "$bundle/rootfs/bin/ipc_helper"
 
-python3 - "$bundle/config.json" <<'PY'
+set_args() {
+	python3 - "$bundle/config.json" "$@" <<'PY'
 import json, sys
 p = sys.argv[1]
 c = json.load(open(p))
-c["process"]["args"] = ["ipc_helper", "wait", "/tmp"]
+c["process"]["args"] = sys.argv[2:]
 c["process"]["terminal"] = False
 c["root"]["readonly"] = False
 json.dump(c, open(p, "w"), indent=1)
 PY
+}
 
 # Polls until the file exists in the sandbox (0.05 s steps, up to 60 s).
 wait_file() {
@@ -39,6 +41,7 @@ wait_file() {
 	return 1
 }
 
+set_args ipc_helper wait /tmp
 H run -d --bundle "$bundle" ipc </dev/null >/dev/null 2>&1 || fail "run ipc_helper"
 wait_file ipc /tmp/ready && pass "ipc_helper made its objects" ||
 	fail "ipc_helper made its objects" "no /tmp/ready"
@@ -61,5 +64,20 @@ echo "$res" | grep -q '^[1-9][0-9]* passed, 0 failed$' &&
 	fail "IPC objects after restore" "$(echo "$res" | grep FAIL)" "$(echo "$res" | tail -1)"
 H delete --force ipc
 
-# A queue with an mq_notify registration is refused, naming it (and the sandbox goes on).
+# A queue with an mq_notify registration is refused, naming it, and the sandbox goes on.
+set_args ipc_helper notify /tmp
+H run -d --bundle "$bundle" notify </dev/null >/dev/null 2>&1 || fail "run ipc_helper notify"
+wait_file notify /tmp/ready || fail "ipc_helper registered mq_notify" "no /tmp/ready"
+if H checkpoint --image-path "$work/img-notify" notify 2>"$work/err"; then
+	fail "a checkpoint with an mq_notify registration is refused" "it succeeded"
+else
+	grep -q "mq_notify" "$work/err" &&
+		pass "a checkpoint with an mq_notify registration is refused, naming it" ||
+		fail "the refusal names mq_notify" "$(cat "$work/err")"
+fi
+H exec notify test -e /tmp/ready 2>/dev/null &&
+	pass "the sandbox runs on after the refused checkpoint" ||
+	fail "the sandbox runs on after the refused checkpoint"
+H delete --force notify
+
 finish

@@ -11,6 +11,8 @@
  *   ipc_helper wait DIR      make everything, create DIR/ready, wait for DIR/go (the checkpoint
  *                            and restore happen meanwhile), check, write the results to
  *                            DIR/result (its last line: "N passed, M failed"), stay until killed
+ *   ipc_helper notify DIR    a POSIX queue with an mq_notify registration (which a checkpoint
+ *                            refuses), then DIR/ready, and stay until killed
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -474,8 +476,19 @@ int main(int argc, char **argv)
 		if (!out)
 			die("result");
 		verify(&o);
+	} else if (argc == 3 && !strcmp(argv[1], "notify")) {
+		struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1 };
+		mqd_t q = mq_open("/husk-notify", O_RDWR | O_CREAT, 0600, NULL);
+
+		if (q == (mqd_t)-1 || mq_notify(q, &ev) < 0)
+			die("mq_notify");
+		snprintf(path, sizeof(path), "%s/ready", argv[2]);
+		if (close(open(path, O_WRONLY | O_CREAT, 0644)) < 0)
+			die("ready");
+		for (;;)
+			pause();
 	} else {
-		fprintf(stderr, "usage: ipc_helper once | wait DIR\n");
+		fprintf(stderr, "usage: ipc_helper once | wait DIR | notify DIR\n");
 		return 2;
 	}
 	fprintf(out, "%d passed, %d failed\n", passed, failed);
