@@ -158,7 +158,7 @@ long ipc_semget(struct task *t, int32_t key, int nsems, int flags);
 /*
  * semop(2)/semtimedop(2): nsops operations at guest address sops, applied all or none, blocking
  * until they can be (timeout: relative, NULL for none; -EAGAIN when it passes). Interrupted by a
- * signal: -EINTR (never restarted, as Linux).
+ * signal: -EINTR (never restarted, as Linux); by a freeze alone (pause, checkpoint): restarted.
  */
 long ipc_semtimedop(struct task *t, int id, uint64_t sops, uint64_t nsops,
 		    const struct timespec *timeout);
