@@ -109,6 +109,70 @@ int ipc_add(struct ipc_ids *ids, struct ipc_kperm *p, int limit)
 	return p->id;
 }
 
+int ipc_insert_at(struct ipc_ids *ids, struct ipc_kperm *p, int32_t id)
+{
+	int idx, r;
+
+	if (id < 0 || (uint32_t)id / IPC_ID_MULT >= IPC_SEQ_MAX)
+		return -EINVAL;
+	idx = id % IPC_ID_MULT;
+	r = grow(ids, idx + 1);
+	if (r < 0)
+		return r;
+	if (idx >= ids->cap)
+		return -EINVAL;
+	if (ids->slots[idx])
+		return -EEXIST;
+	ids->slots[idx] = p;
+	ids->in_use++;
+	if (idx > ids->max_idx)
+		ids->max_idx = idx;
+	p->seq = (uint32_t)id / IPC_ID_MULT;
+	p->id = id;
+	p->deleted = false;
+	return 0;
+}
+
+void ipc_perm_from_state(struct ipc_kperm *p, const struct ipc_perm_state *st)
+{
+	p->key = st->key;
+	p->uid = st->uid;
+	p->gid = st->gid;
+	p->cuid = st->cuid;
+	p->cgid = st->cgid;
+	p->mode = st->mode;
+}
+
+void ipc_perm_to_state(struct ipc_perm_state *st, const struct ipc_kperm *p)
+{
+	st->key = p->key;
+	st->uid = p->uid;
+	st->gid = p->gid;
+	st->cuid = p->cuid;
+	st->cgid = p->cgid;
+	st->mode = p->mode;
+	st->id = p->id;
+}
+
+void ipc_ids_get_state(struct ipc_ids *ids, struct ipc_ids_state *out)
+{
+	pthread_mutex_lock(&ids->lock);
+	out->seq = ids->seq;
+	out->last_idx = ids->last_idx;
+	pthread_mutex_unlock(&ids->lock);
+}
+
+int ipc_ids_set_state(struct ipc_ids *ids, const struct ipc_ids_state *in)
+{
+	if (in->seq >= IPC_SEQ_MAX || in->last_idx < -1 || in->last_idx >= IPC_MNI)
+		return -EINVAL;
+	pthread_mutex_lock(&ids->lock);
+	ids->seq = in->seq;
+	ids->last_idx = in->last_idx;
+	pthread_mutex_unlock(&ids->lock);
+	return 0;
+}
+
 void ipc_remove(struct ipc_ids *ids, struct ipc_kperm *p)
 {
 	int idx = p->id % IPC_ID_MULT;
@@ -242,4 +306,26 @@ long ipc_get(struct task *t, struct ipc_ids *ids, int32_t key, int flags,
 out:
 	pthread_mutex_unlock(&ids->lock);
 	return r;
+}
+
+static struct ipc_ids *family_ids(enum ipc_family fam)
+{
+	switch (fam) {
+	case IPC_FAMILY_SHM:
+		return ipc_shm_ids();
+	case IPC_FAMILY_SEM:
+		return ipc_sem_ids();
+	default:
+		return ipc_msg_ids();
+	}
+}
+
+void ipc_ids_save(enum ipc_family fam, struct ipc_ids_state *out)
+{
+	ipc_ids_get_state(family_ids(fam), out);
+}
+
+int ipc_ids_restore(enum ipc_family fam, const struct ipc_ids_state *in)
+{
+	return ipc_ids_set_state(family_ids(fam), in);
 }

@@ -13,11 +13,13 @@
 #ifndef HUSK_SENTRY_IPC_H
 #define HUSK_SENTRY_IPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
+struct file;
 struct task;
 struct thread_group;
 
@@ -156,7 +158,7 @@ long ipc_semget(struct task *t, int32_t key, int nsems, int flags);
 /*
  * semop(2)/semtimedop(2): nsops operations at guest address sops, applied all or none, blocking
  * until they can be (timeout: relative, NULL for none; -EAGAIN when it passes). Interrupted by a
- * signal: -EINTR (never restarted, as Linux).
+ * signal: -EINTR (never restarted, as Linux); by a freeze alone (pause, checkpoint): restarted.
  */
 long ipc_semtimedop(struct task *t, int id, uint64_t sops, uint64_t nsops,
 		    const struct timespec *timeout);
@@ -185,9 +187,92 @@ int ipc_proc_shm(FILE *out);
 int ipc_proc_sem(FILE *out);
 int ipc_proc_msg(FILE *out);
 
-/* How many objects of each family exist (a checkpoint cannot hold them yet). */
+/* How many objects of each family exist. */
 int ipc_msg_count(void);
 int ipc_sem_count(void);
 int ipc_shm_count(void);
+
+/*
+ * --- checkpoint and restore (sentry/state/ipc.c) ---
+ * Saving runs with every task parked; the visitors are called with the family's lock held and
+ * must take no IPC lock (they only copy). Restoring runs before any task does. A blocked semop,
+ * msgsnd or msgrcv is not saved: the freeze made it return to be restarted after the thaw.
+ */
+
+enum ipc_family { IPC_FAMILY_SHM, IPC_FAMILY_SEM, IPC_FAMILY_MSG };
+
+/* An object's ipc_perm and id (index + seq * IPC_ID_MULT). */
+struct ipc_perm_state {
+	int32_t key;
+	uint32_t uid, gid, cuid, cgid, mode;
+	int32_t id;
+};
+
+/* A family's id allocation: new objects' sequence number, the index allocated last (-1). */
+struct ipc_ids_state {
+	uint32_t seq;
+	int32_t last_idx;
+};
+
+struct ipc_shm_state {
+	struct ipc_perm_state perm;
+	uint64_t size;
+	int64_t atime, dtime, ctime;
+	int32_t cpid, lpid;
+	struct file *memfd; /* the segment's pages (borrowed) */
+};
+
+struct ipc_sem_state {
+	struct ipc_perm_state perm;
+	int64_t otime, ctime;
+	int nsems;
+	const int32_t *vals; /* nsems of each */
+	const int32_t *pids;
+};
+
+struct ipc_msg_state {
+	struct ipc_perm_state perm;
+	int64_t stime, rtime, ctime;
+	uint64_t qbytes;
+	int32_t lspid, lrpid;
+};
+
+/* The allocation state of a family, and setting it again (-EINVAL: out of range). */
+void ipc_ids_save(enum ipc_family fam, struct ipc_ids_state *out);
+int ipc_ids_restore(enum ipc_family fam, const struct ipc_ids_state *in);
+
+/* Calls fn on every segment (shm_ids.lock held); stops at and returns fn's first error. */
+int ipc_shm_save(int (*fn)(const struct ipc_shm_state *st, void *arg), void *arg);
+/*
+ * Makes the segment st describes with its saved id over st->memfd (a new reference on it).
+ * Returns 0, -EEXIST (the id's slot is taken), -EINVAL (bad id or size), -ENOMEM.
+ */
+int ipc_shm_restore(const struct ipc_shm_state *st);
+/* Whether f is the attach file of a shmat (its VMAs' file); the segment's id. */
+bool ipc_shm_is_attach(struct file *f);
+int32_t ipc_shm_attach_id(struct file *f);
+/* A new attach file (one reference) on segment id, mapped already: ERR_PTR(-EINVAL) if none. */
+struct file *ipc_shm_attach_restore(int32_t id, int oflags);
+/* Ends a restore: a removed segment (SHM_DEST) no restored attach holds goes. */
+void ipc_shm_restore_end(void);
+
+int ipc_sem_save(int (*fn)(const struct ipc_sem_state *st, void *arg), void *arg);
+/* The SEM_UNDO adjustments of every process, per set (sem_ids.lock held). */
+int ipc_sem_undo_save(int (*fn)(struct thread_group *tg, int32_t semid, int nsems,
+				const int16_t *adj, void *arg),
+		      void *arg);
+/* The most semaphores a restored set may have (Linux's largest SEMMSL). */
+#define IPC_SEM_RESTORE_MAX 32000
+/* As ipc_shm_restore; -ERANGE: a value above SEMVMX; -EINVAL: nsems out of range. */
+int ipc_sem_restore(const struct ipc_sem_state *st);
+/* Process tg's adjustments for set semid (which must exist with nsems semaphores). */
+int ipc_sem_undo_restore(struct thread_group *tg, int32_t semid, int nsems, const int16_t *adj);
+
+/* Calls queue on every message queue, then msg on each of its messages, oldest first. */
+int ipc_msg_save(int (*queue)(const struct ipc_msg_state *st, void *arg),
+		 int (*msg)(int64_t mtype, const void *text, size_t len, void *arg), void *arg);
+int ipc_msg_restore(const struct ipc_msg_state *st);
+/* Appends a message to queue id (restored); -EINVAL: no such queue or mtype < 1. */
+int ipc_msg_restore_msg(int32_t id, int64_t mtype, const void *text, size_t len);
 
 #endif

@@ -538,3 +538,97 @@ int ipc_msg_count(void)
 	pthread_mutex_unlock(&msg_ids.lock);
 	return n;
 }
+
+/* --- checkpoint and restore --- */
+
+struct ipc_ids *ipc_msg_ids(void)
+{
+	return &msg_ids;
+}
+
+int ipc_msg_save(int (*queue)(const struct ipc_msg_state *st, void *arg),
+		 int (*msg)(int64_t mtype, const void *text, size_t len, void *arg), void *arg)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&msg_ids.lock);
+	for (int i = 0; i <= msg_ids.max_idx && r == 0; i++) {
+		struct msg_queue *q = (struct msg_queue *)msg_ids.slots[i];
+		struct ipc_msg_state st = { 0 };
+		struct msg_msg *m;
+
+		if (!q)
+			continue;
+		ipc_perm_to_state(&st.perm, &q->perm);
+		st.stime = q->stime;
+		st.rtime = q->rtime;
+		st.ctime = q->ctime;
+		st.qbytes = q->qbytes;
+		st.lspid = q->lspid;
+		st.lrpid = q->lrpid;
+		r = queue(&st, arg);
+		list_for_each_entry(m, &q->msgs, link) {
+			if (r < 0)
+				break;
+			r = msg(m->mtype, m->text, m->len, arg);
+		}
+	}
+	pthread_mutex_unlock(&msg_ids.lock);
+	return r;
+}
+
+int ipc_msg_restore(const struct ipc_msg_state *st)
+{
+	struct msg_queue *q = calloc(1, sizeof(*q));
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	refcount_init(&q->ref, 1);
+	ipc_perm_from_state(&q->perm, &st->perm);
+	q->stime = st->stime;
+	q->rtime = st->rtime;
+	q->ctime = st->ctime;
+	q->qbytes = st->qbytes;
+	q->lspid = st->lspid;
+	q->lrpid = st->lrpid;
+	waitq_init(&q->wq);
+	list_init(&q->msgs);
+	pthread_mutex_lock(&msg_ids.lock);
+	r = ipc_insert_at(&msg_ids, &q->perm, st->perm.id);
+	pthread_mutex_unlock(&msg_ids.lock);
+	if (r < 0)
+		free(q);
+	return r;
+}
+
+int ipc_msg_restore_msg(int32_t id, int64_t mtype, const void *text, size_t len)
+{
+	struct msg_queue *q;
+	struct msg_msg *m;
+
+	if (mtype < 1)
+		return -EINVAL;
+	m = malloc(sizeof(*m) + len);
+	if (!m)
+		return -ENOMEM;
+	m->mtype = mtype;
+	m->len = len;
+	if (len)
+		memcpy(m->text, text, len);
+	pthread_mutex_lock(&msg_ids.lock);
+	q = (struct msg_queue *)ipc_lookup(&msg_ids, id);
+	if (!q) {
+		pthread_mutex_unlock(&msg_ids.lock);
+		free(m);
+		return -EINVAL;
+	}
+	/* As queued (a queue's qbytes may have been lowered below its contents by IPC_SET). */
+	list_add_tail(&m->link, &q->msgs);
+	q->cbytes += len;
+	q->qnum++;
+	msg_hdrs++;
+	msg_bytes += len;
+	pthread_mutex_unlock(&msg_ids.lock);
+	return 0;
+}

@@ -48,6 +48,21 @@ struct ipc_kperm *ipc_find_key(struct ipc_ids *ids, int32_t key);
  * ids->lock held.
  */
 int ipc_add(struct ipc_ids *ids, struct ipc_kperm *p, int limit);
+/*
+ * Puts p in the table at its saved id's index (a restore): sets p->id and p->seq. -EINVAL for an
+ * id out of range, -EEXIST when the index is taken, -ENOMEM. ids->lock held.
+ */
+int ipc_insert_at(struct ipc_ids *ids, struct ipc_kperm *p, int32_t id);
+/* A restored object's perm from st (p->id and p->seq are ipc_insert_at's). */
+void ipc_perm_from_state(struct ipc_kperm *p, const struct ipc_perm_state *st);
+void ipc_perm_to_state(struct ipc_perm_state *st, const struct ipc_kperm *p);
+/* Each family's table (ipc_shm.c, ipc_sem.c, ipc_msg.c), for ipc_ids_save/restore. */
+struct ipc_ids *ipc_shm_ids(void);
+struct ipc_ids *ipc_sem_ids(void);
+struct ipc_ids *ipc_msg_ids(void);
+/* A family's allocation state (lock taken inside). */
+void ipc_ids_get_state(struct ipc_ids *ids, struct ipc_ids_state *out);
+int ipc_ids_set_state(struct ipc_ids *ids, const struct ipc_ids_state *in);
 /* Takes p out of the table and marks it deleted. ids->lock held. */
 void ipc_remove(struct ipc_ids *ids, struct ipc_kperm *p);
 /* The object with id, or NULL (-EINVAL for the caller): bad index or stale seq. Lock held. */

@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/ipc_priv.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
@@ -389,7 +390,9 @@ long ipc_semtimedop(struct task *t, int id, uint64_t sops, uint64_t nsops,
 	else if (wr == -ETIMEDOUT)
 		r = -EAGAIN;
 	else if (wr == -ERESTARTSYS)
-		r = -EINTR; /* as Linux: never restarted, even under SA_RESTART */
+		/* As Linux: never restarted, even under SA_RESTART; but a freeze alone (pause,
+		 * checkpoint) restarts it unseen (a timeout then starts again). */
+		r = kernel_freezing(t->k) ? -ERESTARTNOHAND : -EINTR;
 	else
 		r = wr;
 	pthread_mutex_unlock(&sem_ids.lock);
@@ -703,4 +706,129 @@ int ipc_sem_count(void)
 	n = sem_ids.in_use;
 	pthread_mutex_unlock(&sem_ids.lock);
 	return n;
+}
+
+/* --- checkpoint and restore --- */
+
+struct ipc_ids *ipc_sem_ids(void)
+{
+	return &sem_ids;
+}
+
+int ipc_sem_save(int (*fn)(const struct ipc_sem_state *st, void *arg), void *arg)
+{
+	int32_t *buf = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&sem_ids.lock);
+	for (int i = 0; i <= sem_ids.max_idx && r == 0; i++) {
+		struct sem_set *s = (struct sem_set *)sem_ids.slots[i];
+		struct ipc_sem_state st = { 0 };
+		int32_t *nb;
+
+		if (!s)
+			continue;
+		nb = realloc(buf, (size_t)s->nsems * 2 * sizeof(*buf));
+		if (!nb) {
+			r = -ENOMEM;
+			break;
+		}
+		buf = nb;
+		for (int j = 0; j < s->nsems; j++) {
+			buf[j] = s->sems[j].val;
+			buf[s->nsems + j] = s->sems[j].pid;
+		}
+		ipc_perm_to_state(&st.perm, &s->perm);
+		st.otime = s->otime;
+		st.ctime = s->ctime;
+		st.nsems = s->nsems;
+		st.vals = buf;
+		st.pids = buf + s->nsems;
+		r = fn(&st, arg);
+	}
+	pthread_mutex_unlock(&sem_ids.lock);
+	free(buf);
+	return r;
+}
+
+int ipc_sem_undo_save(int (*fn)(struct thread_group *tg, int32_t semid, int nsems,
+				const int16_t *adj, void *arg),
+		      void *arg)
+{
+	struct sem_undo_list *l;
+	struct sem_undo *u;
+	int r = 0;
+
+	pthread_mutex_lock(&sem_ids.lock);
+	list_for_each_entry(l, &undo_lists, link) {
+		list_for_each_entry(u, &l->units, link) {
+			r = fn(l->tg, u->semid, u->nsems, u->adj, arg);
+			if (r < 0)
+				goto out;
+		}
+	}
+out:
+	pthread_mutex_unlock(&sem_ids.lock);
+	return r;
+}
+
+int ipc_sem_restore(const struct ipc_sem_state *st)
+{
+	struct sem_set *s;
+	int r;
+
+	if (st->nsems < 1 || st->nsems > IPC_SEM_RESTORE_MAX)
+		return -EINVAL;
+	for (int i = 0; i < st->nsems; i++)
+		if (st->vals[i] < 0 || st->vals[i] > LINUX_SEMVMX)
+			return -ERANGE;
+	s = calloc(1, sizeof(*s) + (size_t)st->nsems * sizeof(s->sems[0]));
+	if (!s)
+		return -ENOMEM;
+	refcount_init(&s->ref, 1);
+	ipc_perm_from_state(&s->perm, &st->perm);
+	s->nsems = st->nsems;
+	s->otime = st->otime;
+	s->ctime = st->ctime;
+	for (int i = 0; i < st->nsems; i++) {
+		s->sems[i].val = st->vals[i];
+		s->sems[i].pid = st->pids[i];
+	}
+	waitq_init(&s->wq);
+	list_init(&s->waiters);
+	pthread_mutex_lock(&sem_ids.lock);
+	r = ipc_insert_at(&sem_ids, &s->perm, st->perm.id);
+	if (r == 0)
+		used_sems += st->nsems;
+	pthread_mutex_unlock(&sem_ids.lock);
+	if (r < 0)
+		free(s);
+	return r;
+}
+
+int ipc_sem_undo_restore(struct thread_group *tg, int32_t semid, int nsems, const int16_t *adj)
+{
+	struct sem_set *s;
+	struct sem_undo *u;
+	int r = 0;
+
+	pthread_mutex_lock(&sem_ids.lock);
+	s = (struct sem_set *)ipc_lookup(&sem_ids, semid);
+	if (!s || s->nsems != nsems) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (find_undo(tg, s, false)) {
+		r = -EEXIST;
+		goto out;
+	}
+	u = find_undo(tg, s, true);
+	if (!u) {
+		r = -ENOMEM;
+		goto out;
+	}
+	memcpy(u->adj, adj, (size_t)nsems * sizeof(u->adj[0]));
+out:
+	pthread_mutex_unlock(&sem_ids.lock);
+	return r;
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/err.h"
 #include "common/list.h"
 #include "common/util.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -65,6 +66,7 @@ static struct ipc_ids shm_ids = IPC_IDS_INIT;
 static uint64_t shm_tot; /* pages of every listed segment (shm_ids.lock) */
 
 static const struct file_ops shm_attach_ops;
+static struct file *attach_new(struct shm_seg *s, int oflags, bool held);
 
 static uint64_t seg_pages(const struct shm_seg *s)
 {
@@ -142,6 +144,40 @@ static void attach_release(struct file *f)
 		seg_put(s);
 	seg_put(s);
 	free(a);
+}
+
+/*
+ * A new attach file (one reference) on s, in s's list (shm_ids.lock held): held while shmat has
+ * yet to map it, else mapped (a restore). NULL: no memory.
+ */
+static struct file *attach_new(struct shm_seg *s, int oflags, bool held)
+{
+	struct shm_attach *a = calloc(1, sizeof(*a));
+	struct file *f;
+
+	if (!a)
+		return NULL;
+	f = file_alloc(&shm_attach_ops, oflags, a);
+	if (!f) {
+		free(a);
+		return NULL;
+	}
+	/* The attach file names the segment's node, so /proc/PID/maps shows it. */
+	if (s->memfd->node) {
+		vfs_node_get(s->memfd->node);
+		f->node = s->memfd->node;
+	}
+	if (s->memfd->mnt) {
+		vfs_mount_get(s->memfd->mnt);
+		f->mnt = s->memfd->mnt;
+	}
+	refcount_inc(&s->ref);
+	a->seg = s;
+	a->file = f;
+	a->held = held;
+	a->mapped = !held;
+	list_add_tail(&a->link, &s->attaches);
+	return f;
 }
 
 /* --- shmget --- */
@@ -262,36 +298,19 @@ long ipc_shmat(struct task *t, int id, uint64_t addr, int flags)
 		acc |= 0111;
 	}
 
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
 	pthread_mutex_lock(&shm_ids.lock);
 	s = (struct shm_seg *)ipc_lookup(&shm_ids, id);
 	r = s ? ipc_perms(&t->cred, &s->perm, acc) : -EINVAL;
 	if (r == 0) {
-		f = file_alloc(&shm_attach_ops, oflags, a);
+		f = attach_new(s, oflags, true);
 		if (!f)
 			r = -ENOMEM;
 	}
 	if (r < 0) {
 		pthread_mutex_unlock(&shm_ids.lock);
-		free(a);
 		return r;
 	}
-	/* The attach file names the segment's node, so /proc/PID/maps shows it. */
-	if (s->memfd->node) {
-		vfs_node_get(s->memfd->node);
-		f->node = s->memfd->node;
-	}
-	if (s->memfd->mnt) {
-		vfs_mount_get(s->memfd->mnt);
-		f->mnt = s->memfd->mnt;
-	}
-	refcount_inc(&s->ref);
-	a->seg = s;
-	a->file = f;
-	a->held = true;
-	list_add_tail(&a->link, &s->attaches);
+	a = f->priv;
 	size = s->size;
 	pthread_mutex_unlock(&shm_ids.lock);
 
@@ -590,4 +609,109 @@ int ipc_shm_count(void)
 	n = shm_ids.in_use;
 	pthread_mutex_unlock(&shm_ids.lock);
 	return n;
+}
+
+/* --- checkpoint and restore --- */
+
+struct ipc_ids *ipc_shm_ids(void)
+{
+	return &shm_ids;
+}
+
+int ipc_shm_save(int (*fn)(const struct ipc_shm_state *st, void *arg), void *arg)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&shm_ids.lock);
+	for (int i = 0; i <= shm_ids.max_idx && r == 0; i++) {
+		struct shm_seg *s = (struct shm_seg *)shm_ids.slots[i];
+		struct ipc_shm_state st = { 0 };
+
+		if (!s)
+			continue;
+		ipc_perm_to_state(&st.perm, &s->perm);
+		st.size = s->size;
+		st.atime = s->atime;
+		st.dtime = s->dtime;
+		st.ctime = s->ctime;
+		st.cpid = s->cpid;
+		st.lpid = s->lpid;
+		st.memfd = s->memfd;
+		r = fn(&st, arg);
+	}
+	pthread_mutex_unlock(&shm_ids.lock);
+	return r;
+}
+
+int ipc_shm_restore(const struct ipc_shm_state *st)
+{
+	struct shm_seg *s;
+	int r;
+
+	if (!st->size || !st->memfd)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	refcount_init(&s->ref, 1);
+	list_init(&s->attaches);
+	ipc_perm_from_state(&s->perm, &st->perm);
+	s->size = st->size;
+	s->atime = st->atime;
+	s->dtime = st->dtime;
+	s->ctime = st->ctime;
+	s->cpid = st->cpid;
+	s->lpid = st->lpid;
+	pthread_mutex_lock(&shm_ids.lock);
+	r = ipc_insert_at(&shm_ids, &s->perm, st->perm.id);
+	if (r == 0) {
+		file_get(st->memfd);
+		s->memfd = st->memfd;
+		shm_tot += seg_pages(s);
+	}
+	pthread_mutex_unlock(&shm_ids.lock);
+	if (r < 0)
+		free(s);
+	return r;
+}
+
+bool ipc_shm_is_attach(struct file *f)
+{
+	return f->ops == &shm_attach_ops;
+}
+
+int32_t ipc_shm_attach_id(struct file *f)
+{
+	struct shm_attach *a = f->priv;
+
+	return a->seg->perm.id;
+}
+
+struct file *ipc_shm_attach_restore(int32_t id, int oflags)
+{
+	struct shm_seg *s;
+	struct file *f;
+
+	pthread_mutex_lock(&shm_ids.lock);
+	s = (struct shm_seg *)ipc_lookup(&shm_ids, id);
+	f = s ? attach_new(s, oflags, false) : ERR_PTR(-EINVAL);
+	pthread_mutex_unlock(&shm_ids.lock);
+	return f ? f : ERR_PTR(-ENOMEM);
+}
+
+void ipc_shm_restore_end(void)
+{
+	pthread_mutex_lock(&shm_ids.lock);
+	for (int i = 0; i <= shm_ids.max_idx; i++) {
+		struct shm_seg *s = (struct shm_seg *)shm_ids.slots[i];
+
+		if (s && (s->perm.mode & LINUX_SHM_DEST) && list_empty(&s->attaches)) {
+			seg_unlist(s);
+			/* No attach holds it: the table's reference is the last. */
+			pthread_mutex_unlock(&shm_ids.lock);
+			seg_put(s);
+			pthread_mutex_lock(&shm_ids.lock);
+		}
+	}
+	pthread_mutex_unlock(&shm_ids.lock);
 }

@@ -747,3 +747,139 @@ int mqueue_count_linked(void)
 	pthread_mutex_unlock(&mq_ns_lock);
 	return n;
 }
+
+/* --- checkpoint and restore --- */
+
+int mqueue_save(int (*queue)(struct mqueue *q, const struct mqueue_state *st, void *arg),
+		int (*msg)(uint32_t prio, const void *data, size_t len, void *arg), void *arg)
+{
+	struct mqueue *q;
+	struct mq_msg *m;
+	int r = 0;
+
+	pthread_mutex_lock(&mq_ns_lock);
+	list_for_each_entry(q, &mq_all, ns_link) {
+		bool notify;
+
+		pthread_mutex_lock(&q->lock);
+		notify = q->notify_owner != NULL;
+		pthread_mutex_unlock(&q->lock);
+		if (notify) {
+			r = -EOPNOTSUPP;
+			goto out;
+		}
+	}
+	list_for_each_entry(q, &mq_all, ns_link) {
+		struct mqueue_state st = {
+			.name = q->name,
+			.linked = q->linked,
+			.uid = q->uid,
+			.gid = q->gid,
+			.mode = q->mode,
+			.ctime = q->ctime,
+		};
+
+		pthread_mutex_lock(&q->lock);
+		st.maxmsg = q->maxmsg;
+		st.msgsize = q->msgsize;
+		r = queue(q, &st, arg);
+		list_for_each_entry(m, &q->msgs, link) {
+			if (r < 0)
+				break;
+			r = msg(m->prio, m->data, m->len, arg);
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (r < 0)
+			break;
+	}
+out:
+	pthread_mutex_unlock(&mq_ns_lock);
+	return r;
+}
+
+struct mqueue *mqueue_of_file(struct file *f)
+{
+	return f->ops == &mq_fops ? f->priv : NULL;
+}
+
+struct mqueue *mqueue_restore(const struct mqueue_state *st)
+{
+	struct mqueue *q;
+
+	if (!st->name || check_name(st->name) || st->maxmsg < 1 || st->maxmsg > MQ_RESTORE_MAXMSG ||
+	    st->msgsize < 1 || st->msgsize > MQ_RESTORE_MSGSIZE || (st->mode & ~0777u))
+		return ERR_PTR(-EINVAL);
+	pthread_mutex_lock(&mq_ns_lock);
+	if (st->linked && ns_lookup(st->name)) {
+		q = ERR_PTR(-EEXIST);
+		goto out_unlock;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q || vfs_anon_node_init(&q->node, &mq_node_ops, S_IFREG) < 0) {
+		free(q);
+		q = ERR_PTR(-ENOMEM);
+		goto out_unlock;
+	}
+	snprintf(q->name, sizeof(q->name), "%s", st->name);
+	q->uid = st->uid;
+	q->gid = st->gid;
+	q->mode = st->mode;
+	q->maxmsg = st->maxmsg;
+	q->msgsize = st->msgsize;
+	q->bytes = (uint64_t)st->maxmsg * ((uint64_t)st->msgsize + MQ_MSG_OVERHEAD);
+	q->ctime = st->ctime;
+	pthread_mutex_init(&q->lock, NULL);
+	waitq_init(&q->wq);
+	list_init(&q->msgs);
+	list_add_tail(&q->ns_link, &mq_all);
+	if (st->linked) {
+		/* The name's reference, beside the caller's. */
+		q->linked = true;
+		mq_nr_linked++;
+		vfs_node_get(&q->node);
+	}
+out_unlock:
+	pthread_mutex_unlock(&mq_ns_lock);
+	return q;
+}
+
+int mqueue_restore_msg(struct mqueue *q, uint32_t prio, const void *data, size_t len)
+{
+	struct mq_msg *m, *pos;
+
+	if (prio >= MQ_PRIO_MAX || (int64_t)len > q->msgsize)
+		return -EMSGSIZE;
+	m = malloc(sizeof(*m) + len);
+	if (!m)
+		return -ENOMEM;
+	m->prio = prio;
+	m->len = len;
+	if (len)
+		memcpy(m->data, data, len);
+	pthread_mutex_lock(&q->lock);
+	if (q->curmsgs >= q->maxmsg) {
+		pthread_mutex_unlock(&q->lock);
+		free(m);
+		return -EAGAIN;
+	}
+	list_for_each_entry(pos, &q->msgs, link) {
+		if (pos->prio < prio)
+			break;
+	}
+	list_add_tail(&m->link, &pos->link);
+	q->curmsgs++;
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+struct file *mqueue_file_restore(struct mqueue *q, int flags)
+{
+	if ((flags & O_ACCMODE) == O_ACCMODE)
+		return NULL;
+	return mq_file(q, flags);
+}
+
+void mqueue_put(struct mqueue *q)
+{
+	vfs_node_put(&q->node);
+}

@@ -11,6 +11,7 @@
 #ifndef HUSK_SENTRY_MQUEUE_H
 #define HUSK_SENTRY_MQUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -68,7 +69,47 @@ long mqueue_notify(struct task *t, int fd, const struct linux_sigevent *ev,
 long mqueue_getsetattr(struct task *t, int fd, const struct linux_mq_attr *nattr,
 		       struct linux_mq_attr *oattr);
 
-/* How many named queues exist (a checkpoint cannot hold them yet). */
+/* How many named queues exist. */
 int mqueue_count_linked(void);
+
+/*
+ * --- checkpoint and restore (sentry/state/ipc.c) ---
+ * Every live queue: named ones and unlinked ones still open. A blocked send or receive is not
+ * saved (the freeze made it return to be restarted after the thaw).
+ */
+struct file;
+struct mqueue;
+
+struct mqueue_state {
+	const char *name;
+	bool linked; /* the name is in the namespace */
+	uint32_t uid, gid, mode;
+	struct timespec ctime;
+	int64_t maxmsg, msgsize;
+};
+
+#define MQ_RESTORE_MAXMSG 65536 /* HARD_MSGMAX */
+#define MQ_RESTORE_MSGSIZE (16 * 1024 * 1024) /* HARD_MSGSIZEMAX */
+#define MQ_RESTORE_PRIO_MAX 32768 /* MQ_PRIO_MAX */
+
+/*
+ * Calls queue on every queue (q: for the caller's map of files to queues), then msg on each of
+ * its messages in receive order (highest priority first). -EOPNOTSUPP (before any call) when
+ * a queue has an mq_notify registration: not saved yet. Stops at the callbacks' first error.
+ */
+int mqueue_save(int (*queue)(struct mqueue *q, const struct mqueue_state *st, void *arg),
+		int (*msg)(uint32_t prio, const void *data, size_t len, void *arg), void *arg);
+/* The queue of an mq_open file, or NULL if f is not one. */
+struct mqueue *mqueue_of_file(struct file *f);
+/*
+ * A queue as st says (a named one goes in the namespace: -EEXIST if its name is there). Returns
+ * it with one reference for the caller (mqueue_put), or ERR_PTR (-EINVAL: bad name or sizes).
+ */
+struct mqueue *mqueue_restore(const struct mqueue_state *st);
+/* Queues a message behind those of its priority and above (-EMSGSIZE, -EAGAIN when full). */
+int mqueue_restore_msg(struct mqueue *q, uint32_t prio, const void *data, size_t len);
+/* A new file (one reference) on q with the open flags (O_ACCMODE, O_NONBLOCK), or NULL. */
+struct file *mqueue_file_restore(struct mqueue *q, int flags);
+void mqueue_put(struct mqueue *q);
 
 #endif

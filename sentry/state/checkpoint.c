@@ -15,9 +15,7 @@
 #include "common/log.h"
 #include "include/abi/linux/signal.h"
 #include "sentry/control/control.h"
-#include "sentry/kernel/ipc.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/kernel/mqueue.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/sysctl.h"
@@ -816,17 +814,11 @@ static int save_all(struct state_save *s)
 	km->vvar_off = vvar;
 	km->vdso_off = vdso;
 	km->vdso_len = vdso_len;
-	if (ipc_msg_count() || ipc_sem_count() || ipc_shm_count())
-		return state_save_fail(
-			s, -EOPNOTSUPP,
-			"System V IPC objects exist (%d message queues, %d semaphore "
-			"sets, %d shared memory segments): not saved yet",
-			ipc_msg_count(), ipc_sem_count(), ipc_shm_count());
-	if (mqueue_count_linked())
-		return state_save_fail(s, -EOPNOTSUPP,
-				       "%d POSIX message queues exist: not saved yet",
-				       mqueue_count_linked());
 	ret = state_fs_save(s, fs);
+	if (ret < 0)
+		return ret;
+	/* IPC objects before the processes: their files (attaches, queues) name them. */
+	ret = state_ipc_save(s, img);
 	if (ret < 0)
 		return ret;
 	/* The sysctl table as the guest left it (writes to /proc/sys): every writable value. */
@@ -923,6 +915,7 @@ int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_ru
 	kernel_thaw(k);
 	state_fs_save_end(&s);
 	state_net_save_end(&s);
+	state_ipc_save_end(&s);
 	state_arena_free(&s);
 	state_ptrmap_free(&s.files);
 	state_ptrmap_free(&s.mms);

@@ -676,7 +676,10 @@ static int save_nameless(struct state_save *s, struct file *f, struct tmpfs_node
 	uint32_t id;
 	int err;
 
-	if (!st && tmpfs_memfd_fs(fs->mf, &mmnt) == &fs->base)
+	/* The memfd filesystem's mount, for every memfd (not only the first saved). */
+	if (tmpfs_memfd_fs(fs->mf, &mmnt) != &fs->base)
+		mmnt = NULL;
+	if (!st && mmnt)
 		st = save_tmpfs(s, fs, HUSK__STATE__TMPFS_ROLE__TMPFS_MEMFD, -1);
 	if (!st)
 		return state_save_fail(s, -EOPNOTSUPP,
@@ -735,6 +738,8 @@ int state_file_save(struct state_save *s, struct file *f, Husk__State__File *out
 	}
 	if (state_anon_file(f))
 		return state_anon_file_save(s, f, out);
+	if (state_ipc_file(f))
+		return state_ipc_file_save(s, f, out);
 	if (file_is_socket(f))
 		return state_sock_file_save(s, f, out);
 	if (file_is_pipe(f)) {
@@ -1699,6 +1704,10 @@ struct file *state_file_restore(struct state_restore *r, const Husk__State__File
 		break;
 	case STATE_FILE_SOCKET:
 		f = state_sock_file_restore(r, in);
+		break;
+	case STATE_FILE_SHM:
+	case STATE_FILE_MQUEUE:
+		f = state_ipc_file_restore(r, in);
 		break;
 	default:
 		state_restore_fail(r, -EINVAL, "file %u: bad kind %u", in->id, in->kind);

@@ -875,6 +875,10 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	p->fs_phase = false;
 	if (ret < 0)
 		goto out;
+	/* IPC objects before the memory maps: an attach's VMA file is made from its segment. */
+	ret = state_ipc_restore(r);
+	if (ret < 0)
+		goto out;
 	/* Seccomp filters: each after its prev, checked as seccomp(2) checks a guest's. */
 	for (size_t i = 0; i < img->n_seccomp_filters; i++) {
 		const Husk__State__SeccompFilter *f = img->seccomp_filters[i];
@@ -984,6 +988,10 @@ struct task *state_restore_build(struct state_restore *r, char *err, size_t errl
 	pthread_mutex_unlock(&k->tree_lock);
 	if (ret < 0)
 		goto out;
+	/* SEM_UNDO lists belong to processes, which exist now. */
+	ret = state_ipc_restore_undo(r);
+	if (ret < 0)
+		goto out;
 	if (!init || init->tg->leader != init || init->tg->parent) {
 		ret = state_restore_fail(r, -EINVAL, "no pid %d to be the sandbox's first process",
 					 img->kernel->init_pid);
@@ -1072,6 +1080,8 @@ void state_restore_done(struct state_restore *r)
 			if (p->fss[i])
 				fs_context_put(p->fss[i]);
 	}
+	/* After the files: a removed segment that no restored attach holds goes now. */
+	state_ipc_restore_end(r);
 	if (p) {
 		/* Before the image goes: its count of filters is read. */
 		for (size_t i = 0; p->filters && r->img && i < r->img->n_seccomp_filters; i++)

@@ -45,6 +45,8 @@ enum state_file_kind {
 	STATE_FILE_SIGNALFD = 8,
 	STATE_FILE_EPOLL = 9,
 	STATE_FILE_SOCKET = 10, /* net.c: a socket, by Socket id */
+	STATE_FILE_SHM = 11, /* ipc.c: a shmat's attach file, by segment id */
+	STATE_FILE_MQUEUE = 12, /* ipc.c: a POSIX message queue descriptor, by Mqueue id */
 };
 
 /* Memory-file ranges (page aligned) the image must carry. */
@@ -70,6 +72,8 @@ struct state_fs_save;
 struct state_fs_restore;
 struct state_net_save;
 struct state_net_restore;
+struct state_ipc_save;
+struct state_ipc_restore;
 
 struct state_save {
 	struct kernel *k;
@@ -81,6 +85,7 @@ struct state_save {
 	void *priv; /* checkpoint.c's */
 	struct state_fs_save *fs; /* sentry/state/fs.c's tables (state_fs_save_end frees them) */
 	struct state_net_save *net; /* sentry/state/net.c's (state_net_save_end) */
+	struct state_ipc_save *ipc; /* sentry/state/ipc.c's (state_ipc_save_end) */
 	char err[256]; /* the first failure, for the caller's message */
 };
 
@@ -93,6 +98,7 @@ struct state_restore {
 	void **objs; /* scratch per-kind tables (mms, fdtables, fscontexts, sighands) */
 	struct state_fs_restore *fs; /* sentry/state/fs.c's tables (state_fs_restore_end frees) */
 	struct state_net_restore *net; /* sentry/state/net.c's (state_net_restore_end) */
+	struct state_ipc_restore *ipc; /* sentry/state/ipc.c's (state_ipc_restore_end) */
 	int depth; /* nesting of file restores (epoll items, files in flight): bounded */
 	char err[256];
 };
@@ -222,5 +228,28 @@ struct file *state_sock_file_restore(struct state_restore *r, const Husk__State_
 /* Ends net.c's part of a save or a restore (frees its tables; drops the restore's references). */
 void state_net_save_end(struct state_save *s);
 void state_net_restore_end(struct state_restore *r);
+
+/* --- sentry/state/ipc.c: System V IPC, POSIX message queues --- */
+
+/*
+ * Saves every IPC object into img->ipc (after state_fs_save: a segment's memfd is a File).
+ * 0 or -errno (s->err; -EOPNOTSUPP names what cannot be saved yet).
+ */
+int state_ipc_save(struct state_save *s, Husk__State__Image *img);
+/* Fills out for a shm attach or a message queue file (state_ipc_file). 0 or -errno. */
+bool state_ipc_file(struct file *f);
+int state_ipc_file_save(struct state_save *s, struct file *f, Husk__State__File *out);
+/*
+ * Makes the image's IPC objects (after state_fs_restore, before any memory map: attaches and
+ * queue files are made from them). 0 or -errno (r->err).
+ */
+int state_ipc_restore(struct state_restore *r);
+/* The SEM_UNDO lists, once the processes exist. 0 or -errno (r->err). */
+int state_ipc_restore_undo(struct state_restore *r);
+/* A new file (one reference) for STATE_FILE_SHM / STATE_FILE_MQUEUE, or NULL (r->err). */
+struct file *state_ipc_file_restore(struct state_restore *r, const Husk__State__File *in);
+/* Ends ipc.c's part (frees its tables; drops the restore's references on queues). */
+void state_ipc_save_end(struct state_save *s);
+void state_ipc_restore_end(struct state_restore *r);
 
 #endif

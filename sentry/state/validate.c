@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sentry/kernel/ipc.h"
+#include "sentry/kernel/mqueue.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/mm/vma.h"
@@ -273,11 +275,222 @@ static int check_files(struct vctx *c, const Husk__State__Image *img)
 		case STATE_FILE_SOCKET:
 			/* anon.c and net.c check their own fields where they use them. */
 			break;
+		case STATE_FILE_SHM:
+		case STATE_FILE_MQUEUE:
+			/* check_ipc: the object they name. */
+			break;
 		default:
 			return vfail(c, "file %u: bad kind %u", f->id, f->kind);
 		}
 	}
 	return 0;
+}
+
+/* The largest System V message text and shm segment an image may hold. */
+#define VALIDATE_MSG_MAX (16u << 20)
+#define VALIDATE_SHM_MAX (1ULL << 40)
+
+/* A System V object's id and perm; seen marks the indexes of its family (IPC_MNI bytes). */
+static int check_perm(struct vctx *c, const Husk__State__IpcPerm *p, uint32_t modes, uint8_t *seen,
+		      const char *what)
+{
+	if (p->id < 0 || (uint32_t)p->id / IPC_ID_MULT >= IPC_SEQ_MAX)
+		return vfail(c, "%s id %d is invalid", what, p->id);
+	if (seen[p->id % IPC_ID_MULT]++)
+		return vfail(c, "%s id %d: its index is repeated", what, p->id);
+	if (p->mode & ~modes)
+		return vfail(c, "%s %d: bad mode %#o", what, p->id, p->mode);
+	return 0;
+}
+
+static int check_ids(struct vctx *c, const Husk__State__IpcIds *m, const char *what)
+{
+	if (m->seq >= IPC_SEQ_MAX || m->last_idx < -1 || m->last_idx >= IPC_MNI)
+		return vfail(c, "%s ids: sequence %u, index %d", what, m->seq, m->last_idx);
+	return 0;
+}
+
+/* The file of that id (check_files made the ids 1..n_files, each once): by its index. */
+static const Husk__State__File *file_by_id(const Husk__State__File **byid, size_t n, uint32_t id)
+{
+	return id >= 1 && id <= n ? byid[id - 1] : NULL;
+}
+
+static bool mq_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	return len >= 1 && len <= MQ_NAME_MAX && !strchr(n, '/') && strcmp(n, ".") != 0 &&
+	       strcmp(n, "..") != 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int check_mqueues(struct vctx *c, const Husk__State__IpcState *in)
+{
+	const char **names = malloc((in->n_mqueues + 1) * sizeof(*names));
+	size_t nn = 0;
+	int ret = 0;
+
+	if (!names)
+		return vfail(c, "out of memory");
+	for (size_t i = 0; i < in->n_mqueues && !ret; i++) {
+		const Husk__State__Mqueue *q = in->mqueues[i];
+
+		if (!mq_name_ok(q->name) || (q->mode & ~0777u) || q->maxmsg < 1 ||
+		    q->maxmsg > MQ_RESTORE_MAXMSG || q->msgsize < 1 ||
+		    q->msgsize > MQ_RESTORE_MSGSIZE || q->n_msgs > (uint64_t)q->maxmsg ||
+		    q->ctime_nsec < 0 || q->ctime_nsec >= 1000000000) {
+			ret = vfail(c, "POSIX message queue %u is invalid", q->id);
+			break;
+		}
+		for (size_t j = 0; j < q->n_msgs; j++) {
+			const Husk__State__MqMsg *m = q->msgs[j];
+
+			/* In receive order: priorities never rise. */
+			if (m->prio >= MQ_RESTORE_PRIO_MAX || m->data.len > (uint64_t)q->msgsize ||
+			    (j && m->prio > q->msgs[j - 1]->prio)) {
+				ret = vfail(c, "POSIX message queue %u: message %zu is invalid",
+					    q->id, j);
+				break;
+			}
+		}
+		if (q->linked)
+			names[nn++] = q->name;
+	}
+	if (!ret && nn) {
+		qsort(names, nn, sizeof(*names), cmp_str);
+		for (size_t i = 1; i < nn && !ret; i++)
+			if (strcmp(names[i], names[i - 1]) == 0)
+				ret = vfail(c, "POSIX message queue /%.64s is repeated", names[i]);
+	}
+	free(names);
+	return ret;
+}
+
+/*
+ * IpcState: ids in range and each index once per family, modes, sizes and message lengths in
+ * Linux's bounds, a segment's memfd a nameless tmpfs file, SEM_UNDO lists naming a set of
+ * their length and a process, files naming a segment or queue that exists.
+ */
+static int check_ipc(struct vctx *c, const Husk__State__Image *img)
+{
+	const Husk__State__IpcState *in = img->ipc;
+	const Husk__State__File **byid;
+	struct idset mqs = { 0 };
+	uint8_t *seen;
+	int ret = 0;
+
+	if (!in) {
+		for (size_t i = 0; i < img->n_files; i++)
+			if (img->files[i]->kind == STATE_FILE_SHM ||
+			    img->files[i]->kind == STATE_FILE_MQUEUE)
+				return vfail(c, "file %u: no IPC objects in the image",
+					     img->files[i]->id);
+		return 0;
+	}
+	ret = check_ids(c, in->shm_ids, "shm");
+	if (!ret)
+		ret = check_ids(c, in->sem_ids, "semaphore");
+	if (!ret)
+		ret = check_ids(c, in->msg_ids, "message queue");
+	if (ret)
+		return ret;
+	seen = calloc(3, IPC_MNI);
+	byid = calloc(img->n_files + 1, sizeof(*byid));
+	if (!seen || !byid) {
+		free(seen);
+		free(byid);
+		return vfail(c, "out of memory");
+	}
+	for (size_t i = 0; i < img->n_files; i++)
+		byid[img->files[i]->id - 1] = img->files[i];
+	for (size_t i = 0; i < in->n_shms && !ret; i++) {
+		const Husk__State__ShmSeg *m = in->shms[i];
+		const Husk__State__File *f = file_by_id(byid, img->n_files, m->memfd);
+
+		ret = check_perm(c, m->perm, 0777 | LINUX_SHM_DEST | LINUX_SHM_LOCKED, seen, "shm");
+		if (!ret && (m->size < 1 || m->size > VALIDATE_SHM_MAX))
+			ret = vfail(c, "shm %d: size %llu", m->perm->id,
+				    (unsigned long long)m->size);
+		if (!ret && (!f || f->kind != STATE_FILE_MEMFD))
+			ret = vfail(c, "shm %d: its memfd (file %u) is not a memfd", m->perm->id,
+				    m->memfd);
+		if (!ret && (m->cpid < 0 || m->cpid >= VALIDATE_PID_MAX || m->lpid < 0 ||
+			     m->lpid >= VALIDATE_PID_MAX))
+			ret = vfail(c, "shm %d: bad pids", m->perm->id);
+	}
+	for (size_t i = 0; i < in->n_sems && !ret; i++) {
+		const Husk__State__SemSet *m = in->sems[i];
+
+		ret = check_perm(c, m->perm, 0777, seen + IPC_MNI, "semaphore set");
+		if (!ret &&
+		    (m->n_vals < 1 || m->n_vals > IPC_SEM_RESTORE_MAX || m->n_pids != m->n_vals))
+			ret = vfail(c, "semaphore set %d: %zu values, %zu pids", m->perm->id,
+				    m->n_vals, m->n_pids);
+		for (size_t j = 0; !ret && j < m->n_vals; j++)
+			if (m->vals[j] < 0 || m->vals[j] > LINUX_SEMVMX || m->pids[j] < 0 ||
+			    m->pids[j] >= VALIDATE_PID_MAX)
+				ret = vfail(c, "semaphore set %d: semaphore %zu", m->perm->id, j);
+	}
+	for (size_t i = 0; i < in->n_sem_undos && !ret; i++) {
+		const Husk__State__SemUndo *u = in->sem_undos[i];
+		const Husk__State__SemSet *set = NULL;
+		bool tg = false;
+
+		for (size_t j = 0; j < in->n_sems; j++)
+			if (in->sems[j]->perm->id == u->semid)
+				set = in->sems[j];
+		for (size_t j = 0; j < img->n_tgs; j++)
+			if (img->tgs[j]->pid == u->pid)
+				tg = true;
+		if (!set || set->n_vals != u->n_adj || !tg) {
+			ret = vfail(c, "SEM_UNDO %zu: no set %d of %zu or no process %d", i,
+				    u->semid, u->n_adj, u->pid);
+			break;
+		}
+		for (size_t j = 0; j < u->n_adj && !ret; j++)
+			if (u->adj[j] < -LINUX_SEMAEM - 1 || u->adj[j] > LINUX_SEMAEM)
+				ret = vfail(c, "SEM_UNDO %zu: adjustment %d", i, u->adj[j]);
+	}
+	for (size_t i = 0; i < in->n_msgs && !ret; i++) {
+		const Husk__State__MsgQueue *m = in->msgs[i];
+
+		ret = check_perm(c, m->perm, 0777, seen + 2 * IPC_MNI, "message queue");
+		if (!ret && (m->qbytes > INT32_MAX || m->lspid < 0 || m->lrpid < 0 ||
+			     m->lspid >= VALIDATE_PID_MAX || m->lrpid >= VALIDATE_PID_MAX))
+			ret = vfail(c, "message queue %d is invalid", m->perm->id);
+		for (size_t j = 0; !ret && j < m->n_msgs; j++)
+			if (m->msgs[j]->mtype < 1 || m->msgs[j]->text.len > VALIDATE_MSG_MAX)
+				ret = vfail(c, "message queue %d: message %zu", m->perm->id, j);
+	}
+	if (!ret)
+		ret = IDSET(c, &mqs, in->mqueues, in->n_mqueues, "POSIX message queue");
+	if (!ret)
+		ret = check_mqueues(c, in);
+	for (size_t i = 0; i < img->n_files && !ret; i++) {
+		const Husk__State__File *f = img->files[i];
+		bool found = false;
+
+		if (f->kind == STATE_FILE_SHM) {
+			for (size_t j = 0; f->has_shm && j < in->n_shms; j++)
+				found |= in->shms[j]->perm->id == f->shm;
+		} else if (f->kind == STATE_FILE_MQUEUE) {
+			found = f->has_mqueue && has_id(&mqs, f->mqueue);
+		} else {
+			continue;
+		}
+		if (!found)
+			ret = vfail(c, "file %u: the IPC object it names is not in the image",
+				    f->id);
+	}
+	free(mqs.v);
+	free(seen);
+	free(byid);
+	return ret;
 }
 
 /*
@@ -494,6 +707,8 @@ int state_image_validate(const Husk__State__Image *img, char *err, size_t errlen
 		ret = IDSET(&c, &files, img->files, img->n_files, "file");
 	if (!ret)
 		ret = check_files(&c, img);
+	if (!ret)
+		ret = check_ipc(&c, img);
 	for (size_t i = 0; !ret && i < img->n_mms; i++)
 		ret = check_mm(&c, img->mms[i], &files);
 	for (size_t i = 0; !ret && i < img->n_fdtables; i++)

@@ -17,7 +17,9 @@
  * libFuzzer's byte mutations run.
  *
  * Seeds: tests/fuzz/state/seeds (real images: a shell loop; a pipeline with a deleted open
- * file and a signal handler). Build and run: tests/fuzz/state/run.sh SECONDS.
+ * file and a signal handler; tests/payload/ipc_helper with System V IPC and POSIX queues,
+ * checkpointed as tests/integration/checkpoint-ipc.sh does). Build and run:
+ * tests/fuzz/state/run.sh SECONDS.
  */
 #include <stdbool.h>
 #include <stdio.h>
