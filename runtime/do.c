@@ -6,7 +6,8 @@
  *           [--strace] [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
  *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
- *           -- CMD [ARGS...]
+ *           [--name ID] -- CMD [ARGS...]
+ *   husk do --restore DIR [the same options] [--name ID]
  *
  * The root defaults to the host's /, served read-only by the gofer below an in-memory overlay:
  * the sandbox writes anywhere and nothing reaches the host (--overlay=none: writes go through
@@ -20,15 +21,43 @@
  *
  * The platform: --platform, else $HUSK_PLATFORM, else auto (runtime/platform.c); an unknown
  * name fails before anything is started.
+ *
+ * Templates (sentry/state/README.md). --name ID registers the sandbox under the runtime root
+ * (--root, as a container: <root>/ID/{state.json,config.json,control.sock}) while husk do runs,
+ * so that the OCI verbs that talk to a running sentry work on it: husk checkpoint, exec, ps,
+ * kill, pause, resume, state, list. The guest decides when it is ready (it says so, on its
+ * stdout or in a file, and waits, typically reading its stdin); the caller then runs
+ * `husk checkpoint --image-path DIR ID`. Without --leave-running that ends the sandbox and
+ * husk do exits 0 (the image is the result); with it the sandbox goes on. The record is removed
+ * when husk do exits (`husk delete ID` removes one left by a husk do that was SIGKILLed); an
+ * existing ID is refused. config.json there holds what husk do was given (for husk exec's
+ * defaults); the record's folder is its own bundle.
+ *
+ * --restore DIR starts the new sandbox from the image in DIR instead of a command: the image's
+ * processes continue where they were saved, and husk do exits with the status of its pid 1.
+ * Their stdio (files over the sentry's fds 0-2) is husk do's own stdio, the caller's terminal or
+ * pipes, not what the template had. The mounts and the egress policy are not in the image: give
+ * the same --rootfs, --overlay, --tmpfs, --volume and --network options as when it was made (as
+ * `husk restore --bundle` takes the same bundle). --env and --cwd do not change the restored
+ * processes (only what husk exec starts). A command after --restore is refused. A missing,
+ * truncated or corrupt image is refused with a message and exit status 125, and leaves nothing.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
+#include "oci-spec/state.h"
+#include "runtime/oci.h"
 #include "runtime/runtime.h"
 #include "sentry/kernel/sysctl.h"
+#include "sentry/state/names.h"
 
 #define MAX_RESOLVERS 3 /* MAXNS */
 
@@ -62,6 +91,141 @@ static int host_resolver_rules(const char **out, int max)
 	return n;
 }
 
+/* husk do --name: the sandbox's record under the runtime root (runtime/container.c). */
+struct do_record {
+	struct container c; /* locked (lock_fd) until the sentry's pid is in state.json */
+	int control_fd; /* the listening control socket, until the sentry has it */
+};
+
+/* config.json of the record: what husk do was given, as an OCI process and root. */
+static int do_record_config(const struct do_record *r, const struct launch_spec *spec)
+{
+	_cleanup_free_ char *path = container_path(&r->c, "config.json");
+	json_t *args = json_array(), *env = json_array(), *o;
+	int ret;
+
+	for (char **a = spec->argv; args && *a; a++)
+		json_array_append_new(args, json_string(*a));
+	for (char **e = spec->env; env && *e; e++)
+		json_array_append_new(env, json_string(*e));
+	o = json_pack("{s:s,s:{s:o,s:o,s:s,s:{s:I,s:I},s:b},s:{s:s,s:b},s:s,s:{s:s}}", "ociVersion",
+		      "1.0.2", "process", "args", args, "env", env, "cwd", spec->cwd, "user", "uid",
+		      (json_int_t)getuid(), "gid", (json_int_t)getgid(), "terminal", 0, "root",
+		      "path", r->c.rootfs, "readonly", 0, "hostname", spec->hostname, "annotations",
+		      "dev.husk.do", spec->restore_dir ? "restore" : "run");
+	if (!o || !path)
+		return -ENOMEM;
+	ret = json_dump_file(o, path, JSON_PRESERVE_ORDER | JSON_INDENT(1));
+	json_decref(o);
+	return ret < 0 ? -EIO : 0;
+}
+
+/*
+ * Makes the record of sandbox id (locked, with config.json and a listening control.sock).
+ * Returns 0, or an exit status after a message (nothing is left behind).
+ */
+static int do_record_create(struct do_record *r, const char *id, const struct launch_spec *spec)
+{
+	char ts[64];
+	int ret;
+
+	r->control_fd = -1;
+	if (container_id_valid(id) < 0) {
+		memset(&r->c, 0, sizeof(r->c));
+		r->c.lock_fd = -1;
+		fprintf(stderr, "husk do: --name %s: expected letters, digits and _+.-\n", id);
+		return 125;
+	}
+	ret = container_create_dir(id, &r->c);
+	if (ret == -EEXIST) {
+		container_release(&r->c);
+		fprintf(stderr,
+			"husk do: --name %s: a container of that name exists in %s (husk delete "
+			"it first)\n",
+			id, oci_g.root);
+		return 125;
+	}
+	if (ret == 0) {
+		oci_timestamp_now(ts, sizeof(ts));
+		r->c.created = strdup(ts);
+		r->c.bundle = strdup(r->c.dir);
+		/* A rootfs that is not there is launch's to report. */
+		r->c.rootfs = realpath(spec->rootfs, NULL);
+		if (!r->c.rootfs)
+			r->c.rootfs = strdup(spec->rootfs);
+		ret = !r->c.created || !r->c.bundle || !r->c.rootfs ? -ENOMEM : 0;
+	}
+	if (ret == 0)
+		ret = do_record_config(r, spec);
+	if (ret == 0) {
+		r->control_fd = sandbox_control_listen(&r->c);
+		ret = r->control_fd < 0 ? r->control_fd : 0;
+	}
+	if (ret == 0)
+		ret = container_save(&r->c); /* pid 0 (creating) until the sentry runs */
+	if (ret < 0) {
+		fprintf(stderr, "husk do: --name %s: %s/%s: %s\n", id, oci_g.root, id,
+			strerror(-ret));
+		if (r->control_fd >= 0)
+			close(r->control_fd);
+		r->control_fd = -1;
+		if (r->c.dir)
+			container_destroy(&r->c);
+		container_release(&r->c);
+		return 125;
+	}
+	return 0;
+}
+
+/* launch_spec.started: the pids go into state.json, and the record is unlocked for others. */
+static void do_record_started(void *arg, pid_t sentry, pid_t gofer)
+{
+	struct do_record *r = arg;
+	int ret;
+
+	r->c.pid = sentry;
+	r->c.pid_start = process_start_time(sentry);
+	r->c.gofer_pid = gofer;
+	r->c.gofer_start = process_start_time(gofer);
+	ret = container_save(&r->c);
+	if (ret < 0)
+		fprintf(stderr, "husk do: warning: %s/state.json: %s\n", r->c.dir, strerror(-ret));
+	close(r->control_fd);
+	r->control_fd = -1;
+	close(r->c.lock_fd);
+	r->c.lock_fd = -1;
+}
+
+/*
+ * The sentry is gone: removes the record, after any husk checkpoint that holds it has finished.
+ * Returns whether a checkpoint (without --leave-running) ended the sandbox.
+ */
+static bool do_record_finish(struct do_record *r)
+{
+	struct container c;
+	bool checkpointed = false;
+
+	if (r->control_fd >= 0)
+		close(r->control_fd);
+	if (r->c.lock_fd >= 0) {
+		/* The sentry never started: the record is still ours. */
+		container_destroy(&r->c);
+		container_release(&r->c);
+		return false;
+	}
+	/* container_load waits for the lock: a husk checkpoint holds it until it is done. */
+	if (container_load(r->c.id, &c) == 0 && c.pid == r->c.pid &&
+	    c.pid_start == r->c.pid_start) {
+		_cleanup_free_ char *mark = container_path(&c, "checkpointed");
+
+		checkpointed = mark && access(mark, F_OK) == 0;
+		container_destroy(&c);
+	}
+	container_release(&c);
+	container_release(&r->c);
+	return checkpointed;
+}
+
 /* Checks the platform name (from --platform when flag, else from $HUSK_PLATFORM or the default). */
 static int check_platform(const char *name, bool flag)
 {
@@ -77,10 +241,18 @@ static int check_platform(const char *name, bool flag)
 static void do_usage(FILE *out)
 {
 	fputs("usage: husk do [options] [--] CMD [ARGS...]\n"
+	      "       husk do --restore DIR [options]\n"
 	      "\n"
 	      "Runs CMD as pid 1 of a new sandbox and exits with its status (128+N if it was\n"
 	      "killed by signal N; 125 if the sandbox could not be set up, 126 if CMD is not\n"
 	      "executable, 127 if it is not found).\n"
+	      "\n"
+	      "Templates: with --name ID, `husk checkpoint --image-path DIR ID` saves the\n"
+	      "sandbox (when the guest says it is ready); husk do then exits 0. `husk do\n"
+	      "--restore DIR` starts a new sandbox from that image: its processes continue\n"
+	      "with this command's stdin, stdout and stderr, and husk do exits with the status\n"
+	      "of its pid 1. Give it the same --rootfs, --overlay, --tmpfs, --volume and\n"
+	      "--network options as the template had; it takes no CMD.\n"
 	      "\n"
 	      "options:\n"
 	      "  --rootfs DIR      root filesystem to serve (default: /), read-only below an\n"
@@ -102,7 +274,10 @@ static void do_usage(FILE *out)
 	      "  --egress-allow CIDR[:PORT]  allow a destination the default policy denies\n"
 	      "                    (private, loopback, link-local/metadata, multicast)\n"
 	      "  --egress-deny CIDR[:PORT]   deny a destination; the last matching rule wins\n"
-	      "  --sysctl KEY=VALUE  a namespaced sysctl of the sandbox (repeatable)\n",
+	      "  --sysctl KEY=VALUE  a namespaced sysctl of the sandbox (repeatable)\n"
+	      "  --name ID         register the sandbox as container ID under the runtime\n"
+	      "                    root while it runs (husk checkpoint, exec, ps, kill ID)\n"
+	      "  --restore DIR     start from the checkpoint image in DIR instead of CMD\n",
 	      out);
 }
 
@@ -122,6 +297,8 @@ int cmd_do(int argc, char **argv)
 		{ "egress-allow", required_argument, NULL, 'A' },
 		{ "egress-deny", required_argument, NULL, 'D' },
 		{ "sysctl", required_argument, NULL, 1000 },
+		{ "name", required_argument, NULL, 1001 },
+		{ "restore", required_argument, NULL, 1002 },
 		/* Test-only: the sentry skips its own egress check (the BPF program must refuse). */
 		{ "test-no-sentry-egress-check", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
@@ -132,7 +309,12 @@ int cmd_do(int argc, char **argv)
 		.cwd = "/",
 		.platform = runtime_platform_default(),
 		.hostname = "husk",
+		.control_fd = -1,
 	};
+	static char *restore_argv[] = { "(restored)", NULL };
+	char image[PATH_MAX];
+	const char *name = NULL, *restore = NULL;
+	struct do_record record;
 	struct launch_volume *volumes;
 	char **env;
 	const char **tmpfs;
@@ -272,6 +454,12 @@ int cmd_do(int argc, char **argv)
 			net_args[nnet++] = a;
 			break;
 		}
+		case 1001:
+			name = optarg;
+			break;
+		case 1002:
+			restore = optarg;
+			break;
 		case 'h':
 			do_usage(stdout);
 			return 0;
@@ -280,7 +468,35 @@ int cmd_do(int argc, char **argv)
 			return 125;
 		}
 	}
-	if (optind >= argc) {
+	if (restore && optind < argc) {
+		fprintf(stderr,
+			"husk do: --restore %s takes no command (%s...): the image's processes "
+			"continue\n",
+			restore, argv[optind]);
+		return 125;
+	}
+	if (restore) {
+		/* The sentry's own checks say what is wrong inside an image; this says which
+		 * folder is not one, before anything is started. */
+		char path[PATH_MAX + 32];
+
+		if (!realpath(restore, image)) {
+			fprintf(stderr, "husk do: --restore %s: %s\n", restore, strerror(errno));
+			return 125;
+		}
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/%s", image,
+				 i ? STATE_PAGES_FILE : STATE_IMAGE_FILE);
+			if (access(path, R_OK) < 0) {
+				fprintf(stderr,
+					"husk do: --restore %s: not a checkpoint image (%s: %s)\n",
+					restore, i ? STATE_PAGES_FILE : STATE_IMAGE_FILE,
+					strerror(errno));
+				return 125;
+			}
+		}
+		spec.restore_dir = image;
+	} else if (optind >= argc) {
 		fputs("husk do: no command given\n", stderr);
 		do_usage(stderr);
 		return 125;
@@ -306,6 +522,22 @@ int cmd_do(int argc, char **argv)
 	spec.tmpfs = tmpfs;
 	spec.volumes = volumes;
 	spec.nvolumes = nvolumes;
-	spec.argv = argv + optind;
-	return launch_and_wait(&spec);
+	spec.argv = restore ? restore_argv : argv + optind;
+	if (name) {
+		int ret = do_record_create(&record, name, &spec);
+
+		if (ret)
+			return ret;
+		spec.control_fd = record.control_fd;
+		spec.started = do_record_started;
+		spec.started_arg = &record;
+	}
+	{
+		int ret = launch_and_wait(&spec);
+
+		/* A checkpoint that ended the sandbox is the template's success. */
+		if (name && do_record_finish(&record))
+			ret = 0;
+		return ret;
+	}
 }

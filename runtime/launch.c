@@ -5,7 +5,8 @@
  *
  *   husk ──fork/exec──> husk-gofer --fd 3 [--readonly] ROOTFS
  *        ──fork/exec──> husk-gofer --fd 3 [--readonly] HOSTDIR      (per --volume)
- *        ──fork/exec──> husk-sentry --gofer-fd 3 [--volume-fd 4:GUEST[:ro]]... -- CMD ARGS
+ *        ──fork/exec──> husk-sentry --gofer-fd 3 [--volume-fd 4:GUEST[:ro]]...
+ *                                   [--control-fd N] [--restore=DIR] -- CMD ARGS
  *
  * husk keeps no end of the socket, so the gofer sees EOF and exits when the sentry is gone.
  * Both children die with husk (PR_SET_PDEATHSIG), so nothing outlives an interrupted husk.
@@ -87,7 +88,7 @@ char *runtime_find_helper(const char *name)
 static void __attribute__((noreturn))
 child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 {
-	int high[1 + MAX_VOLUMES];
+	int high[2 + MAX_VOLUMES];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() == 1)
@@ -99,7 +100,7 @@ child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 	}
 	/* First out of the way of the targets, then onto them: no dup2 overwrites a source. */
 	for (int i = 0; i < n; i++) {
-		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 1 + MAX_VOLUMES);
+		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 2 + MAX_VOLUMES);
 		if (high[i] < 0)
 			_exit(EXIT_SETUP);
 	}
@@ -379,12 +380,12 @@ int launch_and_wait(const struct launch_spec *spec)
 	struct sandbox_cgroup cg = { .procs_fd = -1 };
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
-	int pairs[1 + MAX_VOLUMES][2], ssocks[1 + MAX_VOLUMES];
+	int pairs[1 + MAX_VOLUMES][2], ssocks[2 + MAX_VOLUMES], nsocks;
 	char volarg[MAX_VOLUMES][PATH_MAX + 32];
 	pid_t gpids[1 + MAX_VOLUMES];
 	int nargs = 0, n, ngofers = 0, npairs = 1 + spec->nvolumes;
 	char **sargv;
-	char fdarg[16];
+	char fdarg[16], ctlarg[16], restorearg[PATH_MAX + 16];
 	pid_t spid;
 	int st, ret;
 	struct stat rst;
@@ -458,6 +459,22 @@ int launch_and_wait(const struct launch_spec *spec)
 	sargv[n++] = (char *)spec->hostname;
 	if (spec->strace)
 		sargv[n++] = "--strace";
+	if (spec->control_fd >= 0) {
+		/* Passed after the gofers' sockets (child_exec moves them in order). */
+		snprintf(ctlarg, sizeof(ctlarg), "%d", CHILD_SOCK_FD + npairs);
+		sargv[n++] = "--control-fd";
+		sargv[n++] = ctlarg;
+	}
+	if (spec->restore_dir) {
+		if ((size_t)snprintf(restorearg, sizeof(restorearg), "--restore=%s",
+				     spec->restore_dir) >= sizeof(restorearg)) {
+			fprintf(stderr, "husk: --restore %s: path too long\n", spec->restore_dir);
+			close_pairs(pairs, npairs);
+			free(sargv);
+			return EXIT_SETUP;
+		}
+		sargv[n++] = restorearg;
+	}
 	if (spec->rootfs_writable)
 		sargv[n++] = "--writable-root";
 	for (const char **tm = spec->tmpfs; tm && *tm; tm++) {
@@ -520,8 +537,11 @@ int launch_and_wait(const struct launch_spec *spec)
 		pairs[i][0] = -1;
 		ssocks[i] = pairs[i][1];
 	}
+	nsocks = npairs;
+	if (spec->control_fd >= 0)
+		ssocks[nsocks++] = spec->control_fd;
 	join_procs_fd = cg.procs_fd;
-	spid = spawn(ssocks, npairs, sargv, 0);
+	spid = spawn(ssocks, nsocks, sargv, 0);
 	ret = errno;
 	join_procs_fd = -1;
 	close_pairs(pairs, npairs);
@@ -533,6 +553,8 @@ int launch_and_wait(const struct launch_spec *spec)
 		return EXIT_SETUP;
 	}
 
+	if (spec->started)
+		spec->started(spec->started_arg, spid, gpids[0]);
 	relay_signals_to(spid);
 	st = wait_for(spid);
 	/* The sentry is gone: its socket ends are closed, and the gofers exit on EOF. If one does

@@ -172,6 +172,12 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o);
  */
 const char *sandbox_platform(const struct oci_config *cfg, const char **source);
 
+/*
+ * Makes <state>/control.sock (0600), bound and listening, for the sentry's --control-fd (husk
+ * exec, ps, checkpoint...). Returns the fd (close-on-exec) or -errno.
+ */
+int sandbox_control_listen(const struct container *c);
+
 /* Releases the start gate of c: returns 0, -ENXIO if the sentry is gone, or -errno. */
 int sandbox_release_gate(const struct container *c);
 

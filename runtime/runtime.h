@@ -33,6 +33,16 @@ struct launch_spec {
 	const char **net_args;
 	char **env; /* K=V, NULL-terminated */
 	char **argv; /* the program and its arguments, NULL-terminated */
+	/* A checkpoint image folder: the sentry starts from it (--restore) and argv is not run;
+	 * NULL: a fresh sandbox running argv. */
+	const char *restore_dir;
+	/* A listening unix socket the sentry serves as its control socket (--control-fd: husk
+	 * checkpoint, exec, ps...), or -1 for none. husk keeps its own fd: the caller closes it. */
+	int control_fd;
+	/* If not NULL, called once the sentry and the root's gofer are started, with their pids
+	 * (husk do --name records them). */
+	void (*started)(void *arg, pid_t sentry, pid_t gofer);
+	void *started_arg;
 };
 
 /*
@@ -72,7 +82,7 @@ int runtime_parse_volume(const char *arg, struct launch_volume *out);
 
 /*
  * Starts a gofer serving spec->rootfs, one more per volume, and a sentry running spec->argv
- * with the caller's stdio; waits for the sentry, and returns husk's exit status: the guest's exit code, 128+N if it was
+ * (or restoring spec->restore_dir) with the caller's stdio; waits for the sentry, and returns husk's exit status: the guest's exit code, 128+N if it was
  * killed by signal N, or 125 if the sandbox could not be set up. Leaves no process behind.
  */
 int launch_and_wait(const struct launch_spec *spec);

@@ -589,8 +589,7 @@ static int preserve_fds_socket(int n)
 	return sp[1];
 }
 
-/* <state>/control.sock, bound and listening (husk exec, husk ps). Returns the fd or -errno. */
-static int control_listen(const struct container *c)
+int sandbox_control_listen(const struct container *c)
 {
 	_cleanup_free_ char *path = container_path(c, "control.sock");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -717,7 +716,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		goto out;
 	}
 	f.ready_w = ready[1];
-	f.control = control_listen(c);
+	f.control = sandbox_control_listen(c);
 	if (f.control < 0) {
 		ret = f.control;
 		oci_fail("control socket: %s", strerror(-ret));
