@@ -26,19 +26,6 @@ status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p';
 pid_of() { H state "$1" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'; }
 cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
 
-# Polls (0.05 s steps, up to 60 s: no timing is asserted) until the file holds a number above $3.
-wait_above() {
-	i=0
-	while [ $i -lt 1200 ]; do
-		v=$(cat_in "$1" "$2")
-		[ -n "$v" ] && [ "$v" -gt "$3" ] 2>/dev/null && { echo "$v"; return 0; }
-		sleep 0.05
-		i=$((i + 1))
-	done
-	echo "${v:-none}"
-	return 1
-}
-
 # --- a shell loop with a counter ---
 set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'
 H run -d --bundle "$bundle" loop </dev/null >/dev/null 2>&1 || fail "run the loop"
