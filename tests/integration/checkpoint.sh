@@ -95,7 +95,30 @@ c1=$(wait_above copy1 /tmp/count 0) && c2=$(wait_above copy2 /tmp/count 0) &&
 	pass "the copies and the original all run ($c1 $c2 $o)" || fail "fork copies run" "$c1 $c2 $o"
 [ -z "$(ls -d "$root"/fork-* 2>/dev/null)" ] && pass "fork leaves no image behind" ||
 	fail "fork leaves no image behind" "$(ls "$root")"
-for id in copy1 copy2; do H delete --force $id; done
+
+# --- a checkpoint of a paused sandbox (containerd pauses before it checkpoints) ---
+# copy1's tasks were restored and never saved since: each must give its FP state while parked
+# by the pause already. The sandbox stays paused; the image runs on from the pause.
+vp=$(cat_in copy1 /tmp/count)
+H pause copy1 || fail "pause copy1"
+if H checkpoint --leave-running --image-path "$work/img7" copy1 2>"$work/err"; then
+	pass "checkpoint of a paused sandbox"
+else
+	fail "checkpoint of a paused sandbox" "$(cat "$work/err")"
+fi
+[ "$(status_of copy1)" = paused ] && pass "it is still paused after the checkpoint" ||
+	fail "still paused after the checkpoint" "$(H state copy1 2>&1)"
+H resume copy1 || fail "resume copy1"
+if H restore -d --image-path "$work/img7" --bundle "$bundle" frozen </dev/null >/dev/null 2>"$work/err"; then
+	first=$(wait_above frozen /tmp/count 0)
+	later=$(wait_above frozen /tmp/count "${first:-0}")
+	[ -n "$vp" ] && [ "$first" -ge "$vp" ] && [ "$later" -gt "$first" ] &&
+		pass "the paused sandbox's image runs on from the pause ($vp -> $first -> $later)" ||
+		fail "restore of the paused sandbox's image" "paused at $vp, then $first, $later"
+else
+	fail "restore of the paused sandbox's image" "$(cat "$work/err")"
+fi
+for id in copy1 copy2 frozen; do H delete --force $id; done
 
 # --- pause and resume: no guest code runs in between ---
 cpu() { H events --stats "$1" 2>/dev/null | sed -n 's/.*"usage":{[^}]*"total":\([0-9]*\).*/\1/p'; }
