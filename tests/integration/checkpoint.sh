@@ -283,7 +283,11 @@ set_args sh -c 'sleep 1000'
 H run -d --bundle "$bundle" keep </dev/null >/dev/null 2>&1
 H exec -d keep sh -c 'exec 4<>/dev/null; cat /proc/self/stat > /dev/null; sleep 1000 < /proc/self/stat'
 expect_status "checkpoint of a sandbox with a procfs file open fails" 1 -- \
-	H checkpoint --leave-running --image-path "$work/img4" keep
+	H checkpoint --leave-running --image-path "$work/img4" --work-path "$work/w4" keep
+# Where runc's CRIU logs, and the file containerd's shim names in its error.
+grep -q '^husk: checkpoint failed: .*cannot save' "$work/w4/dump.log" 2>/dev/null &&
+	pass "the reason is in the work path's dump.log ($(cut -c1-80 "$work/w4/dump.log"))" ||
+	fail "the reason is in the work path's dump.log" "$(cat "$work/w4/dump.log" 2>&1)"
 [ "$(status_of keep)" = running ] && [ ! -e "$work/img4/husk-image.pb" ] &&
 	pass "a failed checkpoint leaves the sandbox running and no image" ||
 	fail "failed checkpoint" "$(status_of keep) $(ls "$work/img4" 2>&1)"
