@@ -10,6 +10,19 @@
  * image instead of the config's process. CRIU's options that engines pass (--tcp-established,
  * --file-locks, --manage-cgroups-mode, ...) are accepted and need nothing: husk saves what it
  * can and refuses with a message what it cannot.
+ *
+ * What engines need of the image folder besides husk's two files:
+ * - podman: CRIU's inventory.img (an empty one is written), `criu` on PATH and `husk checkpoint
+ *   --help` succeeding (it never runs criu).
+ * - containerd 1.6's runc shim (tests/integration/oci-containerd.sh): nothing. `ctr task
+ *   checkpoint` / `ctr container checkpoint --task` make it run `husk pause ID`, then
+ *   `husk checkpoint --image-path TMP --work-path W [--file-locks] [--leave-running] ID`, then
+ *   `husk resume ID` (so a paused sandbox must checkpoint: sentry/kernel/freeze.c); containerd
+ *   tars the whole folder into the content store. `ctr container restore --live` unpacks it and
+ *   the shim runs `husk restore --image-path DIR --work-path W --detach --pid-file F
+ *   -no-subreaper --bundle B ID` with the task's stdio as husk's own. The shim reads no file of
+ *   the image and runs no criu; on a failure its error names W/dump.log (copied to
+ *   B/criu-dump.log), where CRIU would have logged: husk writes its own message there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +84,25 @@ static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, 
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
+/*
+ * The reason a checkpoint failed, in WORK/dump.log: where runc's CRIU logs, and the file the
+ * containerd shim names in its error (it copies it into the bundle). Best effort.
+ */
+static void write_dump_log(const char *work, const char *why)
+{
+	char path[PATH_MAX + 16];
+	FILE *f;
+
+	if (make_dir(work) < 0 ||
+	    snprintf(path, sizeof(path), "%s/dump.log", work) >= (int)sizeof(path))
+		return;
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fprintf(f, "husk: checkpoint failed: %s\n", why);
+	fclose(f);
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -109,7 +141,7 @@ int cmd_checkpoint(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *image = NULL;
+	const char *image = NULL, *work = NULL;
 	bool leave = false;
 	struct container c;
 	enum container_status s;
@@ -126,6 +158,8 @@ int cmd_checkpoint(int argc, char **argv)
 			leave = true;
 			break;
 		case 'w':
+			work = optarg;
+			break;
 		case 'x':
 			break;
 		case 'h':
@@ -202,6 +236,8 @@ int cmd_checkpoint(int argc, char **argv)
 			r.msg[sizeof(r.msg) - 1] = 0;
 			snprintf(why, sizeof(why), "%s", r.msg[0] ? r.msg : strerror(-r.err));
 			ret = oci_fail("checkpoint failed: %s", why);
+			if (work)
+				write_dump_log(work, why);
 			goto out;
 		}
 		if (getenv("HUSK_CHECKPOINT_STATS"))

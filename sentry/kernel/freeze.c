@@ -30,13 +30,24 @@ void kernel_freeze_init(struct kernel *k)
 	pthread_condattr_destroy(&ca);
 }
 
-void task_park(struct task *t, int where)
+/*
+ * Stores t's FP state for the clean freeze of generation gen (a checkpoint), once per
+ * generation: when t parks, and when a checkpoint finds it already parked (husk pause, then
+ * checkpoint, as containerd does). Only the context's owner may read it, so t's own thread does
+ * it. Counted in nr_parked_fp, which the freezer waits for; a platform that cannot give the
+ * state leaves park_fp NULL, which the checkpoint refuses with a message.
+ */
+static void park_store_fp(struct task *t, int where)
 {
 	struct kernel *k = t->k;
+	uint64_t gen;
 
-	if (where == TASK_PARKED_CLEAN && __atomic_load_n(&k->freeze_save_fp, __ATOMIC_ACQUIRE) &&
-	    t->ctx && k->platform->ops->ctx_get_fpstate) {
-		/* Only the context's owner may read it: done here, for the checkpoint. */
+	if (where != TASK_PARKED_CLEAN || !__atomic_load_n(&k->freeze_save_fp, __ATOMIC_ACQUIRE))
+		return;
+	gen = __atomic_load_n(&k->freeze_fp_gen, __ATOMIC_ACQUIRE);
+	if (t->park_fp_gen == gen)
+		return;
+	if (t->ctx && k->platform->ops->ctx_get_fpstate) {
 		size_t len = platform_fpstate_size();
 
 		if (!t->park_fp || t->park_fp_len != len) {
@@ -49,7 +60,24 @@ void task_park(struct task *t, int where)
 			t->park_fp = NULL;
 			t->park_fp_len = 0;
 		}
+	} else {
+		free(t->park_fp);
+		t->park_fp = NULL;
+		t->park_fp_len = 0;
 	}
+	pthread_mutex_lock(&k->freeze_lock);
+	t->park_fp_gen = gen;
+	/* Counted only while parked, and only for the current generation. */
+	if (t->parked && gen == k->freeze_fp_gen)
+		k->nr_parked_fp++;
+	pthread_cond_broadcast(&k->freeze_cond);
+	pthread_mutex_unlock(&k->freeze_lock);
+}
+
+void task_park(struct task *t, int where)
+{
+	struct kernel *k = t->k;
+
 	pthread_mutex_lock(&k->freeze_lock);
 	t->parked = where;
 	k->nr_parked++;
@@ -65,6 +93,7 @@ void task_park(struct task *t, int where)
 		pthread_mutex_unlock(&t->wait_lock);
 		if (!kernel_freezing(k) || task_fatal_signal_pending(t))
 			break;
+		park_store_fp(t, where);
 		pthread_mutex_lock(&t->wait_lock);
 		while (!t->wake_pending)
 			pthread_cond_wait(&t->wait_cond, &t->wait_lock);
@@ -74,6 +103,10 @@ void task_park(struct task *t, int where)
 	k->nr_parked--;
 	if (where == TASK_PARKED_WAIT)
 		k->nr_parked_unclean--;
+	if (where == TASK_PARKED_CLEAN && t->park_fp_gen == k->freeze_fp_gen && k->nr_parked_fp > 0)
+		k->nr_parked_fp--;
+	/* The state stored is this park's: a later checkpoint stores it again. */
+	t->park_fp_gen = 0;
 	t->parked = 0;
 	pthread_cond_broadcast(&k->freeze_cond);
 	pthread_mutex_unlock(&k->freeze_lock);
@@ -110,13 +143,21 @@ static int find_unparked(struct thread_group *tg, void *arg)
 int kernel_freeze(struct kernel *k, bool clean, int timeout_ms, int32_t *busy_tid)
 {
 	struct timespec deadline;
+	bool first;
 	int ret = 0;
 
 	if (busy_tid)
 		*busy_tid = 0;
-	if (clean)
+	if (clean) {
+		/* A new generation: every parked task (parked by a pause too) stores its FP state
+		 * again, and the wait below counts those that did. */
+		pthread_mutex_lock(&k->freeze_lock);
+		k->freeze_fp_gen++;
+		k->nr_parked_fp = 0;
 		__atomic_store_n(&k->freeze_save_fp, true, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&k->freezing, 1, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&k->freeze_lock);
+	}
+	first = __atomic_add_fetch(&k->freezing, 1, __ATOMIC_SEQ_CST) == 1;
 	pthread_mutex_lock(&k->tree_lock);
 	pid_for_each_tg(k, wake_one, NULL);
 	pthread_mutex_unlock(&k->tree_lock);
@@ -132,7 +173,8 @@ int kernel_freeze(struct kernel *k, bool clean, int timeout_ms, int32_t *busy_ti
 	for (;;) {
 		int running = pid_tasks_running(k);
 
-		if (k->nr_parked >= running && (!clean || k->nr_parked_unclean == 0))
+		if (k->nr_parked >= running &&
+		    (!clean || (k->nr_parked_unclean == 0 && k->nr_parked_fp >= k->nr_parked)))
 			break;
 		/* Threads that end are not counted by a broadcast here: look again each 10 ms. */
 		struct timespec ts, now;
@@ -151,7 +193,8 @@ int kernel_freeze(struct kernel *k, bool clean, int timeout_ms, int32_t *busy_ti
 		}
 		pthread_cond_timedwait(&k->freeze_cond, &k->freeze_lock, &ts);
 	}
-	if (ret == 0)
+	/* A checkpoint of a paused sandbox keeps the pause's time (husk resume counts from it). */
+	if (ret == 0 && first)
 		k->frozen_at_ns = task_monotonic_ns();
 	pthread_mutex_unlock(&k->freeze_lock);
 	if (ret < 0) {

@@ -65,6 +65,8 @@ struct kernel {
 	int nr_parked_unclean; /* of which parked inside a wait that cannot restart (vfork) */
 	uint64_t frozen_at_ns; /* CLOCK_MONOTONIC when the last freeze completed */
 	bool freeze_save_fp; /* a checkpoint: tasks parking cleanly store their FP state */
+	uint64_t freeze_fp_gen; /* bumped by each clean freeze (freeze_lock) */
+	int nr_parked_fp; /* parked tasks that stored their FP state for freeze_fp_gen */
 };
 
 /*

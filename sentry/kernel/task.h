@@ -259,6 +259,8 @@ struct task {
 	/* Its FP/vector state, stored when it parked for a checkpoint (platform_fpstate_size()). */
 	void *park_fp;
 	size_t park_fp_len;
+	/* The clean freeze (k->freeze_fp_gen) park_fp was stored for while parked, else 0. */
+	uint64_t park_fp_gen;
 	/* Restore (sentry/state): the other threads of its process, started by this one's host
 	 * thread once its context exists (ctx_clone needs the owner of a context of the space). */
 	struct task **restore_threads;

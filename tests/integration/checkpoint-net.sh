@@ -28,19 +28,6 @@ PY
 }
 cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
 
-# Polls (0.05 s steps, up to 60 s) until the file holds a number above $3.
-wait_above() {
-	i=0
-	while [ $i -lt 1200 ]; do
-		v=$(cat_in "$1" "$2")
-		[ -n "$v" ] && [ "$v" -gt "$3" ] 2>/dev/null && { echo "$v"; return 0; }
-		sleep 0.05
-		i=$((i + 1))
-	done
-	echo "${v:-none}"
-	return 1
-}
-
 # Polls until the file exists in the sandbox (up to 60 s).
 wait_file() {
 	i=0

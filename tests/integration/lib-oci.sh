@@ -5,6 +5,8 @@
 #                       at exit that deletes every container and the work dir
 #   oci_bundle APPLET...  $bundle/rootfs/bin with busybox and links for the applets, and
 #                       $bundle/config.json from `husk spec`
+#   wait_above ID FILE N  polls until FILE in container ID holds a number above N (through the
+#                       caller's `cat_in ID FILE`)
 
 oci_setup() {
 	BUSYBOX=$(command -v busybox || echo /bin/busybox)
@@ -34,4 +36,19 @@ oci_bundle() {
 	cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
 	for a in "$@"; do ln -s busybox "$bundle/rootfs/bin/$a"; done
 	(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
+}
+
+# wait_above ID FILE N: polls (0.05 s steps, up to 60 s: no timing is asserted) until FILE in
+# container ID holds a number above N, read with the caller's cat_in ID FILE (husk exec, ctr task
+# exec). Prints the number (or what it last read, "none" for nothing) and returns 0 (else 1).
+wait_above() {
+	i=0
+	while [ $i -lt 1200 ]; do
+		v=$(cat_in "$1" "$2")
+		[ -n "$v" ] && [ "$v" -gt "$3" ] 2>/dev/null && { echo "$v"; return 0; }
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "${v:-none}"
+	return 1
 }

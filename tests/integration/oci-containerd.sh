@@ -1,7 +1,9 @@
 #!/bin/sh
 # containerd drives husk through its runc shim (ctr run --runc-binary husk): a private containerd
-# (own socket, root and state under a temporary directory) runs a busybox rootfs.
+# (own socket, root and state under a temporary directory) runs a busybox rootfs, then a busybox
+# image imported into it, which it checkpoints and restores through husk (issue 13).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
 
 case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
 if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null ||
@@ -29,12 +31,17 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [debug]
   address = "$work/debug.sock"
 EOT
-containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
+# Its checkpoint folders (os.MkdirTemp in $XDG_RUNTIME_DIR) go under $work too: containerd 1.6
+# never removes the one it unpacks a checkpoint into for a restore, whatever the runtime.
+mkdir -p "$work/xdg"
+XDG_RUNTIME_DIR=$work/xdg containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
 cpid=$!
 cleanup() {
-	ctr --address "$sock" -n husk task kill -s KILL d1 >/dev/null 2>&1
-	ctr --address "$sock" -n husk task rm -f d1 >/dev/null 2>&1
-	ctr --address "$sock" -n husk container rm d1 >/dev/null 2>&1
+	for id in d1 k1 k2; do
+		ctr --address "$sock" -n husk task kill -s KILL $id >/dev/null 2>&1
+		ctr --address "$sock" -n husk task rm -f $id >/dev/null 2>&1
+		ctr --address "$sock" -n husk container rm $id >/dev/null 2>&1
+	done
 	kill "$cpid" 2>/dev/null
 	wait "$cpid" 2>/dev/null
 	rm -rf "$work"
@@ -83,5 +90,182 @@ if [ -z "$st" ] || [ "$st" = Z ]; then
 else
 	fail "no sentry left after task rm" "pid $pid state $st"
 fi
+
+# --- checkpoint and restore (containerd 1.6's runc shim; what it passes to husk) ---
+# ctr tasks checkpoint: pause; checkpoint --image-path TMP --work-path W [--leave-running] ID;
+# resume; the folder becomes a tar layer (application/vnd.containerd.container.criu.checkpoint.
+# criu.tar) of a checkpoint image in the content store. ctr containers checkpoint --task: the
+# same with --file-locks, plus the spec and runtime options in the image. ctr containers restore
+# --live: the layer is unpacked into a folder and the shim runs restore --image-path DIR
+# --work-path W --detach --pid-file F -no-subreaper --bundle B ID with the task's stdio.
+# Restores here are of images made by `ctr containers checkpoint`, which needs a container made
+# from an image: a one-layer busybox image, built here and imported (no registry).
+# Each container gets the husk state root --runc-root $work/runc (not /run/containerd/runc), so
+# that what is left of it can be looked for.
+python3 - "$rootfs/bin/busybox" "$work/image.tar" <<'PY'
+import hashlib, io, json, sys, tarfile
+blobs = {}
+def blob(data, media_type):
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    blobs[digest] = data
+    return {"mediaType": media_type, "digest": digest, "size": len(data)}
+def entry(tar, name, kind, mode=0o755, data=None, link=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname = kind, mode, link
+    info.size = len(data) if data is not None else 0
+    tar.addfile(info, io.BytesIO(data) if data is not None else None)
+layer = io.BytesIO()
+with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
+    entry(t, "bin", tarfile.DIRTYPE)
+    entry(t, "tmp", tarfile.DIRTYPE, 0o1777)
+    entry(t, "bin/busybox", tarfile.REGTYPE, data=open(sys.argv[1], "rb").read())
+    for applet in ("sh", "cat", "sleep", "echo"):
+        entry(t, "bin/" + applet, tarfile.SYMTYPE, link="busybox")
+lay = blob(layer.getvalue(), "application/vnd.oci.image.layer.v1.tar")
+cfg = blob(json.dumps({"architecture": "amd64", "os": "linux",
+                       "config": {"Cmd": ["/bin/sh"], "Env": ["PATH=/bin"]},
+                       "rootfs": {"type": "layers", "diff_ids": [lay["digest"]]}}).encode(),
+           "application/vnd.oci.image.config.v1+json")
+man = blob(json.dumps({"schemaVersion": 2,
+                       "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "config": cfg, "layers": [lay]}).encode(),
+           "application/vnd.oci.image.manifest.v1+json")
+man["annotations"] = {"io.containerd.image.name": "husk.test/busybox:1",
+                      "org.opencontainers.image.ref.name": "1"}
+man["platform"] = {"architecture": "amd64", "os": "linux"}
+with tarfile.open(sys.argv[2], "w") as t:
+    entry(t, "oci-layout", tarfile.REGTYPE, 0o644, b'{"imageLayoutVersion":"1.0.0"}')
+    entry(t, "index.json", tarfile.REGTYPE, 0o644,
+          json.dumps({"schemaVersion": 2, "manifests": [man]}).encode())
+    for digest, data in blobs.items():
+        entry(t, "blobs/sha256/" + digest[7:], tarfile.REGTYPE, 0o644, data)
+PY
+# The native snapshotter: no overlayfs mount needed for the image's layer.
+if C images import --snapshotter native "$work/image.tar" >"$work/err" 2>&1; then
+	pass "a busybox image is imported"
+else
+	fail "a busybox image is imported" "$(cat "$work/err")"
+fi
+RUN="--snapshotter native --runtime io.containerd.runc.v2 --runc-binary $HUSK --runc-root $work/runc"
+# The guest: a token made once at start (a restart would make another) and a counter.
+loop='echo $RANDOM$RANDOM > /tmp/token; i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'
+cat_in() { C task exec --exec-id "cat$$" "$1" cat "$2" 2>/dev/null; }
+running() { C task ls | grep -qE "^$1 +[0-9]+ +RUNNING"; }
+task_pid() { C task ls | awk -v id="$1" '$1 == id {print $2}'; }
+# gone ID PID: the container's sentry PID has ended, no husk process serves its bundle (the gofer
+# names the rootfs) and its husk state folder is removed.
+gone() {
+	st=$(awk '{print $3}' "/proc/$2/stat" 2>/dev/null)
+	left=$(ps -eo pid=,comm=,args= | awk -v b="/husk/$1/rootfs" '$2 ~ /^husk/ && index($0, b)')
+	if { [ -z "$st" ] || [ "$st" = Z ]; } && [ -z "$left" ] && [ ! -e "$work/runc/husk/$1" ]; then
+		return 0
+	fi
+	echo "sentry $2: ${st:-gone}; husk processes: ${left:-none}; state: $(ls "$work/runc/husk" 2>&1)"
+	return 1
+}
+# remove ID: kill, delete the task and the container.
+remove() {
+	C task kill -s KILL "$1" >/dev/null 2>&1
+	n=0
+	until C task ls | grep -qE "^$1 +[0-9]+ +STOPPED" || [ $n -gt 600 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	C task rm "$1" >/dev/null 2>&1
+	C container rm "$1" >/dev/null 2>&1
+}
+
+C run -d $RUN husk.test/busybox:1 k1 /bin/sh -c "$loop" >"$work/err" 2>&1
+running k1 && pass "ctr run -d of the image: RUNNING" ||
+	fail "ctr run -d of the image: RUNNING" "$(cat "$work/err")" "$(C task ls 2>&1)"
+pid=$(task_pid k1)
+expect_sentry_platform "ctr run -d of the image" "$pid"
+token=$(cat_in k1 /tmp/token)
+before=$(wait_above k1 /tmp/count 5)
+
+# A task checkpoint into a folder of ours: the task runs on.
+if C task checkpoint --image-path "$work/tckpt" k1 >"$work/err" 2>&1; then
+	pass "ctr task checkpoint --image-path"
+else
+	fail "ctr task checkpoint --image-path" "$(cat "$work/err")"
+fi
+[ -s "$work/tckpt/husk-image.pb" ] && [ -e "$work/tckpt/husk-pages.img" ] &&
+	[ -e "$work/tckpt/inventory.img" ] && pass "the folder holds husk's image" ||
+	fail "the folder holds husk's image" "$(ls -l "$work/tckpt" 2>&1)"
+after=$(wait_above k1 /tmp/count "$before") && running k1 &&
+	pass "the task runs on after the checkpoint ($before -> $after)" ||
+	fail "the task runs on after the checkpoint" "$before -> $after" "$(C task ls 2>&1)"
+
+# A container checkpoint (task, spec, runtime options) into the content store; then k1 is
+# removed and restored from it under the same id.
+saved=$(cat_in k1 /tmp/count)
+if C container checkpoint --task k1 husk.test/ckpt:k1 >"$work/err" 2>&1; then
+	pass "ctr container checkpoint --task"
+else
+	fail "ctr container checkpoint --task" "$(cat "$work/err")"
+fi
+C content get "$(C images ls | awk '$1 == "husk.test/ckpt:k1" {print $3}')" >"$work/index.json" 2>&1
+grep -q 'application/vnd.containerd.container.criu.checkpoint.criu.tar' "$work/index.json" &&
+	pass "the checkpoint image holds the task's checkpoint layer" ||
+	fail "the checkpoint image holds the task's checkpoint layer" "$(cat "$work/index.json")"
+running k1 && pass "the task is resumed after the container checkpoint" ||
+	fail "the task is resumed after the container checkpoint" "$(C task ls 2>&1)"
+remove k1
+why=$(gone k1 "$pid") && pass "nothing of k1 is left once it is removed" ||
+	fail "nothing of k1 is left once it is removed" "$why"
+if C container restore --live k1 husk.test/ckpt:k1 >"$work/err" 2>&1 </dev/null; then
+	pass "ctr container restore --live"
+else
+	fail "ctr container restore --live" "$(cat "$work/err")"
+fi
+running k1 && pass "the restored task is RUNNING" ||
+	fail "the restored task is RUNNING" "$(C task ls 2>&1)"
+pid=$(task_pid k1)
+expect_sentry_platform "the restored task" "$pid"
+first=$(wait_above k1 /tmp/count 0)
+later=$(wait_above k1 /tmp/count "${first:-0}")
+[ -n "$saved" ] && [ "$first" -ge "$saved" ] && [ "$later" -gt "$first" ] &&
+	pass "the restored counter goes on from the checkpoint ($saved -> $first -> $later)" ||
+	fail "the restored counter goes on from the checkpoint" "saved $saved, then $first, $later"
+t2=$(cat_in k1 /tmp/token)
+[ -n "$token" ] && [ "$t2" = "$token" ] &&
+	pass "the restored shell is the saved one, not a restart (token $token)" ||
+	fail "the restored shell is the saved one" "token $token before, $t2 after"
+remove k1
+why=$(gone k1 "$pid") && pass "nothing of the restored k1 is left once it is removed" ||
+	fail "nothing of the restored k1 is left once it is removed" "$why"
+
+# ctr task checkpoint --exit into the content store: the task stops once saved. (A second task
+# checkpoint of one container into the content store fails in containerd 1.6 whatever the runtime:
+# its spec is already there; hence another container.)
+C run -d $RUN husk.test/busybox:1 k2 /bin/sh -c "$loop" >/dev/null 2>&1
+pid=$(task_pid k2)
+v=$(wait_above k2 /tmp/count 5) && pass "a second container of the image counts ($v)" ||
+	fail "a second container of the image counts" "$v" "$(C task ls 2>&1)"
+if C task checkpoint --exit k2 >"$work/ref" 2>"$work/err"; then
+	pass "ctr task checkpoint --exit"
+else
+	fail "ctr task checkpoint --exit" "$(cat "$work/err")"
+fi
+ref=$(tail -n 1 "$work/ref")
+n=0
+until C task ls | grep -qE "^k2 +[0-9]+ +STOPPED" || [ $n -gt 600 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+C task ls | grep -qE "^k2 +[0-9]+ +STOPPED" && pass "the task is STOPPED after --exit" ||
+	fail "the task is STOPPED after --exit" "$(C task ls 2>&1)"
+layer=$(C content get "$(C images ls | awk -v r="$ref" '$1 == r {print $3}')" 2>/dev/null |
+	python3 -c 'import json, sys
+for m in json.load(sys.stdin)["manifests"]:
+    if m["mediaType"].endswith("criu.tar"):
+        print(m["digest"])' 2>/dev/null)
+files=$(C content get "$layer" 2>/dev/null | tar tf - 2>/dev/null | sort | tr '\n' ' ')
+[ "$files" = "husk-image.pb husk-pages.img inventory.img " ] &&
+	pass "the checkpoint image $ref holds husk's image" ||
+	fail "the checkpoint image holds husk's image" "$ref: layer $layer: $files"
+remove k2
+why=$(gone k2 "$pid") && pass "nothing of k2 is left once it is removed" ||
+	fail "nothing of k2 is left once it is removed" "$why"
 
 finish
