@@ -64,9 +64,28 @@ static bool group_exiting(const struct thread_group *tg)
 	return __atomic_load_n(&tg->exiting, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * The process-directed signals pending that t is to take: all of them for the leader, and for
+ * another thread those the leader blocks (or all once it exits). Linux's complete_signal()
+ * signals the main thread first when it does not block the signal, and only the thread it
+ * signalled goes looking; here every thread looks at each return from the sentry, so without
+ * this a thread coming back from a wait at that moment would take the leader's signal: the
+ * handler would then run there while the main thread sleeps on in pause(2) (python's
+ * signal.pause() would never return). SIGKILL is for anyone.
+ */
+static uint64_t shared_for(struct task *t)
+{
+	uint64_t s = load_set(&t->tg->shared_pending);
+	struct task *l = t->tg->leader;
+
+	if (s && l && t != l && !__atomic_load_n(&l->exiting, __ATOMIC_ACQUIRE))
+		s &= __atomic_load_n(&l->sigmask, __ATOMIC_ACQUIRE) | SIGBIT(LINUX_SIGKILL);
+	return s;
+}
+
 bool task_signal_pending(struct task *t)
 {
-	uint64_t pending = load_set(&t->pending) | load_set(&t->tg->shared_pending);
+	uint64_t pending = load_set(&t->pending) | shared_for(t);
 	uint64_t blocked = __atomic_load_n(&t->sigmask, __ATOMIC_ACQUIRE);
 
 	/* A group stop in progress interrupts waits too: the thread must come and park. So does
@@ -200,6 +219,21 @@ static int dequeue_locked(struct task *t, uint64_t mask, struct linux_siginfo *i
 	if (!sig) {
 		p = &t->tg->shared_pending;
 		sig = next_signal(p, mask);
+	}
+	if (sig)
+		collect_signal(sig, p, info);
+	return sig;
+}
+
+/* dequeue_locked for the delivery of a handler or action: shared signals by shared_for. */
+static int dequeue_deliver_locked(struct task *t, uint64_t mask, struct linux_siginfo *info)
+{
+	struct sigpending *p = &t->pending;
+	int sig = next_signal(p, mask);
+
+	if (!sig) {
+		p = &t->tg->shared_pending;
+		sig = next_signal(p, mask & shared_for(t));
 	}
 	if (sig)
 		collect_signal(sig, p, info);
@@ -402,6 +436,18 @@ int signal_send_task(struct task *t, int sig, const void *info)
 	return signal_send(t->tg, t, sig, info, 0);
 }
 
+void signal_leader_exiting(struct task *t)
+{
+	struct thread_group *tg = t->tg;
+	uint64_t shared;
+
+	pthread_mutex_lock(&tg->sighand->lock);
+	shared = load_set(&tg->shared_pending);
+	pthread_mutex_unlock(&tg->sighand->lock);
+	if (shared)
+		wake_takers(tg, shared, t);
+}
+
 void signal_set_blocked(struct task *t, uint64_t mask)
 {
 	struct thread_group *tg = t->tg;
@@ -578,7 +624,7 @@ void signal_deliver(struct task *t, bool after_syscall)
 		}
 
 		pthread_mutex_lock(&sh->lock);
-		sig = dequeue_locked(t, ~t->sigmask, &info);
+		sig = dequeue_deliver_locked(t, ~t->sigmask, &info);
 		if (!sig) {
 			pthread_mutex_unlock(&sh->lock);
 			break;

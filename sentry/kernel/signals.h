@@ -86,6 +86,11 @@ int signal_dequeue(struct task *t, uint64_t mask, void *info);
 
 /* Signals pending for t (its own and its process's), whether blocked or not. */
 uint64_t signal_pending_set(struct task *t);
+/*
+ * The group's leader t is exiting (its other threads live on): another thread takes the
+ * process-directed signals pending, which were the leader's to take while it lived.
+ */
+void signal_leader_exiting(struct task *t);
 
 /*
  * The wait queue woken each time a signal is queued for any thread of t's process (signalfd

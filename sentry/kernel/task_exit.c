@@ -391,6 +391,8 @@ void task_exit_thread(struct task *t)
 	pthread_mutex_unlock(&tg->lock);
 	if (!leader)
 		task_release(t);
+	else
+		signal_leader_exiting(t);
 
 	pthread_mutex_lock(&k->tree_lock);
 	pthread_mutex_lock(&tg->lock);

@@ -31,8 +31,9 @@
 #define LINUX_SIGPROF 27
 
 struct ktimer {
-	struct list_head link; /* in armed, while armed */
+	struct list_head link; /* in armed (or held: timers_hold), while armed */
 	bool armed;
+	bool held; /* in held: its clock stands still (a pause) */
 	uint64_t expiry; /* CLOCK_MONOTONIC ns */
 	uint64_t interval;
 	struct thread_group *tg; /* referenced */
@@ -146,6 +147,7 @@ static void disarm(struct ktimer *kt)
 	if (kt->armed) {
 		list_del(&kt->link);
 		kt->armed = false;
+		kt->held = false;
 	}
 }
 
@@ -261,9 +263,10 @@ void timers_hold(void)
 			if (kt->cpu || kt->host_clock == CLOCK_REALTIME ||
 			    kt->host_clock == CLOCK_TAI)
 				continue;
+			/* Still armed: disarm (and arm) take it from here. */
 			list_del(&kt->link);
-			list_add_tail(&kt->link,
-				      &held); /* still armed: disarm takes it from here */
+			list_add_tail(&kt->link, &held);
+			kt->held = true;
 		}
 	}
 	pthread_mutex_unlock(&timer_lock);
@@ -416,7 +419,8 @@ static void ktimer_free(struct ktimer *kt)
 
 static void get_spec(struct ktimer *kt, struct timer_spec *out)
 {
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	/* A held timer's time left is what it had when its clock stopped (timers_hold). */
+	uint64_t now = kt && kt->held ? held_at : now_ns(CLOCK_MONOTONIC);
 
 	out->interval_ns = kt ? kt->interval : 0;
 	out->value_ns = 0;
@@ -834,6 +838,9 @@ void timer_cb_save(struct ktimer *kt, int *host_clock, uint64_t *expiry, uint64_
 	pthread_mutex_lock(&timer_lock);
 	*host_clock = kt->host_clock;
 	*expiry = kt->armed ? (kt->expiry ? kt->expiry : 1) : 0;
+	/* Held (a pause): the deadline its time left gives from now. */
+	if (kt->held)
+		*expiry = add_sat(*expiry, now_ns(CLOCK_MONOTONIC) - held_at);
 	*interval = kt->interval;
 	*ticks = kt->ticks;
 	pthread_mutex_unlock(&timer_lock);
