@@ -248,3 +248,37 @@ bool memfile_image_translate(struct memfile *mf, uint64_t off, uint64_t len, uin
 	*file_off = r->file_off + (off - r->off);
 	return true;
 }
+
+bool memfile_image_next_pending(struct memfile *mf, uint64_t off, uint64_t end, uint64_t *start,
+				uint64_t *stop, uint64_t *file_off)
+{
+	struct memfile_image *im = __atomic_load_n(&mf->image, __ATOMIC_ACQUIRE);
+	bool found = false;
+
+	if (!im || off >= end || !__atomic_load_n(&im->left, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&im->lock);
+	for (size_t i = first_range(im, off); i < im->n && im->r[i].off < end && !found; i++) {
+		const struct image_range *r = &im->r[i];
+		uint64_t a = off > r->off ? off : r->off;
+		uint64_t b = end < r->off + r->len ? end : r->off + r->len;
+
+		if (!r->unloaded)
+			continue;
+		for (uint64_t p = (a - r->off) / PAGE; p < (b - r->off) / PAGE; p++) {
+			if (!test_bit(r->unloaded, p))
+				continue;
+			uint64_t q = p + 1;
+
+			while (q < (b - r->off) / PAGE && test_bit(r->unloaded, q))
+				q++;
+			*start = r->off + p * PAGE;
+			*stop = r->off + q * PAGE;
+			*file_off = r->file_off + p * PAGE;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&im->lock);
+	return found;
+}

@@ -73,6 +73,13 @@ int memfile_image_fd(struct memfile *mf);
  */
 bool memfile_image_mappable(struct memfile *mf, uint64_t off, uint64_t len, uint64_t *file_off);
 /*
+ * The first run of pages still to load in [off, end) (page aligned) that is contiguous in the
+ * pages file: true with [*start, *stop) and its *file_off there; false if none. A checkpoint of a
+ * restored sandbox copies such runs from the old pages file without loading them.
+ */
+bool memfile_image_next_pending(struct memfile *mf, uint64_t off, uint64_t end, uint64_t *start,
+				uint64_t *stop, uint64_t *file_off);
+/*
  * Where the image holds the bytes of off: true with *file_off when off lies in a range of the
  * image's pages, false otherwise (not in the image, or zeros). Either way *run is how many bytes
  * from off (at most len) the answer holds for, contiguously.

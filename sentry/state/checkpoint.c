@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/cpus.h"
@@ -660,20 +661,63 @@ struct page_writer {
 	int ret;
 };
 
+/*
+ * Copies n bytes from the restored image's pages file at src to the new one at dst, through a
+ * read-only mapping of the old file in pieces (one copy, as from the memory file; the sentry's
+ * filter has no copy_file_range). Offsets are page multiples.
+ */
+static int copy_from_image(int in, uint64_t src, int out, uint64_t dst, uint64_t n)
+{
+	const uint64_t piece = 32ULL << 20;
+
+	while (n) {
+		uint64_t len = n < piece ? n : piece, done = 0;
+		void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, in, (off_t)src);
+
+		if (p == MAP_FAILED)
+			return -errno;
+		while (done < len) {
+			ssize_t w = pwrite(out, (char *)p + done, len - done, (off_t)(dst + done));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				int err = w < 0 ? -errno : -EIO;
+
+				munmap(p, len);
+				return err;
+			}
+			done += (uint64_t)w;
+		}
+		munmap(p, len);
+		src += len;
+		dst += len;
+		n -= len;
+	}
+	return 0;
+}
+
 static void *write_pages_part(void *arg)
 {
 	struct page_writer *w = arg;
 	const Husk__State__Image *img = w->s->img;
 	uint8_t *base = w->s->k->mf.base;
+	int imfd = memfile_image_fd(&w->s->k->mf);
 
 	for (size_t i = 0; i < img->n_pages && w->ret == 0; i++) {
 		const Husk__State__MemRange *m = img->pages[i];
-		uint64_t a, b;
+		uint64_t a, b, src = w->s->page_src ? w->s->page_src[i] : UINT64_MAX;
 
 		if (!m->has_file_off || m->file_off + m->len <= w->from || m->file_off >= w->to)
 			continue;
 		a = m->file_off > w->from ? m->file_off : w->from;
 		b = m->file_off + m->len < w->to ? m->file_off + m->len : w->to;
+		if (src != UINT64_MAX) {
+			w->ret = imfd < 0 ? -EBADF :
+					    copy_from_image(imfd, src + (a - m->file_off), w->fd, a,
+							    b - a);
+			continue;
+		}
 		while (a < b) {
 			ssize_t n = pwrite(w->fd, base + m->mem_off + (a - m->file_off), b - a,
 					   (off_t)a);
@@ -714,10 +758,28 @@ static int write_pages(struct state_save *s, int fd, uint64_t total)
 	return w[0].ret ? w[0].ret : w[1].ret;
 }
 
+/* Appends a MemRange [off, off+len) (data at *file_off, advanced; or a hole) and its source. */
+static int push_range(struct state_save *s, struct vec *out, struct vec *src, uint64_t off,
+		      uint64_t len, bool data, uint64_t from, uint64_t *file_off)
+{
+	Husk__State__MemRange *m = NEW(s, Husk__State__MemRange, husk__state__mem_range__init);
+
+	if (!m || vec_push(out, m) < 0 || vec_push(src, (void *)(uintptr_t)from) < 0)
+		return -ENOMEM;
+	m->mem_off = off;
+	m->len = len;
+	if (data) {
+		m->has_file_off = true;
+		m->file_off = *file_off;
+		*file_off += len;
+	}
+	return 0;
+}
+
 static int save_pages(struct state_save *s, int pages_fd, uint64_t *bytes)
 {
 	struct memfile *mf = &s->k->mf;
-	struct vec out = { 0 };
+	struct vec out = { 0 }, src = { 0 };
 	uint64_t file_off = 0;
 	int ret = 0;
 
@@ -729,30 +791,30 @@ static int save_pages(struct state_save *s, int pages_fd, uint64_t *bytes)
 			ret = state_save_fail(s, -EIO, "a range past the memory file");
 			break;
 		}
-		/* A restored sandbox's pages not loaded yet are holes in the memory file. */
-		ret = memfile_image_load(mf, off, end - off);
-		if (ret < 0) {
-			ret = state_save_fail(s, ret, "reading the restored image's pages: %s",
-					      strerror(-ret));
-			break;
-		}
 		while (off < end && ret == 0) {
+			/*
+			 * Pages a restored sandbox never loaded are holes in the memory file and data
+			 * in its own pages file: copied from there (write_pages), not loaded.
+			 */
+			uint64_t ps = end, pe = end, pf = 0;
+			bool pending = memfile_image_next_pending(mf, off, end, &ps, &pe, &pf);
 			off_t data = lseek(mf->fd, (off_t)off, SEEK_DATA);
 			uint64_t d = data < 0 ? end : (uint64_t)data, piece_end;
-			Husk__State__MemRange *m;
 
 			if (d > end)
 				d = end;
+			if (pending && ps < d)
+				d = ps;
 			if (d > off) {
 				/* A hole: zeros, no bytes in the file. */
-				m = NEW(s, Husk__State__MemRange, husk__state__mem_range__init);
-				if (!m || vec_push(&out, m) < 0) {
-					ret = -ENOMEM;
-					break;
-				}
-				m->mem_off = off;
-				m->len = d - off;
+				ret = push_range(s, &out, &src, off, d - off, false, UINT64_MAX,
+						 &file_off);
 				off = d;
+				continue;
+			}
+			if (pending && ps == off) {
+				ret = push_range(s, &out, &src, off, pe - off, true, pf, &file_off);
+				off = pe;
 				continue;
 			}
 			off_t hole = lseek(mf->fd, (off_t)off, SEEK_HOLE);
@@ -763,20 +825,20 @@ static int save_pages(struct state_save *s, int pages_fd, uint64_t *bytes)
 			piece_end = (piece_end + 4095) & ~4095ULL;
 			if (piece_end > end || piece_end <= off)
 				piece_end = end;
-			m = NEW(s, Husk__State__MemRange, husk__state__mem_range__init);
-			if (!m || vec_push(&out, m) < 0) {
-				ret = -ENOMEM;
-				break;
-			}
-			m->mem_off = off;
-			m->len = piece_end - off;
-			m->has_file_off = true;
-			m->file_off = file_off;
-			file_off += piece_end - off;
+			if (pending && ps < piece_end)
+				piece_end = ps;
+			ret = push_range(s, &out, &src, off, piece_end - off, true, UINT64_MAX,
+					 &file_off);
 			off = piece_end;
 		}
 	}
 	s->img->pages = (Husk__State__MemRange **)vec_finish(s, &out, &s->img->n_pages);
+	s->page_src = malloc((src.n ? src.n : 1) * sizeof(*s->page_src));
+	if (!s->page_src && ret == 0)
+		ret = -ENOMEM;
+	for (size_t i = 0; s->page_src && i < src.n; i++)
+		s->page_src[i] = (uint64_t)(uintptr_t)src.v[i];
+	free(src.v);
 	free(out.v);
 	*bytes = file_off;
 	if (ret < 0)
@@ -917,6 +979,7 @@ int state_checkpoint(struct kernel *k, int image_fd, int pages_fd, bool leave_ru
 	state_net_save_end(&s);
 	state_ipc_save_end(&s);
 	state_arena_free(&s);
+	free(s.page_src);
 	state_ptrmap_free(&s.files);
 	state_ptrmap_free(&s.mms);
 	state_ptrmap_free(&s.fdtables);

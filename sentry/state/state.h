@@ -79,6 +79,12 @@ struct state_save {
 	struct kernel *k;
 	Husk__State__Image *img;
 	struct state_ranges ranges;
+	/*
+	 * Per img->pages entry with data: where its bytes come from, the memory file (UINT64_MAX)
+	 * or, for pages a restored sandbox never loaded, the offset in its own pages file (copied
+	 * from there, not loaded). checkpoint.c's.
+	 */
+	uint64_t *page_src;
 	struct state_ptrmap files; /* struct file * -> File.id */
 	struct state_ptrmap mms, fdtables, fscontexts, sighands, seccomps;
 	struct state_arena *arena; /* every message and string of img */
