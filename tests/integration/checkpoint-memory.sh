@@ -166,6 +166,23 @@ expect_ok r2 check "a second restore of the image reads the same"
 n=$(maps_pages r1)
 [ "$n" -ge 1 ] && pass "the restored guest's pages are mapped from the pages file ($n stubs)" ||
 	fail "the pages file is mapped by the restored sandbox" "$n processes map it"
+# The stubs that map it are as confined as a fresh sandbox's: under seccomp, holding only the
+# memory file, their socket and the pages file (read-only: never written, checked below).
+spid=$(H state r1 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+bad=
+for p in $(ps -o pid= --ppid "$spid" 2>/dev/null); do
+	grep -q '^Seccomp:[[:space:]]*2' "/proc/$p/status" || bad="$bad $p:no-seccomp"
+	for f in /proc/$p/fd/*; do
+		t=$(readlink "$f" 2>/dev/null) || continue
+		case $t in
+		/memfd:* | socket:* | */husk-pages.img) ;;
+		*) bad="$bad $p:$t" ;;
+		esac
+	done
+done
+[ -n "$spid" ] && [ -z "$bad" ] &&
+	pass "the restored sandbox's stubs are under seccomp and hold only their own files" ||
+	fail "restored stubs' confinement" "sentry ${spid:-none}:$bad"
 expect_ok r1 "write first" "writes to restored pages (copied from the image) land"
 expect_ok r2 check "the other restore does not see them (the pages file is not written)"
 expect_ok r1 "write second" "a second write to the same pages"
