@@ -18,32 +18,11 @@ if [ ! -x "$HELPER" ]; then
 fi
 cp "$HELPER" "$bundle/rootfs/bin/ipc_helper"
 
-set_args() {
-	python3 - "$bundle/config.json" "$@" <<'PY'
-import json, sys
-p = sys.argv[1]
-c = json.load(open(p))
-c["process"]["args"] = sys.argv[2:]
-c["process"]["terminal"] = False
-c["root"]["readonly"] = False
-json.dump(c, open(p, "w"), indent=1)
-PY
-}
 
-# Polls until the file exists in the sandbox (0.05 s steps, up to 60 s).
-wait_file() {
-	i=0
-	while [ $i -lt 1200 ]; do
-		H exec "$1" test -e "$2" 2>/dev/null && return 0
-		sleep 0.05
-		i=$((i + 1))
-	done
-	return 1
-}
 
 set_args ipc_helper wait /tmp
 H run -d --bundle "$bundle" ipc </dev/null >/dev/null 2>&1 || fail "run ipc_helper"
-wait_file ipc /tmp/ready && pass "ipc_helper made its objects" ||
+wait_exists ipc /tmp/ready && pass "ipc_helper made its objects" ||
 	fail "ipc_helper made its objects" "no /tmp/ready"
 if H checkpoint --image-path "$work/img" ipc 2>"$work/err"; then
 	pass "checkpoint of shm, semaphores, message queues and POSIX queues"
@@ -56,7 +35,7 @@ else
 	fail "restore of IPC objects" "$(cat "$work/err")"
 fi
 H exec ipc touch /tmp/go
-wait_file ipc /tmp/result
+wait_exists ipc /tmp/result
 res=$(H exec ipc cat /tmp/result 2>/dev/null)
 echo "$res" | sed 's/^/    /'
 echo "$res" | grep -q '^[1-9][0-9]* passed, 0 failed$' &&
@@ -67,7 +46,7 @@ H delete --force ipc
 # A queue with an mq_notify registration is refused, naming it, and the sandbox goes on.
 set_args ipc_helper notify /tmp
 H run -d --bundle "$bundle" notify </dev/null >/dev/null 2>&1 || fail "run ipc_helper notify"
-wait_file notify /tmp/ready || fail "ipc_helper registered mq_notify" "no /tmp/ready"
+wait_exists notify /tmp/ready || fail "ipc_helper registered mq_notify" "no /tmp/ready"
 if H checkpoint --image-path "$work/img-notify" notify 2>"$work/err"; then
 	fail "a checkpoint with an mq_notify registration is refused" "it succeeded"
 else

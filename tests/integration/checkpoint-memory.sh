@@ -111,21 +111,6 @@ c["process"]["args"] = ["python3", sys.argv[2]]
 json.dump(c, open(p, "w"))
 PY
 
-cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
-# Polls (0.05 s steps, up to 120 s: nothing is timed) until guest $1's file $2 exists; prints it.
-wait_file() {
-	i=0
-	while [ $i -lt 2400 ]; do
-		v=$(cat_in "$1" "$2") && [ -n "$v" ] && {
-			echo "$v"
-			return 0
-		}
-		sleep 0.05
-		i=$((i + 1))
-	done
-	echo "no $2"
-	return 1
-}
 # Runs command $2 in guest $1 and prints its answer.
 cmd() {
 	H exec "$1" sh -c "rm -f /tmp/out; echo '$2' > /tmp/cmd.tmp && mv /tmp/cmd.tmp /tmp/cmd" ||

@@ -30,7 +30,6 @@ c["process"]["terminal"] = False
 c["root"]["readonly"] = False
 json.dump(c, open(p, "w"), indent=1)
 PY
-status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p'; }
 
 H run -d --bundle "$bundle" src </dev/null >/dev/null 2>&1 || fail "run the loop"
 sleep 0.5

@@ -15,29 +15,7 @@ if [ -x "$HELPER" ]; then
 	cp "$HELPER" "$bundle/rootfs/bin/ckpt_helper"
 fi
 
-set_args() {
-	python3 - "$bundle/config.json" "$@" <<'PY'
-import json, sys
-p = sys.argv[1]
-c = json.load(open(p))
-c["process"]["args"] = sys.argv[2:]
-c["process"]["terminal"] = False
-c["root"]["readonly"] = False
-json.dump(c, open(p, "w"), indent=1)
-PY
-}
-cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
 
-# Polls until the file exists in the sandbox (up to 60 s).
-wait_file() {
-	i=0
-	while [ $i -lt 1200 ]; do
-		H exec "$1" test -e "$2" 2>/dev/null && return 0
-		sleep 0.05
-		i=$((i + 1))
-	done
-	return 1
-}
 
 # --- busybox nc: a loopback TCP echo server and its client, mid-conversation ---
 set_args sh -c '
@@ -72,7 +50,7 @@ if [ ! -x "$HELPER" ]; then
 fi
 set_args ckpt_helper wait /tmp
 H run -d --bundle "$bundle" objs </dev/null >/dev/null 2>&1 || fail "run ckpt_helper"
-wait_file objs /tmp/ready && pass "ckpt_helper made its objects" ||
+wait_exists objs /tmp/ready && pass "ckpt_helper made its objects" ||
 	fail "ckpt_helper made its objects" "no /tmp/ready"
 if H checkpoint --image-path "$work/img-objs" objs 2>"$work/err"; then
 	pass "checkpoint of sockets, eventfd, timerfd, signalfd and epoll"
@@ -86,7 +64,7 @@ else
 	fail "restore of sockets and anon files" "$(cat "$work/err")"
 fi
 H exec objs touch /tmp/go
-wait_file objs /tmp/result
+wait_exists objs /tmp/result
 res=$(cat_in objs /tmp/result)
 echo "$res" | sed 's/^/    /'
 echo "$res" | grep -q '^[1-9][0-9]* passed, 0 failed$' &&

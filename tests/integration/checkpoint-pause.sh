@@ -61,21 +61,6 @@ c["process"]["terminal"] = False
 c["process"]["args"] = ["python3", sys.argv[2]]
 json.dump(c, open(p, "w"))
 PY
-cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
-# Polls (0.05 s steps, up to 120 s: nothing is timed) until guest $1's file $2 exists; prints it.
-wait_file() {
-	i=0
-	while [ $i -lt 2400 ]; do
-		v=$(cat_in "$1" "$2") && [ -n "$v" ] && {
-			echo "$v"
-			return 0
-		}
-		sleep 0.05
-		i=$((i + 1))
-	done
-	echo "none"
-	return 1
-}
 
 H run -d --bundle "$bundle" p </dev/null >/dev/null 2>&1 || fail "run the guest"
 for w in poll futex sleep timer; do wait_file p /tmp/started-$w >/dev/null; done

@@ -10,22 +10,6 @@ oci_setup checkpoint
 oci_bundle sh echo sleep cat true kill ls head ps
 mkdir -p "$bundle/rootfs/tmp"
 
-# The process, plain stdio, a writable root (its changes live in the overlay's upper layer).
-set_args() {
-	python3 - "$bundle/config.json" "$@" <<'PY'
-import json, sys
-p = sys.argv[1]
-c = json.load(open(p))
-c["process"]["args"] = sys.argv[2:]
-c["process"]["terminal"] = False
-c["root"]["readonly"] = False
-json.dump(c, open(p, "w"), indent=1)
-PY
-}
-status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p'; }
-pid_of() { H state "$1" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'; }
-cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
-
 # --- a shell loop with a counter ---
 set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'
 H run -d --bundle "$bundle" loop </dev/null >/dev/null 2>&1 || fail "run the loop"

@@ -38,6 +38,51 @@ oci_bundle() {
 	(cd "$bundle" && "$HUSK" spec) || fail "husk spec"
 }
 
+# set_args ARG...: the bundle's process runs ARG..., with plain stdio and a writable root (its
+# changes live in the overlay's upper layer).
+set_args() {
+	python3 - "$bundle/config.json" "$@" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["args"] = sys.argv[2:]
+c["process"]["terminal"] = False
+c["root"]["readonly"] = False
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p'; }
+pid_of() { H state "$1" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'; }
+# cat_in ID FILE: FILE in container ID (tests of another engine define their own after this).
+cat_in() { H exec "$1" cat "$2" 2>/dev/null; }
+
+# wait_exists ID FILE: polls (0.05 s steps, up to 60 s) until FILE exists in container ID.
+wait_exists() {
+	i=0
+	while [ $i -lt 1200 ]; do
+		H exec "$1" test -e "$2" 2>/dev/null && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# wait_file ID FILE: polls (0.05 s steps, up to 120 s: nothing is timed) until FILE in container
+# ID holds something; prints it (or "none") and returns 0 (else 1).
+wait_file() {
+	i=0
+	while [ $i -lt 2400 ]; do
+		v=$(cat_in "$1" "$2") && [ -n "$v" ] && {
+			echo "$v"
+			return 0
+		}
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "none"
+	return 1
+}
+
 # wait_above ID FILE N: polls (0.05 s steps, up to 60 s: no timing is asserted) until FILE in
 # container ID holds a number above N, read with the caller's cat_in ID FILE (husk exec, ctr task
 # exec). Prints the number (or what it last read, "none" for nothing) and returns 0 (else 1).
