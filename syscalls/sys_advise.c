@@ -239,9 +239,7 @@ static struct mm *tg_mm(struct task *t, struct thread_group *tg)
 	struct mm *mm = NULL;
 
 	if (l) {
-		mm = __atomic_load_n(&l->mm, __ATOMIC_ACQUIRE);
-		if (mm)
-			mm_get(mm);
+		mm = task_get_mm(l);
 		task_put(l);
 	}
 	return mm;

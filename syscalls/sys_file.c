@@ -678,8 +678,7 @@ long sys_close_range(struct task *t, const struct syscall_args *args)
 
 		if (!own)
 			return -ENOMEM;
-		fdtable_put(t->fdt);
-		t->fdt = own;
+		fdtable_put(task_set_fdt(t, own));
 	}
 	if (first > INT_MAX)
 		return 0;

@@ -485,9 +485,11 @@ long sys_pidfd_getfd(struct task *t, const struct syscall_args *args)
 	if (ret)
 		goto out;
 	/* As /proc/PID/fd: the table of a thread that is leaving may be gone already. */
-	fdt = __atomic_load_n(&leader->fdt, __ATOMIC_ACQUIRE);
-	if (fdt)
+	fdt = task_get_fdt(leader);
+	if (fdt) {
 		f = fdtable_lookup(fdt, targetfd);
+		fdtable_put(fdt);
+	}
 	ret = -EBADF;
 	if (!f)
 		goto out;
@@ -640,16 +642,14 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 
 		if (!fs)
 			return -ENOMEM;
-		fs_context_put(t->fs);
-		t->fs = fs;
+		fs_context_put(task_set_fs(t, fs));
 	}
 	if (flags & CLONE_FILES) {
 		struct fdtable *fdt = fdtable_dup(t->fdt);
 
 		if (!fdt)
 			return -ENOMEM;
-		fdtable_put(t->fdt);
-		t->fdt = fdt;
+		fdtable_put(task_set_fdt(t, fdt));
 	}
 	return 0;
 }

@@ -84,9 +84,7 @@ static long vm_rw(struct task *t, const struct syscall_args *args, bool write)
 		goto out_free;
 	}
 	ret = ptrace_may_access(t, target);
-	rmm = __atomic_load_n(&target->mm, __ATOMIC_ACQUIRE);
-	if (rmm)
-		mm_get(rmm);
+	rmm = task_get_mm(target);
 	task_put(target);
 	if (ret < 0 || !rmm) {
 		if (rmm)

@@ -74,10 +74,7 @@ static int collect_one(struct thread_group *tg, void *arg)
 	}
 	leader = tg->leader;
 	if (leader) {
-		/* As procfs: the mm pointer is read atomically and referenced at once. */
-		mm = __atomic_load_n(&leader->mm, __ATOMIC_ACQUIRE);
-		if (mm)
-			mm_get(mm);
+		mm = task_get_mm(leader);
 	}
 	if (mm && c->n < c->cap) {
 		tg_get(tg);

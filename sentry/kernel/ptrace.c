@@ -924,11 +924,7 @@ static long regs_set(struct task *c, const arch_regs_t *in)
 
 static struct mm *tracee_mm(struct task *c)
 {
-	struct mm *mm = __atomic_load_n(&c->mm, __ATOMIC_ACQUIRE);
-
-	if (mm)
-		mm_get(mm);
-	return mm;
+	return task_get_mm(c);
 }
 
 static long put_word(struct task *t, uint64_t addr, uint64_t w)

@@ -87,6 +87,7 @@ void task_put(struct task *t)
 	seccomp_task_release(t);
 	ptrace_task_free(t);
 	pthread_mutex_destroy(&t->wait_lock);
+	pthread_mutex_destroy(&t->res_lock);
 	pthread_cond_destroy(&t->wait_cond);
 	tg_put(t->tg);
 	free(t);
@@ -114,6 +115,7 @@ struct task *task_alloc(struct kernel *k)
 	list_init(&t->pid_link);
 	list_init(&t->tg_link);
 	pthread_mutex_init(&t->wait_lock, NULL);
+	pthread_mutex_init(&t->res_lock, NULL);
 	cputime_task_init(t);
 	/* task_wait deadlines are CLOCK_MONOTONIC. */
 	pthread_condattr_init(&ca);
@@ -225,18 +227,16 @@ void task_release(struct task *t)
 		t->k->platform->ops->ctx_destroy(t->ctx);
 		t->ctx = NULL;
 	}
-	if (t->mm) {
-		mm_put(t->mm);
-		t->mm = NULL;
-	}
-	if (t->fdt) {
-		fdtable_put(t->fdt);
-		t->fdt = NULL;
-	}
-	if (t->fs) {
-		fs_context_put(t->fs);
-		t->fs = NULL;
-	}
+	struct mm *mm = task_set_mm(t, NULL);
+	struct fdtable *fdt = task_set_fdt(t, NULL);
+	struct fs_context *fs = task_set_fs(t, NULL);
+
+	if (mm)
+		mm_put(mm);
+	if (fdt)
+		fdtable_put(fdt);
+	if (fs)
+		fs_context_put(fs);
 }
 
 void task_exit_group(struct task *t, int status)

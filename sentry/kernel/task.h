@@ -167,9 +167,16 @@ struct task {
 	struct list_head tg_link; /* in tg->tasks (tg->lock) */
 	pthread_t thread; /* the host thread running task_run() */
 
-	struct mm *mm; /* referenced */
-	struct fdtable *fdt; /* referenced */
-	struct fs_context *fs; /* referenced */
+	/*
+	 * Referenced. The task itself uses them freely. Another task (procfs, ptrace, pidfd_getfd,
+	 * the OOM killer) takes a reference with task_get_mm/fdt/fs, and the task replaces them
+	 * (exec, unshare, exit) with task_set_mm/fdt/fs: both under res_lock, so that the one
+	 * being replaced cannot be freed between the other task's read and its reference.
+	 */
+	struct mm *mm;
+	struct fdtable *fdt;
+	struct fs_context *fs;
+	pthread_mutex_t res_lock;
 	struct cred cred; /* written only by the task itself */
 	struct platform_ctx *ctx;
 	arch_regs_t regs; /* guest registers while in the sentry */
@@ -280,6 +287,43 @@ void task_park(struct task *t, int where);
 
 void task_get(struct task *t);
 void task_put(struct task *t);
+
+void mm_get(struct mm *mm);
+void fdtable_get(struct fdtable *t);
+void fs_context_get(struct fs_context *fs);
+
+/*
+ * task_get_mm, task_get_fdt, task_get_fs: t's mm, fd table or fs context with a new reference,
+ * for another task; NULL when t has none (it has exited).
+ * task_set_mm, task_set_fdt, task_set_fs: replace t's own (by t's own thread, or before t
+ * runs); return the old one, whose reference the caller drops.
+ */
+#define TASK_RES_ACCESSORS(type, field, get)                                        \
+	static inline struct type *task_get_##field(struct task *t)                 \
+	{                                                                           \
+		struct type *v;                                                     \
+                                                                                    \
+		pthread_mutex_lock(&t->res_lock);                                   \
+		v = t->field;                                                       \
+		if (v)                                                              \
+			get(v);                                                     \
+		pthread_mutex_unlock(&t->res_lock);                                 \
+		return v;                                                           \
+	}                                                                           \
+	static inline struct type *task_set_##field(struct task *t, struct type *v) \
+	{                                                                           \
+		struct type *old;                                                   \
+                                                                                    \
+		pthread_mutex_lock(&t->res_lock);                                   \
+		old = t->field;                                                     \
+		t->field = v;                                                       \
+		pthread_mutex_unlock(&t->res_lock);                                 \
+		return old;                                                         \
+	}
+TASK_RES_ACCESSORS(mm, mm, mm_get)
+TASK_RES_ACCESSORS(fdtable, fdt, fdtable_get)
+TASK_RES_ACCESSORS(fs_context, fs, fs_context_get)
+#undef TASK_RES_ACCESSORS
 
 /* Number of the thread group's pid as the guest sees it. */
 static inline int32_t task_pid(const struct task *t)

@@ -218,6 +218,7 @@ static int exec_named(struct task *t, const char *path, const char *name, const 
 	struct sighand *sh;
 	struct loader_result res;
 	struct platform_ctx *ctx;
+	struct mm *old_mm;
 	struct fdtable *fdt = NULL;
 	struct mm *mm;
 	const char *base;
@@ -256,13 +257,12 @@ static int exec_named(struct task *t, const char *path, const char *name, const 
 	cputime_set_ctx(t, ctx);
 	if (t->ctx)
 		ops->ctx_destroy(t->ctx);
-	if (t->mm)
-		mm_put(t->mm);
 	t->ctx = ctx;
-	t->mm = mm;
+	old_mm = task_set_mm(t, mm);
+	if (old_mm)
+		mm_put(old_mm);
 	if (fdt) {
-		fdtable_put(t->fdt);
-		t->fdt = fdt;
+		fdtable_put(task_set_fdt(t, fdt));
 		fdtable_close_on_exec(fdt);
 	}
 	memset(&t->regs, 0, sizeof(t->regs));
@@ -513,9 +513,8 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 				file_put(f);
 			goto out_free;
 		}
-		saved_fs = t->fs;
+		saved_fs = task_set_fs(t, fs);
 		exec_real_fs = saved_fs;
-		t->fs = fs;
 		ret = fs_context_fchdir(t, f);
 		file_put(f);
 		if (ret < 0)
@@ -524,10 +523,8 @@ long task_execve_guest(struct task *t, int dirfd, uint64_t upath, uint64_t uargv
 	ret = exec_named(t, path, name ? name : path, comm, inaccessible, argv.v, envp.v);
 out_restore_fs:
 	exec_real_fs = NULL;
-	if (saved_fs) {
-		fs_context_put(t->fs);
-		t->fs = saved_fs;
-	}
+	if (saved_fs)
+		fs_context_put(task_set_fs(t, saved_fs));
 out_free:
 	strv_free(&argv);
 	strv_free(&envp);

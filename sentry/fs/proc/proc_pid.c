@@ -44,11 +44,7 @@
 /* A referenced mm of t, or NULL (a zombie has none). */
 static struct mm *task_mm(struct task *t)
 {
-	struct mm *mm = __atomic_load_n(&t->mm, __ATOMIC_ACQUIRE);
-
-	if (mm)
-		mm_get(mm);
-	return mm;
+	return task_get_mm(t);
 }
 
 /* --- memory figures --- */
@@ -286,6 +282,7 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	struct mm_stats s;
 	struct cred c;
 	struct task *t;
+	struct fs_context *fs;
 	struct mm *mm;
 	const char *sname;
 	uint64_t sigpnd, shdpnd, sigign = 0, sigcgt = 0, rss = 0, hwm_kb = 0;
@@ -298,8 +295,11 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	tree_ids(t, &ids);
 	state = task_state(t, &sname);
 	c = t->cred;
-	if (t->fs)
-		umask = fs_context_umask(t->fs);
+	fs = task_get_fs(t);
+	if (fs) {
+		umask = fs_context_umask(fs);
+		fs_context_put(fs);
+	}
 	mm = task_mm(t);
 	if (mm) {
 		mm_stats(mm, &s);
@@ -681,6 +681,7 @@ static int gen_mountinfo(struct pseudo_node *n, FILE *out)
 static int pid_link_path(struct pseudo_node *n, int which, struct vfs_path *out)
 {
 	struct task *t = pseudo_node_task(n);
+	struct fs_context *fs;
 	struct mm_stats s;
 	struct mm *mm;
 	int err = -ENOENT;
@@ -697,11 +698,12 @@ static int pid_link_path(struct pseudo_node *n, int which, struct vfs_path *out)
 				file_put(s.exe);
 			}
 		}
-	} else if (t->fs) {
+	} else if ((fs = task_get_fs(t))) {
 		if (which == 1)
-			fs_context_get_cwd(t->fs, out);
+			fs_context_get_cwd(fs, out);
 		else
-			fs_context_get_root(t->fs, out);
+			fs_context_get_root(fs, out);
+		fs_context_put(fs);
 		err = out->node ? 0 : -ENOENT;
 	}
 	task_put(t);
@@ -776,11 +778,12 @@ static struct file *node_file(struct pseudo_node *n, bool *cloexec)
 
 	if (!t)
 		return NULL;
-	fdt = t->fdt;
+	fdt = task_get_fdt(t);
 	if (fdt) {
 		f = fdtable_lookup(fdt, n->fd);
 		if (f && cloexec)
 			*cloexec = fdtable_get_cloexec(fdt, n->fd) == 1;
+		fdtable_put(fdt);
 	}
 	task_put(t);
 	return f;
@@ -1035,9 +1038,7 @@ static int fd_dyn_iterate_any(struct pseudo_node *dir, int64_t *idx, struct dir_
 
 	if (!t)
 		return 0;
-	fdt = t->fdt;
-	if (fdt)
-		fdtable_get(fdt);
+	fdt = task_get_fdt(t);
 	task_put(t);
 	if (!fdt)
 		return 0;
