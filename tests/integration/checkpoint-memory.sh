@@ -101,15 +101,7 @@ while True:
     os.rename("/tmp/out.tmp", "/tmp/out")
 PY
 
-python3 - "$bundle/config.json" "$work/guest.py" <<'PY'
-import json, sys
-p = sys.argv[1]
-c = json.load(open(p))
-c["root"] = {"path": "/", "readonly": False}
-c["process"]["terminal"] = False
-c["process"]["args"] = ["python3", sys.argv[2]]
-json.dump(c, open(p, "w"))
-PY
+host_root_args python3 "$work/guest.py"
 
 # Runs command $2 in guest $1 and prints its answer.
 cmd() {

@@ -52,15 +52,7 @@ while not fired.is_set():
 report("timer", t0)
 time.sleep(3600)
 PY
-python3 - "$bundle/config.json" "$work/guest.py" <<'PY'
-import json, sys
-p = sys.argv[1]
-c = json.load(open(p))
-c["root"] = {"path": "/", "readonly": False}
-c["process"]["terminal"] = False
-c["process"]["args"] = ["python3", sys.argv[2]]
-json.dump(c, open(p, "w"))
-PY
+host_root_args python3 "$work/guest.py"
 
 H run -d --bundle "$bundle" p </dev/null >/dev/null 2>&1 || fail "run the guest"
 for w in poll futex sleep timer; do wait_file p /tmp/started-$w >/dev/null; done

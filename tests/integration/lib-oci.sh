@@ -51,6 +51,19 @@ c["root"]["readonly"] = False
 json.dump(c, open(p, "w"), indent=1)
 PY
 }
+# host_root_args ARG...: the bundle's process runs ARG... over the host's / (as root), with plain
+# stdio; its writes stay in the sandbox's in-memory overlay.
+host_root_args() {
+	python3 - "$bundle/config.json" "$@" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["root"] = {"path": "/", "readonly": False}
+c["process"]["terminal"] = False
+c["process"]["args"] = sys.argv[2:]
+json.dump(c, open(p, "w"))
+PY
+}
 status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p'; }
 pid_of() { H state "$1" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'; }
 # cat_in ID FILE: FILE in container ID (tests of another engine define their own after this).

@@ -34,31 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static FILE *out;
-static int passed, failed;
-
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		fprintf(out, "ok %s\n", name);
-		passed++;
-		return;
-	}
-	fprintf(out, "FAIL %s: ", name);
-	va_start(ap, fmt);
-	vfprintf(out, fmt, ap);
-	va_end(ap);
-	fprintf(out, " (errno %d)\n", errno);
-	failed++;
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
+#include "checks.h"
 
 struct objs {
 	int efd, tfd_fast, tfd_slow, sfd, ep;

@@ -32,35 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checks.h"
+
 #define SEG_SIZE (3 * 4096 + 100)
 #define RM_SIZE 8192
 
-static FILE *out;
-static int passed, failed;
 static int in_husk; /* wait mode: exact id allocation is checked (a fresh namespace) */
-
-static void check(int ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		fprintf(out, "ok %s\n", name);
-		passed++;
-		return;
-	}
-	fprintf(out, "FAIL %s: ", name);
-	va_start(ap, fmt);
-	vfprintf(out, fmt, ap);
-	va_end(ap);
-	fprintf(out, " (errno %d)\n", errno);
-	failed++;
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(2);
-}
 
 union semun {
 	int val;
