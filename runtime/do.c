@@ -19,8 +19,8 @@
  * host sockets held by the sentry, under the egress policy. The host's resolvers (nameserver
  * lines of /etc/resolv.conf) are allowed on port 53 before the caller's rules.
  *
- * The platform: --platform, else $HUSK_PLATFORM, else auto (runtime/platform.c); an unknown
- * name fails before anything is started.
+ * The platform: --platform (do's own, or husk's before the verb), else $HUSK_PLATFORM, else
+ * auto (runtime/platform.c); an unknown name fails before anything is started.
  *
  * Templates (sentry/state/README.md). --name ID registers the sandbox under the runtime root
  * (--root, as a container: <root>/ID/{state.json,config.json,control.sock}) while husk do runs,
@@ -323,6 +323,11 @@ int cmd_do(int argc, char **argv)
 	bool host_net = false, platform_flag = false;
 	const char *term = getenv("TERM");
 
+	/* husk's global --platform (before the verb) counts as do's own flag. */
+	if (oci_g.platform) {
+		spec.platform = oci_g.platform;
+		platform_flag = true;
+	}
 	env = calloc((size_t)argc + 4, sizeof(char *));
 	tmpfs = calloc((size_t)argc + 1, sizeof(char *));
 	volumes = calloc((size_t)argc + 1, sizeof(*volumes));

@@ -89,6 +89,8 @@ for p in $platform_list; do
 		env HUSK_PLATFORM="$p" "$HUSK" do -- /bin/echo hi
 	expect_platform "do --platform $p wins over HUSK_PLATFORM=bogus" "$p" \
 		env HUSK_PLATFORM=bogus "$HUSK" do --platform "$p" -- /bin/echo hi
+	expect_platform "husk --platform $p do runs on $p (the global flag)" "$p" \
+		env HUSK_PLATFORM=bogus "$HUSK" --platform "$p" do -- /bin/echo hi
 done
 expect_refused "do --platform bogus: status 125, a clear message, nothing started" 125 \
 	"husk do: --platform bogus: unknown platform (expected seccomp, ptrace or auto)" \

@@ -99,7 +99,9 @@ static int read_mem(pid_t pid)
 
 int main(int argc, char **argv)
 {
-	static const char *const files[] = { "stat", "status", "statm", "maps", "cmdline", "environ" };
+	static const char *const files[] = {
+		"stat", "status", "statm", "maps", "cmdline", "environ"
+	};
 	static const char *const links[] = { "cwd", "root", "exe" };
 	long reads = 0, bad = 0;
 	int last_bad = 0, status;
@@ -128,7 +130,8 @@ int main(int argc, char **argv)
 			reads++;
 			/* A zombie has no memory, files or directories: ENOENT, ESRCH (and EACCES
 			 * for exe natively, depending on the kernel), never anything else. */
-			if (e[i] && e[i] != ESRCH && e[i] != ENOENT && e[i] != EACCES && e[i] != EFAULT) {
+			if (e[i] && e[i] != ESRCH && e[i] != ENOENT && e[i] != EACCES &&
+			    e[i] != EFAULT) {
 				bad++;
 				last_bad = e[i];
 			}
@@ -138,7 +141,8 @@ int main(int argc, char **argv)
 	}
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the child's %d execs ended with status 0x%x", EXECS, status);
-	CHECK(bad == 0, "%ld of %ld reads failed, the last with %s", bad, reads, strerror(last_bad));
+	CHECK(bad == 0, "%ld of %ld reads failed, the last with %s", bad, reads,
+	      strerror(last_bad));
 	CHECK(reads > 0, "no reads");
 	return finish();
 }
