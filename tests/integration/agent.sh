@@ -4,7 +4,10 @@
 # agent_check.py compares what the agent says and writes with what the host sees.
 . "$(dirname "$0")/lib.sh"
 : "${HUSK_AGENT:?set HUSK_AGENT to the husk-agent binary}"
-check="python3 $(dirname "$0")/agent_check.py"
+here=$(cd "$(dirname "$0")" && pwd)
+check="python3 $here/agent_check.py"
+# Absolute: husk do runs the agent with / as its working directory.
+HUSK_AGENT=$(realpath "$HUSK_AGENT")
 
 command -v python3 >/dev/null || {
 	echo "ok - SKIP all: no python3"
@@ -131,6 +134,8 @@ for mode in native husk; do
 	cp -a "$src/tree" "$host/tree"
 	printf 'x' >"$host/tree/$(printf 'ctl\001 quote" back\\ tab\t nl\n bad\377 end')"
 	ln -s "$(printf 'target\001\377')" "$host/tree/odd-target"
+	# Overlong, surrogate, truncated and past U+10FFFF, between valid 4- and 2-byte characters.
+	printf 'y' >"$host/tree/$(printf 'ovl\300\257 sur\355\240\200 cut\342\202 4b\360\237\230\200 big\364\220\200\200 e\303\251')"
 	for p in bytes script rel-link sub; do
 		run "stat $p" 0 stat "$root/tree/$p" &&
 			verify "stat $p" stat "$out" "$host/tree/$p" "$root/tree/$p"
@@ -218,7 +223,7 @@ for mode in native husk; do
 	if [ "$mode" = native ]; then
 		out=$(timeout 60 $check init "$HUSK_AGENT" 2>&1)
 	else
-		out=$(timeout 60 "$HUSK" do -- python3 "$(dirname "$0")/agent_check.py" init "$HUSK_AGENT" 2>&1)
+		out=$(timeout 60 "$HUSK" do -- python3 "$here/agent_check.py" init "$HUSK_AGENT" 2>&1)
 	fi
 	st=$?
 	if [ "$st" = 0 ] && [ "$out" = "ok - init reaps" ]; then

@@ -146,8 +146,44 @@ static void check_path(const char *path)
 /* ---- output ---- */
 
 /*
+ * Length of the valid UTF-8 sequence at P (1 to 4), or minus the length of its longest valid
+ * start (its "maximal subpart", at least 1): what becomes one U+FFFD, as in Python's and the
+ * WHATWG's decoders. The second byte's range excludes overlongs, surrogates and past U+10FFFF.
+ */
+static int utf8_sequence(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
+
+	if (*p < 0x80)
+		return 1;
+	if (*p >= 0xc2 && *p <= 0xdf)
+		n = 2;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		n = 3;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		n = 4;
+	else
+		return -1;
+	if (*p == 0xe0)
+		lo = 0xa0;
+	else if (*p == 0xed)
+		hi = 0x9f;
+	else if (*p == 0xf0)
+		lo = 0x90;
+	else if (*p == 0xf4)
+		hi = 0x8f;
+	for (int i = 1; i < n; i++) {
+		if (p[i] < lo || p[i] > hi)
+			return -i;
+		lo = 0x80, hi = 0xbf;
+	}
+	return n;
+}
+
+/*
  * Writes S as a JSON string: quotes, backslashes and control characters escaped, valid UTF-8
- * passed through, each byte of an invalid sequence replaced by U+FFFD.
+ * passed through, each invalid sequence replaced by U+FFFD.
  */
 static void json_str(FILE *out, const char *s)
 {
@@ -156,8 +192,7 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 	while (*p) {
 		unsigned char c = *p;
-		size_t n = 0;
-		uint32_t cp, min;
+		int n;
 
 		if (c == '"' || c == '\\') {
 			fputc('\\', out);
@@ -182,37 +217,14 @@ static void json_str(FILE *out, const char *s)
 			p++;
 			continue;
 		}
-		if (c < 0x80) {
-			fputc(c, out);
-			p++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0) {
-			n = 1, cp = c & 0x1f, min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			n = 2, cp = c & 0x0f, min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			n = 3, cp = c & 0x07, min = 0x10000;
-		} else {
+		n = utf8_sequence(p);
+		if (n < 0) {
 			fputs("\\ufffd", out);
-			p++;
+			p += -n;
 			continue;
 		}
-		for (size_t i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80) {
-				n = 0;
-				break;
-			}
-			cp = cp << 6 | (p[i] & 0x3f);
-		}
-		/* Truncated, overlong, a surrogate or past U+10FFFF: not UTF-8. */
-		if (!n || cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
-			fputs("\\ufffd", out);
-			p++;
-			continue;
-		}
-		fwrite(p, 1, n + 1, out);
-		p += n + 1;
+		fwrite(p, 1, n, out);
+		p += n;
 	}
 	fputc('"', out);
 }
