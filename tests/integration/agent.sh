@@ -173,6 +173,14 @@ for mode in native husk; do
 	# And our own tar-c output, fed back in.
 	run "tar-x of tar-c" 0 tar-x "$root/x/own" <"$work/tree-$mode.tar" &&
 		verify "tar-x of tar-c: the same tree" tree "$host/tree" "$host/x/own/tree"
+	if run "tar-x of a truncated archive: 2" 2 tar-x "$root/x/cut" <"$work/archives/truncated.tar"; then
+		if [ "$(ls -A "$host/x/cut")" = first ]; then
+			pass "$mode: tar-x of a truncated archive: 2, the cut member not left"
+		else
+			fail "$mode: tar-x of a truncated archive: 2, the cut member not left" \
+				"$(ls -A "$host/x/cut")"
+		fi
+	fi
 	no_tmp_left "$host/x" "tar-x"
 
 	# Hostile archives: refused (2), nothing past the bad member, nothing outside.

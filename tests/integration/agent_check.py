@@ -2,7 +2,8 @@
 """Checks for agent.sh (husk-agent), in few python runs (python starts slowly on a busy machine).
 
   setup WORK NATIVE-ROOT HUSK-ROOT   WORK/src/tree (long names, symlinks, odd modes and names),
-                                     WORK/archives/{gnu,posix,py-pax,py-gnu}.tar of it, and
+                                     WORK/archives/{gnu,posix,py-pax,py-gnu}.tar of it,
+                                     WORK/archives/truncated.tar (cut in a member's data), and
                                      hostile archives in WORK/hostile-{native,husk} whose
                                      symlinks point at ROOT/outside
   batch FILE                         runs the checks of FILE, one a line: NAME, CHECK and its
@@ -321,6 +322,13 @@ def cmd_setup(work, native_root, husk_root):
     os.makedirs(os.path.join(work, "archives"))
     cmd_make_tree(os.path.join(work, "src", "tree"))
     cmd_make_archives(os.path.join(work, "src", "tree"), os.path.join(work, "archives"))
+    # A member cut in the middle of its data.
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        add(t, "first", "file", b"1")
+        add(t, "cut", "file", b"c" * 100000)
+    with open(os.path.join(work, "archives", "truncated.tar"), "wb") as f:
+        f.write(buf.getvalue()[:3 * 512 + 50000])
     for mode, root in (("native", native_root), ("husk", husk_root)):
         out = os.path.join(work, "hostile-" + mode)
         os.makedirs(out)
