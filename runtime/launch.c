@@ -53,10 +53,17 @@ static bool is_executable(const char *path)
 char *runtime_find_helper(const char *name)
 {
 	/* Where husk lives, where meson puts helpers in a build tree, and where it installs. */
-	static const char *const subdirs[] = { "",	     "/sentry",	  "/gofer",
-					       "/../sentry", "/../gofer", "/.." };
+	static const char *const subdirs[] = { "",
+					       "/sentry",
+					       "/gofer",
+					       "/runtime/serve/agent",
+					       "/../sentry",
+					       "/../gofer",
+					       "/../runtime/serve/agent",
+					       "/.." };
 	const char *env = !strcmp(name, "husk-sentry") ? getenv("HUSK_SENTRY") :
 			  !strcmp(name, "husk-gofer")  ? getenv("HUSK_GOFER") :
+			  !strcmp(name, "husk-agent")  ? getenv("HUSK_AGENT") :
 							 NULL;
 	char self[PATH_MAX];
 	char path[PATH_MAX + 64];
