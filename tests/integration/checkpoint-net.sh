@@ -36,7 +36,8 @@ if H restore -d --image-path "$work/img-nc" --bundle "$bundle" nc </dev/null >/d
 else
 	fail "restore of the nc pair" "$(cat "$work/err")"
 fi
-first=$(cat_in nc /tmp/echo)
+# The reader truncates /tmp/echo before each write: it may be empty when saved.
+first=$(wait_above nc /tmp/echo 0)
 later=$(wait_above nc /tmp/echo "${first:-0}")
 [ -n "$first" ] && [ "$first" -ge "$before" ] && [ "$later" -gt "$first" ] &&
 	pass "client -> server -> client still flows after restore ($before -> $first -> $later)" ||
