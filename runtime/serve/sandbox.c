@@ -575,6 +575,32 @@ static json_t *build_config(json_t *req, const char *id, const char *logdir,
 							AGENT_GUEST_PATH, "type", "bind", "source",
 							serve.agent, "options", "bind", "ro"));
 
+	/*
+	 * What the server keeps from sandboxes (its state, its token, the gateway's secrets) is
+	 * masked in a root that holds it: the default root is the host's.
+	 */
+	for (i = 0; i < serve.nhidden; i++) {
+		const char *h = serve.hidden[i];
+		size_t rl = strlen(rootfs);
+		json_t *linux_ = json_object_get(cfg, "linux"), *masked;
+
+		while (rl > 1 && rootfs[rl - 1] == '/')
+			rl--;
+		if (!(rl == 1 && rootfs[0] == '/') &&
+		    (strncmp(h, rootfs, rl) || (h[rl] != '/' && h[rl] != 0)))
+			continue;
+		if (!linux_) {
+			linux_ = json_object();
+			json_object_set_new(cfg, "linux", linux_);
+		}
+		masked = json_object_get(linux_, "maskedPaths");
+		if (!json_is_array(masked)) {
+			masked = json_array();
+			json_object_set_new(linux_, "maskedPaths", masked);
+		}
+		json_array_append_new(masked, json_string(rl == 1 ? h : h[rl] ? h + rl : "/"));
+	}
+
 	if ((limits = json_object_get(req, "limits"))) {
 		json_t *linux_ = json_object_get(cfg, "linux"), *res;
 

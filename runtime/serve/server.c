@@ -486,6 +486,37 @@ static void usage(FILE *out)
 	      out);
 }
 
+/* Adds a host path (made absolute) to the paths sandboxes must not see. */
+static void hide_path(const char *path)
+{
+	char *abs = realpath(path, NULL);
+	char **v;
+
+	if (!abs)
+		return;
+	v = realloc(serve.hidden, (serve.nhidden + 1) * sizeof(*v));
+	if (!v) {
+		free(abs);
+		return;
+	}
+	serve.hidden = v;
+	serve.hidden[serve.nhidden++] = abs;
+}
+
+/* The FILE of a --secret NAME=@FILE,host=...: hidden from sandboxes. */
+static void hide_secret_file(const char *spec)
+{
+	const char *at = strstr(spec, "=@");
+	char *file;
+
+	if (!at)
+		return;
+	file = strndup(at + 2, strcspn(at + 2, ","));
+	if (file)
+		hide_path(file);
+	free(file);
+}
+
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig)
@@ -556,6 +587,8 @@ int cmd_serve(int argc, char **argv)
 			break;
 		}
 		case 'S':
+			hide_secret_file(optarg);
+			break;
 		case 'C':
 		case 'R':
 			/* The credential gateway (runtime/serve/gateway.*) takes these. */
@@ -584,6 +617,7 @@ int cmd_serve(int argc, char **argv)
 			return 2;
 		}
 		tcp_l.token_len = strlen(tcp_l.token);
+		hide_path(token_file);
 	}
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -607,6 +641,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (asprintf(&serve.oci_root, "%s/oci", serve.state_dir) < 0)
 		return 1;
+	hide_path(serve.state_dir);
 	ret = sandbox_registry_load();
 	if (ret < 0) {
 		fprintf(stderr, "husk serve: %s: %s\n", serve.state_dir, strerror(-ret));
