@@ -621,7 +621,7 @@ void exec_kill(struct sandbox *sb, int pid)
 		return;
 	/*
 	 * The process and its descendants (a shell's children would live on, holding the
-	 * pipes): found through their parents while the process still stands, then killed.
+	 * pipes): found through their parents while the process still stands, then killed, it first.
 	 */
 	n = guest_ps(path, &ps);
 	tree = malloc(sizeof(int) * (size_t)(n > 0 ? n + 1 : 1));
@@ -631,7 +631,8 @@ void exec_kill(struct sandbox *sb, int pid)
 			for (int j = 0; j < n; j++)
 				if (ps[j].ppid == tree[i] && ps[j].pid != pid && ntree <= n)
 					tree[ntree++] = ps[j].pid;
-		for (int i = ntree - 1; i >= 0; i--) {
+		/* The process first: a shell whose child died first would carry on. */
+		for (int i = 0; i < ntree; i++) {
 			control_encode_signal(tree[i], SIGKILL, msg);
 			control_call(path, msg, sizeof(msg));
 		}

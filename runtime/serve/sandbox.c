@@ -1123,9 +1123,18 @@ static int list_sandboxes(struct MHD_Connection *conn)
 		return serve_reply_error(conn, 400, "label filters are k=v (at most 32)");
 	}
 	v = sandbox_all(&n);
-	for (size_t i = 0; i < n; i++)
-		if (labels_match(v[i], f.want, f.n))
-			json_array_append_new(a, sandbox_json(v[i]));
+	for (size_t i = 0; i < n; i++) {
+		json_t *o;
+
+		if (!labels_match(v[i], f.want, f.n))
+			continue;
+		o = sandbox_json(v[i]);
+		/* One deleted (or whose creation failed) while we looked. */
+		if (!strcmp(json_string_value(json_object_get(o, "state")), "deleted"))
+			json_decref(o);
+		else
+			json_array_append_new(a, o);
+	}
 	sandbox_put_all(v, n);
 	for (int i = 0; i < f.n; i++)
 		free(f.want[i]);
@@ -1225,7 +1234,14 @@ int route_sandboxes(struct MHD_Connection *conn, const char *method, char **seg,
 		return serve_reply_error(conn, 404, "no such sandbox: %s", seg[0]);
 	if (nseg == 1) {
 		if (!strcmp(method, "GET")) {
-			ret = serve_reply_json(conn, 200, sandbox_json(sb));
+			json_t *o = sandbox_json(sb);
+
+			if (!strcmp(json_string_value(json_object_get(o, "state")), "deleted")) {
+				json_decref(o);
+				ret = serve_reply_error(conn, 404, "no such sandbox: %s", sb->id);
+			} else {
+				ret = serve_reply_json(conn, 200, o);
+			}
 		} else if (!strcmp(method, "DELETE")) {
 			ret = sandbox_delete(sb);
 			ret = ret == -ENOENT ?

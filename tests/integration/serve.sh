@@ -66,6 +66,11 @@ want="('hello bar\\n', 'oops\\n', 3, None, False)"
 [ "$out" = "$want" ] && pass "exec: output, env and exit code" ||
 	fail "exec: output, env and exit code" "want $want" "got $r"
 
+r=$(req POST "/v1/sandboxes/$sb/exec" "{\"cmd\": \"ls -A $state | wc -l\"}")
+out=$(field "$(body "$r")" 'j["stdout"].strip()')
+[ "$out" = 0 ] && pass "the server's state is hidden from the sandbox" ||
+	fail "the server's state is hidden from the sandbox" "$r"
+
 r=$(req POST "/v1/sandboxes/$sb/exec" '{"argv": ["cat"], "stdin": "from stdin"}')
 out=$(field "$(body "$r")" 'j["stdout"]')
 [ "$out" = "from stdin" ] && pass "exec: stdin" || fail "exec: stdin" "$r"
@@ -141,7 +146,7 @@ r=$(req GET "/v1/sandboxes/$sb")
 [ "$(code "$r")" = 404 ] && pass "delete: then 404" || fail "delete: then 404" "$r"
 r=$(req GET "/v1/sandboxes/$sb/logs")
 out=$(field "$(body "$r")" 'repr((j["deleted"], len(j["execs"])))')
-[ "$out" = "(True, 10)" ] && pass "logs: kept after delete" || fail "logs: kept after delete" "$r"
+[ "$out" = "(True, 11)" ] && pass "logs: kept after delete" || fail "logs: kept after delete" "$r"
 sb=
 
 finish
