@@ -3,7 +3,7 @@
  * husk serve: the policy thread and /metrics. Once a second the thread looks at every sandbox:
  * a sentry that died makes it "failed"; timeout_s after creation it is deleted; idle (no exec
  * or files call in flight, none for pause_after_idle_s) it is paused; idle for
- * delete_after_s it is deleted. Once a minute expired logs are removed.
+ * delete_after_s it is deleted. Every 5 s expired logs are removed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,7 +81,7 @@ static void *policy_thread(void *arg)
 
 	while (!serve.stopping) {
 		policy_tick();
-		if (ticks++ % 60 == 0)
+		if (ticks++ % 5 == 0)
 			logs_expire();
 		sleep(1);
 	}

@@ -400,9 +400,10 @@ static int listen_tcp(const char *spec)
 
 static struct MHD_Daemon *start_daemon(int fd, struct listener *l)
 {
+	/* poll, not select: a busy server's descriptors go past FD_SETSIZE. */
 	return MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0,
+		NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
 		completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
 }
 
