@@ -199,6 +199,8 @@ def server(tmp_path_factory, conformance):
                 sb.delete()
             except husk.HuskError:
                 pass
+    except (OSError, husk.HuskError):
+        pass
     finally:
         s.stop()
 
