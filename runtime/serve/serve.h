@@ -47,6 +47,7 @@ struct sandbox {
 	json_t *rec; /* sandbox.json's content, under lock */
 	char *dir; /* STATE/sandboxes/ID */
 	char *logdir; /* STATE/logs/ID */
+	char *key; /* the idempotency key or NULL; set before it is listed, then constant */
 	double created, last_active; /* unix time; last_active under lock */
 	double active_since; /* when it last left the paused state (for wall_active_s) */
 	double wall_active; /* seconds running before active_since */
@@ -165,10 +166,24 @@ int sandbox_set_paused(struct sandbox *sb, bool paused, struct serve_err *e);
 struct sandbox **sandbox_all(size_t *n);
 void sandbox_put_all(struct sandbox **v, size_t n);
 
+/* Makes a sandbox restored from image with src's request and labels (NULL: src's). Returns a
+ * reference or NULL with e set. */
+struct sandbox *sandbox_fork_one(struct sandbox *src, const char *image, json_t *labels,
+				 struct serve_err *e);
+
 int route_sandboxes(struct MHD_Connection *conn, const char *method, char **seg, int nseg,
 		    const char *body, size_t len);
 int route_templates(struct MHD_Connection *conn, const char *method, char **seg, int nseg,
 		    const char *body, size_t len);
+
+/* --- snapshot.c --- */
+
+/* The image folder of template name (malloc'd, in *path). Returns 0 or -1 with e set (404). */
+int template_image(const char *name, char **path, struct serve_err *e);
+/* The request a template's sandbox was made from (a new reference), or NULL. */
+json_t *template_request(const char *name);
+int route_snapshot(struct MHD_Connection *conn, struct sandbox *sb, const char *body, size_t len);
+int route_fork(struct MHD_Connection *conn, struct sandbox *sb, const char *body, size_t len);
 
 /* --- exec.c --- */
 
