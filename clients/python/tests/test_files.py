@@ -14,7 +14,7 @@ import husk
 BAD_PATHS = ["relative/path", "/tmp/../etc/passwd", "/..", "/tmp/a/../../b", ""]
 
 
-def test_write_read_stat(sandbox):
+def test_write_read_stat(sandbox, files):
     data = os.urandom(200000)
     r = sandbox.write("/tmp/deep/er/blob.bin", data, mode=0o600)
     assert r == {"path": "/tmp/deep/er/blob.bin", "size": len(data)}
@@ -36,7 +36,7 @@ def test_write_read_stat(sandbox):
     assert sandbox.stat("/tmp/g.txt")["size"] == 5
 
 
-def test_stat_of_dirs_and_symlinks(sandbox):
+def test_stat_of_dirs_and_symlinks(sandbox, files):
     sandbox.exec(cmd="mkdir -p /tmp/sd && ln -s /etc/hostname /tmp/sd/link").check()
     st = sandbox.stat("/tmp/sd")
     assert st["type"] == "dir"
@@ -46,7 +46,7 @@ def test_stat_of_dirs_and_symlinks(sandbox):
     assert st["type"] == "other"
 
 
-def test_list_is_sorted_with_stat_fields(sandbox):
+def test_list_is_sorted_with_stat_fields(sandbox, files):
     sandbox.exec(cmd="mkdir -p /tmp/ls/sub && printf 12345 > /tmp/ls/b && : > /tmp/ls/a && "
                      "ln -s b /tmp/ls/c").check()
     entries = sandbox.list("/tmp/ls")
@@ -75,7 +75,7 @@ def _tar(members):
     return buf.getvalue()
 
 
-def test_tar_upload_and_download(sandbox):
+def test_tar_upload_and_download(sandbox, files):
     long_name = "d/" + "n" * 120 + ".txt"  # past ustar's 100 bytes: a pax header
     members = {"d": None, "d/one.txt": b"one\n", "d/two/three.bin": os.urandom(5000),
                long_name: b"long\n"}
@@ -98,7 +98,7 @@ def test_tar_upload_and_download(sandbox):
         assert v == members[k.split("up/", 1)[-1]]
 
 
-def test_tar_upload_from_a_file_object(sandbox, tmp_path):
+def test_tar_upload_from_a_file_object(sandbox, tmp_path, files):
     path = tmp_path / "x.tar"
     path.write_bytes(_tar({"f.txt": b"streamed\n"}))
     with open(path, "rb") as f:
@@ -107,7 +107,7 @@ def test_tar_upload_from_a_file_object(sandbox, tmp_path):
     assert sandbox.read("/tmp/fobj/f.txt") == b"streamed\n"
 
 
-def test_tar_with_an_escaping_member_is_refused(sandbox):
+def test_tar_with_an_escaping_member_is_refused(sandbox, files):
     with pytest.raises(husk.HuskError) as e:
         sandbox.upload_tar("/tmp/esc", _tar({"../../etc/escaped": b"x"}))
     assert e.value.status == 400
@@ -116,7 +116,7 @@ def test_tar_with_an_escaping_member_is_refused(sandbox):
 
 
 @pytest.mark.parametrize("path", BAD_PATHS)
-def test_bad_paths_are_400(sandbox, path):
+def test_bad_paths_are_400(sandbox, path, files):
     calls = [lambda: sandbox.write(path, b"x"), lambda: sandbox.read(path),
              lambda: sandbox.stat(path), lambda: sandbox.list(path),
              lambda: sandbox.download_tar(path), lambda: sandbox.upload_tar(path, _tar({}))]
@@ -127,7 +127,7 @@ def test_bad_paths_are_400(sandbox, path):
     assert sandbox.read("/etc/passwd") != b"x"
 
 
-def test_missing_file_is_404(sandbox):
+def test_missing_file_is_404(sandbox, files):
     for call in (lambda: sandbox.read("/tmp/no/such/file"),
                  lambda: sandbox.stat("/tmp/no/such/file"),
                  lambda: sandbox.list("/tmp/no/such/dir"),
@@ -153,7 +153,7 @@ class _Zeros(io.RawIOBase):
         return k
 
 
-def test_upload_past_a_full_tmpfs_is_507_and_the_server_goes_on(client):
+def test_upload_past_a_full_tmpfs_is_507_and_the_server_goes_on(client, files):
     with husk.Sandbox.create(client, tmpfs=[{"guest": "/scratch", "size_bytes": 64 << 20}]) \
             as sb, husk.Sandbox.create(client) as other:
         with pytest.raises(husk.HuskError) as e:

@@ -133,6 +133,8 @@ def test_rootfs_directory(tmp_path, client):
     with open(busybox, "rb") as src, open(root / "bin" / "busybox", "wb") as dst:
         dst.write(src.read())
     os.chmod(root / "bin" / "busybox", 0o755)
+    for applet in ("sh", "cat", "sleep", "true"):
+        os.symlink("busybox", root / "bin" / applet)
     with husk.Sandbox.create(client, rootfs=str(root)) as sb:
         assert sb.rootfs == str(root)
         r = sb.exec(["/bin/busybox", "cat", "/etc/marker"])

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 import husk
-from conftest import Server, assert_gone, footprint
+from conftest import Server, assert_gone, footprint, get, put
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["killed", "stopped"])
@@ -18,7 +18,7 @@ def test_a_restarted_server_finds_its_sandboxes(tmp_path, conformance, sig):
         c = s.client()
         key = "restart-" + uuid.uuid4().hex
         sb = husk.Sandbox.create(c, labels={"restart": "yes"}, idempotency_key=key)
-        sb.write("/tmp/survives", b"still here")
+        put(sb, "/tmp/survives", "still here")
         r0 = sb.exec(["echo", "before"])
         s.stop(sig)
 
@@ -28,7 +28,7 @@ def test_a_restarted_server_finds_its_sandboxes(tmp_path, conformance, sig):
         assert [f.id for f in found] == [sb.id]
         again = c.sandbox(sb.id)
         assert again.state == "running" and again.created == sb.created
-        assert again.read("/tmp/survives") == b"still here"
+        assert get(again, "/tmp/survives") == "still here"
         assert again.exec(["echo", "after"]).stdout == "after\n"
         same = husk.Sandbox.create(c, idempotency_key=key)
         assert (same.created_now, same.id) == (False, sb.id)
