@@ -442,6 +442,35 @@ static char *read_token(const char *file)
 	return strdup(buf);
 }
 
+/* husk-agent: $HUSK_AGENT, beside husk (or where husk finds its helpers), or in the build tree. */
+static char *find_agent(const char *exe)
+{
+	const char *env = getenv("HUSK_AGENT");
+	char *p = NULL, *slash;
+
+	if (env && *env)
+		return realpath(env, NULL);
+	p = runtime_find_helper("husk-agent");
+	if (p)
+		return p;
+	if (asprintf(&p, "%s", exe) < 0)
+		return NULL;
+	slash = strrchr(p, '/');
+	if (slash) {
+		char *q = NULL;
+
+		*slash = 0;
+		if (asprintf(&q, "%s/runtime/serve/agent/husk-agent", p) >= 0 &&
+		    access(q, X_OK) == 0) {
+			free(p);
+			return q;
+		}
+		free(q);
+	}
+	free(p);
+	return NULL;
+}
+
 static void usage(FILE *out)
 {
 	fputs("usage: husk serve [--socket PATH] [--listen ADDR:PORT --token-file FILE]\n"
@@ -564,7 +593,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	exe[n] = 0;
 	serve.husk = strdup(exe);
-	serve.agent = runtime_find_helper("husk-agent");
+	serve.agent = find_agent(exe);
 	pthread_mutex_init(&serve.lock, NULL);
 	serve.state_dir = realpath(state_dir, NULL);
 	if (!serve.state_dir) {
