@@ -1,5 +1,6 @@
 #!/bin/sh
 # Install what husk needs to build, test and benchmark, from Debian's archive.
+# python3-pytest, python3-yaml: the Python client's tests (clients/python).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -11,7 +12,8 @@ libmicrohttpd-dev
 libclang-rt-14-dev clang-format
 busybox-static containerd podman golang-go
 criu
-nodejs"
+nodejs
+python3-pytest python3-yaml"
 
 missing=""
 for p in $PKGS; do
