@@ -1146,13 +1146,19 @@ static void serve_request(struct gw_request *r)
 			break;
 	}
 	head[hend - 1] = 0; /* the body's first bytes stay after it */
-	if (head_parse(head, h, &why) < 0 || upstream_of(h, host, sizeof(host), &path, &why) < 0) {
+	if (head_parse(head, h, &why) < 0) {
 		reply(r->fd, 400, "Bad Request", "husk gateway: %s", why);
 		count(g, r->id, GW_FAILED);
 		goto out;
 	}
 	if (!strcasecmp(h->method, "CONNECT")) {
+		/* A tunnel is end-to-end TLS: there would be no place for the header. */
 		reply(r->fd, 405, "Method Not Allowed", "husk gateway: no tunnels (CONNECT)");
+		count(g, r->id, GW_FAILED);
+		goto out;
+	}
+	if (upstream_of(h, host, sizeof(host), &path, &why) < 0) {
+		reply(r->fd, 400, "Bad Request", "husk gateway: %s", why);
 		count(g, r->id, GW_FAILED);
 		goto out;
 	}

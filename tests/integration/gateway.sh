@@ -85,8 +85,17 @@ class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
     def handle_one(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n).decode() if n else ""
+        if self.headers.get("Transfer-Encoding") == "chunked":
+            body = ""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if not size:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""): pass
+                    break
+                body += self.rfile.read(size).decode(); self.rfile.readline()
+        else:
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n).decode() if n else ""
         log.write(json.dumps({"method": self.command, "path": self.path,
             "host": self.headers.get("Host"),
             "authorization": self.headers.get_all("Authorization") or [],
@@ -120,7 +129,7 @@ ip netns exec "$CLI" "$HUSK_GATEWAY_TEST" --socket "$GW_SOCK" \
 	--secret "API=@$work/secrets/api,host=api.test,header=Authorization,prefix=Bearer " \
 	--secret "OTHER=@$work/secrets/other,host=other.test,header=X-Key" \
 	--gateway-ca "$work/ca.pem" --gateway-resolve api.test:10.250.0.2 \
-	--gateway-resolve other.test:10.250.0.2 --allow sb-api=API --allow sb-none= \
+	--gateway-resolve other.test:10.250.0.2 --allow sb-api=API --allow sb-none= --allow sb-oci=API \
 	>"$work/gateway.out" 2>"$work/gateway.err" &
 gwpid=$!
 pids="$pids $gwpid"
@@ -152,7 +161,7 @@ fi
 root="$work/root"
 mkdir -p "$root/bin" "$root/proc" "$root/dev" "$root/sys" "$root/tmp" "$root/etc"
 cp /bin/busybox "$root/bin/busybox"
-for t in sh wget grep find xargs cat echo sleep env head; do ln -s busybox "$root/bin/$t"; done
+for t in sh wget grep find xargs cat echo sleep env head nc tr sed kill; do ln -s busybox "$root/bin/$t"; done
 if grep -rqF "$SECRET" "$root"; then
 	fail "the guest's root does not hold the secret" "found under $root"
 fi
@@ -175,6 +184,12 @@ echo "--- echo"; gw --header "Host: api.test" "$HUSK_GATEWAY/echo"
 echo "--- other"; gw --header "Host: other.test" "$HUSK_GATEWAY/other"
 echo "--- evil"; gw --header "Host: evil.test" "$HUSK_GATEWAY/evil"
 echo "--- port"; gw "http://169.254.1.1:8080/"
+raw() { printf "$1" | nc 169.254.1.1 80 | tr -d '\r' | sed -n "$2"; }
+echo "--- chunked"
+raw 'POST /chunk HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n' '1p;$p'
+echo "--- malformed"
+raw 'GET / HTTP/1.1\r\nHost: api.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n' '1p;$p'
+raw 'CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n' '1p;$p'
 echo "--- ready"
 echo READY
 read go
@@ -275,6 +290,12 @@ status=0" "an absolute-form request (http_proxy) names the upstream"
 stars=$(printf '%s' "$SECRET" | sed 's/./*/g')
 expect_section echo "echo: Bearer $stars
 status=0" "an upstream that echoes the header: the secret is masked in the answer"
+expect_section chunked "HTTP/1.1 200 OK
+upstream POST /chunk hello world" "a chunked request body goes through whole"
+expect_section malformed "HTTP/1.1 400 Bad Request
+husk gateway: one Content-Length or Transfer-Encoding: chunked, not both
+HTTP/1.1 405 Method Not Allowed
+husk gateway: no tunnels (CONNECT)" "two Content-Lengths: 400; CONNECT: 405"
 expect_section other "wget: server returned error: HTTP/1.1 403 Forbidden
 status=1" "another secret's host (not allowed for this sandbox): 403"
 expect_section evil "wget: server returned error: HTTP/1.1 403 Forbidden
@@ -294,14 +315,15 @@ def check(cond, what):
     global ok
     print(("ok " if cond else "bad ") + what)
     ok &= cond
-check(sorted(by) == ["/abs", "/echo", "/hello", "/native", "/post"], "paths %s" % sorted(by))
-for p in ("/hello", "/post", "/abs", "/echo"):
+check(sorted(by) == ["/abs", "/chunk", "/echo", "/hello", "/native", "/post"], "paths %s" % sorted(by))
+for p in ("/hello", "/post", "/abs", "/echo", "/chunk"):
     r = by.get(p, {})
     check(r.get("authorization") == ["Bearer " + secret], p + ": one Authorization: Bearer <secret>")
     check(r.get("x_key") == [], p + ": no other secret")
     check(r.get("host") == "api.test", p + ": Host api.test")
     check(r.get("connection") == "close", p + ": Connection: close")
 check(by.get("/post", {}).get("body") == "payload123", "/post: the body")
+check(by.get("/chunk", {}).get("body") == "hello world", "/chunk: the chunked body")
 check(not any(other in json.dumps(r) for r in reqs), "the other secret was never sent")
 sys.exit(0 if ok else 1)
 EOF
@@ -363,6 +385,27 @@ expect_output "a sandbox allowed no secret: 403 for api.test" \
 	"wget: server returned error: HTTP/1.1 403 Forbidden" 1 -- \
 	sh -c '"$1" do --rootfs "$2" --gateway "$3" --gateway-id sb-none -- /bin/wget -q -O - --header "Host: api.test" http://169.254.1.1/ 2>&1' \
 	sh "$HUSK" "$root" "$GW_SOCK"
+# --- an OCI container (husk run) with the annotations ---
+mkdir -p "$work/bundle" "$work/state"
+if (cd "$work/bundle" && "$HUSK" spec) >/dev/null 2>&1; then
+	$PY - "$work/bundle/config.json" "$root" "$GW_SOCK" <<'EOF'
+import json, sys
+p, root, sock = sys.argv[1:4]
+c = json.load(open(p))
+c["root"] = {"path": root, "readonly": False}
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sh", "-c",
+    'wget -q -O - --header "Host: api.test" "$HUSK_GATEWAY/oci"']
+c.setdefault("annotations", {}).update({"dev.husk.gateway": sock, "dev.husk.gateway-id": "sb-oci"})
+json.dump(c, open(p, "w"))
+EOF
+	expect_output "husk run with dev.husk.gateway: the container reaches the upstream" \
+		"upstream GET /oci " 0 -- \
+		"$HUSK" --root "$work/state" run --bundle "$work/bundle" "husk-gw-$$"
+else
+	fail "husk spec makes a bundle"
+fi
+
 # --- no gateway: the address refuses, in both network modes ---
 expect_output "without a gateway, the gateway address refuses connections" \
 	"wget: can't connect to remote host (169.254.1.1): Connection refused" 1 -- \
@@ -379,7 +422,7 @@ expect_status "a gateway socket that is not there: the sandbox is not started" 1
 kill -USR1 "$gwpid"
 if wait_for "$work/gateway.out" "^stats sb-none"; then
 	got=$(grep '^stats' "$work/gateway.out" | head -2 | tr '\n' ' ')
-	if [ "$got" = "stats sb-api forwarded=4 refused=2 failed=0 stats sb-none forwarded=0 refused=1 failed=0 " ]; then
+	if [ "$got" = "stats sb-api forwarded=5 refused=2 failed=2 stats sb-none forwarded=0 refused=1 failed=0 " ]; then
 		pass "per-sandbox counters: forwarded and refused"
 	else
 		fail "per-sandbox counters: forwarded and refused" "$got"
