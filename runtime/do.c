@@ -6,7 +6,7 @@
  *           [--strace] [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
  *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
- *           [--name ID] -- CMD [ARGS...]
+ *           [--gateway SOCKET --gateway-id ID] [--name ID] -- CMD [ARGS...]
  *   husk do --restore DIR [the same options] [--name ID]
  *
  * The root defaults to the host's /, served read-only by the gofer below an in-memory overlay:
@@ -275,6 +275,9 @@ static void do_usage(FILE *out)
 	      "                    (private, loopback, link-local/metadata, multicast)\n"
 	      "  --egress-deny CIDR[:PORT]   deny a destination; the last matching rule wins\n"
 	      "  --sysctl KEY=VALUE  a namespaced sysctl of the sandbox (repeatable)\n"
+	      "  --gateway SOCKET  a credential gateway (husk serve) for the gateway address\n"
+	      "                    (HUSK_GATEWAY in the guest), with --gateway-id ID: the\n"
+	      "                    sandbox's id there (runtime/serve/GATEWAY.md)\n"
 	      "  --name ID         register the sandbox as container ID under the runtime\n"
 	      "                    root while it runs (husk checkpoint, exec, ps, kill ID)\n"
 	      "  --restore DIR     start from the checkpoint image in DIR instead of CMD\n",
@@ -299,6 +302,8 @@ int cmd_do(int argc, char **argv)
 		{ "sysctl", required_argument, NULL, 1000 },
 		{ "name", required_argument, NULL, 1001 },
 		{ "restore", required_argument, NULL, 1002 },
+		{ "gateway", required_argument, NULL, 1003 },
+		{ "gateway-id", required_argument, NULL, 1004 },
 		/* Test-only: the sentry skips its own egress check (the BPF program must refuse). */
 		{ "test-no-sentry-egress-check", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
@@ -465,6 +470,12 @@ int cmd_do(int argc, char **argv)
 		case 1002:
 			restore = optarg;
 			break;
+		case 1003:
+			spec.gateway = optarg;
+			break;
+		case 1004:
+			spec.gateway_id = optarg;
+			break;
 		case 'h':
 			do_usage(stdout);
 			return 0;
@@ -508,6 +519,10 @@ int cmd_do(int argc, char **argv)
 	}
 	if (check_platform(spec.platform, platform_flag) < 0)
 		return 125;
+	if (!spec.gateway != !spec.gateway_id) {
+		fputs("husk do: --gateway and --gateway-id go together\n", stderr);
+		return 125;
+	}
 	if (host_net) {
 		/* The mode and the resolvers first: the caller's rules come later and win. */
 		const char **all = calloc((size_t)nnet + 2 + MAX_RESOLVERS, sizeof(char *));

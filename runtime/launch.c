@@ -15,10 +15,15 @@
  * (husk-do-PID below husk's own cgroup) to which the BPF egress programs are attached first
  * (sentry/net/bpf/netbpf.h), so that the host kernel enforces the egress policy too. husk
  * removes that cgroup when the sentry is gone, killing whatever is left in it.
+ *
+ * With a credential gateway (husk serve's --gateway socket; runtime/serve/GATEWAY.md) husk
+ * connects to it, introduces the sandbox by its id, and passes the connection to the sentry
+ * (--gateway-fd) after the gofers' sockets and the control socket.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +31,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,6 +41,7 @@
 #include "common/cleanup.h"
 #include "runtime/runtime.h"
 #include "sentry/net/bpf/netbpf.h"
+#include "sentry/net/gateway.h"
 
 #define EXIT_SETUP 125
 #define CHILD_SOCK_FD 3
@@ -88,6 +95,76 @@ char *runtime_find_helper(const char *name)
 	return NULL;
 }
 
+int runtime_gateway_connect(const char *path, const char *id, char *why, size_t why_len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char hello[sizeof(NET_GATEWAY_HELLO) + NET_GATEWAY_ID_MAX + 1], reply[256];
+	struct pollfd pfd;
+	size_t idlen = strlen(id);
+	ssize_t n;
+	int fd, ret;
+
+	if (!idlen || idlen > NET_GATEWAY_ID_MAX) {
+		snprintf(why, why_len, "gateway id: 1 to %d characters", NET_GATEWAY_ID_MAX);
+		return -EINVAL;
+	}
+	for (const char *c = id; *c; c++) {
+		if (*c <= ' ' || *c >= 0x7f) {
+			snprintf(why, why_len, "gateway id %s: printable characters, no blanks",
+				 id);
+			return -EINVAL;
+		}
+	}
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, why_len, "gateway %s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(why, why_len, "gateway: socket: %s", strerror(errno));
+		return ret;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		snprintf(why, why_len, "gateway %s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	n = snprintf(hello, sizeof(hello), "%s%s\n", NET_GATEWAY_HELLO, id);
+	if (send(fd, hello, (size_t)n, MSG_NOSIGNAL) != n) {
+		ret = -errno;
+		snprintf(why, why_len, "gateway %s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	/* The gateway answers at once from its own thread; a server that does not is broken. */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ret = poll(&pfd, 1, 10000);
+	if (ret <= 0) {
+		ret = ret < 0 ? -errno : -ETIMEDOUT;
+		snprintf(why, why_len, "gateway %s: no answer to the hello", path);
+		goto out_close;
+	}
+	n = recv(fd, reply, sizeof(reply) - 1, 0);
+	if (n <= 0) {
+		ret = n < 0 ? -errno : -ECONNRESET;
+		snprintf(why, why_len, "gateway %s: %s", path,
+			 n < 0 ? strerror(errno) : "closed without an answer");
+		goto out_close;
+	}
+	reply[n] = 0;
+	if (strcmp(reply, "OK\n") != 0) {
+		reply[strcspn(reply, "\n")] = 0;
+		snprintf(why, why_len, "gateway %s refused sandbox %s: %s", path, id, reply);
+		ret = -ECONNREFUSED;
+		goto out_close;
+	}
+	return fd;
+out_close:
+	close(fd);
+	return ret;
+}
+
 /*
  * In a child: moves socks[0..n) to CHILD_SOCK_FD, CHILD_SOCK_FD + 1, ..., arranges to die with
  * husk, and execs argv.
@@ -95,7 +172,7 @@ char *runtime_find_helper(const char *name)
 static void __attribute__((noreturn))
 child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 {
-	int high[2 + MAX_VOLUMES];
+	int high[3 + MAX_VOLUMES];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() == 1)
@@ -107,7 +184,7 @@ child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 	}
 	/* First out of the way of the targets, then onto them: no dup2 overwrites a source. */
 	for (int i = 0; i < n; i++) {
-		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 2 + MAX_VOLUMES);
+		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 3 + MAX_VOLUMES);
 		if (high[i] < 0)
 			_exit(EXIT_SETUP);
 	}
@@ -387,12 +464,13 @@ int launch_and_wait(const struct launch_spec *spec)
 	struct sandbox_cgroup cg = { .procs_fd = -1 };
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
-	int pairs[1 + MAX_VOLUMES][2], ssocks[2 + MAX_VOLUMES], nsocks;
+	int pairs[1 + MAX_VOLUMES][2], ssocks[3 + MAX_VOLUMES], nsocks;
 	char volarg[MAX_VOLUMES][PATH_MAX + 32];
 	pid_t gpids[1 + MAX_VOLUMES];
 	int nargs = 0, n, ngofers = 0, npairs = 1 + spec->nvolumes;
 	char **sargv;
-	char fdarg[16], ctlarg[16], restorearg[PATH_MAX + 16];
+	char fdarg[16], ctlarg[16], gwarg[16], restorearg[PATH_MAX + 16];
+	_cleanup_close_ int gateway = -1;
 	pid_t spid;
 	int st, ret;
 	struct stat rst;
@@ -425,6 +503,16 @@ int launch_and_wait(const struct launch_spec *spec)
 		if ((size_t)snprintf(volarg[i], sizeof(volarg[i]), "%d:%s%s", CHILD_SOCK_FD + 1 + i,
 				     v->guest, v->readonly ? ":ro" : "") >= sizeof(volarg[i])) {
 			fprintf(stderr, "husk: volume %s: path too long\n", v->guest);
+			return EXIT_SETUP;
+		}
+	}
+	if (spec->gateway) {
+		char why[PATH_MAX + 128];
+
+		gateway =
+			runtime_gateway_connect(spec->gateway, spec->gateway_id, why, sizeof(why));
+		if (gateway < 0) {
+			fprintf(stderr, "husk: %s\n", why);
 			return EXIT_SETUP;
 		}
 	}
@@ -471,6 +559,15 @@ int launch_and_wait(const struct launch_spec *spec)
 		snprintf(ctlarg, sizeof(ctlarg), "%d", CHILD_SOCK_FD + npairs);
 		sargv[n++] = "--control-fd";
 		sargv[n++] = ctlarg;
+	}
+	if (gateway >= 0) {
+		/* After the control socket (or the gofers' sockets when there is none). */
+		snprintf(gwarg, sizeof(gwarg), "%d",
+			 CHILD_SOCK_FD + npairs + (spec->control_fd >= 0 ? 1 : 0));
+		sargv[n++] = "--gateway-fd";
+		sargv[n++] = gwarg;
+		sargv[n++] = "--env";
+		sargv[n++] = "HUSK_GATEWAY=" NET_GATEWAY_URL;
 	}
 	if (spec->restore_dir) {
 		if ((size_t)snprintf(restorearg, sizeof(restorearg), "--restore=%s",
@@ -547,6 +644,8 @@ int launch_and_wait(const struct launch_spec *spec)
 	nsocks = npairs;
 	if (spec->control_fd >= 0)
 		ssocks[nsocks++] = spec->control_fd;
+	if (gateway >= 0)
+		ssocks[nsocks++] = gateway;
 	join_procs_fd = cg.procs_fd;
 	spid = spawn(ssocks, nsocks, sargv, 0);
 	ret = errno;

@@ -41,6 +41,11 @@ struct launch_spec {
 	/* A listening unix socket the sentry serves as its control socket (--control-fd: husk
 	 * checkpoint, exec, ps...), or -1 for none. husk keeps its own fd: the caller closes it. */
 	int control_fd;
+	/* A credential gateway's unix socket (husk serve; runtime/serve/GATEWAY.md) and the
+	 * sandbox's id there: the sentry gets a connection introduced with the id, and the guest
+	 * HUSK_GATEWAY. NULL: no gateway (connects to the gateway address are refused). */
+	const char *gateway;
+	const char *gateway_id;
 	/* If not NULL, called once the sentry and the root's gofer are started, with their pids
 	 * (husk do --name records them). */
 	void (*started)(void *arg, pid_t sentry, pid_t gofer);
@@ -81,6 +86,13 @@ int runtime_platforms_query(char *names, size_t names_size, char *auto_name, siz
  * ':' cannot be given). Returns 0 and *out pointing into a copy of arg (never freed), or -EINVAL.
  */
 int runtime_parse_volume(const char *arg, struct launch_volume *out);
+
+/*
+ * Connects to the credential gateway listening at path and introduces sandbox id (the hello
+ * of sentry/net/gateway.h), waiting for its answer. Returns the connected SOCK_SEQPACKET fd
+ * (close-on-exec) for the sentry's --gateway-fd, or -errno with the reason in why.
+ */
+int runtime_gateway_connect(const char *path, const char *id, char *why, size_t why_len);
 
 /*
  * Starts a gofer serving spec->rootfs, one more per volume, and a sentry running spec->argv

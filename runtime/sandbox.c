@@ -21,6 +21,10 @@
  *
  * fd 6 is <state>/control.sock, bound and listening: husk exec and husk ps connect to it.
  * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log.
+ * With the annotations dev.husk.gateway (husk serve's gateway socket) and dev.husk.gateway-id
+ * (the sandbox's id there), husk create connects to the credential gateway, introduces the
+ * sandbox and passes the connection as --gateway-fd (runtime/serve/GATEWAY.md); the guest
+ * gets HUSK_GATEWAY.
  *
  * config.json mounts: tmpfs (and shm) become the sentry's tmpfs mounts with their size and
  * mode; a bind or rbind of a directory or of a regular file gets a gofer of its own (read-only
@@ -60,6 +64,7 @@
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
 #include "sentry/net/bpf/netbpf.h"
+#include "sentry/net/gateway.h"
 
 #define SENTRY_GOFER_FD 3
 #define SENTRY_READY_FD 4
@@ -70,7 +75,8 @@
 #define MAX_VOLUMES 16
 #define SENTRY_SECCOMP_FD (SENTRY_VOLUME_FD + MAX_VOLUMES) /* linux.seccomp's BPF program */
 #define SENTRY_PRESERVE_FD (SENTRY_SECCOMP_FD + 1) /* --preserve-fds: a socket holding them */
-#define SENTRY_NFDS (SENTRY_PRESERVE_FD + 1)
+#define SENTRY_GATEWAY_FD (SENTRY_PRESERVE_FD + 1) /* the credential gateway's connection */
+#define SENTRY_NFDS (SENTRY_GATEWAY_FD + 1)
 /* Most fds --preserve-fds and $LISTEN_FDS pass (one SCM_RIGHTS message, as the sentry takes). */
 #define MAX_PRESERVE 250
 #define MAX_TMPFS 16
@@ -304,7 +310,7 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 
 static void sentry_args(struct args *a, const char *sentry, const struct container *c,
 			bool detached, bool log, struct bind_plan *binds, int nlisten, int nextra,
-			const char *restore_dir)
+			const char *restore_dir, bool gateway)
 {
 	const struct oci_config *cfg = c->config;
 	const char *platform = sandbox_platform(cfg, NULL);
@@ -392,6 +398,10 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	}
 	if (nextra)
 		addf(a, "--preserve-fds-fd=%d", SENTRY_PRESERVE_FD);
+	if (gateway) {
+		addf(a, "--gateway-fd=%d", SENTRY_GATEWAY_FD);
+		add(a, "--env=HUSK_GATEWAY=" NET_GATEWAY_URL);
+	}
 	if (net) {
 		/* dev.husk.network/egress-allow/egress-deny, checked by create (cgroup.c). */
 		for (char **na = net; *na; na++)
@@ -451,6 +461,7 @@ struct sandbox_fds {
 	int ready_w, fifo, control, stdio, sentry_log, gofer_log;
 	int seccomp; /* a memfd with linux.seccomp's program, or -1 */
 	int preserve; /* a socket holding the --preserve-fds fds in one message, or -1 */
+	int gateway; /* the credential gateway's connection, or -1 */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -494,6 +505,7 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 			fds[SENTRY_VOLUME_FD + i - 1] = f->pairs[i][1];
 		fds[SENTRY_SECCOMP_FD] = f->seccomp;
 		fds[SENTRY_PRESERVE_FD] = f->preserve;
+		fds[SENTRY_GATEWAY_FD] = f->gateway;
 		if (io >= 0) {
 			/* The pty is the guest's terminal: a new session has it as controlling
 			 * terminal, as runc's init does. */
@@ -503,8 +515,9 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		if (f->sentry_log >= 0)
 			setenv("HUSK_LOG", "info", 0);
 		exec_child(c, f->sentry_argv, fds, targets,
-			   f->seccomp >= 0 || f->preserve >= 0 ? SENTRY_NFDS :
-								 SENTRY_VOLUME_FD + f->npairs - 1);
+			   f->seccomp >= 0 || f->preserve >= 0 || f->gateway >= 0 ?
+				   SENTRY_NFDS :
+				   SENTRY_VOLUME_FD + f->npairs - 1);
 	}
 	return 0;
 }
@@ -644,7 +657,10 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.stdio = o->stdio_fd,
 		.seccomp = -1,
 		.preserve = -1,
+		.gateway = -1,
 	};
+	const char *gw_path = oci_config_annotation(c->config, "dev.husk.gateway");
+	const char *gw_id = oci_config_annotation(c->config, "dev.husk.gateway-id");
 	int nlisten = control_listen_fds();
 	int nextra = nlisten + (o->preserve_fds > 0 ? o->preserve_fds : 0);
 	struct bind_plan binds;
@@ -666,23 +682,38 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		return oci_fail("rootfs %s: %s", c->rootfs,
 				errno ? strerror(errno) : "not a directory"),
 		       -ENOENT;
+	if (!gw_path != !gw_id)
+		return oci_fail("annotations dev.husk.gateway and dev.husk.gateway-id go together"),
+		       -EINVAL;
+	if (gw_path) {
+		char why[PATH_MAX + 128];
+
+		f.gateway = runtime_gateway_connect(gw_path, gw_id, why, sizeof(why));
+		if (f.gateway < 0)
+			return oci_fail("dev.husk.gateway: %s", why), f.gateway;
+	}
 	if (nextra) {
 		f.preserve = preserve_fds_socket(nextra);
-		if (f.preserve < 0)
+		if (f.preserve < 0) {
+			if (f.gateway >= 0)
+				close(f.gateway);
 			return f.preserve;
+		}
 	}
 	if (c->config->seccomp) {
 		ret = seccomp_program(c->config, &f.seccomp);
 		if (ret < 0) {
 			if (f.preserve >= 0)
 				close(f.preserve);
+			if (f.gateway >= 0)
+				close(f.gateway);
 			return ret;
 		}
 	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
 	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra,
-		    o->restore_dir);
+		    o->restore_dir, f.gateway >= 0);
 	f.npairs = 1 + binds.n;
 	for (int i = 0; i < f.npairs; i++) {
 		/* The root is read-only in its gofer unless --overlay none makes it writable. */
@@ -813,6 +844,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 out:
 	if (f.preserve >= 0)
 		close(f.preserve);
+	if (f.gateway >= 0)
+		close(f.gateway);
 	if (f.seccomp >= 0)
 		close(f.seccomp);
 	if (f.fifo >= 0)

@@ -29,6 +29,8 @@
 #pragma weak net_get_mode
 /* Weak: likewise without sentry/control (no control socket then). */
 #pragma weak control_listen_fd
+/* Weak: likewise without sentry/net's gateway.c (no gateway then). */
+#pragma weak net_gateway_fd
 /* Weak: the program built into husk-sentry at build time (filter_gen.c); absent elsewhere. */
 #pragma weak sentry_filter_prebuilt
 #pragma weak sentry_filter_prebuilt_len
@@ -130,7 +132,8 @@ static const struct filter_rule rules[] = {
 bool sentry_filter_is_default(void)
 {
 	return !(control_listen_fd && control_listen_fd() >= 0) &&
-	       !(net_get_mode && net_get_mode() == NET_MODE_HOST);
+	       !(net_get_mode && net_get_mode() == NET_MODE_HOST) &&
+	       !(net_gateway_fd && net_gateway_fd() >= 0);
 }
 
 int sentry_filter_build(scmp_filter_ctx *out)
@@ -196,6 +199,25 @@ int sentry_filter_build(scmp_filter_ctx *out)
 		}
 		for (size_t i = 0; i < ARRAY_SIZE(sock_rules); i++) {
 			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, sock_rules[i].nr, 0);
+			if (ret < 0)
+				goto out;
+		}
+	}
+	/*
+	 * --gateway-fd (sentry/net/gateway.c): each guest connection to the gateway address is
+	 * a unix stream socketpair, one end sent to the gateway over the fd the runtime gave
+	 * (sendmsg, above), the other read and written for the guest. socketpair() only for
+	 * AF_UNIX streams: no socket that reaches anything but the gateway's own end. shutdown
+	 * for the guest's shutdown(2) of such a connection (host mode allows it already).
+	 */
+	if (net_gateway_fd && net_gateway_fd() >= 0) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 2,
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)AF_UNIX),
+				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)SOCK_STREAM));
+		if (ret < 0)
+			goto out;
+		if (!(net_get_mode && net_get_mode() == NET_MODE_HOST)) {
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(shutdown), 0);
 			if (ret < 0)
 				goto out;
 		}

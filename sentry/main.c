@@ -11,7 +11,7 @@
  *               [--no-new-privs]
  *               [--seccomp-fd N [--seccomp-log]] [--masked-path GUEST]...
  *               [--readonly-path GUEST]... [--pids-limit N] [--preserve-fds-fd N]
- *               [--memory-limit BYTES] [--sysctl KEY=VALUE]...
+ *               [--memory-limit BYTES] [--sysctl KEY=VALUE]... [--gateway-fd N]
  *               -- PROGRAM ARGS...
  *
  * Mounts (--tmpfs, --volume-fd): FLAG is noexec, nosuid or nodev (a tmpfs is always nosuid and
@@ -31,6 +31,10 @@
  * start writes it to the container's exec.fifo) before PROGRAM runs; --control-fd N is a
  * listening unix socket served by sentry/control (husk exec, husk ps); --log-fd N takes the
  * sentry's log lines instead of stderr (husk --debug-log).
+ *
+ * --gateway-fd N is a connection to the credential gateway of husk serve (a SOCK_SEQPACKET
+ * socket the runtime connected and introduced): guest TCP connects to the gateway address are
+ * passed to it (sentry/net/gateway.c, runtime/serve/GATEWAY.md).
  *
  * --platform NAME is seccomp, ptrace or auto (the default: the backend platform_auto_name()
  * picks on this host); the sentry logs the one it runs on at info level ("platform: ptrace").
@@ -92,6 +96,7 @@
 #define OPT_PRESERVE_FDS_FD 0x100
 #define OPT_MEMORY_LIMIT 0x1e1
 #define OPT_RESTORE 0x1e2
+#define OPT_GATEWAY_FD 0x1e3
 
 struct sentry_opts {
 	int gofer_fd;
@@ -141,6 +146,7 @@ struct sentry_opts {
 	const char **sysctls;
 	int nsysctls;
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
+	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
 };
 
@@ -561,6 +567,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "sysctl", required_argument, NULL, 1000 },
 		/* OCI --preserve-fds: one message on this unix socket carries them (SCM_RIGHTS). */
 		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
+		/* The credential gateway's connection (sentry/net/gateway.c). */
+		{ "gateway-fd", required_argument, NULL, OPT_GATEWAY_FD },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -572,6 +580,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->log_fd = -1;
 	o->seccomp_fd = -1;
 	o->preserve_fd = -1;
+	o->gateway_fd = -1;
 	o->platform = "auto";
 	o->cwd = "/";
 	o->hostname = "husk";
@@ -724,6 +733,16 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			if (o->preserve_fd < 3)
 				return -EINVAL;
 			break;
+		case OPT_GATEWAY_FD: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || n < 3 || n > INT32_MAX)
+				return -EINVAL;
+			o->gateway_fd = (int)n;
+			net_set_gateway_fd(o->gateway_fd);
+			break;
+		}
 		default:
 			return -EINVAL;
 		}
@@ -941,7 +960,7 @@ int main(int argc, char **argv)
 	struct fs_context *fs;
 	struct task *init;
 	struct timespec now;
-	int keep[10 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
+	int keep[11 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
 	int ret, status;
 
 	start_ns = now_ns();
@@ -976,6 +995,7 @@ int main(int argc, char **argv)
 	keep[nkeep++] = o.log_fd;
 	keep[nkeep++] = o.seccomp_fd;
 	keep[nkeep++] = o.preserve_fd;
+	keep[nkeep++] = o.gateway_fd;
 	for (int i = 0; i < o.nvolumes; i++)
 		keep[nkeep++] = o.volumes[i].fd;
 	ret = sentry_close_fds_except(keep, nkeep);

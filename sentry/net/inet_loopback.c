@@ -13,12 +13,15 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/current.h"
+#include "sentry/kernel/hostpoll.h"
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
+#include "sentry/net/gateway.h"
 #include "sentry/net/internal.h"
 
 #define UDP_MAX_PAYLOAD 65507
@@ -336,6 +339,55 @@ static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_
 	return 0;
 }
 
+/*
+ * A TCP connect to the gateway's address (gateway.c): its port is served by the gateway when
+ * the sandbox has one; anything else there is refused (a non-blocking connect says so through
+ * SO_ERROR, as a refused loopback connect). Never a host connect.
+ */
+static int gateway_connect(struct sock *s, const struct inet_ep *d, bool nonblock)
+{
+	struct hostpoll_watch *w, *old_w = NULL;
+	int fd, old_fd = -1;
+
+	fd = d->port == NET_GATEWAY_PORT ? gateway_open() : -ECONNREFUSED;
+	if (fd == -ECONNREFUSED && nonblock) {
+		pthread_mutex_lock(&net_lock);
+		s->so_error = ECONNREFUSED;
+		s->nonblock_connect_pending = true;
+		pthread_mutex_unlock(&net_lock);
+		waitq_wake_all(&s->wq);
+		return -EINPROGRESS;
+	}
+	if (fd < 0)
+		return fd;
+	w = hostpoll_watch(fd);
+	pthread_mutex_lock(&net_lock);
+	if (s->host_connected || s->state != SOCK_UNCONNECTED) {
+		/* Another thread connected it meanwhile. */
+		pthread_mutex_unlock(&net_lock);
+		if (w)
+			hostpoll_unwatch(w);
+		close(fd);
+		return -EISCONN;
+	}
+	/* A host socket left by a failed connect under --network=host is replaced. */
+	old_fd = s->hostfd;
+	old_w = s->watch;
+	s->hostfd = fd;
+	s->watch = w;
+	s->host_connected = true;
+	s->gateway = true;
+	s->pep = ep_for(s->family, d);
+	s->has_pep = true;
+	pthread_mutex_unlock(&net_lock);
+	if (old_w)
+		hostpoll_unwatch(old_w);
+	if (old_fd >= 0)
+		close(old_fd);
+	waitq_wake_all(&s->wq);
+	return 0;
+}
+
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock)
 {
 	const struct sockaddr *sa = addr;
@@ -422,6 +474,9 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	}
 	pthread_mutex_unlock(&net_lock);
 
+	/* The gateway's address is the sentry's in every network mode, before any policy. */
+	if (gateway_addr(&d) && s->protocol == IPPROTO_TCP)
+		return gateway_connect(s, &d, nonblock);
 	if (inet_is_loopback(d.addr)) {
 		/* The host's loopback only through an explicit --egress-allow rule. */
 		struct net_egress_verdict v;

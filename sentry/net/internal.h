@@ -142,6 +142,9 @@ struct sock {
 	struct hostpoll_watch *watch;
 	bool host_connected;
 	bool host_listening;
+	/* The host socket is the sentry's end of a gateway connection (gateway.c): a unix
+	 * stream, on which only reads, writes, shutdown and poll are made. */
+	bool gateway;
 };
 
 /* A socket with no file yet (one reference): accept's children. NULL when out of memory. */
@@ -268,6 +271,16 @@ int host_getname(struct sock *s, bool peer, struct sockaddr_storage *ss, socklen
 void host_release(struct sock *s);
 /* Checks ep against the egress policy and the mode; logs a refusal. 0, -EPERM, -ENETUNREACH. */
 int egress_check(const struct inet_ep *ep, const char *what);
+
+/* --- gateway.c --- */
+/* Whether ep's address is the gateway's (NET_GATEWAY_ADDR, any port). */
+bool gateway_addr(const struct inet_ep *ep);
+/*
+ * A new connection to the gateway: returns the sentry's end (a non-blocking unix stream
+ * socket, close-on-exec) after passing the other end to the gateway, or -ECONNREFUSED (no
+ * gateway, or it does not take the connection), -EMFILE, -ENFILE, -ENOMEM, -ENOBUFS.
+ */
+int gateway_open(void);
 
 /* --- netlink.c --- */
 bool netlink_family(int family);

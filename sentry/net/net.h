@@ -39,6 +39,12 @@ enum net_mode net_get_mode(void);
  * ones and every added rule wins over the defaults. Returns 0 or -EINVAL.
  */
 int net_egress_add(const char *spec, bool allow);
+/*
+ * The connection to the credential gateway (--gateway-fd; sentry/net/gateway.c), or -1 (the
+ * default): guest TCP connects to the gateway address are then refused.
+ */
+void net_set_gateway_fd(int fd);
+int net_gateway_fd(void);
 /* Test-only: switches the sentry's own egress check off (the BPF program must then refuse). */
 void net_egress_disable_check(void);
 

@@ -826,7 +826,7 @@ int net_getname(struct file *f, bool peer, void *addr, size_t *len)
 	if (!s)
 		return -ENOTSOCK;
 	memset(&ss, 0, sizeof(ss));
-	if (s->hostfd >= 0 && (peer ? s->host_connected : true)) {
+	if (s->hostfd >= 0 && !s->gateway && (peer ? s->host_connected : true)) {
 		ret = host_getname(s, peer, &ss, &n);
 		if (ret < 0)
 			return ret;
@@ -867,8 +867,10 @@ int net_getname(struct file *f, bool peer, void *addr, size_t *len)
 	} else {
 		struct inet_ep ep;
 
-		if (peer && (!s->has_pep || (s->type == SOCK_STREAM && s->state != SOCK_CONNECTED &&
-					     s->state != SOCK_DISCONNECTED))) {
+		/* A gateway connection (gateway.c) is connected with no in-sentry state. */
+		if (peer && (!s->has_pep ||
+			     (s->type == SOCK_STREAM && !s->gateway && s->state != SOCK_CONNECTED &&
+			      s->state != SOCK_DISCONNECTED))) {
 			ret = -ENOTCONN;
 		} else {
 			inet_sock_ep(s, peer, &ep);
@@ -2054,7 +2056,7 @@ int net_getsockopt(struct task *t, struct file *f, int level, int name, void *va
 		case SO_ERROR:
 			u.i = s->so_error;
 			s->so_error = 0;
-			if (!u.i && s->hostfd >= 0) {
+			if (!u.i && s->hostfd >= 0 && !s->gateway) {
 				pthread_mutex_unlock(&net_lock);
 				u.i = host_so_error(s);
 				pthread_mutex_lock(&net_lock);
