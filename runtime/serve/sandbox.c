@@ -25,8 +25,10 @@
 #include "oci-spec/config.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
+#include "runtime/serve/gateway.h"
 #include "runtime/serve/serve.h"
 #include "sentry/net/bpf/netbpf.h"
+#include "sentry/net/gateway.h"
 
 /* Where the in-guest helper is mounted (read-only) in every sandbox. */
 #define AGENT_GUEST_PATH "/.husk/husk-agent"
@@ -397,6 +399,16 @@ static json_t *build_config(json_t *req, const char *id, const char *logdir,
 			serve_err_set(e, 400, "field \"secrets[%zu]\": expected a string", i);
 			return NULL;
 		}
+		json_array_foreach(v, i,
+				   x) if (!serve.gateway ||
+					  !gateway_has_secret(serve.gateway, json_string_value(x)))
+		{
+			serve_err_set(e, 400,
+				      "field \"secrets[%zu]\": no secret %s on this server (husk "
+				      "serve --secret)",
+				      i, json_string_value(x));
+			return NULL;
+		}
 	}
 
 	if (bundle) {
@@ -630,6 +642,14 @@ static json_t *build_config(json_t *req, const char *id, const char *logdir,
 		json_object_set_new(cfg, "annotations", ann);
 	}
 	json_object_set_new(ann, "dev.husk.debug-log", json_string(logdir));
+	/* The credential gateway: husk create connects the sentry to it, introducing id. */
+	if (json_array_size(json_object_get(req, "secrets")) > 0 && serve.gateway_sock) {
+		json_object_set_new(ann, "dev.husk.gateway", json_string(serve.gateway_sock));
+		json_object_set_new(ann, "dev.husk.gateway-id", json_string(id));
+		/* As husk create gives pid 1, for every exec too. */
+		json_array_append_new(json_object_get(json_object_get(cfg, "process"), "env"),
+				      json_string("HUSK_GATEWAY=" NET_GATEWAY_URL));
+	}
 	if ((v = json_object_get(req, "network"))) {
 		const char *mode = "none";
 		_cleanup_free_ char *allow = NULL, *deny = NULL;
@@ -750,9 +770,26 @@ static int sandbox_launch(struct sandbox *sb, const char *restore, struct serve_
 	return 0;
 }
 
+int sandbox_gateway_allow(const char *id, json_t *req)
+{
+	json_t *names = json_object_get(req, "secrets");
+	const char *v[64];
+	size_t n = json_array_size(names);
+
+	if (!n || !serve.gateway)
+		return 0;
+	if (n > sizeof(v) / sizeof(v[0]))
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_string_value(json_array_get(names, i));
+	return gateway_allow(serve.gateway, id, v, (int)n);
+}
+
 /* Cleans up a sandbox that never started or was deleted: its dir, its registry entry. */
 static void sandbox_discard(struct sandbox *sb)
 {
+	if (serve.gateway)
+		gateway_forget(serve.gateway, sb->id);
 	serve_rmtree(sb->dir);
 	logs_mark_deleted(sb->logdir);
 	sb->state = SB_DELETED;
@@ -848,6 +885,10 @@ static struct sandbox *sandbox_create(json_t *req, json_t *labels_override, cons
 	}
 	if (sandbox_save(sb) < 0) {
 		serve_err_set(e, 500, "%s: cannot write sandbox.json", sb->dir);
+		goto fail;
+	}
+	if (sandbox_gateway_allow(id, req) < 0) {
+		serve_err_set(e, 400, "field \"secrets\": too many, or not secrets of this server");
 		goto fail;
 	}
 	if (sandbox_launch(sb, restore, e) < 0)
@@ -1059,6 +1100,9 @@ int sandbox_registry_load(void)
 		sb->active_since = serve_now();
 		sb->state = json_is_true(json_object_get(rec, "paused")) ? SB_PAUSED : SB_RUNNING;
 		sandbox_refresh_state(sb);
+		/* Its secrets again (its sentry's gateway connection went with the old server:
+		 * GATEWAY.md). */
+		sandbox_gateway_allow(sb->id, json_object_get(rec, "request"));
 		pthread_mutex_lock(&serve.lock);
 		registry_add_locked(sb);
 		pthread_mutex_unlock(&serve.lock);

@@ -66,6 +66,9 @@ struct serve {
 	char **hidden;
 	size_t nhidden;
 	double keep_logs_s;
+	/* The credential gateway (gateway.h), listening on gateway_sock; NULL without --secret. */
+	struct gateway *gateway;
+	char *gateway_sock;
 	pthread_mutex_t lock;
 	struct sandbox **sbs; /* under lock */
 	size_t nsbs;
@@ -77,6 +80,10 @@ struct serve {
 };
 
 extern struct serve serve;
+
+/* The gateway secrets a sandbox's request names (its "secrets"), with the sandbox allowed to
+ * use them; 0, or -errno. sandbox.c, also when a restarted server finds its sandboxes. */
+int sandbox_gateway_allow(const char *id, json_t *req);
 
 /* --- server.c: replies --- */
 

@@ -30,6 +30,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "runtime/runtime.h"
+#include "runtime/serve/gateway.h"
 #include "runtime/serve/serve.h"
 
 #ifndef HUSK_VERSION
@@ -548,6 +549,10 @@ int cmd_serve(int argc, char **argv)
 	ssize_t n;
 	int c, ufd, tfd = -1, ret;
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct gateway_secret *secrets = NULL;
+	struct gateway_config gw = { 0 };
+	const char **resolve = NULL;
+	int nsecrets = 0;
 
 	serve.keep_logs_s = 72 * 3600;
 	serve.max_upload = 1ull << 30;
@@ -587,13 +592,35 @@ int cmd_serve(int argc, char **argv)
 			}
 			break;
 		}
-		case 'S':
+		case 'S': {
+			struct gateway_secret *v;
+			char why[256] = "";
+
 			hide_secret_file(optarg);
+			v = realloc(secrets, (size_t)(nsecrets + 1) * sizeof(*v));
+			if (!v)
+				return 1;
+			secrets = v;
+			if (gateway_parse_secret(optarg, &secrets[nsecrets], why, sizeof(why)) <
+			    0) {
+				fprintf(stderr, "husk serve: --secret: %s\n", why);
+				return 2;
+			}
+			nsecrets++;
 			break;
+		}
 		case 'C':
-		case 'R':
-			/* The credential gateway (runtime/serve/gateway.*) takes these. */
+			gw.ca_file = optarg;
 			break;
+		case 'R': {
+			const char **v = realloc(resolve, (size_t)(gw.nresolve + 1) * sizeof(*v));
+
+			if (!v)
+				return 1;
+			resolve = v;
+			resolve[gw.nresolve++] = optarg;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -643,6 +670,31 @@ int cmd_serve(int argc, char **argv)
 	if (asprintf(&serve.oci_root, "%s/oci", serve.state_dir) < 0)
 		return 1;
 	hide_path(serve.state_dir);
+	/* The credential gateway, when there are secrets: on STATE/gateway.sock (GATEWAY.md). */
+	if (nsecrets > 0) {
+		char why[256] = "";
+
+		gw.secrets = secrets;
+		gw.nsecrets = nsecrets;
+		gw.resolve = resolve;
+		serve.gateway = gateway_new(&gw, why, sizeof(why));
+		for (int i = 0; i < nsecrets; i++)
+			gateway_secret_clear(&secrets[i]); /* gateway_new copied them */
+		free(secrets);
+		if (!serve.gateway) {
+			fprintf(stderr, "husk serve: the credential gateway: %s\n", why);
+			return 2;
+		}
+		if (asprintf(&serve.gateway_sock, "%s/gateway.sock", serve.state_dir) < 0)
+			return 1;
+		if (gateway_listen(serve.gateway, serve.gateway_sock, why, sizeof(why)) < 0) {
+			fprintf(stderr, "husk serve: the credential gateway: %s\n", why);
+			return 1;
+		}
+	} else if (gw.ca_file || gw.nresolve) {
+		fprintf(stderr, "husk serve: --gateway-ca and --gateway-resolve need --secret\n");
+		return 2;
+	}
 	ret = sandbox_registry_load();
 	if (ret < 0) {
 		fprintf(stderr, "husk serve: %s: %s\n", serve.state_dir, strerror(-ret));

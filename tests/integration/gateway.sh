@@ -418,6 +418,83 @@ expect_output "without a gateway, --network=host: refused too (never a host conn
 expect_status "a gateway socket that is not there: the sandbox is not started" 125 -- \
 	"$HUSK" do --rootfs "$root" --gateway "$work/nothing.sock" --gateway-id sb-api -- /bin/true
 
+# --- husk serve end to end: --secret on the server, "secrets" on a sandbox (the Python client) ---
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+SERVE_SOCK="$work/serve.sock"
+ip netns exec "$CLI" "$HUSK" serve --socket "$SERVE_SOCK" --state-dir "$work/serve-state" \
+	--secret "API=@$work/secrets/api,host=api.test,header=Authorization,prefix=Bearer " \
+	--gateway-ca "$work/ca.pem" --gateway-resolve api.test:10.250.0.2 \
+	>"$work/serve.out" 2>"$work/serve.err" &
+pids="$pids $!"
+if wait_for "$work/serve.err" "listening on"; then
+	PYTHONPATH="$REPO/clients/python" $PY - "$SERVE_SOCK" "$root" "$work/serve-result" <<'EOF2' >"$work/serve-py.out" 2>&1
+import json, sys
+import husk
+c = husk.Client(socket=sys.argv[1])
+res = {}
+sb = c.create(rootfs=sys.argv[2], secrets=["API"], env={"MARK": "hgcontrol-serve-mark"})
+try:
+    r = sb.exec(cmd='wget -q -O - --header "Host: api.test" "$HUSK_GATEWAY/serve" 2>&1')
+    res["through"] = r.stdout
+    r = sb.exec(cmd='wget -q -O - --header "Host: other.test" "$HUSK_GATEWAY/serve-other" 2>&1')
+    res["other"] = r.stdout
+    # What the guest can see of itself: every process's environment and command line.
+    r = sb.exec(cmd="cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr '\\0' '\\n'")
+    res["proc"] = r.stdout
+    res["snapshot"] = sb.snapshot("gw-memory")
+finally:
+    sb.delete()
+try:
+    c.create(secrets=["NOPE"])
+    res["unknown"] = "created"
+except husk.HuskError as e:
+    res["unknown"] = "%d %s" % (e.status, e.message)
+json.dump(res, open(sys.argv[3], "w"))
+EOF2
+	if [ -s "$work/serve-result" ]; then
+		r() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$work/serve-result" "$1"; }
+		case "$(r through)" in
+		"upstream GET /serve "*) pass "husk serve: a sandbox with secrets [API] reaches api.test through the gateway" ;;
+		*) fail "husk serve: through the gateway" "$(r through)" ;;
+		esac
+		if grep '"path": "/serve"' "$work/requests" | grep -qF "\"authorization\": [\"Bearer $SECRET\"]"; then
+			pass "husk serve: the upstream got the secret's header"
+		else
+			fail "husk serve: the upstream got the secret's header" "$(grep '/serve' "$work/requests")"
+		fi
+		case "$(r other)" in
+		*"403 Forbidden"*) pass "husk serve: a host the sandbox's secrets do not name is refused (403)" ;;
+		*) fail "husk serve: another host is refused" "$(r other)" ;;
+		esac
+		if grep -q '"/serve-other"' "$work/requests"; then
+			fail "husk serve: a refused request never reaches the upstream"
+		else
+			pass "husk serve: a refused request never reaches the upstream"
+		fi
+		case "$(r unknown)" in
+		"400 "*"NOPE"*) pass "husk serve: a secret the server does not have is a 400 ($(r unknown))" ;;
+		*) fail "husk serve: an unknown secret is refused" "$(r unknown)" ;;
+		esac
+		# The sandbox's memory, as its snapshot saved it (every page), and its /proc.
+		pages="$work/serve-state/templates/gw-memory/husk-pages.img"
+		if [ -s "$pages" ] && grep -qa "hgcontrol-serve-mark" "$pages" &&
+			! grep -qa "$(pat "$SECRET")" "$pages"; then
+			pass "husk serve: the secret is not in the sandbox's memory (its snapshot's pages; the control string is)"
+		else
+			fail "husk serve: the secret is not in the sandbox's memory" "$(ls -l "$pages" 2>&1)"
+		fi
+		if grep -q "hgcontrol-serve-mark" "$work/serve-result" && ! grep -q "$(pat "$SECRET")" "$work/serve-result"; then
+			pass "husk serve: the secret is not in the guest's /proc/*/environ or cmdline"
+		else
+			fail "husk serve: the secret is not in the guest's /proc" "$(head -c 300 "$work/serve-result")"
+		fi
+	else
+		fail "husk serve with a secret: the client ran" "$(tail -5 "$work/serve-py.out")"
+	fi
+else
+	fail "husk serve with --secret starts" "$(tail -5 "$work/serve.err")"
+fi
+
 # --- the counters the server's metrics read ---
 kill -USR1 "$gwpid"
 if wait_for "$work/gateway.out" "^stats sb-none"; then
