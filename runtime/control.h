@@ -141,6 +141,9 @@ struct control_stats {
 	uint64_t syscalls, faults;
 	/* Gofer messages the sentry sent and the bytes of those messages and their replies. */
 	uint64_t gofer_ops, gofer_bytes;
+	/* The guest's connects and unconnected sends to addresses off the sandbox's loopback that
+	 * the egress policy allowed and refused (with --network=none: all refused). */
+	uint64_t egress_allowed, egress_denied;
 };
 
 /*

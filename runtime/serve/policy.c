@@ -122,11 +122,11 @@ int route_metrics(struct MHD_Connection *conn)
 	      f);
 	{
 		/* Per-sandbox series; the states are counted on the way. */
-		char *mem = NULL, *sys = NULL, *flt = NULL, *gop = NULL, *gby = NULL;
-		size_t ml = 0, sl = 0, fl = 0, gl = 0, bl = 0;
+		char *mem = NULL, *sys = NULL, *flt = NULL, *gop = NULL, *gby = NULL, *egr = NULL;
+		size_t ml = 0, sl = 0, fl = 0, gl = 0, bl = 0, el = 0;
 		FILE *fm = open_memstream(&mem, &ml), *fs = open_memstream(&sys, &sl),
 		     *ff = open_memstream(&flt, &fl), *fg = open_memstream(&gop, &gl),
-		     *fb = open_memstream(&gby, &bl);
+		     *fb = open_memstream(&gby, &bl), *fe = open_memstream(&egr, &el);
 
 		for (size_t i = 0; i < n; i++) {
 			json_t *o = sandbox_json(v[i]);
@@ -153,12 +153,25 @@ int route_metrics(struct MHD_Connection *conn)
 			fprintf(fb, "husk_sandbox_gofer_bytes_total{sandbox=\"%s\"} %lld\n",
 				v[i]->id,
 				(long long)json_integer_value(json_object_get(u, "gofer_bytes")));
+			for (const char *const *w =
+				     (const char *const[]){ "allowed", "denied", NULL };
+			     *w; w++) {
+				char key[32];
+
+				snprintf(key, sizeof(key), "egress_%s", *w);
+				fprintf(fe,
+					"husk_sandbox_egress_connections_total{sandbox=\"%s\","
+					"verdict=\"%s\"} %lld\n",
+					v[i]->id, *w,
+					(long long)json_integer_value(json_object_get(u, key)));
+			}
 			json_decref(o);
 		}
 		fclose(fm);
 		fclose(fs);
 		fclose(ff);
 		fclose(fg);
+		fclose(fe);
 		fclose(fb);
 		fprintf(f,
 			"# HELP husk_sandbox_memory_bytes Guest memory the sentry holds.\n"
@@ -170,9 +183,13 @@ int route_metrics(struct MHD_Connection *conn)
 			"# HELP husk_sandbox_gofer_ops_total Messages the sentry sent its gofers.\n"
 			"# TYPE husk_sandbox_gofer_ops_total counter\n%s"
 			"# HELP husk_sandbox_gofer_bytes_total Bytes of gofer messages and replies.\n"
-			"# TYPE husk_sandbox_gofer_bytes_total counter\n%s",
+			"# TYPE husk_sandbox_gofer_bytes_total counter\n%s"
+			"# HELP husk_sandbox_egress_connections_total Guest connections off the "
+			"sandbox's loopback, by the egress policy's verdict.\n"
+			"# TYPE husk_sandbox_egress_connections_total counter\n%s",
 			mem ? mem : "", sys ? sys : "", flt ? flt : "", gop ? gop : "",
-			gby ? gby : "");
+			gby ? gby : "", egr ? egr : "");
+		free(egr);
 		free(gop);
 		free(gby);
 		free(mem);

@@ -958,13 +958,15 @@ json_t *sandbox_json(struct sandbox *sb)
 							   json_null());
 	json_object_set_new(
 		o, "usage",
-		json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_user_s",
+		json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_user_s",
 			  (double)st.cpu_user / 1e9, "cpu_system_s", (double)st.cpu_kernel / 1e9,
 			  "wall_active_s", wall, "memory_bytes", (json_int_t)st.memory_usage,
 			  "memory_peak_bytes", (json_int_t)st.memory_peak, "pids",
 			  (json_int_t)st.pids_current, "syscalls", (json_int_t)st.syscalls,
 			  "faults", (json_int_t)st.faults, "gofer_ops", (json_int_t)st.gofer_ops,
-			  "gofer_bytes", (json_int_t)st.gofer_bytes));
+			  "gofer_bytes", (json_int_t)st.gofer_bytes, "egress_allowed",
+			  (json_int_t)st.egress_allowed, "egress_denied",
+			  (json_int_t)st.egress_denied));
 	json_decref(rec);
 	return o;
 }

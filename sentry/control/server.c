@@ -22,9 +22,13 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
+#include "sentry/net/net.h"
 #include "sentry/state/state.h"
 #include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
+
+/* Weak: the control server is also linked without sentry/net (its unit tests). */
+#pragma weak net_egress_counts
 
 #define CONTROL_THREAD_STACK (256u << 10)
 
@@ -188,6 +192,8 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 		r.faults = __atomic_load_n(&k->nr_faults, __ATOMIC_RELAXED);
 		r.gofer_ops = gofer_client_msgs(-1);
 		r.gofer_bytes = gofer_client_bytes();
+		if (net_egress_counts)
+			net_egress_counts(&r.egress_allowed, &r.egress_denied);
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));

@@ -269,17 +269,29 @@ int net_egress_rules(struct net_egress_rule *out, int max)
 	return n;
 }
 
+/* Verdicts of egress_check, for husk serve's metrics (net_egress_counts). */
+static uint64_t n_allowed, n_denied;
+
+void net_egress_counts(uint64_t *allowed, uint64_t *denied)
+{
+	*allowed = __atomic_load_n(&n_allowed, __ATOMIC_RELAXED);
+	*denied = __atomic_load_n(&n_denied, __ATOMIC_RELAXED);
+}
+
 int egress_check(const struct inet_ep *ep, const char *what)
 {
 	struct net_egress_verdict v;
 	char text[INET6_ADDRSTRLEN];
 
-	if (mode == NET_MODE_NONE)
+	if (mode == NET_MODE_NONE) {
+		__atomic_add_fetch(&n_denied, 1, __ATOMIC_RELAXED);
 		return -ENETUNREACH;
-	if (check_disabled)
+	}
+	if (check_disabled || net_egress_allowed(ep->addr, ep->port, &v)) {
+		__atomic_add_fetch(&n_allowed, 1, __ATOMIC_RELAXED);
 		return 0;
-	if (net_egress_allowed(ep->addr, ep->port, &v))
-		return 0;
+	}
+	__atomic_add_fetch(&n_denied, 1, __ATOMIC_RELAXED);
 	if (ep->addr[10] == 0xff && ep->addr[11] == 0xff &&
 	    !memcmp(ep->addr, "\0\0\0\0\0\0\0\0\0\0", 10))
 		inet_ntop(AF_INET, ep->addr + 12, text, sizeof(text));

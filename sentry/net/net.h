@@ -47,6 +47,9 @@ void net_set_gateway_fd(int fd);
 int net_gateway_fd(void);
 /* Test-only: switches the sentry's own egress check off (the BPF program must then refuse). */
 void net_egress_disable_check(void);
+/* How many guest connects and unconnected sends off the loopback the egress policy allowed and
+ * refused so far (husk serve's metrics, through CONTROL_STATS). */
+void net_egress_counts(uint64_t *allowed, uint64_t *denied);
 
 /* --- egress policy (egress.c), exposed for tests and for the runtime's BPF maps --- */
 

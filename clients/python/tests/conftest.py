@@ -27,13 +27,7 @@ SCALE = float(os.environ.get("HUSK_TEST_TIMEOUT_SCALE", "1"))
 # Operations of docs/api.yaml the server does not have yet: their tests are xfail with this
 # reason and test_zz_coverage does not ask for a 2xx reply from them. Keep it empty when the
 # server has everything.
-NOT_IN_SERVER = {
-    ("metric", "husk_sandbox_gofer_ops_total"): "the server has no husk_sandbox_gofer_ops_total",
-    ("metric", "husk_sandbox_gofer_bytes_total"):
-        "the server has no husk_sandbox_gofer_bytes_total",
-    ("metric", "husk_sandbox_egress_connections_total"):
-        "the server has no husk_sandbox_egress_connections_total",
-}
+NOT_IN_SERVER = {}
 
 
 def not_in_server(*ops):

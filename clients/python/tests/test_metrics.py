@@ -48,3 +48,12 @@ def test_per_sandbox_gofer_and_egress_series(client):
         assert m.get("husk_sandbox_gofer_bytes_total", sandbox=sb.id) > 0
         eg = m.select("husk_sandbox_egress_connections_total", sandbox=sb.id)
         assert {dict(k)["verdict"] for k in eg} == {"allowed", "denied"}
+        denied = m.get("husk_sandbox_egress_connections_total", sandbox=sb.id, verdict="denied")
+        # A connect off the loopback (network mode none): refused, and counted.
+        r = sb.exec(["python3", "-c", "import socket; print(socket.socket().connect_ex("
+                     "('10.255.255.1', 80)))"])
+        assert r.exit_code == 0 and r.stdout.strip() != "0", r
+        m2 = client.metrics()
+        assert m2.get("husk_sandbox_egress_connections_total", sandbox=sb.id,
+                      verdict="denied") == denied + 1
+        assert sb.refresh().usage["egress_denied"] == denied + 1
