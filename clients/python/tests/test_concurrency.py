@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Sandboxes created, used and deleted concurrently, with nothing left behind."""
 
+import os
 import threading
 import uuid
 
 import husk
 from conftest import assert_gone, footprint
 
-N = 20
+# The issue asks for 100; HUSK_SERVE_CONCURRENT changes it.
+N = int(os.environ.get("HUSK_SERVE_CONCURRENT", "100"))
 
 
 def test_concurrent_create_exec_delete(server, client):
