@@ -398,7 +398,8 @@ static __attribute__((noreturn, noinline)) void stub_child(const struct stub_cod
 		goto fail;
 	if (syscall(SYS_close_range, 0, PTRACE_STUB_MEMFD - 1, 0) < 0 ||
 	    syscall(SYS_close_range, image ? PTRACE_STUB_IMAGEFD + 1 : PTRACE_STUB_MEMFD + 1, ~0U,
-		    0) < 0)
+		    0) < 0 ||
+	    stub_child_name() < 0)
 		goto fail;
 	stub_child_enter(code->page, code->page);
 fail:

@@ -712,7 +712,8 @@ static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_
 	    (image && syscall(SYS_dup2, imagefd, SC_STUB_IMAGEFD) < 0))
 		goto fail;
 	if (syscall(SYS_close_range, 0, SC_STUB_MEMFD - 1, 0) < 0 ||
-	    syscall(SYS_close_range, image ? SC_STUB_IMAGEFD + 1 : SC_STUB_SOCK + 1, ~0U, 0) < 0)
+	    syscall(SYS_close_range, image ? SC_STUB_IMAGEFD + 1 : SC_STUB_SOCK + 1, ~0U, 0) < 0 ||
+	    stub_child_name() < 0)
 		goto fail;
 	stub_child_enter(code->page, code->zygote_entry);
 fail:
