@@ -137,6 +137,8 @@ struct control_stats {
 	int64_t pids_current, pids_limit; /* limit 0: none */
 	/* Guest CPU time of every process the sandbox ran (sentry/kernel/cputime.h), ns. */
 	uint64_t cpu_user, cpu_kernel;
+	/* System calls the guest made and page faults the sentry handled for it (husk serve). */
+	uint64_t syscalls, faults;
 };
 
 /*

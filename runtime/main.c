@@ -36,6 +36,7 @@ static void usage(FILE *out)
 	      "  spec, create, start, run, state, list, kill, delete, exec, ps, pause, resume,\n"
 	      "  events, update, features, checkpoint, restore   the OCI runtime commands (as runc)\n"
 	      "  fork [--image-path DIR] ID NEWID...   clone a running container into new ones\n"
+	      "  serve [options]                the agent API server (`husk serve --help`)\n"
 	      "  syscalls                       print the system call table and its support levels\n"
 	      "  --version                      print the version\n"
 	      "\n"
@@ -73,6 +74,7 @@ static const struct {
 	{ "events", cmd_events },   { "features", cmd_features },
 	{ "update", cmd_update },   { "checkpoint", cmd_checkpoint },
 	{ "restore", cmd_restore }, { "fork", cmd_fork },
+	{ "serve", cmd_serve },
 };
 
 int main(int argc, char **argv)

@@ -9,6 +9,8 @@
 /* Each verb gets its arguments from the verb name on (argv[0] is the verb). */
 int cmd_do(int argc, char **argv);
 int cmd_syscalls(int argc, char **argv);
+/* husk serve: the agent API server (runtime/serve/). */
+int cmd_serve(int argc, char **argv);
 
 /* A host directory served to the sandbox by a gofer of its own (husk do --volume). */
 struct launch_volume {

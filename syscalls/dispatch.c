@@ -18,6 +18,7 @@ long syscall_dispatch(struct task *t, long nr, const struct syscall_args *args)
 
 	if (nr >= 0 && nr < LINUX_SYSCALL_MAX)
 		e = &syscall_table[nr];
+	__atomic_fetch_add(&t->k->nr_syscalls, 1, __ATOMIC_RELAXED);
 
 	if (unlikely(t->k->strace))
 		strace_enter(t, nr, args);

@@ -7,6 +7,7 @@ set -eu
 PKGS="meson ninja-build pkg-config gcc clang make python3 strace
 libseccomp-dev libcap-dev libelf-dev libdw-dev libunwind-dev
 libprotobuf-c-dev protobuf-c-compiler libcriterion-dev libbpf-dev bpftool libjansson-dev
+libmicrohttpd-dev
 libclang-rt-14-dev clang-format
 busybox-static containerd podman golang-go
 criu

@@ -183,6 +183,8 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 		cpu = cputime_kernel(k);
 		r.cpu_user = cpu.utime;
 		r.cpu_kernel = cpu.stime;
+		r.syscalls = __atomic_load_n(&k->nr_syscalls, __ATOMIC_RELAXED);
+		r.faults = __atomic_load_n(&k->nr_faults, __ATOMIC_RELAXED);
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));

@@ -51,6 +51,9 @@ struct kernel {
 
 	/* User and system time of every guest thread that has exited (atomics; cputime.c). */
 	uint64_t exited_utime_ns, exited_stime_ns;
+	/* System calls dispatched and page faults taken by guest tasks (relaxed atomics; read by
+	 * CONTROL_STATS for husk serve's usage). */
+	uint64_t nr_syscalls, nr_faults;
 
 	/*
 	 * Freezing (freeze.c): while freezing > 0 (atomic) every task parks (task_park) before

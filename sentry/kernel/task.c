@@ -464,7 +464,10 @@ int task_run(struct task *t)
 			}
 			/* A copy-on-write page or another fault the mm resolves: re-run. */
 			if (ev.signo == SIGSEGV) {
-				int fr = mm_handle_fault(t->mm, ev.addr, ev.code);
+				int fr;
+
+				__atomic_fetch_add(&t->k->nr_faults, 1, __ATOMIC_RELAXED);
+				fr = mm_handle_fault(t->mm, ev.addr, ev.code);
 
 				if (fr == 0)
 					break;
