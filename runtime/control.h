@@ -139,6 +139,8 @@ struct control_stats {
 	uint64_t cpu_user, cpu_kernel;
 	/* System calls the guest made and page faults the sentry handled for it (husk serve). */
 	uint64_t syscalls, faults;
+	/* Gofer messages the sentry sent and the bytes of those messages and their replies. */
+	uint64_t gofer_ops, gofer_bytes;
 };
 
 /*

@@ -131,11 +131,10 @@ int oci_run(int argc, char **argv, bool restore)
 		 * restore under the same id, as engines do after runc checkpoint. */
 		struct container old;
 
-		if (container_load(a.id, &old) == 0) {
-			if (container_status(&old) == CONTAINER_STOPPED)
-				container_destroy(&old);
-			container_release(&old);
-		}
+		/* Released either way: a failed load leaves what it had filled in. */
+		if (container_load(a.id, &old) == 0 && container_status(&old) == CONTAINER_STOPPED)
+			container_destroy(&old);
+		container_release(&old);
 	}
 	ret = oci_create_container(&a, &c);
 	if (ret) {

@@ -152,6 +152,7 @@ struct exec_run {
 	int status; /* wait status, -1 unknown */
 	bool lost; /* the sandbox went away */
 	bool timed_out, killed;
+	int client_fd; /* the HTTP connection, watched for the client going away; -1 after */
 	double timeout, start, start_wall, end;
 	struct control_stats st0;
 	struct stream out, err;
@@ -572,13 +573,72 @@ int exec_wait(int sock)
 	return ret < 0 ? ret : ex.status;
 }
 
+/* The guest's process list (CONTROL_PS). Returns the count and *out (malloc'd), or -errno. */
+static int guest_ps(const char *path, struct control_ps_entry **out)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_PS };
+	struct control_ps_reply r;
+	size_t max = sizeof(h) + sizeof(r) + CONTROL_PS_MAX * sizeof(struct control_ps_entry);
+	_cleanup_free_ char *buf = malloc(max);
+	_cleanup_close_ int sock = control_dial(path);
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	if (sock < 0)
+		return sock;
+	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
+		return -errno;
+	do
+		n = recv(sock, buf, max, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < (ssize_t)(sizeof(h) + sizeof(r)))
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.magic != CONTROL_MAGIC || h.op != CONTROL_PS_REPLY || r.n > CONTROL_PS_MAX ||
+	    (size_t)n != sizeof(h) + sizeof(r) + r.n * sizeof(struct control_ps_entry))
+		return -EPROTO;
+	if (r.err < 0)
+		return r.err;
+	*out = malloc(r.n * sizeof(**out) + 1);
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, buf + sizeof(h) + sizeof(r), r.n * sizeof(**out));
+	return (int)r.n;
+}
+
 void exec_kill(struct sandbox *sb, int pid)
 {
 	_cleanup_free_ char *path = sandbox_control_path(sb);
+	_cleanup_free_ struct control_ps_entry *ps = NULL;
 	char msg[CONTROL_SIGNAL_MSG_LEN];
+	int n, *tree, ntree = 0;
 
 	if (!path)
 		return;
+	/*
+	 * The process and its descendants (a shell's children would live on, holding the
+	 * pipes): found through their parents while the process still stands, then killed, it first.
+	 */
+	n = guest_ps(path, &ps);
+	tree = malloc(sizeof(int) * (size_t)(n > 0 ? n + 1 : 1));
+	if (tree) {
+		tree[ntree++] = pid;
+		for (int i = 0; i < ntree; i++)
+			for (int j = 0; j < n; j++)
+				if (ps[j].ppid == tree[i] && ps[j].pid != pid && ntree <= n)
+					tree[ntree++] = ps[j].pid;
+		/* The process first: a shell whose child died first would carry on. */
+		for (int i = 0; i < ntree; i++) {
+			control_encode_signal(tree[i], SIGKILL, msg);
+			control_call(path, msg, sizeof(msg));
+		}
+		free(tree);
+		return;
+	}
 	control_encode_signal(pid, SIGKILL, msg);
 	control_call(path, msg, sizeof(msg));
 }
@@ -624,8 +684,8 @@ static void read_stream(struct exec_run *r, struct stream *s)
  */
 static bool exec_pump(struct exec_run *r, int timeout_ms)
 {
-	struct pollfd p[4];
-	int n = 0, iin = -1, iout = -1, ierr = -1, isock = -1;
+	struct pollfd p[5];
+	int n = 0, iin = -1, iout = -1, ierr = -1, isock = -1, icl = -1;
 	double now;
 
 	if (r->out.fd < 0 && r->err.fd < 0 && r->sock < 0)
@@ -659,8 +719,28 @@ static bool exec_pump(struct exec_run *r, int timeout_ms)
 		isock = n;
 		p[n++] = (struct pollfd){ .fd = r->sock, .events = POLLIN };
 	}
+	/* The process is gone but something it started holds the pipes: read a little more. */
+	if (r->sock < 0) {
+		int left = (int)((r->end + 0.2 - now) * 1000) + 1;
+
+		if (left < 0)
+			left = 0;
+		if (timeout_ms < 0 || left < timeout_ms)
+			timeout_ms = left;
+	}
+	/* A client that hung up does not wait for the process: it is killed. */
+	if (r->client_fd >= 0 && !r->killed) {
+		icl = n;
+		p[n++] = (struct pollfd){ .fd = r->client_fd, .events = POLLRDHUP };
+	}
 	if (poll(p, (nfds_t)n, timeout_ms) < 0)
 		return false;
+	if (icl >= 0 && (p[icl].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		r->client_fd = -1;
+		r->killed = true;
+		if (r->sock >= 0)
+			exec_kill(r->sb, r->pid);
+	}
 	if (iin >= 0 && p[iin].revents) {
 		if (p[iin].revents & (POLLERR | POLLHUP)) {
 			close(r->in_fd);
@@ -1055,6 +1135,12 @@ int route_exec(struct MHD_Connection *conn, struct sandbox *sb, const char *body
 	sandbox_get(sb);
 	r->in_fd = r->sock = -1;
 	r->status = -1;
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		r->client_fd = ci ? ci->connect_fd : -1;
+	}
 	r->out.fd = r->err.fd = -1;
 	r->out.full_fd = r->err.full_fd = -1;
 	r->stream = stream;

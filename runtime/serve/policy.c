@@ -3,7 +3,7 @@
  * husk serve: the policy thread and /metrics. Once a second the thread looks at every sandbox:
  * a sentry that died makes it "failed"; timeout_s after creation it is deleted; idle (no exec
  * or files call in flight, none for pause_after_idle_s) it is paused; idle for
- * delete_after_s it is deleted. Once a minute expired logs are removed.
+ * delete_after_s it is deleted. Every 5 s expired logs are removed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,7 +81,7 @@ static void *policy_thread(void *arg)
 
 	while (!serve.stopping) {
 		policy_tick();
-		if (ticks++ % 60 == 0)
+		if (ticks++ % 5 == 0)
 			logs_expire();
 		sleep(1);
 	}
@@ -122,10 +122,11 @@ int route_metrics(struct MHD_Connection *conn)
 	      f);
 	{
 		/* Per-sandbox series; the states are counted on the way. */
-		char *mem = NULL, *sys = NULL, *flt = NULL;
-		size_t ml = 0, sl = 0, fl = 0;
+		char *mem = NULL, *sys = NULL, *flt = NULL, *gop = NULL, *gby = NULL;
+		size_t ml = 0, sl = 0, fl = 0, gl = 0, bl = 0;
 		FILE *fm = open_memstream(&mem, &ml), *fs = open_memstream(&sys, &sl),
-		     *ff = open_memstream(&flt, &fl);
+		     *ff = open_memstream(&flt, &fl), *fg = open_memstream(&gop, &gl),
+		     *fb = open_memstream(&gby, &bl);
 
 		for (size_t i = 0; i < n; i++) {
 			json_t *o = sandbox_json(v[i]);
@@ -147,19 +148,33 @@ int route_metrics(struct MHD_Connection *conn)
 				(long long)json_integer_value(json_object_get(u, "syscalls")));
 			fprintf(ff, "husk_sandbox_faults_total{sandbox=\"%s\"} %lld\n", v[i]->id,
 				(long long)json_integer_value(json_object_get(u, "faults")));
+			fprintf(fg, "husk_sandbox_gofer_ops_total{sandbox=\"%s\"} %lld\n", v[i]->id,
+				(long long)json_integer_value(json_object_get(u, "gofer_ops")));
+			fprintf(fb, "husk_sandbox_gofer_bytes_total{sandbox=\"%s\"} %lld\n",
+				v[i]->id,
+				(long long)json_integer_value(json_object_get(u, "gofer_bytes")));
 			json_decref(o);
 		}
 		fclose(fm);
 		fclose(fs);
 		fclose(ff);
+		fclose(fg);
+		fclose(fb);
 		fprintf(f,
 			"# HELP husk_sandbox_memory_bytes Guest memory the sentry holds.\n"
 			"# TYPE husk_sandbox_memory_bytes gauge\n%s"
 			"# HELP husk_sandbox_syscalls_total System calls the guest made.\n"
 			"# TYPE husk_sandbox_syscalls_total counter\n%s"
 			"# HELP husk_sandbox_faults_total Page faults the sentry handled.\n"
-			"# TYPE husk_sandbox_faults_total counter\n%s",
-			mem ? mem : "", sys ? sys : "", flt ? flt : "");
+			"# TYPE husk_sandbox_faults_total counter\n%s"
+			"# HELP husk_sandbox_gofer_ops_total Messages the sentry sent its gofers.\n"
+			"# TYPE husk_sandbox_gofer_ops_total counter\n%s"
+			"# HELP husk_sandbox_gofer_bytes_total Bytes of gofer messages and replies.\n"
+			"# TYPE husk_sandbox_gofer_bytes_total counter\n%s",
+			mem ? mem : "", sys ? sys : "", flt ? flt : "", gop ? gop : "",
+			gby ? gby : "");
+		free(gop);
+		free(gby);
 		free(mem);
 		free(sys);
 		free(flt);

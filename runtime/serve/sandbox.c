@@ -575,6 +575,32 @@ static json_t *build_config(json_t *req, const char *id, const char *logdir,
 							AGENT_GUEST_PATH, "type", "bind", "source",
 							serve.agent, "options", "bind", "ro"));
 
+	/*
+	 * What the server keeps from sandboxes (its state, its token, the gateway's secrets) is
+	 * masked in a root that holds it: the default root is the host's.
+	 */
+	for (i = 0; i < serve.nhidden; i++) {
+		const char *h = serve.hidden[i];
+		size_t rl = strlen(rootfs);
+		json_t *linux_ = json_object_get(cfg, "linux"), *masked;
+
+		while (rl > 1 && rootfs[rl - 1] == '/')
+			rl--;
+		if (!(rl == 1 && rootfs[0] == '/') &&
+		    (strncmp(h, rootfs, rl) || (h[rl] != '/' && h[rl] != 0)))
+			continue;
+		if (!linux_) {
+			linux_ = json_object();
+			json_object_set_new(cfg, "linux", linux_);
+		}
+		masked = json_object_get(linux_, "maskedPaths");
+		if (!json_is_array(masked)) {
+			masked = json_array();
+			json_object_set_new(linux_, "maskedPaths", masked);
+		}
+		json_array_append_new(masked, json_string(rl == 1 ? h : h[rl] ? h + rl : "/"));
+	}
+
 	if ((limits = json_object_get(req, "limits"))) {
 		json_t *linux_ = json_object_get(cfg, "linux"), *res;
 
@@ -889,14 +915,15 @@ json_t *sandbox_json(struct sandbox *sb)
 	json_object_set(o, "template",
 			json_object_get(rec, "template") ? json_object_get(rec, "template") :
 							   json_null());
-	json_object_set_new(o, "usage",
-			    json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "cpu_user_s",
-				      (double)st.cpu_user / 1e9, "cpu_system_s",
-				      (double)st.cpu_kernel / 1e9, "wall_active_s", wall,
-				      "memory_bytes", (json_int_t)st.memory_usage,
-				      "memory_peak_bytes", (json_int_t)st.memory_peak, "pids",
-				      (json_int_t)st.pids_current, "syscalls",
-				      (json_int_t)st.syscalls, "faults", (json_int_t)st.faults));
+	json_object_set_new(
+		o, "usage",
+		json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_user_s",
+			  (double)st.cpu_user / 1e9, "cpu_system_s", (double)st.cpu_kernel / 1e9,
+			  "wall_active_s", wall, "memory_bytes", (json_int_t)st.memory_usage,
+			  "memory_peak_bytes", (json_int_t)st.memory_peak, "pids",
+			  (json_int_t)st.pids_current, "syscalls", (json_int_t)st.syscalls,
+			  "faults", (json_int_t)st.faults, "gofer_ops", (json_int_t)st.gofer_ops,
+			  "gofer_bytes", (json_int_t)st.gofer_bytes));
 	json_decref(rec);
 	return o;
 }
@@ -1097,9 +1124,18 @@ static int list_sandboxes(struct MHD_Connection *conn)
 		return serve_reply_error(conn, 400, "label filters are k=v (at most 32)");
 	}
 	v = sandbox_all(&n);
-	for (size_t i = 0; i < n; i++)
-		if (labels_match(v[i], f.want, f.n))
-			json_array_append_new(a, sandbox_json(v[i]));
+	for (size_t i = 0; i < n; i++) {
+		json_t *o;
+
+		if (!labels_match(v[i], f.want, f.n))
+			continue;
+		o = sandbox_json(v[i]);
+		/* One deleted (or whose creation failed) while we looked. */
+		if (!strcmp(json_string_value(json_object_get(o, "state")), "deleted"))
+			json_decref(o);
+		else
+			json_array_append_new(a, o);
+	}
 	sandbox_put_all(v, n);
 	for (int i = 0; i < f.n; i++)
 		free(f.want[i]);
@@ -1199,7 +1235,14 @@ int route_sandboxes(struct MHD_Connection *conn, const char *method, char **seg,
 		return serve_reply_error(conn, 404, "no such sandbox: %s", seg[0]);
 	if (nseg == 1) {
 		if (!strcmp(method, "GET")) {
-			ret = serve_reply_json(conn, 200, sandbox_json(sb));
+			json_t *o = sandbox_json(sb);
+
+			if (!strcmp(json_string_value(json_object_get(o, "state")), "deleted")) {
+				json_decref(o);
+				ret = serve_reply_error(conn, 404, "no such sandbox: %s", sb->id);
+			} else {
+				ret = serve_reply_json(conn, 200, o);
+			}
 		} else if (!strcmp(method, "DELETE")) {
 			ret = sandbox_delete(sb);
 			ret = ret == -ENOENT ?

@@ -61,6 +61,10 @@ struct serve {
 	char *husk; /* the husk binary (/proc/self/exe resolved) */
 	char *agent; /* husk-agent on the host, or NULL */
 	uint64_t max_upload;
+	/* Host paths no sandbox may read through its root (the state dir, the token file, the
+	 * gateway's secret files): masked in each sandbox whose root holds them. */
+	char **hidden;
+	size_t nhidden;
 	double keep_logs_s;
 	pthread_mutex_t lock;
 	struct sandbox **sbs; /* under lock */

@@ -400,9 +400,10 @@ static int listen_tcp(const char *spec)
 
 static struct MHD_Daemon *start_daemon(int fd, struct listener *l)
 {
+	/* poll, not select: a busy server's descriptors go past FD_SETSIZE. */
 	return MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0,
+		NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
 		completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
 }
 
@@ -486,6 +487,37 @@ static void usage(FILE *out)
 	      out);
 }
 
+/* Adds a host path (made absolute) to the paths sandboxes must not see. */
+static void hide_path(const char *path)
+{
+	char *abs = realpath(path, NULL);
+	char **v;
+
+	if (!abs)
+		return;
+	v = realloc(serve.hidden, (serve.nhidden + 1) * sizeof(*v));
+	if (!v) {
+		free(abs);
+		return;
+	}
+	serve.hidden = v;
+	serve.hidden[serve.nhidden++] = abs;
+}
+
+/* The FILE of a --secret NAME=@FILE,host=...: hidden from sandboxes. */
+static void hide_secret_file(const char *spec)
+{
+	const char *at = strstr(spec, "=@");
+	char *file;
+
+	if (!at)
+		return;
+	file = strndup(at + 2, strcspn(at + 2, ","));
+	if (file)
+		hide_path(file);
+	free(file);
+}
+
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig)
@@ -556,6 +588,8 @@ int cmd_serve(int argc, char **argv)
 			break;
 		}
 		case 'S':
+			hide_secret_file(optarg);
+			break;
 		case 'C':
 		case 'R':
 			/* The credential gateway (runtime/serve/gateway.*) takes these. */
@@ -584,6 +618,7 @@ int cmd_serve(int argc, char **argv)
 			return 2;
 		}
 		tcp_l.token_len = strlen(tcp_l.token);
+		hide_path(token_file);
 	}
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -607,6 +642,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (asprintf(&serve.oci_root, "%s/oci", serve.state_dir) < 0)
 		return 1;
+	hide_path(serve.state_dir);
 	ret = sandbox_registry_load();
 	if (ret < 0) {
 		fprintf(stderr, "husk serve: %s: %s\n", serve.state_dir, strerror(-ret));
@@ -648,10 +684,15 @@ int cmd_serve(int argc, char **argv)
 	while (!got_signal)
 		pause();
 	serve.stopping = true;
-	/* Sandboxes keep running: a restarted server finds them again. */
-	if (td)
-		MHD_stop_daemon(td);
-	MHD_stop_daemon(ud);
+	/*
+	 * Sandboxes keep running: a restarted server finds them again. Requests in flight (an
+	 * exec waiting for its process) are not waited for: stopping the daemons would.
+	 */
 	unlink(sock_path);
+	fprintf(stderr, "husk serve: stopping on signal %d\n", (int)got_signal);
+	(void)ud;
+	(void)td;
+	fflush(NULL);
+	_exit(0);
 	return 0;
 }

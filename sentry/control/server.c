@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "runtime/control.h"
 #include "sentry/control/control.h"
+#include "sentry/fs/gofer/client.h"
 #include "sentry/kernel/oom.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
@@ -185,6 +186,8 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 		r.cpu_kernel = cpu.stime;
 		r.syscalls = __atomic_load_n(&k->nr_syscalls, __ATOMIC_RELAXED);
 		r.faults = __atomic_load_n(&k->nr_faults, __ATOMIC_RELAXED);
+		r.gofer_ops = gofer_client_msgs(-1);
+		r.gofer_bytes = gofer_client_bytes();
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));

@@ -66,6 +66,11 @@ want="('hello bar\\n', 'oops\\n', 3, None, False)"
 [ "$out" = "$want" ] && pass "exec: output, env and exit code" ||
 	fail "exec: output, env and exit code" "want $want" "got $r"
 
+r=$(req POST "/v1/sandboxes/$sb/exec" "{\"cmd\": \"ls -A $state | wc -l\"}")
+out=$(field "$(body "$r")" 'j["stdout"].strip()')
+[ "$out" = 0 ] && pass "the server's state is hidden from the sandbox" ||
+	fail "the server's state is hidden from the sandbox" "$r"
+
 r=$(req POST "/v1/sandboxes/$sb/exec" '{"argv": ["cat"], "stdin": "from stdin"}')
 out=$(field "$(body "$r")" 'j["stdout"]')
 [ "$out" = "from stdin" ] && pass "exec: stdin" || fail "exec: stdin" "$r"
@@ -99,6 +104,19 @@ r=$(req POST "/v1/sandboxes/$sb/exec" '{"cmd": "sleep 30", "timeout_s": 0.5}')
 out=$(field "$(body "$r")" 'repr((j["timed_out"], j["signal"]))')
 [ "$out" = "(True, 9)" ] && pass "exec: timeout kills" || fail "exec: timeout kills" "$r"
 
+# A shell that forked: its child goes too (it held the pipes: the exec would not end).
+r=$(req POST "/v1/sandboxes/$sb/exec" '{"cmd": "sleep 31; true", "timeout_s": 0.5}')
+out=$(field "$(body "$r")" 'repr((j["timed_out"], j["signal"]))')
+r2=$(req POST "/v1/sandboxes/$sb/exec" '{"cmd": "ps -e -o args | grep -c \"^sleep 31\""}')
+left=$(field "$(body "$r2")" 'j["stdout"].strip()')
+[ "$out" = "(True, 9)" ] && [ "$left" = 0 ] && pass "exec: timeout kills the process's children" ||
+	fail "exec: timeout kills the process's children" "$r" "$r2"
+# A background process that keeps stdout open does not hold the reply.
+r=$(req POST "/v1/sandboxes/$sb/exec" '{"cmd": "sleep 32 & echo started"}')
+out=$(field "$(body "$r")" 'repr((j["stdout"], j["exit_code"]))')
+[ "$out" = "('started\\n', 0)" ] && pass "exec: a background child does not hold the reply" ||
+	fail "exec: a background child does not hold the reply" "$r"
+
 r=$(req POST /v1/sandboxes '{"bogus": 1}')
 out=$(field "$(body "$r")" 'j["error"]["code"]')
 [ "$(code "$r")" = 400 ] && [ "$out" = bad_request ] && pass "unknown field: 400" ||
@@ -128,7 +146,7 @@ r=$(req GET "/v1/sandboxes/$sb")
 [ "$(code "$r")" = 404 ] && pass "delete: then 404" || fail "delete: then 404" "$r"
 r=$(req GET "/v1/sandboxes/$sb/logs")
 out=$(field "$(body "$r")" 'repr((j["deleted"], len(j["execs"])))')
-[ "$out" = "(True, 7)" ] && pass "logs: kept after delete" || fail "logs: kept after delete" "$r"
+[ "$out" = "(True, 11)" ] && pass "logs: kept after delete" || fail "logs: kept after delete" "$r"
 sb=
 
 finish

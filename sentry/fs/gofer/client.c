@@ -41,6 +41,7 @@
  * unknown types). Read by gofer_client_msgs() and reported at exit (client_report_stats).
  */
 static uint64_t msg_counts[GOFER_MSG_TYPE_END + 1];
+static uint64_t msg_bytes; /* requests and replies, relaxed atomic */
 static pid_t msg_counts_pid; /* the process that counted: a forked child reports nothing */
 
 /* Room for more FDs than a reply may carry, so that extra ones are received and closed. */
@@ -149,6 +150,11 @@ uint64_t gofer_client_msgs(int type)
 	return sum;
 }
 
+uint64_t gofer_client_bytes(void)
+{
+	return __atomic_load_n(&msg_bytes, __ATOMIC_RELAXED);
+}
+
 /*
  * At exit, with HUSK_GOFER_STATS set in the sentry's environment or HUSK_LOG=debug: one line
  * on stderr with the number of gofer messages sent, in all and by type (for profiling the
@@ -242,6 +248,7 @@ static int rpc(struct gofer_client *c, uint8_t *rbuf, int *fd_out)
 			return -EIO;
 		}
 	}
+	__atomic_add_fetch(&msg_bytes, (uint64_t)iov.iov_len, __ATOMIC_RELAXED);
 
 	iov = (struct iovec){ .iov_base = rbuf, .iov_len = GOFER_MSG_MAX };
 	msg = (struct msghdr){ .msg_iov = &iov,
@@ -257,6 +264,7 @@ static int rpc(struct gofer_client *c, uint8_t *rbuf, int *fd_out)
 		c->broken = true;
 		return -EIO;
 	}
+	__atomic_add_fetch(&msg_bytes, (uint64_t)n, __ATOMIC_RELAXED);
 	nfds = collect_fds(&msg, fds, CLIENT_MAX_FDS);
 	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 		why = "truncated";

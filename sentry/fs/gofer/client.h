@@ -30,6 +30,9 @@ void gofer_client_destroy(struct gofer_client *c);
  * HUSK_GOFER_STATS set (or HUSK_LOG=debug), the totals are logged on stderr at exit.
  */
 uint64_t gofer_client_msgs(int type);
+/* Bytes of messages (requests and replies) every client of this process sent and received. File
+ * data does not count: it goes through donated FDs. */
+uint64_t gofer_client_bytes(void);
 
 /*
  * Attaches to the served root: a directory, or a regular file (the gofer of a file bind mount).
