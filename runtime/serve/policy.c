@@ -48,6 +48,7 @@ static void policy_tick(void)
 		struct sandbox *sb = v[i];
 		double timeout, pause_after, delete_after, idle_for;
 		enum sandbox_state st;
+		bool hibernate;
 		int busy;
 
 		pthread_mutex_lock(&sb->lock);
@@ -57,6 +58,8 @@ static void policy_tick(void)
 		timeout = json_number_value(json_object_get(sb->rec, "timeout_s"));
 		pause_after = idle_num(sb->rec, "pause_after_idle_s");
 		delete_after = idle_num(sb->rec, "delete_after_s");
+		hibernate = json_is_true(
+			json_object_get(json_object_get(sb->rec, "idle"), "hibernate"));
 		idle_for = now - sb->last_active;
 		pthread_mutex_unlock(&sb->lock);
 		if (st == SB_CREATING || st == SB_DELETED)
@@ -69,7 +72,10 @@ static void policy_tick(void)
 		if (st == SB_RUNNING && pause_after > 0 && !busy && idle_for >= pause_after) {
 			struct serve_err e;
 
-			sandbox_set_paused(sb, true, &e);
+			if (hibernate)
+				sandbox_hibernate(sb, &e);
+			else
+				sandbox_set_paused(sb, true, &e);
 		}
 	}
 	sandbox_put_all(v, n);

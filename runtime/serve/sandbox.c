@@ -199,6 +199,9 @@ void sandbox_refresh_state(struct sandbox *sb)
 
 	if (sb->state != SB_RUNNING && sb->state != SB_PAUSED)
 		return;
+	/* A hibernated sandbox has no sentry: its image is in SBDIR/hibernate. */
+	if (sb->state == SB_PAUSED && json_is_true(json_object_get(rec, "hibernated")))
+		return;
 	if (!process_alive(pid, start)) {
 		if (sb->state == SB_RUNNING)
 			sb->wall_active += serve_now() - sb->active_since;
@@ -330,7 +333,7 @@ static json_t *build_config(json_t *req, const char *id, const char *logdir,
 	static const char *const tmpfs_f[] = { "guest", "size_bytes", NULL };
 	static const char *const net_f[] = { "mode", "allow", "deny", NULL };
 	static const char *const idle_f[] = { "pause_after_idle_s", "auto_resume", "delete_after_s",
-					      NULL };
+					      "hibernate", NULL };
 	const char *rootfs = NULL, *bundle = NULL, *tmpl = NULL, *cwd = "/", *s = NULL;
 	json_t *env = NULL, *labels = NULL, *v, *limits, *cfg, *process, *mounts, *ann, *envv;
 	int64_t i64 = 0;
@@ -384,7 +387,8 @@ static json_t *build_config(json_t *req, const char *id, const char *logdir,
 		if (!json_is_null(json_object_get(v, "delete_after_s")) &&
 		    serve_get_number(v, "idle", "delete_after_s", 0, 1e9, &d, e) < 0)
 			return NULL;
-		if (serve_get_bool(v, "idle", "auto_resume", &b, e) < 0)
+		if (serve_get_bool(v, "idle", "auto_resume", &b, e) < 0 ||
+		    serve_get_bool(v, "idle", "hibernate", &b, e) < 0)
 			return NULL;
 	}
 	if ((v = json_object_get(req, "secrets"))) {
@@ -711,8 +715,8 @@ bad:
 /* The record's idle policy with defaults filled in. */
 static json_t *idle_with_defaults(json_t *idle)
 {
-	json_t *o = json_pack("{s:n,s:b,s:n}", "pause_after_idle_s", "auto_resume", 1,
-			      "delete_after_s");
+	json_t *o = json_pack("{s:n,s:b,s:n,s:b}", "pause_after_idle_s", "auto_resume", 1,
+			      "delete_after_s", "hibernate", 0);
 	const char *k;
 	json_t *v;
 
@@ -956,6 +960,8 @@ json_t *sandbox_json(struct sandbox *sb)
 	json_object_set(o, "template",
 			json_object_get(rec, "template") ? json_object_get(rec, "template") :
 							   json_null());
+	json_object_set_new(o, "hibernated",
+			    json_boolean(json_is_true(json_object_get(rec, "hibernated"))));
 	json_object_set_new(
 		o, "usage",
 		json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_user_s",
@@ -1008,6 +1014,22 @@ int sandbox_set_paused(struct sandbox *sb, bool paused, struct serve_err *e)
 			sb->wall_active += serve_now() - sb->active_since;
 			sb->state = SB_PAUSED;
 		}
+	} else if (!paused && sb->state == SB_PAUSED &&
+		   json_is_true(json_object_get(sb->rec, "hibernated"))) {
+		/* Back from its image: a restore under its own id (sandbox_launch), then the image
+		 * goes. */
+		_cleanup_free_ char *image = NULL;
+
+		if (asprintf(&image, "%s/hibernate", sb->dir) < 0)
+			abort();
+		if (sandbox_launch(sb, image, e) < 0) {
+			ret = -1;
+			sb->state = SB_FAILED;
+		} else {
+			serve_rmtree(image);
+			json_object_set_new(sb->rec, "hibernated", json_false());
+			sb->last_active = sb->active_since;
+		}
 	} else if (!paused && sb->state == SB_PAUSED) {
 		if (sandbox_husk(NULL, (const char *const[]){ "resume", sb->id, NULL }) != 0) {
 			serve_err_set(e, 500, "husk resume %s failed", sb->id);
@@ -1020,6 +1042,34 @@ int sandbox_set_paused(struct sandbox *sb, bool paused, struct serve_err *e)
 	}
 	if (ret == 0)
 		sandbox_save(sb);
+	pthread_mutex_unlock(&sb->lock);
+	return ret;
+}
+
+int sandbox_hibernate(struct sandbox *sb, struct serve_err *e)
+{
+	_cleanup_free_ char *image = NULL;
+	int ret = 0;
+
+	if (asprintf(&image, "%s/hibernate", sb->dir) < 0)
+		abort();
+	pthread_mutex_lock(&sb->lock);
+	sandbox_refresh_state(sb);
+	if (sb->state != SB_RUNNING) {
+		serve_err_set(e, 409, "sandbox %s is %s", sb->id, sandbox_state_name(sb->state));
+		ret = -1;
+	} else if (sandbox_husk(NULL, (const char *const[]){ "checkpoint", "--image-path", image,
+							     sb->id, NULL }) != 0) {
+		/* Still running (a checkpoint that fails leaves the sandbox as it was). */
+		serve_rmtree(image);
+		serve_err_set(e, 500, "husk checkpoint %s failed", sb->id);
+		ret = -1;
+	} else {
+		sb->wall_active += serve_now() - sb->active_since;
+		sb->state = SB_PAUSED;
+		json_object_set_new(sb->rec, "hibernated", json_true());
+		sandbox_save(sb);
+	}
 	pthread_mutex_unlock(&sb->lock);
 	return ret;
 }

@@ -173,6 +173,12 @@ int sandbox_husk(const char *logfile, const char *const *args);
 int sandbox_delete(struct sandbox *sb);
 /* Pause or resume; caller holds a reference. Returns 0 or -1 with e set. */
 int sandbox_set_paused(struct sandbox *sb, bool paused, struct serve_err *e);
+/*
+ * Hibernates a running sandbox (idle.hibernate): `husk checkpoint` into SBDIR/hibernate, its
+ * sentry, stubs and gofer gone and their memory freed; it shows as paused with "hibernated"
+ * true, and a resume (or auto_resume) restores it under its own id. 0, or -1 with e set.
+ */
+int sandbox_hibernate(struct sandbox *sb, struct serve_err *e);
 /* Every sandbox (references), for the policy thread and metrics. Free with sandbox_put_all. */
 struct sandbox **sandbox_all(size_t *n);
 void sandbox_put_all(struct sandbox **v, size_t n);

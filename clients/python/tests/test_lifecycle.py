@@ -2,12 +2,13 @@
 """Pause and resume, idle policies (pause after idle, auto-resume, delete after idle),
 snapshots to templates, forks."""
 
+import os
 import uuid
 
 import pytest
 
 import husk
-from conftest import get, not_in_server, put, wait_for
+from conftest import _start_time, footprint, get, not_in_server, put, wait_for
 
 PAUSE = ("POST", "/v1/sandboxes/{id}/pause")
 RESUME = ("POST", "/v1/sandboxes/{id}/resume")
@@ -127,3 +128,30 @@ def test_fork(client):
         finally:
             for k in kids:
                 k.delete()
+
+
+def test_idle_hibernate_frees_the_sandbox_and_auto_resume_restores_it(server, client):
+    with husk.Sandbox.create(client, idle={"pause_after_idle_s": 1, "hibernate": True}) as sb:
+        assert sb.idle["hibernate"] is True and sb.hibernated is False
+        put(sb, "/tmp/before", "written before the hibernation")
+        # A process with state in memory: a shell counting in a variable, saved and restored.
+        sb.exec(cmd="(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) "
+                "</dev/null >/dev/null 2>&1 &").check()
+        fp = footprint(server, sb.id)
+        assert fp["procs"], "no sentry found for %s" % sb.id
+        wait_for(lambda: sb.refresh().state == "paused" and sb.hibernated, 30,
+                 "the idle sandbox to hibernate")
+        # Its sentry and gofer are gone: nothing of it runs, its memory is freed.
+        alive = [(k, pid) for k, pid, start in fp["procs"]
+                 if start is not None and _start_time(pid) == start]
+        assert alive == [], alive
+        image = os.path.join(server.state_dir, "sandboxes", sb.id, "hibernate")
+        assert os.path.getsize(os.path.join(image, "husk-image.pb")) > 0
+        # An exec restores it transparently: files and the counting process are back.
+        r = sb.exec(["cat", "/tmp/before"])
+        assert r.exit_code == 0 and r.stdout == "written before the hibernation", r
+        assert sb.refresh().state == "running" and sb.hibernated is False
+        first = int(get(sb, "/tmp/count"))
+        wait_for(lambda: int(get(sb, "/tmp/count")) > first, 20,
+                 "the counter to go on after the restore")
+        assert not os.path.exists(image)
