@@ -160,9 +160,9 @@ def test_upload_past_a_full_tmpfs_is_507_and_the_server_goes_on(client, files):
         with pytest.raises(husk.HuskError) as e:
             sb.write("/scratch/big", bytes(80 << 20))
         assert (e.value.status, e.value.code) == (507, "insufficient_storage"), e.value
-        # A chunked upload of unknown length too.
+        # A chunked upload of unknown length, of 1 GiB (the figure).
         with pytest.raises(husk.HuskError) as e:
-            sb.write("/scratch/big2", io.BufferedReader(_Zeros(80 << 20), 1 << 20))
+            sb.write("/scratch/big2", io.BufferedReader(_Zeros(1 << 30), 1 << 20))
         assert e.value.status == 507
         # Both sandboxes and the server go on.
         assert client.health()["status"] == "ok"
