@@ -31,8 +31,9 @@ $(ASAN_BUILD)/build.ninja:
 # under AddressSanitizer + UBSan. The last line is the summary of all of them, after one line per
 # platform of the in-husk tests (MESON_OPTS='-Dwerror=true -Dtest_platforms=ptrace' at the first
 # setup of $(BUILD) runs them on ptrace only).
+# The sanitizer build compiles only what the unit tests need.
 check: build $(ASAN_BUILD)/build.ninja
-	ninja -C $(ASAN_BUILD)
+	ninja -C $(ASAN_BUILD) $$(./tools/unit-targets.py $(ASAN_BUILD))
 	./tools/check.sh $(BUILD) $(ASAN_BUILD)
 
 format:

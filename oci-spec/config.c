@@ -47,7 +47,7 @@ static void pop(struct walk *w, size_t saved)
 	w->path[saved] = 0;
 }
 
-static const char *json_kind(const json_t *v)
+const char *oci_json_kind(const json_t *v)
 {
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
@@ -119,7 +119,7 @@ static json_t *member(struct walk *w, json_t *obj, const char *key, json_type wa
 			[JSON_STRING] = "a string",  [JSON_INTEGER] = "an integer",
 			[JSON_REAL] = "a number",    [JSON_TRUE] = "a boolean",
 		};
-		bad(w, key, "expected %s, got %s", names[want], json_kind(v));
+		bad(w, key, "expected %s, got %s", names[want], oci_json_kind(v));
 	}
 	return NULL;
 }
@@ -214,7 +214,7 @@ static int get_strings(struct walk *w, json_t *obj, const char *key, const char 
 	{
 		if (!json_is_string(v)) {
 			push_index(w, i, &saved2);
-			bad(w, NULL, "expected a string, got %s", json_kind(v));
+			bad(w, NULL, "expected a string, got %s", oci_json_kind(v));
 			pop(w, saved2);
 			break;
 		}
@@ -407,7 +407,7 @@ static int parse_user(struct walk *w, json_t *user, struct oci_config *c)
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) > UINT32_MAX)
 			bad(w, NULL, "expected a group id (0 to 4294967295), got %s",
-			    json_is_integer(v) ? "an out-of-range integer" : json_kind(v));
+			    json_is_integer(v) ? "an out-of-range integer" : oci_json_kind(v));
 		pop(w, saved2);
 		if (w->ret)
 			break;
@@ -433,7 +433,7 @@ static int parse_rlimits(struct walk *w, json_t *arr, struct oci_config *c)
 
 		push_index(w, i, &saved);
 		if (!json_is_object(v)) {
-			bad(w, NULL, "expected an object, got %s", json_kind(v));
+			bad(w, NULL, "expected an object, got %s", oci_json_kind(v));
 		} else if (!get_string(w, v, "type", true, &r->name)) {
 			r->resource = oci_rlimit_from_name(r->name);
 			if (r->resource < 0)
@@ -607,7 +607,7 @@ static int parse_mount(struct walk *w, json_t *m, struct oci_mount *out)
 	bool is_bind = false, known = false;
 
 	if (!json_is_object(m))
-		return bad(w, NULL, "expected an object, got %s", json_kind(m));
+		return bad(w, NULL, "expected an object, got %s", oci_json_kind(m));
 	if (get_string(w, m, "destination", true, &out->destination) ||
 	    check_absolute(w, "destination", out->destination) ||
 	    get_string(w, m, "type", false, &out->type) ||
@@ -696,7 +696,7 @@ static int parse_hooks(struct walk *w, json_t *hooks, struct oci_config *c)
 
 			push_index(w, i, &saved2);
 			if (!json_is_object(h))
-				bad(w, NULL, "expected an object, got %s", json_kind(h));
+				bad(w, NULL, "expected an object, got %s", oci_json_kind(h));
 			else if (!get_string(w, h, "path", true, &hk->path) &&
 				 !check_absolute(w, "path", hk->path) &&
 				 !get_strings(w, h, "args", &hk->args, NULL) &&
@@ -733,7 +733,7 @@ static int get_string_map(struct walk *w, json_t *obj, const char *key, struct o
 	json_object_foreach(map, k, v)
 	{
 		if (!json_is_string(v)) {
-			bad(w, k, "expected a string, got %s", json_kind(v));
+			bad(w, k, "expected a string, got %s", oci_json_kind(v));
 			break;
 		}
 		(*out)[*n].key = k;
@@ -809,7 +809,7 @@ static int parse_seccomp_args(struct walk *w, json_t *arr, struct oci_seccomp_ru
 
 		push_index(w, i, &saved);
 		if (!json_is_object(a)) {
-			bad(w, NULL, "expected an object, got %s", json_kind(a));
+			bad(w, NULL, "expected an object, got %s", oci_json_kind(a));
 		} else if (!get_int(w, a, "index", 0, 5, &idx, &present) &&
 			   !get_u64(w, a, "value", &arg->value, NULL) &&
 			   !get_u64(w, a, "valueTwo", &arg->value_two, NULL) &&
@@ -888,7 +888,7 @@ static int parse_seccomp(struct walk *w, json_t *s, struct oci_config *c)
 		push_index(w, i, &saved2);
 		rule->errno_ret = EPERM;
 		if (!json_is_object(r)) {
-			bad(w, NULL, "expected an object, got %s", json_kind(r));
+			bad(w, NULL, "expected an object, got %s", oci_json_kind(r));
 		} else if (!get_strings(w, r, "names", &rule->names, NULL) &&
 			   !seccomp_action(w, r, "action", true, &rule->action)) {
 			if (!rule->names)
@@ -931,7 +931,7 @@ static int parse_namespaces(struct walk *w, json_t *arr, struct oci_config *c)
 
 		push_index(w, i, &saved);
 		if (!json_is_object(v)) {
-			bad(w, NULL, "expected an object, got %s", json_kind(v));
+			bad(w, NULL, "expected an object, got %s", oci_json_kind(v));
 		} else if (!get_string(w, v, "type", true, &ns->type) &&
 			   !get_string(w, v, "path", false, &ns->path) &&
 			   !check_absolute(w, "path", ns->path)) {
@@ -1002,7 +1002,8 @@ static int parse_document(struct walk *w, json_t *doc, struct oci_config *c)
 	size_t saved;
 
 	if (!json_is_object(doc))
-		return bad(w, NULL, "expected an object at the top level, got %s", json_kind(doc));
+		return bad(w, NULL, "expected an object at the top level, got %s",
+			   oci_json_kind(doc));
 	if (get_string(w, doc, "ociVersion", true, &c->oci_version))
 		return w->ret;
 	if (strncmp(c->oci_version, "1.", 2) != 0)

@@ -242,6 +242,10 @@ const char *oci_cap_name(int cap);
 /* Number of capabilities oci_cap_name knows (CAP_LAST_CAP + 1 of this build). */
 int oci_cap_count(void);
 
+/* "an object", "an array", "a string", ... for a JSON value, as error messages name it. */
+struct json_t;
+const char *oci_json_kind(const struct json_t *v);
+
 /* The runtime-spec name of a hook kind ("prestart", "createRuntime", ...). */
 const char *oci_hook_kind_name(enum oci_hook_kind kind);
 

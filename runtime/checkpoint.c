@@ -63,27 +63,6 @@ static int make_dir(const char *path)
 	return 0;
 }
 
-static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 2)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-
-	memset(&u, 0, sizeof(u));
-	mh.msg_control = u.buf;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /*
  * The reason a checkpoint failed, in WORK/dump.log: where runc's CRIU logs, and the file the
  * containerd shim names in its error (it copies it into the bundle). Best effort.
@@ -224,7 +203,7 @@ int cmd_checkpoint(int argc, char **argv)
 				       strerror(-sock));
 			goto out;
 		}
-		ret = send_with_fds(sock, msg, sizeof(msg), fds, 2);
+		ret = control_send_fds(sock, msg, sizeof(msg), fds, 2);
 		if (ret == 0)
 			ret = control_recv(sock, CONTROL_CHECKPOINT_REPLY, &r, sizeof(r));
 		if (ret < 0) {

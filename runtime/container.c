@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "oci-spec/state.h"
 #include "runtime/oci.h"
 
@@ -167,25 +168,6 @@ bool process_alive(pid_t pid, uint64_t start)
 	return st && st != 'Z' && st != 'X';
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int lock_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -208,7 +190,7 @@ int container_create_dir(const char *id, struct container *c)
 
 	memset(c, 0, sizeof(*c));
 	c->lock_fd = -1;
-	ret = mkdir_p(oci_g.root, 0711);
+	ret = husk_mkdir_p(oci_g.root, 0711);
 	if (ret < 0)
 		return ret;
 	if (asprintf(&c->dir, "%s/%s", oci_g.root, id) < 0)

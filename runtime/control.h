@@ -264,5 +264,12 @@ int control_recv(int sock, uint16_t op, void *payload, size_t len);
  * CONTROL_REPLY. Returns the reply's err (0 or -errno from the sentry) or -errno.
  */
 int control_call(const char *path, const void *msg, size_t len);
+/* Sends msg with nfds (at most CONTROL_MAX_FDS) fds over sock. Returns 0 or -errno. */
+int control_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds);
+/*
+ * Asks the sentry at path for its process list (CONTROL_PS). Returns the count and *out
+ * (malloc'd, one zeroed entry past the end) or -errno.
+ */
+int control_fetch_ps(const char *path, struct control_ps_entry **out);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The husk side of the control socket: one request, one reply (runtime/control.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -65,4 +66,66 @@ int control_call(const char *path, const void *msg, size_t len)
 		return -errno;
 	ret = control_recv(sock, CONTROL_REPLY, &r, sizeof(r));
 	return ret < 0 ? ret : r.err;
+}
+
+int control_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (nfds < 1 || nfds > CONTROL_MAX_FDS)
+		return -EINVAL;
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int control_fetch_ps(const char *path, struct control_ps_entry **out)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_PS };
+	struct control_ps_reply r;
+	size_t max = sizeof(h) + sizeof(r) + CONTROL_PS_MAX * sizeof(struct control_ps_entry);
+	_cleanup_free_ char *buf = malloc(max);
+	_cleanup_close_ int sock = -1;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	sock = control_dial(path);
+	if (sock < 0)
+		return sock;
+	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
+		return -errno;
+	do
+		n = recv(sock, buf, max, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(h) + sizeof(r))
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.magic != CONTROL_MAGIC || h.op != CONTROL_PS_REPLY || r.n > CONTROL_PS_MAX ||
+	    (size_t)n != sizeof(h) + sizeof(r) + r.n * sizeof(struct control_ps_entry))
+		return -EPROTO;
+	if (r.err < 0)
+		return r.err;
+	*out = calloc(r.n + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, buf + sizeof(h) + sizeof(r), r.n * sizeof(struct control_ps_entry));
+	return (int)r.n;
 }

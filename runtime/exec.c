@@ -133,28 +133,6 @@ static int load_process(const char *file, struct exec_proc *p)
 	return 0;
 }
 
-/* Sends msg with fds over sock. Returns 0 or -errno. */
-static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	memset(&cbuf, 0, sizeof(cbuf));
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /* husk's exit status for a wait status: the code, or 128+N after signal N. */
 static int exit_code(int status)
 {
@@ -607,7 +585,7 @@ int cmd_exec(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < p.e.npreserve; i++)
 		fds[nfds++] = 3 + (int)i;
-	ret = send_with_fds(sock, msg, len, fds, nfds);
+	ret = control_send_fds(sock, msg, len, fds, nfds);
 	if (slave >= 0)
 		close(slave);
 	if (ret < 0)

@@ -20,47 +20,6 @@
 #include "runtime/control.h"
 #include "runtime/oci.h"
 
-/* Asks the sentry at sock_path for its process list. Returns the count (*out malloc'd). */
-static int fetch_processes(const char *sock_path, struct control_ps_entry **out)
-{
-	struct control_hdr h = { .magic = CONTROL_MAGIC,
-				 .version = CONTROL_VERSION,
-				 .op = CONTROL_PS };
-	size_t max = sizeof(h) + sizeof(struct control_ps_reply) +
-		     CONTROL_PS_MAX * sizeof(struct control_ps_entry);
-	_cleanup_free_ char *buf = malloc(max);
-	_cleanup_close_ int sock = -1;
-	struct control_ps_reply r;
-	ssize_t n;
-
-	if (!buf)
-		return -ENOMEM;
-	sock = control_dial(sock_path);
-	if (sock < 0)
-		return sock;
-	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
-		return -errno;
-	do
-		n = recv(sock, buf, max, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n < sizeof(h) + sizeof(r))
-		return -EPROTO;
-	memcpy(&h, buf, sizeof(h));
-	memcpy(&r, buf + sizeof(h), sizeof(r));
-	if (h.magic != CONTROL_MAGIC || h.op != CONTROL_PS_REPLY || r.n > CONTROL_PS_MAX ||
-	    (size_t)n != sizeof(h) + sizeof(r) + r.n * sizeof(struct control_ps_entry))
-		return -EPROTO;
-	if (r.err < 0)
-		return r.err;
-	*out = calloc(r.n + 1, sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	memcpy(*out, buf + sizeof(h) + sizeof(r), r.n * sizeof(struct control_ps_entry));
-	return (int)r.n;
-}
-
 int cmd_ps(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -104,7 +63,7 @@ int cmd_ps(int argc, char **argv)
 			started = now.tv_sec - (time_t)up + (time_t)(c.pid_start / (uint64_t)hz);
 	}
 	container_release(&c);
-	n = sock_path ? fetch_processes(sock_path, &ps) : -ENOMEM;
+	n = sock_path ? control_fetch_ps(sock_path, &ps) : -ENOMEM;
 	if (n < 0)
 		return oci_fail("ps: asking the sandbox: %s", strerror(-n));
 	if (json) {

@@ -11,7 +11,7 @@ echo "== tests ($build)"
 meson test -C "$build" --print-errorlogs --num-processes 2 || status=1
 echo "== unit tests under AddressSanitizer + UBSan ($asan)"
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	meson test -C "$asan" --suite unit --print-errorlogs --num-processes 2 || status=1
+	meson test -C "$asan" --no-rebuild --suite unit --print-errorlogs --num-processes 2 || status=1
 echo "== format"
 if command -v clang-format >/dev/null && git rev-parse --git-dir >/dev/null 2>&1; then
 	if git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror >/tmp/husk-format.log 2>&1; then
@@ -24,8 +24,8 @@ else
 	fmt_ok=1
 fi
 
-echo "== fuzz: the gofer's message dispatcher for ${HUSK_FUZZ_SECONDS:-60} s"
-if FUZZ_BUILD_DIR="$build/fuzz" ./tests/fuzz/gofer/run.sh "${HUSK_FUZZ_SECONDS:-60}" >"$build/fuzz.log" 2>&1; then
+echo "== fuzz: the gofer's message dispatcher for ${HUSK_FUZZ_SECONDS:-30} s"
+if FUZZ_BUILD_DIR="$build/fuzz" ./tests/fuzz/gofer/run.sh "${HUSK_FUZZ_SECONDS:-30}" >"$build/fuzz.log" 2>&1; then
 	fuzz_ok=1
 	grep -E '^stat::number_of_executed_units' "$build/fuzz.log" || true
 else

@@ -417,27 +417,6 @@ static json_t *stderr_tail(struct exec_run *r)
 
 /* --- talking to the sentry --- */
 
-static int send_with_fds(int sock, const void *msg, size_t len, const int *fds, int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 3)];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	memset(&cbuf, 0, sizeof(cbuf));
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /* The sandbox's default environment, with env (an object, may be NULL) over it. */
 static char **build_env(struct sandbox *sb, json_t *env)
 {
@@ -532,7 +511,7 @@ int exec_start(struct sandbox *sb, const struct exec_spec *s, bool want_stdin, i
 	fds[0] = pin[0];
 	fds[1] = pout[1];
 	fds[2] = perr[1];
-	ret = send_with_fds(c, msg, len, fds, 3);
+	ret = control_send_fds(c, msg, len, fds, 3);
 	if (ret < 0)
 		goto out_close;
 	ret = control_recv(c, CONTROL_REPLY, &rep, sizeof(rep));
@@ -573,43 +552,6 @@ int exec_wait(int sock)
 	return ret < 0 ? ret : ex.status;
 }
 
-/* The guest's process list (CONTROL_PS). Returns the count and *out (malloc'd), or -errno. */
-static int guest_ps(const char *path, struct control_ps_entry **out)
-{
-	struct control_hdr h = { .magic = CONTROL_MAGIC,
-				 .version = CONTROL_VERSION,
-				 .op = CONTROL_PS };
-	struct control_ps_reply r;
-	size_t max = sizeof(h) + sizeof(r) + CONTROL_PS_MAX * sizeof(struct control_ps_entry);
-	_cleanup_free_ char *buf = malloc(max);
-	_cleanup_close_ int sock = control_dial(path);
-	ssize_t n;
-
-	if (!buf)
-		return -ENOMEM;
-	if (sock < 0)
-		return sock;
-	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
-		return -errno;
-	do
-		n = recv(sock, buf, max, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < (ssize_t)(sizeof(h) + sizeof(r)))
-		return -EPROTO;
-	memcpy(&h, buf, sizeof(h));
-	memcpy(&r, buf + sizeof(h), sizeof(r));
-	if (h.magic != CONTROL_MAGIC || h.op != CONTROL_PS_REPLY || r.n > CONTROL_PS_MAX ||
-	    (size_t)n != sizeof(h) + sizeof(r) + r.n * sizeof(struct control_ps_entry))
-		return -EPROTO;
-	if (r.err < 0)
-		return r.err;
-	*out = malloc(r.n * sizeof(**out) + 1);
-	if (!*out)
-		return -ENOMEM;
-	memcpy(*out, buf + sizeof(h) + sizeof(r), r.n * sizeof(**out));
-	return (int)r.n;
-}
-
 void exec_kill(struct sandbox *sb, int pid)
 {
 	_cleanup_free_ char *path = sandbox_control_path(sb);
@@ -623,7 +565,7 @@ void exec_kill(struct sandbox *sb, int pid)
 	 * The process and its descendants (a shell's children would live on, holding the
 	 * pipes): found through their parents while the process still stands, then killed, it first.
 	 */
-	n = guest_ps(path, &ps);
+	n = control_fetch_ps(path, &ps);
 	tree = malloc(sizeof(int) * (size_t)(n > 0 ? n + 1 : 1));
 	if (tree) {
 		tree[ntree++] = pid;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "oci-spec/config.h"
 #include "runtime/serve/serve.h"
 
 void serve_err_set(struct serve_err *e, unsigned status, const char *fmt, ...)
@@ -80,34 +81,13 @@ int serve_check_fields(json_t *obj, const char *where, const char *const *allowe
 	return 0;
 }
 
-static const char *type_name(json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 static int type_error(json_t *v, const char *where, const char *key, const char *want,
 		      struct serve_err *e)
 {
 	char name[256];
 
 	field_name(name, sizeof(name), where, key);
-	serve_err_set(e, 400, "field \"%s\": expected %s, got %s", name, want, type_name(v));
+	serve_err_set(e, 400, "field \"%s\": expected %s, got %s", name, want, oci_json_kind(v));
 	return -1;
 }
 
@@ -289,25 +269,6 @@ int serve_write_json(const char *path, json_t *v)
 	if (json_dump_file(v, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) < 0)
 		return -EIO;
 	if (rename(tmp, path) < 0)
-		return -errno;
-	return 0;
-}
-
-int serve_mkdirs(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
 }

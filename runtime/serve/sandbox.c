@@ -26,6 +26,7 @@
 #include "runtime/control.h"
 #include "runtime/oci.h"
 #include "runtime/serve/gateway.h"
+#include "common/fsutil.h"
 #include "runtime/serve/serve.h"
 #include "sentry/net/bpf/netbpf.h"
 #include "sentry/net/gateway.h"
@@ -876,8 +877,8 @@ static struct sandbox *sandbox_create(json_t *req, json_t *labels_override, cons
 	serve.creations++;
 	pthread_mutex_unlock(&serve.lock);
 
-	if (serve_mkdirs(sb->logdir, 0700) < 0 || serve_mkdirs(sb->dir, 0700) < 0 ||
-	    asprintf(&cfgpath, "%s/bundle", sb->dir) < 0 || serve_mkdirs(cfgpath, 0700) < 0) {
+	if (husk_mkdir_p(sb->logdir, 0700) < 0 || husk_mkdir_p(sb->dir, 0700) < 0 ||
+	    asprintf(&cfgpath, "%s/bundle", sb->dir) < 0 || husk_mkdir_p(cfgpath, 0700) < 0) {
 		serve_err_set(e, 500, "%s: cannot make the sandbox's folders", sb->dir);
 		goto fail;
 	}
@@ -1112,8 +1113,8 @@ int sandbox_registry_load(void)
 
 	if (asprintf(&dir, "%s/sandboxes", serve.state_dir) < 0)
 		return -ENOMEM;
-	serve_mkdirs(dir, 0700);
-	serve_mkdirs(serve.oci_root, 0700);
+	husk_mkdir_p(dir, 0700);
+	husk_mkdir_p(serve.oci_root, 0700);
 	d = opendir(dir);
 	if (!d)
 		return -errno;

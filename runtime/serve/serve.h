@@ -141,8 +141,6 @@ int serve_check_guest_path(const char *p, struct serve_err *e);
 void serve_new_id(const char *prefix, char *buf, size_t size);
 /* Writes a JSON value to path atomically (path.tmp, then rename). Returns 0 or -errno. */
 int serve_write_json(const char *path, json_t *v);
-/* mkdir -p. Returns 0 or -errno. */
-int serve_mkdirs(const char *path, mode_t mode);
 /* rm -rf. Returns 0 or -errno. */
 int serve_rmtree(const char *path);
 

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "runtime/runtime.h"
 #include "runtime/serve/gateway.h"
+#include "common/fsutil.h"
 #include "runtime/serve/serve.h"
 
 #ifndef HUSK_VERSION
@@ -330,7 +331,7 @@ static int listen_unix(const char *path)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		serve_mkdirs(dir, 0755);
+		husk_mkdir_p(dir, 0755);
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -659,7 +660,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_mutex_init(&serve.lock, NULL);
 	serve.state_dir = realpath(state_dir, NULL);
 	if (!serve.state_dir) {
-		ret = serve_mkdirs(state_dir, 0700);
+		ret = husk_mkdir_p(state_dir, 0700);
 		serve.state_dir = realpath(state_dir, NULL);
 		if (!serve.state_dir) {
 			fprintf(stderr, "husk serve: --state-dir %s: %s\n", state_dir,

@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "runtime/serve/serve.h"
 #include "sentry/state/names.h"
 
@@ -77,7 +78,7 @@ static int checkpoint_into(struct sandbox *sb, const char *dir, struct serve_err
 	_cleanup_free_ char *logfile = NULL;
 	int ret;
 
-	if (serve_mkdirs(dir, 0700) < 0) {
+	if (husk_mkdir_p(dir, 0700) < 0) {
 		serve_err_set(e, 500, "%s: cannot make it", dir);
 		return -1;
 	}
