@@ -40,17 +40,10 @@ for tool in openssl ip /bin/busybox $PY; do
 		finish
 	fi
 done
-if ! ip netns add "$CLI" 2>/dev/null || ! ip netns add "$SRV" 2>/dev/null; then
+if ! netns_pair "$CLI" "$SRV" "hg$$" 10.250.0.1/30 10.250.0.2/30; then
 	echo "# skip: cannot create network namespaces (needs root and CONFIG_NET_NS)"
 	finish
 fi
-ip -n "$CLI" link set lo up
-ip -n "$SRV" link set lo up
-ip link add "hgc$$" netns "$CLI" type veth peer name "hgs$$" netns "$SRV"
-ip -n "$CLI" addr add 10.250.0.1/30 dev "hgc$$"
-ip -n "$SRV" addr add 10.250.0.2/30 dev "hgs$$"
-ip -n "$CLI" link set "hgc$$" up
-ip -n "$SRV" link set "hgs$$" up
 
 # --- a CA and a certificate for api.test ---
 (

@@ -72,6 +72,24 @@ expect_sentry_platform() {
 	esac
 }
 
+# netns_pair CLI SRV DEV CLI_ADDR SRV_ADDR: two network namespaces with loopback up, joined by a
+# veth pair (DEVc in CLI, DEVs in SRV) with the CIDR addresses CLI_ADDR and SRV_ADDR.
+# Returns 1 (nothing made) where namespaces cannot be created. The caller deletes them.
+netns_pair() {
+	ip netns add "$1" 2>/dev/null || return 1
+	if ! ip netns add "$2" 2>/dev/null; then
+		ip netns del "$1"
+		return 1
+	fi
+	ip -n "$1" link set lo up
+	ip -n "$2" link set lo up
+	ip link add "${3}c" netns "$1" type veth peer name "${3}s" netns "$2"
+	ip -n "$1" addr add "$4" dev "${3}c"
+	ip -n "$2" addr add "$5" dev "${3}s"
+	ip -n "$1" link set "${3}c" up
+	ip -n "$2" link set "${3}s" up
+}
+
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]

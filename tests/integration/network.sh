@@ -62,19 +62,12 @@ fi
 
 # --- namespaces ---
 
-if ! ip netns add "$CLI" 2>/dev/null || ! ip netns add "$SRV" 2>/dev/null; then
+if ! netns_pair "$CLI" "$SRV" "hn$$" 203.0.113.1/24 203.0.113.10/24; then
 	echo "# skip: cannot create network namespaces (needs root and CONFIG_NET_NS)"
 	finish
 fi
-ip -n "$CLI" link set lo up
-ip -n "$SRV" link set lo up
-ip link add "hnc$$" netns "$CLI" type veth peer name "hns$$" netns "$SRV"
-ip -n "$CLI" addr add 203.0.113.1/24 dev "hnc$$"
-ip -n "$SRV" addr add 203.0.113.10/24 dev "hns$$"
-ip -n "$SRV" addr add 169.254.169.254/32 dev "hns$$"
-ip -n "$CLI" link set "hnc$$" up
-ip -n "$SRV" link set "hns$$" up
-ip -n "$CLI" route add 169.254.169.254/32 dev "hnc$$"
+ip -n "$SRV" addr add 169.254.169.254/32 dev "hn$$s"
+ip -n "$CLI" route add 169.254.169.254/32 dev "hn$$c"
 
 mkdir -p "$work/srv" "$work/meta" "$work/local"
 echo "test host" >"$work/srv/index.html"

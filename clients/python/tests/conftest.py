@@ -54,6 +54,20 @@ def wait_for(pred, timeout=10.0, what="the condition"):
         delay = min(delay * 2, 0.2)
 
 
+def wait_deleted(client, sb_id, timeout, what):
+    """Waits until the server answers 404 for sandbox sb_id (any other error fails the test)."""
+
+    def gone():
+        try:
+            client.sandbox(sb_id)
+            return False
+        except husk.HuskError as e:
+            assert e.status == 404
+            return True
+
+    wait_for(gone, timeout, what)
+
+
 # --- checking replies against docs/api.yaml ---
 
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 import husk
-from conftest import _start_time, footprint, get, not_in_server, put, wait_for
+from conftest import _start_time, footprint, get, not_in_server, put, wait_deleted, wait_for
 
 PAUSE = ("POST", "/v1/sandboxes/{id}/pause")
 RESUME = ("POST", "/v1/sandboxes/{id}/resume")
@@ -60,15 +60,7 @@ def test_idle_pause_and_auto_resume_by_a_files_call(client, files):
 def test_idle_delete_after(client):
     sb = husk.Sandbox.create(client, idle={"delete_after_s": 1})
 
-    def gone():
-        try:
-            client.sandbox(sb.id)
-            return False
-        except husk.HuskError as e:
-            assert e.status == 404
-            return True
-
-    wait_for(gone, 20, "the idle sandbox to be deleted")
+    wait_deleted(client, sb.id, 20, "the idle sandbox to be deleted")
 
 
 @not_in_server(SNAPSHOT, TEMPLATES, DELETE_TEMPLATE)

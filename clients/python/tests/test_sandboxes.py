@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 import husk
-from conftest import assert_gone, footprint, wait_for
+from conftest import assert_gone, footprint, wait_deleted, wait_for
 
 
 def test_create_get_list_delete_leaves_nothing(server, client):
@@ -149,15 +149,7 @@ def test_timeout_s_deletes_the_sandbox(client):
     sb = husk.Sandbox.create(client, timeout_s=1)
     assert sb.timeout_s == 1
 
-    def gone():
-        try:
-            client.sandbox(sb.id)
-            return False
-        except husk.HuskError as e:
-            assert e.status == 404
-            return True
-
-    wait_for(gone, 20, "the sandbox to be deleted by its timeout_s")
+    wait_deleted(client, sb.id, 20, "the sandbox to be deleted by its timeout_s")
 
 
 def test_idle_defaults_are_in_the_sandbox_object(client):
