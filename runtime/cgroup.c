@@ -230,12 +230,26 @@ static void v2_enable(const char *mnt, const char *dir, const char *const *ctls)
 	}
 }
 
-/* In pure v2, enables the controllers in every ancestor's subtree_control (best effort). */
-static void v2_enable_controllers(const char *dir)
+/*
+ * In pure v2, enables memory, pids and cpu in every ancestor's subtree_control (best effort), and
+ * cpuset, io and hugetlb too when the resources ask for them (only then: a controller enabled
+ * stays enabled in the shared ancestors).
+ */
+static void v2_enable_controllers(const char *dir, const struct oci_resources *r)
 {
-	static const char *const ctls[] = { "+memory", "+pids",	   "+cpu", "+cpuset",
-					    "+io",     "+hugetlb", NULL };
+	const char *ctls[7] = { "+memory", "+pids", "+cpu" };
+	int n = 3;
+	bool blkio = r->set & (OCI_RES_BLKIO_WEIGHT | OCI_RES_BLKIO_LEAF_WEIGHT);
 
+	for (int k = 0; k < OCI_BLKIO_NLISTS; k++)
+		blkio |= r->nblkio[k] > 0;
+	if ((r->cpuset_cpus && *r->cpuset_cpus) || (r->cpuset_mems && *r->cpuset_mems))
+		ctls[n++] = "+cpuset";
+	if (blkio)
+		ctls[n++] = "+io";
+	if (r->nhugepages)
+		ctls[n++] = "+hugetlb";
+	ctls[n] = NULL;
 	v2_enable(CGROUP_ROOT, dir, ctls);
 }
 
@@ -522,7 +536,11 @@ static void apply_other(struct apply *a, const struct oci_resources *r)
 static int cgroup_apply(const char *path, const struct oci_resources *r)
 {
 	struct apply a = { .path = path, .v2 = is_pure_v2() };
+	char dir[600];
 
+	/* An update may name a controller create did not need. */
+	if (a.v2 && ctl_path("unified", path, dir, sizeof(dir)))
+		v2_enable_controllers(dir, r);
 	apply_memory(&a, r);
 	apply_cpu(&a, r);
 	apply_blkio(&a, r);
@@ -591,7 +609,7 @@ int cgroup_create(const char *path, const struct oci_config *cfg)
 			return ret;
 		}
 		if (h[i].v2 && is_pure_v2())
-			v2_enable_controllers(dir);
+			v2_enable_controllers(dir, &cfg->resources);
 	}
 	ret = cgroup_apply(path, &cfg->resources);
 	if (ret == 0)
