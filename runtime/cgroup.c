@@ -272,6 +272,7 @@ static int64_t host_memory_limit(int64_t memory)
 struct apply {
 	const char *path;
 	bool v2; /* pure v2: every file is in the one hierarchy */
+	bool best_effort; /* a failed write is a warning */
 	int err;
 };
 
@@ -298,6 +299,9 @@ apply(struct apply *a, const char *ctl, const char *file, const char *fmt, ...)
 	ret = write_file(dir, file, val);
 	if (ret == -ENOENT) {
 		oci_warn("cgroup %s has no %s: %s is not applied on the host", dir, file, val);
+	} else if (ret < 0 && a->best_effort) {
+		oci_warn("cgroup %s/%s: writing \"%s\": %s (not applied)", dir, file, val,
+			 strerror(-ret));
 	} else if (ret < 0) {
 		oci_fail("cgroup %s/%s: writing \"%s\": %s", dir, file, val, strerror(-ret));
 		if (!a->err)
@@ -363,7 +367,9 @@ static void apply_memory(struct apply *a, const struct oci_resources *r)
 		if (has_swap && memsw_ok)
 			apply(a, "memory", "memory.memsw.limit_in_bytes", "%lld",
 			      (long long)(memsw < 0 ? -1 : memsw));
-		else if (has_swap && r->memory_swap >= 0)
+		else if (has_swap && r->memory_swap >= 0 &&
+			 !(has_limit && r->memory_swap == r->memory_limit))
+			/* (swap equal to the limit, Kubernetes' "no swap", needs nothing) */
 			oci_warn("no swap accounting (memory.memsw.limit_in_bytes): "
 				 "memory.swap is not applied on the host");
 	}
@@ -373,12 +379,18 @@ static void apply_memory(struct apply *a, const struct oci_resources *r)
 	if (r->set & OCI_RES_MEMORY_SWAPPINESS)
 		apply(a, "memory", "memory.swappiness", "%llu",
 		      (unsigned long long)r->memory_swappiness);
-	if (r->set & OCI_RES_MEMORY_KERNEL)
-		apply(a, "memory", "memory.kmem.limit_in_bytes", "%lld",
-		      (long long)r->memory_kernel);
-	if (r->set & OCI_RES_MEMORY_KERNEL_TCP)
-		apply(a, "memory", "memory.kmem.tcp.limit_in_bytes", "%lld",
-		      (long long)r->memory_kernel_tcp);
+	/* Kernel memory limits are deprecated (newer kernels refuse them, runc ignores
+	 * kernel): best effort, a warning when the host will not take them. */
+	if (r->set & (OCI_RES_MEMORY_KERNEL | OCI_RES_MEMORY_KERNEL_TCP)) {
+		struct apply k = { .path = a->path, .v2 = a->v2, .best_effort = true };
+
+		if (r->set & OCI_RES_MEMORY_KERNEL)
+			apply(&k, "memory", "memory.kmem.limit_in_bytes", "%lld",
+			      (long long)r->memory_kernel);
+		if (r->set & OCI_RES_MEMORY_KERNEL_TCP)
+			apply(&k, "memory", "memory.kmem.tcp.limit_in_bytes", "%lld",
+			      (long long)r->memory_kernel_tcp);
+	}
 }
 
 static void apply_cpu(struct apply *a, const struct oci_resources *r)
