@@ -744,41 +744,272 @@ static int get_string_map(struct walk *w, json_t *obj, const char *key, struct o
 	return w->ret;
 }
 
-static int parse_resources(struct walk *w, json_t *r, struct oci_config *c)
+/* blockIO's device lists: [{major, minor, weight|rate[, leafWeight]}]. */
+static int parse_blkio_devices(struct walk *w, json_t *bio, const char *key, bool weights,
+			       struct oci_blkio_device **out, size_t *n)
 {
-	json_t *mem, *pids, *cpu;
+	json_t *arr = member(w, bio, key, JSON_ARRAY);
+	size_t saved, saved2, i;
+	json_t *d;
+
+	if (w->ret || !arr)
+		return w->ret;
+	*out = calloc(json_array_size(arr) + 1, sizeof(**out));
+	if (!*out)
+		return oom(w);
+	push_key(w, key, &saved);
+	json_array_foreach(arr, i, d)
+	{
+		struct oci_blkio_device *dev = &(*out)[*n];
+		long long v;
+		bool present;
+
+		push_index(w, i, &saved2);
+		if (!json_is_object(d)) {
+			bad(w, NULL, "expected an object, got %s", oci_json_kind(d));
+		} else if (!get_int(w, d, "major", 0, UINT32_MAX, &v, &present)) {
+			if (!present)
+				bad(w, "major", "required");
+			dev->major = v;
+			if (!w->ret && !get_int(w, d, "minor", 0, UINT32_MAX, &v, &present)) {
+				if (!present)
+					bad(w, "minor", "required");
+				dev->minor = v;
+			}
+			if (weights) {
+				if (!w->ret && !get_int(w, d, "weight", 10, 1000, &v, &present) &&
+				    present) {
+					dev->value = (uint64_t)v;
+					dev->has_value = true;
+				}
+				if (!w->ret &&
+				    !get_int(w, d, "leafWeight", 10, 1000, &v, &present) && present)
+					dev->leaf_weight = (uint64_t)v;
+			} else if (!w->ret) {
+				get_u64(w, d, "rate", &dev->value, &dev->has_value);
+				if (!w->ret && !dev->has_value)
+					bad(w, "rate", "required");
+			}
+		}
+		pop(w, saved2);
+		if (w->ret)
+			break;
+		(*n)++;
+	}
+	pop(w, saved);
+	return w->ret;
+}
+
+static int parse_resources_into(struct walk *w, json_t *r, struct oci_resources *res)
+{
+	static const char *const blkio_keys[OCI_BLKIO_NLISTS] = {
+		[OCI_BLKIO_WEIGHT_DEVICE] = "weightDevice",
+		[OCI_BLKIO_READ_BPS] = "throttleReadBpsDevice",
+		[OCI_BLKIO_WRITE_BPS] = "throttleWriteBpsDevice",
+		[OCI_BLKIO_READ_IOPS] = "throttleReadIOPSDevice",
+		[OCI_BLKIO_WRITE_IOPS] = "throttleWriteIOPSDevice",
+	};
+	json_t *mem, *pids, *cpu, *bio, *hp, *net, *e;
 	long long v;
 	bool present;
-	size_t saved;
+	size_t saved, saved2, i;
 
+#define RES_INT(obj, key, min, field, bit)                                            \
+	do {                                                                          \
+		if (!get_int(w, obj, key, min, LLONG_MAX, &v, &present) && present) { \
+			res->field = v;                                               \
+			res->set |= bit;                                              \
+		}                                                                     \
+	} while (0)
 	mem = member(w, r, "memory", JSON_OBJECT);
 	if (mem) {
 		push_key(w, "memory", &saved);
-		if (!get_int(w, mem, "limit", -1, LLONG_MAX, &v, &present) && present)
-			c->memory_limit = v;
-		if (!get_int(w, mem, "reservation", -1, LLONG_MAX, &v, &present) && present)
-			c->memory_reservation = v;
-		if (!get_int(w, mem, "swap", -1, LLONG_MAX, &v, &present) && present)
-			c->memory_swap = v;
+		RES_INT(mem, "limit", -1, memory_limit, OCI_RES_MEMORY_LIMIT);
+		RES_INT(mem, "reservation", -1, memory_reservation, OCI_RES_MEMORY_RESERVATION);
+		RES_INT(mem, "swap", -1, memory_swap, OCI_RES_MEMORY_SWAP);
+		RES_INT(mem, "kernel", -1, memory_kernel, OCI_RES_MEMORY_KERNEL);
+		RES_INT(mem, "kernelTCP", -1, memory_kernel_tcp, OCI_RES_MEMORY_KERNEL_TCP);
+		if (!get_int(w, mem, "swappiness", 0, 100, &v, &present) && present) {
+			res->memory_swappiness = (uint64_t)v;
+			res->set |= OCI_RES_MEMORY_SWAPPINESS;
+		}
 		pop(w, saved);
 	}
 	pids = member(w, r, "pids", JSON_OBJECT);
 	if (pids) {
 		push_key(w, "pids", &saved);
-		if (!get_int(w, pids, "limit", LLONG_MIN, LLONG_MAX, &v, &present) && present)
-			c->pids_limit = v <= 0 ? -1 : v;
+		if (!get_int(w, pids, "limit", LLONG_MIN, LLONG_MAX, &v, &present) && present) {
+			res->pids_limit = v <= 0 ? -1 : v;
+			res->set |= OCI_RES_PIDS_LIMIT;
+		}
 		pop(w, saved);
 	}
 	cpu = member(w, r, "cpu", JSON_OBJECT);
 	if (cpu) {
 		push_key(w, "cpu", &saved);
-		get_u64(w, cpu, "shares", &c->cpu_shares, NULL);
-		if (!get_int(w, cpu, "quota", -1, LLONG_MAX, &v, &present) && present)
-			c->cpu_quota = v;
-		get_u64(w, cpu, "period", &c->cpu_period, NULL);
+		RES_INT(cpu, "shares", 0, cpu_shares, OCI_RES_CPU_SHARES);
+		RES_INT(cpu, "quota", -1, cpu_quota, OCI_RES_CPU_QUOTA);
+		RES_INT(cpu, "period", 0, cpu_period, OCI_RES_CPU_PERIOD);
+		RES_INT(cpu, "realtimeRuntime", -1, cpu_rt_runtime, OCI_RES_CPU_RT_RUNTIME);
+		RES_INT(cpu, "realtimePeriod", 0, cpu_rt_period, OCI_RES_CPU_RT_PERIOD);
+		get_string(w, cpu, "cpus", false, &res->cpuset_cpus);
+		get_string(w, cpu, "mems", false, &res->cpuset_mems);
 		pop(w, saved);
 	}
+	bio = member(w, r, "blockIO", JSON_OBJECT);
+	if (bio) {
+		push_key(w, "blockIO", &saved);
+		if (!get_int(w, bio, "weight", 10, 1000, &v, &present) && present) {
+			res->blkio_weight = (uint16_t)v;
+			res->set |= OCI_RES_BLKIO_WEIGHT;
+		}
+		if (!get_int(w, bio, "leafWeight", 10, 1000, &v, &present) && present) {
+			res->blkio_leaf_weight = (uint16_t)v;
+			res->set |= OCI_RES_BLKIO_LEAF_WEIGHT;
+		}
+		for (int k = 0; k < OCI_BLKIO_NLISTS && !w->ret; k++)
+			parse_blkio_devices(w, bio, blkio_keys[k], k == OCI_BLKIO_WEIGHT_DEVICE,
+					    &res->blkio[k], &res->nblkio[k]);
+		pop(w, saved);
+	}
+	hp = member(w, r, "hugepageLimits", JSON_ARRAY);
+	if (hp) {
+		push_key(w, "hugepageLimits", &saved);
+		res->hugepages = calloc(json_array_size(hp) + 1, sizeof(*res->hugepages));
+		if (!res->hugepages)
+			return oom(w);
+		json_array_foreach(hp, i, e)
+		{
+			struct oci_hugepage_limit *l = &res->hugepages[res->nhugepages];
+
+			push_index(w, i, &saved2);
+			if (!json_is_object(e))
+				bad(w, NULL, "expected an object, got %s", oci_json_kind(e));
+			else if (!get_string(w, e, "pageSize", true, &l->page_size) &&
+				 !get_u64(w, e, "limit", &l->limit, &present) && !present)
+				bad(w, "limit", "required");
+			if (!w->ret && (!*l->page_size || strchr(l->page_size, '/')))
+				bad(w, "pageSize", "\"%s\" is not a page size", l->page_size);
+			pop(w, saved2);
+			if (w->ret)
+				break;
+			res->nhugepages++;
+		}
+		pop(w, saved);
+	}
+	net = member(w, r, "network", JSON_OBJECT);
+	if (net) {
+		json_t *prio;
+
+		push_key(w, "network", &saved);
+		if (!get_int(w, net, "classID", 0, UINT32_MAX, &v, &present) && present) {
+			res->net_classid = (uint32_t)v;
+			res->set |= OCI_RES_NET_CLASSID;
+		}
+		prio = member(w, net, "priorities", JSON_ARRAY);
+		if (prio) {
+			push_key(w, "priorities", &saved2);
+			res->net_priorities =
+				calloc(json_array_size(prio) + 1, sizeof(*res->net_priorities));
+			if (!res->net_priorities)
+				return oom(w);
+			json_array_foreach(prio, i, e)
+			{
+				struct oci_net_priority *np = &res->net_priorities[i];
+				size_t saved3;
+
+				push_index(w, i, &saved3);
+				if (!json_is_object(e))
+					bad(w, NULL, "expected an object, got %s", oci_json_kind(e));
+				else if (!get_string(w, e, "name", true, &np->name))
+					get_u32(w, e, "priority", &np->priority);
+				if (!w->ret && (!*np->name || strpbrk(np->name, " \n/")))
+					bad(w, "name", "\"%s\" is not an interface name", np->name);
+				pop(w, saved3);
+				if (w->ret)
+					break;
+				res->nnet_priorities++;
+			}
+			pop(w, saved2);
+		}
+		pop(w, saved);
+	}
+#undef RES_INT
 	return w->ret;
+}
+
+static int parse_resources(struct walk *w, json_t *r, struct oci_config *c)
+{
+	struct oci_resources *res = &c->resources;
+
+	if (parse_resources_into(w, r, res) < 0)
+		return w->ret;
+	if (res->set & OCI_RES_MEMORY_LIMIT)
+		c->memory_limit = res->memory_limit;
+	if (res->set & OCI_RES_MEMORY_RESERVATION)
+		c->memory_reservation = res->memory_reservation;
+	if (res->set & OCI_RES_MEMORY_SWAP)
+		c->memory_swap = res->memory_swap;
+	if (res->set & OCI_RES_PIDS_LIMIT)
+		c->pids_limit = res->pids_limit;
+	if (res->set & OCI_RES_CPU_SHARES)
+		c->cpu_shares = res->cpu_shares;
+	if (res->set & OCI_RES_CPU_QUOTA)
+		c->cpu_quota = res->cpu_quota;
+	if (res->set & OCI_RES_CPU_PERIOD)
+		c->cpu_period = res->cpu_period;
+	return 0;
+}
+
+void oci_resources_free(struct oci_resources *res)
+{
+	for (int k = 0; k < OCI_BLKIO_NLISTS; k++)
+		free(res->blkio[k]);
+	free(res->hugepages);
+	free(res->net_priorities);
+	if (res->doc)
+		json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
+}
+
+int oci_resources_parse(const char *json, size_t len, const char *name, struct oci_resources *out,
+			struct oci_error *err)
+{
+	struct walk w = { .err = err };
+	json_error_t jerr;
+	json_t *doc;
+
+	memset(out, 0, sizeof(*out));
+	doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc) {
+		snprintf(err->msg, sizeof(err->msg), "%s: line %d, column %d: %s", name, jerr.line,
+			 jerr.column, jerr.text);
+		return -EINVAL;
+	}
+	out->doc = doc;
+	if (!json_is_object(doc)) {
+		snprintf(err->msg, sizeof(err->msg), "%s: expected an object, got %s", name,
+			 oci_json_kind(doc));
+		oci_resources_free(out);
+		return -EINVAL;
+	}
+	if (parse_resources_into(&w, doc, out) < 0) {
+		int ret = w.ret;
+		const char *prefix = "config.json: ";
+
+		/* bad() names config.json; here the document is the caller's. */
+		if (!strncmp(err->msg, prefix, strlen(prefix))) {
+			char rest[OCI_ERR_LEN];
+			int n;
+
+			snprintf(rest, sizeof(rest), "%s", err->msg + strlen(prefix));
+			n = snprintf(err->msg, sizeof(err->msg), "%.100s: %.400s", name, rest);
+			(void)n;
+		}
+		oci_resources_free(out);
+		return ret;
+	}
+	return 0;
 }
 
 static const char *const seccomp_ops[] = {
@@ -1117,6 +1348,7 @@ void oci_config_free(struct oci_config *c)
 	}
 	free(c->masked_paths);
 	free(c->readonly_paths);
+	oci_resources_free(&c->resources);
 	json_decref(c->doc);
 	free(c);
 }

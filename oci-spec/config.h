@@ -149,6 +149,93 @@ struct oci_seccomp {
  */
 int oci_seccomp_compile(const struct oci_seccomp *sc, int fd, struct oci_error *err);
 
+/* linux.resources.blockIO.weightDevice[] / throttle*Device[] entry. */
+struct oci_blkio_device {
+	int64_t major, minor;
+	uint64_t value; /* weight, or rate (bytes or operations per second) */
+	uint64_t leaf_weight; /* weightDevice only; 0: unset */
+	bool has_value;
+};
+
+/* linux.resources.hugepageLimits[] entry. */
+struct oci_hugepage_limit {
+	const char *page_size; /* "2MB", "1GB" */
+	uint64_t limit; /* bytes */
+};
+
+/* linux.resources.network.priorities[] entry. */
+struct oci_net_priority {
+	const char *name; /* interface */
+	uint32_t priority;
+};
+
+/* Bits of struct oci_resources.set: which scalar fields the document gave. */
+enum {
+	OCI_RES_MEMORY_LIMIT = 1u << 0,
+	OCI_RES_MEMORY_RESERVATION = 1u << 1,
+	OCI_RES_MEMORY_SWAP = 1u << 2,
+	OCI_RES_MEMORY_SWAPPINESS = 1u << 3,
+	OCI_RES_PIDS_LIMIT = 1u << 4,
+	OCI_RES_CPU_SHARES = 1u << 5,
+	OCI_RES_CPU_QUOTA = 1u << 6,
+	OCI_RES_CPU_PERIOD = 1u << 7,
+	OCI_RES_CPU_RT_RUNTIME = 1u << 8,
+	OCI_RES_CPU_RT_PERIOD = 1u << 9,
+	OCI_RES_BLKIO_WEIGHT = 1u << 10,
+	OCI_RES_BLKIO_LEAF_WEIGHT = 1u << 11,
+	OCI_RES_NET_CLASSID = 1u << 12,
+	OCI_RES_MEMORY_KERNEL = 1u << 13,
+	OCI_RES_MEMORY_KERNEL_TCP = 1u << 14,
+};
+
+enum oci_blkio_list {
+	OCI_BLKIO_WEIGHT_DEVICE,
+	OCI_BLKIO_READ_BPS,
+	OCI_BLKIO_WRITE_BPS,
+	OCI_BLKIO_READ_IOPS,
+	OCI_BLKIO_WRITE_IOPS,
+	OCI_BLKIO_NLISTS,
+};
+
+/*
+ * linux.resources (also what `husk update -r` reads). A scalar counts only when its OCI_RES_*
+ * bit is in set; strings and arrays are NULL/empty when absent. Strings point into the parsed
+ * document (the config's, or doc below for oci_resources_parse).
+ */
+struct oci_resources {
+	unsigned int set;
+	int64_t memory_limit, memory_reservation, memory_swap; /* -1: unlimited */
+	int64_t memory_kernel, memory_kernel_tcp;
+	uint64_t memory_swappiness;
+	int64_t pids_limit; /* -1: unlimited */
+	uint64_t cpu_shares;
+	int64_t cpu_quota; /* -1: unlimited */
+	uint64_t cpu_period;
+	int64_t cpu_rt_runtime;
+	uint64_t cpu_rt_period;
+	const char *cpuset_cpus, *cpuset_mems;
+	uint16_t blkio_weight, blkio_leaf_weight;
+	struct oci_blkio_device *blkio[OCI_BLKIO_NLISTS];
+	size_t nblkio[OCI_BLKIO_NLISTS];
+	struct oci_hugepage_limit *hugepages;
+	size_t nhugepages;
+	uint32_t net_classid;
+	struct oci_net_priority *net_priorities;
+	size_t nnet_priorities;
+	void *doc; /* oci_resources_parse's document (json_t *), owned; NULL in a config */
+};
+
+/*
+ * Parses a linux.resources object on its own (husk update -r), into *out; name is the source's
+ * name for messages. Returns 0, or -EINVAL/-ENOMEM with err filled. Free with
+ * oci_resources_free.
+ */
+int oci_resources_parse(const char *json, size_t len, const char *name, struct oci_resources *out,
+			struct oci_error *err);
+
+/* Frees what oci_resources_parse allocated (not res itself). */
+void oci_resources_free(struct oci_resources *res);
+
 #define OCI_CAP_SETS 5 /* bounding, effective, inheritable, permitted, ambient */
 
 struct oci_config {
@@ -199,6 +286,7 @@ struct oci_config {
 	uint64_t cpu_shares; /* 0: unset */
 	int64_t cpu_quota; /* 0: unset */
 	uint64_t cpu_period; /* 0: unset */
+	struct oci_resources resources; /* all of linux.resources (the fields above are a part) */
 	struct oci_kv *sysctl;
 	size_t nsysctl;
 	struct oci_seccomp *seccomp; /* NULL: none */

@@ -119,6 +119,11 @@ int oci_create_container(const struct create_args *a, struct container *c)
 		oci_config_free(cfg);
 		return ret;
 	}
+	/* linux.namespaces paths: present and of their type, before anything is made. */
+	if (oci_namespaces_check(cfg) < 0) {
+		oci_config_free(cfg);
+		return 1;
+	}
 	if (cfg->terminal && !a->console_socket && !a->foreground) {
 		oci_config_free(cfg);
 		return oci_fail("cannot allocate tty if runc will detach without setting console "

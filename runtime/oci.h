@@ -108,9 +108,9 @@ char *container_path(const struct container *c, const char *name);
 /* ---- cgroups (host side) ---------------------------------------------------------------- */
 
 /*
- * Creates the cgroup path in every mounted hierarchy husk uses (v1 memory, pids, cpu, freezer
- * and the v2 hierarchy, whether unified or hybrid) and applies the config's limits. Returns 0 or
- * -errno (the partially created groups are removed).
+ * Creates the cgroup path in every mounted hierarchy (each v1 controller's, as runc does, and
+ * the v2 one, whether unified or hybrid) and applies the config's linux.resources. Returns 0 or
+ * -errno (printed; the partially created groups are removed).
  */
 int cgroup_create(const char *path, const struct oci_config *cfg);
 /* Moves pid into the cgroup path of every hierarchy. Returns 0 or -errno. */
@@ -121,8 +121,11 @@ int cgroup_destroy(const char *path);
 int cgroup_freeze(const char *path, bool frozen);
 /* Whether the cgroup is frozen. */
 bool cgroup_frozen(const char *path);
-/* Sets the memory (bytes, -1 unlimited) and pids limits (-1 unlimited); -2 leaves one alone. */
-int cgroup_update(const char *path, int64_t memory, int64_t pids);
+/*
+ * Applies the resources whose fields are set (husk update) to the container's cgroups; the pids
+ * limit stays the sentry's. Returns 0 or the first write's -errno (printed, naming the file).
+ */
+int cgroup_update(const char *path, const struct oci_resources *res);
 /* Host pids in the cgroup (malloc'd array in *pids). Returns the count or -errno. */
 int cgroup_pids(const char *path, pid_t **pids);
 /* Usage figures for events --stats: -1 when unknown. */
@@ -130,6 +133,29 @@ struct cgroup_stats {
 	int64_t memory_usage, memory_limit, pids_current, pids_limit, cpu_usage_ns;
 };
 void cgroup_stats(const char *path, struct cgroup_stats *st);
+
+/* ---- namespaces (namespaces.c) ---------------------------------------------------------- */
+
+/*
+ * Checks each linux.namespaces entry with a path: it exists and is a namespace of its type.
+ * Returns 0, or -errno after printing runc's message (naming the path and the type).
+ */
+int oci_namespaces_check(const struct oci_config *cfg);
+/* Opens the path of the config's namespace of type (type-checked). Returns an fd (close-on-exec),
+ * -ENOENT when the entry is missing or has no path, or -errno (printed). */
+int oci_namespace_open(const struct oci_config *cfg, const char *type);
+/*
+ * The sandbox's network mode: the dev.husk.network annotation, else "host" when the network
+ * namespace is not listed (shared with the host, as the spec says) or names a path (the
+ * engine's), else "none".
+ */
+const char *oci_network_mode(const struct oci_config *cfg);
+/* The egress allow rules: the annotation's, after the pod's private ranges when the network
+ * namespace has a path (buf holds them then). */
+const char *oci_network_egress_allow(const struct oci_config *cfg, char *buf, size_t len);
+/* The hostname the guest gets when the config gives none: that of the UTS namespace runc's
+ * container would have (the host's, or the path's namespace's). Returns 0 or -errno. */
+int oci_uts_hostname(const struct oci_config *cfg, char *buf, size_t len);
 
 /* ---- hooks ------------------------------------------------------------------------------ */
 

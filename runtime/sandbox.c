@@ -45,6 +45,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,12 +316,12 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	const struct oci_config *cfg = c->config;
 	const char *platform = sandbox_platform(cfg, NULL);
 	char **net = NULL;
-	char why[160];
+	char why[160], allow[512], host_name[256];
 
-	if (netbpf_annotation_args(oci_config_annotation(cfg, "dev.husk.network"),
-				   oci_config_annotation(cfg, "dev.husk.egress-allow"),
-				   oci_config_annotation(cfg, "dev.husk.egress-deny"), &net, why,
-				   sizeof(why)) < 0)
+	/* The mode and rules follow linux.namespaces too (namespaces.c). */
+	if (netbpf_annotation_args(
+		    oci_network_mode(cfg), oci_network_egress_allow(cfg, allow, sizeof(allow)),
+		    oci_config_annotation(cfg, "dev.husk.egress-deny"), &net, why, sizeof(why)) < 0)
 		net = NULL;
 
 	add(a, sentry);
@@ -337,6 +338,8 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	addf(a, "--cwd=%s", cfg->cwd);
 	if (cfg->hostname)
 		addf(a, "--hostname=%s", cfg->hostname);
+	else if (oci_uts_hostname(cfg, host_name, sizeof(host_name)) == 0)
+		addf(a, "--hostname=%s", host_name); /* as runc: the UTS namespace's own */
 	if (cfg->domainname)
 		addf(a, "--domainname=%s", cfg->domainname);
 	addf(a, "--uid=%u", cfg->uid);
@@ -462,6 +465,7 @@ struct sandbox_fds {
 	int seccomp; /* a memfd with linux.seccomp's program, or -1 */
 	int preserve; /* a socket holding the --preserve-fds fds in one message, or -1 */
 	int gateway; /* the credential gateway's connection, or -1 */
+	int netns; /* linux.namespaces' network path (the sentry joins it before it runs), or -1 */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -514,6 +518,13 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		}
 		if (f->sentry_log >= 0)
 			setenv("HUSK_LOG", "info", 0);
+		/* The config's network namespace: the sentry's host sockets are made there. Only
+		 * the network namespace: its mount, IPC and UTS ones are its own (confine.c). */
+		if (f->netns >= 0 && setns(f->netns, CLONE_NEWNET) < 0) {
+			fprintf(stderr, "husk: joining the network namespace: %s\n",
+				strerror(errno));
+			_exit(125);
+		}
 		exec_child(c, f->sentry_argv, fds, targets,
 			   f->seccomp >= 0 || f->preserve >= 0 || f->gateway >= 0 ?
 				   SENTRY_NFDS :
@@ -658,6 +669,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.seccomp = -1,
 		.preserve = -1,
 		.gateway = -1,
+		.netns = -1,
 	};
 	const char *gw_path = oci_config_annotation(c->config, "dev.husk.gateway");
 	const char *gw_id = oci_config_annotation(c->config, "dev.husk.gateway-id");
@@ -765,6 +777,12 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		oci_fail("open %s: %s", fifo_path, strerror(-ret));
 		goto out;
 	}
+	/* linux.namespaces' network path, type-checked again (create checked it first). */
+	f.netns = oci_namespace_open(c->config, "network");
+	if (f.netns < 0 && f.netns != -ENOENT) {
+		ret = f.netns;
+		goto out;
+	}
 	if (o->foreground) {
 		ret = fork_all(c, &f, &gpid, &spid);
 	} else {
@@ -842,6 +860,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 			oci_fail("the sandbox failed to start (the sentry exited during setup)");
 	}
 out:
+	if (f.netns >= 0)
+		close(f.netns);
 	if (f.preserve >= 0)
 		close(f.preserve);
 	if (f.gateway >= 0)

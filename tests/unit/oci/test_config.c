@@ -121,6 +121,21 @@ static const struct {
 	  "config.json: linux.maskedPaths: expected absolute paths, got \"proc/kcore\"" },
 	{ HEAD PROC_OK "," ROOT_OK ",\"hostname\":[]}",
 	  "config.json: hostname: expected a string, got an array" },
+	{ HEAD PROC_OK "," ROOT_OK ",\"linux\":{\"resources\":{\"blockIO\":{\"weight\":5}}}}",
+	  "config.json: linux.resources.blockIO.weight: 5 is out of range [10, 1000]" },
+	{ HEAD PROC_OK "," ROOT_OK
+		       ",\"linux\":{\"resources\":{\"blockIO\":{\"throttleReadBpsDevice\":"
+		       "[{\"major\":8,\"minor\":0}]}}}}",
+	  "config.json: linux.resources.blockIO.throttleReadBpsDevice[0].rate: required" },
+	{ HEAD PROC_OK "," ROOT_OK
+		       ",\"linux\":{\"resources\":{\"hugepageLimits\":[{\"pageSize\":\"../x\","
+		       "\"limit\":1}]}}}",
+	  "config.json: linux.resources.hugepageLimits[0].pageSize: \"../x\" is not a page size" },
+	{ HEAD PROC_OK "," ROOT_OK
+		       ",\"linux\":{\"resources\":{\"network\":{\"priorities\":[{\"name\":\"a b\","
+		       "\"priority\":1}]}}}}",
+	  "config.json: linux.resources.network.priorities[0].name: \"a b\" is not an interface "
+	  "name" },
 	{ "{\"ociVersion\":\"1.0.2\",\"ociVersion\":\"1.0.2\"}",
 	  "config.json: line 1, column 34: duplicate object key near '\"ociVersion\"'" },
 };
@@ -250,6 +265,70 @@ Test(oci_config, honoured_fields_are_parsed)
 	cr_expect_eq(c->nsysctl, 1);
 	cr_expect_str_eq(c->sysctl[0].value, "8192");
 	oci_config_free(c);
+}
+
+Test(oci_config, every_resource_of_linux_resources_is_parsed)
+{
+	struct oci_config *c = parse_ok(
+		HEAD PROC_OK
+		"," ROOT_OK ",\"linux\":{\"resources\":{"
+		"\"memory\":{\"limit\":-1,\"reservation\":1024,\"swap\":4096,\"swappiness\":10},"
+		"\"cpu\":{\"cpus\":\"0-1\",\"mems\":\"0\",\"realtimeRuntime\":950,"
+		"\"realtimePeriod\":1000},"
+		"\"blockIO\":{\"weight\":300,\"leafWeight\":20,"
+		"\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":400}],"
+		"\"throttleWriteIOPSDevice\":[{\"major\":254,\"minor\":0,\"rate\":100}]},"
+		"\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":4194304}],"
+		"\"network\":{\"classID\":1048577,\"priorities\":[{\"name\":\"lo\",\"priority\":5}]}"
+		"}}}");
+	const struct oci_resources *r = &c->resources;
+
+	cr_expect_eq(r->set & OCI_RES_MEMORY_LIMIT, OCI_RES_MEMORY_LIMIT);
+	cr_expect_eq(r->memory_limit, -1);
+	cr_expect_eq(c->memory_limit, -1);
+	cr_expect_eq(r->memory_reservation, 1024);
+	cr_expect_eq(r->memory_swap, 4096);
+	cr_expect_eq(r->memory_swappiness, 10);
+	cr_expect_eq(r->set & OCI_RES_CPU_SHARES, 0);
+	cr_expect_str_eq(r->cpuset_cpus, "0-1");
+	cr_expect_str_eq(r->cpuset_mems, "0");
+	cr_expect_eq(r->cpu_rt_runtime, 950);
+	cr_expect_eq(r->cpu_rt_period, 1000);
+	cr_expect_eq(r->blkio_weight, 300);
+	cr_expect_eq(r->blkio_leaf_weight, 20);
+	cr_expect_eq(r->nblkio[OCI_BLKIO_WEIGHT_DEVICE], 1);
+	cr_expect_eq(r->blkio[OCI_BLKIO_WEIGHT_DEVICE][0].major, 8);
+	cr_expect_eq(r->blkio[OCI_BLKIO_WEIGHT_DEVICE][0].value, 400);
+	cr_expect_eq(r->nblkio[OCI_BLKIO_READ_BPS], 0);
+	cr_expect_eq(r->nblkio[OCI_BLKIO_WRITE_IOPS], 1);
+	cr_expect_eq(r->blkio[OCI_BLKIO_WRITE_IOPS][0].minor, 0);
+	cr_expect_eq(r->blkio[OCI_BLKIO_WRITE_IOPS][0].value, 100);
+	cr_expect_eq(r->nhugepages, 1);
+	cr_expect_str_eq(r->hugepages[0].page_size, "2MB");
+	cr_expect_eq(r->hugepages[0].limit, 4194304);
+	cr_expect_eq(r->net_classid, 1048577);
+	cr_expect_eq(r->nnet_priorities, 1);
+	cr_expect_str_eq(r->net_priorities[0].name, "lo");
+	cr_expect_eq(r->net_priorities[0].priority, 5);
+	oci_config_free(c);
+}
+
+Test(oci_config, update_resources_parse_alone_and_name_their_source)
+{
+	const char *ok = "{\"pids\":{\"limit\":-1},\"cpu\":{\"quota\":20000}}";
+	const char *bad = "{\"cpu\":{\"quota\":\"x\"}}";
+	struct oci_resources r;
+	struct oci_error err = { 0 };
+
+	cr_assert_eq(oci_resources_parse(ok, strlen(ok), "r.json", &r, &err), 0, "%s", err.msg);
+	cr_expect_eq(r.set, OCI_RES_PIDS_LIMIT | OCI_RES_CPU_QUOTA);
+	cr_expect_eq(r.pids_limit, -1);
+	cr_expect_eq(r.cpu_quota, 20000);
+	oci_resources_free(&r);
+	cr_expect_eq(oci_resources_parse(bad, strlen(bad), "r.json", &r, &err), -EINVAL);
+	cr_expect_str_eq(err.msg, "r.json: cpu.quota: expected an integer, got a string");
+	cr_expect_eq(oci_resources_parse("[]", 2, "-", &r, &err), -EINVAL);
+	cr_expect_str_eq(err.msg, "-: expected an object, got an array");
 }
 
 Test(oci_state, runc_state_has_runc_fields_in_order)
