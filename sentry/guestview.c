@@ -177,6 +177,28 @@ out:
 	return err;
 }
 
+int guestview_default_mounts(struct kernel *k)
+{
+	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node }, dev;
+	struct vfs_fs *fs;
+	bool have_dev;
+	int err;
+
+	/* Only when /dev is the sentry's (the root has a /dev directory). */
+	if (!root.mnt || vfs_lookup_one(&root, "dev", &dev) < 0)
+		return 0;
+	have_dev = vfs_node_is_dir(dev.node) && dev.mnt != root.mnt;
+	vfs_path_put(&dev);
+	if (!have_dev)
+		return 0;
+	fs = mqueuefs_create();
+	if (!fs)
+		return -ENOMEM;
+	err = vfs_mount_at(k, "/dev/mqueue", fs, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	vfs_fs_put(fs);
+	return err;
+}
+
 /* --- labels --- */
 
 /* The MS_* flags and the atime word of a per-mount options string. */

@@ -29,6 +29,11 @@ struct kernel;
  * Returns 0 or -errno (-EINVAL: a malformed argument).
  */
 int guestview_mount_special(struct kernel *k, const char *arg, char **path);
+/*
+ * The default /dev's other mounts (husk do, or a config without a /dev mount): the POSIX
+ * message queues on /dev/mqueue, when the sentry's /dev is mounted. Returns 0 or -errno.
+ */
+int guestview_default_mounts(struct kernel *k);
 /* Whether a --special-mount argument mounts TYPE ("dev", "proc", "sysfs"). */
 bool guestview_special_is(const char *arg, const char *type);
 /* Applies a --mount-label argument to the mount at its destination. Returns 0 or -errno. */

@@ -1213,6 +1213,14 @@ int main(int argc, char **argv)
 		log_error("mounting /dev: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
+	/* The default /dev's /dev/mqueue (a config mounts its own where it says). */
+	if (!o.special_dev) {
+		ret = guestview_default_mounts(&k);
+		if (ret < 0) {
+			log_error("mounting /dev/mqueue: %s", strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
 	ret = o.special_proc ? 0 : vfs_mount_proc(&k);
 	if (ret == 0 && !o.special_sys)
 		ret = vfs_mount_sys(&k);

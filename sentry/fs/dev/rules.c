@@ -53,4 +53,3 @@ int devfs_check(char type, uint32_t major, uint32_t minor, unsigned int access)
 	}
 	return 0;
 }
-
