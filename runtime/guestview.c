@@ -406,9 +406,19 @@ static bool json_uint(json_t *o, const char *key, unsigned long long max, unsign
 
 /* runc's default rules (libcontainer's AllowedDevices), appended after the config's. */
 static const char *const default_rules[] = {
-	"allow:c:*:*:m",     "allow:b:*:*:m",	"allow:c:1:3:rwm",    "allow:c:1:8:rwm",
-	"allow:c:1:7:rwm",   "allow:c:5:0:rwm", "allow:c:1:5:rwm",    "allow:c:1:9:rwm",
-	"allow:c:136:*:rwm", "allow:c:5:2:rwm", "allow:c:10:200:rwm",
+	"allow:c:*:*:m",
+	"allow:b:*:*:m",
+	"allow:c:1:3:rwm",
+	"allow:c:1:8:rwm",
+	"allow:c:1:7:rwm",
+	"allow:c:5:0:rwm",
+	"allow:c:1:5:rwm",
+	"allow:c:1:9:rwm",
+	"allow:c:136:*:rwm",
+	"allow:c:5:2:rwm",
+	"allow:c:10:200:rwm",
+	/* husk's /dev/console is 5:1 (runc binds the console's pty slave, 136:N, there). */
+	"allow:c:5:1:rwm",
 };
 
 void guestview_device_args(const struct oci_config *cfg, guestview_add_fn add, void *ctx)
@@ -420,6 +430,9 @@ void guestview_device_args(const struct oci_config *cfg, guestview_add_fn add, v
 	size_t i;
 	json_t *d;
 
+	/* process.terminal: the sentry's stdin is the console; /dev/console opens it. */
+	if (cfg->terminal)
+		add(ctx, "--console");
 	json_array_foreach(devs, i, d)
 	{
 		const char *path = json_string_value(json_object_get(d, "path"));

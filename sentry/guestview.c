@@ -199,6 +199,20 @@ int guestview_default_mounts(struct kernel *k)
 	return err;
 }
 
+int guestview_console(struct kernel *k)
+{
+	struct vfs_create_args a = { .mode = S_IFCHR | 0620,
+				     .gid = 5,
+				     .rdev = vfs_mkdev(TTYAUX_MAJOR, 1) };
+	int err = devfs_set_console(0);
+
+	if (err < 0)
+		return err;
+	err = vfs_make_node(k, "/dev/console", &a);
+	/* No /dev, or one that has it: nothing to make. */
+	return err == -EEXIST || err == -EROFS || err == -ENOENT ? 0 : err;
+}
+
 /* --- labels --- */
 
 /* The MS_* flags and the atime word of a per-mount options string. */

@@ -12,6 +12,7 @@
  *                      SUPER the filesystem's options (rw/ro first), ROOT the 4th field
  *   --device PATH:TYPE:MAJOR:MINOR:MODE:UID:GID     a linux.devices entry (TYPE c, u, b or p;
  *                      MODE octal permission bits)
+ *   --console          the sentry's stdin is the console (process.terminal): /dev/console
  *   --device-rule allow|deny:TYPE:MAJOR:MINOR:ACCESS  a linux.resources.devices rule (TYPE a, c
  *                      or b; MAJOR/MINOR a number or *; ACCESS of r, w, m), in order
  *
@@ -34,6 +35,11 @@ int guestview_mount_special(struct kernel *k, const char *arg, char **path);
  * message queues on /dev/mqueue, when the sentry's /dev is mounted. Returns 0 or -errno.
  */
 int guestview_default_mounts(struct kernel *k);
+/*
+ * --console (config.json process.terminal): the sentry's stdin is the container's console;
+ * /dev/console (5:1, mode 0620, group tty) opens it. Returns 0 or -errno.
+ */
+int guestview_console(struct kernel *k);
 /* Whether a --special-mount argument mounts TYPE ("dev", "proc", "sysfs"). */
 bool guestview_special_is(const char *arg, const char *type);
 /* Applies a --mount-label argument to the mount at its destination. Returns 0 or -errno. */

@@ -103,6 +103,7 @@
 #define OPT_MOUNT_LABEL 0x1e5
 #define OPT_DEVICE 0x1e6
 #define OPT_DEVICE_RULE 0x1e7
+#define OPT_CONSOLE 0x1e8
 #define MAX_ORDERED_MOUNTS 48
 
 struct sentry_opts {
@@ -168,6 +169,7 @@ struct sentry_opts {
 	bool special_dev, special_proc, special_sys; /* --special-mount dev, proc, sysfs given */
 	const char **devices; /* --device (NULL-terminated) */
 	int ndevices;
+	bool console; /* --console: stdin is the container's console (/dev/console) */
 };
 
 static void usage(void)
@@ -605,6 +607,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "mount-label", required_argument, NULL, OPT_MOUNT_LABEL },
 		{ "device", required_argument, NULL, OPT_DEVICE },
 		{ "device-rule", required_argument, NULL, OPT_DEVICE_RULE },
+		{ "console", no_argument, NULL, OPT_CONSOLE },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -707,6 +710,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 				return -EINVAL;
 			}
 			o->devices[o->ndevices++] = optarg;
+			break;
+		case OPT_CONSOLE:
+			o->console = true;
 			break;
 		case OPT_DEVICE_RULE:
 			if (guestview_add_rule(optarg) < 0) {
@@ -1239,6 +1245,13 @@ int main(int argc, char **argv)
 		ret = guestview_make_device(&k, o.devices[i]);
 		if (ret < 0) {
 			fprintf(stderr, "husk: --device %s: %s\n", o.devices[i], strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
+	if (o.console) {
+		ret = guestview_console(&k);
+		if (ret < 0) {
+			log_error("/dev/console: %s", strerror(-ret));
 			return EXIT_SETUP;
 		}
 	}

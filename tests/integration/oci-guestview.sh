@@ -219,4 +219,70 @@ if command -v runc >/dev/null 2>&1; then
 else
 	echo "ok - SKIP the comparison with runc: no runc on this host"
 fi
+# process.terminal: /dev/console is the console (the pty whose master the console socket gets).
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["terminal"] = True
+c["process"]["args"] = ["sh", "-c", "echo via-console >/dev/console; test -c /dev/console && echo is-chr"]
+json.dump(c, open(p, "w"), indent=1)
+PY
+# console_run RUNTIME ROOT ID: creates and starts ID with a console socket; prints its output.
+console_run() {
+	python3 - "$1" "$2" "$bundle" "$work/console-$3.sock" "$3" <<'PY'
+import os, socket, subprocess, sys, time
+rt, root, bundle, path, cid = sys.argv[1:6]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+p = subprocess.Popen([rt, "--root", root, "create", "--bundle", bundle, "--console-socket", path, cid])
+conn, _ = srv.accept()
+msg, fds, _, _ = socket.recv_fds(conn, 4096, 1)
+if p.wait() != 0 or len(fds) != 1:
+    print("create failed or no fd"); sys.exit(1)
+subprocess.run([rt, "--root", root, "start", cid], check=True)
+out = b""
+deadline = time.time() + 60
+while time.time() < deadline and b"is-chr" not in out:
+    try:
+        d = os.read(fds[0], 4096)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+print(out.decode(errors="replace").replace("\r", "").strip())
+PY
+}
+out=$(console_run "$HUSK" "$root" gvc)
+H delete --force gvc >/dev/null 2>&1
+[ "$out" = "via-console
+is-chr" ] && pass "with a terminal, /dev/console is the console" ||
+	fail "with a terminal, /dev/console is the console" "$out"
+if command -v runc >/dev/null 2>&1; then
+	rout=$(console_run runc "$work/runc" "gvc-$$")
+	runc --root "$work/runc" delete -f "gvc-$$" >/dev/null 2>&1
+	[ "$rout" = "$out" ] && pass "/dev/console as under runc" ||
+		fail "/dev/console as under runc" "runc: $rout" "husk: $out"
+fi
+# maskedPaths and readonlyPaths on /proc nodes take effect (as runc's): /proc/sys read-only,
+# /proc/uptime masked by an empty file.
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["sh", "-c", "echo 1 2>&1 >/proc/sys/net/core/somaxconn | sed 's/.*: //'; echo \"[$(cat /proc/uptime)]\""]
+c["linux"]["readonlyPaths"] = ["/proc/sys"]
+c["linux"]["maskedPaths"] = ["/proc/uptime"]
+json.dump(c, open(p, "w"), indent=1)
+PY
+expect_output "readonlyPaths and maskedPaths on /proc nodes" "Read-only file system
+[]" 0 -- H run --bundle "$bundle" gvp
+if command -v runc >/dev/null 2>&1; then
+	expect_output "readonlyPaths and maskedPaths on /proc nodes under runc" "Read-only file system
+[]" 0 -- runc --root "$work/runc" run -b "$bundle" "gvp-$$"
+	runc --root "$work/runc" delete -f "gvp-$$" >/dev/null 2>&1
+fi
 finish

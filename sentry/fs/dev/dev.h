@@ -52,6 +52,12 @@ struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags);
 /* A block device node: ERR_PTR(-EPERM) when the rules refuse it, else -ENXIO (the sentry has none). */
 struct file *devfs_open_blkdev(uint32_t major, uint32_t minor, int flags);
 
+/*
+ * Makes host fd hostfd (a duplicate is kept) the console that /dev/console (5:1) opens: the
+ * terminal config.json's process.terminal gave the guest's stdio. Returns 0 or -errno.
+ */
+int devfs_set_console(int hostfd);
+
 /* True if f is open on /dev/zero, whose MAP_SHARED mappings are shared anonymous memory. */
 bool devfs_file_is_zero(const struct file *f);
 

@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/util.h"
@@ -26,6 +27,7 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/dev/dev.h"
 #include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/vfs/fs.h"
@@ -144,6 +146,42 @@ static const struct {
 	{ 1, 8, &random_fops }, { 1, 9, &random_fops },
 };
 
+/* The sentry's duplicate of its stdin when it is the container's console (OCI terminal). */
+static int console_fd = -1;
+
+int devfs_set_console(int hostfd)
+{
+	int fd = fcntl(hostfd, F_DUPFD_CLOEXEC, 10);
+
+	if (fd < 0)
+		return -errno;
+	if (console_fd >= 0)
+		close(console_fd);
+	console_fd = fd;
+	return 0;
+}
+
+/* /dev/console (5:1): the console's host terminal, as the guest's stdio has it. */
+static struct file *console_open(int flags)
+{
+	struct file *f;
+	int fd;
+
+	if (console_fd < 0)
+		return ERR_PTR(-ENXIO);
+	fd = fcntl(console_fd, F_DUPFD_CLOEXEC, 10);
+	if (fd < 0)
+		return ERR_PTR(-errno);
+	f = hostfile_create(fd, flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
+	if (!f) {
+		close(fd);
+		return ERR_PTR(-ENOMEM);
+	}
+	/* A checkpoint records it as the sentry's stdin; a restore wraps the new one's. */
+	hostfile_set_origin(f, 0);
+	return f;
+}
+
 struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags)
 {
 	int err = devfs_check('c', major, minor, open_access(flags));
@@ -153,6 +191,8 @@ struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags)
 	/* The terminals: /dev/tty (5:0), /dev/ptmx (5:2) and the slaves (136:N) of devpts. */
 	if (major == TTYAUX_MAJOR && minor == 0)
 		return devpts_open_ctty(flags);
+	if (major == TTYAUX_MAJOR && minor == 1)
+		return console_open(flags);
 	if (major == PTMX_MAJOR && minor == PTMX_MINOR)
 		return devpts_open_master(flags);
 	if (major >= PTS_MAJOR && major < PTS_MAJOR + 8)
