@@ -177,6 +177,16 @@ out:
 	return err;
 }
 
+/* The default /dev's mounts as mountinfo shows them (husk do). */
+static const struct default_label {
+	const char *path, *source, *fstype, *super_opts;
+} default_labels[] = {
+	{ "/dev", "tmpfs", "tmpfs", "size=65536k,mode=755" },
+	{ "/dev/shm", "shm", "tmpfs", "size=65536k" },
+	{ "/dev/pts", "devpts", "devpts", "gid=5,mode=620,ptmxmode=666" },
+	{ "/dev/mqueue", "mqueue", "mqueue", "" },
+};
+
 int guestview_default_mounts(struct kernel *k)
 {
 	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node }, dev;
@@ -196,7 +206,29 @@ int guestview_default_mounts(struct kernel *k)
 		return -ENOMEM;
 	err = vfs_mount_at(k, "/dev/mqueue", fs, MS_NOSUID | MS_NODEV | MS_NOEXEC);
 	vfs_fs_put(fs);
-	return err;
+	if (err < 0)
+		return err;
+	/* What mountinfo shows of them: the sources and options a runc container's have. */
+	for (size_t i = 0; i < ARRAY_SIZE(default_labels); i++) {
+		const struct default_label *d = &default_labels[i];
+		struct vfs_mount_label *l = calloc(1, sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		l->source = strdup(d->source);
+		l->fstype = strdup(d->fstype);
+		l->atime = strdup("relatime");
+		l->super_opts = strdup(d->super_opts);
+		l->root = strdup("/");
+		if (!l->source || !l->fstype || !l->atime || !l->super_opts || !l->root) {
+			vfs_mount_label_free(l);
+			return -ENOMEM;
+		}
+		err = vfs_mount_set_label(k, d->path, l, -1);
+		if (err < 0 && err != -ENOENT && err != -EINVAL)
+			return err;
+	}
+	return 0;
 }
 
 int guestview_console(struct kernel *k)

@@ -446,7 +446,7 @@ int vfs_mount_bind_self(struct kernel *k, const char *path, int flags);
 /*
  * Gives the mount whose root is at the absolute guest path (the top one) the label l (taking
  * ownership of it, freed with vfs_mount_label_free on failure too) and flags (MS_*, replacing
- * its flags). Returns 0 or -errno (-EINVAL: nothing is mounted there).
+ * its flags; -1 keeps them). Returns 0 or -errno (-EINVAL: nothing is mounted there).
  */
 int vfs_mount_set_label(struct kernel *k, const char *path, struct vfs_mount_label *l, int flags);
 void vfs_mount_label_free(struct vfs_mount_label *l);

@@ -579,7 +579,8 @@ int vfs_mount_set_label(struct kernel *k, const char *path, struct vfs_mount_lab
 		return -EINVAL;
 	}
 	old = __atomic_exchange_n(&p.mnt->label, l, __ATOMIC_ACQ_REL);
-	vfs_mount_set_flags(p.mnt, flags);
+	if (flags >= 0)
+		vfs_mount_set_flags(p.mnt, flags);
 	vfs_path_put(&p);
 	vfs_mount_label_free(old);
 	return 0;

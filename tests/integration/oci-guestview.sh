@@ -76,6 +76,7 @@ c["linux"]["resources"] = {"devices": [
 ]}
 json.dump(c, open(p, "w"), indent=1)
 PY
+cp "$bundle/config.json" "$work/main.json"
 
 # normalise: one section of the guest's output, as compared.
 normalise() {
@@ -285,4 +286,27 @@ if command -v runc >/dev/null 2>&1; then
 []" 0 -- runc --root "$work/runc" run -b "$bundle" "gvp-$$"
 	runc --root "$work/runc" delete -f "gvp-$$" >/dev/null 2>&1
 fi
+# A checkpoint and restore keep the view: the same mount table, /dev and device rules.
+cp "$work/main.json" "$bundle/config.json"
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["args"] = ["sh", "-c", "while :; do sleep 1; done"]
+json.dump(c, open(p, "w"), indent=1)
+PY
+view() { H exec gvr sh -c 'cat /proc/self/mountinfo; ls -ln /dev; (exec 3</dev/mykmsg) 2>&1 | sed "s/.*: //"'; }
+if H run -d --bundle "$bundle" gvr </dev/null >/dev/null 2>&1 && view >"$work/before" &&
+	H checkpoint --image-path "$work/img" gvr 2>"$work/err" &&
+	H restore -d --image-path "$work/img" --bundle "$bundle" gvr </dev/null >/dev/null 2>>"$work/err"; then
+	view >"$work/after"
+	# ls -l's times are the restored /dev's own.
+	sed -i 's/ [A-Z][a-z][a-z] [ 0-9][0-9] [0-9:]* / /' "$work/before" "$work/after"
+	grep -q "Operation not permitted" "$work/after" && diff "$work/before" "$work/after" >"$work/diff" 2>&1 &&
+		pass "a restored container sees the same mounts, /dev and rules" ||
+		fail "a restored container sees the same mounts, /dev and rules" "$(cat "$work/diff")"
+else
+	fail "checkpoint and restore of the bundle" "$(cat "$work/err")"
+fi
+H delete --force gvr >/dev/null 2>&1
 finish
