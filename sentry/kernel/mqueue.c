@@ -898,6 +898,21 @@ struct mqueue *mqueue_lookup(const char *name)
 	return q;
 }
 
+struct mqueue *mqueue_create_named(struct task *t, const char *name, uint32_t mode)
+{
+	struct mqueue *q;
+	long err = check_name(name);
+
+	if (err)
+		return ERR_PTR(err);
+	pthread_mutex_lock(&mq_ns_lock);
+	q = ns_lookup(name) ? ERR_PTR(-EEXIST) : mq_create(t, name, mode, NULL);
+	if (!IS_ERR(q))
+		vfs_node_get(&q->node); /* the caller's; the name holds the first */
+	pthread_mutex_unlock(&mq_ns_lock);
+	return q;
+}
+
 int mqueue_name_at(int64_t index, char *name, size_t len)
 {
 	struct mqueue *q;

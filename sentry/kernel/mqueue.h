@@ -117,6 +117,12 @@ void mqueue_put(struct mqueue *q);
  * The queue named name, with a reference (mqueue_put), or NULL.
  */
 struct mqueue *mqueue_lookup(const char *name);
+/*
+ * An open(O_CREAT) in /dev/mqueue: a queue named name with the default sizes, t's owner and
+ * mode (permission bits, the umask already applied). Returns it with a reference for the caller
+ * or ERR_PTR (-EEXIST, -ENOSPC, -EMFILE, -EACCES for a bad name...).
+ */
+struct mqueue *mqueue_create_named(struct task *t, const char *name, uint32_t mode);
 /* Copies the name of the index-th named queue (0 first) to name; 0 or -ENOENT past the last. */
 int mqueue_name_at(int64_t index, char *name, size_t len);
 struct vfs_attr;

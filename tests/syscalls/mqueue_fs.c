@@ -2,7 +2,8 @@
 /*
  * The mqueue filesystem (/dev/mqueue): queues made by mq_open appear there by name (without the
  * slash), as regular files of their mode and owner; reading one gives its "QSIZE:..." line
- * (the bytes queued); unlink removes the queue as mq_unlink does; mkdir is refused. Natively
+ * (the bytes queued); unlink removes the queue as mq_unlink does; an open with O_CREAT makes a
+ * queue; mkdir and mknod are refused. Natively
  * (as root, when /dev/mqueue is not an mqueue filesystem) it mounts one on a directory of its
  * own in a new mount namespace; without either it skips.
  */
@@ -119,5 +120,21 @@ int main(void)
 	CHECK_RET(mq_send(q, "z", 1, 0), 0);
 	CHECK_RET(mq_close(q), 0);
 	CHECK_ERR(unlink(path), ENOENT);
+
+	/* An open with O_CREAT in the directory makes a queue of the default sizes. */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0, "open O_CREAT: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	CHECK_RET(listed(name), 1);
+	snprintf(buf, sizeof(buf), "/%s", name);
+	q = mq_open(buf, O_RDWR);
+	CHECK(q != (mqd_t)-1, "mq_open of the file's queue: %s", strerror(errno));
+	CHECK_RET(mq_send(q, "x", 1, 0), 0);
+	CHECK_RET(mq_close(q), 0);
+	CHECK_ERR(open(path, O_RDWR | O_CREAT | O_EXCL, 0600), EEXIST);
+	snprintf(buf, sizeof(buf), "%s/fifo", dir);
+	CHECK_ERR(mknod(buf, S_IFIFO | 0600, 0), EPERM);
+	CHECK_RET(unlink(path), 0);
 	return finish();
 }

@@ -4,8 +4,8 @@
  * POSIX message queues of the sandbox (sentry/kernel/mqueue.c holds them; every instance shows
  * the same ones, as every mount of one IPC namespace's mqueue does on Linux). Reading a queue's
  * file gives its "QSIZE:..." line; unlink removes the queue (mq_unlink). A queue's node is made
- * at each lookup and holds the queue. Queues are made with mq_open only: a create in the
- * directory answers EPERM (Linux allows an open with O_CREAT there; not done yet).
+ * at each lookup and holds the queue. An open with O_CREAT there makes a queue of the default
+ * sizes, as on Linux; mkdir, mknod and the like answer EPERM.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -135,6 +135,28 @@ static int mqfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter *
 	return 0;
 }
 
+static int mqfs_create(struct vfs_node *dir, const char *name, const struct vfs_create_args *a,
+		       struct vfs_node **out)
+{
+	struct task *t = task_current();
+	struct mqfs_node *n;
+	struct mqueue *q;
+
+	/* Regular files only: a queue (Linux's mqueue_create); no directories or devices. */
+	if (!t || !S_ISREG(a->mode))
+		return -EPERM;
+	q = mqueue_create_named(t, name, a->mode & 0777);
+	if (IS_ERR(q))
+		return (int)PTR_ERR(q);
+	n = mqfs_node_new(dir->fs, dir, name, q);
+	if (!n) {
+		mqueue_put(q);
+		return -ENOMEM;
+	}
+	*out = &n->base;
+	return 0;
+}
+
 static int mqfs_unlink(struct vfs_node *dir, const char *name, struct vfs_node *child)
 {
 	struct task *t = task_current();
@@ -178,6 +200,7 @@ static const struct vfs_node_ops mqfs_node_ops = {
 	.getattr = mqfs_getattr,
 	.open = mqfs_open,
 	.iterate = mqfs_iterate,
+	.create = mqfs_create,
 	.unlink = mqfs_unlink,
 	.statfs = mqfs_statfs,
 	.release = mqfs_release_node,
