@@ -832,6 +832,17 @@ static const char *mount_source(const struct vfs_mount *m, const char *type)
 	return !strcmp(type, "9p") ? "none" : type;
 }
 
+/* A field of the mount table, with space, tab, newline and backslash as \ooo (Linux's mangle). */
+static void put_mangled(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\\')
+			fprintf(out, "\\%03o", (unsigned char)*s);
+		else
+			fputc(*s, out);
+	}
+}
+
 static void mount_print(struct mounts_ctx *c, struct vfs_mount *m)
 {
 	const struct vfs_mount_label *l = m->label;
@@ -853,8 +864,10 @@ static void mount_print(struct mounts_ctx *c, struct vfs_mount *m)
 		 (m->flags & MS_NOSUID) ? ",nosuid" : "", (m->flags & MS_NODEV) ? ",nodev" : "",
 		 (m->flags & MS_NOEXEC) ? ",noexec" : "", *atime ? "," : "", atime);
 	if (!c->mountinfo) {
-		fprintf(c->out, "%s %s %s %s%s%s 0 0\n", source, path, type, opts,
-			*sopts ? "," : "", sopts);
+		put_mangled(c->out, source);
+		fputc(' ', c->out);
+		put_mangled(c->out, path);
+		fprintf(c->out, " %s %s%s%s 0 0\n", type, opts, *sopts ? "," : "", sopts);
 		return;
 	}
 	{
@@ -863,9 +876,13 @@ static void mount_print(struct mounts_ctx *c, struct vfs_mount *m)
 		unsigned int minor = (unsigned int)((dev & 0xff) | ((dev >> 12) & ~0xffULL));
 		uint64_t parent = m->parent ? m->parent->id : m->id;
 
-		fprintf(c->out, "%" PRIu64 " %" PRIu64 " %u:%u %s %s %s - %s %s %s%s%s\n", m->id,
-			parent, major, minor, l && l->root ? l->root : "/", path, opts, type,
-			source, sro ? "ro" : "rw", *sopts ? "," : "", sopts);
+		fprintf(c->out, "%" PRIu64 " %" PRIu64 " %u:%u ", m->id, parent, major, minor);
+		put_mangled(c->out, l && l->root ? l->root : "/");
+		fputc(' ', c->out);
+		put_mangled(c->out, path);
+		fprintf(c->out, " %s - %s ", opts, type);
+		put_mangled(c->out, source);
+		fprintf(c->out, " %s%s%s\n", sro ? "ro" : "rw", *sopts ? "," : "", sopts);
 	}
 }
 
