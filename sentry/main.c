@@ -1243,7 +1243,8 @@ int main(int argc, char **argv)
 	/* linux.devices (made as root: the rules below do not apply to them), then the rules. */
 	for (int i = 0; i < o.ndevices; i++) {
 		ret = guestview_make_device(&k, o.devices[i]);
-		if (ret < 0) {
+		/* As runc: a node already there (/dev/null listed again) stays as it is. */
+		if (ret < 0 && ret != -EEXIST) {
 			fprintf(stderr, "husk: --device %s: %s\n", o.devices[i], strerror(-ret));
 			return EXIT_SETUP;
 		}
