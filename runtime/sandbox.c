@@ -62,6 +62,7 @@
 #include "common/cpus.h"
 #include "common/cleanup.h"
 #include "runtime/control.h"
+#include "runtime/guestview.h"
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
 #include "sentry/net/bpf/netbpf.h"
@@ -180,26 +181,6 @@ struct bind_plan {
 	int n;
 };
 
-static bool usual_place(const struct oci_mount *m)
-{
-	static const struct {
-		enum oci_mount_kind kind;
-		const char *dest;
-	} usual[] = {
-		{ OCI_MOUNT_PROC, "/proc" },
-		{ OCI_MOUNT_SYSFS, "/sys" },
-		{ OCI_MOUNT_DEVPTS, "/dev/pts" },
-		{ OCI_MOUNT_MQUEUE, "/dev/mqueue" },
-		{ OCI_MOUNT_CGROUP, "/sys/fs/cgroup" },
-	};
-
-	for (size_t i = 0; i < sizeof(usual) / sizeof(usual[0]); i++) {
-		if (m->kind == usual[i].kind && !strcmp(m->destination, usual[i].dest))
-			return true;
-	}
-	return false;
-}
-
 /*
  * Whether the sentry can mount at m's destination. It makes missing mountpoints itself, as
  * runc does (in the overlay's upper layer, even with a read-only root, which it makes read-only
@@ -234,7 +215,18 @@ static const char *mount_words(const struct oci_mount *m, char *buf, size_t len)
 	return buf;
 }
 
-/* Adds the sentry's --tmpfs and --volume-fd arguments and fills the bind plan. */
+/* guestview_add_fn over struct args. */
+static void add_arg(void *ctx, const char *arg)
+{
+	add(ctx, arg);
+}
+
+/*
+ * Adds the sentry's mount arguments in the config's order (--tmpfs, --volume-fd, and
+ * --special-mount for proc, sysfs, devpts, mqueue, cgroup and the /dev tmpfs), each followed
+ * by its --mount-label (what /proc/self/mountinfo shows: runtime/guestview.c), and fills the
+ * bind plan.
+ */
 static void plan_mounts(struct args *a, const struct container *c, struct bind_plan *binds)
 {
 	const struct oci_config *cfg = c->config;
@@ -245,16 +237,20 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 	binds->n = 0;
 	for (size_t i = 0; i < cfg->nmounts; i++) {
 		const struct oci_mount *m = &cfg->mounts[i];
+		_cleanup_free_ char *special = NULL;
+		bool mounted = false;
 
-		switch (m->kind) {
+		if (!mountpoint_ok(c, m))
+			continue;
+		special = guestview_special_arg(cfg, i);
+		if (special) {
+			addf(a, "--special-mount=%s", special);
+			mounted = true;
+		}
+		switch (special ? -1 : (int)m->kind) {
 		case OCI_MOUNT_TMPFS:
 		case OCI_MOUNT_SHM: {
 			char size[32] = "", mode[32] = "";
-
-			/* /dev is the sentry's own devfs, with its own /dev/shm tmpfs. */
-			if (!strcmp(m->destination, "/dev") ||
-			    !strcmp(m->destination, "/dev/shm") || !mountpoint_ok(c, m))
-				break;
 
 			if (ntmpfs >= MAX_TMPFS) {
 				oci_warn("tmpfs %s: at most %d tmpfs mounts, skipped",
@@ -269,11 +265,10 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 			addf(a, "--tmpfs=%s%s%s%s", m->destination, size, mode,
 			     mount_words(m, words, sizeof(words)));
 			ntmpfs++;
+			mounted = true;
 			break;
 		}
 		case OCI_MOUNT_BIND:
-			if (!mountpoint_ok(c, m))
-				break;
 			/* A directory, or a regular file (served alone by its gofer: podman's
 			 * /etc/hosts, /etc/resolv.conf, /etc/hostname, /run/.containerenv). */
 			if (stat(m->source, &st) < 0) {
@@ -296,17 +291,21 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 			     m->destination, (m->flags & OCI_MNT_RDONLY) ? ":ro" : "",
 			     mount_words(m, words, sizeof(words)));
 			binds->m[binds->n++] = m;
+			mounted = true;
 			break;
 		default:
-			/* proc, sysfs, devpts, mqueue, cgroup: the sentry's own. */
-			if (!usual_place(m) && oci_g.debug)
-				oci_warn(
-					"%s mount at %s: the sentry provides it at its usual place "
-					"only, skipped",
-					m->type ? m->type : "special", m->destination);
 			break;
 		}
+		if (mounted) {
+			_cleanup_free_ char *label = guestview_label_arg(cfg, i);
+
+			if (label)
+				addf(a, "--mount-label=%s", label);
+			else
+				a->oom = true;
+		}
 	}
+	guestview_device_args(cfg, add_arg, a);
 }
 
 static void sentry_args(struct args *a, const char *sentry, const struct container *c,

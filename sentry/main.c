@@ -68,6 +68,7 @@
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/guestview.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/oom.h"
 #include "sentry/kernel/seccomp.h"
@@ -97,6 +98,13 @@
 #define OPT_MEMORY_LIMIT 0x1e1
 #define OPT_RESTORE 0x1e2
 #define OPT_GATEWAY_FD 0x1e3
+/* What the guest sees of config.json's mounts and devices (sentry/guestview.h). */
+#define OPT_SPECIAL_MOUNT 0x1e4
+#define OPT_MOUNT_LABEL 0x1e5
+#define OPT_DEVICE 0x1e6
+#define OPT_DEVICE_RULE 0x1e7
+#define OPT_CONSOLE 0x1e8
+#define MAX_ORDERED_MOUNTS 48
 
 struct sentry_opts {
 	int gofer_fd;
@@ -148,6 +156,20 @@ struct sentry_opts {
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
+	/*
+	 * The mount options in their order (config.json's): kind 'T' (--tmpfs), 'V' (--volume-fd)
+	 * or 'S' (--special-mount, arg), each with the --mount-label given after it or NULL.
+	 */
+	int nmounts;
+	struct {
+		char kind;
+		const char *arg; /* --special-mount's */
+		const char *label;
+	} mounts[MAX_ORDERED_MOUNTS];
+	bool special_dev, special_proc, special_sys; /* --special-mount dev, proc, sysfs given */
+	const char **devices; /* --device (NULL-terminated) */
+	int ndevices;
+	bool console; /* --console: stdin is the container's console (/dev/console) */
 };
 
 static void usage(void)
@@ -492,12 +514,16 @@ static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
 {
 	int ti = 0, vi = 0, ret = 0;
 
-	while (ret == 0 && (ti < o->ntmpfs || vi < o->nvolumes)) {
+	for (int mi = 0; ret == 0 && mi < o->nmounts; mi++) {
 		const char *what, *path;
 		struct gofer_client *vgc;
+		char *special = NULL;
 
-		if (vi >= o->nvolumes ||
-		    (ti < o->ntmpfs && o->tmpfs_order[ti] < o->volumes[vi].order)) {
+		if (o->mounts[mi].kind == 'S') {
+			what = "--special-mount";
+			ret = guestview_mount_special(k, o->mounts[mi].arg, &special);
+			path = special ? special : o->mounts[mi].arg;
+		} else if (o->mounts[mi].kind == 'T') {
 			what = "--tmpfs";
 			path = o->tmpfs[ti];
 			ret = sentry_mount_tmpfs(k, o->tmpfs[ti++]);
@@ -512,12 +538,19 @@ static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
 			}
 			vi++;
 		}
-		if (ret == -EROFS && !strncmp(path, "/dev/", 5)) {
+		if (ret == 0 && o->mounts[mi].label) {
+			/* What /proc/PID/mountinfo shows of it, and its flags (config.json's). */
+			ret = guestview_label(k, o->mounts[mi].label);
+			if (ret < 0)
+				fprintf(stderr, "husk: --mount-label %s: %s\n", o->mounts[mi].label,
+					strerror(-ret));
+		} else if (ret == -EROFS && !strncmp(path, "/dev/", 5)) {
 			log_warn("%s %s: no such name in the sentry's /dev, skipped", what, path);
 			ret = 0;
 		} else if (ret < 0) {
 			fprintf(stderr, "husk: %s %s: %s\n", what, path, strerror(-ret));
 		}
+		free(special);
 	}
 	return ret;
 }
@@ -569,6 +602,12 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
 		/* The credential gateway's connection (sentry/net/gateway.c). */
 		{ "gateway-fd", required_argument, NULL, OPT_GATEWAY_FD },
+		/* config.json's mounts and devices as the guest sees them (sentry/guestview.h). */
+		{ "special-mount", required_argument, NULL, OPT_SPECIAL_MOUNT },
+		{ "mount-label", required_argument, NULL, OPT_MOUNT_LABEL },
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "device-rule", required_argument, NULL, OPT_DEVICE_RULE },
+		{ "console", no_argument, NULL, OPT_CONSOLE },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -590,7 +629,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->masked = calloc((size_t)argc + 1, sizeof(char *));
 	o->readonly_paths = calloc((size_t)argc + 1, sizeof(char *));
 	o->sysctls = calloc((size_t)argc + 1, sizeof(char *));
-	if (!o->env || !o->masked || !o->readonly_paths || !o->sysctls)
+	o->devices = calloc((size_t)argc + 1, sizeof(char *));
+	if (!o->env || !o->masked || !o->readonly_paths || !o->sysctls || !o->devices)
 		return -ENOMEM;
 	while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		switch (c) {
@@ -635,11 +675,50 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 				return -EINVAL;
 			o->tmpfs_order[o->ntmpfs] = o->ntmpfs + o->nvolumes;
 			o->tmpfs[o->ntmpfs++] = optarg;
+			if (o->nmounts == MAX_ORDERED_MOUNTS)
+				return -EINVAL;
+			o->mounts[o->nmounts++].kind = 'T';
 			break;
 		case 'V':
 			if (parse_volume(optarg, o) < 0)
 				return -EINVAL;
 			o->volumes[o->nvolumes - 1].order = o->ntmpfs + o->nvolumes - 1;
+			if (o->nmounts == MAX_ORDERED_MOUNTS)
+				return -EINVAL;
+			o->mounts[o->nmounts++].kind = 'V';
+			break;
+		case OPT_SPECIAL_MOUNT:
+			if (o->nmounts == MAX_ORDERED_MOUNTS)
+				return -EINVAL;
+			o->mounts[o->nmounts].kind = 'S';
+			o->mounts[o->nmounts++].arg = optarg;
+			o->special_dev |= guestview_special_is(optarg, "dev");
+			o->special_proc |= guestview_special_is(optarg, "proc");
+			o->special_sys |= guestview_special_is(optarg, "sysfs");
+			break;
+		case OPT_MOUNT_LABEL:
+			if (!o->nmounts || o->mounts[o->nmounts - 1].label ||
+			    guestview_check_label(optarg) < 0) {
+				fprintf(stderr, "husk: --mount-label %s: malformed\n", optarg);
+				return -EINVAL;
+			}
+			o->mounts[o->nmounts - 1].label = optarg;
+			break;
+		case OPT_DEVICE:
+			if (guestview_check_device(optarg) < 0) {
+				fprintf(stderr, "husk: --device %s: malformed\n", optarg);
+				return -EINVAL;
+			}
+			o->devices[o->ndevices++] = optarg;
+			break;
+		case OPT_CONSOLE:
+			o->console = true;
+			break;
+		case OPT_DEVICE_RULE:
+			if (guestview_add_rule(optarg) < 0) {
+				fprintf(stderr, "husk: --device-rule %s: malformed\n", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'D':
 			o->detached = true;
@@ -1135,13 +1214,21 @@ int main(int argc, char **argv)
 		if (ret < 0)
 			log_debug("making /dev: %s", strerror(-ret));
 	}
-	ret = vfs_mount_dev(&k);
+	ret = o.special_dev ? 0 : vfs_mount_dev(&k);
 	if (ret < 0 && ret != -ENOENT) {
 		log_error("mounting /dev: %s", strerror(-ret));
 		return EXIT_SETUP;
 	}
-	ret = vfs_mount_proc(&k);
-	if (ret == 0)
+	/* The default /dev's /dev/mqueue (a config mounts its own where it says). */
+	if (!o.special_dev) {
+		ret = guestview_default_mounts(&k);
+		if (ret < 0) {
+			log_error("mounting /dev/mqueue: %s", strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
+	ret = o.special_proc ? 0 : vfs_mount_proc(&k);
+	if (ret == 0 && !o.special_sys)
 		ret = vfs_mount_sys(&k);
 	if (ret < 0) {
 		log_error("mounting /proc and /sys: %s", strerror(-ret));
@@ -1152,6 +1239,24 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	ret = sentry_mask_paths(&k, &o);
 	if (ret < 0)
+		return EXIT_SETUP;
+	/* linux.devices (made as root: the rules below do not apply to them), then the rules. */
+	for (int i = 0; i < o.ndevices; i++) {
+		ret = guestview_make_device(&k, o.devices[i]);
+		/* As runc: a node already there (/dev/null listed again) stays as it is. */
+		if (ret < 0 && ret != -EEXIST) {
+			fprintf(stderr, "husk: --device %s: %s\n", o.devices[i], strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
+	if (o.console) {
+		ret = guestview_console(&k);
+		if (ret < 0) {
+			log_error("/dev/console: %s", strerror(-ret));
+			return EXIT_SETUP;
+		}
+	}
+	if (guestview_apply_rules() < 0)
 		return EXIT_SETUP;
 	/* root.readonly: EROFS for the guest's writes to the root; mounts on it keep theirs. */
 	if (o.readonly_root)

@@ -883,3 +883,64 @@ void mqueue_put(struct mqueue *q)
 {
 	vfs_node_put(&q->node);
 }
+
+/* --- the mqueue filesystem (sentry/fs/mqueue) --- */
+
+struct mqueue *mqueue_lookup(const char *name)
+{
+	struct mqueue *q;
+
+	pthread_mutex_lock(&mq_ns_lock);
+	q = ns_lookup(name);
+	if (q)
+		vfs_node_get(&q->node);
+	pthread_mutex_unlock(&mq_ns_lock);
+	return q;
+}
+
+struct mqueue *mqueue_create_named(struct task *t, const char *name, uint32_t mode)
+{
+	struct mqueue *q;
+	long err = check_name(name);
+
+	if (err)
+		return ERR_PTR(err);
+	pthread_mutex_lock(&mq_ns_lock);
+	q = ns_lookup(name) ? ERR_PTR(-EEXIST) : mq_create(t, name, mode, NULL);
+	if (!IS_ERR(q))
+		vfs_node_get(&q->node); /* the caller's; the name holds the first */
+	pthread_mutex_unlock(&mq_ns_lock);
+	return q;
+}
+
+int mqueue_name_at(int64_t index, char *name, size_t len)
+{
+	struct mqueue *q;
+	int64_t i = 0;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&mq_ns_lock);
+	list_for_each_entry(q, &mq_all, ns_link) {
+		if (!q->linked)
+			continue;
+		if (i++ == index) {
+			snprintf(name, len, "%s", q->name);
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mq_ns_lock);
+	return ret;
+}
+
+int mqueue_stat(struct mqueue *q, struct vfs_attr *attr)
+{
+	return mq_getattr(&q->node, attr);
+}
+
+struct file *mqueue_file_open(struct mqueue *q, int flags)
+{
+	struct file *f = file_alloc(&mq_fops, flags & (O_ACCMODE | O_NONBLOCK), q);
+
+	return f ? f : ERR_PTR(-ENOMEM);
+}

@@ -112,4 +112,26 @@ int mqueue_restore_msg(struct mqueue *q, uint32_t prio, const void *data, size_t
 struct file *mqueue_file_restore(struct mqueue *q, int flags);
 void mqueue_put(struct mqueue *q);
 
+/*
+ * --- the mqueue filesystem (/dev/mqueue, sentry/fs/mqueue) ---
+ * The queue named name, with a reference (mqueue_put), or NULL.
+ */
+struct mqueue *mqueue_lookup(const char *name);
+/*
+ * An open(O_CREAT) in /dev/mqueue: a queue named name with the default sizes, t's owner and
+ * mode (permission bits, the umask already applied). Returns it with a reference for the caller
+ * or ERR_PTR (-EEXIST, -ENOSPC, -EMFILE, -EACCES for a bad name...).
+ */
+struct mqueue *mqueue_create_named(struct task *t, const char *name, uint32_t mode);
+/* Copies the name of the index-th named queue (0 first) to name; 0 or -ENOENT past the last. */
+int mqueue_name_at(int64_t index, char *name, size_t len);
+struct vfs_attr;
+/* q's attributes (size: its message count, as Linux's mqueue inodes). Returns 0. */
+int mqueue_stat(struct mqueue *q, struct vfs_attr *attr);
+/*
+ * A new file on q for an open of its /dev/mqueue name: no path (the VFS fills it; the node holds
+ * q), reading gives the QSIZE line. Returns the file or ERR_PTR(-ENOMEM).
+ */
+struct file *mqueue_file_open(struct mqueue *q, int flags);
+
 #endif

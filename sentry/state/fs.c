@@ -1118,12 +1118,25 @@ static int restore_dir(struct state_restore *r, struct restore_tmpfs *rt, uint32
 				;
 			/* Only a start-up directory where the image has a directory is merged, and an
 			 * empty start-up file where it has a file (the mountpoint of a file bind
-			 * mount, such as podman's /run/.containerenv: the mount covers it). */
+			 * mount, such as podman's /run/.containerenv: the mount covers it), and a
+			 * start-up device node, FIFO or symlink where the image has the same one (the
+			 * sentry's /dev: its devices, linux.devices, ptmx -> pts/ptmx). */
 			bool same_dir = S_ISDIR(en->inode->mode) && S_ISDIR(cn->msg->mode);
 			bool mountpoint_file = S_ISREG(en->inode->mode) && S_ISREG(cn->msg->mode) &&
 					       en->inode->size == 0;
+			uint32_t et = en->inode->mode & S_IFMT;
+			bool same_node =
+				et == (cn->msg->mode & S_IFMT) &&
+				((et == S_IFCHR || et == S_IFBLK || et == S_IFIFO) ?
+					 en->inode->rdev == cn->msg->rdev :
+				 et == S_IFLNK ?
+					 en->inode->target &&
+						 strlen(en->inode->target) == cn->msg->target.len &&
+						 !memcmp(en->inode->target, cn->msg->target.data,
+							 cn->msg->target.len) :
+					 false);
 
-			if (i == nold || !(same_dir || mountpoint_file) || cn->in) {
+			if (i == nold || !(same_dir || mountpoint_file || same_node) || cn->in) {
 				vfs_node_put(existing);
 				err = state_restore_fail(r, -EINVAL, "tmpfs node %u: %s exists",
 							 m->id, de->name);

@@ -37,6 +37,17 @@ static inline uint64_t vfs_mkdev(uint32_t major, uint32_t minor)
 	return (uint64_t)((minor & 0xffu) | ((major & 0xfffu) << 8) | ((minor & ~0xffu) << 12));
 }
 
+/* The major and minor numbers of a vfs_mkdev device number. */
+static inline uint32_t vfs_dev_major(uint64_t dev)
+{
+	return (uint32_t)((dev >> 8) & 0xfff);
+}
+
+static inline uint32_t vfs_dev_minor(uint64_t dev)
+{
+	return (uint32_t)((dev & 0xff) | ((dev >> 12) & 0xfff00));
+}
+
 /* --- filesystem instances --- */
 
 struct vfs_fs;
@@ -48,6 +59,12 @@ struct vfs_fs_ops {
 	 * instance. Nodes still referenced from elsewhere stay valid until they are put.
 	 */
 	void (*release)(struct vfs_fs *fs);
+	/*
+	 * For filesystems whose lookups make a new node each time (proc, sys): whether a and b
+	 * (nodes of this filesystem) are the same file, so that a mount on one is found from the
+	 * other. NULL: a node is its file (node identity).
+	 */
+	bool (*same_node)(struct vfs_node *a, struct vfs_node *b);
 };
 
 /* One instance of a filesystem (Linux's super_block). Filesystems embed it. */
@@ -57,6 +74,7 @@ struct vfs_fs {
 	const char *type; /* "gofer", "devfs", ... (static string) */
 	uint64_t dev; /* st_dev of its nodes, from vfs_alloc_anon_dev() */
 	struct vfs_node *root; /* referenced */
+	int mounted_on; /* mounts whose mountpoint is a node of this fs; atomic, for same_node */
 };
 
 /* Initialises the common part with one reference; root is set by the filesystem. */
@@ -334,6 +352,20 @@ struct vfs_mount {
 	struct vfs_node *mountpoint; /* referenced; NULL for the root of the tree */
 	struct list_head children; /* of mounts attached below; protected by the mount lock */
 	struct list_head sibling; /* in parent->children; protected by the mount lock */
+	struct vfs_mount_label *label; /* owned; NULL: /proc/PID/mountinfo derives it */
+};
+
+/*
+ * What /proc/PID/mountinfo and /proc/mounts show of a mount the runtime described (a
+ * config.json mount): each string owned, NULL for the derived default.
+ */
+struct vfs_mount_label {
+	char *source; /* the source field ("shm", "/dev/vda" for a bind) */
+	char *fstype; /* "tmpfs", "mqueue", the host's for a bind */
+	char *atime; /* "relatime", "noatime" or "" (strictatime) */
+	char *super_opts; /* the filesystem's options after rw/ro ("size=65536k,mode=755") */
+	bool super_ro; /* the superblock's own ro (sysfs ro, a read-only host filesystem) */
+	char *root; /* the 4th field: "/home/x/data" for a bind of it, else "/" */
 };
 
 /*
@@ -373,6 +405,13 @@ struct kernel;
 int vfs_mount_at(struct kernel *k, const char *path, struct vfs_fs *fs, int flags);
 
 /*
+ * As vfs_mount_at, but shows the node at sub (a relative path inside fs, "a/b") at the mount's
+ * root, as a bind of a subdirectory does. Returns 0 or -errno (-ENOENT: no sub in fs).
+ */
+int vfs_mount_subtree_at(struct kernel *k, const char *path, struct vfs_fs *fs, const char *sub,
+			 int flags);
+
+/*
  * Makes the mountpoint vfs_mount_at would make for a filesystem whose root is a directory
  * (isdir) or not, and mounts nothing. Returns 0 or vfs_mount_at's errors.
  */
@@ -399,6 +438,24 @@ int vfs_mount_mask(struct kernel *k, const char *path, struct vfs_fs *empty_dir,
  * itself (its mount's flags plus MS_RDONLY). Returns 0 or -errno (-ENOENT: no such path).
  */
 int vfs_mount_readonly_path(struct kernel *k, const char *path);
+/*
+ * A bind of the node at the absolute guest path onto itself with flags (MS_*), e.g. the
+ * sysfs's fs/cgroup for a config.json cgroup mount. Returns 0 or -errno (-ENOENT: no such path).
+ */
+int vfs_mount_bind_self(struct kernel *k, const char *path, int flags);
+/*
+ * Gives the mount whose root is at the absolute guest path (the top one) the label l (taking
+ * ownership of it, freed with vfs_mount_label_free on failure too) and flags (MS_*, replacing
+ * its flags; -1 keeps them). Returns 0 or -errno (-EINVAL: nothing is mounted there).
+ */
+int vfs_mount_set_label(struct kernel *k, const char *path, struct vfs_mount_label *l, int flags);
+void vfs_mount_label_free(struct vfs_mount_label *l);
+/*
+ * Makes the node a describes (its mode, owner, rdev as given: no umask) at the absolute guest
+ * path of k's tree, as root, the missing directories before it as vfs_mount_at makes them
+ * (config.json linux.devices). Returns 0 or -errno (-EEXIST, -EROFS, -ENOTDIR, -EINVAL).
+ */
+int vfs_make_node(struct kernel *k, const char *path, const struct vfs_create_args *a);
 
 static inline bool vfs_mount_readonly(const struct vfs_mount *m)
 {

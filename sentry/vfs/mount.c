@@ -2,6 +2,7 @@
 /* Mounts, the mount tree, paths (mount + node pairs) and the anonymous mount. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -53,7 +54,20 @@ void vfs_mount_put(struct vfs_mount *m)
 	vfs_fs_put(m->fs);
 	vfs_node_put(m->mountpoint);
 	vfs_mount_put(m->parent);
+	vfs_mount_label_free(m->label);
 	free(m);
+}
+
+void vfs_mount_label_free(struct vfs_mount_label *l)
+{
+	if (!l)
+		return;
+	free(l->source);
+	free(l->fstype);
+	free(l->atime);
+	free(l->super_opts);
+	free(l->root);
+	free(l);
 }
 
 int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint)
@@ -70,8 +84,23 @@ int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint)
 	pthread_rwlock_wrlock(&mount_lock);
 	list_add_tail(&m->sibling, &m->parent->children);
 	__atomic_add_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&m->mountpoint->fs->mounted_on, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&mount_lock);
 	return 0;
+}
+
+/* Whether a mount on a is one on b (the same node, or the same file of a proc-like fs). */
+static bool same_mountpoint(struct vfs_node *a, struct vfs_node *b)
+{
+	return a == b || (a->fs == b->fs && a->fs->ops->same_node && a->fs->ops->same_node(a, b));
+}
+
+/* Whether something may be mounted on node (its own count, or its filesystem's). */
+static bool maybe_mounted_on(struct vfs_node *node)
+{
+	return __atomic_load_n(&node->mounts, __ATOMIC_ACQUIRE) > 0 ||
+	       (node->fs && node->fs->ops && node->fs->ops->same_node &&
+		__atomic_load_n(&node->fs->mounted_on, __ATOMIC_ACQUIRE) > 0);
 }
 
 /* The mount attached last on (mnt, node), with a new reference, or NULL. */
@@ -81,7 +110,7 @@ static struct vfs_mount *mount_on(struct vfs_mount *mnt, struct vfs_node *node)
 
 	pthread_rwlock_rdlock(&mount_lock);
 	list_for_each_entry(c, &mnt->children, sibling)
-		if (c->mountpoint == node)
+		if (same_mountpoint(c->mountpoint, node))
 			found = c;
 	if (found)
 		vfs_mount_get(found);
@@ -92,7 +121,7 @@ static struct vfs_mount *mount_on(struct vfs_mount *mnt, struct vfs_node *node)
 void vfs_path_follow_mounts(struct vfs_path *p)
 {
 	/* The counter keeps the lock out of the walk for nodes nothing is mounted on. */
-	while (__atomic_load_n(&p->node->mounts, __ATOMIC_ACQUIRE) > 0) {
+	while (maybe_mounted_on(p->node)) {
 		struct vfs_mount *m = mount_on(p->mnt, p->node);
 
 		if (!m)
@@ -395,6 +424,49 @@ out_put_path:
 	return err;
 }
 
+int vfs_mount_subtree_at(struct kernel *k, const char *path, struct vfs_fs *fs, const char *sub,
+			 int flags)
+{
+	struct vfs_node *n = fs->root;
+	struct vfs_path cur;
+	struct vfs_mount *m;
+	char name[VFS_NAME_MAX + 1];
+	int err;
+
+	vfs_node_get(n);
+	while (*sub) {
+		const char *end = strchrnul(sub, '/');
+		struct vfs_node *next;
+
+		if ((size_t)(end - sub) > VFS_NAME_MAX || end == sub || !n->ops->lookup) {
+			vfs_node_put(n);
+			return -EINVAL;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(end - sub), sub);
+		next = n->ops->lookup(n, name);
+		vfs_node_put(n);
+		if (IS_ERR(next))
+			return (int)PTR_ERR(next);
+		n = next;
+		sub = *end ? end + 1 : end;
+	}
+	err = mountpoint_make(k, path, vfs_node_is_dir(n), &cur);
+	if (err < 0)
+		goto out_put_node;
+	m = vfs_mount_create(fs, n, flags);
+	if (!m) {
+		err = -ENOMEM;
+		goto out_put_path;
+	}
+	err = vfs_mount_attach(m, &cur);
+	vfs_mount_put(m);
+out_put_path:
+	vfs_path_put(&cur);
+out_put_node:
+	vfs_node_put(n);
+	return err;
+}
+
 int vfs_make_mountpoint(struct kernel *k, const char *path, bool isdir)
 {
 	struct vfs_path p;
@@ -467,5 +539,89 @@ int vfs_mount_readonly_path(struct kernel *k, const char *path)
 	vfs_mount_put(m);
 out_put_path:
 	vfs_path_put(&p);
+	return err;
+}
+
+int vfs_mount_bind_self(struct kernel *k, const char *path, int flags)
+{
+	struct vfs_path p;
+	struct vfs_mount *m;
+	int err = mount_resolve(k, path, &p);
+
+	if (err < 0)
+		return err;
+	m = vfs_mount_create(p.mnt->fs, p.node, flags);
+	if (!m) {
+		err = -ENOMEM;
+		goto out_put_path;
+	}
+	err = vfs_mount_attach(m, &p);
+	vfs_mount_put(m);
+out_put_path:
+	vfs_path_put(&p);
+	return err;
+}
+
+int vfs_mount_set_label(struct kernel *k, const char *path, struct vfs_mount_label *l, int flags)
+{
+	struct vfs_path p;
+	struct vfs_mount_label *old;
+	int err = mount_resolve(k, path, &p);
+
+	if (err < 0) {
+		vfs_mount_label_free(l);
+		return err;
+	}
+	/* The walk crossed into the top mount at path: its root is what path names. */
+	if (p.node != p.mnt->root || p.mnt == k->root_mnt) {
+		vfs_path_put(&p);
+		vfs_mount_label_free(l);
+		return -EINVAL;
+	}
+	old = __atomic_exchange_n(&p.mnt->label, l, __ATOMIC_ACQ_REL);
+	if (flags >= 0)
+		vfs_mount_set_flags(p.mnt, flags);
+	vfs_path_put(&p);
+	vfs_mount_label_free(old);
+	return 0;
+}
+
+int vfs_make_node(struct kernel *k, const char *path, const struct vfs_create_args *a)
+{
+	const char *slash = strrchr(path, '/');
+	struct vfs_path dir, old;
+	struct vfs_node *n;
+	char parent[VFS_PATH_MAX];
+	int err;
+
+	if (path[0] != '/' || !slash || !slash[1] || strlen(slash + 1) > VFS_NAME_MAX ||
+	    !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
+		return -EINVAL;
+	if ((size_t)(slash - path) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	snprintf(parent, sizeof(parent), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	err = mountpoint_make(k, parent, true, &dir);
+	if (err < 0)
+		return err;
+	if (!vfs_node_is_dir(dir.node)) {
+		err = -ENOTDIR;
+		goto out_put_dir;
+	}
+	vfs_ns_lock();
+	err = vfs_lookup_one(&dir, slash + 1, &old);
+	if (err == 0) {
+		vfs_path_put(&old);
+		err = -EEXIST;
+	} else if (err == -ENOENT) {
+		if (vfs_mount_readonly(dir.mnt) || !dir.node->ops->create)
+			err = -EROFS;
+		else
+			err = dir.node->ops->create(dir.node, slash + 1, a, &n);
+		if (err == 0)
+			vfs_node_put(n);
+	}
+	vfs_ns_unlock();
+out_put_dir:
+	vfs_path_put(&dir);
 	return err;
 }

@@ -22,6 +22,7 @@
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/fs/dev/dev.h"
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/notify.h"
 
@@ -261,7 +262,11 @@ int vfs_mknodat(struct task *t, int dirfd, const char *path, unsigned int mode, 
 	case S_IFCHR:
 	case S_IFBLK:
 		/* CAP_MKNOD; whiteouts (0:0 character devices) too. */
-		if (t->cred.euid != 0)
+		if (!cred_capable(&t->cred, CAP_MKNOD))
+			return -EPERM;
+		/* The device cgroup's "m" (linux.resources.devices). */
+		if (devfs_check(type == S_IFCHR ? 'c' : 'b', vfs_dev_major(dev), vfs_dev_minor(dev),
+				DEVFS_ACC_MKNOD) < 0)
 			return -EPERM;
 		break;
 	case S_IFDIR:

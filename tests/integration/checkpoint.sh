@@ -9,6 +9,14 @@
 oci_setup checkpoint
 oci_bundle sh echo sleep cat true kill ls head ps
 mkdir -p "$bundle/rootfs/tmp"
+# The guest writes sysctls below: /proc/sys is not in readonlyPaths (runc's default has it).
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["linux"]["readonlyPaths"] = [r for r in c["linux"].get("readonlyPaths", []) if r != "/proc/sys"]
+json.dump(c, open(p, "w"), indent=1)
+PY
 
 # --- a shell loop with a counter ---
 set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done'

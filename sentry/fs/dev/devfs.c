@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * /dev: an in-memory directory of character devices with Linux's numbers (mem driver, major
- * 1): null 1:3, zero 1:5, full 1:7, random 1:8, urandom 1:9; the terminals tty 5:0 (the
- * caller's controlling terminal) and ptmx 5:2 (sentry/fs/devpts), all mode 0666; the symlinks
- * fd -> /proc/self/fd and stdin/stdout/stderr -> /proc/self/fd/0..2; the directories shm
- * (1777), on which vfs_mount_dev mounts a 64 MiB tmpfs, and pts, on which it mounts devpts.
- * random and urandom read from getrandom(2) in the sentry (no host file is opened).
+ * The sentry's character devices with Linux's numbers (mem driver, major 1): null 1:3, zero
+ * 1:5, full 1:7, random 1:8, urandom 1:9; the terminals tty 5:0 (the caller's controlling
+ * terminal), ptmx 5:2 and the slaves 136:N (sentry/fs/devpts). random and urandom read from
+ * getrandom(2) in the sentry (no host file is opened). Every open of a device node, on any
+ * filesystem, comes here and passes the device rules (linux.resources.devices) first.
+ *
+ * /dev itself is a tmpfs made as runc makes it (OCI's default devices): the devices above,
+ * mode 0666; the symlinks fd -> /proc/self/fd, stdin/stdout/stderr -> /proc/self/fd/0..2 and
+ * ptmx -> pts/ptmx; the directories pts (devpts goes there), shm (1777, a tmpfs) and mqueue
+ * (1777, the POSIX message queues). Guests may make more in it (mknod under the rules).
  */
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/util.h"
@@ -22,12 +27,13 @@
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/dev/dev.h"
 #include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/vfs/fs.h"
 
-#define DEVFS_MAGIC 0x01021994 /* TMPFS_MAGIC: what /dev reports on Linux (devtmpfs) */
 #define DEVFS_SHM_SIZE (64ULL << 20)
+#define DEVFS_SIZE (64ULL << 20) /* runc's size=65536k */
 
 static size_t iov_total(const struct iovec *iov, int iovcnt)
 {
@@ -119,59 +125,81 @@ static const struct file_ops random_fops = {
 	.llseek = dev_llseek,
 };
 
-/* Character devices whose files come from elsewhere (devpts) have no fops: DEVFS_CHR_EXT. */
-static const struct file_ops ext_fops;
-#define DEVFS_CHR_EXT (&ext_fops)
-
-static const struct devfs_entry {
-	const char *name;
-	uint32_t major, minor;
-	const struct file_ops *fops; /* NULL: a directory, or a symlink when target is set */
-	const char *target;
-} devfs_entries[] = {
-	/* clang-format off */
-	{ "fd", 0, 0, NULL, "/proc/self/fd" },
-	{ "full", 1, 7, &full_fops, NULL },
-	{ "null", 1, 3, &null_fops, NULL },
-	{ "ptmx", PTMX_MAJOR, PTMX_MINOR, DEVFS_CHR_EXT, NULL },
-	{ "pts", 0, 0, NULL, NULL }, /* a directory: devpts is mounted on it */
-	{ "random", 1, 8, &random_fops, NULL },
-	{ "shm", 0, 0, NULL, NULL }, /* a directory: a tmpfs is mounted on it */
-	{ "stderr", 0, 0, NULL, "/proc/self/fd/2" },
-	{ "stdin", 0, 0, NULL, "/proc/self/fd/0" },
-	{ "stdout", 0, 0, NULL, "/proc/self/fd/1" },
-	{ "tty", TTYAUX_MAJOR, 0, DEVFS_CHR_EXT, NULL },
-	{ "urandom", 1, 9, &random_fops, NULL },
-	{ "zero", 1, 5, &zero_fops, NULL },
-	/* clang-format on */
-};
-
-#define DEVFS_NENTRIES ARRAY_SIZE(devfs_entries)
-
-static bool devfs_is_chr(const struct devfs_entry *e)
+static unsigned int open_access(int flags)
 {
-	return e && e->fops;
+	switch (flags & O_ACCMODE) {
+	case O_WRONLY:
+		return DEVFS_ACC_WRITE;
+	case O_RDWR:
+		return DEVFS_ACC_READ | DEVFS_ACC_WRITE;
+	default:
+		return DEVFS_ACC_READ;
+	}
 }
 
-static bool devfs_is_link(const struct devfs_entry *e)
+/* The device numbers the sentry has as character devices (devfs_open_chrdev). */
+static const struct {
+	uint32_t major, minor;
+	const struct file_ops *fops;
+} chrdevs[] = {
+	{ 1, 3, &null_fops },	{ 1, 5, &zero_fops },	{ 1, 7, &full_fops },
+	{ 1, 8, &random_fops }, { 1, 9, &random_fops },
+};
+
+/* The sentry's duplicate of its stdin when it is the container's console (OCI terminal). */
+static int console_fd = -1;
+
+int devfs_set_console(int hostfd)
 {
-	return e && e->target;
+	int fd = fcntl(hostfd, F_DUPFD_CLOEXEC, 10);
+
+	if (fd < 0)
+		return -errno;
+	if (console_fd >= 0)
+		close(console_fd);
+	console_fd = fd;
+	return 0;
+}
+
+/* /dev/console (5:1): the console's host terminal, as the guest's stdio has it. */
+static struct file *console_open(int flags)
+{
+	struct file *f;
+	int fd;
+
+	if (console_fd < 0)
+		return ERR_PTR(-ENXIO);
+	fd = fcntl(console_fd, F_DUPFD_CLOEXEC, 10);
+	if (fd < 0)
+		return ERR_PTR(-errno);
+	f = hostfile_create(fd, flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
+	if (!f) {
+		close(fd);
+		return ERR_PTR(-ENOMEM);
+	}
+	/* A checkpoint records it as the sentry's stdin; a restore wraps the new one's. */
+	hostfile_set_origin(f, 0);
+	return f;
 }
 
 struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags)
 {
+	int err = devfs_check('c', major, minor, open_access(flags));
+
+	if (err < 0)
+		return ERR_PTR(err);
 	/* The terminals: /dev/tty (5:0), /dev/ptmx (5:2) and the slaves (136:N) of devpts. */
 	if (major == TTYAUX_MAJOR && minor == 0)
 		return devpts_open_ctty(flags);
+	if (major == TTYAUX_MAJOR && minor == 1)
+		return console_open(flags);
 	if (major == PTMX_MAJOR && minor == PTMX_MINOR)
 		return devpts_open_master(flags);
 	if (major >= PTS_MAJOR && major < PTS_MAJOR + 8)
 		return devpts_open_slave((major - PTS_MAJOR) * 256 + minor, flags);
-	for (size_t i = 0; i < DEVFS_NENTRIES; i++) {
-		const struct devfs_entry *e = &devfs_entries[i];
-
-		if (e->fops && e->fops != DEVFS_CHR_EXT && e->major == major && e->minor == minor) {
-			struct file *f = file_alloc(e->fops, flags, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(chrdevs); i++) {
+		if (chrdevs[i].major == major && chrdevs[i].minor == minor) {
+			struct file *f = file_alloc(chrdevs[i].fops, flags, NULL);
 
 			return f ? f : ERR_PTR(-ENOMEM);
 		}
@@ -179,214 +207,91 @@ struct file *devfs_open_chrdev(uint32_t major, uint32_t minor, int flags)
 	return ERR_PTR(-ENXIO);
 }
 
-/* --- the filesystem --- */
-
-struct devfs_node {
-	struct vfs_node base;
-	uint64_t ino;
-	const struct devfs_entry *entry; /* NULL for the root directory */
-};
-
-struct devfs {
-	struct vfs_fs base;
-	struct timespec ctime;
-	struct devfs_node *children[DEVFS_NENTRIES]; /* referenced */
-};
-
-static struct devfs *devfs_of(struct vfs_node *n)
+struct file *devfs_open_blkdev(uint32_t major, uint32_t minor, int flags)
 {
-	return container_of(n->fs, struct devfs, base);
+	int err = devfs_check('b', major, minor, open_access(flags));
+
+	return ERR_PTR(err < 0 ? err : -ENXIO);
 }
 
-static struct devfs_node *devfs_node_of(struct vfs_node *n)
-{
-	return container_of(n, struct devfs_node, base);
-}
+/* --- /dev: a tmpfs made as runc makes it --- */
 
-static struct vfs_node *devfs_lookup(struct vfs_node *dir, const char *name)
-{
-	struct devfs *fs = devfs_of(dir);
+static const struct devfs_entry {
+	const char *name;
+	uint32_t mode; /* S_IFCHR, S_IFLNK or S_IFDIR with the permission bits */
+	uint32_t major, minor;
+	const char *target; /* symlinks */
+} devfs_entries[] = {
+	/* clang-format off */
+	/* In name order: a listing of /dev shows them so (tmpfs lists in creation order). */
+	{ "fd", S_IFLNK | 0777, 0, 0, "/proc/self/fd" },
+	{ "full", S_IFCHR | 0666, 1, 7, NULL },
+	{ "mqueue", S_IFDIR | 01777, 0, 0, NULL },
+	{ "null", S_IFCHR | 0666, 1, 3, NULL },
+	{ "ptmx", S_IFLNK | 0777, 0, 0, "pts/ptmx" },
+	{ "pts", S_IFDIR | 0755, 0, 0, NULL },
+	{ "random", S_IFCHR | 0666, 1, 8, NULL },
+	{ "shm", S_IFDIR | 01777, 0, 0, NULL },
+	{ "stderr", S_IFLNK | 0777, 0, 0, "/proc/self/fd/2" },
+	{ "stdin", S_IFLNK | 0777, 0, 0, "/proc/self/fd/0" },
+	{ "stdout", S_IFLNK | 0777, 0, 0, "/proc/self/fd/1" },
+	{ "tty", S_IFCHR | 0666, TTYAUX_MAJOR, 0, NULL },
+	{ "urandom", S_IFCHR | 0666, 1, 9, NULL },
+	{ "zero", S_IFCHR | 0666, 1, 5, NULL },
+	/* clang-format on */
+};
 
-	if (devfs_node_of(dir)->entry)
-		return ERR_PTR(-ENOENT); /* shm and pts are empty below their mounts */
-	for (size_t i = 0; i < DEVFS_NENTRIES; i++) {
-		if (strcmp(devfs_entries[i].name, name) == 0) {
-			vfs_node_get(&fs->children[i]->base);
-			return &fs->children[i]->base;
-		}
+/* Makes name in dir as a describes, or leaves what is there. Returns 0 or -errno. */
+static int dev_make(struct vfs_node *dir, const char *name, const struct vfs_create_args *a)
+{
+	struct vfs_node *n = dir->ops->lookup ? dir->ops->lookup(dir, name) : ERR_PTR(-ENOENT);
+	int err;
+
+	if (!IS_ERR(n)) {
+		vfs_node_put(n);
+		return -EEXIST;
 	}
-	return ERR_PTR(-ENOENT);
-}
-
-static int devfs_getattr(struct vfs_node *n, struct vfs_attr *attr)
-{
-	struct devfs_node *dn = devfs_node_of(n);
-	struct devfs *fs = devfs_of(n);
-	bool dev = devfs_is_chr(dn->entry), link = devfs_is_link(dn->entry);
-	uint32_t mode = S_IFDIR | 0755;
-
-	if (dev)
-		mode = S_IFCHR | 0666;
-	else if (link)
-		mode = S_IFLNK | 0777;
-	else if (dn->entry && !strcmp(dn->entry->name, "shm"))
-		mode = S_IFDIR | 01777;
-	*attr = (struct vfs_attr){
-		.dev = fs->base.dev,
-		.ino = dn->ino,
-		.nlink = dev || link ? 1 : 2,
-		.mode = mode,
-		.rdev = dev ? vfs_mkdev(dn->entry->major, dn->entry->minor) : 0,
-		.size = link ? (int64_t)strlen(dn->entry->target) : 0,
-		.blksize = 4096,
-		.atime = fs->ctime,
-		.mtime = fs->ctime,
-		.ctime = fs->ctime,
-	};
+	err = dir->ops->create(dir, name, a, &n);
+	if (err < 0)
+		return err;
+	vfs_node_put(n);
 	return 0;
 }
 
-static struct file *devfs_open(struct vfs_node *n, int flags)
+int devfs_add_node(struct vfs_fs *fs, const char *name, uint32_t mode, uint64_t rdev, uint32_t uid,
+		   uint32_t gid)
 {
-	const struct devfs_entry *e = devfs_node_of(n)->entry;
+	struct vfs_create_args a = { .mode = mode, .uid = uid, .gid = gid, .rdev = rdev };
 
-	if (!e || !e->fops)
-		return ERR_PTR(-EISDIR);
-	return devfs_open_chrdev(e->major, e->minor, flags);
+	return dev_make(fs->root, name, &a);
 }
 
-static ssize_t devfs_readlink(struct vfs_node *n, char *buf, size_t len)
+struct vfs_fs *devfs_create(struct kernel *k, uint64_t size, uint32_t mode)
 {
-	const struct devfs_entry *e = devfs_node_of(n)->entry;
-	size_t l;
-
-	if (!devfs_is_link(e))
-		return -EINVAL;
-	l = strlen(e->target);
-	memcpy(buf, e->target, MIN(l, len));
-	return (ssize_t)l;
-}
-
-static int devfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter *e)
-{
-	struct devfs *fs = devfs_of(dir);
-	/* The shm and pts directories are empty below their mounts. */
-	int64_t end = devfs_node_of(dir)->entry ? 2 : (int64_t)DEVFS_NENTRIES + 2;
-
-	/* Positions: 0 ".", 1 "..", 2 + i the i-th device. */
-	for (; *pos >= 0 && *pos < end; (*pos)++) {
-		int64_t i = *pos;
-		bool ok;
-
-		if (i == 0)
-			ok = e->emit(e, ".", 1, devfs_node_of(dir)->ino, DT_DIR, i + 1);
-		else if (i == 1)
-			ok = e->emit(e, "..", 2, devfs_node_of(dir)->ino, DT_DIR, i + 1);
-		else
-			ok = e->emit(e, devfs_entries[i - 2].name,
-				     strlen(devfs_entries[i - 2].name), fs->children[i - 2]->ino,
-				     devfs_is_chr(&devfs_entries[i - 2])  ? DT_CHR :
-				     devfs_is_link(&devfs_entries[i - 2]) ? DT_LNK :
-									    DT_DIR,
-				     i + 1);
-		if (!ok)
-			break;
-	}
-	return 0;
-}
-
-static int devfs_statfs(struct vfs_node *n, struct linux_statfs *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->f_type = DEVFS_MAGIC;
-	st->f_bsize = 4096;
-	st->f_frsize = 4096;
-	st->f_namelen = VFS_NAME_MAX;
-	st->f_files = DEVFS_NENTRIES + 1;
-	return 0;
-}
-
-static void devfs_release_node(struct vfs_node *n)
-{
-	free(devfs_node_of(n));
-}
-
-static void devfs_release(struct vfs_fs *vfs)
-{
-	struct devfs *fs = container_of(vfs, struct devfs, base);
-
-	for (size_t i = 0; i < DEVFS_NENTRIES; i++)
-		vfs_node_put(&fs->children[i]->base);
-	vfs_node_put(fs->base.root);
-	free(fs);
-}
-
-static const struct vfs_node_ops devfs_node_ops = {
-	.lookup = devfs_lookup,
-	.getattr = devfs_getattr,
-	.open = devfs_open,
-	.readlink = devfs_readlink,
-	.iterate = devfs_iterate,
-	.statfs = devfs_statfs,
-	.release = devfs_release_node,
-};
-
-static const struct vfs_fs_ops devfs_fs_ops = {
-	.release = devfs_release,
-};
-
-static struct devfs_node *devfs_node_new(struct devfs *fs, struct vfs_node *parent,
-					 const struct devfs_entry *e, uint64_t ino)
-{
-	struct devfs_node *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	if (vfs_node_init(&n->base, &devfs_node_ops, &fs->base, parent, e ? e->name : "",
-			  devfs_is_chr(e)  ? S_IFCHR :
-			  devfs_is_link(e) ? S_IFLNK :
-					     S_IFDIR) < 0) {
-		free(n);
-		return NULL;
-	}
-	n->ino = ino;
-	n->entry = e;
-	return n;
-}
-
-struct vfs_fs *devfs_create(void)
-{
-	struct devfs *fs = calloc(1, sizeof(*fs));
-	struct devfs_node *root;
+	struct vfs_fs *fs = tmpfs_create(&k->mf, size, mode & 07777, 0, 0);
 
 	if (!fs)
 		return NULL;
-	vfs_fs_init(&fs->base, &devfs_fs_ops, "devfs");
-	clock_gettime(CLOCK_REALTIME, &fs->ctime);
-	root = devfs_node_new(fs, NULL, NULL, 1);
-	if (!root) {
-		free(fs);
-		return NULL;
-	}
-	fs->base.root = &root->base;
-	for (size_t i = 0; i < DEVFS_NENTRIES; i++) {
-		fs->children[i] = devfs_node_new(fs, &root->base, &devfs_entries[i], i + 2);
-		if (!fs->children[i]) {
-			/* devfs_release puts what exists; the rest are NULL. */
-			for (size_t j = 0; j < i; j++)
-				vfs_node_put(&fs->children[j]->base);
-			vfs_node_put(&root->base);
-			free(fs);
+	for (size_t i = 0; i < ARRAY_SIZE(devfs_entries); i++) {
+		const struct devfs_entry *e = &devfs_entries[i];
+		struct vfs_create_args a = {
+			.mode = e->mode,
+			.rdev = S_ISCHR(e->mode) ? vfs_mkdev(e->major, e->minor) : 0,
+			.target = e->target,
+		};
+		int err = dev_make(fs->root, e->name, &a);
+
+		if (err < 0) {
+			vfs_fs_put(fs);
 			return NULL;
 		}
 	}
-	return &fs->base;
+	return fs;
 }
 
 int vfs_mount_dev(struct kernel *k)
 {
 	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
-	struct vfs_mount *m;
 	struct vfs_path dev;
 	struct vfs_fs *fs;
 	int err;
@@ -398,24 +303,15 @@ int vfs_mount_dev(struct kernel *k)
 		return 0;
 	if (err < 0)
 		return err;
-	if (!vfs_node_is_dir(dev.node)) {
-		vfs_path_put(&dev);
-		return 0;
-	}
-	fs = devfs_create();
-	if (!fs) {
-		vfs_path_put(&dev);
-		return -ENOMEM;
-	}
-	m = vfs_mount_create(fs, fs->root, MS_NOSUID | MS_NOEXEC);
-	vfs_fs_put(fs); /* the mount holds it now */
-	if (!m) {
-		vfs_path_put(&dev);
-		return -ENOMEM;
-	}
-	err = vfs_mount_attach(m, &dev);
-	vfs_mount_put(m); /* the tree holds it now, when attached */
+	err = vfs_node_is_dir(dev.node) ? 0 : -ENOTDIR;
 	vfs_path_put(&dev);
+	if (err < 0)
+		return 0;
+	fs = devfs_create(k, DEVFS_SIZE, 0755);
+	if (!fs)
+		return -ENOMEM;
+	err = vfs_mount_at(k, "/dev", fs, MS_NOSUID | MS_NOEXEC);
+	vfs_fs_put(fs); /* the mount holds it now */
 	if (err < 0)
 		return err;
 	/* /dev/shm: a tmpfs of Docker's default size, for POSIX shared memory and semaphores. */

@@ -1108,11 +1108,20 @@ static struct file *gofer_open_op(struct vfs_node *n, int flags)
 		pthread_mutex_unlock(&gn->lock);
 		return devfs_open_chrdev(major(rdev), minor(rdev), flags);
 	}
+	case S_IFBLK: {
+		uint64_t rdev;
+
+		/* The device rules' EPERM, else ENXIO: the host's block device is never opened. */
+		pthread_mutex_lock(&gn->lock);
+		rdev = gn->attr.rdev;
+		pthread_mutex_unlock(&gn->lock);
+		return devfs_open_blkdev(major(rdev), minor(rdev), flags);
+	}
 	case S_IFIFO:
 		/* A pipe of the sentry's per inode; the host's FIFO is never opened. */
 		return pipe_fifo_open(n, flags);
 	default:
-		return ERR_PTR(-ENXIO); /* sockets, as Linux; block devices: none in the sentry */
+		return ERR_PTR(-ENXIO); /* sockets, as Linux */
 	}
 	/* Mode 3 (ioctl only) reads and writes nothing: read-only is enough on the host. */
 	hostflags = (flags & O_ACCMODE) == 3 ? O_RDONLY : (flags & O_ACCMODE);

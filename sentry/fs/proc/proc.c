@@ -808,12 +808,16 @@ struct mounts_ctx {
 	FILE *out;
 	struct vfs_path root;
 	bool mountinfo;
+	struct vfs_mount **v; /* referenced, sorted by id before printing */
+	size_t n, cap;
 };
 
 static const char *mount_fstype(const struct vfs_mount *m)
 {
 	const char *t = m->fs->type;
 
+	if (m->label && m->label->fstype)
+		return m->label->fstype;
 	if (!strcmp(t, "gofer"))
 		return "9p";
 	if (!strcmp(t, "devfs"))
@@ -821,25 +825,50 @@ static const char *mount_fstype(const struct vfs_mount *m)
 	return t;
 }
 
-static int mounts_one(struct vfs_mount *m, void *arg)
+static const char *mount_source(const struct vfs_mount *m, const char *type)
 {
-	struct mounts_ctx *c = arg;
+	if (m->label && m->label->source)
+		return m->label->source;
+	return !strcmp(type, "9p") ? "none" : type;
+}
+
+/* A field of the mount table, with space, tab, newline and backslash as \ooo (Linux's mangle). */
+static void put_mangled(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\\')
+			fprintf(out, "\\%03o", (unsigned char)*s);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void mount_print(struct mounts_ctx *c, struct vfs_mount *m)
+{
+	const struct vfs_mount_label *l = m->label;
 	struct vfs_path p = { .mnt = m, .node = m->root };
 	const char *type = mount_fstype(m);
-	const char *source = !strcmp(type, "9p") ? "none" : type;
+	const char *source = mount_source(m, type);
+	const char *atime = l && l->atime ? l->atime : "relatime";
+	const char *sopts = l && l->super_opts ? l->super_opts : "";
+	bool sro = l ? l->super_ro : (m->flags & MS_RDONLY);
 	char path[VFS_PATH_MAX];
-	char opts[64];
+	char opts[96];
 	int n;
 
 	n = vfs_path_to_string(&c->root, &p, path, sizeof(path));
 	if (n < 0 || !strncmp(path, "(unreachable)", 13))
-		return 0;
-	snprintf(opts, sizeof(opts), "%s%s%s%s,relatime", (m->flags & MS_RDONLY) ? "ro" : "rw",
+		return;
+	/* Linux's show_mnt_opts order: nosuid, nodev, noexec, then the atime word. */
+	snprintf(opts, sizeof(opts), "%s%s%s%s%s%s", (m->flags & MS_RDONLY) ? "ro" : "rw",
 		 (m->flags & MS_NOSUID) ? ",nosuid" : "", (m->flags & MS_NODEV) ? ",nodev" : "",
-		 (m->flags & MS_NOEXEC) ? ",noexec" : "");
+		 (m->flags & MS_NOEXEC) ? ",noexec" : "", *atime ? "," : "", atime);
 	if (!c->mountinfo) {
-		fprintf(c->out, "%s %s %s %s 0 0\n", source, path, type, opts);
-		return 0;
+		put_mangled(c->out, source);
+		fputc(' ', c->out);
+		put_mangled(c->out, path);
+		fprintf(c->out, " %s %s%s%s 0 0\n", type, opts, *sopts ? "," : "", sopts);
+		return;
 	}
 	{
 		uint64_t dev = m->fs->dev;
@@ -847,11 +876,41 @@ static int mounts_one(struct vfs_mount *m, void *arg)
 		unsigned int minor = (unsigned int)((dev & 0xff) | ((dev >> 12) & ~0xffULL));
 		uint64_t parent = m->parent ? m->parent->id : m->id;
 
-		fprintf(c->out, "%" PRIu64 " %" PRIu64 " %u:%u / %s %s - %s %s %s\n", m->id, parent,
-			major, minor, path, opts, type, source,
-			(m->flags & MS_RDONLY) ? "ro" : "rw");
+		fprintf(c->out, "%" PRIu64 " %" PRIu64 " %u:%u ", m->id, parent, major, minor);
+		put_mangled(c->out, l && l->root ? l->root : "/");
+		fputc(' ', c->out);
+		put_mangled(c->out, path);
+		fprintf(c->out, " %s - %s ", opts, type);
+		put_mangled(c->out, source);
+		fprintf(c->out, " %s%s%s\n", sro ? "ro" : "rw", *sopts ? "," : "", sopts);
 	}
+}
+
+/* Collects the mounts (the tree's order is depth first; Linux lists them as they were made). */
+static int mounts_one(struct vfs_mount *m, void *arg)
+{
+	struct mounts_ctx *c = arg;
+
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 32;
+		struct vfs_mount **nv = realloc(c->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		c->v = nv;
+		c->cap = ncap;
+	}
+	vfs_mount_get(m);
+	c->v[c->n++] = m;
 	return 0;
+}
+
+static int mount_id_cmp(const void *a, const void *b)
+{
+	const struct vfs_mount *x = *(struct vfs_mount *const *)a;
+	const struct vfs_mount *y = *(struct vfs_mount *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 int proc_gen_mounts(struct kernel *k, struct task *t, FILE *out, bool mountinfo)
@@ -871,6 +930,15 @@ int proc_gen_mounts(struct kernel *k, struct task *t, FILE *out, bool mountinfo)
 	if (!c.root.mnt)
 		return 0;
 	err = vfs_mount_for_each(c.root.mnt, mounts_one, &c);
+	/* The root of the view first, then the rest in the order they were mounted. */
+	if (c.n > 1)
+		qsort(c.v + 1, c.n - 1, sizeof(*c.v), mount_id_cmp);
+	for (size_t i = 0; i < c.n; i++) {
+		if (err == 0)
+			mount_print(&c, c.v[i]);
+		vfs_mount_put(c.v[i]);
+	}
+	free(c.v);
 	vfs_path_put(&c.root);
 	return err;
 }

@@ -416,8 +416,17 @@ static void pseudo_fs_release(struct vfs_fs *vfs)
 	free(fs);
 }
 
+/* Lookups make new nodes: one entry of one task (or fd) is one file (its inode number). */
+static bool pseudo_same_node(struct vfs_node *a, struct vfs_node *b)
+{
+	struct pseudo_node *x = pseudo_node_of(a), *y = pseudo_node_of(b);
+
+	return x->ent == y->ent && x->ino == y->ino;
+}
+
 static const struct vfs_fs_ops pseudo_fs_ops = {
 	.release = pseudo_fs_release,
+	.same_node = pseudo_same_node,
 };
 
 int pseudo_fs_init(struct pseudo_fs *fs, struct kernel *k, const char *type, uint32_t magic,

@@ -605,10 +605,14 @@ static struct file *tmpfs_open(struct vfs_node *n, int flags)
 		return devfs_open_chrdev(
 			(uint32_t)((in->rdev >> 8) & 0xfff),
 			(uint32_t)((in->rdev & 0xff) | ((in->rdev >> 12) & ~0xffu)), flags);
+	case S_IFBLK: /* the device rules' EPERM, else ENXIO: no block device in the sentry */
+		return devfs_open_blkdev(
+			(uint32_t)((in->rdev >> 8) & 0xfff),
+			(uint32_t)((in->rdev & 0xff) | ((in->rdev >> 12) & ~0xffu)), flags);
 	case S_IFIFO:
 		return pipe_fifo_open(n, flags);
 	default:
-		return ERR_PTR(-ENXIO); /* sockets, as Linux; block devices: none in the sentry */
+		return ERR_PTR(-ENXIO); /* sockets, as Linux */
 	}
 	/* Linux truncates on O_TRUNC whatever the access mode (O_RDONLY too). */
 	if (flags & O_TRUNC) {

@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include "common/err.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -316,4 +319,83 @@ Test(sysfs, cpu_files_give_the_online_range)
 	cr_assert_gt(slurp("/dir/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)), 0);
 	cr_assert_str_eq(buf, "always [madvise] never\n");
 	cr_assert_eq(slurp("/dir/devices/system/cpu/cpu99999/online", buf, sizeof(buf)), -ENOENT);
+}
+
+/* --- config.json mounts in /proc/PID/mountinfo (issue 15) --- */
+
+TestSuite(mount_label, .init = setup, .fini = teardown);
+
+/* /proc/mounts or mountinfo of the harness's tree, in buf. */
+static void gen_mounts(bool info, char *buf, size_t len)
+{
+	FILE *out = fmemopen(buf, len, "w");
+
+	cr_assert_not_null(out);
+	cr_assert_eq(proc_gen_mounts(&h.k, NULL, out, info), 0);
+	fclose(out);
+}
+
+static struct vfs_mount_label *label(const char *source, const char *fstype, const char *sopts,
+				     const char *root)
+{
+	struct vfs_mount_label *l = calloc(1, sizeof(*l));
+
+	l->source = strdup(source);
+	l->fstype = strdup(fstype);
+	l->atime = strdup("relatime");
+	l->super_opts = strdup(sopts);
+	l->root = strdup(root);
+	return l;
+}
+
+Test(mount_label, mountinfo_shows_the_label_in_mount_order)
+{
+	char buf[4096];
+	struct vfs_fs *fs;
+
+	cr_assert_eq(vfs_mount_dev(&h.k), 0);
+	/* /tmp is mounted after /dev/shm but sits before /dev in a depth-first walk. */
+	fs = tmpfs_create(&h.k.mf, 0, 01777, 0, 0);
+	cr_assert_eq(vfs_mount_at(&h.k, "/etc", fs, MS_NOSUID), 0);
+	vfs_fs_put(fs);
+	cr_assert_eq(vfs_mount_set_label(&h.k, "/dev/shm",
+					 label("shm", "tmpfs", "size=65536k", "/"),
+					 MS_NOSUID | MS_NODEV | MS_NOEXEC),
+		     0);
+	cr_assert_eq(vfs_mount_set_label(&h.k, "/etc",
+					 label("/dev/vda", "ext4", "", "/home/x/data"),
+					 MS_RDONLY | MS_NOSUID),
+		     0);
+	cr_assert_eq(vfs_mount_set_label(&h.k, "/", label("a", "b", "", "/"), 0), -EINVAL,
+		     "the root is no config mount");
+	gen_mounts(false, buf, sizeof(buf));
+	cr_assert_not_null(strstr(buf, "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,"
+				       "size=65536k 0 0\n"),
+			   "%s", buf);
+	cr_assert(strstr(buf, " /dev/shm ") < strstr(buf, " /etc "), "mount order: %s", buf);
+	gen_mounts(true, buf, sizeof(buf));
+	cr_assert_not_null(strstr(buf,
+				  " /home/x/data /etc ro,nosuid,relatime - ext4 /dev/vda rw\n"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, " / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm "
+				       "rw,size=65536k\n"),
+			   "%s", buf);
+}
+
+Test(mount_label, a_mount_on_a_proc_node_is_crossed_by_later_walks)
+{
+	struct vfs_fs *fs;
+	struct vfs_path p;
+
+	/* procfs on /dir (the tree has no /proc); the tmpfs over its "sys" directory. */
+	mount_on_dir(procfs_create(&h.k));
+	fs = tmpfs_create(&h.k.mf, 0, 0555, 0, 0);
+	cr_assert_eq(vfs_mount_at(&h.k, "/dir/sys", fs, MS_RDONLY), 0);
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/dir/sys", 0, &p), 0);
+	cr_assert_eq(p.node, fs->root, "the walk crossed into the mount");
+	vfs_path_put(&p);
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/dir/sys/kernel", 0, &p), -ENOENT);
+	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/dir/stat", 0, &p), 0, "the rest of proc");
+	vfs_path_put(&p);
+	vfs_fs_put(fs);
 }
