@@ -12,11 +12,13 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/userns.h"
 #include "common/util.h"
 #include "gofer/confine.h"
 
@@ -59,11 +61,48 @@ int gofer_close_fds_except(const int *keep, int nkeep)
 	} while (0)
 
 /*
+ * The flags of the mount that holds fd that a user namespace may not clear on a bind remount
+ * (the kernel locks them on mounts it copies from a more privileged namespace): noexec, and the
+ * atime ones (nosuid and nodev are always set by the callers).
+ */
+static unsigned long locked_flags(int fd)
+{
+	struct statvfs sv;
+	unsigned long flags = 0;
+
+	if (fstatvfs(fd, &sv) < 0)
+		return 0;
+	if (sv.f_flag & ST_NOEXEC)
+		flags |= MS_NOEXEC;
+	if (sv.f_flag & ST_NOATIME)
+		flags |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		flags |= MS_NODIRATIME;
+	if (sv.f_flag & ST_RELATIME)
+		flags |= MS_RELATIME;
+	return flags;
+}
+
+/*
+ * mount(NULL, target, NULL, flags) for a bind remount; in a user namespace (rootless), where
+ * the kernel refuses to clear a locked flag of the bound mount (EPERM), again with those flags
+ * kept. As root the flags are not kept: the sentry maps donated files executable.
+ */
+static int bind_remount(const char *target, unsigned long flags, int src_fd)
+{
+	if (mount(NULL, target, NULL, flags, NULL) == 0)
+		return 0;
+	if (errno != EPERM || src_fd < 0)
+		return -1;
+	return mount(NULL, target, NULL, flags | locked_flags(src_fd), NULL);
+}
+
+/*
  * Makes newroot (an empty directory of the scratch tmpfs) a root that holds one name, FILE, a
  * bind of the regular file root_path names, and nothing else: the file's directory and its
  * siblings are never mounted in the gofer's namespace, so no request can reach them.
  */
-static int file_root_prepare(const char *newroot, const char *source, bool readonly)
+static int file_root_prepare(const char *newroot, const char *source, int src_fd, bool readonly)
 {
 	char file[80];
 	int fd;
@@ -82,13 +121,30 @@ static int file_root_prepare(const char *newroot, const char *source, bool reado
 	STEP("bind-mounting the file", mount(source, file, NULL, MS_BIND, NULL));
 	/* Read-only in the kernel with --readonly (DESIGN.md rule 4), never set-uid or a device. */
 	STEP("remounting the file",
-	     mount(NULL, file, NULL,
-		   MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0), NULL));
+	     bind_remount(file,
+			  MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0),
+			  src_fd));
 	/* The directory around it is always read-only: nothing can be created beside the file. */
 	STEP("remounting the file root's directory",
 	     mount(NULL, newroot, NULL,
 		   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 	return 0;
+}
+
+/*
+ * Binds source onto target, non-recursively. In a user namespace (rootless) the kernel refuses
+ * that (EINVAL) when mounts below source are locked (every mount the namespace inherited is):
+ * it would uncover what they hide. The bind is then recursive, and those mounts are served too
+ * (as the caller, who could read them anyway); the sentry's own /proc, /sys and /dev cover the
+ * root's in the guest's view.
+ */
+static int bind_root(const char *source, const char *target, bool rootless)
+{
+	if (mount(source, target, NULL, MS_BIND, NULL) == 0)
+		return 0;
+	if (errno != EINVAL || !rootless)
+		return -1;
+	return mount(source, target, NULL, MS_BIND | MS_REC, NULL);
 }
 
 int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd)
@@ -100,8 +156,8 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	char newroot[64], source[64];
 	unsigned long flags;
 	struct stat st;
-	bool is_file;
-	int fd;
+	bool is_file, rootless;
+	int fd, ret;
 
 	/* Opened before the pivot, it is the gofer's way to reopen an O_PATH FD as a file. It
 	 * reaches nothing by name but the gofer's own /proc entries: the processes outside are
@@ -110,6 +166,14 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	if (proc < 0) {
 		log_error("confine: /proc/self/fd: %s", strerror(errno));
 		return -errno;
+	}
+	/* Run by an unprivileged user: a user namespace of our own first, in which we are root
+	 * (only the caller's uid and gid are mapped, to 0), so that the steps below apply as they
+	 * do under root; its capabilities reach nothing the caller could not reach. */
+	ret = userns_enter_unless_privileged(&rootless);
+	if (ret < 0) {
+		log_error("confine: user namespace: %s", strerror(-ret));
+		return ret;
 	}
 	/* Our own mount namespace, private, so that nothing we mount is seen by the host. */
 	STEP("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS));
@@ -152,19 +216,29 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	STEP("mkdir in the scratch tmpfs", mkdir(newroot, 0700));
 	snprintf(source, sizeof(source), "/proc/self/fd/%d", old_root);
 	if (is_file) {
-		int ret = file_root_prepare(newroot, source, readonly);
-
+		ret = file_root_prepare(newroot, source, old_root, readonly);
 		if (ret < 0)
 			return ret;
 	} else {
 		/* Non-recursive: mounts under root (a host's /proc, /sys, /dev when root is /) are
 		 * not part of the bind, so they are not served; their mount points show as empty
 		 * dirs. */
-		STEP("bind-mounting the root", mount(source, newroot, NULL, MS_BIND, NULL));
+		STEP("bind-mounting the root", bind_root(source, newroot, rootless));
 		/* Read-only in the kernel too (DESIGN.md rule 4); set-uid bits and device nodes of
 		 * the served tree mean nothing to the gofer. */
 		flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0);
-		STEP("remounting the root", mount(NULL, newroot, NULL, flags, NULL));
+		STEP("remounting the root", bind_remount(newroot, flags, old_root));
+		/* A recursive bind (rootless): the mounts below get the same flags, read-only
+		 * included, in the kernel too. */
+		if (rootless) {
+			struct mount_attr attr = {
+				.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					    (readonly ? MOUNT_ATTR_RDONLY : 0),
+			};
+
+			STEP("setting the flags of the mounts below the root",
+			     mount_setattr(AT_FDCWD, newroot, AT_RECURSIVE, &attr, sizeof(attr)));
+		}
 	}
 	STEP("chdir to the new root", chdir(newroot));
 	/* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the

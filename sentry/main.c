@@ -60,6 +60,7 @@
 #include "common/cpus.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/userns.h"
 #include "sentry/confine.h"
 #include "sentry/control/control.h"
 #include "sentry/fs/gofer/client.h"
@@ -584,8 +585,10 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->platform = "auto";
 	o->cwd = "/";
 	o->hostname = "husk";
-	o->uid = (uint32_t)getuid();
-	o->gid = (uint32_t)getgid();
+	/* Without --uid/--gid the guest runs as the caller; an unprivileged caller's guest is
+	 * root, as the caller is root in the sandbox's user namespace (sentry/confine.c). */
+	o->uid = userns_privileged() ? (uint32_t)getuid() : 0;
+	o->gid = userns_privileged() ? (uint32_t)getgid() : 0;
 	o->env = calloc((size_t)argc + 1, sizeof(char *));
 	o->masked = calloc((size_t)argc + 1, sizeof(char *));
 	o->readonly_paths = calloc((size_t)argc + 1, sizeof(char *));
