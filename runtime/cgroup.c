@@ -271,7 +271,7 @@ static int attach_egress(const char *path, const struct oci_config *cfg)
 		return ret;
 	}
 	host = args && args[0] && !strcmp(args[0], "--network=host");
-	if (host && !hier_path(H_V2, path, dir, sizeof(dir))) {
+	if (host && (!path || !hier_path(H_V2, path, dir, sizeof(dir)))) {
 		oci_warn("no cgroup v2 hierarchy: no BPF egress filter; the sentry's own check "
 			 "applies alone");
 	} else if (host) {
@@ -292,10 +292,42 @@ static int attach_egress(const char *path, const struct oci_config *cfg)
 	return 0;
 }
 
+/*
+ * Whether this user may make path in some hierarchy husk uses: the deepest existing ancestor of
+ * it there is writable (root; or a cgroup delegated to a rootless user, as systemd's
+ * user@UID.service is). A hierarchy whose root husk cannot write is unusable (hier_mount).
+ */
+static bool cgroup_delegated(const char *path)
+{
+	char dir[600];
+
+	for (int h = 0; h < H_COUNT; h++) {
+		if (!hier_path(h, path, dir, sizeof(dir)))
+			continue;
+		for (char *slash; access(dir, F_OK) < 0 && (slash = strrchr(dir, '/'));)
+			*slash = 0;
+		if (dir[0] && access(dir, W_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 int cgroup_create(const char *path, const struct oci_config *cfg)
 {
 	char dir[600];
 	int ret;
+
+	/* Rootless without delegation: no cgroup at all, said once. The sentry enforces the
+	 * memory and pids limits itself (--memory-limit, --pids-limit) and pauses its own tasks;
+	 * the dev.husk.* network annotations are still checked. */
+	if (!cgroup_delegated(path)) {
+		oci_warn(
+			"cgroup %s: no cgroup is delegated to this user: skipped (limits and pause "
+			"are the sentry's own)",
+			path);
+		ret = attach_egress(NULL, cfg);
+		return ret < 0 ? ret : 1;
+	}
 
 	for (int h = 0; h < H_COUNT; h++) {
 		if (!hier_path(h, path, dir, sizeof(dir)))

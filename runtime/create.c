@@ -170,6 +170,16 @@ int oci_create_container(const struct create_args *a, struct container *c)
 		c->cgroup = NULL;
 		goto out_destroy;
 	}
+	if (ret > 0) {
+		/* Rootless, no cgroup delegated: the container has none (the record says so). */
+		free(c->cgroup);
+		c->cgroup = NULL;
+		ret = container_save(c);
+		if (ret < 0) {
+			ret = oci_fail("writing the container's state: %s", strerror(-ret));
+			goto out_destroy;
+		}
+	}
 	if (a->console_socket) {
 		so.stdio_fd = console_send_master(a->console_socket, cfg);
 		if (so.stdio_fd < 0) {

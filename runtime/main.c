@@ -13,7 +13,9 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "runtime/oci.h"
@@ -41,7 +43,8 @@ static void usage(FILE *out)
 	      "  --version                      print the version\n"
 	      "\n"
 	      "global options:\n"
-	      "  --root DIR            state directory (default " HUSK_DEFAULT_ROOT ")\n"
+	      "  --root DIR            state directory (default " HUSK_DEFAULT_ROOT
+	      "; not root: $XDG_RUNTIME_DIR/husk)\n"
 	      "  --log FILE            also write errors to FILE\n"
 	      "  --log-format FORMAT   text or json\n"
 	      "  --debug               log more\n"
@@ -77,6 +80,24 @@ static const struct {
 	{ "serve", cmd_serve },
 };
 
+/*
+ * The state directory when --root is not given: HUSK_DEFAULT_ROOT for root; for any other user
+ * (rootless) $XDG_RUNTIME_DIR/husk, as runc uses $XDG_RUNTIME_DIR/runc, which only that user
+ * can write; without XDG_RUNTIME_DIR, /run/user/UID/husk. Returns a static or allocated string.
+ */
+static const char *default_root(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *dir = NULL;
+
+	if (geteuid() == 0)
+		return HUSK_DEFAULT_ROOT;
+	if (xdg && xdg[0] == '/' ? asprintf(&dir, "%s/husk", xdg) < 0 :
+				   asprintf(&dir, "/run/user/%u/husk", (unsigned int)geteuid()) < 0)
+		return HUSK_DEFAULT_ROOT;
+	return dir;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -100,6 +121,7 @@ int main(int argc, char **argv)
 
 	log_set_name("husk");
 	log_init_from_env();
+	oci_g.root = default_root();
 
 	optind = 1;
 	opterr = 1;
