@@ -12,6 +12,7 @@
  * ptrace or auto; without the flag or the annotation it is $HUSK_PLATFORM, else auto.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,17 +81,35 @@ static const struct {
 	{ "serve", cmd_serve },
 };
 
+/* Whether husk runs in a user namespace other than the host's (uid_map is not the identity). */
+static bool in_user_namespace(void)
+{
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long inside, outside, count;
+	bool ret = false;
+
+	if (!f)
+		return false;
+	if (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		ret = !(inside == 0 && outside == 0 && count == 4294967295UL);
+	fclose(f);
+	return ret;
+}
+
 /*
- * The state directory when --root is not given: HUSK_DEFAULT_ROOT for root; for any other user
- * (rootless) $XDG_RUNTIME_DIR/husk, as runc uses $XDG_RUNTIME_DIR/runc, which only that user
- * can write; without XDG_RUNTIME_DIR, /run/user/UID/husk. Returns a static or allocated string.
+ * The state directory when --root is not given, as runc chooses its own: HUSK_DEFAULT_ROOT for
+ * root; rootless $XDG_RUNTIME_DIR/husk, which only that user can write (/run/user/UID/husk
+ * without XDG_RUNTIME_DIR). Rootless is a user other than root, or root of a user namespace
+ * with $XDG_RUNTIME_DIR set and $USER unset or not root (rootless podman's). Returns a static
+ * or allocated string.
  */
 static const char *default_root(void)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *xdg = getenv("XDG_RUNTIME_DIR"), *user = getenv("USER");
 	char *dir = NULL;
 
-	if (geteuid() == 0)
+	if (geteuid() == 0 &&
+	    !(xdg && xdg[0] == '/' && (!user || strcmp(user, "root")) && in_user_namespace()))
 		return HUSK_DEFAULT_ROOT;
 	if (xdg && xdg[0] == '/' ? asprintf(&dir, "%s/husk", xdg) < 0 :
 				   asprintf(&dir, "/run/user/%u/husk", (unsigned int)geteuid()) < 0)
