@@ -1,0 +1,245 @@
+#!/bin/sh
+# husk as an unprivileged user (issue 15, "rootless"): husk do (id, a volume write owned by the
+# user on the host, the whole of foundation.sh and confinement.sh as that user), the sentry and
+# gofer in user namespaces of their own, an OCI lifecycle with the state under
+# $XDG_RUNTIME_DIR/husk and no cgroup, rootless podman with --runtime husk, and nothing left
+# behind. Run as root: it makes the user (HUSK_ROOTLESS_USER, default husktest) if missing, and
+# copies husk and its helpers where that user can run them. Exit 77 (skip) where the host has no
+# unprivileged user namespaces.
+. "$(dirname "$0")/lib.sh"
+
+here=$(cd "$(dirname "$0")" && pwd)
+case "$HUSK" in /*) ;; *) HUSK=$(pwd)/$HUSK ;; esac
+user=${HUSK_ROOTLESS_USER:-husktest}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: run as root (the test makes and switches to the user $user)"
+	exit 77
+fi
+if ! id "$user" >/dev/null 2>&1 && ! useradd -M -s /bin/sh "$user"; then
+	echo "SKIP: no user $user, and useradd failed"
+	exit 77
+fi
+uid=$(id -u "$user")
+gid=$(id -g "$user")
+# as_user CMD...: CMD as the user, with a private HOME and XDG_RUNTIME_DIR, the rest of the
+# environment (HUSK_PLATFORM included) kept.
+as_user() {
+	setpriv --reuid="$uid" --regid="$gid" --clear-groups \
+		env HOME="$work/home" XDG_RUNTIME_DIR="$work/xdg" USER="$user" LOGNAME="$user" "$@"
+}
+if ! setpriv --reuid="$uid" --regid="$gid" --clear-groups unshare --user --map-root-user true \
+	2>/dev/null; then
+	echo "SKIP: this host has no unprivileged user namespaces (unshare --user as $user fails)"
+	exit 77
+fi
+
+work=$(mktemp -d /tmp/husk-rootless.XXXXXX)
+cleanup() {
+	[ -n "${H:-}" ] && as_user "$H" list -q 2>/dev/null | while read -r id; do
+		as_user "$H" delete -f "$id" >/dev/null 2>&1
+	done
+	[ -n "${podman_ok:-}" ] && P rm -f -a >/dev/null 2>&1
+	stop_podman_pause
+	rm -rf "$work"
+}
+# Rootless podman keeps a pause process holding its user namespace: ours goes with the test.
+stop_podman_pause() {
+	pp=$(cat "$work/xdg/libpod/tmp/pause.pid" 2>/dev/null)
+	[ -n "$pp" ] && kill "$pp" 2>/dev/null
+	rm -f "$work/xdg/libpod/tmp/pause.pid"
+}
+# husk's processes (its copies under $work/bin) that are still there.
+husk_procs() {
+	for p in $(pgrep -u "$uid"); do
+		case $(readlink "/proc/$p/exe" 2>/dev/null) in
+		"$work"/bin/*) echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" ;;
+		esac
+	done
+}
+trap cleanup EXIT
+chmod 755 "$work"
+mkdir -p "$work/bin" "$work/home" "$work/xdg" "$work/vol" "$work/tests"
+# husk finds husk-sentry and husk-gofer beside itself.
+bindir=$(dirname "$HUSK")
+for h in husk-sentry husk-gofer; do
+	for d in "$bindir" "$bindir/sentry" "$bindir/gofer"; do
+		[ -x "$d/$h" ] && cp "$d/$h" "$work/bin/$h" && break
+	done
+done
+cp "$HUSK" "$work/bin/husk"
+cp "$here/lib.sh" "$here/foundation.sh" "$here/confinement.sh" "$work/tests/"
+H=$work/bin/husk
+chown -R "$uid:$gid" "$work/home" "$work/xdg" "$work/vol" "$work/tests"
+chmod 700 "$work/xdg"
+
+expect_output "as $user: husk do id; echo ok" "uid=0 gid=0
+ok" 0 -- as_user "$H" do -- sh -c 'echo uid=$(id -u) gid=$(id -g); echo ok'
+
+# A file the guest (root inside) writes on a volume belongs to the calling user on the host.
+out=$(as_user "$H" do --volume "$work/vol:/data" -- sh -c \
+	'echo hi >/data/f && mkdir /data/d && stat -c "%u %g" /data/f' 2>&1)
+owner=$(stat -c '%u %g' "$work/vol/f" 2>&1)
+downer=$(stat -c '%u %g' "$work/vol/d" 2>&1)
+if [ "$out" = "0 0" ] && [ "$owner" = "$uid $gid" ] && [ "$downer" = "$uid $gid" ] &&
+	[ "$(cat "$work/vol/f")" = hi ]; then
+	pass "a volume write by the guest's root belongs to $user ($uid) on the host"
+else
+	fail "a volume write by the guest's root belongs to $user on the host" \
+		"guest: $out" "host: file $owner, dir $downer"
+fi
+# An id with no mapping in the gofer's namespace is refused (EINVAL), as in a user namespace.
+expect_status "chown to an unmapped id fails" 1 -- as_user "$H" do --volume "$work/vol:/data" \
+	-- chown 1234 /data/f
+
+# The sentry and the gofer run in user namespaces of their own (not the host's), with the
+# rest of their confinement: checked while a sandbox waits on a FIFO.
+mkfifo "$work/fifo"
+chmod 666 "$work/fifo"
+as_user "$H" do -- sh -c 'read x' <"$work/fifo" >/dev/null 2>&1 &
+husk_pid=$!
+exec 9>"$work/fifo"
+sentry= gofer=
+i=0
+while [ $i -lt 300 ] && { [ -z "$sentry" ] || [ -z "$gofer" ]; }; do
+	for p in $(pgrep -P "$husk_pid"; for q in $(pgrep -P "$husk_pid"); do pgrep -P "$q"; done); do
+		case $(cat "/proc/$p/comm" 2>/dev/null) in
+		husk-sentry) sentry=$p ;;
+		husk-gofer) gofer=$p ;;
+		esac
+	done
+	sleep 0.1
+	i=$((i + 1))
+done
+host_userns=$(readlink /proc/self/ns/user)
+for p in $sentry $gofer; do
+	name=$(cat "/proc/$p/comm")
+	ns=$(readlink "/proc/$p/ns/user")
+	map=$(tr -s ' ' <"/proc/$p/uid_map" | sed 's/^ //')
+	seccomp=$(awk '/^Seccomp:/ {print $2}' "/proc/$p/status")
+	if [ "$ns" != "$host_userns" ] && [ "$map" = "0 $uid 1" ] && [ "$seccomp" = 2 ] &&
+		[ "$(readlink "/proc/$p/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; then
+		pass "$name: own user namespace (uid map 0 $uid 1), own mount namespace, seccomp"
+	else
+		fail "$name: own user namespace, own mount namespace, seccomp" "user ns $ns (host" \
+			"$host_userns), uid_map: $map, Seccomp: $seccomp"
+	fi
+done
+[ -z "$sentry" ] || [ -z "$gofer" ] && fail "found the sandbox's sentry and gofer" \
+	"sentry=$sentry gofer=$gofer"
+echo >&9
+exec 9>&-
+wait "$husk_pid"
+
+# The root's own integration scripts, as the user.
+for t in foundation confinement; do
+	out=$(cd "$work/tests" && as_user env HUSK="$H" sh "$work/tests/$t.sh" 2>&1)
+	st=$?
+	summary=$(printf '%s\n' "$out" | tail -n 1)
+	if [ "$st" = 0 ]; then
+		pass "$t.sh as $user: $summary"
+	else
+		fail "$t.sh as $user" "$(printf '%s\n' "$out" | grep -A3 '^not ok' | head -n 30)" \
+			"$summary"
+	fi
+done
+
+# The OCI runtime as the user: state under $XDG_RUNTIME_DIR/husk, no cgroup (one warning).
+bundle=$work/bundle
+mkdir -p "$bundle/rootfs/bin"
+cp /bin/busybox "$bundle/rootfs/bin/busybox" 2>/dev/null || cp "$(command -v busybox)" \
+	"$bundle/rootfs/bin/busybox"
+for a in sh sleep echo id cat; do ln -s busybox "$bundle/rootfs/bin/$a"; done
+chown -R "$uid:$gid" "$bundle"
+(cd "$bundle" && as_user "$H" spec)
+sed -i 's/"terminal": true/"terminal": false/; s/"sh"$/"sleep", "1000"/' \
+	"$bundle/config.json"
+id=rl-$$
+# The container keeps create's stdio (its own): into a file, not a pipe that would stay open.
+(cd "$bundle" && as_user "$H" create "$id" >"$work/create.log" 2>&1)
+st=$?
+err=$(cat "$work/create.log")
+if [ "$st" = 0 ] && [ -f "$work/xdg/husk/$id/state.json" ]; then
+	pass "create as $user: the state is under \$XDG_RUNTIME_DIR/husk"
+else
+	fail "create as $user: the state is under \$XDG_RUNTIME_DIR/husk" "status $st: $err" \
+		"$(ls -la "$work/xdg/husk" 2>&1)"
+fi
+if grep -q '"cgroup": null' "$work/xdg/husk/$id/state.json" 2>/dev/null; then
+	[ "$(printf '%s\n' "$err" | grep -c 'cgroup')" = 1 ] &&
+		pass "no cgroup delegated: skipped with one warning line" ||
+		fail "no cgroup delegated: skipped with one warning line" "stderr: $err"
+else
+	pass "a cgroup is delegated to $user: used ($(grep cgroup "$work/xdg/husk/$id/state.json"))"
+fi
+state() { as_user "$H" state "$id" 2>&1 | sed -n 's/^ *"status": "\(.*\)",$/\1/p'; }
+[ "$(state)" = created ] && pass "state: created" || fail "state: created" "$(state)"
+expect_status "start" 0 -- as_user "$H" start "$id"
+[ "$(state)" = running ] && pass "state: running" || fail "state: running" "$(state)"
+expect_output "exec: the guest is root" "0 0" 0 -- as_user "$H" exec "$id" sh -c 'echo $(id -u) $(id -g)'
+expect_status "pause (the sentry's own freezer)" 0 -- as_user "$H" pause "$id"
+[ "$(state)" = paused ] && pass "state: paused" || fail "state: paused" "$(state)"
+expect_status "resume" 0 -- as_user "$H" resume "$id"
+[ "$(state)" = running ] && pass "state: running again" || fail "state: running again" "$(state)"
+pid=$(as_user "$H" state "$id" | sed -n 's/^ *"pid": \([0-9]*\),$/\1/p')
+expect_status "kill KILL" 0 -- as_user "$H" kill "$id" KILL
+i=0
+while [ $i -lt 300 ] && [ "$(state)" != stopped ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ "$(state)" = stopped ] && pass "state: stopped" || fail "state: stopped" "$(state)"
+expect_status "delete" 0 -- as_user "$H" delete "$id"
+[ ! -e "$work/xdg/husk/$id" ] && pass "delete removed the state directory" ||
+	fail "delete removed the state directory" "$(ls -la "$work/xdg/husk/$id" 2>&1)"
+# Gone, or a zombie of a reaper (init) that has not waited for it yet.
+zombie() { [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+[ -n "$pid" ] && { [ ! -d "/proc/$pid" ] || zombie "$pid"; } && pass "the sentry ($pid) is gone" ||
+	fail "the sentry is gone" "pid $pid: $(cat "/proc/$pid/stat" 2>&1)"
+
+# Rootless podman: needs newuidmap and subordinate ids for the user.
+if ! command -v podman >/dev/null; then
+	echo "ok - SKIP podman: not installed (apt-get install podman)"
+elif ! command -v newuidmap >/dev/null; then
+	echo "ok - SKIP podman: no newuidmap (apt-get install uidmap)"
+else
+	grep -q "^$user:" /etc/subuid || echo "$user:200000:65536" >>/etc/subuid
+	grep -q "^$user:" /etc/subgid || echo "$user:200000:65536" >>/etc/subgid
+	podman_ok=1
+	P() {
+		as_user timeout 120 podman --storage-driver vfs --cgroup-manager cgroupfs \
+			--events-backend file --runtime "$H" "$@"
+	}
+	mkdir -p "$work/pod/rootfs/bin" "$work/pod/rootfs/etc" "$work/pod/rootfs/tmp"
+	cp "$bundle/rootfs/bin/busybox" "$work/pod/rootfs/bin/busybox"
+	for a in $("$work/pod/rootfs/bin/busybox" --list); do
+		[ "$a" = busybox ] || ln -s busybox "$work/pod/rootfs/bin/$a"
+	done
+	tar -C "$work/pod/rootfs" -cf "$work/pod/bb.tar" .
+	chown -R "$uid:$gid" "$work/pod"
+	if ! P import "$work/pod/bb.tar" localhost/husk-busybox:rootless >"$work/pod/import.log" 2>&1; then
+		fail "podman import as $user" "$(tail -n 3 "$work/pod/import.log")"
+	else
+		expect_output "podman run --rm as $user" "hi" 0 -- P run --pull never --rm \
+			--network none localhost/husk-busybox:rootless echo hi
+		expect_status "podman run --rm returns the exit status" 3 -- P run --pull never \
+			--rm --network none localhost/husk-busybox:rootless sh -c 'exit 3'
+	fi
+	P rm -f -a >/dev/null 2>&1
+	stop_podman_pause
+fi
+
+# Nothing left behind: no process of the user's, no container record.
+i=0
+while [ $i -lt 100 ] && [ -n "$(husk_procs)" ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+left=$(husk_procs)
+[ -z "$left" ] && pass "no husk process of $user is left" ||
+	fail "no husk process of $user is left" "$left"
+records=$(ls -A "$work/xdg/husk" 2>&1)
+[ -z "$records" ] && pass "no container record is left under \$XDG_RUNTIME_DIR/husk" ||
+	fail "no container record is left" "$records"
+
+finish
