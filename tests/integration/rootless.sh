@@ -197,6 +197,26 @@ zombie() { [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 [ -n "$pid" ] && { [ ! -d "/proc/$pid" ] || zombie "$pid"; } && pass "the sentry ($pid) is gone" ||
 	fail "the sentry is gone" "pid $pid: $(cat "/proc/$pid/stat" 2>&1)"
 
+# Without a cgroup, linux.resources are the sentry's: the guest sees them and they hold.
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["process"]["args"] = ["sh", "-c", "cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max; "
+                        "for i in 1 2 3 4 5 6; do sleep 2 & done; wait"]
+res = c.setdefault("linux", {}).setdefault("resources", {})
+res["memory"] = {"limit": 67108864}
+res["pids"] = {"limit": 4}
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+PY
+out=$(cd "$bundle" && as_user "$H" run "rl-lim-$$" 2>&1)
+st=$?
+if [ "$st" = 0 ] && printf '%s\n' "$out" | grep -qx 67108864 && printf '%s\n' "$out" | grep -qx 4 &&
+	printf '%s\n' "$out" | grep -q "can't fork"; then
+	pass "run as $user: memory and pids limits are the sentry's (a fifth task cannot fork)"
+else
+	fail "run as $user: memory and pids limits are the sentry's" "status $st: $out"
+fi
+
 # Rootless podman: needs newuidmap and subordinate ids for the user.
 if ! command -v podman >/dev/null; then
 	echo "ok - SKIP podman: not installed (apt-get install podman)"
