@@ -118,7 +118,8 @@ int sentry_confine(int (*before_filter)(void *arg), void *arg)
 
 	/* Run by an unprivileged user: a user namespace of our own first, in which we are root
 	 * (the caller's uid and nothing else is mapped), so that every step below applies as it
-	 * does under root; its capabilities reach nothing the caller could not reach. */
+	 * does under root; its capabilities reach nothing the caller could not reach. main()
+	 * makes it before any thread exists; here it is a no-op then (we hold CAP_SYS_ADMIN). */
 	ret = userns_enter_unless_privileged(&rootless);
 	if (ret < 0) {
 		log_error("confine: user namespace: %s", strerror(-ret));

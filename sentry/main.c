@@ -972,6 +972,19 @@ int main(int argc, char **argv)
 	log_set_name("husk-sentry");
 	log_init_from_env();
 	prctl(PR_SET_NAME, "husk-sentry", 0, 0, 0);
+	/* Rootless: the user namespace of sentry_confine, made now, while the sentry has one
+	 * thread (unshare(CLONE_NEWUSER) needs that; the platform starts threads of its own). */
+	{
+		bool rootless;
+
+		ret = userns_enter_unless_privileged(&rootless);
+		if (ret < 0) {
+			log_error("confine: user namespace: %s", strerror(-ret));
+			return EXIT_SETUP;
+		}
+		if (rootless)
+			log_info("rootless: root in a user namespace of our own");
+	}
 	if (argc == 2 && !strcmp(argv[1], "--print-syscalls")) {
 		syscall_table_print();
 		return 0;
