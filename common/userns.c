@@ -73,3 +73,12 @@ int userns_enter_unless_privileged(bool *entered)
 	*entered = true;
 	return 0;
 }
+
+const char *userns_hint(int err)
+{
+	if (err == -EPERM || err == -ENOSPC)
+		return " (husk needs CAP_SYS_ADMIN or unprivileged user namespaces: see "
+		       "kernel.unprivileged_userns_clone, user.max_user_namespaces and "
+		       "kernel.apparmor_restrict_unprivileged_userns)";
+	return "";
+}

@@ -26,4 +26,11 @@ bool userns_privileged(void);
  */
 int userns_enter_unless_privileged(bool *entered);
 
+/*
+ * What to tell the user when userns_enter_unless_privileged failed with err: for EPERM and
+ * ENOSPC (the host forbids unprivileged user namespaces or has used up its quota), where to
+ * look; else "".
+ */
+const char *userns_hint(int err);
+
 #endif

@@ -132,18 +132,21 @@ static int file_root_prepare(const char *newroot, const char *source, int src_fd
 }
 
 /*
- * Binds source onto target, non-recursively. In a user namespace (rootless) the kernel refuses
- * that (EINVAL) when mounts below source are locked (every mount the namespace inherited is):
- * it would uncover what they hide. The bind is then recursive, and those mounts are served too
- * (as the caller, who could read them anyway); the sentry's own /proc, /sys and /dev cover the
- * root's in the guest's view.
+ * Binds source onto target, non-recursively; *recursive says whether it had to be recursive.
+ * In a user namespace (rootless, or root of an engine's or a user's namespace) the kernel
+ * refuses a non-recursive bind (EINVAL) when mounts below source are locked (every mount the
+ * namespace inherited is): it would uncover what they hide. The bind is then recursive, and
+ * those mounts are served too (as the namespace's owner, who could read them anyway); the
+ * sentry's own /proc, /sys and /dev cover the root's in the guest's view.
  */
-static int bind_root(const char *source, const char *target, bool rootless)
+static int bind_root(const char *source, const char *target, bool *recursive)
 {
+	*recursive = false;
 	if (mount(source, target, NULL, MS_BIND, NULL) == 0)
 		return 0;
-	if (errno != EINVAL || !rootless)
+	if (errno != EINVAL)
 		return -1;
+	*recursive = true;
 	return mount(source, target, NULL, MS_BIND | MS_REC, NULL);
 }
 
@@ -156,7 +159,7 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	char newroot[64], source[64];
 	unsigned long flags;
 	struct stat st;
-	bool is_file, rootless;
+	bool is_file, rootless, recursive;
 	int fd, ret;
 
 	/* Opened before the pivot, it is the gofer's way to reopen an O_PATH FD as a file. It
@@ -172,9 +175,11 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	 * do under root; its capabilities reach nothing the caller could not reach. */
 	ret = userns_enter_unless_privileged(&rootless);
 	if (ret < 0) {
-		log_error("confine: user namespace: %s", strerror(-ret));
+		log_error("confine: user namespace: %s%s", strerror(-ret), userns_hint(ret));
 		return ret;
 	}
+	if (rootless)
+		log_info("rootless: root in a user namespace of our own");
 	/* Our own mount namespace, private, so that nothing we mount is seen by the host. */
 	STEP("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS));
 	STEP("making / private", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
@@ -223,14 +228,14 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 		/* Non-recursive: mounts under root (a host's /proc, /sys, /dev when root is /) are
 		 * not part of the bind, so they are not served; their mount points show as empty
 		 * dirs. */
-		STEP("bind-mounting the root", bind_root(source, newroot, rootless));
+		STEP("bind-mounting the root", bind_root(source, newroot, &recursive));
 		/* Read-only in the kernel too (DESIGN.md rule 4); set-uid bits and device nodes of
 		 * the served tree mean nothing to the gofer. */
 		flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0);
 		STEP("remounting the root", bind_remount(newroot, flags, old_root));
-		/* A recursive bind (rootless): the mounts below get the same flags, read-only
-		 * included, in the kernel too. */
-		if (rootless) {
+		/* A recursive bind: the mounts below get the same flags, read-only included, in
+		 * the kernel too. */
+		if (recursive) {
 			struct mount_attr attr = {
 				.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 					    (readonly ? MOUNT_ATTR_RDONLY : 0),

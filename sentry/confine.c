@@ -122,7 +122,7 @@ int sentry_confine(int (*before_filter)(void *arg), void *arg)
 	 * makes it before any thread exists; here it is a no-op then (we hold CAP_SYS_ADMIN). */
 	ret = userns_enter_unless_privileged(&rootless);
 	if (ret < 0) {
-		log_error("confine: user namespace: %s", strerror(-ret));
+		log_error("confine: user namespace: %s%s", strerror(-ret), userns_hint(ret));
 		return ret;
 	}
 	if (rootless)

@@ -979,7 +979,8 @@ int main(int argc, char **argv)
 
 		ret = userns_enter_unless_privileged(&rootless);
 		if (ret < 0) {
-			log_error("confine: user namespace: %s", strerror(-ret));
+			log_error("confine: user namespace: %s%s", strerror(-ret),
+				  userns_hint(ret));
 			return EXIT_SETUP;
 		}
 		if (rootless)

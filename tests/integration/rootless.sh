@@ -76,6 +76,11 @@ chmod 700 "$work/xdg"
 expect_output "as $user: husk do id; echo ok" "uid=0 gid=0
 ok" 0 -- as_user "$H" do -- sh -c 'echo uid=$(id -u) gid=$(id -g); echo ok'
 
+# Root of a user namespace of the user's (as under rootless podman, or `unshare -r`): husk
+# has CAP_SYS_ADMIN there, makes no namespace of its own, and binds the root's locked mounts.
+expect_output "as $user under unshare --user --map-root-user: husk do" "0 ok" 0 -- \
+	as_user unshare --user --map-root-user "$H" do -- sh -c 'echo $(id -u) ok'
+
 # A file the guest (root inside) writes on a volume belongs to the calling user on the host.
 out=$(as_user "$H" do --volume "$work/vol:/data" -- sh -c \
 	'echo hi >/data/f && mkdir /data/d && stat -c "%u %g" /data/f' 2>&1)
