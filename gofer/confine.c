@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/mount.h>
@@ -150,6 +151,94 @@ static int bind_root(const char *source, const char *target, bool *recursive)
 	return mount(source, target, NULL, MS_BIND | MS_REC, NULL);
 }
 
+/* Decodes mountinfo's octal escapes (\040 for a blank, ...) in s, in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = 0;
+}
+
+/*
+ * After a recursive bind (bind_root) the mounts below root are served; this hides each
+ * directory one of them is mounted on (the outermost ones: a cover hides what is below it)
+ * under an empty read-only tmpfs, so the gofer serves what a non-recursive bind serves: the
+ * root's own file system, its mount points as empty directories. A mount on a regular file
+ * stays (nothing can be mounted over it but a file; it is what the owner of the namespace
+ * could read anyway). Returns 0 or -errno.
+ */
+static int cover_mounts_below(const char *root)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	size_t rlen = strlen(root), n = 0, cap = 0, len = 0;
+	_cleanup_free_ char *line = NULL;
+	char **points = NULL;
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	while (ret == 0 && getline(&line, &len, f) > 0) {
+		char mp[4096];
+		char **grown;
+
+		/* id parent major:minor root MOUNT-POINT ... */
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+			continue;
+		mountinfo_unescape(mp);
+		if (strncmp(mp, root, rlen) != 0 || mp[rlen] != '/')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(points, cap * sizeof(*points));
+			if (!grown) {
+				ret = -ENOMEM;
+				break;
+			}
+			points = grown;
+		}
+		points[n] = strdup(mp);
+		if (points[n])
+			n++;
+		else
+			ret = -ENOMEM;
+	}
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		struct stat st;
+		bool beneath = false;
+
+		/* Beneath another listed mount point: that one's cover hides it. */
+		for (size_t j = 0; j < n && !beneath; j++) {
+			size_t l = strlen(points[j]);
+
+			beneath = j != i && strncmp(points[i], points[j], l) == 0 &&
+				  points[i][l] == '/';
+		}
+		if (beneath || lstat(points[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		/* An empty tmpfs in our own mount namespace, read-only: nothing can be made in it. */
+		if (mount("husk-gofer-hidden", points[i], "tmpfs",
+			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k,nr_inodes=1,mode=0755") < 0) {
+			ret = -errno;
+			log_error("confine: covering the mount at %s: %s", points[i] + rlen,
+				  strerror(errno));
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(points[i]);
+	free(points);
+	return ret;
+}
+
 int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd)
 {
 	static const char *const scratch_candidates[] = { "/tmp", "/mnt", "/run", "/var/tmp" };
@@ -243,6 +332,9 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 
 			STEP("setting the flags of the mounts below the root",
 			     mount_setattr(AT_FDCWD, newroot, AT_RECURSIVE, &attr, sizeof(attr)));
+			ret = cover_mounts_below(newroot);
+			if (ret < 0)
+				return ret;
 		}
 	}
 	STEP("chdir to the new root", chdir(newroot));

@@ -41,6 +41,7 @@ cleanup() {
 	done
 	[ -n "${podman_ok:-}" ] && P rm -f -a >/dev/null 2>&1
 	stop_podman_pause
+	mountpoint -q "$work/mroot/mnt/inner" && umount "$work/mroot/mnt/inner"
 	rm -rf "$work"
 }
 # Rootless podman keeps a pause process holding its user namespace: ours goes with the test.
@@ -96,6 +97,25 @@ fi
 # An id with no mapping in the gofer's namespace is refused (EINVAL), as in a user namespace.
 expect_status "chown to an unmapped id fails" 1 -- as_user "$H" do --volume "$work/vol:/data" \
 	-- chown 1234 /data/f
+
+# A mount below the served root is hidden from a rootless gofer as from root's (which binds
+# the root alone): the kernel makes the rootless gofer bind recursively (the mount is locked),
+# and it covers the mount point with an empty tmpfs. The mount holds a file.
+mkdir -p "$work/mroot/bin" "$work/mroot/mnt/inner"
+cp "$(command -v busybox)" "$work/mroot/bin/busybox"
+for a in sh ls wc cat; do ln -s busybox "$work/mroot/bin/$a"; done
+if mount -t tmpfs husk-rootless-test "$work/mroot/mnt/inner"; then
+	echo secret >"$work/mroot/mnt/inner/file"
+	expect_output "root: a mount below the root is an empty directory" "0" 0 -- \
+		"$H" do --rootfs "$work/mroot" -- sh -c 'ls -A /mnt/inner | wc -l'
+	expect_output "as $user: a mount below the root is an empty directory too" "0" 0 -- \
+		as_user "$H" do --rootfs "$work/mroot" -- sh -c 'ls -A /mnt/inner | wc -l'
+	expect_output "as $user: the rest of the root is served" "sh" 0 -- \
+		as_user "$H" do --rootfs "$work/mroot" -- sh -c 'ls /bin | grep -x sh'
+	umount "$work/mroot/mnt/inner"
+else
+	echo "ok - SKIP mounts below the root: cannot mount a tmpfs here"
+fi
 
 # The sentry and the gofer run in user namespaces of their own (not the host's), with the
 # rest of their confinement: checked while a sandbox waits on a FIFO.
