@@ -194,6 +194,24 @@ PY
 	server=
 fi
 
+# husk do --name as the user: registered under $XDG_RUNTIME_DIR/husk, and husk exec runs as the
+# guest's pid 1 does (root), not as the user's host uid.
+mkfifo "$work/fifo2"
+chmod 666 "$work/fifo2"
+as_user "$H" do --name "rl-do-$$" -- sh -c 'read x' <"$work/fifo2" >/dev/null 2>&1 &
+do_pid=$!
+exec 8>"$work/fifo2"
+i=0
+while [ $i -lt 300 ] && ! as_user "$H" list -q 2>/dev/null | grep -qx "rl-do-$$"; do
+	sleep 0.1
+	i=$((i + 1))
+done
+expect_output "husk do --name as $user, then husk exec: root like pid 1" "0 0" 0 -- \
+	as_user "$H" exec "rl-do-$$" sh -c 'echo $(id -u) $(id -g)'
+echo >&8
+exec 8>&-
+wait "$do_pid"
+
 # The root's own integration scripts, as the user.
 for t in foundation confinement; do
 	out=$(cd "$work/tests" && as_user env HUSK="$H" sh "$work/tests/$t.sh" 2>&1)
