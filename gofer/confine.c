@@ -137,8 +137,7 @@ static int file_root_prepare(const char *newroot, const char *source, int src_fd
  * In a user namespace (rootless, or root of an engine's or a user's namespace) the kernel
  * refuses a non-recursive bind (EINVAL) when mounts below source are locked (every mount the
  * namespace inherited is): it would uncover what they hide. The bind is then recursive, and
- * those mounts are served too (as the namespace's owner, who could read them anyway); the
- * sentry's own /proc, /sys and /dev cover the root's in the guest's view.
+ * cover_mounts_below hides those mounts again.
  */
 static int bind_root(const char *source, const char *target, bool *recursive)
 {
