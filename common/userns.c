@@ -22,6 +22,20 @@ bool userns_privileged(void)
 	return (data[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
 }
 
+bool userns_nested(void)
+{
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long inside, outside, count;
+	bool ret = false;
+
+	if (!f)
+		return false;
+	if (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		ret = !(inside == 0 && outside == 0 && count == 4294967295UL);
+	fclose(f);
+	return ret;
+}
+
 /* Writes text to /proc/self/<file>. Returns 0 or -errno. */
 static int write_self(const char *file, const char *text)
 {

@@ -15,6 +15,10 @@
  */
 bool userns_privileged(void);
 
+/* Whether the caller runs in a user namespace other than the host's (its uid_map is not the
+ * identity over every id). */
+bool userns_nested(void);
+
 /*
  * Unless userns_privileged(), unshares a new user namespace and maps the caller's effective
  * uid and gid to 0 in it (the only mapping an unprivileged process may write for itself; a

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
+#include "common/userns.h"
 #include "runtime/oci.h"
 #include "sentry/net/bpf/netbpf.h"
 
@@ -317,14 +319,19 @@ int cgroup_create(const char *path, const struct oci_config *cfg)
 	char dir[600];
 	int ret;
 
-	/* Rootless without delegation: no cgroup at all, said once. The sentry enforces the
-	 * memory and pids limits itself (--memory-limit, --pids-limit) and pauses its own tasks;
-	 * the dev.husk.* network annotations are still checked. */
+	/* Rootless without delegation: no cgroup at all, said once (a warning for a user who runs
+	 * husk; under an engine's user namespace, as root there, only with --debug: the engine
+	 * says so itself, and husk's stderr is the container's). The sentry enforces the memory
+	 * and pids limits itself (--memory-limit, --pids-limit) and pauses its own tasks; the
+	 * dev.husk.* network annotations are still checked. */
 	if (!cgroup_delegated(path)) {
-		oci_warn(
-			"cgroup %s: no cgroup is delegated to this user: skipped (limits and pause "
-			"are the sentry's own)",
-			path);
+		if (geteuid() != 0 || !userns_nested())
+			oci_warn(
+				"cgroup %s: no cgroup is delegated to this user: skipped (limits and "
+				"pause are the sentry's own)",
+				path);
+		else
+			log_info("cgroup %s: none delegated to this user namespace: skipped", path);
 		ret = attach_egress(NULL, cfg);
 		return ret < 0 ? ret : 1;
 	}

@@ -12,13 +12,13 @@
  * ptrace or auto; without the flag or the annotation it is $HUSK_PLATFORM, else auto.
  */
 #include <getopt.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/userns.h"
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
 
@@ -81,21 +81,6 @@ static const struct {
 	{ "serve", cmd_serve },
 };
 
-/* Whether husk runs in a user namespace other than the host's (uid_map is not the identity). */
-static bool in_user_namespace(void)
-{
-	FILE *f = fopen("/proc/self/uid_map", "re");
-	unsigned long inside, outside, count;
-	bool ret = false;
-
-	if (!f)
-		return false;
-	if (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
-		ret = !(inside == 0 && outside == 0 && count == 4294967295UL);
-	fclose(f);
-	return ret;
-}
-
 /*
  * The state directory when --root is not given, as runc chooses its own: HUSK_DEFAULT_ROOT for
  * root; rootless $XDG_RUNTIME_DIR/husk, which only that user can write (/run/user/UID/husk
@@ -109,7 +94,7 @@ static const char *default_root(void)
 	char *dir = NULL;
 
 	if (geteuid() == 0 &&
-	    !(xdg && xdg[0] == '/' && (!user || strcmp(user, "root")) && in_user_namespace()))
+	    !(xdg && xdg[0] == '/' && (!user || strcmp(user, "root")) && userns_nested()))
 		return HUSK_DEFAULT_ROOT;
 	if (xdg && xdg[0] == '/' ? asprintf(&dir, "%s/husk", xdg) < 0 :
 				   asprintf(&dir, "/run/user/%u/husk", (unsigned int)geteuid()) < 0)

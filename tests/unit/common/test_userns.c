@@ -86,6 +86,7 @@ static int unprivileged_child(void)
 	}
 	read_text("/proc/self/setgroups", map, sizeof(map));
 	CHECK(strncmp(map, "deny", 4) == 0);
+	CHECK(userns_nested());
 	/* Root in it: the rest of the confinement can make its namespaces. */
 	CHECK(userns_privileged());
 	CHECK(unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) == 0);
