@@ -168,10 +168,10 @@ static void mountinfo_unescape(char *s)
 }
 
 /*
- * After a recursive bind (bind_root) the mounts below root are served; this hides each
- * directory one of them is mounted on (the outermost ones: a cover hides what is below it)
- * under an empty read-only tmpfs, so the gofer serves what a non-recursive bind serves: the
- * root's own file system, its mount points as empty directories. A mount on a regular file
+ * After a recursive bind (bind_root) the mounts below root are served; this detaches each of
+ * them that is not locked (the outermost ones: what is below goes with them) and hides each
+ * directory a locked one is mounted on under an empty read-only tmpfs, so the gofer serves
+ * what a non-recursive bind serves: the root's own file system, its mount points empty. A mount on a regular file
  * stays (nothing can be mounted over it but a file; it is what the owner of the namespace
  * could read anyway). Returns 0 or -errno.
  */
@@ -221,7 +221,13 @@ static int cover_mounts_below(const char *root)
 			beneath = j != i && strncmp(points[i], points[j], l) == 0 &&
 				  points[i][l] == '/';
 		}
-		if (beneath || lstat(points[i], &st) < 0 || !S_ISDIR(st.st_mode))
+		if (beneath)
+			continue;
+		/* A mount of our own namespace (the copy of the scratch tmpfs, when root holds
+		 * it) is not locked: detached, it shows the directory below as root's bind does. */
+		if (umount2(points[i], MNT_DETACH) == 0)
+			continue;
+		if (lstat(points[i], &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		/* An empty tmpfs in our own mount namespace, read-only: nothing can be made in it. */
 		if (mount("husk-gofer-hidden", points[i], "tmpfs",

@@ -1,9 +1,10 @@
 #!/bin/sh
 # husk as an unprivileged user (issue 15, "rootless"): husk do (id, a volume write owned by the
-# user on the host, the whole of foundation.sh and confinement.sh as that user), the sentry and
+# user on the host, mounts below a root hidden, --network=host under the sentry's egress check,
+# the whole of foundation.sh, confinement.sh and filesystem.sh as that user), the sentry and
 # gofer in user namespaces of their own, an OCI lifecycle with the state under
-# $XDG_RUNTIME_DIR/husk and no cgroup, rootless podman with --runtime husk, and nothing left
-# behind. Run as root: it makes the user (HUSK_ROOTLESS_USER, default husktest) if missing, and
+# $XDG_RUNTIME_DIR/husk, no cgroup and the sentry's limits, rootless podman with --runtime husk,
+# and nothing left behind. Run as root: it makes the user (HUSK_ROOTLESS_USER, default husktest) if missing, and
 # copies husk and its helpers where that user can run them. Exit 77 (skip) where the host has no
 # unprivileged user namespaces.
 . "$(dirname "$0")/lib.sh"
@@ -70,7 +71,13 @@ for h in husk-sentry husk-gofer; do
 	done
 done
 cp "$HUSK" "$work/bin/husk"
-cp "$here/lib.sh" "$here/foundation.sh" "$here/confinement.sh" "$work/tests/"
+# filesystem.sh runs two conformance programs from beside husk when they are built.
+mkdir -p "$work/bin/tests/syscalls"
+for p in syscalls-fifo syscalls-unix_path; do
+	[ -x "$bindir/tests/syscalls/$p" ] && cp "$bindir/tests/syscalls/$p" "$work/bin/tests/syscalls/"
+done
+cp "$here/lib.sh" "$here/foundation.sh" "$here/confinement.sh" "$here/filesystem.sh" \
+	"$work/tests/"
 H=$work/bin/husk
 chown -R "$uid:$gid" "$work/home" "$work/xdg" "$work/vol" "$work/tests"
 chmod 700 "$work/xdg"
@@ -213,7 +220,7 @@ exec 8>&-
 wait "$do_pid"
 
 # The root's own integration scripts, as the user.
-for t in foundation confinement; do
+for t in foundation confinement filesystem; do
 	out=$(cd "$work/tests" && as_user env HUSK="$H" sh "$work/tests/$t.sh" 2>&1)
 	st=$?
 	summary=$(printf '%s\n' "$out" | tail -n 1)
