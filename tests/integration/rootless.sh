@@ -312,8 +312,13 @@ if ! command -v podman >/dev/null; then
 elif ! command -v newuidmap >/dev/null; then
 	echo "ok - SKIP podman: no newuidmap (apt-get install uidmap)"
 else
-	grep -q "^$user:" /etc/subuid || echo "$user:200000:65536" >>/etc/subuid
-	grep -q "^$user:" /etc/subgid || echo "$user:200000:65536" >>/etc/subgid
+	# Subordinate ids for the user, past every range the files already give out.
+	for f in /etc/subuid /etc/subgid; do
+		grep -q "^$user:" "$f" 2>/dev/null && continue
+		next=$(awk -F: 'BEGIN { n = 100000 } $2 + $3 > n { n = $2 + $3 } END { print n }' \
+			"$f" 2>/dev/null || echo 100000)
+		echo "$user:$next:65536" >>"$f"
+	done
 	podman_ok=1
 	P() {
 		as_user timeout 120 podman --storage-driver vfs --cgroup-manager cgroupfs \
