@@ -133,8 +133,12 @@ int oci_create_container(const struct create_args *a, struct container *c)
 	if (ret < 0) {
 		oci_config_free(cfg);
 		container_release(c);
-		return oci_fail("creating the state directory under %s: %s", oci_g.root,
-				strerror(-ret));
+		return oci_fail(
+			"creating the state directory under %s: %s%s", oci_g.root, strerror(-ret),
+			ret == -EACCES && geteuid() != 0 ?
+				" (not root: set XDG_RUNTIME_DIR to a directory of yours, or "
+				"--root)" :
+				"");
 	}
 	c->config = cfg;
 	c->bundle = steal_pointer(&bundle);
