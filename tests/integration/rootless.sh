@@ -4,9 +4,9 @@
 # the whole of foundation.sh, confinement.sh and filesystem.sh as that user), the sentry and
 # gofer in user namespaces of their own, an OCI lifecycle with the state under
 # $XDG_RUNTIME_DIR/husk, no cgroup and the sentry's limits, rootless podman with --runtime husk,
-# and nothing left behind. Run as root: it makes the user (HUSK_ROOTLESS_USER, default husktest) if missing, and
-# copies husk and its helpers where that user can run them. Exit 77 (skip) where the host has no
-# unprivileged user namespaces.
+# and nothing left behind. Run as root: it makes the user (HUSK_ROOTLESS_USER, default
+# husktest) if missing, and copies husk and its helpers where that user can run them. Exit 77
+# (skip) where the host has no unprivileged user namespaces.
 . "$(dirname "$0")/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -186,10 +186,12 @@ PY
 		i=$((i + 1))
 	done
 	port=$(cat "$work/port")
-	client="import socket; s = socket.create_connection(('127.0.0.1', $port)); print(s.recv(16).decode().strip())"
+	client="import socket; s = socket.create_connection(('127.0.0.1', $port))
+print(s.recv(16).decode().strip())"
 	out=$(as_user "$H" do --network=host -- python3 -c "$client" 2>&1)
 	case "$out" in
-	*"BPF egress filter unavailable"*"ConnectionRefusedError"* | *"ConnectionRefusedError"*"BPF egress filter unavailable"*)
+	*"BPF egress filter unavailable"*"ConnectionRefusedError"* | \
+		*"ConnectionRefusedError"*"BPF egress filter unavailable"*)
 		pass "--network=host as $user: loopback denied by the sentry's check (BPF unavailable, said)" ;;
 	*) fail "--network=host as $user: loopback denied by the sentry's check" "$out" ;;
 	esac
@@ -264,7 +266,8 @@ state() { as_user "$H" state "$id" 2>&1 | sed -n 's/^ *"status": "\(.*\)",$/\1/p
 [ "$(state)" = created ] && pass "state: created" || fail "state: created" "$(state)"
 expect_status "start" 0 -- as_user "$H" start "$id"
 [ "$(state)" = running ] && pass "state: running" || fail "state: running" "$(state)"
-expect_output "exec: the guest is root" "0 0" 0 -- as_user "$H" exec "$id" sh -c 'echo $(id -u) $(id -g)'
+expect_output "exec: the guest is root" "0 0" 0 -- \
+	as_user "$H" exec "$id" sh -c 'echo $(id -u) $(id -g)'
 expect_status "pause (the sentry's own freezer)" 0 -- as_user "$H" pause "$id"
 [ "$(state)" = paused ] && pass "state: paused" || fail "state: paused" "$(state)"
 expect_status "resume" 0 -- as_user "$H" resume "$id"
