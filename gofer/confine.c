@@ -7,16 +7,19 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/userns.h"
 #include "common/util.h"
 #include "gofer/confine.h"
 
@@ -59,11 +62,48 @@ int gofer_close_fds_except(const int *keep, int nkeep)
 	} while (0)
 
 /*
+ * The flags of the mount that holds fd that a user namespace may not clear on a bind remount
+ * (the kernel locks them on mounts it copies from a more privileged namespace): noexec, and the
+ * atime ones (nosuid and nodev are always set by the callers).
+ */
+static unsigned long locked_flags(int fd)
+{
+	struct statvfs sv;
+	unsigned long flags = 0;
+
+	if (fstatvfs(fd, &sv) < 0)
+		return 0;
+	if (sv.f_flag & ST_NOEXEC)
+		flags |= MS_NOEXEC;
+	if (sv.f_flag & ST_NOATIME)
+		flags |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		flags |= MS_NODIRATIME;
+	if (sv.f_flag & ST_RELATIME)
+		flags |= MS_RELATIME;
+	return flags;
+}
+
+/*
+ * mount(NULL, target, NULL, flags) for a bind remount; in a user namespace (rootless), where
+ * the kernel refuses to clear a locked flag of the bound mount (EPERM), again with those flags
+ * kept. As root the flags are not kept: the sentry maps donated files executable.
+ */
+static int bind_remount(const char *target, unsigned long flags, int src_fd)
+{
+	if (mount(NULL, target, NULL, flags, NULL) == 0)
+		return 0;
+	if (errno != EPERM || src_fd < 0)
+		return -1;
+	return mount(NULL, target, NULL, flags | locked_flags(src_fd), NULL);
+}
+
+/*
  * Makes newroot (an empty directory of the scratch tmpfs) a root that holds one name, FILE, a
  * bind of the regular file root_path names, and nothing else: the file's directory and its
  * siblings are never mounted in the gofer's namespace, so no request can reach them.
  */
-static int file_root_prepare(const char *newroot, const char *source, bool readonly)
+static int file_root_prepare(const char *newroot, const char *source, int src_fd, bool readonly)
 {
 	char file[80];
 	int fd;
@@ -82,13 +122,126 @@ static int file_root_prepare(const char *newroot, const char *source, bool reado
 	STEP("bind-mounting the file", mount(source, file, NULL, MS_BIND, NULL));
 	/* Read-only in the kernel with --readonly (DESIGN.md rule 4), never set-uid or a device. */
 	STEP("remounting the file",
-	     mount(NULL, file, NULL,
-		   MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0), NULL));
+	     bind_remount(file,
+			  MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0),
+			  src_fd));
 	/* The directory around it is always read-only: nothing can be created beside the file. */
 	STEP("remounting the file root's directory",
 	     mount(NULL, newroot, NULL,
 		   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 	return 0;
+}
+
+/*
+ * Binds source onto target, non-recursively; *recursive says whether it had to be recursive.
+ * In a user namespace (rootless, or root of an engine's or a user's namespace) the kernel
+ * refuses a non-recursive bind (EINVAL) when mounts below source are locked (every mount the
+ * namespace inherited is): it would uncover what they hide. The bind is then recursive, and
+ * cover_mounts_below hides those mounts again.
+ */
+static int bind_root(const char *source, const char *target, bool *recursive)
+{
+	*recursive = false;
+	if (mount(source, target, NULL, MS_BIND, NULL) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -1;
+	*recursive = true;
+	return mount(source, target, NULL, MS_BIND | MS_REC, NULL);
+}
+
+/* Decodes mountinfo's octal escapes (\040 for a blank, ...) in s, in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = 0;
+}
+
+/*
+ * After a recursive bind (bind_root) the mounts below root are served; this detaches each of
+ * them that is not locked (the outermost ones: what is below goes with them) and hides each
+ * directory a locked one is mounted on under an empty read-only tmpfs, so the gofer serves
+ * what a non-recursive bind serves: the root's own file system, its mount points empty. A mount on a regular file
+ * stays (nothing can be mounted over it but a file; it is what the owner of the namespace
+ * could read anyway). Returns 0 or -errno.
+ */
+static int cover_mounts_below(const char *root)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	size_t rlen = strlen(root), n = 0, cap = 0, len = 0;
+	_cleanup_free_ char *line = NULL;
+	char **points = NULL;
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	while (ret == 0 && getline(&line, &len, f) > 0) {
+		char mp[4096];
+		char **grown;
+
+		/* id parent major:minor root MOUNT-POINT ... */
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+			continue;
+		mountinfo_unescape(mp);
+		if (strncmp(mp, root, rlen) != 0 || mp[rlen] != '/')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(points, cap * sizeof(*points));
+			if (!grown) {
+				ret = -ENOMEM;
+				break;
+			}
+			points = grown;
+		}
+		points[n] = strdup(mp);
+		if (points[n])
+			n++;
+		else
+			ret = -ENOMEM;
+	}
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		struct stat st;
+		bool beneath = false;
+
+		/* Beneath another listed mount point: that one's cover hides it. */
+		for (size_t j = 0; j < n && !beneath; j++) {
+			size_t l = strlen(points[j]);
+
+			beneath = j != i && strncmp(points[i], points[j], l) == 0 &&
+				  points[i][l] == '/';
+		}
+		if (beneath)
+			continue;
+		/* A mount of our own namespace (the copy of the scratch tmpfs, when root holds
+		 * it) is not locked: detached, it shows the directory below as root's bind does. */
+		if (umount2(points[i], MNT_DETACH) == 0)
+			continue;
+		if (lstat(points[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		/* An empty tmpfs in our own mount namespace, read-only: nothing can be made in it. */
+		if (mount("husk-gofer-hidden", points[i], "tmpfs",
+			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k,nr_inodes=1,mode=0755") < 0) {
+			ret = -errno;
+			log_error("confine: covering the mount at %s: %s", points[i] + rlen,
+				  strerror(errno));
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(points[i]);
+	free(points);
+	return ret;
 }
 
 int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd)
@@ -100,8 +253,8 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	char newroot[64], source[64];
 	unsigned long flags;
 	struct stat st;
-	bool is_file;
-	int fd;
+	bool is_file, rootless, recursive;
+	int fd, ret;
 
 	/* Opened before the pivot, it is the gofer's way to reopen an O_PATH FD as a file. It
 	 * reaches nothing by name but the gofer's own /proc entries: the processes outside are
@@ -111,6 +264,16 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 		log_error("confine: /proc/self/fd: %s", strerror(errno));
 		return -errno;
 	}
+	/* Run by an unprivileged user: a user namespace of our own first, in which we are root
+	 * (only the caller's uid and gid are mapped, to 0), so that the steps below apply as they
+	 * do under root; its capabilities reach nothing the caller could not reach. */
+	ret = userns_enter_unless_privileged(&rootless);
+	if (ret < 0) {
+		log_error("confine: user namespace: %s%s", strerror(-ret), userns_hint(ret));
+		return ret;
+	}
+	if (rootless)
+		log_info("rootless: root in a user namespace of our own");
 	/* Our own mount namespace, private, so that nothing we mount is seen by the host. */
 	STEP("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS));
 	STEP("making / private", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
@@ -152,19 +315,32 @@ int gofer_pivot_into(const char *root, bool readonly, int *root_fd, int *proc_fd
 	STEP("mkdir in the scratch tmpfs", mkdir(newroot, 0700));
 	snprintf(source, sizeof(source), "/proc/self/fd/%d", old_root);
 	if (is_file) {
-		int ret = file_root_prepare(newroot, source, readonly);
-
+		ret = file_root_prepare(newroot, source, old_root, readonly);
 		if (ret < 0)
 			return ret;
 	} else {
 		/* Non-recursive: mounts under root (a host's /proc, /sys, /dev when root is /) are
 		 * not part of the bind, so they are not served; their mount points show as empty
 		 * dirs. */
-		STEP("bind-mounting the root", mount(source, newroot, NULL, MS_BIND, NULL));
+		STEP("bind-mounting the root", bind_root(source, newroot, &recursive));
 		/* Read-only in the kernel too (DESIGN.md rule 4); set-uid bits and device nodes of
 		 * the served tree mean nothing to the gofer. */
 		flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0);
-		STEP("remounting the root", mount(NULL, newroot, NULL, flags, NULL));
+		STEP("remounting the root", bind_remount(newroot, flags, old_root));
+		/* A recursive bind: the mounts below get the same flags, read-only included, in
+		 * the kernel too. */
+		if (recursive) {
+			struct mount_attr attr = {
+				.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					    (readonly ? MOUNT_ATTR_RDONLY : 0),
+			};
+
+			STEP("setting the flags of the mounts below the root",
+			     mount_setattr(AT_FDCWD, newroot, AT_RECURSIVE, &attr, sizeof(attr)));
+			ret = cover_mounts_below(newroot);
+			if (ret < 0)
+				return ret;
+		}
 	}
 	STEP("chdir to the new root", chdir(newroot));
 	/* pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the

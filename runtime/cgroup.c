@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
+#include "common/userns.h"
 #include "runtime/oci.h"
 #include "sentry/net/bpf/netbpf.h"
 
@@ -581,7 +583,7 @@ static int attach_egress(const char *path, const struct oci_config *cfg)
 		return ret;
 	}
 	host = args && args[0] && !strcmp(args[0], "--network=host");
-	if (host && !ctl_path("unified", path, dir, sizeof(dir))) {
+	if (host && (!path || !ctl_path("unified", path, dir, sizeof(dir)))) {
 		oci_warn("no cgroup v2 hierarchy: no BPF egress filter; the sentry's own check "
 			 "applies alone");
 	} else if (host) {
@@ -602,12 +604,51 @@ static int attach_egress(const char *path, const struct oci_config *cfg)
 	return 0;
 }
 
+/*
+ * Whether this user may make path in some hierarchy husk uses: the deepest existing ancestor of
+ * it there is writable (root; or a cgroup delegated to a rootless user, as systemd's
+ * user@UID.service is). A hierarchy whose root husk cannot write is unusable (hier_mount).
+ */
+static bool cgroup_delegated(const char *path)
+{
+	struct hier h[MAX_HIERS];
+	int n = hierarchies(h, MAX_HIERS);
+	char dir[600];
+
+	for (int i = 0; i < n; i++) {
+		if (hier_dir(&h[i], path, dir, sizeof(dir)) < 0)
+			continue;
+		for (char *slash; access(dir, F_OK) < 0 && (slash = strrchr(dir, '/'));)
+			*slash = 0;
+		if (dir[0] && access(dir, W_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 int cgroup_create(const char *path, const struct oci_config *cfg)
 {
 	struct hier h[MAX_HIERS];
 	int n = hierarchies(h, MAX_HIERS);
 	char dir[600];
 	int ret;
+
+	/* Rootless without delegation: no cgroup at all, said once (a warning for a user who runs
+	 * husk; under an engine's user namespace, as root there, only with --debug: the engine
+	 * says so itself, and husk's stderr is the container's). The sentry enforces the memory
+	 * and pids limits itself (--memory-limit, --pids-limit) and pauses its own tasks; the
+	 * dev.husk.* network annotations are still checked. */
+	if (!cgroup_delegated(path)) {
+		if (geteuid() != 0 || !userns_nested())
+			oci_warn(
+				"cgroup %s: no cgroup is delegated to this user: skipped (limits and "
+				"pause are the sentry's own)",
+				path);
+		else
+			log_info("cgroup %s: none delegated to this user namespace: skipped", path);
+		ret = attach_egress(NULL, cfg);
+		return ret < 0 ? ret : 1;
+	}
 
 	for (int i = 0; i < n; i++) {
 		if (hier_dir(&h[i], path, dir, sizeof(dir)) < 0)

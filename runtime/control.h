@@ -254,6 +254,16 @@ int control_check_preserved(int n, int *bad);
 
 /* Connects to the control socket at path. Returns the connected socket or -errno. */
 int control_dial(const char *path);
+
+struct sockaddr_un;
+/*
+ * Fills sa with the address of the unix socket at path. A path longer than sun_path (a rootless
+ * state directory under a long $XDG_RUNTIME_DIR, an engine's 64-character ids) is reached
+ * through its directory: *dirfd gets an O_PATH fd of it, and sa names
+ * /proc/self/fd/N/BASENAME; the caller closes *dirfd (-1 otherwise) after bind or connect.
+ * Returns 0 or -errno.
+ */
+int control_sockaddr(const char *path, struct sockaddr_un *sa, int *dirfd);
 /*
  * Receives one message of type op whose payload is exactly len bytes (at most 112) into payload.
  * Returns 0, -EPIPE (closed), -EPROTO (another message) or -errno.

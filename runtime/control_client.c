@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The husk side of the control socket: one request, one reply (runtime/control.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,14 +12,45 @@
 #include "common/cleanup.h"
 #include "runtime/control.h"
 
+int control_sockaddr(const char *path, struct sockaddr_un *sa, int *dirfd)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	*dirfd = -1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, path);
+		return 0;
+	}
+	if (!slash || slash == path)
+		return -ENAMETOOLONG;
+	dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", fd,
+			     slash + 1) >= sizeof(sa->sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	*dirfd = fd;
+	return 0;
+}
+
 int control_dial(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int sock;
+	struct sockaddr_un sa;
+	_cleanup_close_ int dirfd = -1;
+	int sock, ret;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
+	ret = control_sockaddr(path, &sa, &dirfd);
+	if (ret < 0)
+		return ret;
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -errno;

@@ -138,8 +138,12 @@ int oci_create_container(const struct create_args *a, struct container *c)
 	if (ret < 0) {
 		oci_config_free(cfg);
 		container_release(c);
-		return oci_fail("creating the state directory under %s: %s", oci_g.root,
-				strerror(-ret));
+		return oci_fail(
+			"creating the state directory under %s: %s%s", oci_g.root, strerror(-ret),
+			ret == -EACCES && geteuid() != 0 ?
+				" (not root: set XDG_RUNTIME_DIR to a directory of yours, or "
+				"--root)" :
+				"");
 	}
 	c->config = cfg;
 	c->bundle = steal_pointer(&bundle);
@@ -174,6 +178,16 @@ int oci_create_container(const struct create_args *a, struct container *c)
 		free(c->cgroup);
 		c->cgroup = NULL;
 		goto out_destroy;
+	}
+	if (ret > 0) {
+		/* Rootless, no cgroup delegated: the container has none (the record says so). */
+		free(c->cgroup);
+		c->cgroup = NULL;
+		ret = container_save(c);
+		if (ret < 0) {
+			ret = oci_fail("writing the container's state: %s", strerror(-ret));
+			goto out_destroy;
+		}
 	}
 	if (a->console_socket) {
 		so.stdio_fd = console_send_master(a->console_socket, cfg);

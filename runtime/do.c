@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/userns.h"
 #include "oci-spec/state.h"
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
@@ -97,6 +98,13 @@ struct do_record {
 	int control_fd; /* the listening control socket, until the sentry has it */
 };
 
+/* The guest's id for the caller's: the same, but 0 for a rootless caller (husk-sentry's default:
+ * root of its own user namespace), so that husk exec runs as pid 1 does. */
+static unsigned int guest_id(unsigned int id)
+{
+	return userns_privileged() ? id : 0;
+}
+
 /* config.json of the record: what husk do was given, as an OCI process and root. */
 static int do_record_config(const struct do_record *r, const struct launch_spec *spec)
 {
@@ -110,9 +118,10 @@ static int do_record_config(const struct do_record *r, const struct launch_spec 
 		json_array_append_new(env, json_string(*e));
 	o = json_pack("{s:s,s:{s:o,s:o,s:s,s:{s:I,s:I},s:b},s:{s:s,s:b},s:s,s:{s:s}}", "ociVersion",
 		      "1.0.2", "process", "args", args, "env", env, "cwd", spec->cwd, "user", "uid",
-		      (json_int_t)getuid(), "gid", (json_int_t)getgid(), "terminal", 0, "root",
-		      "path", r->c.rootfs, "readonly", 0, "hostname", spec->hostname, "annotations",
-		      "dev.husk.do", spec->restore_dir ? "restore" : "run");
+		      (json_int_t)guest_id(getuid()), "gid", (json_int_t)guest_id(getgid()),
+		      "terminal", 0, "root", "path", r->c.rootfs, "readonly", 0, "hostname",
+		      spec->hostname, "annotations", "dev.husk.do",
+		      spec->restore_dir ? "restore" : "run");
 	if (!o || !path)
 		return -ENOMEM;
 	ret = json_dump_file(o, path, JSON_PRESERVE_ORDER | JSON_INDENT(1));

@@ -13,9 +13,12 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/userns.h"
 #include "runtime/oci.h"
 #include "runtime/runtime.h"
 
@@ -41,7 +44,8 @@ static void usage(FILE *out)
 	      "  --version                      print the version\n"
 	      "\n"
 	      "global options:\n"
-	      "  --root DIR            state directory (default " HUSK_DEFAULT_ROOT ")\n"
+	      "  --root DIR            state directory (default " HUSK_DEFAULT_ROOT
+	      "; not root: $XDG_RUNTIME_DIR/husk)\n"
 	      "  --log FILE            also write errors to FILE\n"
 	      "  --log-format FORMAT   text or json\n"
 	      "  --debug               log more\n"
@@ -77,6 +81,27 @@ static const struct {
 	{ "serve", cmd_serve },
 };
 
+/*
+ * The state directory when --root is not given, as runc chooses its own: HUSK_DEFAULT_ROOT for
+ * root; rootless $XDG_RUNTIME_DIR/husk, which only that user can write (/run/user/UID/husk
+ * without XDG_RUNTIME_DIR). Rootless is a user other than root, or root of a user namespace
+ * with $XDG_RUNTIME_DIR set and $USER unset or not root (rootless podman's). Returns a static
+ * or allocated string.
+ */
+static const char *default_root(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR"), *user = getenv("USER");
+	char *dir = NULL;
+
+	if (geteuid() == 0 &&
+	    !(xdg && xdg[0] == '/' && (!user || strcmp(user, "root")) && userns_nested()))
+		return HUSK_DEFAULT_ROOT;
+	if (xdg && xdg[0] == '/' ? asprintf(&dir, "%s/husk", xdg) < 0 :
+				   asprintf(&dir, "/run/user/%u/husk", (unsigned int)geteuid()) < 0)
+		return HUSK_DEFAULT_ROOT;
+	return dir;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -100,6 +125,7 @@ int main(int argc, char **argv)
 
 	log_set_name("husk");
 	log_init_from_env();
+	oci_g.root = default_root();
 
 	optind = 1;
 	opterr = 1;

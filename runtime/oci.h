@@ -109,7 +109,8 @@ char *container_path(const struct container *c, const char *name);
 
 /*
  * Creates the cgroup path in every mounted hierarchy (each v1 controller's, as runc does, and
- * the v2 one, whether unified or hybrid) and applies the config's linux.resources. Returns 0 or
+ * the v2 one, whether unified or hybrid) and applies the config's linux.resources. Returns 0, 1
+ * when no cgroup is delegated to this (rootless) user and none was made (after a warning), or
  * -errno (printed; the partially created groups are removed).
  */
 int cgroup_create(const char *path, const struct oci_config *cfg);

@@ -615,14 +615,15 @@ static int preserve_fds_socket(int n)
 int sandbox_control_listen(const struct container *c)
 {
 	_cleanup_free_ char *path = container_path(c, "control.sock");
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	_cleanup_close_ int dirfd = -1;
 	int fd;
 
 	if (!path)
 		return -ENOMEM;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
+	fd = control_sockaddr(path, &sa, &dirfd);
+	if (fd < 0)
+		return fd;
 	unlink(path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)

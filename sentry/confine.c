@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/userns.h"
 #include "sentry/confine.h"
 
 int sentry_close_fds_except(const int *keep, int nkeep)
@@ -112,8 +113,20 @@ static int drop_capabilities(void)
 
 int sentry_confine(int (*before_filter)(void *arg), void *arg)
 {
+	bool rootless;
 	int ret;
 
+	/* Run by an unprivileged user: a user namespace of our own first, in which we are root
+	 * (the caller's uid and nothing else is mapped), so that every step below applies as it
+	 * does under root; its capabilities reach nothing the caller could not reach. main()
+	 * makes it before any thread exists; here it is a no-op then (we hold CAP_SYS_ADMIN). */
+	ret = userns_enter_unless_privileged(&rootless);
+	if (ret < 0) {
+		log_error("confine: user namespace: %s%s", strerror(-ret), userns_hint(ret));
+		return ret;
+	}
+	if (rootless)
+		log_info("confine: rootless: root in a user namespace of our own");
 	/* New mount namespace for the pivot; new IPC and UTS namespaces so that nothing the
 	 * sentry could do there touches the host's. */
 	if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) < 0) {

@@ -60,6 +60,7 @@
 #include "common/cpus.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/userns.h"
 #include "sentry/confine.h"
 #include "sentry/control/control.h"
 #include "sentry/fs/gofer/client.h"
@@ -623,8 +624,10 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->platform = "auto";
 	o->cwd = "/";
 	o->hostname = "husk";
-	o->uid = (uint32_t)getuid();
-	o->gid = (uint32_t)getgid();
+	/* Without --uid/--gid the guest runs as the caller; an unprivileged caller's guest is
+	 * root, as the caller is root in the sandbox's user namespace (sentry/confine.c). */
+	o->uid = userns_privileged() ? (uint32_t)getuid() : 0;
+	o->gid = userns_privileged() ? (uint32_t)getgid() : 0;
 	o->env = calloc((size_t)argc + 1, sizeof(char *));
 	o->masked = calloc((size_t)argc + 1, sizeof(char *));
 	o->readonly_paths = calloc((size_t)argc + 1, sizeof(char *));
@@ -1048,6 +1051,20 @@ int main(int argc, char **argv)
 	log_set_name("husk-sentry");
 	log_init_from_env();
 	prctl(PR_SET_NAME, "husk-sentry", 0, 0, 0);
+	/* Rootless: the user namespace of sentry_confine, made now, while the sentry has one
+	 * thread (unshare(CLONE_NEWUSER) needs that; the platform starts threads of its own). */
+	{
+		bool rootless;
+
+		ret = userns_enter_unless_privileged(&rootless);
+		if (ret < 0) {
+			log_error("confine: user namespace: %s%s", strerror(-ret),
+				  userns_hint(ret));
+			return EXIT_SETUP;
+		}
+		if (rootless)
+			log_info("rootless: root in a user namespace of our own");
+	}
 	if (argc == 2 && !strcmp(argv[1], "--print-syscalls")) {
 		syscall_table_print();
 		return 0;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install what husk needs to build, test and benchmark, from Debian's archive.
 # python3-pytest, python3-yaml: the Python client's tests (clients/python).
+# uidmap: newuidmap/newgidmap, which rootless podman needs (tests/integration/rootless.sh).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -13,6 +14,7 @@ libssl-dev openssl iproute2
 libclang-rt-14-dev clang-format
 busybox-static containerd podman golang-go
 criu
+uidmap
 nodejs
 python3-pytest python3-yaml"
 
