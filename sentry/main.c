@@ -32,6 +32,10 @@
  * listening unix socket served by sentry/control (husk exec, husk ps); --log-fd N takes the
  * sentry's log lines instead of stderr (husk --debug-log).
  *
+ * For husk do: --caller-signals (sentry/kernel/hostsig.c: pid 1 dies of a signal from the
+ * caller that it has no handler for) and --default-cwd DIR (pid 1 starts in DIR when the
+ * guest's tree has it, else in --cwd).
+ *
  * --gateway-fd N is a connection to the credential gateway of husk serve (a SOCK_SEQPACKET
  * socket the runtime connected and introduced): guest TCP connects to the gateway address are
  * passed to it (sentry/net/gateway.c, runtime/serve/GATEWAY.md).
@@ -65,6 +69,7 @@
 #include "sentry/fs/gofer/client.h"
 #include "sentry/fs/gofer/gofer_fs.h"
 #include "sentry/fs/host/hostfile.h"
+#include "sentry/fs/host/hosttty.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -97,6 +102,8 @@
 #define OPT_MEMORY_LIMIT 0x1e1
 #define OPT_RESTORE 0x1e2
 #define OPT_GATEWAY_FD 0x1e3
+#define OPT_CALLER_SIGNALS 0x1e4
+#define OPT_DEFAULT_CWD 0x1e5
 
 struct sentry_opts {
 	int gofer_fd;
@@ -147,6 +154,8 @@ struct sentry_opts {
 	int nsysctls;
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
+	bool caller_signals; /* --caller-signals: husk do's pid 1 dies of what it does not handle */
+	const char *default_cwd; /* --default-cwd: the working directory if it exists, else / */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
 };
 
@@ -569,6 +578,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
 		/* The credential gateway's connection (sentry/net/gateway.c). */
 		{ "gateway-fd", required_argument, NULL, OPT_GATEWAY_FD },
+		/* husk do: sentry/kernel/hostsig.c and the caller's directory. */
+		{ "caller-signals", no_argument, NULL, OPT_CALLER_SIGNALS },
+		{ "default-cwd", required_argument, NULL, OPT_DEFAULT_CWD },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -743,6 +755,12 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			net_set_gateway_fd(o->gateway_fd);
 			break;
 		}
+		case OPT_CALLER_SIGNALS:
+			o->caller_signals = true;
+			break;
+		case OPT_DEFAULT_CWD:
+			o->default_cwd = optarg;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -1106,6 +1124,7 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	timing_stage("confinement");
 	/* Before any other thread: every later thread inherits the forwarded signals blocked. */
+	hostsig_set_caller_signals(o.caller_signals);
 	ret = hostsig_start(&k);
 	if (ret < 0) {
 		log_error("forwarding host signals: %s", strerror(-ret));
@@ -1158,6 +1177,8 @@ int main(int argc, char **argv)
 		vfs_mount_set_flags(k.root_mnt, k.root_mnt->flags | MS_RDONLY);
 	timing_stage("mounts");
 	k.pids_limit = o.pids_limit;
+	/* The caller's terminal (if stdio is one) is the controlling terminal of session 1. */
+	hosttty_init(&k);
 
 	if (restore) {
 		char why[256];
@@ -1223,7 +1244,10 @@ int main(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 	}
-	if (strcmp(o.cwd, "/") != 0) {
+	/* --default-cwd (husk do: the caller's directory) when the guest has it, else --cwd. */
+	if (o.default_cwd && fs_context_chdir(init, o.default_cwd) == 0) {
+		/* in it */
+	} else if (strcmp(o.cwd, "/") != 0) {
 		ret = fs_context_chdir(init, o.cwd);
 		if (ret < 0) {
 			fprintf(stderr, "husk: --cwd %s: %s\n", o.cwd, strerror(-ret));

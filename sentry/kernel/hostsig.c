@@ -8,8 +8,18 @@
  * thread takes them with sigwaitinfo. Each is sent to pid 1 as SI_USER from pid 0, "from
  * outside the sandbox": as for a container's init signalled from the host, pid 1 gets it if it
  * has a handler or blocks it, and a SIG_DFL one is dropped (Linux delivers SIGKILL/SIGSTOP
- * only, which are not forwarded). So `husk do -- sleep 100` ignores SIGTERM, as
+ * only, which are not forwarded). So `husk run` of `sleep 100` ignores SIGTERM, as
  * `docker run IMAGE sleep 100` does; a shell or program that installs a handler sees it.
+ *
+ * husk do passes --caller-signals (hostsig_set_caller_signals): there pid 1 is the caller's
+ * command, not a container's init, and a signal it has no handler for (SIG_DFL with a default
+ * action that ends a process) ends it and the sandbox, so that `timeout 10 husk do -- sleep
+ * 100` stops after 10 s; the sentry exits 128+N and husk do dies of the same signal.
+ *
+ * Signals the sentry's own terminal sends it (si_code SI_KERNEL: ^C, ^\, ^Z, hangup, window
+ * size change) go to the guest's foreground process group of that terminal
+ * (sentry/fs/host/hosttty.c), as Linux's tty layer sends them, not to pid 1 only. SIGTSTP is
+ * among the blocked ones so that ^Z stops the guest's foreground job, never the sentry.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,12 +27,16 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "sentry/fs/host/hosttty.h"
 #include "include/abi/linux/signal.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+static const int forwarded[] = { SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
+				 SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP };
+
+static bool caller_signals; /* set before hostsig_start, read-only afterwards */
 
 static void forwarded_set(sigset_t *set)
 {
@@ -31,11 +45,53 @@ static void forwarded_set(sigset_t *set)
 		sigaddset(set, forwarded[i]);
 }
 
-static void forward(struct kernel *k, int sig)
+void hostsig_set_caller_signals(bool on)
+{
+	caller_signals = on;
+}
+
+/* Signals whose default action ends the process (not ignored, not a stop). */
+static bool default_terminates(int sig)
+{
+	switch (sig) {
+	case LINUX_SIGCHLD:
+	case LINUX_SIGCONT:
+	case LINUX_SIGURG:
+	case LINUX_SIGWINCH:
+	case LINUX_SIGSTOP:
+	case LINUX_SIGTSTP:
+	case LINUX_SIGTTIN:
+	case LINUX_SIGTTOU:
+		return false;
+	default:
+		return sig >= 1 && sig < LINUX_SIGRTMIN;
+	}
+}
+
+int hostsig_send(struct thread_group *tg, int sig, const struct linux_siginfo *info,
+		 unsigned int flags)
+{
+	if (caller_signals && tg->pid == 1 && default_terminates(sig)) {
+		struct sighand *sh = tg->sighand;
+
+		/* Lifts init's protection (as a forced fault does) for a signal it takes with
+		 * SIG_DFL: it dies of it. A handler installed meanwhile still runs. */
+		pthread_mutex_lock(&sh->lock);
+		if (sh->actions[sig - 1].handler == LINUX_SIG_DFL)
+			tg->sig_killable_init = true;
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return signal_send(tg, NULL, sig, info, flags);
+}
+
+static void forward(struct kernel *k, int sig, int code)
 {
 	struct linux_siginfo info;
 	struct thread_group *tg;
 
+	/* The terminal's own: to its foreground group in the guest. */
+	if (code == SI_KERNEL && hosttty_terminal_signal(k, sig))
+		return;
 	tg = kernel_find_tg(k, 1);
 	if (!tg) {
 		log_info("host signal %d: no pid 1 to forward it to", sig);
@@ -43,7 +99,7 @@ static void forward(struct kernel *k, int sig)
 	}
 	signal_info_from(&info, sig, LINUX_SI_USER, NULL);
 	/* Host and guest signal numbers are the same on x86-64. */
-	signal_send(tg, NULL, sig, &info, SIGSEND_FROM_OUTSIDE);
+	hostsig_send(tg, sig, &info, SIGSEND_FROM_OUTSIDE);
 	tg_put(tg);
 }
 
@@ -58,7 +114,7 @@ static void *hostsig_main(void *arg)
 		int sig = sigwaitinfo(&set, &si);
 
 		if (sig > 0)
-			forward(k, sig);
+			forward(k, sig, si.si_code);
 	}
 	return NULL;
 }
@@ -70,6 +126,7 @@ int hostsig_start(struct kernel *k)
 	sigset_t set;
 	int ret;
 
+	hosttty_set_sender(hostsig_send);
 	forwarded_set(&set);
 	ret = pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (ret)

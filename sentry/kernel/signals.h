@@ -153,4 +153,20 @@ long signal_frame_return(struct task *t);
  */
 int hostsig_start(struct kernel *k);
 
+/*
+ * husk do (the sentry's --caller-signals): a signal from the caller (relayed by husk do, or sent
+ * by the terminal) that pid 1 takes with SIG_DFL and whose default action ends a process is
+ * not dropped as for a container's init: pid 1 dies of it, and the sandbox with it, as the
+ * command would outside a sandbox. SIG_IGN stays ignored, a handler runs. Off by default (the
+ * OCI runtime keeps init's protection). Call before hostsig_start.
+ */
+void hostsig_set_caller_signals(bool on);
+
+/*
+ * signal_send to process tg (flags as signal_send's) with the rule above for the sandbox's
+ * pid 1 when it is on. For the host's signals (hostsig.c, sentry/fs/host/hosttty.c).
+ */
+int hostsig_send(struct thread_group *tg, int sig, const struct linux_siginfo *info,
+		 unsigned int flags);
+
 #endif
