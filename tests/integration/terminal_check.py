@@ -179,6 +179,12 @@ def scenario_shell(argv):
     prompt_wait(t)
     t.take()
 
+    # /dev/tty is the caller's terminal.
+    t.send(b"echo via$((1+1))tty >/dev/tty\n")
+    check("dev-tty", t.read_until(b"via2tty\r\n"), t.buf)
+    prompt_wait(t)
+    t.take()
+
     # A window size change reaches the guest (SIGWINCH, then TIOCGWINSZ).
     fcntl.ioctl(t.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
     t.send(b"stty size\n")

@@ -40,6 +40,7 @@
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/host/hosttty.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
@@ -1329,7 +1330,7 @@ struct file *devpts_open_ctty(int flags)
 	task_ids(t, &ids);
 	tty = ctty_of_session(t->k, ids.sid);
 	if (!tty)
-		return ERR_PTR(-ENXIO);
+		return hosttty_open_ctty(t, flags); /* the caller's terminal (husk do), or ENXIO */
 	f = slave_file_for(tty, flags | O_NOCTTY);
 	tty_put(tty);
 	return f;

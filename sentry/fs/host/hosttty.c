@@ -8,6 +8,7 @@
  * k->tree_lock (never the other way).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/signal.h"
 #include "sentry/fs/host/hosttty.h"
@@ -23,6 +25,7 @@
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
+#include "sentry/vfs/vfs.h"
 
 #define LINUX_CAP_SYS_ADMIN 21
 /* Linux's struct termios (TCGETS) and struct termios2 (TCGETS2) sizes on x86-64. */
@@ -40,6 +43,7 @@ struct hosttty {
 	dev_t rdev;
 	int32_t session; /* the guest session it is the controlling terminal of, or 0 */
 	int32_t pgrp; /* that session's foreground group */
+	int fd; /* a host fd of it (the sentry's own), for the guest's /dev/tty, or -1 */
 };
 
 static pthread_mutex_t tty_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,7 +68,7 @@ static struct hosttty *tty_find(dev_t rdev, bool make)
 	}
 	if (!make || !free_slot)
 		return NULL;
-	*free_slot = (struct hosttty){ .used = true, .rdev = rdev };
+	*free_slot = (struct hosttty){ .used = true, .rdev = rdev, .fd = -1 };
 	return free_slot;
 }
 
@@ -94,6 +98,7 @@ void hosttty_init(struct kernel *k)
 			if (tty) {
 				tty->session = 1;
 				tty->pgrp = 1;
+				tty->fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
 			}
 			own_rdev = st.st_rdev;
 			have_own = true;
@@ -298,8 +303,8 @@ static int pgrp_find_one(struct thread_group *tg, void *arg)
 	return 0;
 }
 
-/* TIOCSCTTY: makes rdev the controlling terminal of t's session (t leads it). */
-static long set_ctty(dev_t rdev, struct task *t, bool steal)
+/* TIOCSCTTY: makes rdev (host fd) the controlling terminal of t's session (t leads it). */
+static long set_ctty(int fd, dev_t rdev, struct task *t, bool steal)
 {
 	int32_t session, pgrp;
 	struct hosttty *tty;
@@ -320,6 +325,8 @@ static long set_ctty(dev_t rdev, struct task *t, bool steal)
 	if (tty) {
 		tty->session = ids.sid;
 		tty->pgrp = ids.pgid;
+		if (tty->fd < 0)
+			tty->fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
 	}
 	pthread_mutex_unlock(&tty_lock);
 	return tty ? 0 : -ENOMEM;
@@ -423,7 +430,7 @@ check_then_host:
 		return 0;
 	}
 	case TIOCSCTTY:
-		return set_ctty(rdev, t, arg == 1);
+		return set_ctty(fd, rdev, t, arg == 1);
 	case TIOCNOTTY: {
 		struct hosttty *tty;
 
@@ -461,4 +468,31 @@ bool hosttty_terminal_signal(struct kernel *k, int sig)
 	/* No process left in the foreground group: nobody gets it, as on Linux. */
 	kill_pgrp(k ? k : tty_kernel, pgrp, sig);
 	return true;
+}
+
+struct file *hosttty_open_ctty(struct task *t, int flags)
+{
+	struct ids ids;
+	struct file *f;
+	int fd = -1;
+
+	task_ids(t, &ids);
+	pthread_mutex_lock(&tty_lock);
+	for (int i = 0; i < HOSTTTY_MAX && fd < 0; i++) {
+		if (ttys[i].used && ttys[i].session == ids.sid && ttys[i].fd >= 0)
+			fd = fcntl(ttys[i].fd, F_DUPFD_CLOEXEC, 10);
+	}
+	pthread_mutex_unlock(&tty_lock);
+	if (fd < 0 || !session_alive(t->k, ids.sid)) {
+		if (fd >= 0)
+			close(fd);
+		return ERR_PTR(-ENXIO);
+	}
+	/* A new open file of the terminal: the guest's access mode, no O_NONBLOCK of the host. */
+	f = hostfile_create(fd, flags & (O_ACCMODE | O_NONBLOCK | O_APPEND));
+	if (!f) {
+		close(fd);
+		return ERR_PTR(-ENOMEM);
+	}
+	return f;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct file;
 struct kernel;
 struct linux_siginfo;
 struct task;
@@ -58,5 +59,12 @@ long hosttty_job_control(int fd, dev_t rdev, struct task *t, bool is_read);
  * (the caller then forwards it to pid 1).
  */
 bool hosttty_terminal_signal(struct kernel *k, int sig);
+
+/*
+ * open("/dev/tty") by t when its session's controlling terminal is a host terminal
+ * (devpts_open_ctty asks when the session has no pty of its own): a new guest file over a
+ * duplicate of the sentry's fd of it, with flags' access mode. ERR_PTR(-ENXIO) when none.
+ */
+struct file *hosttty_open_ctty(struct task *t, int flags);
 
 #endif
