@@ -217,17 +217,22 @@ static bool sig_ignored_or_blocked(struct task *t, int sig)
 	return r;
 }
 
+/* Whether t is in a background group of the session that holds rdev. */
+static bool in_background(dev_t rdev, struct task *t, struct ids *ids)
+{
+	int32_t session, pgrp;
+
+	tty_state(t->k, rdev, &session, &pgrp);
+	task_ids(t, ids);
+	return session && session == ids->sid && pgrp && pgrp != ids->pgid;
+}
+
 /* Linux's tty_check_change and the read side of job control: sig is SIGTTOU or SIGTTIN. */
 static long job_control(dev_t rdev, struct task *t, int sig)
 {
-	int32_t session, pgrp;
 	struct ids ids;
 
-	if (!t)
-		return 0;
-	tty_state(t->k, rdev, &session, &pgrp);
-	task_ids(t, &ids);
-	if (!session || session != ids.sid || !pgrp || pgrp == ids.pgid)
+	if (!t || !in_background(rdev, t, &ids))
 		return 0;
 	if (sig_ignored_or_blocked(t, sig))
 		return sig == LINUX_SIGTTIN ? -EIO : 0;
@@ -238,11 +243,13 @@ static long job_control(dev_t rdev, struct task *t, int sig)
 long hosttty_job_control(int fd, dev_t rdev, struct task *t, bool is_read)
 {
 	struct termios tm;
+	struct ids ids;
 
 	if (is_read)
 		return job_control(rdev, t, LINUX_SIGTTIN);
 	/* Writes from the background stop only with TOSTOP; the host is asked only then. */
-	if (!t || ioctl(fd, TCGETS, &tm) < 0 || !(tm.c_lflag & TOSTOP))
+	if (!t || !in_background(rdev, t, &ids) || ioctl(fd, TCGETS, &tm) < 0 ||
+	    !(tm.c_lflag & TOSTOP))
 		return 0;
 	return job_control(rdev, t, LINUX_SIGTTOU);
 }
