@@ -306,12 +306,18 @@ struct saved_tty {
 	struct termios tm;
 };
 
+/*
+ * Only a husk in the terminal's foreground group saves (and later restores) its settings: from
+ * the background the sandbox cannot change them (the sentry would stop on SIGTTOU), and a
+ * restore would undo what the foreground program (an editor) set meanwhile.
+ */
 static void tty_save(struct saved_tty *st)
 {
 	st->fd = -1;
 	for (int fd = 0; fd < 3; fd++) {
-		if (isatty(fd) && tcgetattr(fd, &st->tm) == 0) {
-			st->fd = fd;
+		if (isatty(fd)) {
+			if (tcgetpgrp(fd) == getpgrp() && tcgetattr(fd, &st->tm) == 0)
+				st->fd = fd;
 			return;
 		}
 	}
@@ -319,14 +325,14 @@ static void tty_save(struct saved_tty *st)
 
 /*
  * However the sandbox ended (pid 1 exited, was killed, the sentry crashed), the terminal gets
- * the caller's settings back. SIGTTOU is blocked meanwhile, so that a husk in the background
- * restores them too instead of stopping.
+ * the caller's settings back, if husk is still in its foreground group. SIGTTOU is blocked
+ * meanwhile (as a shell does when it takes the terminal back).
  */
 static void tty_restore(const struct saved_tty *st)
 {
 	sigset_t set, old;
 
-	if (st->fd < 0)
+	if (st->fd < 0 || tcgetpgrp(st->fd) != getpgrp())
 		return;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTTOU);

@@ -6,7 +6,8 @@
 # ^C interrupts a foreground sleep and the shell goes on, ^Z + fg, a background read stops with
 # SIGTTIN, a window size change is seen by `stty size`, and the terminal's settings are the
 # caller's again after the sandbox ends: normal exit, sentry SIGKILLed (as a crash), every guest
-# process SIGKILLed (husk kill --all), husk do SIGTERMed (it dies of SIGTERM).
+# process SIGKILLed (husk kill --all), husk do SIGTERMed (it dies of SIGTERM); and a husk do in
+# the background does not undo what the foreground changed meanwhile.
 . "$(dirname "$0")/lib.sh"
 check=$(cd "$(dirname "$0")" && pwd)/terminal_check.py
 
@@ -63,6 +64,8 @@ KILL_GUEST="'$HUSK' --root '$root' kill --all term$$ KILL" \
 	python3 "$check" kill9-guest -- "$HUSK" --root "$root" do --name "term$$" -- sh -c "$raw" \
 	>"$out" 2>&1
 run_checks "guest SIGKILLed" "$out"
+python3 "$check" bg -- "$HUSK" do -- sh -c 'echo up-now; sleep 1' >"$out" 2>&1
+run_checks "husk do in the background" "$out"
 rm -rf "$root"
 rm -f "$native" "$inside" "$out"
 finish

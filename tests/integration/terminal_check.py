@@ -14,6 +14,9 @@ master. Each check prints "check NAME ok" or "check NAME FAIL what it saw". Scen
            husk do named husk-sentry) is SIGKILLed; the pty's termios after exit equal to before.
   kill9-guest  The same, but the guest's processes are SIGKILLed by the shell command in
            $KILL_GUEST (husk kill --all ID KILL for a husk do --name ID).
+  bg       CMD (husk do, which prints "up-now" once it runs) runs in the background of a
+           native bash that turns ixany on meanwhile: it is still on after CMD ended (husk
+           restores only from the foreground).
   term     The same, but husk do is sent SIGTERM: it ends, dies of SIGTERM, and the termios
            equal the ones before.
 
@@ -240,12 +243,36 @@ def scenario_end(argv, how):
     check("termios-restored", after == before, b"%r != %r" % (after, before))
 
 
+def scenario_bg(argv):
+    """argv is husk do's command line; a native bash runs it in the background while the
+    foreground (bash itself, here) changes the terminal: husk must not undo that at exit."""
+    t = Term(["bash", "--norc", "-i"])
+    t.send(b"PS1='P'\"> \"\n")
+    prompt_wait(t)
+    t.take()
+    cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+    # CMD says "up-now" once it runs: husk saved the settings before that.
+    t.send(("%s &\n" % cmd).encode())
+    ok = t.read_until(b"up-now\r\n")
+    t.take()
+    # ixany: a flag readline leaves alone (it turns echo off itself while it reads a line).
+    t.send(b"stty ixany; wait; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\?ixany' |"
+           b" sed 's/^/flag/'\n")
+    ok = ok and t.read_until(b"flag")
+    ok = ok and prompt_wait(t)
+    check("background-husk-keeps-foreground-settings", ok and b"flagixany" in t.buf, t.buf)
+    t.send(b"stty -ixany; exit\n")
+    t.wait()
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit(__doc__)
     scenario, argv = sys.argv[1], sys.argv[3:]
     if scenario == "shell":
         scenario_shell(argv)
+    elif scenario == "bg":
+        scenario_bg(argv)
     elif scenario in ("kill9", "kill9-guest", "term"):
         scenario_end(argv, scenario)
     else:
