@@ -67,5 +67,16 @@ run_checks "guest SIGKILLed" "$out"
 python3 "$check" bg -- "$HUSK" do -- sh -c 'echo up-now; sleep 1' >"$out" 2>&1
 run_checks "husk do in the background" "$out"
 rm -rf "$root"
+# The conformance program of the terminal calls (tests/syscalls/host_tty.c), natively and in
+# husk, on the pty as its controlling terminal (meson's own runs of it have none and skip).
+prog=$(dirname "$HUSK")/tests/syscalls/syscalls-host_tty
+if [ -x "$prog" ]; then
+	python3 "$check" conformance -- "$prog" >"$out" 2>&1
+	run_checks "host_tty natively" "$out"
+	python3 "$check" conformance -- "$HUSK" do -- "$prog" >"$out" 2>&1
+	run_checks "host_tty in husk" "$out"
+else
+	echo "skip: $prog is not built"
+fi
 rm -f "$native" "$inside" "$out"
 finish

@@ -17,6 +17,7 @@ master. Each check prints "check NAME ok" or "check NAME FAIL what it saw". Scen
   bg       CMD (husk do, which prints "up-now" once it runs) runs in the background of a
            native bash that turns ixany on meanwhile: it is still on after CMD ended (husk
            restores only from the foreground).
+  conformance  CMD is a tests/syscalls program (host_tty) that needs a terminal: it passes.
   term     The same, but husk do is sent SIGTERM: it ends, dies of SIGTERM, and the termios
            equal the ones before.
 
@@ -265,12 +266,26 @@ def scenario_bg(argv):
     t.wait()
 
 
+def scenario_conformance(argv):
+    """argv is a tests/syscalls program (maybe under husk do) run on the pty: it passes."""
+    t = Term(argv)
+    ok = t.read_until(b" failed\r\n", 60)
+    st = t.wait()
+    out = t.take()
+    for line in out.decode(errors="replace").splitlines():
+        print("  " + line, flush=True)
+    check("conformance", ok and st is not None and os.WIFEXITED(st) and
+          os.WEXITSTATUS(st) == 0 and b" 0 failed" in out and b"\n0 passed" not in out, out)
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit(__doc__)
     scenario, argv = sys.argv[1], sys.argv[3:]
     if scenario == "shell":
         scenario_shell(argv)
+    elif scenario == "conformance":
+        scenario_conformance(argv)
     elif scenario == "bg":
         scenario_bg(argv)
     elif scenario in ("kill9", "kill9-guest", "term"):
