@@ -265,8 +265,10 @@ void devpts_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
 	*tpgid = -1;
 	task_ids(t, &ids);
 	tty = ctty_of_session(t->k, ids.sid);
-	if (!tty)
+	if (!tty) {
+		hosttty_ctty_of(t, tty_nr, tpgid); /* the caller's terminal (husk do) */
 		return;
+	}
 	pthread_mutex_lock(&tty->lock);
 	*tty_nr = (int32_t)vfs_mkdev(PTS_MAJOR, tty->index);
 	*tpgid = tty->pgrp ? tty->pgrp : -1;

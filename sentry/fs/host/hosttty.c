@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -502,4 +503,29 @@ struct file *hosttty_open_ctty(struct task *t, int flags)
 		return ERR_PTR(-ENOMEM);
 	}
 	return f;
+}
+
+bool hosttty_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
+{
+	int32_t session = 0, pgrp = 0;
+	dev_t rdev = 0;
+	struct ids ids;
+
+	task_ids(t, &ids);
+	pthread_mutex_lock(&tty_lock);
+	for (int i = 0; i < HOSTTTY_MAX && !session; i++) {
+		if (ttys[i].used && ttys[i].session && ttys[i].session == ids.sid) {
+			session = ttys[i].session;
+			pgrp = ttys[i].pgrp;
+			rdev = ttys[i].rdev;
+		}
+	}
+	pthread_mutex_unlock(&tty_lock);
+	if (!session)
+		return false;
+	/* Linux's encoding of a device number in /proc/PID/stat's tty_nr. */
+	*tty_nr = (int32_t)((minor(rdev) & 0xff) | (major(rdev) << 8) |
+			    ((minor(rdev) & ~0xffU) << 12));
+	*tpgid = pgrp ? pgrp : -1;
+	return true;
 }

@@ -67,4 +67,11 @@ bool hosttty_terminal_signal(struct kernel *k, int sig);
  */
 struct file *hosttty_open_ctty(struct task *t, int flags);
 
+/*
+ * /proc/PID/stat's tty_nr and tpgid when t's session holds a host terminal (devpts_ctty_of asks
+ * when it has no pty of its own): the host device number, the guest's foreground group. Returns
+ * false when it holds none.
+ */
+bool hosttty_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid);
+
 #endif
