@@ -244,6 +244,8 @@ static pid_t spawn_gofer(const char *gofer, const char *dir, bool readonly, int 
 static volatile pid_t relay_pid;
 /* The last signal from the caller or the terminal that ends a process by default (0: none). */
 static volatile sig_atomic_t caller_sig;
+/* The sentry died of caller_sig: pid 1 did (sentry/kernel/hostsig.c); husk is to die of it. */
+static bool died_of_caller_sig;
 
 /*
  * Relays a signal sent to husk to the sentry, which forwards it to the guest's pid 1 (with
@@ -286,7 +288,7 @@ void launch_die_of_caller_signal(int status)
 	sigset_t set;
 
 	/* The sandbox ended as the command did, of the signal the caller sent. */
-	if (!sig || status != 128 + sig)
+	if (!died_of_caller_sig || !sig || status != 128 + sig)
 		return;
 	fflush(stdout);
 	fflush(stderr);
@@ -755,6 +757,11 @@ int launch_and_wait(const struct launch_spec *spec)
 		return EXIT_SETUP;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
+	/* The sentry dies of a signal it was sent only after pid 1 died of it (--caller-signals). */
+	if (caller_sig && WTERMSIG(st) == caller_sig) {
+		died_of_caller_sig = true;
+		return 128 + WTERMSIG(st);
+	}
 	fprintf(stderr, "husk: the sentry died of signal %d (%s)\n", WTERMSIG(st),
 		strsignal(WTERMSIG(st)));
 	return EXIT_SETUP;

@@ -105,10 +105,10 @@ int runtime_gateway_connect(const char *path, const char *id, char *why, size_t 
 int launch_and_wait(const struct launch_spec *spec);
 
 /*
- * After launch_and_wait returned status and husk cleaned up: when the sandbox ended of a signal
- * husk was sent (by its caller or its terminal; status 128+N), husk dies of the same signal, so
- * that the caller sees "terminated by signal N" as for the command outside a sandbox. Returns
- * otherwise.
+ * After launch_and_wait returned status and husk cleaned up: when pid 1 died of a signal husk
+ * was sent (by its caller or its terminal; the sentry then died of it too, status 128+N), husk
+ * dies of the same signal, so that the caller sees "terminated by signal N" as for the command
+ * outside a sandbox. A pid 1 that exited 128+N is not that. Returns otherwise.
  */
 void launch_die_of_caller_signal(int status);
 

@@ -1291,6 +1291,9 @@ start:
 	timing_stage("pid 1 and every task ended");
 	/* A checkpoint that ended the sandbox answers before the sentry goes. */
 	control_checkpoint_barrier();
+	/* husk do: pid 1 died of the caller's signal; the sentry does too (husk do's cue). */
+	if (status & 0x7f)
+		hostsig_exit_like_pid1(status & 0x7f);
 	if (status & 0x7f)
 		return 128 + (status & 0x7f);
 	return (status >> 8) & 0xff;

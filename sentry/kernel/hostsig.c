@@ -14,7 +14,9 @@
  * husk do passes --caller-signals (hostsig_set_caller_signals): there pid 1 is the caller's
  * command, not a container's init, and a signal it has no handler for (SIG_DFL with a default
  * action that ends a process) ends it and the sandbox, so that `timeout 10 husk do -- sleep
- * 100` stops after 10 s; the sentry exits 128+N and husk do dies of the same signal.
+ * 100` stops after 10 s; the sentry then dies of the same signal (hostsig_exit_like_pid1), so
+ * that husk do can tell "pid 1 died of the caller's SIGINT" from "pid 1 exited 130" (an
+ * interactive shell whose last command was interrupted), and dies of it in turn.
  *
  * Signals the sentry's own terminal sends it (si_code SI_KERNEL: ^C, ^\, ^Z, hangup, window
  * size change) go to the guest's foreground process group of that terminal
@@ -25,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "sentry/fs/host/hosttty.h"
@@ -37,6 +40,7 @@ static const int forwarded[] = { SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
 				 SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP };
 
 static bool caller_signals; /* set before hostsig_start, read-only afterwards */
+static uint64_t received; /* the host signals the sentry was sent (bit signo - 1), atomic */
 
 static void forwarded_set(sigset_t *set)
 {
@@ -74,10 +78,14 @@ int hostsig_send(struct thread_group *tg, int sig, const struct linux_siginfo *i
 	if (caller_signals && tg->pid == 1 && default_terminates(sig)) {
 		struct sighand *sh = tg->sighand;
 
-		/* Lifts init's protection (as a forced fault does) for a signal it takes with
-		 * SIG_DFL: it dies of it. A handler installed meanwhile still runs. */
+		/*
+		 * Lifts init's protection (as a forced fault does) unless it ignores the signal:
+		 * with SIG_DFL it dies of it; a handler runs, and a handler that then dies of the
+		 * signal (SIG_DFL and raise: shells, Python's KeyboardInterrupt) does die of it,
+		 * as the command would outside a sandbox.
+		 */
 		pthread_mutex_lock(&sh->lock);
-		if (sh->actions[sig - 1].handler == LINUX_SIG_DFL)
+		if (sh->actions[sig - 1].handler != LINUX_SIG_IGN)
 			tg->sig_killable_init = true;
 		pthread_mutex_unlock(&sh->lock);
 	}
@@ -113,10 +121,32 @@ static void *hostsig_main(void *arg)
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
 
-		if (sig > 0)
+		if (sig > 0) {
+			__atomic_fetch_or(&received, 1ULL << (sig - 1), __ATOMIC_RELAXED);
 			forward(k, sig, si.si_code);
+		}
 	}
 	return NULL;
+}
+
+void hostsig_exit_like_pid1(int sig)
+{
+	struct rlimit no_core = { 0, 0 };
+	struct sigaction sa;
+	sigset_t set;
+
+	if (!caller_signals || sig < 1 || sig > 64 ||
+	    !(__atomic_load_n(&received, __ATOMIC_RELAXED) & (1ULL << (sig - 1))))
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+	setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT: no core of the sentry */
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	/* Only this thread unblocks it: no other thread takes it (they all block it). */
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
 }
 
 int hostsig_start(struct kernel *k)

@@ -61,6 +61,15 @@ expect_output "kill -INT ends sleep as pid 1: husk do dies of SIGINT" \
 expect_output "a pid 1 that traps TERM runs its trap" "ready trapped exit 7 quick" 0 -- \
 	how_it_ends SIGTERM "$HUSK" do -- sh -c 'trap "echo trapped; exit 7" TERM; echo ready
 		while :; do sleep 0.1; done'
+# Python turns SIGINT into KeyboardInterrupt and, uncaught, dies of SIGINT: as natively.
+py='import time; print("ready", flush=True); time.sleep(100)'
+native=$(how_it_ends SIGINT python3 -c "$py" 2>/dev/null)
+expect_output "python3 as pid 1: KeyboardInterrupt ends it as natively ($native)" "$native" 0 -- \
+	how_it_ends SIGINT "$HUSK" do -- python3 -c "$py"
+# A pid 1 that handles the signal and exits 128+N exited: husk do exits so too, it is not killed.
+expect_output "a pid 1 that traps INT and exits 130: husk do exits 130" "ready exit 130 quick" 0 -- \
+	how_it_ends SIGINT "$HUSK" do -- sh -c 'trap "exit 130" INT; echo ready
+		while :; do sleep 0.1; done'
 expect_output "a pid 1 that ignores TERM goes on" "ready done exit 0 quick" 0 -- \
 	how_it_ends SIGTERM "$HUSK" do -- sh -c 'trap "" TERM; echo ready; sleep 1; echo done'
 expect_output "timeout 2 husk do -- sleep 100: 124, at once" "124 quick" 0 -- \
