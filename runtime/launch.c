@@ -356,6 +356,33 @@ static int wait_for(pid_t pid)
 	return st;
 }
 
+/*
+ * Waits for the sentry to end. When it stops (its pid 1 was stopped by ^Z or a stop signal
+ * from the caller, and the sentry stopped itself; or the sentry read the terminal from the
+ * background), husk stops too, with the same kind of stop, so that the caller's shell sees the
+ * job stopped; its fg/bg continues husk's process group, the sentry with it.
+ */
+static int wait_for_sentry(pid_t pid)
+{
+	int st;
+
+	for (;;) {
+		if (waitpid(pid, &st, WUNTRACED) < 0) {
+			if (errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (!WIFSTOPPED(st))
+			return st;
+		int sig = WSTOPSIG(st) == SIGSTOP ? SIGTSTP : WSTOPSIG(st);
+		struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+
+		sigaction(sig, &dfl, &old);
+		raise(sig);
+		sigaction(sig, &old, NULL); /* continued */
+	}
+}
+
 int runtime_parse_volume(const char *arg, struct launch_volume *out)
 {
 	char *copy = strdup(arg), *guest, *opt;
@@ -745,7 +772,7 @@ int launch_and_wait(const struct launch_spec *spec)
 	if (spec->started)
 		spec->started(spec->started_arg, spid, gpids[0]);
 	relay_signals_to(spid);
-	st = wait_for(spid);
+	st = wait_for_sentry(spid);
 	tty_restore(&tty);
 	/* The sentry is gone: its socket ends are closed, and the gofers exit on EOF. If one does
 	 * not within its own time (it is stuck), it would die with us anyway; wait for it here. */

@@ -41,6 +41,7 @@ static const int forwarded[] = { SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
 
 static bool caller_signals; /* set before hostsig_start, read-only afterwards */
 static uint64_t received; /* the host signals the sentry was sent (bit signo - 1), atomic */
+static bool stop_sandbox; /* pid 1 was sent a stop signal it takes with SIG_DFL (atomic) */
 
 static void forwarded_set(sigset_t *set)
 {
@@ -72,9 +73,26 @@ static bool default_terminates(int sig)
 	}
 }
 
+/* Stop signals: their default action stops the process. */
+static bool default_stops(int sig)
+{
+	return sig == LINUX_SIGTSTP || sig == LINUX_SIGTTIN || sig == LINUX_SIGTTOU;
+}
+
 int hostsig_send(struct thread_group *tg, int sig, const struct linux_siginfo *info,
 		 unsigned int flags)
 {
+	if (caller_signals && tg->pid == 1 && default_stops(sig)) {
+		struct sighand *sh = tg->sighand;
+
+		/* ^Z on husk do's command itself: it stops (and the sandbox with it, below). */
+		pthread_mutex_lock(&sh->lock);
+		if (sh->actions[sig - 1].handler == LINUX_SIG_DFL) {
+			tg->sig_killable_init = true;
+			__atomic_store_n(&stop_sandbox, true, __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
 	if (caller_signals && tg->pid == 1 && default_terminates(sig)) {
 		struct sighand *sh = tg->sighand;
 
@@ -111,6 +129,20 @@ static void forward(struct kernel *k, int sig, int code)
 	tg_put(tg);
 }
 
+/* After the sentry was continued: pid 1's group (or the terminal's foreground) continues. */
+static void forward_continue(struct kernel *k)
+{
+	struct thread_group *tg;
+
+	if (hosttty_terminal_signal(k, LINUX_SIGCONT))
+		return;
+	tg = kernel_find_tg(k, 1);
+	if (!tg)
+		return;
+	signal_send(tg, NULL, LINUX_SIGCONT, NULL, SIGSEND_FROM_OUTSIDE);
+	tg_put(tg);
+}
+
 static void *hostsig_main(void *arg)
 {
 	struct kernel *k = arg;
@@ -124,6 +156,16 @@ static void *hostsig_main(void *arg)
 		if (sig > 0) {
 			__atomic_fetch_or(&received, 1ULL << (sig - 1), __ATOMIC_RELAXED);
 			forward(k, sig, si.si_code);
+		}
+		/*
+		 * pid 1 stops (^Z on `husk do -- vim`): the whole sentry stops too, so that husk
+		 * do sees it (waitpid WUNTRACED) and stops in turn: the caller's shell gets the
+		 * terminal back. Its fg or bg continues husk do's process group, the sentry
+		 * among it, and then the guest's stopped group.
+		 */
+		if (__atomic_exchange_n(&stop_sandbox, false, __ATOMIC_RELAXED)) {
+			raise(SIGSTOP);
+			forward_continue(k);
 		}
 	}
 	return NULL;

@@ -7,7 +7,8 @@
 # SIGTTIN, a window size change is seen by `stty size`, and the terminal's settings are the
 # caller's again after the sandbox ends: normal exit, sentry SIGKILLed (as a crash), every guest
 # process SIGKILLed (husk kill --all), husk do SIGTERMed (it dies of SIGTERM); and a husk do in
-# the background does not undo what the foreground changed meanwhile.
+# the background does not undo what the foreground changed meanwhile. ^Z on husk do's own command
+# (not a shell) stops husk do, so the caller's shell takes the terminal back, and fg continues it.
 . "$(dirname "$0")/lib.sh"
 check=$(cd "$(dirname "$0")" && pwd)/terminal_check.py
 
@@ -64,6 +65,15 @@ KILL_GUEST="'$HUSK' --root '$root' kill --all term$$ KILL" \
 	python3 "$check" kill9-guest -- "$HUSK" --root "$root" do --name "term$$" -- sh -c "$raw" \
 	>"$out" 2>&1
 run_checks "guest SIGKILLed" "$out"
+susp='import sys, time
+print("up-now", flush=True)
+sys.stdin.readline()
+print("again", flush=True)
+time.sleep(100)'
+python3 "$check" suspend -- python3 -c "$susp" >"$out" 2>&1
+run_checks "^Z on a native command (reference)" "$out"
+python3 "$check" suspend -- "$HUSK" do -- python3 -c "$susp" >"$out" 2>&1
+run_checks "^Z on husk do's command" "$out"
 python3 "$check" bg -- "$HUSK" do -- sh -c 'echo up-now; sleep 1' >"$out" 2>&1
 run_checks "husk do in the background" "$out"
 rm -rf "$root"

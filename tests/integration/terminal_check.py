@@ -17,6 +17,9 @@ master. Each check prints "check NAME ok" or "check NAME FAIL what it saw". Scen
   bg       CMD (husk do, which prints "up-now" once it runs) runs in the background of a
            native bash that turns ixany on meanwhile: it is still on after CMD ended (husk
            restores only from the foreground).
+  suspend  CMD (husk do of a program that prints "up-now", reads a line, prints "again", then
+           sleeps) in the foreground of a native bash: ^Z stops it and the shell takes the
+           terminal back, fg continues it, ^C ends it (130).
   conformance  CMD is a tests/syscalls program (host_tty) that needs a terminal: it passes.
   term     The same, but husk do is sent SIGTERM: it ends, dies of SIGTERM, and the termios
            equal the ones before.
@@ -281,6 +284,39 @@ def scenario_conformance(argv):
           os.WEXITSTATUS(st) == 0 and b" 0 failed" in out and b"\n0 passed" not in out, out)
 
 
+def scenario_suspend(argv):
+    """argv (a command that prints "up-now", reads a line, prints "again" and sleeps) runs in
+    the foreground of a native bash: ^Z stops it and the shell takes the terminal back, fg
+    continues it (it reads the next line typed), ^C then ends it with 130."""
+    t = Term(["bash", "--norc", "-i"])
+    t.send(b"PS1='P'\"> \"\n")
+    prompt_wait(t)
+    t.take()
+    cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+    t.send(cmd.encode() + b"\n")
+    ok = t.read_until(b"up-now\r\n")
+    t.take()
+    t.send(b"\x1a")
+    ok = ok and t.read_until(b"Stopped") and prompt_wait(t)
+    check("ctrl-z-stops-the-command", ok, t.take())
+    t.send(b"jobs; echo jobs-done\n")
+    ok = t.read_until(b"jobs-done\r\n") and prompt_wait(t) and b"Stopped" in t.buf
+    check("the-shell-has-the-terminal", ok, t.take())
+    t.send(b"fg\n")
+    ok = t.read_until(b"fg\r\n")
+    t.send(b"line\n")
+    ok = ok and t.read_until(b"again\r\n")
+    check("fg-continues-it", ok, t.buf)
+    t.take()
+    t.send(b"\x03")
+    ok = prompt_wait(t)
+    t.send(b"echo st=$?\n")
+    ok = ok and t.read_until(b"st=130\r\n")
+    check("ctrl-c-after-fg", ok, t.take())
+    t.send(b"exit\n")
+    t.wait()
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit(__doc__)
@@ -289,6 +325,8 @@ def main():
         scenario_shell(argv)
     elif scenario == "conformance":
         scenario_conformance(argv)
+    elif scenario == "suspend":
+        scenario_suspend(argv)
     elif scenario == "bg":
         scenario_bg(argv)
     elif scenario in ("kill9", "kill9-guest", "term"):
