@@ -2,7 +2,8 @@
 /*
  * husk do: run one command in a new sandbox and exit with its status.
  *
- *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [--platform seccomp|ptrace|auto]
+ *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [-E|--env-inherit]
+ *           [--platform seccomp|ptrace|auto]
  *           [--strace] [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
  *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
@@ -254,7 +255,8 @@ static void do_usage(FILE *out)
 	      "\n"
 	      "Runs CMD as pid 1 of a new sandbox and exits with its status (128+N if it was\n"
 	      "killed by signal N; 125 if the sandbox could not be set up, 126 if CMD is not\n"
-	      "executable, 127 if it is not found).\n"
+	      "executable, 127 if it is not found). A signal husk do is sent (timeout's\n"
+	      "TERM, ^C) that CMD has no handler for ends it, and husk do then dies of it.\n"
 	      "\n"
 	      "Templates: with --name ID, `husk checkpoint --image-path DIR ID` saves the\n"
 	      "sandbox (when the guest says it is ready); husk do then exits 0. `husk do\n"
@@ -270,9 +272,12 @@ static void do_usage(FILE *out)
 	      "  --tmpfs GUEST[:size=N]  mount a tmpfs at GUEST (N in bytes, or with k/m/g)\n"
 	      "  --volume HOST:GUEST[:ro]  serve the host directory HOST at GUEST; writes\n"
 	      "                    reach HOST unless :ro (then EROFS); repeatable\n"
-	      "  --cwd DIR         working directory inside the sandbox (default: /)\n"
+	      "  --cwd DIR         working directory inside the sandbox (default: the\n"
+	      "                    caller's when the sandbox has it, else /)\n"
 	      "  --env K=V         set a variable in the guest environment (repeatable);\n"
 	      "                    --env K copies K from the caller's environment\n"
+	      "  -E, --env-inherit pass the caller's whole environment (default: PATH, HOME\n"
+	      "                    and TERM only); --env still sets or replaces variables\n"
 	      "  --platform NAME   how guest code runs: seccomp, ptrace or auto (the default:\n"
 	      "                    seccomp where the kernel allows it, else ptrace; `husk\n"
 	      "                    features` says which); the default is $HUSK_PLATFORM if set\n"
@@ -299,6 +304,7 @@ int cmd_do(int argc, char **argv)
 		{ "rootfs", required_argument, NULL, 'r' },
 		{ "cwd", required_argument, NULL, 'c' },
 		{ "env", required_argument, NULL, 'e' },
+		{ "env-inherit", no_argument, NULL, 'E' },
 		{ "platform", required_argument, NULL, 'p' },
 		{ "strace", no_argument, NULL, 's' },
 		{ "hostname", required_argument, NULL, 'H' },
@@ -334,7 +340,10 @@ int cmd_do(int argc, char **argv)
 	const char **tmpfs;
 	const char **net_args;
 	int nenv = 0, ntmpfs = 0, nvolumes = 0, nnet = 0, c;
-	bool host_net = false, platform_flag = false;
+	bool host_net = false, platform_flag = false, env_inherit = false, cwd_flag = false;
+	char **env_args; /* the --env values, in order, applied after the base environment */
+	int nenv_args = 0;
+	char here[PATH_MAX];
 	const char *term = getenv("TERM");
 
 	/* husk's global --platform (before the verb) counts as do's own flag. */
@@ -342,30 +351,25 @@ int cmd_do(int argc, char **argv)
 		spec.platform = oci_g.platform;
 		platform_flag = true;
 	}
-	env = calloc((size_t)argc + 4, sizeof(char *));
+	env_args = calloc((size_t)argc + 1, sizeof(char *));
 	tmpfs = calloc((size_t)argc + 1, sizeof(char *));
 	volumes = calloc((size_t)argc + 1, sizeof(*volumes));
 	net_args = calloc((size_t)argc + 2 + MAX_RESOLVERS, sizeof(char *));
-	if (!env || !tmpfs || !volumes || !net_args)
+	if (!env_args || !tmpfs || !volumes || !net_args)
 		return 125;
-	env[nenv++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	env[nenv++] = getuid() == 0 ? "HOME=/root" : "HOME=/";
-	if (term) {
-		char *t = malloc(strlen(term) + 6);
-		if (t) {
-			sprintf(t, "TERM=%s", term);
-			env[nenv++] = t;
-		}
-	}
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hE", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			spec.rootfs = optarg;
 			break;
 		case 'c':
 			spec.cwd = optarg;
+			cwd_flag = true;
+			break;
+		case 'E':
+			env_inherit = true;
 			break;
 		case 'e': {
 			const char *eq = strchr(optarg, '=');
@@ -385,16 +389,7 @@ int cmd_do(int argc, char **argv)
 					return 125;
 				sprintf(v, "%s=%s", optarg, val);
 			}
-			/* A later value of the same variable replaces an earlier one. */
-			for (int i = 0; i < nenv; i++) {
-				if (!strncmp(env[i], v, klen + 1)) {
-					env[i] = v;
-					v = NULL;
-					break;
-				}
-			}
-			if (v)
-				env[nenv++] = v;
+			env_args[nenv_args++] = v;
 			break;
 		}
 		case 'p':
@@ -546,8 +541,56 @@ int cmd_do(int argc, char **argv)
 		net_args = all;
 	}
 	spec.net_args = net_args;
-	env[nenv] = NULL;
+	/*
+	 * The base environment: by default only what a program needs to run and to use the
+	 * terminal (the caller's PATH names host folders, the rest may hold the caller's secrets);
+	 * with -E all of the caller's. Then each --env, a later value replacing an earlier one.
+	 */
+	{
+		extern char **environ;
+		size_t nbase = 3;
+
+		for (char **e = environ; env_inherit && e && *e; e++)
+			nbase++;
+		env = calloc(nbase + (size_t)nenv_args + 1, sizeof(char *));
+		if (!env)
+			return 125;
+		if (env_inherit) {
+			for (char **e = environ; e && *e; e++) {
+				if (strchr(*e, '='))
+					env[nenv++] = *e;
+			}
+		} else {
+			env[nenv++] =
+				"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:"
+				"/bin";
+			env[nenv++] = getuid() == 0 ? "HOME=/root" : "HOME=/";
+			if (term) {
+				char *t = malloc(strlen(term) + 6);
+
+				if (!t)
+					return 125;
+				sprintf(t, "TERM=%s", term);
+				env[nenv++] = t;
+			}
+		}
+		for (int a = 0; a < nenv_args; a++) {
+			char *v = env_args[a];
+			size_t klen = strcspn(v, "=");
+			int i;
+
+			for (i = 0; i < nenv; i++) {
+				if (!strncmp(env[i], v, klen) && env[i][klen] == '=')
+					break;
+			}
+			env[i == nenv ? nenv++ : i] = v;
+		}
+		env[nenv] = NULL;
+	}
 	spec.env = env;
+	/* The caller's directory, when the guest has it (the sentry checks); --cwd wins. */
+	if (!cwd_flag && !restore && getcwd(here, sizeof(here)))
+		spec.default_cwd = here;
 	spec.tmpfs = tmpfs;
 	spec.volumes = volumes;
 	spec.nvolumes = nvolumes;
@@ -567,6 +610,8 @@ int cmd_do(int argc, char **argv)
 		/* A checkpoint that ended the sandbox is the template's success. */
 		if (name && do_record_finish(&record))
 			ret = 0;
+		/* Ended by a signal husk do was sent: die of it, as the command would have. */
+		launch_die_of_caller_signal(ret);
 		return ret;
 	}
 }

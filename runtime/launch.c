@@ -29,11 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -240,16 +242,24 @@ static pid_t spawn_gofer(const char *gofer, const char *dir, bool readonly, int 
 
 /* The sentry, to which husk relays the signals it is sent (0 before it exists). */
 static volatile pid_t relay_pid;
+/* The last signal from the caller or the terminal that ends a process by default (0: none). */
+static volatile sig_atomic_t caller_sig;
+/* The sentry died of caller_sig: pid 1 did (sentry/kernel/hostsig.c); husk is to die of it. */
+static bool died_of_caller_sig;
 
 /*
- * Relays a signal sent to husk to the sentry, which forwards it to the guest's pid 1. Signals
- * from the terminal (SI_KERNEL: ^C, ^\, hangup, window size) are not relayed: the sentry is in
- * the same foreground process group and got its own.
+ * Relays a signal sent to husk to the sentry, which forwards it to the guest's pid 1 (with
+ * --caller-signals pid 1 dies of one it has no handler for). Signals from the terminal
+ * (SI_KERNEL: ^C, ^\, ^Z, hangup, window size) are not relayed: the sentry is in the same
+ * foreground process group, got its own and sends it to the guest's foreground group. husk
+ * itself is never stopped by ^Z: the guest's job is.
  */
 static void relay_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 
+	if (sig != SIGWINCH && sig != SIGTSTP)
+		caller_sig = sig;
 	if (si->si_code != SI_KERNEL && relay_pid > 0)
 		kill(relay_pid, sig);
 	errno = saved;
@@ -257,7 +267,8 @@ static void relay_signal(int sig, siginfo_t *si, void *uc)
 
 static void relay_signals_to(pid_t pid)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+	static const int sigs[] = { SIGINT,  SIGTERM, SIGHUP,	SIGQUIT,
+				    SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP };
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
@@ -267,6 +278,70 @@ static void relay_signals_to(pid_t pid)
 	relay_pid = pid;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
+}
+
+void launch_die_of_caller_signal(int status)
+{
+	int sig = caller_sig;
+	struct rlimit no_core = { 0, 0 };
+	struct sigaction sa;
+	sigset_t set;
+
+	/* The sandbox ended as the command did, of the signal the caller sent. */
+	if (!died_of_caller_sig || !sig || status != 128 + sig)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+	setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT: no core of husk itself */
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+}
+
+/* The caller's terminal settings, saved before the sandbox starts and restored after it. */
+struct saved_tty {
+	int fd; /* the first of 0-2 that is a terminal, or -1 */
+	struct termios tm;
+};
+
+/*
+ * Only a husk in the terminal's foreground group saves (and later restores) its settings: from
+ * the background the sandbox cannot change them (the sentry would stop on SIGTTOU), and a
+ * restore would undo what the foreground program (an editor) set meanwhile.
+ */
+static void tty_save(struct saved_tty *st)
+{
+	st->fd = -1;
+	for (int fd = 0; fd < 3; fd++) {
+		if (isatty(fd)) {
+			if (tcgetpgrp(fd) == getpgrp() && tcgetattr(fd, &st->tm) == 0)
+				st->fd = fd;
+			return;
+		}
+	}
+}
+
+/*
+ * However the sandbox ended (pid 1 exited, was killed, the sentry crashed), the terminal gets
+ * the caller's settings back, if husk is still in its foreground group. SIGTTOU is blocked
+ * meanwhile (as a shell does when it takes the terminal back).
+ */
+static void tty_restore(const struct saved_tty *st)
+{
+	sigset_t set, old;
+
+	if (st->fd < 0 || tcgetpgrp(st->fd) != getpgrp())
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	while (tcsetattr(st->fd, TCSADRAIN, &st->tm) < 0 && errno == EINTR)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Waits for pid, retrying on EINTR. Returns its wait status, or -1. */
@@ -279,6 +354,33 @@ static int wait_for(pid_t pid)
 			return -1;
 	}
 	return st;
+}
+
+/*
+ * Waits for the sentry to end. When it stops (its pid 1 was stopped by ^Z or a stop signal
+ * from the caller, and the sentry stopped itself; or the sentry read the terminal from the
+ * background), husk stops too, with the same kind of stop, so that the caller's shell sees the
+ * job stopped; its fg/bg continues husk's process group, the sentry with it.
+ */
+static int wait_for_sentry(pid_t pid)
+{
+	int st;
+
+	for (;;) {
+		if (waitpid(pid, &st, WUNTRACED) < 0) {
+			if (errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (!WIFSTOPPED(st))
+			return st;
+		int sig = WSTOPSIG(st) == SIGSTOP ? SIGTSTP : WSTOPSIG(st);
+		struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+
+		sigaction(sig, &dfl, &old);
+		raise(sig);
+		sigaction(sig, &old, NULL); /* continued */
+	}
 }
 
 int runtime_parse_volume(const char *arg, struct launch_volume *out)
@@ -474,6 +576,7 @@ int launch_and_wait(const struct launch_spec *spec)
 	pid_t spid;
 	int st, ret;
 	struct stat rst;
+	struct saved_tty tty;
 
 	if (!sentry || !gofer) {
 		fprintf(stderr, "husk: cannot find %s next to husk (set HUSK_SENTRY/HUSK_GOFER)\n",
@@ -537,7 +640,7 @@ int launch_and_wait(const struct launch_spec *spec)
 	}
 	snprintf(fdarg, sizeof(fdarg), "%d", CHILD_SOCK_FD);
 
-	sargv = calloc((size_t)nargs + 24, sizeof(char *));
+	sargv = calloc((size_t)nargs + 32, sizeof(char *));
 	if (!sargv) {
 		close_pairs(pairs, npairs);
 		return EXIT_SETUP;
@@ -550,6 +653,12 @@ int launch_and_wait(const struct launch_spec *spec)
 	sargv[n++] = (char *)spec->platform;
 	sargv[n++] = "--cwd";
 	sargv[n++] = (char *)spec->cwd;
+	if (spec->default_cwd) {
+		sargv[n++] = "--default-cwd";
+		sargv[n++] = (char *)spec->default_cwd;
+	}
+	/* husk do's command is the caller's, not a container's init (sentry/kernel/hostsig.c). */
+	sargv[n++] = "--caller-signals";
 	sargv[n++] = "--hostname";
 	sargv[n++] = (char *)spec->hostname;
 	if (spec->strace)
@@ -647,6 +756,7 @@ int launch_and_wait(const struct launch_spec *spec)
 	if (gateway >= 0)
 		ssocks[nsocks++] = gateway;
 	join_procs_fd = cg.procs_fd;
+	tty_save(&tty);
 	spid = spawn(ssocks, nsocks, sargv, 0);
 	ret = errno;
 	join_procs_fd = -1;
@@ -662,7 +772,8 @@ int launch_and_wait(const struct launch_spec *spec)
 	if (spec->started)
 		spec->started(spec->started_arg, spid, gpids[0]);
 	relay_signals_to(spid);
-	st = wait_for(spid);
+	st = wait_for_sentry(spid);
+	tty_restore(&tty);
 	/* The sentry is gone: its socket ends are closed, and the gofers exit on EOF. If one does
 	 * not within its own time (it is stuck), it would die with us anyway; wait for it here. */
 	for (int i = 0; i < ngofers; i++)
@@ -673,6 +784,11 @@ int launch_and_wait(const struct launch_spec *spec)
 		return EXIT_SETUP;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
+	/* The sentry dies of a signal it was sent only after pid 1 died of it (--caller-signals). */
+	if (caller_sig && WTERMSIG(st) == caller_sig) {
+		died_of_caller_sig = true;
+		return 128 + WTERMSIG(st);
+	}
 	fprintf(stderr, "husk: the sentry died of signal %d (%s)\n", WTERMSIG(st),
 		strsignal(WTERMSIG(st)));
 	return EXIT_SETUP;

@@ -27,6 +27,9 @@ struct launch_spec {
 	const struct launch_volume *volumes; /* --volume mounts, in order (mounted after tmpfs) */
 	int nvolumes;
 	const char *cwd;
+	/* husk do: the caller's directory, where pid 1 starts when the guest has it (else cwd);
+	 * NULL: cwd. */
+	const char *default_cwd;
 	const char *platform;
 	const char *hostname;
 	bool strace;
@@ -100,5 +103,13 @@ int runtime_gateway_connect(const char *path, const char *id, char *why, size_t 
  * killed by signal N, or 125 if the sandbox could not be set up. Leaves no process behind.
  */
 int launch_and_wait(const struct launch_spec *spec);
+
+/*
+ * After launch_and_wait returned status and husk cleaned up: when pid 1 died of a signal husk
+ * was sent (by its caller or its terminal; the sentry then died of it too, status 128+N), husk
+ * dies of the same signal, so that the caller sees "terminated by signal N" as for the command
+ * outside a sandbox. A pid 1 that exited 128+N is not that. Returns otherwise.
+ */
+void launch_die_of_caller_signal(int status);
 
 #endif

@@ -149,14 +149,48 @@ int sentry_filter_build(scmp_filter_ctx *out)
 		if (ret < 0)
 			goto out;
 	}
-	/* ioctl only for the terminal queries the guest may make of the caller's stdio. */
-	static const unsigned long ioctls[] = { TCGETS, TIOCGWINSZ, TIOCGPGRP, FIONREAD };
+	/*
+	 * ioctl only for the terminal calls the guest may make of the caller's stdio
+	 * (sentry/fs/host/hosttty.c): termios (TCGETS2 and friends are struct termios2's),
+	 * window size, flow control, flushes, breaks and queue sizes. Job control (the
+	 * foreground group, the controlling terminal) is the sentry's own and never reaches the
+	 * host; TIOCSTI, TIOCLINUX, TIOCCONS, TIOCSETD and the rest are not here.
+	 */
+	static const unsigned long ioctls[] = {
+		TCGETS,
+		TCSETS,
+		TCSETSW,
+		TCSETSF,
+		0x802c542aUL /* TCGETS2 */,
+		0x402c542bUL /* TCSETS2 */,
+		0x402c542cUL /* TCSETSW2 */,
+		0x402c542dUL /* TCSETSF2 */,
+		TIOCGWINSZ,
+		TIOCSWINSZ,
+		TIOCGPGRP,
+		FIONREAD,
+		TIOCOUTQ,
+		TCFLSH,
+		TCXONC,
+		TCSBRK,
+		TCSBRKP,
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]));
 		if (ret < 0)
 			goto out;
 	}
+	/*
+	 * setpgid(0, 0) only: a ptrace stub forked from the sentry leaves the terminal's
+	 * foreground group before it runs guest code, so that the terminal's signals (^C, ^Z)
+	 * reach the sentry alone (sentry/fs/host/hosttty.c), never a stub. Another process or
+	 * group cannot be named.
+	 */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpgid), 2, SCMP_A0(SCMP_CMP_EQ, 0),
+			       SCMP_A1(SCMP_CMP_EQ, 0));
+	if (ret < 0)
+		goto out;
 	/*
 	 * --control-fd (husk create): accept4 on the listening control socket only, so that husk
 	 * exec and husk ps reach a control thread; the connections it accepts are read and

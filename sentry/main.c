@@ -32,6 +32,10 @@
  * listening unix socket served by sentry/control (husk exec, husk ps); --log-fd N takes the
  * sentry's log lines instead of stderr (husk --debug-log).
  *
+ * For husk do: --caller-signals (sentry/kernel/hostsig.c: pid 1 dies of a signal from the
+ * caller that it has no handler for) and --default-cwd DIR (pid 1 starts in DIR when the
+ * guest's tree has it, else in --cwd).
+ *
  * --gateway-fd N is a connection to the credential gateway of husk serve (a SOCK_SEQPACKET
  * socket the runtime connected and introduced): guest TCP connects to the gateway address are
  * passed to it (sentry/net/gateway.c, runtime/serve/GATEWAY.md).
@@ -66,6 +70,7 @@
 #include "sentry/fs/gofer/client.h"
 #include "sentry/fs/gofer/gofer_fs.h"
 #include "sentry/fs/host/hostfile.h"
+#include "sentry/fs/host/hosttty.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -106,6 +111,9 @@
 #define OPT_DEVICE_RULE 0x1e7
 #define OPT_CONSOLE 0x1e8
 #define MAX_ORDERED_MOUNTS 48
+/* husk do: the caller's signals and directory. */
+#define OPT_CALLER_SIGNALS 0x1e9
+#define OPT_DEFAULT_CWD 0x1ea
 
 struct sentry_opts {
 	int gofer_fd;
@@ -156,6 +164,8 @@ struct sentry_opts {
 	int nsysctls;
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
+	bool caller_signals; /* --caller-signals: husk do's pid 1 dies of what it does not handle */
+	const char *default_cwd; /* --default-cwd: the working directory if it exists, else / */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
 	/*
 	 * The mount options in their order (config.json's): kind 'T' (--tmpfs), 'V' (--volume-fd)
@@ -609,6 +619,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "device", required_argument, NULL, OPT_DEVICE },
 		{ "device-rule", required_argument, NULL, OPT_DEVICE_RULE },
 		{ "console", no_argument, NULL, OPT_CONSOLE },
+		/* husk do: sentry/kernel/hostsig.c and the caller's directory. */
+		{ "caller-signals", no_argument, NULL, OPT_CALLER_SIGNALS },
+		{ "default-cwd", required_argument, NULL, OPT_DEFAULT_CWD },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -825,6 +838,12 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			net_set_gateway_fd(o->gateway_fd);
 			break;
 		}
+		case OPT_CALLER_SIGNALS:
+			o->caller_signals = true;
+			break;
+		case OPT_DEFAULT_CWD:
+			o->default_cwd = optarg;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -1202,6 +1221,7 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	timing_stage("confinement");
 	/* Before any other thread: every later thread inherits the forwarded signals blocked. */
+	hostsig_set_caller_signals(o.caller_signals);
 	ret = hostsig_start(&k);
 	if (ret < 0) {
 		log_error("forwarding host signals: %s", strerror(-ret));
@@ -1280,6 +1300,8 @@ int main(int argc, char **argv)
 		vfs_mount_set_flags(k.root_mnt, k.root_mnt->flags | MS_RDONLY);
 	timing_stage("mounts");
 	k.pids_limit = o.pids_limit;
+	/* The caller's terminal (if stdio is one) is the controlling terminal of session 1. */
+	hosttty_init(&k);
 
 	if (restore) {
 		char why[256];
@@ -1345,7 +1367,10 @@ int main(int argc, char **argv)
 			return EXIT_SETUP;
 		}
 	}
-	if (strcmp(o.cwd, "/") != 0) {
+	/* --default-cwd (husk do: the caller's directory) when the guest has it, else --cwd. */
+	if (o.default_cwd && fs_context_chdir(init, o.default_cwd) == 0) {
+		/* in it */
+	} else if (strcmp(o.cwd, "/") != 0) {
 		ret = fs_context_chdir(init, o.cwd);
 		if (ret < 0) {
 			fprintf(stderr, "husk: --cwd %s: %s\n", o.cwd, strerror(-ret));
@@ -1389,6 +1414,9 @@ start:
 	timing_stage("pid 1 and every task ended");
 	/* A checkpoint that ended the sandbox answers before the sentry goes. */
 	control_checkpoint_barrier();
+	/* husk do: pid 1 died of the caller's signal; the sentry does too (husk do's cue). */
+	if (status & 0x7f)
+		hostsig_exit_like_pid1(status & 0x7f);
 	if (status & 0x7f)
 		return 128 + (status & 0x7f);
 	return (status >> 8) & 0xff;

@@ -48,7 +48,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(dup2),
 	FULL(dup3),
 	PARTIAL(ioctl,
-		"FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIONREAD; terminal ioctls on host ttys; "
+		"FIOCLEX, FIONCLEX, FIONBIO, FIOASYNC, FIONREAD; host ttys: termios, window size, "
+		"flow control, flushes, breaks on the host tty, job control (pgrp, ctty, sid) kept "
+		"by the sentry, TIOCSTI and the rest ENOTTY; "
 		"sockets: SIOCINQ, SIOCOUTQ, SIOCGIF*, SIOCSIFFLAGS (lo up/down)"),
 	FULL(umask),
 

@@ -153,4 +153,29 @@ long signal_frame_return(struct task *t);
  */
 int hostsig_start(struct kernel *k);
 
+/*
+ * husk do (the sentry's --caller-signals): a signal from the caller (relayed by husk do, or sent
+ * by the terminal) that pid 1 takes with SIG_DFL and whose default action ends a process is
+ * not dropped as for a container's init: pid 1 dies of it, and the sandbox with it, as the
+ * command would outside a sandbox. SIG_IGN stays ignored, a handler runs (and once pid 1 took
+ * such a signal it is no longer protected as an init: a handler that re-raises the signal with
+ * SIG_DFL dies of it). Off by default (the OCI runtime keeps init's protection). Call before
+ * hostsig_start.
+ */
+void hostsig_set_caller_signals(bool on);
+
+/*
+ * signal_send to process tg (flags as signal_send's) with the rule above for the sandbox's
+ * pid 1 when it is on. For the host's signals (hostsig.c, sentry/fs/host/hosttty.c).
+ */
+int hostsig_send(struct thread_group *tg, int sig, const struct linux_siginfo *info,
+		 unsigned int flags);
+
+/*
+ * At the sentry's exit, with --caller-signals, when pid 1 died of signal sig and the sentry was
+ * sent sig from the host (husk do relayed it, or the terminal sent it): the sentry dies of sig
+ * too (no core). Returns otherwise (the caller then exits 128 + sig).
+ */
+void hostsig_exit_like_pid1(int sig);
+
 #endif

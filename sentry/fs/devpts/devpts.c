@@ -40,6 +40,7 @@
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/host/hosttty.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
@@ -264,8 +265,10 @@ void devpts_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
 	*tpgid = -1;
 	task_ids(t, &ids);
 	tty = ctty_of_session(t->k, ids.sid);
-	if (!tty)
+	if (!tty) {
+		hosttty_ctty_of(t, tty_nr, tpgid); /* the caller's terminal (husk do) */
 		return;
+	}
 	pthread_mutex_lock(&tty->lock);
 	*tty_nr = (int32_t)vfs_mkdev(PTS_MAJOR, tty->index);
 	*tpgid = tty->pgrp ? tty->pgrp : -1;
@@ -1329,7 +1332,7 @@ struct file *devpts_open_ctty(int flags)
 	task_ids(t, &ids);
 	tty = ctty_of_session(t->k, ids.sid);
 	if (!tty)
-		return ERR_PTR(-ENXIO);
+		return hosttty_open_ctty(t, flags); /* the caller's terminal (husk do), or ENXIO */
 	f = slave_file_for(tty, flags | O_NOCTTY);
 	tty_put(tty);
 	return f;

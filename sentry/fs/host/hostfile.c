@@ -19,10 +19,12 @@
 #include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common/util.h"
 #include "sentry/fs/host/hostfile.h"
+#include "sentry/fs/host/hosttty.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/kernel/current.h"
@@ -31,19 +33,23 @@
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
 
-/* Linux's struct termios as TCGETS writes it (not glibc's, which has speed fields). */
-#define LINUX_TERMIOS_SIZE 36
-
 struct hostfile_node {
 	struct vfs_node base;
 	int fd; /* owned */
 	struct hostpoll_watch *watch; /* readiness of fd, or NULL: always ready */
 	int origin; /* the sentry's own fd (0, 1, 2) it was made from, or -1 (checkpoints) */
+	bool tty; /* a terminal: its ioctls and job control are hosttty.c's */
+	dev_t rdev; /* the terminal's device number */
 };
 
 static int host_fd(struct file *f)
 {
 	return ((struct hostfile_node *)f->priv)->fd;
+}
+
+static struct hostfile_node *host_node(struct file *f)
+{
+	return f->priv;
 }
 
 static int host_errno(int e)
@@ -80,6 +86,9 @@ static ssize_t host_read(struct file *f, const struct iovec *iov, int iovcnt, in
 	ssize_t n;
 	long r;
 
+	if (host_node(f)->tty &&
+	    (r = hosttty_job_control(fd, host_node(f)->rdev, task_current(), true)) < 0)
+		return r;
 	if (iovcnt && (r = host_wait_ready(f, POLLIN)) < 0)
 		return r;
 
@@ -97,6 +106,9 @@ static ssize_t host_write(struct file *f, const struct iovec *iov, int iovcnt, i
 	ssize_t n;
 	long r;
 
+	if (host_node(f)->tty &&
+	    (r = hosttty_job_control(fd, host_node(f)->rdev, task_current(), false)) < 0)
+		return r;
 	if (iovcnt && (r = host_wait_ready(f, POLLOUT)) < 0)
 		return r;
 
@@ -154,34 +166,15 @@ static long copy_out_exact(struct task *t, uint64_t arg, const void *buf, size_t
 
 static long host_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
 {
-	int fd = host_fd(f);
-	/* Large enough for any of the structures below; the host writes into sentry memory. */
-	uint8_t buf[64];
+	struct hostfile_node *hn = host_node(f);
 	int val;
 
-	memset(buf, 0, sizeof(buf));
+	/* Terminals: the allow-list and job control of hosttty.c. */
+	if (hn->tty)
+		return hosttty_ioctl(hn->fd, hn->rdev, t, cmd, arg);
 	switch (cmd) {
-	case TCGETS:
-		if (ioctl(fd, TCGETS, buf) < 0)
-			return -ENOTTY;
-		return copy_out_exact(t, arg, buf, LINUX_TERMIOS_SIZE);
-	case TIOCGWINSZ:
-		if (ioctl(fd, TIOCGWINSZ, buf) < 0)
-			return -ENOTTY;
-		return copy_out_exact(t, arg, buf, sizeof(struct winsize));
-	case TIOCGPGRP:
-		/*
-		 * Only a terminal has a foreground group. The host's answer is a host process
-		 * group the guest cannot name; the guest's own group is the foreground one.
-		 */
-		if (ioctl(fd, TCGETS, buf) < 0)
-			return -ENOTTY;
-		pthread_mutex_lock(&t->tg->lock);
-		val = t->tg->pgid;
-		pthread_mutex_unlock(&t->tg->lock);
-		return copy_out_exact(t, arg, &val, sizeof(val));
 	case FIONREAD:
-		if (ioctl(fd, FIONREAD, &val) < 0)
+		if (ioctl(hn->fd, FIONREAD, &val) < 0)
 			return errno == EINVAL || errno == ENOTTY ? -ENOTTY : -errno;
 		return copy_out_exact(t, arg, &val, sizeof(val));
 	default:
@@ -303,6 +296,12 @@ struct file *hostfile_create(int hostfd, int flags)
 	}
 	hn->fd = hostfd;
 	hn->watch = hostpoll_watch(hostfd);
+	if (S_ISCHR(hn->base.type) && fstat(hostfd, &st) == 0) {
+		struct termios tm;
+
+		hn->tty = ioctl(hostfd, TCGETS, &tm) == 0;
+		hn->rdev = st.st_rdev;
+	}
 	f->node = &hn->base; /* the node's first reference moves to the file */
 	f->mnt = vfs_anon_mount();
 	vfs_mount_get(f->mnt);

@@ -372,6 +372,10 @@ static __attribute__((noreturn, noinline)) void stub_child(const struct stub_cod
 		goto fail;
 	if (stub_child_prelude() < 0)
 		goto fail;
+	/* Out of the terminal's foreground group (husk do on a terminal): its signals are the
+	 * sentry's to pass on to the guest; stubs forked from this one stay out too. */
+	if (syscall(SYS_setpgid, 0, 0) < 0)
+		goto fail;
 	/* The sentry's handlers point into memory about to be unmapped; the mask could hide
 	 * the interrupt signal. */
 	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &nomask, NULL, sizeof(nomask)) < 0)

@@ -685,6 +685,14 @@ static __attribute__((noreturn, noinline)) void sc_zygote_child(const struct sc_
 
 	if (stub_child_prelude() < 0)
 		goto fail;
+	/*
+	 * A process group of its own, which the stubs it forks inherit: out of the terminal's
+	 * foreground group (husk do on a terminal), so that ^C, ^Z and window size changes reach
+	 * the sentry alone, which passes them to the guest's foreground group, and never stop or
+	 * interrupt a stub's host process.
+	 */
+	if (syscall(SYS_setpgid, 0, 0) < 0)
+		goto fail;
 	/* The zygote and controllers block every signal; a guest thread unblocks them all. */
 	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all)) < 0)
 		goto fail;

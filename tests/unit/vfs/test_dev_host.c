@@ -248,6 +248,38 @@ Test(hostfile, terminal_ioctls_answer_from_the_host_terminal)
 	close(master);
 }
 
+Test(hostfile, termios_changes_reach_the_host_terminal_within_the_allow_list)
+{
+	struct termios host, guest;
+	int master, slave, pgrp = 7;
+	char c = 'x';
+	struct file *f;
+
+	master = posix_openpt(O_RDWR | O_NOCTTY);
+	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+		cr_skip_test("no pseudo-terminal on this machine");
+	slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+	cr_assert_geq(slave, 0);
+	f = hostfile_create(slave, O_RDWR);
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TCGETS, (uint64_t)(uintptr_t)&guest), 0);
+	cr_assert(guest.c_lflag & ECHO);
+	guest.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TCSETSW, (uint64_t)(uintptr_t)&guest), 0);
+	cr_assert_eq(tcgetattr(slave, &host), 0);
+	cr_assert_eq(host.c_lflag & (ECHO | ICANON), 0, "the host terminal took the change");
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TCFLSH, 7), -EINVAL);
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TCFLSH, TCIOFLUSH), 0);
+	/* Never passed to the host: typing into the terminal, consoles, line disciplines. */
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TIOCSTI, (uint64_t)(uintptr_t)&c), -ENOTTY);
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TIOCCONS, 0), -ENOTTY);
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TIOCSETD, (uint64_t)(uintptr_t)&pgrp), -ENOTTY);
+	/* Job control is the sentry's: not the caller's controlling terminal, no foreground. */
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TIOCSPGRP, (uint64_t)(uintptr_t)&pgrp), -ENOTTY);
+	cr_assert_eq(f->ops->ioctl(f, &h.t, TIOCGSID, (uint64_t)(uintptr_t)&pgrp), -ENOTTY);
+	file_put(f);
+	close(master);
+}
+
 Test(hostfile, empty_path_lookup_reaches_its_node)
 {
 	struct vfs_path p, q;
