@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/idmap.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "gofer/server.h"
@@ -43,6 +44,7 @@ struct gofer_server {
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH FDs */
 	bool readonly;
 	uint32_t max_handles;
+	struct idmap uid_map, gid_map; /* guest (inside) to host (outside) owners */
 	uint32_t live; /* handles in use */
 	struct gofer_node *nodes;
 	uint32_t nslots; /* slots ever used */
@@ -177,14 +179,19 @@ static const char *name_cstr(char *buf, const struct gofer_name *nm)
 	return buf;
 }
 
-static void attr_from_stat(struct gofer_attr *a, const struct stat *st)
+/*
+ * The attributes of st as the sentry sees them: owners through the id mappings (an owner the
+ * mapping does not cover shows as the overflow id, as stat(2) in a user namespace).
+ */
+static void attr_from_stat(const struct gofer_server *s, struct gofer_attr *a,
+			   const struct stat *st)
 {
 	a->dev = st->st_dev;
 	a->ino = st->st_ino;
 	a->nlink = st->st_nlink;
 	a->mode = st->st_mode;
-	a->uid = st->st_uid;
-	a->gid = st->st_gid;
+	a->uid = idmap_to_inside_or_overflow(&s->uid_map, st->st_uid);
+	a->gid = idmap_to_inside_or_overflow(&s->gid_map, st->st_gid);
 	a->rdev = st->st_rdev;
 	a->size = st->st_size;
 	a->blksize = st->st_blksize;
@@ -197,13 +204,13 @@ static void attr_from_stat(struct gofer_attr *a, const struct stat *st)
 	a->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
 }
 
-static int fd_attr(int fd, struct gofer_attr *a)
+static int fd_attr(const struct gofer_server *s, int fd, struct gofer_attr *a)
 {
 	struct stat st;
 
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	attr_from_stat(a, &st);
+	attr_from_stat(s, a, &st);
 	return 0;
 }
 
@@ -224,7 +231,7 @@ static int do_mount(struct gofer_server *s, const struct gofer_req *req, struct 
 		if (fd < 0)
 			return -errno;
 	}
-	ret = fd_attr(fd, &rep->mount.attr);
+	ret = fd_attr(s, fd, &rep->mount.attr);
 	if (ret == 0 && (rep->mount.attr.mode & S_IFMT) != (s->root_is_file ? S_IFREG : S_IFDIR))
 		ret = -EIO;
 	if (ret < 0) {
@@ -270,7 +277,7 @@ static int do_walk(struct gofer_server *s, const struct gofer_req *req, struct g
 			ret = -errno;
 			goto fail;
 		}
-		ret = fd_attr(fd, &e->attr);
+		ret = fd_attr(s, fd, &e->attr);
 		if (ret < 0) {
 			close(fd);
 			goto fail;
@@ -329,7 +336,7 @@ static int do_walkstat(struct gofer_server *s, const struct gofer_req *req, stru
 		if (cur >= 0)
 			close(cur);
 		cur = fd;
-		ret = fd_attr(fd, a);
+		ret = fd_attr(s, fd, a);
 		if (ret < 0)
 			break;
 		n++;
@@ -352,7 +359,7 @@ static int do_stat(struct gofer_server *s, const struct gofer_req *req, struct g
 
 	if (!node)
 		return -EBADF;
-	return fd_attr(node->fd, &rep->stat);
+	return fd_attr(s, node->fd, &rep->stat);
 }
 
 static int do_open(struct gofer_server *s, const struct gofer_req *req, int *out_fd)
@@ -427,7 +434,7 @@ static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool 
 	if (handles && e->d.type == DT_DIR) {
 		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
-			if (fd_attr(fd, &e->attr) == 0 && S_ISDIR(e->attr.mode)) {
+			if (fd_attr(s, fd, &e->attr) == 0 && S_ISDIR(e->attr.mode)) {
 				e->flags = GOFER_DIRENT_ATTR;
 				h = node_add(s, fd, S_IFDIR); /* closes fd on failure */
 				if (h > 0)
@@ -440,7 +447,7 @@ static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool 
 	}
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return;
-	attr_from_stat(&e->attr, &st);
+	attr_from_stat(s, &e->attr, &st);
 	e->flags = GOFER_DIRENT_ATTR;
 }
 
@@ -616,8 +623,17 @@ static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struc
 	}
 	/* Owner before mode: chown clears set-id bits, which a mode given with it sets again. */
 	if (st->mask & (GOFER_SETSTAT_UID | GOFER_SETSTAT_GID)) {
-		uid_t uid = (st->mask & GOFER_SETSTAT_UID) ? st->uid : (uid_t)-1;
-		gid_t gid = (st->mask & GOFER_SETSTAT_GID) ? st->gid : (gid_t)-1;
+		uint32_t huid = (uint32_t)-1, hgid = (uint32_t)-1;
+
+		/* The sentry names guest owners; only mapped ones reach the host (chown's EINVAL). */
+		if ((st->mask & GOFER_SETSTAT_UID) &&
+		    !idmap_to_outside(&s->uid_map, st->uid, &huid))
+			return -EINVAL;
+		if ((st->mask & GOFER_SETSTAT_GID) &&
+		    !idmap_to_outside(&s->gid_map, st->gid, &hgid))
+			return -EINVAL;
+		uid_t uid = (uid_t)huid;
+		gid_t gid = (gid_t)hgid;
 
 		if (fchownat(node->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
@@ -642,7 +658,7 @@ static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struc
 		if (utimensat(node->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 	}
-	return fd_attr(node->fd, &rep->stat);
+	return fd_attr(s, node->fd, &rep->stat);
 }
 
 /*
@@ -656,11 +672,20 @@ static int new_node_finish(struct gofer_server *s, int pathfd, uint32_t uid, uin
 	int64_t h;
 	int ret;
 
+	/*
+	 * The owner the sentry asks for is a guest id: the host gets its mapped id, and an id the
+	 * mapping does not cover makes nothing (Linux's EOVERFLOW for an unmapped fsuid).
+	 */
+	if (!idmap_to_outside(&s->uid_map, uid, &uid) ||
+	    !idmap_to_outside(&s->gid_map, gid, &gid)) {
+		ret = -EOVERFLOW;
+		goto out_close;
+	}
 	if (fchownat(pathfd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
 		goto out_close;
 	}
-	ret = fd_attr(pathfd, a);
+	ret = fd_attr(s, pathfd, a);
 	if (ret < 0)
 		goto out_close;
 	/* Something else than what was made is there now (the host raced us): touch nothing. */
@@ -671,7 +696,7 @@ static int new_node_finish(struct gofer_server *s, int pathfd, uint32_t uid, uin
 	if (!S_ISLNK(a->mode) && (a->mode & 07777) != (mode & 07777)) {
 		ret = fd_chmod(s, pathfd, mode & 07777);
 		if (ret == 0)
-			ret = fd_attr(pathfd, a);
+			ret = fd_attr(s, pathfd, a);
 		if (ret < 0)
 			goto out_close;
 	}
@@ -778,7 +803,7 @@ static int do_link(struct gofer_server *s, const struct gofer_req *req, struct g
 	pathfd = openat(newfd, newname, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pathfd < 0)
 		return -errno;
-	ret = fd_attr(pathfd, a);
+	ret = fd_attr(s, pathfd, a);
 	if (ret == 0 && S_ISDIR(a->mode))
 		ret = -EIO; /* the host raced us */
 	if (ret < 0) {
@@ -1261,6 +1286,10 @@ int gofer_server_create(int root_fd, int proc_fd, const struct gofer_server_conf
 	s->proc_fd = proc_fd;
 	s->readonly = cfg && cfg->readonly;
 	s->max_handles = cfg && cfg->max_handles ? cfg->max_handles : GOFER_MAX_HANDLES;
+	if (cfg && cfg->uid_map)
+		s->uid_map = *cfg->uid_map;
+	if (cfg && cfg->gid_map)
+		s->gid_map = *cfg->gid_map;
 	*out = s;
 	return 0;
 }

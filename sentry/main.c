@@ -59,6 +59,7 @@
 
 #include "common/cpus.h"
 #include "common/err.h"
+#include "common/idmap.h"
 #include "common/log.h"
 #include "sentry/confine.h"
 #include "sentry/control/control.h"
@@ -148,6 +149,10 @@ struct sentry_opts {
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
+	/* --uid-map, --gid-map (linux.uidMappings: what /proc/PID/uid_map shows; none: the
+	 * identity) and --oom-score-adj (process.oomScoreAdj of pid 1 and of execs by default). */
+	struct idmap uid_map, gid_map;
+	int oom_score_adj;
 };
 
 static void usage(void)
@@ -522,6 +527,11 @@ static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
 	return ret;
 }
 
+/* Options of the guest's ids and OOM score (/proc/PID/uid_map, gid_map, oom_score_adj). */
+#define OPT_UID_MAP 0x2a0
+#define OPT_GID_MAP 0x2a1
+#define OPT_OOM_SCORE_ADJ 0x2a2
+
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
 	static const struct option longopts[] = {
@@ -569,6 +579,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
 		/* The credential gateway's connection (sentry/net/gateway.c). */
 		{ "gateway-fd", required_argument, NULL, OPT_GATEWAY_FD },
+		{ "uid-map", required_argument, NULL, OPT_UID_MAP },
+		{ "gid-map", required_argument, NULL, OPT_GID_MAP },
+		{ "oom-score-adj", required_argument, NULL, OPT_OOM_SCORE_ADJ },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -741,6 +754,24 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 				return -EINVAL;
 			o->gateway_fd = (int)n;
 			net_set_gateway_fd(o->gateway_fd);
+			break;
+		}
+		case OPT_UID_MAP:
+		case OPT_GID_MAP:
+			if (idmap_parse(optarg, c == OPT_UID_MAP ? &o->uid_map : &o->gid_map) < 0) {
+				fprintf(stderr,
+					"husk: --%s %s: expected INSIDE:OUTSIDE:COUNT[,...]\n",
+					c == OPT_UID_MAP ? "uid-map" : "gid-map", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_OOM_SCORE_ADJ: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || n < OOM_SCORE_ADJ_MIN || n > OOM_SCORE_ADJ_MAX)
+				return -EINVAL;
+			o->oom_score_adj = (int)n;
 			break;
 		}
 		default:
@@ -1068,6 +1099,9 @@ int main(int argc, char **argv)
 	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */
 	oom_init(&k);
 	memfile_set_limit(&k.mf, o.memory_limit);
+	k.uid_map = o.uid_map;
+	k.gid_map = o.gid_map;
+	k.oom_score_adj = o.oom_score_adj;
 	ret = platform_create(o.platform, k.mf.fd, &k.platform);
 	if (ret < 0) {
 		log_error("platform %s: %s", o.platform,
@@ -1215,6 +1249,8 @@ int main(int argc, char **argv)
 	/* The guest's rlimits are the sentry's to enforce: the host need not allow them. */
 	for (int i = 0; i < o.nrlimits; i++)
 		init->tg->rlimits[o.rlimits[i].resource] = o.rlimits[i].lim;
+	/* As runc sets it for the container's process, with CAP_SYS_RESOURCE: also the floor. */
+	init->tg->oom_score_adj = init->tg->oom_score_adj_min = o.oom_score_adj;
 	timer_rlimit_cpu(init->tg); /* an RLIMIT_CPU given (or inherited) counts guest time */
 	for (int i = 0; i < o.ntmpfs; i++) {
 		ret = sentry_chmod_tmpfs(init, o.tmpfs[i]);

@@ -38,6 +38,8 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 			.ngroups = (int)req.e.ngroups,
 			.groups = req.e.groups,
 			.umask = req.e.umask == 0xffffffffu ? -1 : (int32_t)(req.e.umask & 0777),
+			.has_oom_score_adj = (req.e.flags & CONTROL_EXEC_OOM_SCORE_ADJ) != 0,
+			.oom_score_adj = req.e.oom_score_adj,
 			.stdio = { fds[0], fds[nstdio > 1 ? 1 : 0], fds[nstdio > 2 ? 2 : 0] },
 			.npreserve = (int)req.e.npreserve,
 			.preserve = fds + nstdio,

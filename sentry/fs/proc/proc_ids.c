@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * procfs, per process: ids and namespaces. /proc/PID/{uid_map,gid_map,setgroups} show the
+ * sandbox's mappings (kernel.uid_map, linux.uidMappings; none: the identity of an initial user
+ * namespace); oom_score_adj, oom_adj and oom_score the OOM killer's view (sentry/kernel/oom.h);
+ * ns/ one link per namespace type to the sandbox's own namespaces, "net:[4026531840]" as
+ * Linux's nsfs, whose target stat(2) shows with the namespace's inode number on a device of its
+ * own. The guest cannot make namespaces: every process of the sandbox shows the same ones.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "sentry/fs/proc/proc.h"
+#include "sentry/fs/proc/proc_ids.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/oom.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/internal.h"
+
+/* --- uid_map, gid_map, setgroups --- */
+
+static void print_map(FILE *out, const struct idmap *m)
+{
+	/* Linux's format: three right-aligned columns of width 10. */
+	if (!m->n)
+		fprintf(out, "%10u %10u %10u\n", 0u, 0u, 4294967295u);
+	for (uint32_t i = 0; i < m->n; i++)
+		fprintf(out, "%10" PRIu32 " %10" PRIu32 " %10" PRIu32 "\n", m->e[i].inside,
+			m->e[i].outside, m->e[i].count);
+}
+
+int proc_gen_uid_map(struct pseudo_node *n, FILE *out)
+{
+	print_map(out, &pseudo_fs_of(n)->k->uid_map);
+	return 0;
+}
+
+int proc_gen_gid_map(struct pseudo_node *n, FILE *out)
+{
+	print_map(out, &pseudo_fs_of(n)->k->gid_map);
+	return 0;
+}
+
+int proc_gen_setgroups(struct pseudo_node *n, FILE *out)
+{
+	(void)n;
+	/* Mappings set by the runtime with CAP_SETGID, as runc's and an initial namespace's. */
+	fputs("allow\n", out);
+	return 0;
+}
+
+/* A map is written once, when its namespace is made; the sandbox's are already written. */
+ssize_t proc_write_id_map(struct pseudo_node *n, const char *buf, size_t len)
+{
+	(void)n, (void)buf, (void)len;
+	return -EPERM;
+}
+
+/* --- oom_score_adj, oom_adj, oom_score --- */
+
+/* Linux's OOM_DISABLE and OOM_ADJUST_MAX: the legacy oom_adj range. */
+#define OOM_DISABLE (-17)
+#define OOM_ADJUST_MAX 15
+
+/* The process of n's task, referenced, or NULL when it is gone. */
+static struct thread_group *node_tg(struct pseudo_node *n)
+{
+	struct task *t = pseudo_node_task(n);
+	struct thread_group *tg;
+
+	if (!t)
+		return NULL;
+	tg = t->tg;
+	tg_get(tg);
+	task_put(t);
+	return tg;
+}
+
+int proc_gen_oom_score_adj(struct pseudo_node *n, FILE *out)
+{
+	struct thread_group *tg = node_tg(n);
+
+	if (!tg)
+		return -ESRCH;
+	fprintf(out, "%d\n", __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED));
+	tg_put(tg);
+	return 0;
+}
+
+int proc_gen_oom_adj(struct pseudo_node *n, FILE *out)
+{
+	struct thread_group *tg = node_tg(n);
+	int adj, v;
+
+	if (!tg)
+		return -ESRCH;
+	adj = __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED);
+	tg_put(tg);
+	/* Linux's oom_adj_read. */
+	v = adj == OOM_SCORE_ADJ_MAX ? OOM_ADJUST_MAX : adj * -OOM_DISABLE / OOM_SCORE_ADJ_MAX;
+	fprintf(out, "%d\n", v);
+	return 0;
+}
+
+int proc_gen_oom_score(struct pseudo_node *n, FILE *out)
+{
+	struct task *t = pseudo_node_task(n);
+	uint64_t rss = 0;
+	struct mm *mm;
+	int adj;
+
+	if (!t)
+		return -ESRCH;
+	adj = __atomic_load_n(&t->tg->oom_score_adj, __ATOMIC_RELAXED);
+	mm = task_get_mm(t);
+	if (mm) {
+		rss = mm_rss_pages(mm);
+		mm_put(mm);
+	}
+	fprintf(out, "%lu\n", oom_score(rss, adj, oom_total_pages(t->k)));
+	task_put(t);
+	return 0;
+}
+
+/*
+ * Parses a write to oom_score_adj or oom_adj as Linux's kstrtoint(strstrip(buf), 0): at most 12
+ * bytes are looked at (PROC_NUMBUF - 1). Returns 0 with *v, or -EINVAL.
+ */
+static int parse_adj(const char *buf, size_t len, int *v)
+{
+	char tmp[13], *s, *end;
+	size_t l = MIN(len, sizeof(tmp) - 1);
+	long x;
+
+	memcpy(tmp, buf, l);
+	tmp[l] = '\0';
+	s = tmp;
+	while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || (end[-1] >= '\t' && end[-1] <= '\r')))
+		*--end = '\0';
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	x = strtol(s, &end, 0);
+	if (errno || *end || x < INT32_MIN || x > INT32_MAX)
+		return -EINVAL;
+	*v = (int)x;
+	return 0;
+}
+
+static ssize_t write_adj(struct pseudo_node *n, const char *buf, size_t len, bool legacy)
+{
+	struct thread_group *tg;
+	int v, err;
+
+	err = parse_adj(buf, len, &v);
+	if (err < 0)
+		return err;
+	if (legacy) {
+		if (v < OOM_DISABLE || v > OOM_ADJUST_MAX)
+			return -EINVAL;
+		/* Linux's oom_adj_write: the legacy scale mapped onto oom_score_adj's. */
+		v = v == OOM_ADJUST_MAX ? OOM_SCORE_ADJ_MAX : v * OOM_SCORE_ADJ_MAX / -OOM_DISABLE;
+	} else if (v < OOM_SCORE_ADJ_MIN || v > OOM_SCORE_ADJ_MAX) {
+		return -EINVAL;
+	}
+	tg = node_tg(n);
+	if (!tg)
+		return -ESRCH;
+	err = oom_set_score_adj(task_current(), tg, v, legacy);
+	tg_put(tg);
+	return err < 0 ? err : (ssize_t)len;
+}
+
+ssize_t proc_write_oom_score_adj(struct pseudo_node *n, const char *buf, size_t len)
+{
+	return write_adj(n, buf, len, false);
+}
+
+ssize_t proc_write_oom_adj(struct pseudo_node *n, const char *buf, size_t len)
+{
+	return write_adj(n, buf, len, true);
+}
+
+/* --- ns/ --- */
+
+/* The namespace types, in the order of their inode numbers (ns_ino_base + index). */
+static const char *const ns_types[PROC_NS_NTYPES] = {
+	"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts",
+};
+
+uint32_t proc_ns_ino(struct kernel *k, int type)
+{
+	uint32_t base = __atomic_load_n(&k->ns_ino_base, __ATOMIC_ACQUIRE);
+
+	if (!base) {
+		uint32_t r = 0, want;
+
+		/*
+		 * Random per sandbox, in Linux's range of namespace inode numbers (from
+		 * 0xF0000000, PROC_DYNAMIC_FIRST), 16 apart so that the types never meet.
+		 */
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint32_t)(uintptr_t)k ^ (uint32_t)k->boot_ns;
+		want = 0xF0000000u + (r & 0xFFFFFu) * 16u;
+		if (!__atomic_compare_exchange_n(&k->ns_ino_base, &base, want, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			; /* another thread set it first: base holds its value */
+		else
+			base = want;
+	}
+	return base + (uint32_t)type;
+}
+
+static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t len)
+{
+	char s[64];
+
+	snprintf(s, sizeof(s), "%s:[%" PRIu32 "]", ns_types[type],
+		 proc_ns_ino(pseudo_fs_of(n)->k, type));
+	return pseudo_copy_link(s, buf, len);
+}
+
+/* The device of every namespace node (Linux's nsfs is one superblock). */
+static uint64_t nsfs_dev_value;
+static void nsfs_dev_init(void)
+{
+	nsfs_dev_value = vfs_alloc_anon_dev();
+}
+
+static int ns_target_getattr(struct pseudo_node *n, int type, struct vfs_attr *attr)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, nsfs_dev_init);
+	/* As stat -L of a Linux ns link: an empty read-only regular file of root's. */
+	attr->dev = nsfs_dev_value;
+	attr->ino = proc_ns_ino(pseudo_fs_of(n)->k, type);
+	attr->mode = S_IFREG | 0444;
+	attr->nlink = 1;
+	attr->uid = attr->gid = 0;
+	attr->size = 0;
+	attr->blocks = 0;
+	attr->blksize = 4096;
+	return 0;
+}
+
+/* An opened namespace: setns(2) is not supported (issue 17), and it cannot be read. */
+static ssize_t ns_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	(void)f, (void)iov, (void)iovcnt, (void)pos;
+	return -EINVAL;
+}
+
+static const struct file_ops ns_fops = {
+	.read = ns_read,
+};
+
+static struct file *ns_target_open(struct pseudo_node *n, int flags)
+{
+	struct file *f;
+
+	(void)n;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return ERR_PTR(-EACCES);
+	f = file_alloc(&ns_fops, flags, NULL);
+	return f ? f : ERR_PTR(-ENOMEM);
+}
+
+static int ns_get_link(struct pseudo_node *n, const struct pseudo_ent *target, struct vfs_path *out)
+{
+	struct pseudo_fs *fs = pseudo_fs_of(n);
+	struct vfs_node *parent, *r;
+
+	if (!fs->mnt)
+		return -ENOENT;
+	/* A node of ours beside the link, which getattr shows as the namespace. */
+	parent = vfs_node_get_parent(&n->base);
+	if (!parent)
+		return -ENOENT;
+	r = pseudo_node_new_at(pseudo_node_of(parent), target, n->base.name, n->pid, n->tid, n->fd);
+	vfs_node_put(parent);
+	if (IS_ERR(r))
+		return (int)PTR_ERR(r);
+	out->node = r;
+	out->mnt = fs->mnt;
+	vfs_mount_get(out->mnt);
+	return 0;
+}
+
+/*
+ * One link and one hidden target entry per type (pid_for_children and time_for_children show
+ * the pid and time namespaces: the guest cannot make new ones).
+ */
+#define NS_FUNCS(nm, type)                                                                \
+	static int ns_##nm##_target_getattr(struct pseudo_node *n, struct vfs_attr *attr) \
+	{                                                                                 \
+		return ns_target_getattr(n, type, attr);                                  \
+	}                                                                                 \
+	static const struct pseudo_ent ns_##nm##_target = {                               \
+		.name = #nm,                                                              \
+		.mode = S_IFREG | 0444,                                                   \
+		.open = ns_target_open,                                                   \
+		.getattr = ns_##nm##_target_getattr,                                      \
+		.id = PROC_IDS_ENT_ID + 30 + type,                                        \
+	};                                                                                \
+	static ssize_t ns_##nm##_readlink(struct pseudo_node *n, char *buf, size_t len)   \
+	{                                                                                 \
+		return ns_readlink(n, type, buf, len);                                    \
+	}                                                                                 \
+	static int ns_##nm##_get_link(struct pseudo_node *n, struct vfs_path *out)        \
+	{                                                                                 \
+		return ns_get_link(n, &ns_##nm##_target, out);                            \
+	}
+
+NS_FUNCS(cgroup, 0)
+NS_FUNCS(ipc, 1)
+NS_FUNCS(mnt, 2)
+NS_FUNCS(net, 3)
+NS_FUNCS(pid, 4)
+NS_FUNCS(time, 5)
+NS_FUNCS(user, 6)
+NS_FUNCS(uts, 7)
+
+#define NS_LNK(nm, fn, id_)                                                         \
+	{                                                                           \
+		.name = nm, .mode = S_IFLNK | 0777, .readlink = ns_##fn##_readlink, \
+		.get_link = ns_##fn##_get_link, .id = PROC_IDS_ENT_ID + 40 + (id_)  \
+	}
+
+/* Linux's order of /proc/PID/ns. */
+const struct pseudo_ent proc_ns_ents[] = {
+	NS_LNK("net", net, 0),
+	NS_LNK("uts", uts, 1),
+	NS_LNK("ipc", ipc, 2),
+	NS_LNK("pid", pid, 3),
+	NS_LNK("pid_for_children", pid, 4),
+	NS_LNK("user", user, 5),
+	NS_LNK("mnt", mnt, 6),
+	NS_LNK("cgroup", cgroup, 7),
+	NS_LNK("time", time, 8),
+	NS_LNK("time_for_children", time, 9),
+	{ 0 },
+};

@@ -1,0 +1,145 @@
+#!/bin/sh
+# linux.uidMappings/gidMappings and process.oomScoreAdj against runc on the same bundle (a user
+# namespace with mappings 0 -> 100000 and 0 -> 200000): what the guest sees in
+# /proc/self/uid_map, gid_map and oom_score_adj, the owners it sees of host files in a bind mount
+# (mapped back, or the overflow id 65534), and the host owner of a file it creates there (the
+# mapped one). Then what runc has no say in: husk exec's process.oomScoreAdj, the floor an
+# unprivileged process cannot go below, /proc/self/ns, and mappings refused at create.
+# Needs root (the mappings name other users); runc is optional (skipped when absent).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-oci.sh"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "ok - SKIP all: needs root (files owned by mapped users)"
+	finish
+fi
+oci_setup oci-idmap
+vol=$work/vol
+# The mapped root (host 100000) must reach the bundle and the volume under runc.
+chmod 755 "$work"
+mkdir -p "$bundle/rootfs/proc" "$bundle/rootfs/dev" "$bundle/rootfs/sys" "$bundle/rootfs/vol" "$vol"
+chmod 777 "$vol"
+oci_bundle sh cat echo ls stat readlink id sleep test
+chmod 755 "$bundle"
+touch "$vol/hostroot" "$vol/mapped"
+chown 100005:200006 "$vol/mapped"
+
+# config ARGS...: a user namespace with the mappings, oomScoreAdj 123, /vol bound read-write.
+config() {
+	python3 - "$bundle/config.json" "$vol" "$@" <<'PY'
+import json, sys
+p, vol = sys.argv[1:3]
+c = json.load(open(p))
+c["process"]["terminal"] = False
+c["root"]["readonly"] = False
+c["process"]["args"] = sys.argv[3:]
+c["process"]["oomScoreAdj"] = 123
+l = c["linux"]
+if not any(n["type"] == "user" for n in l["namespaces"]):
+    l["namespaces"].append({"type": "user"})
+l["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+l["gidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/vol"]
+c["mounts"].append({"destination": "/vol", "type": "bind", "source": vol,
+                    "options": ["rbind", "rw"]})
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+
+view='cat /proc/self/uid_map /proc/self/gid_map /proc/self/oom_score_adj;
+stat -c "%n %u:%g" /vol/hostroot /vol/mapped; echo made >/vol/made; stat -c "%n %u:%g" /vol/made; id -u'
+config sh -c "$view"
+want="         0     100000      65536
+         0     200000      65536
+123
+/vol/hostroot 65534:65534
+/vol/mapped 5:6
+/vol/made 0:0
+0"
+n=0
+husk_run() { n=$((n + 1)); (cd "$bundle" && H run "h$n"); }
+rm -f "$vol/made"
+expect_output "husk: the guest sees the mappings, oomScoreAdj and owners mapped back" "$want" 0 \
+	-- husk_run
+owner=$(stat -c %u:%g "$vol/made" 2>&1)
+[ "$owner" = 100000:200000 ] && pass "husk: a file the guest's root creates is the mapped root's" ||
+	fail "husk: a file the guest's root creates is the mapped root's" "host owner $owner"
+
+if command -v runc >/dev/null 2>&1; then
+	rm -f "$vol/made"
+	runc_out=$(cd "$bundle" && runc --root "$work/runc" run r1 2>&1)
+	runc_owner=$(stat -c %u:%g "$vol/made" 2>&1)
+	rm -f "$vol/made"
+	husk_out=$(husk_run 2>&1)
+	husk_owner=$(stat -c %u:%g "$vol/made" 2>&1)
+	if [ "$runc_out" = "$want" ]; then
+		[ "$husk_out" = "$runc_out" ] && pass "the guest's view is runc's on the same bundle" ||
+			fail "the guest's view is runc's on the same bundle" "runc: $runc_out" \
+				"husk: $husk_out"
+		[ "$husk_owner" = "$runc_owner" ] &&
+			pass "the host owner of a created file is runc's ($runc_owner)" ||
+			fail "the host owner of a created file is runc's" "runc: $runc_owner" \
+				"husk: $husk_owner"
+	else
+		echo "ok - SKIP runc comparison: runc could not run the bundle here: $runc_out"
+	fi
+	runc --root "$work/runc" delete -f r1 >/dev/null 2>&1
+else
+	echo "ok - SKIP runc comparison: no runc"
+fi
+
+# --- husk exec: the exec's own process.oomScoreAdj, else the container's ---
+config sh -c 'echo ready >/vol/ready; while :; do sleep 1; done'
+(cd "$bundle" && H run -d long >/dev/null 2>&1) || fail "husk run -d long"
+wait_exists long /vol/ready || fail "the long container started"
+expect_output "husk exec without oomScoreAdj gets the container's" "123" 0 \
+	-- H exec long cat /proc/self/oom_score_adj
+cat >"$work/proc.json" <<'EOF'
+{"args": ["cat", "/proc/self/oom_score_adj"], "cwd": "/", "oomScoreAdj": -7,
+ "user": {"uid": 0, "gid": 0}, "env": ["PATH=/bin"]}
+EOF
+expect_output "husk exec --process with oomScoreAdj -7 gets it" "-7" 0 \
+	-- H exec --process "$work/proc.json" long
+cat >"$work/bad.json" <<'EOF'
+{"args": ["true"], "cwd": "/", "oomScoreAdj": 1001}
+EOF
+out=$(H exec --process "$work/bad.json" long 2>&1)
+case "$out" in *oomScoreAdj*) pass "an oomScoreAdj out of range is refused by husk exec" ;;
+*) fail "an oomScoreAdj out of range is refused by husk exec" "$out" ;; esac
+# A user without CAP_SYS_RESOURCE may raise its score, not go below the container's 123.
+cat >"$work/user.json" <<'EOF'
+{"args": ["sh", "-c", "echo 500 >/proc/self/oom_score_adj && cat /proc/self/oom_score_adj; echo 122 >/proc/self/oom_score_adj || echo refused; echo 123 >/proc/self/oom_score_adj && cat /proc/self/oom_score_adj"],
+ "cwd": "/", "user": {"uid": 1000, "gid": 1000}, "env": ["PATH=/bin"]}
+EOF
+expect_output "an unprivileged process: up freely, not below the floor" "500
+refused
+123" 0 -- H exec --process "$work/user.json" long
+# Namespaces: every process of the sandbox is in the same ones, "type:[inode]" as Linux.
+a=$(H exec long readlink /proc/1/ns/net 2>&1)
+b=$(H exec long readlink /proc/self/ns/net 2>&1)
+case "$a" in "net:["*"]") [ "$a" = "$b" ] && pass "pid 1 and an exec share net ($a)" ||
+	fail "pid 1 and an exec share net" "$a" "$b" ;;
+*) fail "readlink /proc/1/ns/net" "$a" ;; esac
+ino=$(H exec long stat -L -c %i /proc/self/ns/net 2>&1)
+[ "net:[$ino]" = "$a" ] && pass "stat -L of ns/net gives its inode" ||
+	fail "stat -L of ns/net gives its inode" "$ino, $a"
+H delete -f long >/dev/null 2>&1
+
+# --- mappings Linux would refuse are refused at create ---
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 10},
+                             {"containerID": 5, "hostID": 300000, "size": 10}]
+json.dump(c, open(p, "w"), indent=1)
+PY
+out=$(cd "$bundle" && H create overlap 2>&1)
+st=$?
+case "$st:$out" in 0:*) fail "overlapping uidMappings are refused at create" "$out" ;;
+*uidMappings*) pass "overlapping uidMappings are refused at create" ;;
+*) fail "overlapping uidMappings are refused at create (naming the field)" "$out" ;; esac
+[ -z "$(H list -q 2>/dev/null | grep overlap)" ] && pass "nothing is left of the refused container" ||
+	fail "nothing is left of the refused container" "$(H list 2>&1)"
+
+finish
