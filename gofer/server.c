@@ -214,6 +214,59 @@ static int fd_attr(const struct gofer_server *s, int fd, struct gofer_attr *a)
 	return 0;
 }
 
+/* Access bits of ns_may (Linux's MAY_EXEC, MAY_WRITE, MAY_READ). */
+#define NS_X 1
+#define NS_W 2
+#define NS_R 4
+
+/*
+ * With owner mappings, the gofer does at most what the container's root could do in its user
+ * namespace (runc's containers): its capabilities count only on a node whose owner and group
+ * are both mapped (Linux's capable_wrt_inode_uidgid); on any other node only the permission
+ * bits some guest id could use apply (owner bits if the owner is mapped, group bits if the
+ * group is, other bits always). The sentry checks the guest's own credentials before asking;
+ * this bounds what a subverted sentry gets. Returns 0, -EACCES, or -errno of fstat. Without
+ * mappings, 0.
+ */
+static int ns_may(const struct gofer_server *s, int fd, int mask)
+{
+	struct stat st;
+	uint32_t id, allowed;
+	bool umapped, gmapped;
+
+	if (!s->uid_map.n && !s->gid_map.n)
+		return 0;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	umapped = idmap_to_inside(&s->uid_map, st.st_uid, &id);
+	gmapped = idmap_to_inside(&s->gid_map, st.st_gid, &id);
+	if (umapped && gmapped)
+		return 0;
+	allowed = st.st_mode & 7;
+	if (umapped)
+		allowed |= (st.st_mode >> 6) & 7;
+	if (gmapped)
+		allowed |= (st.st_mode >> 3) & 7;
+	return ((allowed & (uint32_t)mask) == (uint32_t)mask) ? 0 : -EACCES;
+}
+
+/*
+ * With owner mappings: whether a guest process could own the node at fd (chown, chmod, times,
+ * xattrs need the owner, or CAP_FOWNER/CAP_CHOWN, which count only on a mapped node). Returns
+ * 0, -EPERM, or -errno of fstat. Without mappings, 0.
+ */
+static int ns_may_own(const struct gofer_server *s, int fd)
+{
+	struct stat st;
+	uint32_t id;
+
+	if (!s->uid_map.n && !s->gid_map.n)
+		return 0;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return idmap_to_inside(&s->uid_map, st.st_uid, &id) ? 0 : -EPERM;
+}
+
 static int do_mount(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
 {
 	int64_t h;
@@ -267,6 +320,9 @@ static int do_walk(struct gofer_server *s, const struct gofer_req *req, struct g
 
 		memcpy(name, req->walk.names[i].name, req->walk.names[i].len);
 		name[req->walk.names[i].len] = '\0';
+		ret = ns_may(s, cur, NS_X);
+		if (ret < 0)
+			goto fail;
 		/* One component, relative to the directory reached, never following a symlink. */
 		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
@@ -323,6 +379,9 @@ static int do_walkstat(struct gofer_server *s, const struct gofer_req *req, stru
 		char name[GOFER_NAME_MAX + 1];
 		int fd;
 
+		ret = ns_may(s, cur >= 0 ? cur : dir->fd, NS_X);
+		if (ret < 0)
+			break;
 		fd = openat(cur >= 0 ? cur : dir->fd, name_cstr(name, &req->walk.names[i]),
 			    O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
@@ -384,6 +443,11 @@ static int do_open(struct gofer_server *s, const struct gofer_req *req, int *out
 		return -EISDIR;
 	if (s->readonly && (acc != O_RDONLY || (flags & O_TRUNC)))
 		return -EROFS;
+	fd = ns_may(s, node->fd,
+		    (acc != O_WRONLY ? NS_R : 0) |
+			    (acc != O_RDONLY || (flags & O_TRUNC) ? NS_W : 0));
+	if (fd < 0)
+		return fd;
 	host = (int)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC |
 			      O_DIRECT | O_DIRECTORY));
 	fd = node_reopen(s, node, host | O_NOCTTY);
@@ -486,7 +550,11 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 		return -ENOTDIR;
 	if (node->dirfd < 0) {
 		/* One open directory per handle; its offset is set from the cookie each time. */
-		int fd = node_reopen(s, node, O_RDONLY | O_DIRECTORY);
+		int fd = ns_may(s, node->fd, NS_R);
+
+		if (fd < 0)
+			return fd;
+		fd = node_reopen(s, node, O_RDONLY | O_DIRECTORY);
 
 		if (fd < 0)
 			return fd;
@@ -608,6 +676,20 @@ static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struc
 	}
 	if ((st->mask & GOFER_SETSTAT_MODE) && S_ISLNK(node->type))
 		return -EOPNOTSUPP;
+	/* Owner, mode and times need the owner; the size write access (ns_may). */
+	if (st->mask & (GOFER_SETSTAT_UID | GOFER_SETSTAT_GID | GOFER_SETSTAT_MODE |
+			GOFER_SETSTAT_ATIME | GOFER_SETSTAT_MTIME)) {
+		int ret = ns_may_own(s, node->fd);
+
+		if (ret < 0)
+			return ret;
+	}
+	if (st->mask & GOFER_SETSTAT_SIZE) {
+		int ret = ns_may(s, node->fd, NS_W);
+
+		if (ret < 0)
+			return ret;
+	}
 
 	if (st->mask & GOFER_SETSTAT_SIZE) {
 		int fd = node_reopen(s, node, O_WRONLY | O_NONBLOCK | O_NOCTTY);
@@ -725,6 +807,9 @@ static int do_mk(struct gofer_server *s, uint16_t type, const struct gofer_req *
 		return err;
 	/* The table may move as the node is added: keep the FD, not the node. */
 	dirfd = dir->fd;
+	ret = ns_may(s, dirfd, NS_W | NS_X);
+	if (ret < 0)
+		return ret;
 	name_cstr(name, &req->mk.name);
 	switch (type) {
 	case GOFER_MSG_CREATE: {
@@ -796,6 +881,9 @@ static int do_link(struct gofer_server *s, const struct gofer_req *req, struct g
 	if (!newdir)
 		return err;
 	newfd = newdir->fd;
+	ret = ns_may(s, newfd, NS_W | NS_X);
+	if (ret < 0)
+		return ret;
 	/* Flags 0: a symlink oldname is linked itself, never followed. */
 	if (linkat(olddir->fd, name_cstr(oldname, &req->link.oldname), newfd,
 		   name_cstr(newname, &req->link.newname), 0) < 0)
@@ -825,6 +913,9 @@ static int do_unlink(struct gofer_server *s, const struct gofer_req *req)
 
 	if (!dir)
 		return err;
+	err = ns_may(s, dir->fd, NS_W | NS_X);
+	if (err < 0)
+		return err;
 	if (unlinkat(dir->fd, name_cstr(name, &req->unlink.name), (int)req->unlink.flags) < 0)
 		return -errno;
 	return 0;
@@ -838,6 +929,11 @@ static int do_rename(struct gofer_server *s, const struct gofer_req *req)
 	char oldname[GOFER_NAME_MAX + 1], newname[GOFER_NAME_MAX + 1];
 
 	if (!newdir)
+		return err;
+	err = ns_may(s, olddir->fd, NS_W | NS_X);
+	if (err == 0)
+		err = ns_may(s, newdir->fd, NS_W | NS_X);
+	if (err < 0)
 		return err;
 	/*
 	 * Both ends are names in directories of the tree: nothing can be moved out of it. The
@@ -1004,6 +1100,12 @@ static int do_xattr_write(struct gofer_server *s, uint16_t type, const struct go
 		return -EPERM;
 	if (!S_ISREG(node->type) && !S_ISDIR(node->type))
 		return type == GOFER_MSG_SETXATTR ? -EPERM : -ENODATA;
+	/* The owner, or write access (user.*), as a guest process could have (ns_may). */
+	if (ns_may_own(s, node->fd) < 0) {
+		ret = ns_may(s, node->fd, NS_W);
+		if (ret < 0)
+			return -EPERM;
+	}
 	fd = node_open_rdonly(s, node);
 	if (fd < 0)
 		return fd;

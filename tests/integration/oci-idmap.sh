@@ -2,8 +2,9 @@
 # linux.uidMappings/gidMappings and process.oomScoreAdj against runc on the same bundle (a user
 # namespace with mappings 0 -> 100000 and 0 -> 200000): what the guest sees in
 # /proc/self/uid_map, gid_map and oom_score_adj, the owners it sees of host files in a bind mount
-# (mapped back, or the overflow id 65534), and the host owner of a file it creates there (the
-# mapped one). Then what runc has no say in: husk exec's process.oomScoreAdj, the floor an
+# (mapped back, or the overflow id 65534), the host owner of a file it creates there (the
+# mapped one), and that its capabilities count only on files whose owners are mapped (a host
+# root's file stays unwritable with CAP_DAC_OVERRIDE). Then what runc has no say in: husk exec's process.oomScoreAdj, the floor an
 # unprivileged process cannot go below, /proc/self/ns, and mappings refused at create.
 # Needs root (the mappings name other users); runc is optional (skipped when absent).
 . "$(dirname "$0")/lib.sh"
@@ -19,7 +20,7 @@ vol=$work/vol
 chmod 755 "$work"
 mkdir -p "$bundle/rootfs/proc" "$bundle/rootfs/dev" "$bundle/rootfs/sys" "$bundle/rootfs/vol" "$vol"
 chmod 777 "$vol"
-oci_bundle sh cat echo ls stat readlink id sleep test
+oci_bundle sh cat echo ls stat readlink id sleep test chmod
 chmod 755 "$bundle"
 touch "$vol/hostroot" "$vol/mapped"
 chown 100005:200006 "$vol/mapped"
@@ -34,6 +35,10 @@ c["process"]["terminal"] = False
 c["root"]["readonly"] = False
 c["process"]["args"] = sys.argv[3:]
 c["process"]["oomScoreAdj"] = 123
+# Capabilities that would override permissions, to show they count only on mapped owners.
+caps = c["process"].setdefault("capabilities", {})
+for k in ("bounding", "effective", "permitted"):
+    caps[k] = sorted(set(caps.get(k, [])) | {"CAP_DAC_OVERRIDE", "CAP_CHOWN", "CAP_FOWNER"})
 l = c["linux"]
 if not any(n["type"] == "user" for n in l["namespaces"]):
     l["namespaces"].append({"type": "user"})
@@ -47,7 +52,9 @@ PY
 }
 
 view='cat /proc/self/uid_map /proc/self/gid_map /proc/self/oom_score_adj;
-stat -c "%n %u:%g" /vol/hostroot /vol/mapped; echo made >/vol/made; stat -c "%n %u:%g" /vol/made; id -u'
+stat -c "%n %u:%g" /vol/hostroot /vol/mapped; echo made >/vol/made; stat -c "%n %u:%g" /vol/made; id -u;
+{ echo x >>/vol/hostroot; } 2>/dev/null || echo "write refused"; chmod 666 /vol/hostroot 2>/dev/null || echo "chmod refused";
+echo y >>/vol/mapped && echo "mapped written"'
 config sh -c "$view"
 want="         0     100000      65536
          0     200000      65536
@@ -55,7 +62,10 @@ want="         0     100000      65536
 /vol/hostroot 65534:65534
 /vol/mapped 5:6
 /vol/made 0:0
-0"
+0
+write refused
+chmod refused
+mapped written"
 n=0
 husk_run() { n=$((n + 1)); (cd "$bundle" && H run "h$n"); }
 rm -f "$vol/made"

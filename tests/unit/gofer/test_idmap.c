@@ -3,7 +3,9 @@
  * The gofer's owner mappings (linux.uidMappings, husk-gofer --uid-map): new nodes and SETSTAT
  * give host files the mapped owners of the guest ids the sentry names; attributes show host
  * owners mapped back, and the overflow id for owners outside the mapping; guest ids outside it
- * reach nothing on the host. Needs root (chown to other users); skips otherwise.
+ * reach nothing on the host; and on nodes whose owner or group is outside the mapping, the
+ * gofer does no more than the container's root could in its user namespace (permission bits
+ * only, no capability). Needs root (chown to other users); skips otherwise.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -33,6 +35,8 @@ static void start(void)
 	cr_assert_eq(idmap_parse("0:100000:1000", &umap), 0);
 	cr_assert_eq(idmap_parse("0:200000:1000,1000:4242:1", &gmap), 0);
 	tree_create(dir);
+	/* The served root is the container's root's, as a volume it may write. */
+	cr_assert_eq(chown(dir, 100000, 200000), 0);
 	server = server_start(dir, &cfg, &sock);
 	cr_assert_eq(gofer_client_create(sock, &c), 0);
 	cr_assert_eq(gofer_mount(c, &root, NULL), 0);
@@ -105,7 +109,13 @@ Test(gofer_idmap, setstat_maps_owners_and_refuses_unmapped_ones)
 	struct stat st;
 	uint64_t h;
 
+	char path[256];
+
 	cr_assert_eq(gofer_walk(c, root, &name, 1, &h, &attr), 1);
+	/* The host root's file: no guest id owns it, no capability counts on it. */
+	cr_assert_eq(gofer_setstat(c, h, &ss, &attr), -EPERM);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	cr_assert_eq(lchown(path, 100001, 200001), 0);
 	cr_assert_eq(gofer_setstat(c, h, &ss, &attr), 0);
 	cr_assert_eq(host_lstat("file", &st), 0);
 	cr_assert_eq(st.st_uid, 100005);
@@ -135,4 +145,57 @@ Test(gofer_idmap, host_owners_show_mapped_back_or_as_the_overflow_id)
 	cr_assert_eq(gofer_stat(c, h, &attr), 0);
 	cr_assert_eq(attr.uid, 999);
 	cr_assert_eq(attr.gid, 1000);
+}
+
+Test(gofer_idmap, unmapped_nodes_get_permission_bits_only)
+{
+	char path[256];
+	const char *name = "file";
+	struct gofer_attr attr;
+	struct gofer_setstat ss = { .mask = GOFER_SETSTAT_MODE, .mode = 0666 };
+	uint64_t h, d, nh;
+	int fd;
+
+	/* A host root's file, 0644: readable by others, nothing more. */
+	snprintf(path, sizeof(path), "%s/file", dir);
+	cr_assert_eq(lchown(path, 0, 0), 0);
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(gofer_walk(c, root, &name, 1, &h, &attr), 1);
+	fd = gofer_open(c, h, O_RDONLY);
+	cr_assert_geq(fd, 0, "read: %s", strerror(-fd));
+	close(fd);
+	cr_assert_eq(gofer_open(c, h, O_RDWR), -EACCES);
+	cr_assert_eq(gofer_open(c, h, O_RDONLY | O_TRUNC), -EACCES);
+	cr_assert_eq(gofer_setstat(c, h, &ss, NULL), -EPERM, "chmod of another's file");
+	ss = (struct gofer_setstat){ .mask = GOFER_SETSTAT_SIZE, .size = 0 };
+	cr_assert_eq(gofer_setstat(c, h, &ss, NULL), -EACCES, "truncate without write access");
+	/* World-writable: writable. */
+	cr_assert_eq(chmod(path, 0666), 0);
+	fd = gofer_open(c, h, O_RDWR);
+	cr_assert_geq(fd, 0, "rw of a 0666 file: %s", strerror(-fd));
+	close(fd);
+
+	/* A host root's directory, 0755: searchable, nothing can be made in it. */
+	snprintf(path, sizeof(path), "%s/a", dir);
+	cr_assert_eq(lchown(path, 0, 0), 0);
+	cr_assert_eq(chmod(path, 0755), 0);
+	name = "a";
+	cr_assert_eq(gofer_walk(c, root, &name, 1, &d, &attr), 1);
+	name = "b";
+	cr_assert_eq(gofer_walk(c, d, &name, 1, &nh, &attr), 1);
+	cr_assert_lt(gofer_create(c, d, "new", O_RDWR, 0644, 0, 0, &nh, &attr), 0);
+	cr_assert_eq(gofer_mkdir(c, d, "nd", 0755, 0, 0, &nh, &attr), -EACCES);
+	cr_assert_eq(gofer_unlink(c, d, "b", AT_REMOVEDIR), -EACCES);
+	/* 0700: not even searchable. */
+	cr_assert_eq(chmod(path, 0700), 0);
+	name = "b";
+	cr_assert_eq(gofer_walk(c, d, &name, 1, &nh, &attr), -EACCES);
+	/* Its group mapped: the group bits count. */
+	cr_assert_eq(lchown(path, 0, 200000), 0);
+	cr_assert_eq(chmod(path, 0750), 0);
+	cr_assert_eq(gofer_walk(c, d, &name, 1, &nh, &attr), 1);
+	/* Owner and group mapped: the container's root may do anything. */
+	cr_assert_eq(lchown(path, 100000, 200000), 0);
+	cr_assert_eq(chmod(path, 0500), 0);
+	cr_assert_eq(gofer_mkdir(c, d, "nd", 0755, 0, 0, &nh, &attr), 0);
 }
