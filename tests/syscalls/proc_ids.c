@@ -10,13 +10,17 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/capability.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -368,6 +372,35 @@ static void test_ns(void)
 		CHECK(fstat(fd, &st) == 0 && st.st_ino == ino[3] && st.st_dev == first.st_dev,
 		      "fstat of the opened net namespace: ino %llu", (unsigned long long)st.st_ino);
 		CHECK_ERR(read(fd, &c, 1), EINVAL);
+		/* nsfs's ioctls, as lsns uses them. */
+		CHECK_RET(ioctl(fd, NS_GET_NSTYPE), CLONE_NEWNET);
+		int u = ioctl(fd, NS_GET_USERNS);
+		CHECK(u >= 0, "NS_GET_USERNS: %s", strerror(errno));
+		if (u >= 0) {
+			uid_t owner = 12345;
+
+			CHECK(fstat(u, &st) == 0 && st.st_ino == ino[8] &&
+				      st.st_dev == first.st_dev,
+			      "NS_GET_USERNS gives ino %llu, user is %llu",
+			      (unsigned long long)st.st_ino, ino[8]);
+			CHECK(fcntl(u, F_GETFD) == FD_CLOEXEC,
+			      "NS_GET_USERNS's fd is close-on-exec");
+			CHECK_RET(ioctl(u, NS_GET_NSTYPE), CLONE_NEWUSER);
+			CHECK_RET(ioctl(u, NS_GET_OWNER_UID, &owner), 0);
+			CHECK(owner == 0, "the user namespace's owner: %u", owner);
+			close(u);
+		}
+		CHECK_ERR(ioctl(fd, NS_GET_OWNER_UID, &c), EINVAL);
+		CHECK_ERR(ioctl(fd, NS_GET_PARENT), EINVAL);
+		CHECK_ERR(ioctl(fd, TCGETS, &c), ENOTTY);
+		close(fd);
+	}
+	fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "open /proc/self/ns/pid: %s", strerror(errno));
+	if (fd >= 0) {
+		/* The first pid namespace the process can see has no parent it may have. */
+		CHECK_ERR(ioctl(fd, NS_GET_PARENT), EPERM);
+		CHECK_RET(ioctl(fd, NS_GET_NSTYPE), CLONE_NEWPID);
 		close(fd);
 	}
 	/* Another process of the sandbox is in the same namespaces. */

@@ -264,8 +264,86 @@ static ssize_t ns_read(struct file *f, const struct iovec *iov, int iovcnt, int6
 	return -EINVAL;
 }
 
+/* nsfs's ioctls (linux/nsfs.h). */
+#define NS_GET_USERNS 0xb701
+#define NS_GET_PARENT 0xb702
+#define NS_GET_NSTYPE 0xb703
+#define NS_GET_OWNER_UID 0xb704
+
+/* CLONE_NEW* of each type, in ns_types' order. */
+static const long ns_clone_flags[PROC_NS_NTYPES] = {
+	0x02000000, /* CLONE_NEWCGROUP */
+	0x08000000, /* CLONE_NEWIPC */
+	0x00020000, /* CLONE_NEWNS */
+	0x40000000, /* CLONE_NEWNET */
+	0x20000000, /* CLONE_NEWPID */
+	0x00000080, /* CLONE_NEWTIME */
+	0x10000000, /* CLONE_NEWUSER */
+	0x04000000, /* CLONE_NEWUTS */
+};
+#define NS_TYPE_PID 4
+#define NS_TYPE_USER 6
+
+static const struct pseudo_ent ns_user_target;
+static int ns_target_type(struct file *f);
+static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
+				 const char *name, int32_t pid, int32_t tid, int flags);
+
+/*
+ * nsfs's ioctls, as lsns and nsenter use them: the type, the owner's uid, and the owning user
+ * namespace (the sandbox's: every namespace the guest sees is owned by it). The sandbox's user
+ * and pid namespaces are the first the guest can see: their parent and the user namespace's
+ * owner are EPERM, as for a namespace outside the caller's.
+ */
+static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
+{
+	int type = ns_target_type(f);
+	struct pseudo_node *n;
+	struct file *u;
+	uint32_t uid = 0;
+	struct mm *mm;
+	ssize_t w;
+	int fd;
+
+	if (type < 0)
+		return -ENOTTY;
+	switch (cmd) {
+	case NS_GET_NSTYPE:
+		return ns_clone_flags[type];
+	case NS_GET_OWNER_UID:
+		if (type != NS_TYPE_USER)
+			return -EINVAL;
+		mm = task_get_mm(t);
+		if (!mm)
+			return -EFAULT;
+		w = mm_copy_out(mm, arg, &uid, sizeof(uid));
+		mm_put(mm);
+		return w == (ssize_t)sizeof(uid) ? 0 : -EFAULT;
+	case NS_GET_PARENT:
+		if (type != NS_TYPE_PID && type != NS_TYPE_USER)
+			return -EINVAL;
+		return -EPERM;
+	case NS_GET_USERNS:
+		if (type == NS_TYPE_USER)
+			return -EPERM;
+		n = pseudo_node_of(f->node);
+		if (!n->base.parent)
+			return -ENOENT;
+		u = ns_open_node(pseudo_node_of(n->base.parent), &ns_user_target, "user", n->pid,
+				 n->tid, O_RDONLY);
+		if (IS_ERR(u))
+			return PTR_ERR(u);
+		fd = fdtable_install(t->fdt, u, 0, true, task_nofile_limit(t));
+		file_put(u);
+		return fd;
+	default:
+		return -ENOTTY;
+	}
+}
+
 static const struct file_ops ns_fops = {
 	.read = ns_read,
+	.ioctl = ns_ioctl,
 };
 
 static struct file *ns_target_open(struct pseudo_node *n, int flags)
@@ -277,6 +355,30 @@ static struct file *ns_target_open(struct pseudo_node *n, int flags)
 		return ERR_PTR(-EACCES);
 	f = file_alloc(&ns_fops, flags, NULL);
 	return f ? f : ERR_PTR(-ENOMEM);
+}
+
+/* An open file of a new node of ent under dir, on procfs's mount (as vfs_open makes them). */
+static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
+				 const char *name, int32_t pid, int32_t tid, int flags)
+{
+	struct pseudo_fs *fs = pseudo_fs_of(dir);
+	struct vfs_node *node;
+	struct file *f;
+
+	if (!fs->mnt)
+		return ERR_PTR(-ENOENT);
+	node = pseudo_node_new_at(dir, ent, name, pid, tid, -1);
+	if (IS_ERR(node))
+		return ERR_PTR(PTR_ERR(node));
+	f = ns_target_open(pseudo_node_of(node), flags);
+	if (IS_ERR(f)) {
+		vfs_node_put(node);
+		return f;
+	}
+	f->mnt = fs->mnt;
+	vfs_mount_get(f->mnt);
+	f->node = node; /* takes the node's reference */
+	return f;
 }
 
 static int ns_get_link(struct pseudo_node *n, const struct pseudo_ent *target, struct vfs_path *out)
@@ -354,3 +456,22 @@ const struct pseudo_ent proc_ns_ents[] = {
 	NS_LNK("time_for_children", time, 9),
 	{ 0 },
 };
+
+static const struct pseudo_ent *const ns_targets[PROC_NS_NTYPES] = {
+	&ns_cgroup_target, &ns_ipc_target,  &ns_mnt_target,  &ns_net_target,
+	&ns_pid_target,	   &ns_time_target, &ns_user_target, &ns_uts_target,
+};
+
+/* The type of the namespace f is open on, or -1 for another file. */
+static int ns_target_type(struct file *f)
+{
+	struct pseudo_node *n;
+
+	if (!f->node || f->node->ops != &pseudo_node_ops)
+		return -1;
+	n = pseudo_node_of(f->node);
+	for (int i = 0; i < PROC_NS_NTYPES; i++)
+		if (n->ent == ns_targets[i])
+			return i;
+	return -1;
+}
