@@ -133,6 +133,16 @@ case "$a" in "net:["*"]") [ "$a" = "$b" ] && pass "pid 1 and an exec share net (
 ino=$(H exec long stat -L -c %i /proc/self/ns/net 2>&1)
 [ "net:[$ino]" = "$a" ] && pass "stat -L of ns/net gives its inode" ||
 	fail "stat -L of ns/net gives its inode" "$ino, $a"
+# Checkpoint and restore keep each process's score and the mappings.
+H exec long sh -c 'echo 456 >/proc/1/oom_score_adj' >/dev/null 2>&1
+if H checkpoint --leave-running --image-path "$work/img" long 2>"$work/err" &&
+	H restore -d --image-path "$work/img" --bundle "$bundle" long2 </dev/null >/dev/null 2>"$work/err"; then
+	expect_output "a restored sandbox keeps pid 1's oom_score_adj and the mappings" "456
+         0     100000      65536" 0 -- H exec long2 cat /proc/1/oom_score_adj /proc/1/uid_map
+else
+	fail "checkpoint and restore of the long container" "$(cat "$work/err")"
+fi
+H delete -f long2 >/dev/null 2>&1
 H delete -f long >/dev/null 2>&1
 
 # --- mappings Linux would refuse are refused at create ---
