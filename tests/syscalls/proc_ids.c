@@ -417,6 +417,36 @@ static void test_ns(void)
 	waitpid(pid, &status, 0);
 }
 
+/* Another user's namespace links are not readable (ptrace read access, as Linux). */
+static void test_ns_access(void)
+{
+	char path[64], buf[64];
+	int status;
+	pid_t pid;
+
+	if (!has_cap(CAP_SETUID) || !has_cap(CAP_SETGID) || getuid() != 0) {
+		printf("skip: ns links of another user: not root with CAP_SETUID, CAP_SETGID\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", getpid());
+	pid = fork();
+	if (pid == 0) {
+		if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0)
+			_exit(30);
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		if (readlink(path, buf, sizeof(buf)) >= 0 || errno != EACCES)
+			_exit(31);
+		struct stat st;
+		if (stat(path, &st) == 0 || errno != EACCES)
+			_exit(32);
+		if (readlink("/proc/self/ns/net", buf, sizeof(buf)) <= 0)
+			_exit(33);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "uid 1000 reading root's ns links: status %#x", status);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--print-oom")) {
@@ -434,6 +464,7 @@ int main(int argc, char **argv)
 		test_oom_privileged();
 		test_oom_inherit("/proc/self/exe");
 		test_ns();
+		test_ns_access();
 		return finish();
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {

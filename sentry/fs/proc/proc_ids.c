@@ -23,6 +23,7 @@
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/oom.h"
+#include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/internal.h"
@@ -224,9 +225,26 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 	return base + (uint32_t)type;
 }
 
+/* Linux's proc_ns_get_link and readlink: only for a caller that may ptrace-read the process. */
+static int ns_may_see(struct pseudo_node *n)
+{
+	struct task *t = pseudo_node_task(n), *cur = task_current();
+	int err;
+
+	if (!t)
+		return -ENOENT;
+	err = cur ? ptrace_may_access(cur, t) : 0;
+	task_put(t);
+	return err == -EPERM ? -EACCES : err;
+}
+
 static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t len)
 {
 	char s[64];
+	int err = ns_may_see(n);
+
+	if (err < 0)
+		return err;
 
 	snprintf(s, sizeof(s), "%s:[%" PRIu32 "]", ns_types[type],
 		 proc_ns_ino(pseudo_fs_of(n)->k, type));
@@ -385,7 +403,10 @@ static int ns_get_link(struct pseudo_node *n, const struct pseudo_ent *target, s
 {
 	struct pseudo_fs *fs = pseudo_fs_of(n);
 	struct vfs_node *parent, *r;
+	int err = ns_may_see(n);
 
+	if (err < 0)
+		return err;
 	if (!fs->mnt)
 		return -ENOENT;
 	/* A node of ours beside the link, which getattr shows as the namespace. */
