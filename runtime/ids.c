@@ -31,3 +31,24 @@ int sandbox_id_map(const struct oci_config *cfg, bool gid, char *buf, size_t len
 	/* Linux's rules on a uid_map write: no overlap, nothing past the last id. */
 	return idmap_parse(buf, &check) < 0 ? -EINVAL : 1;
 }
+
+const char *sandbox_ids_unmapped(const struct oci_config *cfg)
+{
+	char m[2048];
+	struct idmap um, gm;
+	uint32_t out;
+
+	if (sandbox_id_map(cfg, false, m, sizeof(m)) <= 0 || idmap_parse(m, &um) < 0)
+		um.n = 0;
+	if (sandbox_id_map(cfg, true, m, sizeof(m)) <= 0 || idmap_parse(m, &gm) < 0)
+		gm.n = 0;
+	/* runc's wording (libcontainer's setupUser). */
+	if (um.n && !idmap_to_outside(&um, cfg->uid, &out))
+		return "cannot set uid to unmapped user in user namespace";
+	if (gm.n && !idmap_to_outside(&gm, cfg->gid, &out))
+		return "cannot set gid to unmapped user in user namespace";
+	for (size_t i = 0; gm.n && i < cfg->nadditional_gids; i++)
+		if (!idmap_to_outside(&gm, cfg->additional_gids[i], &out))
+			return "cannot set gid to unmapped user in user namespace";
+	return NULL;
+}

@@ -181,6 +181,12 @@ const char *sandbox_platform(const struct oci_config *cfg, const char **source);
 int sandbox_id_map(const struct oci_config *cfg, bool gid, char *buf, size_t len);
 
 /*
+ * (ids.c) Why cfg's process cannot run under its mappings (process.user.uid, gid or an
+ * additionalGids entry that sandbox_id_map's mappings do not cover: runc's message), or NULL.
+ */
+const char *sandbox_ids_unmapped(const struct oci_config *cfg);
+
+/*
  * Makes <state>/control.sock (0600), bound and listening, for the sentry's --control-fd (husk
  * exec, ps, checkpoint...). Returns the fd (close-on-exec) or -errno.
  */

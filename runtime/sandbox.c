@@ -705,6 +705,11 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 			return oci_fail("config.json: linux.uidMappings, gidMappings: mappings "
 					"overlap or go past the last id"),
 			       -EINVAL;
+		if (sandbox_ids_unmapped(c->config))
+			return oci_fail(
+				       "unable to start container process: unable to setup user: %s",
+				       sandbox_ids_unmapped(c->config)),
+			       -EINVAL;
 	}
 	if (gw_path) {
 		char why[PATH_MAX + 128];

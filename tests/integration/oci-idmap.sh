@@ -150,6 +150,21 @@ python3 - "$bundle/config.json" <<'PY'
 import json, sys
 p = sys.argv[1]
 c = json.load(open(p))
+c["process"]["user"] = {"uid": 70000, "gid": 0}
+json.dump(c, open(p, "w"), indent=1)
+PY
+out=$(cd "$bundle" && H run unmapped 2>&1)
+st=$?
+case "$st:$out" in 0:*) fail "a process uid outside the mapping is refused, as runc" "$out" ;;
+*"cannot set uid to unmapped user in user namespace"*)
+	pass "a process uid outside the mapping is refused, as runc" ;;
+*) fail "a process uid outside the mapping is refused, as runc (its words)" "$out" ;; esac
+H delete -f unmapped >/dev/null 2>&1
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["user"] = {"uid": 0, "gid": 0}
 c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 10},
                              {"containerID": 5, "hostID": 300000, "size": 10}]
 json.dump(c, open(p, "w"), indent=1)
