@@ -372,6 +372,20 @@ static void test_ns(void)
 		CHECK(fstat(fd, &st) == 0 && st.st_ino == ino[3] && st.st_dev == first.st_dev,
 		      "fstat of the opened net namespace: ino %llu", (unsigned long long)st.st_ino);
 		CHECK_ERR(read(fd, &c, 1), EINVAL);
+		char fdpath[64], name[64];
+		ssize_t nl;
+
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		nl = readlink(fdpath, name, sizeof(name) - 1);
+		CHECK(nl > 0, "readlink %s: %s", fdpath, strerror(errno));
+		if (nl > 0) {
+			char want[64];
+
+			name[nl] = '\0';
+			snprintf(want, sizeof(want), "net:[%llu]", ino[3]);
+			CHECK(!strcmp(name, want), "%s reads \"%s\", not \"%s\"", fdpath, name,
+			      want);
+		}
 		/* nsfs's ioctls, as lsns uses them. */
 		CHECK_RET(ioctl(fd, NS_GET_NSTYPE), CLONE_NEWNET);
 		int u = ioctl(fd, NS_GET_USERNS);

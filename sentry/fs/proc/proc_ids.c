@@ -496,3 +496,14 @@ static int ns_target_type(struct file *f)
 			return i;
 	return -1;
 }
+
+int proc_ns_file_name(struct file *f, char *buf, size_t len)
+{
+	int type = ns_target_type(f), n;
+
+	if (type < 0)
+		return -ENOENT;
+	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type],
+		     proc_ns_ino(pseudo_fs_of(pseudo_node_of(f->node))->k, type));
+	return n < (int)len ? n : -ERANGE;
+}

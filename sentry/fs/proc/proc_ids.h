@@ -25,6 +25,14 @@ struct kernel;
 /* The inode number of the sandbox's namespace of the given type (0..PROC_NS_NTYPES - 1). */
 uint32_t proc_ns_ino(struct kernel *k, int type);
 
+/*
+ * What readlink of /proc/PID/fd/N shows for f when it is an opened namespace ("net:[N]", as
+ * Linux): writes it and a NUL into buf and returns its length, -ERANGE when len is too small,
+ * or -ENOENT when f is no namespace.
+ */
+struct file;
+int proc_ns_file_name(struct file *f, char *buf, size_t len);
+
 /* The links of /proc/PID/ns, Linux's names and order. */
 extern const struct pseudo_ent proc_ns_ents[];
 
