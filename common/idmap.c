@@ -80,36 +80,6 @@ int idmap_format(const struct idmap *m, char *buf, size_t len)
 	return 0;
 }
 
-bool idmap_to_outside(const struct idmap *m, uint32_t in, uint32_t *out)
-{
-	if (!m->n) {
-		*out = in;
-		return true;
-	}
-	for (uint32_t i = 0; i < m->n; i++) {
-		if (in >= m->e[i].inside && in - m->e[i].inside < m->e[i].count) {
-			*out = m->e[i].outside + (in - m->e[i].inside);
-			return true;
-		}
-	}
-	return false;
-}
-
-bool idmap_to_inside(const struct idmap *m, uint32_t out, uint32_t *in)
-{
-	if (!m->n) {
-		*in = out;
-		return true;
-	}
-	for (uint32_t i = 0; i < m->n; i++) {
-		if (out >= m->e[i].outside && out - m->e[i].outside < m->e[i].count) {
-			*in = m->e[i].inside + (out - m->e[i].outside);
-			return true;
-		}
-	}
-	return false;
-}
-
 uint32_t idmap_to_inside_or_overflow(const struct idmap *m, uint32_t out)
 {
 	uint32_t in;

@@ -39,10 +39,36 @@ int idmap_parse(const char *s, struct idmap *m);
 int idmap_format(const struct idmap *m, char *buf, size_t len);
 
 /* The outside id of inside id `in`: true with *out set, false when it is not mapped. */
-bool idmap_to_outside(const struct idmap *m, uint32_t in, uint32_t *out);
+static inline bool idmap_to_outside(const struct idmap *m, uint32_t in, uint32_t *out)
+{
+	if (!m->n) {
+		*out = in;
+		return true;
+	}
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (in >= m->e[i].inside && in - m->e[i].inside < m->e[i].count) {
+			*out = m->e[i].outside + (in - m->e[i].inside);
+			return true;
+		}
+	}
+	return false;
+}
 
 /* The inside id of outside id `out`: true with *in set, false when it is not mapped. */
-bool idmap_to_inside(const struct idmap *m, uint32_t out, uint32_t *in);
+static inline bool idmap_to_inside(const struct idmap *m, uint32_t out, uint32_t *in)
+{
+	if (!m->n) {
+		*in = out;
+		return true;
+	}
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (out >= m->e[i].outside && out - m->e[i].outside < m->e[i].count) {
+			*in = m->e[i].inside + (out - m->e[i].outside);
+			return true;
+		}
+	}
+	return false;
+}
 
 /* The inside id of `out`, or IDMAP_OVERFLOW_ID when it is not mapped (as stat(2) shows it). */
 uint32_t idmap_to_inside_or_overflow(const struct idmap *m, uint32_t out);

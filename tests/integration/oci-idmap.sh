@@ -20,7 +20,7 @@ vol=$work/vol
 chmod 755 "$work"
 mkdir -p "$bundle/rootfs/proc" "$bundle/rootfs/dev" "$bundle/rootfs/sys" "$bundle/rootfs/vol" "$vol"
 chmod 777 "$vol"
-oci_bundle sh cat echo ls stat readlink id sleep test chmod
+oci_bundle sh cat echo ls stat readlink id sleep test chmod chown
 chmod 755 "$bundle"
 touch "$vol/hostroot" "$vol/mapped"
 chown 100005:200006 "$vol/mapped"
@@ -54,7 +54,8 @@ PY
 view='cat /proc/self/uid_map /proc/self/gid_map /proc/self/oom_score_adj;
 stat -c "%n %u:%g" /vol/hostroot /vol/mapped; echo made >/vol/made; stat -c "%n %u:%g" /vol/made; id -u;
 { echo x >>/vol/hostroot; } 2>/dev/null || echo "write refused"; chmod 666 /vol/hostroot 2>/dev/null || echo "chmod refused";
-echo y >>/vol/mapped && echo "mapped written"'
+echo y >>/vol/mapped && echo "mapped written";
+echo z >/dev/shm/f; chown 70000 /dev/shm/f 2>/dev/null || echo "chown to an unmapped uid refused"; chown 65535:65535 /dev/shm/f && stat -c %u:%g /dev/shm/f'
 config sh -c "$view"
 want="         0     100000      65536
          0     200000      65536
@@ -65,7 +66,9 @@ want="         0     100000      65536
 0
 write refused
 chmod refused
-mapped written"
+mapped written
+chown to an unmapped uid refused
+65535:65535"
 n=0
 husk_run() { n=$((n + 1)); (cd "$bundle" && H run "h$n"); }
 rm -f "$vol/made"
@@ -116,6 +119,13 @@ EOF
 out=$(H exec --process "$work/bad.json" long 2>&1)
 case "$out" in *oomScoreAdj*) pass "an oomScoreAdj out of range is refused by husk exec" ;;
 *) fail "an oomScoreAdj out of range is refused by husk exec" "$out" ;; esac
+cat >"$work/unmapped.json" <<'EOF'
+{"args": ["sh", "-c", "echo ran"], "cwd": "/", "user": {"uid": 70000, "gid": 0}, "env": ["PATH=/bin"]}
+EOF
+out=$(H exec --process "$work/unmapped.json" long 2>&1)
+st=$?
+case "$st:$out" in 0:* | *ran*) fail "husk exec as a uid outside the mapping is refused" "$st: $out" ;;
+*) pass "husk exec as a uid outside the mapping is refused ($(echo "$out" | head -1))" ;; esac
 # A user without CAP_SYS_RESOURCE may raise its score, not go below the container's 123.
 cat >"$work/user.json" <<'EOF'
 {"args": ["sh", "-c", "echo 500 >/proc/self/oom_score_adj && cat /proc/self/oom_score_adj; echo 122 >/proc/self/oom_score_adj || echo refused; echo 123 >/proc/self/oom_score_adj && cat /proc/self/oom_score_adj"],
