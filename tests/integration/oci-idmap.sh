@@ -4,8 +4,10 @@
 # /proc/self/uid_map, gid_map and oom_score_adj, the owners it sees of host files in a bind mount
 # (mapped back, or the overflow id 65534), the host owner of a file it creates there (the
 # mapped one), and that its capabilities count only on files whose owners are mapped (a host
-# root's file stays unwritable with CAP_DAC_OVERRIDE). Then what runc has no say in: husk exec's process.oomScoreAdj, the floor an
-# unprivileged process cannot go below, /proc/self/ns, and mappings refused at create.
+# root's file stays unwritable with CAP_DAC_OVERRIDE). Then what runc has no say in: husk
+# exec's process.oomScoreAdj, the floor an unprivileged process cannot go below, /proc/self/ns, checkpoint and restore, the sentry's OOM
+# killer weighing oom_score_adj (memtouch holders under a 64 MiB limit), and ids refused at
+# create.
 # Needs root (the mappings name other users); runc is optional (skipped when absent).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-oci.sh"
@@ -20,7 +22,7 @@ vol=$work/vol
 chmod 755 "$work"
 mkdir -p "$bundle/rootfs/proc" "$bundle/rootfs/dev" "$bundle/rootfs/sys" "$bundle/rootfs/vol" "$vol"
 chmod 777 "$vol"
-oci_bundle sh cat echo ls stat readlink id sleep test chmod chown
+oci_bundle sh cat echo ls stat readlink id sleep test chmod chown kill tr
 chmod 755 "$bundle"
 touch "$vol/hostroot" "$vol/mapped"
 chown 100005:200006 "$vol/mapped"
@@ -154,6 +156,76 @@ else
 fi
 H delete -f long2 >/dev/null 2>&1
 H delete -f long >/dev/null 2>&1
+
+# --- the OOM killer follows oom_score_adj (a 64 MiB limit; holders keep their memory) ---
+MIB=1048576
+MEMTOUCH=${MEMTOUCH:-$(dirname "$HUSK")/tests/payload/memtouch}
+# The host cgroup gets more room than the sandbox's limit (root may), so that only the sentry's
+# OOM killer acts (as oci-limits.sh).
+host_room() {
+	for d in /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1"; do
+		[ -f "$d/memory.limit_in_bytes" ] && echo $((1024 * MIB)) >"$d/memory.limit_in_bytes"
+		[ -f "$d/memory.max" ] && echo $((1024 * MIB)) >"$d/memory.max"
+	done
+	return 0
+}
+# holder ID NAME MIB ADJ: husk exec -d of memtouch MIB hold with oomScoreAdj ADJ, its output in
+# /vol/NAME; returns once it has touched its memory.
+holder() {
+	printf '{"args": ["sh", "-c", "exec memtouch %s hold >/vol/%s"], "cwd": "/", "oomScoreAdj": %s, "user": {"uid": 0, "gid": 0}, "env": ["PATH=/bin"]}\n' \
+		"$3" "$2" "$4" >"$work/$2.json"
+	rm -f "$vol/$2"
+	H exec -d --process "$work/$2.json" "$1" >/dev/null 2>&1 || return 1
+	wait_file "$1" "/vol/$2" >/dev/null
+}
+# holders ID: the command lines of the container's memtouch processes, one a line.
+holders() {
+	H exec "$1" sh -c 'for d in /proc/[0-9]*; do
+		[ "$(cat $d/comm 2>/dev/null)" = memtouch ] && tr "\0" " " <$d/cmdline && echo
+	done' 2>/dev/null
+}
+if [ -x "$MEMTOUCH" ]; then
+	cp "$MEMTOUCH" "$bundle/rootfs/bin/memtouch"
+	config sh -c 'while :; do sleep 1; done'
+	python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["oomScoreAdj"] = 0
+c["linux"].setdefault("resources", {})["memory"] = {"limit": 64 * 1048576}
+json.dump(c, open(p, "w"), indent=1)
+PY
+	H create --bundle "$bundle" oom >/dev/null 2>&1 && host_room oom && H start oom ||
+		fail "start a container with a 64 MiB limit"
+	# A protected holder of 40 MiB: a toucher of 40 more is the one killed, not the holder
+	# (without oom_score_adj the holder, the biggest, would go).
+	if holder oom prot 40 -1000; then
+		expect_status "oom_score_adj -1000 protects the biggest: the toucher is killed (137)" 137 \
+			-- H exec oom memtouch 40
+		expect_output "the protected holder lives" "touched 40 MiB" 0 -- cat_in oom /vol/prot
+		left=$(holders oom)
+		[ "$left" = "memtouch 40 hold " ] && pass "the protected holder's process is still there" ||
+			fail "the protected holder's process is still there" "left: $left"
+	else
+		fail "a holder of 40 MiB with oomScoreAdj -1000 starts"
+	fi
+	H exec oom sh -c 'for d in /proc/[0-9]*; do
+		[ "$(cat $d/comm 2>/dev/null)" = memtouch ] && kill -9 ${d#/proc/}
+	done' >/dev/null 2>&1
+	# A small holder with 1000 goes before a bigger one with 0.
+	if holder oom small 8 1000 && holder oom mid 24 0; then
+		H exec oom memtouch 40 >/dev/null 2>&1
+		n=$(holders oom | tr '\n' ';')
+		case "$n" in *"memtouch 8 hold"*) fail "oom_score_adj 1000 is killed first" "left: $n" ;;
+		*"memtouch 24 hold"*) pass "oom_score_adj 1000 is killed first (the 24 MiB holder lives)" ;;
+		*) fail "oom_score_adj 1000 is killed first (the 24 MiB holder lives)" "left: $n" ;; esac
+	else
+		fail "holders of 8 and 24 MiB start"
+	fi
+	H delete -f oom >/dev/null 2>&1
+else
+	fail "the memtouch payload is built" "$MEMTOUCH"
+fi
 
 # --- mappings Linux would refuse are refused at create ---
 python3 - "$bundle/config.json" <<'PY'
