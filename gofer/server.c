@@ -485,7 +485,7 @@ static int do_readlink(struct gofer_server *s, const struct gofer_req *req, stru
  * or one that cannot be stat'ed, has none; it is still listed). Only lstat-like calls relative
  * to dirfd, of a single component (the host's own dirent name), never following a symlink.
  */
-static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool handles,
+static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool handles, bool attrs,
 		      struct gofer_dirent_plus *e)
 {
 	struct stat st;
@@ -495,6 +495,8 @@ static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool 
 	e->handle = 0;
 	e->flags = 0;
 	memset(&e->attr, 0, sizeof(e->attr));
+	if (!attrs)
+		return; /* names only (ns_may: no search permission) */
 	if (handles && e->d.type == DT_DIR) {
 		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
@@ -541,7 +543,7 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 	bool handles = plus && (req->getdents.flags & GOFER_GETDENTS_DIR_HANDLES);
 	size_t used = 0;
 	uint32_t count = 0;
-	bool full = false, eof = false;
+	bool full = false, eof = false, nosearch = false;
 	int dirfd;
 
 	if (!node)
@@ -560,6 +562,12 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 			return fd;
 		node->dirfd = fd;
 	}
+	/*
+	 * With owner mappings, the children's attributes and handles need search permission on
+	 * the directory (ns_may): without it GETDENTSPLUS gives names only, as getdents would.
+	 */
+	if (plus && ns_may(s, node->fd, NS_X) < 0)
+		nosearch = true;
 	/* GETDENTSPLUS adds nodes, which may move the table: keep the FD, not the node. */
 	dirfd = node->dirfd;
 	node = NULL;
@@ -610,7 +618,7 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 			if (!plus) {
 				len = gofer_dirent_encode(&ge.d, s->scratch + used, budget - used);
 			} else {
-				plus_fill(s, dirfd, d->d_name, handles, &ge);
+				plus_fill(s, dirfd, d->d_name, handles, !nosearch, &ge);
 				/* The type of what was stat'ed (a name replaced since, DT_UNKNOWN). */
 				if (ge.flags & GOFER_DIRENT_ATTR)
 					ge.d.type = (uint8_t)((ge.attr.mode & S_IFMT) >> 12);

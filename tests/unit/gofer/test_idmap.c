@@ -199,3 +199,47 @@ Test(gofer_idmap, unmapped_nodes_get_permission_bits_only)
 	cr_assert_eq(chmod(path, 0500), 0);
 	cr_assert_eq(gofer_mkdir(c, d, "nd", 0755, 0, 0, &nh, &attr), 0);
 }
+
+struct plus_seen {
+	int n, with_attr, with_handle;
+};
+
+static int count_plus(void *arg, const struct gofer_dirent_plus *e)
+{
+	struct plus_seen *p = arg;
+
+	p->n++;
+	p->with_attr += (e->flags & GOFER_DIRENT_ATTR) != 0;
+	p->with_handle += e->handle != 0;
+	return 0;
+}
+
+Test(gofer_idmap, getdentsplus_gives_names_only_without_search_permission)
+{
+	char path[256];
+	const char *name = "a";
+	struct gofer_attr attr;
+	struct plus_seen seen = { 0 };
+	uint64_t d;
+	int r;
+
+	/* a/ holds b/: readable by others, not searchable. */
+	snprintf(path, sizeof(path), "%s/a", dir);
+	cr_assert_eq(lchown(path, 0, 0), 0);
+	cr_assert_eq(chmod(path, 0744), 0);
+	cr_assert_eq(gofer_walk(c, root, &name, 1, &d, &attr), 1);
+	r = gofer_getdents_plus(c, d, 0, GOFER_GETDENTS_MAX, GOFER_GETDENTS_DIR_HANDLES, count_plus,
+				&seen, NULL);
+	cr_assert_geq(r, 0, "getdentsplus: %s", strerror(-r));
+	cr_assert_eq(seen.n, 1, "b is listed");
+	cr_assert_eq(seen.with_attr, 0, "no attributes without search permission");
+	cr_assert_eq(seen.with_handle, 0, "no handles without search permission");
+	/* Searchable: attributes and a handle of b. */
+	cr_assert_eq(chmod(path, 0755), 0);
+	seen = (struct plus_seen){ 0 };
+	r = gofer_getdents_plus(c, d, 0, GOFER_GETDENTS_MAX, GOFER_GETDENTS_DIR_HANDLES, count_plus,
+				&seen, NULL);
+	cr_assert_geq(r, 0);
+	cr_assert_eq(seen.with_attr, 1);
+	cr_assert_eq(seen.with_handle, 1);
+}
