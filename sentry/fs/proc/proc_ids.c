@@ -216,10 +216,9 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 			r = (uint32_t)(uintptr_t)k ^ (uint32_t)k->boot_ns;
 		want = 0xF0000000u + (r & 0xFFFFFu) * 16u;
-		if (!__atomic_compare_exchange_n(&k->ns_ino_base, &base, want, false,
-						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			; /* another thread set it first: base holds its value */
-		else
+		/* On failure another thread set it first, and base holds its value. */
+		if (__atomic_compare_exchange_n(&k->ns_ino_base, &base, want, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			base = want;
 	}
 	return base + (uint32_t)type;
@@ -245,7 +244,6 @@ static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t le
 
 	if (err < 0)
 		return err;
-
 	snprintf(s, sizeof(s), "%s:[%" PRIu32 "]", ns_types[type],
 		 proc_ns_ino(pseudo_fs_of(n)->k, type));
 	return pseudo_copy_link(s, buf, len);
