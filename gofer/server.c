@@ -251,6 +251,28 @@ static int ns_may(const struct gofer_server *s, int fd, int mask)
 }
 
 /*
+ * With owner mappings: whether name may leave the directory dirfd (unlink, rename) as far as
+ * the sticky bit goes: in a sticky directory whose owner is not mapped, only a name whose
+ * owner is (a guest id owns it, or CAP_FOWNER counts on it). Returns 0, -EPERM, or 0 when name
+ * cannot be stat'ed (the call itself then fails as the host says). Without mappings, 0.
+ */
+static int ns_may_delete(const struct gofer_server *s, int dirfd, const char *name)
+{
+	struct stat d, st;
+	uint32_t id;
+
+	if (!s->uid_map.n && !s->gid_map.n)
+		return 0;
+	if (fstatat(dirfd, "", &d, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!(d.st_mode & S_ISVTX) || idmap_to_inside(&s->uid_map, d.st_uid, &id))
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	return idmap_to_inside(&s->uid_map, st.st_uid, &id) ? 0 : -EPERM;
+}
+
+/*
  * With owner mappings: whether a guest process could own the node at fd (chown, chmod, times,
  * xattrs need the owner, or CAP_FOWNER/CAP_CHOWN, which count only on a mapped node). Returns
  * 0, -EPERM, or -errno of fstat. Without mappings, 0.
@@ -922,9 +944,11 @@ static int do_unlink(struct gofer_server *s, const struct gofer_req *req)
 	if (!dir)
 		return err;
 	err = ns_may(s, dir->fd, NS_W | NS_X);
+	if (err == 0)
+		err = ns_may_delete(s, dir->fd, name_cstr(name, &req->unlink.name));
 	if (err < 0)
 		return err;
-	if (unlinkat(dir->fd, name_cstr(name, &req->unlink.name), (int)req->unlink.flags) < 0)
+	if (unlinkat(dir->fd, name, (int)req->unlink.flags) < 0)
 		return -errno;
 	return 0;
 }
@@ -941,6 +965,10 @@ static int do_rename(struct gofer_server *s, const struct gofer_req *req)
 	err = ns_may(s, olddir->fd, NS_W | NS_X);
 	if (err == 0)
 		err = ns_may(s, newdir->fd, NS_W | NS_X);
+	if (err == 0)
+		err = ns_may_delete(s, olddir->fd, name_cstr(oldname, &req->link.oldname));
+	if (err == 0)
+		err = ns_may_delete(s, newdir->fd, name_cstr(newname, &req->link.newname));
 	if (err < 0)
 		return err;
 	/*

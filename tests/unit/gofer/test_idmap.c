@@ -243,3 +243,29 @@ Test(gofer_idmap, getdentsplus_gives_names_only_without_search_permission)
 	cr_assert_eq(seen.with_attr, 1);
 	cr_assert_eq(seen.with_handle, 1);
 }
+
+Test(gofer_idmap, a_sticky_directory_keeps_the_files_of_unmapped_owners)
+{
+	char path[256], f[300];
+	const char *name = "many";
+	struct gofer_attr attr;
+	uint64_t d;
+
+	/* A host root's /tmp-like directory (1777) with a root's file and a mapped user's. */
+	snprintf(path, sizeof(path), "%s/many", dir);
+	cr_assert_eq(lchown(path, 0, 0), 0);
+	cr_assert_eq(chmod(path, 01777), 0);
+	snprintf(f, sizeof(f), "%s/f01", path);
+	cr_assert_eq(lchown(f, 0, 0), 0);
+	snprintf(f, sizeof(f), "%s/f02", path);
+	cr_assert_eq(lchown(f, 100005, 200005), 0);
+	cr_assert_eq(gofer_walk(c, root, &name, 1, &d, &attr), 1);
+	cr_assert_eq(gofer_unlink(c, d, "f01", 0), -EPERM);
+	cr_assert_eq(gofer_rename(c, d, "f01", d, "moved", 0), -EPERM);
+	cr_assert_eq(gofer_rename(c, d, "f02", d, "f01", 0), -EPERM, "replacing the root's file");
+	cr_assert_eq(gofer_unlink(c, d, "f02", 0), 0);
+	cr_assert_eq(access(f, F_OK), -1, "f02 is gone");
+	/* Not sticky: write and search permission are enough. */
+	cr_assert_eq(chmod(path, 0777), 0);
+	cr_assert_eq(gofer_unlink(c, d, "f01", 0), 0);
+}
