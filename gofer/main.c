@@ -2,7 +2,10 @@
 /*
  * husk-gofer: serves one directory tree (or one regular file: a file bind mount) to one sentry.
  *
- *   husk-gofer --fd N [--readonly] ROOT
+ *   husk-gofer --fd N [--readonly] [--uid-map M] [--gid-map M] ROOT
+ *
+ * --uid-map/--gid-map (INSIDE:OUTSIDE:COUNT[,...], linux.uidMappings): the owners the sentry
+ * names are guest ids, given to host files mapped; host owners are shown mapped back.
  *
  * N is an inherited SOCK_SEQPACKET socket; the sentry holds the other end. The gofer confines
  * itself (gofer/confine.c) before reading the first message, then serves until the sentry
@@ -20,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "common/cpus.h"
+#include "common/idmap.h"
 #include "common/log.h"
 #include "gofer/confine.h"
 #include "gofer/server.h"
@@ -35,7 +39,7 @@ const char *__asan_default_options(void)
 
 static void usage(void)
 {
-	fputs("usage: husk-gofer --fd N [--readonly] ROOT\n"
+	fputs("usage: husk-gofer --fd N [--readonly] [--uid-map M] [--gid-map M] ROOT\n"
 	      "husk-gofer is started by husk; it serves ROOT (a directory or a regular file)\n"
 	      "over the socket at fd N.\n",
 	      stderr);
@@ -59,9 +63,12 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "fd", required_argument, NULL, 'f' },
 		{ "readonly", no_argument, NULL, 'r' },
+		{ "uid-map", required_argument, NULL, 'u' },
+		{ "gid-map", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct gofer_server_config cfg = { 0 };
+	struct idmap uid_map = { 0 }, gid_map = { 0 };
 	struct gofer_server *s;
 	int sock = -1, type = 0, root_fd, proc_fd, c, ret;
 	socklen_t tlen = sizeof(type);
@@ -89,6 +96,19 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			cfg.readonly = true;
+			break;
+		case 'u':
+		case 'g':
+			/* Owners: guest ids in requests, host ids on disk (linux.uidMappings). */
+			if (idmap_parse(optarg, c == 'u' ? &uid_map : &gid_map) < 0) {
+				log_error("--%s %s: expected INSIDE:OUTSIDE:COUNT[,...]",
+					  c == 'u' ? "uid-map" : "gid-map", optarg);
+				return 2;
+			}
+			if (c == 'u')
+				cfg.uid_map = &uid_map;
+			else
+				cfg.gid_map = &gid_map;
 			break;
 		default:
 			usage();

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/idmap.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "gofer/server.h"
@@ -43,6 +44,7 @@ struct gofer_server {
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH FDs */
 	bool readonly;
 	uint32_t max_handles;
+	struct idmap uid_map, gid_map; /* guest (inside) to host (outside) owners */
 	uint32_t live; /* handles in use */
 	struct gofer_node *nodes;
 	uint32_t nslots; /* slots ever used */
@@ -177,14 +179,19 @@ static const char *name_cstr(char *buf, const struct gofer_name *nm)
 	return buf;
 }
 
-static void attr_from_stat(struct gofer_attr *a, const struct stat *st)
+/*
+ * The attributes of st as the sentry sees them: owners through the id mappings (an owner the
+ * mapping does not cover shows as the overflow id, as stat(2) in a user namespace).
+ */
+static void attr_from_stat(const struct gofer_server *s, struct gofer_attr *a,
+			   const struct stat *st)
 {
 	a->dev = st->st_dev;
 	a->ino = st->st_ino;
 	a->nlink = st->st_nlink;
 	a->mode = st->st_mode;
-	a->uid = st->st_uid;
-	a->gid = st->st_gid;
+	a->uid = idmap_to_inside_or_overflow(&s->uid_map, st->st_uid);
+	a->gid = idmap_to_inside_or_overflow(&s->gid_map, st->st_gid);
 	a->rdev = st->st_rdev;
 	a->size = st->st_size;
 	a->blksize = st->st_blksize;
@@ -197,14 +204,89 @@ static void attr_from_stat(struct gofer_attr *a, const struct stat *st)
 	a->ctime_nsec = (uint32_t)st->st_ctim.tv_nsec;
 }
 
-static int fd_attr(int fd, struct gofer_attr *a)
+static int fd_attr(const struct gofer_server *s, int fd, struct gofer_attr *a)
 {
 	struct stat st;
 
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	attr_from_stat(a, &st);
+	attr_from_stat(s, a, &st);
 	return 0;
+}
+
+/* Access bits of ns_may (Linux's MAY_EXEC, MAY_WRITE, MAY_READ). */
+#define NS_X 1
+#define NS_W 2
+#define NS_R 4
+
+/*
+ * With owner mappings, the gofer does at most what the container's root could do in its user
+ * namespace (runc's containers): its capabilities count only on a node whose owner and group
+ * are both mapped (Linux's capable_wrt_inode_uidgid); on any other node only the permission
+ * bits some guest id could use apply (owner bits if the owner is mapped, group bits if the
+ * group is, other bits always). The sentry checks the guest's own credentials before asking;
+ * this bounds what a subverted sentry gets. Returns 0, -EACCES, or -errno of fstat. Without
+ * mappings, 0.
+ */
+static int ns_may(const struct gofer_server *s, int fd, int mask)
+{
+	struct stat st;
+	uint32_t id, allowed;
+	bool umapped, gmapped;
+
+	if (!s->uid_map.n && !s->gid_map.n)
+		return 0;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	umapped = idmap_to_inside(&s->uid_map, st.st_uid, &id);
+	gmapped = idmap_to_inside(&s->gid_map, st.st_gid, &id);
+	if (umapped && gmapped)
+		return 0;
+	allowed = st.st_mode & 7;
+	if (umapped)
+		allowed |= (st.st_mode >> 6) & 7;
+	if (gmapped)
+		allowed |= (st.st_mode >> 3) & 7;
+	return ((allowed & (uint32_t)mask) == (uint32_t)mask) ? 0 : -EACCES;
+}
+
+/*
+ * With owner mappings: whether name may leave the directory dirfd (unlink, rename) as far as
+ * the sticky bit goes: in a sticky directory whose owner is not mapped, only a name whose
+ * owner is (a guest id owns it, or CAP_FOWNER counts on it). Returns 0, -EPERM, or 0 when name
+ * cannot be stat'ed (the call itself then fails as the host says). Without mappings, 0.
+ */
+static int ns_may_delete(const struct gofer_server *s, int dirfd, const char *name)
+{
+	struct stat d, st;
+	uint32_t id;
+
+	if (!s->uid_map.n && !s->gid_map.n)
+		return 0;
+	if (fstatat(dirfd, "", &d, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!(d.st_mode & S_ISVTX) || idmap_to_inside(&s->uid_map, d.st_uid, &id))
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	return idmap_to_inside(&s->uid_map, st.st_uid, &id) ? 0 : -EPERM;
+}
+
+/*
+ * With owner mappings: whether a guest process could own the node at fd (chown, chmod, times,
+ * xattrs need the owner, or CAP_FOWNER/CAP_CHOWN, which count only on a mapped node). Returns
+ * 0, -EPERM, or -errno of fstat. Without mappings, 0.
+ */
+static int ns_may_own(const struct gofer_server *s, int fd)
+{
+	struct stat st;
+	uint32_t id;
+
+	if (!s->uid_map.n && !s->gid_map.n)
+		return 0;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return idmap_to_inside(&s->uid_map, st.st_uid, &id) ? 0 : -EPERM;
 }
 
 static int do_mount(struct gofer_server *s, const struct gofer_req *req, struct gofer_rep *rep)
@@ -224,7 +306,7 @@ static int do_mount(struct gofer_server *s, const struct gofer_req *req, struct 
 		if (fd < 0)
 			return -errno;
 	}
-	ret = fd_attr(fd, &rep->mount.attr);
+	ret = fd_attr(s, fd, &rep->mount.attr);
 	if (ret == 0 && (rep->mount.attr.mode & S_IFMT) != (s->root_is_file ? S_IFREG : S_IFDIR))
 		ret = -EIO;
 	if (ret < 0) {
@@ -260,6 +342,9 @@ static int do_walk(struct gofer_server *s, const struct gofer_req *req, struct g
 
 		memcpy(name, req->walk.names[i].name, req->walk.names[i].len);
 		name[req->walk.names[i].len] = '\0';
+		ret = ns_may(s, cur, NS_X);
+		if (ret < 0)
+			goto fail;
 		/* One component, relative to the directory reached, never following a symlink. */
 		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
@@ -270,7 +355,7 @@ static int do_walk(struct gofer_server *s, const struct gofer_req *req, struct g
 			ret = -errno;
 			goto fail;
 		}
-		ret = fd_attr(fd, &e->attr);
+		ret = fd_attr(s, fd, &e->attr);
 		if (ret < 0) {
 			close(fd);
 			goto fail;
@@ -316,6 +401,9 @@ static int do_walkstat(struct gofer_server *s, const struct gofer_req *req, stru
 		char name[GOFER_NAME_MAX + 1];
 		int fd;
 
+		ret = ns_may(s, cur >= 0 ? cur : dir->fd, NS_X);
+		if (ret < 0)
+			break;
 		fd = openat(cur >= 0 ? cur : dir->fd, name_cstr(name, &req->walk.names[i]),
 			    O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
@@ -329,7 +417,7 @@ static int do_walkstat(struct gofer_server *s, const struct gofer_req *req, stru
 		if (cur >= 0)
 			close(cur);
 		cur = fd;
-		ret = fd_attr(fd, a);
+		ret = fd_attr(s, fd, a);
 		if (ret < 0)
 			break;
 		n++;
@@ -352,7 +440,7 @@ static int do_stat(struct gofer_server *s, const struct gofer_req *req, struct g
 
 	if (!node)
 		return -EBADF;
-	return fd_attr(node->fd, &rep->stat);
+	return fd_attr(s, node->fd, &rep->stat);
 }
 
 static int do_open(struct gofer_server *s, const struct gofer_req *req, int *out_fd)
@@ -377,6 +465,11 @@ static int do_open(struct gofer_server *s, const struct gofer_req *req, int *out
 		return -EISDIR;
 	if (s->readonly && (acc != O_RDONLY || (flags & O_TRUNC)))
 		return -EROFS;
+	fd = ns_may(s, node->fd,
+		    (acc != O_WRONLY ? NS_R : 0) |
+			    (acc != O_RDONLY || (flags & O_TRUNC) ? NS_W : 0));
+	if (fd < 0)
+		return fd;
 	host = (int)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC |
 			      O_DIRECT | O_DIRECTORY));
 	fd = node_reopen(s, node, host | O_NOCTTY);
@@ -414,7 +507,7 @@ static int do_readlink(struct gofer_server *s, const struct gofer_req *req, stru
  * or one that cannot be stat'ed, has none; it is still listed). Only lstat-like calls relative
  * to dirfd, of a single component (the host's own dirent name), never following a symlink.
  */
-static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool handles,
+static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool handles, bool attrs,
 		      struct gofer_dirent_plus *e)
 {
 	struct stat st;
@@ -424,10 +517,12 @@ static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool 
 	e->handle = 0;
 	e->flags = 0;
 	memset(&e->attr, 0, sizeof(e->attr));
+	if (!attrs)
+		return; /* names only (ns_may: no search permission) */
 	if (handles && e->d.type == DT_DIR) {
 		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
-			if (fd_attr(fd, &e->attr) == 0 && S_ISDIR(e->attr.mode)) {
+			if (fd_attr(s, fd, &e->attr) == 0 && S_ISDIR(e->attr.mode)) {
 				e->flags = GOFER_DIRENT_ATTR;
 				h = node_add(s, fd, S_IFDIR); /* closes fd on failure */
 				if (h > 0)
@@ -440,7 +535,7 @@ static void plus_fill(struct gofer_server *s, int dirfd, const char *name, bool 
 	}
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return;
-	attr_from_stat(&e->attr, &st);
+	attr_from_stat(s, &e->attr, &st);
 	e->flags = GOFER_DIRENT_ATTR;
 }
 
@@ -470,7 +565,7 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 	bool handles = plus && (req->getdents.flags & GOFER_GETDENTS_DIR_HANDLES);
 	size_t used = 0;
 	uint32_t count = 0;
-	bool full = false, eof = false;
+	bool full = false, eof = false, nosearch = false;
 	int dirfd;
 
 	if (!node)
@@ -479,12 +574,22 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 		return -ENOTDIR;
 	if (node->dirfd < 0) {
 		/* One open directory per handle; its offset is set from the cookie each time. */
-		int fd = node_reopen(s, node, O_RDONLY | O_DIRECTORY);
+		int fd = ns_may(s, node->fd, NS_R);
+
+		if (fd < 0)
+			return fd;
+		fd = node_reopen(s, node, O_RDONLY | O_DIRECTORY);
 
 		if (fd < 0)
 			return fd;
 		node->dirfd = fd;
 	}
+	/*
+	 * With owner mappings, the children's attributes and handles need search permission on
+	 * the directory (ns_may): without it GETDENTSPLUS gives names only, as getdents would.
+	 */
+	if (plus && ns_may(s, node->fd, NS_X) < 0)
+		nosearch = true;
 	/* GETDENTSPLUS adds nodes, which may move the table: keep the FD, not the node. */
 	dirfd = node->dirfd;
 	node = NULL;
@@ -535,7 +640,7 @@ static int do_getdents(struct gofer_server *s, const struct gofer_req *req, stru
 			if (!plus) {
 				len = gofer_dirent_encode(&ge.d, s->scratch + used, budget - used);
 			} else {
-				plus_fill(s, dirfd, d->d_name, handles, &ge);
+				plus_fill(s, dirfd, d->d_name, handles, !nosearch, &ge);
 				/* The type of what was stat'ed (a name replaced since, DT_UNKNOWN). */
 				if (ge.flags & GOFER_DIRENT_ATTR)
 					ge.d.type = (uint8_t)((ge.attr.mode & S_IFMT) >> 12);
@@ -601,6 +706,20 @@ static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struc
 	}
 	if ((st->mask & GOFER_SETSTAT_MODE) && S_ISLNK(node->type))
 		return -EOPNOTSUPP;
+	/* Owner, mode and times need the owner; the size write access (ns_may). */
+	if (st->mask & (GOFER_SETSTAT_UID | GOFER_SETSTAT_GID | GOFER_SETSTAT_MODE |
+			GOFER_SETSTAT_ATIME | GOFER_SETSTAT_MTIME)) {
+		int ret = ns_may_own(s, node->fd);
+
+		if (ret < 0)
+			return ret;
+	}
+	if (st->mask & GOFER_SETSTAT_SIZE) {
+		int ret = ns_may(s, node->fd, NS_W);
+
+		if (ret < 0)
+			return ret;
+	}
 
 	if (st->mask & GOFER_SETSTAT_SIZE) {
 		int fd = node_reopen(s, node, O_WRONLY | O_NONBLOCK | O_NOCTTY);
@@ -616,8 +735,17 @@ static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struc
 	}
 	/* Owner before mode: chown clears set-id bits, which a mode given with it sets again. */
 	if (st->mask & (GOFER_SETSTAT_UID | GOFER_SETSTAT_GID)) {
-		uid_t uid = (st->mask & GOFER_SETSTAT_UID) ? st->uid : (uid_t)-1;
-		gid_t gid = (st->mask & GOFER_SETSTAT_GID) ? st->gid : (gid_t)-1;
+		uint32_t huid = (uint32_t)-1, hgid = (uint32_t)-1;
+
+		/* The sentry names guest owners; only mapped ones reach the host (chown's EINVAL). */
+		if ((st->mask & GOFER_SETSTAT_UID) &&
+		    !idmap_to_outside(&s->uid_map, st->uid, &huid))
+			return -EINVAL;
+		if ((st->mask & GOFER_SETSTAT_GID) &&
+		    !idmap_to_outside(&s->gid_map, st->gid, &hgid))
+			return -EINVAL;
+		uid_t uid = (uid_t)huid;
+		gid_t gid = (gid_t)hgid;
 
 		if (fchownat(node->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
@@ -642,7 +770,7 @@ static int do_setstat(struct gofer_server *s, const struct gofer_req *req, struc
 		if (utimensat(node->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 	}
-	return fd_attr(node->fd, &rep->stat);
+	return fd_attr(s, node->fd, &rep->stat);
 }
 
 /*
@@ -656,11 +784,20 @@ static int new_node_finish(struct gofer_server *s, int pathfd, uint32_t uid, uin
 	int64_t h;
 	int ret;
 
+	/*
+	 * The owner the sentry asks for is a guest id: the host gets its mapped id, and an id the
+	 * mapping does not cover makes nothing (Linux's EOVERFLOW for an unmapped fsuid).
+	 */
+	if (!idmap_to_outside(&s->uid_map, uid, &uid) ||
+	    !idmap_to_outside(&s->gid_map, gid, &gid)) {
+		ret = -EOVERFLOW;
+		goto out_close;
+	}
 	if (fchownat(pathfd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
 		goto out_close;
 	}
-	ret = fd_attr(pathfd, a);
+	ret = fd_attr(s, pathfd, a);
 	if (ret < 0)
 		goto out_close;
 	/* Something else than what was made is there now (the host raced us): touch nothing. */
@@ -671,7 +808,7 @@ static int new_node_finish(struct gofer_server *s, int pathfd, uint32_t uid, uin
 	if (!S_ISLNK(a->mode) && (a->mode & 07777) != (mode & 07777)) {
 		ret = fd_chmod(s, pathfd, mode & 07777);
 		if (ret == 0)
-			ret = fd_attr(pathfd, a);
+			ret = fd_attr(s, pathfd, a);
 		if (ret < 0)
 			goto out_close;
 	}
@@ -700,6 +837,9 @@ static int do_mk(struct gofer_server *s, uint16_t type, const struct gofer_req *
 		return err;
 	/* The table may move as the node is added: keep the FD, not the node. */
 	dirfd = dir->fd;
+	ret = ns_may(s, dirfd, NS_W | NS_X);
+	if (ret < 0)
+		return ret;
 	name_cstr(name, &req->mk.name);
 	switch (type) {
 	case GOFER_MSG_CREATE: {
@@ -771,6 +911,9 @@ static int do_link(struct gofer_server *s, const struct gofer_req *req, struct g
 	if (!newdir)
 		return err;
 	newfd = newdir->fd;
+	ret = ns_may(s, newfd, NS_W | NS_X);
+	if (ret < 0)
+		return ret;
 	/* Flags 0: a symlink oldname is linked itself, never followed. */
 	if (linkat(olddir->fd, name_cstr(oldname, &req->link.oldname), newfd,
 		   name_cstr(newname, &req->link.newname), 0) < 0)
@@ -778,7 +921,7 @@ static int do_link(struct gofer_server *s, const struct gofer_req *req, struct g
 	pathfd = openat(newfd, newname, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pathfd < 0)
 		return -errno;
-	ret = fd_attr(pathfd, a);
+	ret = fd_attr(s, pathfd, a);
 	if (ret == 0 && S_ISDIR(a->mode))
 		ret = -EIO; /* the host raced us */
 	if (ret < 0) {
@@ -800,7 +943,12 @@ static int do_unlink(struct gofer_server *s, const struct gofer_req *req)
 
 	if (!dir)
 		return err;
-	if (unlinkat(dir->fd, name_cstr(name, &req->unlink.name), (int)req->unlink.flags) < 0)
+	err = ns_may(s, dir->fd, NS_W | NS_X);
+	if (err == 0)
+		err = ns_may_delete(s, dir->fd, name_cstr(name, &req->unlink.name));
+	if (err < 0)
+		return err;
+	if (unlinkat(dir->fd, name, (int)req->unlink.flags) < 0)
 		return -errno;
 	return 0;
 }
@@ -813,6 +961,15 @@ static int do_rename(struct gofer_server *s, const struct gofer_req *req)
 	char oldname[GOFER_NAME_MAX + 1], newname[GOFER_NAME_MAX + 1];
 
 	if (!newdir)
+		return err;
+	err = ns_may(s, olddir->fd, NS_W | NS_X);
+	if (err == 0)
+		err = ns_may(s, newdir->fd, NS_W | NS_X);
+	if (err == 0)
+		err = ns_may_delete(s, olddir->fd, name_cstr(oldname, &req->link.oldname));
+	if (err == 0)
+		err = ns_may_delete(s, newdir->fd, name_cstr(newname, &req->link.newname));
+	if (err < 0)
 		return err;
 	/*
 	 * Both ends are names in directories of the tree: nothing can be moved out of it. The
@@ -979,6 +1136,12 @@ static int do_xattr_write(struct gofer_server *s, uint16_t type, const struct go
 		return -EPERM;
 	if (!S_ISREG(node->type) && !S_ISDIR(node->type))
 		return type == GOFER_MSG_SETXATTR ? -EPERM : -ENODATA;
+	/* The owner, or write access (user.*), as a guest process could have (ns_may). */
+	if (ns_may_own(s, node->fd) < 0) {
+		ret = ns_may(s, node->fd, NS_W);
+		if (ret < 0)
+			return -EPERM;
+	}
 	fd = node_open_rdonly(s, node);
 	if (fd < 0)
 		return fd;
@@ -1261,6 +1424,10 @@ int gofer_server_create(int root_fd, int proc_fd, const struct gofer_server_conf
 	s->proc_fd = proc_fd;
 	s->readonly = cfg && cfg->readonly;
 	s->max_handles = cfg && cfg->max_handles ? cfg->max_handles : GOFER_MAX_HANDLES;
+	if (cfg && cfg->uid_map)
+		s->uid_map = *cfg->uid_map;
+	if (cfg && cfg->gid_map)
+		s->gid_map = *cfg->gid_map;
 	*out = s;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/idmap.h"
 #include "gofer/proto.h"
 
 /* Default limit of live handles; past it WALK and MOUNT fail with ENFILE. */
@@ -20,6 +21,12 @@ struct gofer_server;
 struct gofer_server_config {
 	bool readonly; /* refuse write access and O_TRUNC (EROFS) */
 	uint32_t max_handles; /* 0 means GOFER_MAX_HANDLES */
+	/*
+	 * Owner mappings (copied), NULL for the identity: requests name guest owners, which the
+	 * host gets mapped (unmapped: EOVERFLOW for a new node, EINVAL for SETSTAT); replies
+	 * show host owners mapped back (unmapped: IDMAP_OVERFLOW_ID).
+	 */
+	const struct idmap *uid_map, *gid_map;
 };
 
 /*

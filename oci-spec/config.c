@@ -920,7 +920,8 @@ static int parse_resources_into(struct walk *w, json_t *r, struct oci_resources 
 
 				push_index(w, i, &saved3);
 				if (!json_is_object(e))
-					bad(w, NULL, "expected an object, got %s", oci_json_kind(e));
+					bad(w, NULL, "expected an object, got %s",
+					    oci_json_kind(e));
 				else if (!get_string(w, e, "name", true, &np->name))
 					get_u32(w, e, "priority", &np->priority);
 				if (!w->ret && (!*np->name || strpbrk(np->name, " \n/")))
@@ -1145,6 +1146,45 @@ static int parse_seccomp(struct walk *w, json_t *s, struct oci_config *c)
 	return w->ret;
 }
 
+/* linux.uidMappings or gidMappings: [{containerID, hostID, size}, ...], each size >= 1. */
+static int parse_id_mappings(struct walk *w, json_t *l, const char *key,
+			     struct oci_id_mapping **out, size_t *n)
+{
+	json_t *arr = member(w, l, key, JSON_ARRAY), *v;
+	size_t saved, saved2, i;
+
+	if (w->ret || !arr)
+		return w->ret;
+	*out = calloc(json_array_size(arr) + 1, sizeof(**out));
+	if (!*out)
+		return oom(w);
+	push_key(w, key, &saved);
+	json_array_foreach(arr, i, v)
+	{
+		struct oci_id_mapping *m = &(*out)[i];
+		long long size = 0;
+
+		push_index(w, i, &saved2);
+		if (!json_is_object(v))
+			bad(w, NULL, "expected an object, got %s", oci_json_kind(v));
+		else if (!json_object_get(v, "containerID") || !json_object_get(v, "hostID"))
+			bad(w, NULL, "containerID and hostID are required");
+		else if (!get_u32(w, v, "containerID", &m->container_id) &&
+			 !get_u32(w, v, "hostID", &m->host_id) &&
+			 !get_int(w, v, "size", 1, UINT32_MAX, &size, NULL)) {
+			if (!size)
+				bad(w, "size", "required");
+			m->size = (uint32_t)size;
+		}
+		pop(w, saved2);
+		if (w->ret)
+			break;
+		(*n)++;
+	}
+	pop(w, saved);
+	return w->ret;
+}
+
 static int parse_namespaces(struct walk *w, json_t *arr, struct oci_config *c)
 {
 	static const char *const types[] = { "pid", "network", "mount",	 "ipc",
@@ -1223,7 +1263,10 @@ static int parse_linux(struct walk *w, json_t *l, struct oci_config *c)
 			return bad(w, "readonlyPaths", "expected absolute paths, got \"%s\"",
 				   c->readonly_paths[i]);
 	}
-	/* uidMappings, gidMappings, devices, intelRdt, personality...: accepted, not used. */
+	if (parse_id_mappings(w, l, "uidMappings", &c->uid_mappings, &c->nuid_mappings) ||
+	    parse_id_mappings(w, l, "gidMappings", &c->gid_mappings, &c->ngid_mappings))
+		return w->ret;
+	/* devices, intelRdt, personality...: accepted, not used. */
 	return 0;
 }
 
@@ -1336,6 +1379,8 @@ void oci_config_free(struct oci_config *c)
 	}
 	free(c->annotations);
 	free(c->namespaces);
+	free(c->uid_mappings);
+	free(c->gid_mappings);
 	free(c->sysctl);
 	if (c->seccomp) {
 		for (size_t i = 0; c->seccomp->rules && i < c->seccomp->nrules + 1; i++) {

@@ -83,6 +83,11 @@ struct oci_namespace {
 	const char *path; /* NULL: a new one */
 };
 
+/* One entry of linux.uidMappings or gidMappings. */
+struct oci_id_mapping {
+	uint32_t container_id, host_id, size; /* size >= 1 */
+};
+
 struct oci_kv {
 	const char *key;
 	const char *value;
@@ -292,6 +297,9 @@ struct oci_config {
 	struct oci_seccomp *seccomp; /* NULL: none */
 	const char **masked_paths; /* NULL-terminated; NULL if absent */
 	const char **readonly_paths; /* NULL-terminated; NULL if absent */
+	/* linux.uidMappings, gidMappings (NULL, 0 if absent) */
+	struct oci_id_mapping *uid_mappings, *gid_mappings;
+	size_t nuid_mappings, ngid_mappings;
 
 	void *doc; /* the parsed document (json_t *), owned */
 };

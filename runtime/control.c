@@ -70,6 +70,9 @@ int control_decode_exec(const void *msg, size_t len, struct control_exec_req *re
 	if (req->e.nargs == 0 || req->e.nargs > len || req->e.nenv > len || req->e.ngroups > 32 ||
 	    req->e.npreserve > CONTROL_MAX_PRESERVE)
 		return -EINVAL;
+	if ((req->e.flags & CONTROL_EXEC_OOM_SCORE_ADJ) &&
+	    (req->e.oom_score_adj < -1000 || req->e.oom_score_adj > 1000))
+		return -EINVAL;
 	p = (const char *)msg + sizeof(*h) + sizeof(req->e);
 	end = (const char *)msg + len;
 	req->args = calloc(req->e.nargs + 1, sizeof(char *));

@@ -67,6 +67,7 @@ struct control_hdr {
 
 #define CONTROL_EXEC_TTY 0x1u
 #define CONTROL_EXEC_DETACH 0x2u
+#define CONTROL_EXEC_OOM_SCORE_ADJ 0x4u /* oom_score_adj is given (else the container's) */
 
 struct control_exec {
 	uint32_t flags; /* CONTROL_EXEC_* */
@@ -76,6 +77,7 @@ struct control_exec {
 	uint32_t ngroups;
 	uint32_t groups[32];
 	uint32_t npreserve; /* fds after stdio that become the process's fds 3.. */
+	int32_t oom_score_adj; /* process.oomScoreAdj, -1000..1000, with CONTROL_EXEC_OOM_SCORE_ADJ */
 };
 
 /* Most fds a CONTROL_EXEC request carries: stdio and the preserved ones. */

@@ -117,6 +117,17 @@ static int load_process(const char *file, struct exec_proc *p)
 	if (json_is_string(v))
 		p->cwd = json_string_value(v);
 	p->tty = json_is_true(json_object_get(p->doc, "terminal"));
+	v = json_object_get(p->doc, "oomScoreAdj");
+	if (v) {
+		/* As runc exec: the process's own score, else the container's (pid 1's default). */
+		if (!json_is_integer(v) || json_integer_value(v) < -1000 ||
+		    json_integer_value(v) > 1000)
+			return oci_fail("exec: --process %s: oomScoreAdj: expected an integer "
+					"in -1000..1000",
+					file);
+		p->e.flags |= CONTROL_EXEC_OOM_SCORE_ADJ;
+		p->e.oom_score_adj = (int32_t)json_integer_value(v);
+	}
 	user = json_object_get(p->doc, "user");
 	if (json_is_object(user)) {
 		json_t *gids = json_object_get(user, "additionalGids");

@@ -200,6 +200,20 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o);
 const char *sandbox_platform(const struct oci_config *cfg, const char **source);
 
 /*
+ * (ids.c) The --uid-map (gid: --gid-map) value of cfg into buf: linux.uidMappings (gidMappings)
+ * as INSIDE:OUTSIDE:COUNT[,...] when the config has a user namespace and mappings. Returns 1,
+ * 0 when there is none, or -EINVAL when they overlap or reach past the last id (or buf is too
+ * small).
+ */
+int sandbox_id_map(const struct oci_config *cfg, bool gid, char *buf, size_t len);
+
+/*
+ * (ids.c) Why cfg's process cannot run under its mappings (process.user.uid, gid or an
+ * additionalGids entry that sandbox_id_map's mappings do not cover: runc's message), or NULL.
+ */
+const char *sandbox_ids_unmapped(const struct oci_config *cfg);
+
+/*
  * Makes <state>/control.sock (0600), bound and listening, for the sentry's --control-fd (husk
  * exec, ps, checkpoint...). Returns the fd (close-on-exec) or -errno.
  */

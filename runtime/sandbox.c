@@ -389,6 +389,17 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		add(a, "--detached");
 	if (restore_dir)
 		addf(a, "--restore=%s", restore_dir);
+	/* What the guest sees in /proc/PID/uid_map, gid_map and oom_score_adj (ids.c). */
+	{
+		char m[2048];
+
+		if (sandbox_id_map(cfg, false, m, sizeof(m)) > 0)
+			addf(a, "--uid-map=%s", m);
+		if (sandbox_id_map(cfg, true, m, sizeof(m)) > 0)
+			addf(a, "--gid-map=%s", m);
+		if (cfg->has_oom_score_adj)
+			addf(a, "--oom-score-adj=%d", cfg->oom_score_adj);
+	}
 	addf(a, "--ready-fd=%d", SENTRY_READY_FD);
 	addf(a, "--start-fd=%d", SENTRY_START_FD);
 	for (size_t i = 0; cfg->env[i]; i++)
@@ -697,6 +708,21 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	if (!gw_path != !gw_id)
 		return oci_fail("annotations dev.husk.gateway and dev.husk.gateway-id go together"),
 		       -EINVAL;
+	{
+		char m[2048];
+
+		/* Checked before anything starts (ids.c): Linux's rules on a uid_map write. */
+		if (sandbox_id_map(c->config, false, m, sizeof(m)) < 0 ||
+		    sandbox_id_map(c->config, true, m, sizeof(m)) < 0)
+			return oci_fail("config.json: linux.uidMappings, gidMappings: mappings "
+					"overlap or go past the last id"),
+			       -EINVAL;
+		if (sandbox_ids_unmapped(c->config))
+			return oci_fail(
+				       "unable to start container process: unable to setup user: %s",
+				       sandbox_ids_unmapped(c->config)),
+			       -EINVAL;
+	}
 	if (gw_path) {
 		char why[PATH_MAX + 128];
 
@@ -737,6 +763,18 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		addf(&ga[i], "--fd=%d", SENTRY_GOFER_FD);
 		if (ro)
 			add(&ga[i], "--readonly");
+		/*
+		 * Host owners of what the guest creates, mapped (ids.c). Only when husk runs as
+		 * root: unprivileged, the user namespace the gofer runs in maps ids already.
+		 */
+		{
+			char m[2048];
+
+			if (geteuid() == 0 && sandbox_id_map(c->config, false, m, sizeof(m)) > 0)
+				addf(&ga[i], "--uid-map=%s", m);
+			if (geteuid() == 0 && sandbox_id_map(c->config, true, m, sizeof(m)) > 0)
+				addf(&ga[i], "--gid-map=%s", m);
+		}
 		add(&ga[i], i == 0 ? c->rootfs : binds.m[i - 1]->source);
 		oom |= ga[i].oom;
 		f.gofer_argv[i] = ga[i].v;

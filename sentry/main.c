@@ -63,6 +63,7 @@
 
 #include "common/cpus.h"
 #include "common/err.h"
+#include "common/idmap.h"
 #include "common/log.h"
 #include "common/userns.h"
 #include "sentry/confine.h"
@@ -181,6 +182,10 @@ struct sentry_opts {
 	const char **devices; /* --device (NULL-terminated) */
 	int ndevices;
 	bool console; /* --console: stdin is the container's console (/dev/console) */
+	/* --uid-map, --gid-map (linux.uidMappings: what /proc/PID/uid_map shows; none: the
+	 * identity) and --oom-score-adj (process.oomScoreAdj of pid 1 and of execs by default). */
+	struct idmap uid_map, gid_map;
+	int oom_score_adj;
 };
 
 static void usage(void)
@@ -566,6 +571,11 @@ static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
 	return ret;
 }
 
+/* Options of the guest's ids and OOM score (/proc/PID/uid_map, gid_map, oom_score_adj). */
+#define OPT_UID_MAP 0x2a0
+#define OPT_GID_MAP 0x2a1
+#define OPT_OOM_SCORE_ADJ 0x2a2
+
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
 	static const struct option longopts[] = {
@@ -622,6 +632,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		/* husk do: sentry/kernel/hostsig.c and the caller's directory. */
 		{ "caller-signals", no_argument, NULL, OPT_CALLER_SIGNALS },
 		{ "default-cwd", required_argument, NULL, OPT_DEFAULT_CWD },
+		{ "uid-map", required_argument, NULL, OPT_UID_MAP },
+		{ "gid-map", required_argument, NULL, OPT_GID_MAP },
+		{ "oom-score-adj", required_argument, NULL, OPT_OOM_SCORE_ADJ },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -844,6 +857,24 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		case OPT_DEFAULT_CWD:
 			o->default_cwd = optarg;
 			break;
+		case OPT_UID_MAP:
+		case OPT_GID_MAP:
+			if (idmap_parse(optarg, c == OPT_UID_MAP ? &o->uid_map : &o->gid_map) < 0) {
+				fprintf(stderr,
+					"husk: --%s %s: expected INSIDE:OUTSIDE:COUNT[,...]\n",
+					c == OPT_UID_MAP ? "uid-map" : "gid-map", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_OOM_SCORE_ADJ: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || n < OOM_SCORE_ADJ_MIN || n > OOM_SCORE_ADJ_MAX)
+				return -EINVAL;
+			o->oom_score_adj = (int)n;
+			break;
+		}
 		default:
 			return -EINVAL;
 		}
@@ -1183,6 +1214,9 @@ int main(int argc, char **argv)
 	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */
 	oom_init(&k);
 	memfile_set_limit(&k.mf, o.memory_limit);
+	k.uid_map = o.uid_map;
+	k.gid_map = o.gid_map;
+	k.oom_score_adj = o.oom_score_adj;
 	ret = platform_create(o.platform, k.mf.fd, &k.platform);
 	if (ret < 0) {
 		log_error("platform %s: %s", o.platform,
@@ -1359,6 +1393,8 @@ int main(int argc, char **argv)
 	/* The guest's rlimits are the sentry's to enforce: the host need not allow them. */
 	for (int i = 0; i < o.nrlimits; i++)
 		init->tg->rlimits[o.rlimits[i].resource] = o.rlimits[i].lim;
+	/* As runc sets it for the container's process, with CAP_SYS_RESOURCE: also the floor. */
+	init->tg->oom_score_adj = init->tg->oom_score_adj_min = o.oom_score_adj;
 	timer_rlimit_cpu(init->tg); /* an RLIMIT_CPU given (or inherited) counts guest time */
 	for (int i = 0; i < o.ntmpfs; i++) {
 		ret = sentry_chmod_tmpfs(init, o.tmpfs[i]);

@@ -15,6 +15,7 @@
 #include "common/util.h"
 
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/cred.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
@@ -307,6 +308,15 @@ long sys_fchmod(struct task *t, const struct syscall_args *args)
 	return r;
 }
 
+/* chown's ids: -1 keeps one; another outside the sandbox's mappings is EINVAL (Linux's). */
+static long chown_ids_valid(struct task *t, uint32_t uid, uint32_t gid)
+{
+	if ((uid != (uint32_t)-1 && !cred_id_valid(t, false, uid)) ||
+	    (gid != (uint32_t)-1 && !cred_id_valid(t, true, gid)))
+		return -EINVAL;
+	return 0;
+}
+
 static long do_fchownat(struct task *t, int dirfd, uint64_t path, uint32_t uid, uint32_t gid,
 			int flags)
 {
@@ -318,7 +328,9 @@ static long do_fchownat(struct task *t, int dirfd, uint64_t path, uint32_t uid, 
 	r = lookup_attr(t, dirfd, path, flags, &p);
 	if (r < 0)
 		return r;
-	r = vfs_path_chown(t, &p, uid, gid);
+	r = chown_ids_valid(t, uid, gid);
+	if (r == 0)
+		r = vfs_path_chown(t, &p, uid, gid);
 	vfs_path_put(&p);
 	return r;
 }
@@ -351,7 +363,9 @@ long sys_fchown(struct task *t, const struct syscall_args *args)
 
 	if (r < 0)
 		return r;
-	r = vfs_path_chown(t, &p, (uint32_t)args->a[1], (uint32_t)args->a[2]);
+	r = chown_ids_valid(t, (uint32_t)args->a[1], (uint32_t)args->a[2]);
+	if (r == 0)
+		r = vfs_path_chown(t, &p, (uint32_t)args->a[1], (uint32_t)args->a[2]);
 	vfs_path_put(&p);
 	return r;
 }

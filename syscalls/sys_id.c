@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -177,6 +178,10 @@ long sys_setgroups(struct task *t, const struct syscall_args *args)
 		if (err)
 			return err;
 	}
+	/* Every group must be an id of the guest's user namespace (Linux's EINVAL). */
+	for (int i = 0; i < size; i++)
+		if (!cred_id_valid(t, true, groups[i]))
+			return -EINVAL;
 	/* Linux keeps the list sorted (groups_sort), and getgroups shows it so. */
 	qsort(groups, (size_t)size, sizeof(groups[0]), cmp_gid);
 	memcpy(t->cred.groups, groups, (size_t)size * sizeof(groups[0]));

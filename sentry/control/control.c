@@ -7,6 +7,8 @@
 
 #include "runtime/control.h"
 #include "sentry/control/control.h"
+#include "sentry/kernel/cred.h"
+#include "sentry/kernel/task.h"
 
 int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply,
 		  struct thread_group **tg_out)
@@ -28,6 +30,17 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 	/* stdio (3 fds, or one pty slave), then exactly the preserved fds the request counts. */
 	if (!r.err && (nfds < 0 || (uint32_t)nfds != (uint32_t)nstdio + req.e.npreserve))
 		r.err = -EINVAL;
+	/* The process's ids must be in the sandbox's mappings (runc exec cannot set others). */
+	if (!r.err) {
+		struct task probe = { .k = k };
+
+		if (!cred_id_valid(&probe, false, req.e.uid) ||
+		    !cred_id_valid(&probe, true, req.e.gid))
+			r.err = -EINVAL;
+		for (uint32_t i = 0; !r.err && i < req.e.ngroups && i < 32; i++)
+			if (!cred_id_valid(&probe, true, req.e.groups[i]))
+				r.err = -EINVAL;
+	}
 	if (!r.err) {
 		struct spawn_spec s = {
 			.argv = req.args,
@@ -38,6 +51,8 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 			.ngroups = (int)req.e.ngroups,
 			.groups = req.e.groups,
 			.umask = req.e.umask == 0xffffffffu ? -1 : (int32_t)(req.e.umask & 0777),
+			.has_oom_score_adj = (req.e.flags & CONTROL_EXEC_OOM_SCORE_ADJ) != 0,
+			.oom_score_adj = req.e.oom_score_adj,
 			.stdio = { fds[0], fds[nstdio > 1 ? 1 : 0], fds[nstdio > 2 ? 2 : 0] },
 			.npreserve = (int)req.e.npreserve,
 			.preserve = fds + nstdio,

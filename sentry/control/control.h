@@ -28,6 +28,8 @@ struct spawn_spec {
 	int ngroups;
 	const uint32_t *groups;
 	int32_t umask; /* -1: the default (022) */
+	bool has_oom_score_adj; /* else the sandbox's (process.oomScoreAdj, --oom-score-adj) */
+	int oom_score_adj; /* -1000..1000 */
 	int stdio[3]; /* host fds for guest fds 0-2 (duplicated: the caller keeps its own) */
 	int npreserve; /* host fds for guest fds 3, 4, ... (--preserve-fds; duplicated too) */
 	const int *preserve;

@@ -295,6 +295,9 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 	pthread_mutex_lock(&itg->lock);
 	memcpy(tg->rlimits, itg->rlimits, sizeof(tg->rlimits));
 	pthread_mutex_unlock(&itg->lock);
+	/* As runc exec: the exec's process.oomScoreAdj, else the container's; set as root. */
+	tg->oom_score_adj = tg->oom_score_adj_min = s->has_oom_score_adj ? s->oom_score_adj :
+									   k->oom_score_adj;
 	tg_put(itg);
 
 	t->cred.uid = t->cred.euid = t->cred.suid = t->cred.fsuid = s->uid;

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/idmap.h"
 #include "sentry/kernel/cred.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 
 #define INVALID_ID ((uint32_t)-1)
@@ -63,9 +65,36 @@ static bool is_one_of(uint32_t id, uint32_t a, uint32_t b, uint32_t c)
 	return id == a || id == b || id == c;
 }
 
+/*
+ * Whether id (not INVALID_ID) is in the sandbox's uid (gid: gid) mapping: the guest's user
+ * namespace has no other ids, and Linux's set*id, setgroups and chown answer EINVAL for one
+ * outside it (make_kuid's invalid id). Without mappings, every id is.
+ */
+static bool id_mapped(const struct task *t, bool gid, uint32_t id)
+{
+	uint32_t out;
+
+	if (!t->k)
+		return true;
+	return idmap_to_outside(gid ? &t->k->gid_map : &t->k->uid_map, id, &out);
+}
+
+/* EINVAL for an id other than INVALID_ID ("unchanged") outside the mapping. */
+static int check_ids(const struct task *t, bool gid, uint32_t a, uint32_t b, uint32_t c)
+{
+	if ((a != INVALID_ID && !id_mapped(t, gid, a)) ||
+	    (b != INVALID_ID && !id_mapped(t, gid, b)) ||
+	    (c != INVALID_ID && !id_mapped(t, gid, c)))
+		return -EINVAL;
+	return 0;
+}
+
 int cred_setresuid(struct task *t, uint32_t r, uint32_t e, uint32_t s)
 {
 	struct cred *c = &t->cred, old = t->cred;
+
+	if (check_ids(t, false, r, e, s) < 0)
+		return -EINVAL;
 
 	/* Nothing changes (not even fsuid): Linux returns before touching the creds. */
 	if ((r == INVALID_ID || r == c->uid) &&
@@ -95,6 +124,9 @@ int cred_setresgid(struct task *t, uint32_t r, uint32_t e, uint32_t s)
 {
 	struct cred *c = &t->cred;
 
+	if (check_ids(t, true, r, e, s) < 0)
+		return -EINVAL;
+
 	if ((r == INVALID_ID || r == c->gid) &&
 	    (e == INVALID_ID || (e == c->egid && e == c->fsgid)) &&
 	    (s == INVALID_ID || s == c->sgid))
@@ -122,6 +154,9 @@ int cred_setreuid(struct task *t, uint32_t r, uint32_t e)
 	struct cred *c = &t->cred, old = t->cred;
 	bool cap = cred_capable(c, CAP_SETUID);
 
+	if (check_ids(t, false, r, e, INVALID_ID) < 0)
+		return -EINVAL;
+
 	if (r != INVALID_ID && !cap && r != c->uid && r != c->euid)
 		return -EPERM;
 	if (e != INVALID_ID && !cap && !is_one_of(e, c->uid, c->euid, c->suid))
@@ -145,6 +180,9 @@ int cred_setregid(struct task *t, uint32_t r, uint32_t e)
 	uint32_t old_gid = c->gid;
 	bool cap = cred_capable(c, CAP_SETGID);
 
+	if (check_ids(t, true, r, e, INVALID_ID) < 0)
+		return -EINVAL;
+
 	if (r != INVALID_ID && !cap && r != c->gid && r != c->egid)
 		return -EPERM;
 	if (e != INVALID_ID && !cap && !is_one_of(e, c->gid, c->egid, c->sgid))
@@ -163,7 +201,7 @@ int cred_setuid(struct task *t, uint32_t uid)
 {
 	struct cred *c = &t->cred, old = t->cred;
 
-	if (uid == INVALID_ID)
+	if (uid == INVALID_ID || !id_mapped(t, false, uid))
 		return -EINVAL;
 	if (cred_capable(c, CAP_SETUID)) {
 		c->uid = c->suid = uid;
@@ -179,7 +217,7 @@ int cred_setgid(struct task *t, uint32_t gid)
 {
 	struct cred *c = &t->cred;
 
-	if (gid == INVALID_ID)
+	if (gid == INVALID_ID || !id_mapped(t, true, gid))
 		return -EINVAL;
 	if (cred_capable(c, CAP_SETGID)) {
 		c->gid = c->sgid = gid;
@@ -195,7 +233,7 @@ uint32_t cred_setfsuid(struct task *t, uint32_t uid)
 	struct cred *c = &t->cred;
 	uint32_t old = c->fsuid;
 
-	if (uid == INVALID_ID)
+	if (uid == INVALID_ID || !id_mapped(t, false, uid))
 		return old;
 	if (is_one_of(uid, c->uid, c->euid, c->suid) || uid == c->fsuid ||
 	    cred_capable(c, CAP_SETUID)) {
@@ -210,7 +248,7 @@ uint32_t cred_setfsgid(struct task *t, uint32_t gid)
 	struct cred *c = &t->cred;
 	uint32_t old = c->fsgid;
 
-	if (gid == INVALID_ID)
+	if (gid == INVALID_ID || !id_mapped(t, true, gid))
 		return old;
 	if (is_one_of(gid, c->gid, c->egid, c->sgid) || gid == c->fsgid ||
 	    cred_capable(c, CAP_SETGID))

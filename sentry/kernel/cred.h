@@ -10,9 +10,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/idmap.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 
 struct file;
+
+/*
+ * Whether id is an id of the guest's user namespace: not INVALID_ID, and in the sandbox's uid
+ * (gid: gid) mapping when it has one (kernel.uid_map). set*id, setgroups and chown answer
+ * EINVAL for any other, as Linux's make_kuid gives an invalid id.
+ */
+static inline bool cred_id_valid(const struct task *t, bool gid, uint32_t id)
+{
+	uint32_t out;
+
+	if (id == (uint32_t)-1)
+		return false;
+	if (!t->k)
+		return true;
+	return idmap_to_outside(gid ? &t->k->gid_map : &t->k->uid_map, id, &out);
+}
 
 /* A security.capability value, decoded (Linux's struct cpu_vfs_cap_data). */
 struct cred_file_caps {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/idmap.h"
 #include "sentry/mm/memfile.h"
 
 struct platform;
@@ -70,6 +71,17 @@ struct kernel {
 	bool freeze_save_fp; /* a checkpoint: tasks parking cleanly store their FP state */
 	uint64_t freeze_fp_gen; /* bumped by each clean freeze (freeze_lock) */
 	int nr_parked_fp; /* parked tasks that stored their FP state for freeze_fp_gen */
+
+	/*
+	 * Ids and namespaces as the guest sees them (/proc/PID/uid_map, gid_map, ns/): the
+	 * sandbox's id mappings (linux.uidMappings; empty: the identity), set before the first
+	 * task and constant after; the first namespace inode number, random per sandbox (0 until
+	 * proc first needs it; atomic).
+	 */
+	struct idmap uid_map, gid_map;
+	uint32_t ns_ino_base;
+	/* process.oomScoreAdj: what a process started by the control socket gets by default. */
+	int oom_score_adj;
 };
 
 /*

@@ -6,10 +6,12 @@
  * and the caller waits until its memory is back in the allocator.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 
 #include "common/list.h"
@@ -31,14 +33,79 @@
 
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int oom_choose_victim(const struct oom_candidate *c, size_t n)
+int64_t oom_badness(uint64_t rss_pages, int oom_score_adj, uint64_t total_pages)
 {
+	if (oom_score_adj <= OOM_SCORE_ADJ_MIN)
+		return INT64_MIN;
+	if (rss_pages > INT64_MAX / 2)
+		rss_pages = INT64_MAX / 2;
+	if (total_pages > INT64_MAX / 2000)
+		total_pages = INT64_MAX / 2000;
+	/* Linux scales total_pages / 1000 first; multiplying first keeps small sandboxes' scale. */
+	return (int64_t)rss_pages + (int64_t)oom_score_adj * (int64_t)total_pages / 1000;
+}
+
+int oom_choose_victim(const struct oom_candidate *c, size_t n, uint64_t total_pages)
+{
+	int64_t best_points = INT64_MIN;
 	int best = -1;
 
-	for (size_t i = 0; i < n; i++)
-		if (c[i].rss_pages > 0 && (best < 0 || c[i].rss_pages > c[best].rss_pages))
+	for (size_t i = 0; i < n; i++) {
+		int64_t p = oom_badness(c[i].rss_pages, c[i].oom_score_adj, total_pages);
+
+		if (c[i].rss_pages == 0 || p == INT64_MIN)
+			continue;
+		if (best < 0 || p > best_points) {
 			best = (int)i;
+			best_points = p;
+		}
+	}
 	return best;
+}
+
+unsigned long oom_score(uint64_t rss_pages, int oom_score_adj, uint64_t total_pages)
+{
+	int64_t b = oom_badness(rss_pages, oom_score_adj, total_pages);
+	int64_t total = total_pages ? (int64_t)MIN(total_pages, (uint64_t)INT64_MAX / 2000) : 1;
+	int64_t p;
+
+	if (b == INT64_MIN)
+		return 0;
+	/* Linux: (1000 + badness * 1000 / totalpages) * 2 / 3, in 0..2000 before the scaling. */
+	p = 1000 + (b > INT64_MAX / 1000 ? INT64_MAX / 1000 : b) * 1000 / total;
+	p = p < 0 ? 0 : p > 2000 ? 2000 : p;
+	return (unsigned long)(p * 2 / 3);
+}
+
+uint64_t oom_total_pages(struct kernel *k)
+{
+	uint64_t limit = __atomic_load_n(&k->mf.limit, __ATOMIC_RELAXED);
+	struct sysinfo si;
+
+	if (limit)
+		return limit / PAGE_SIZE;
+	if (sysinfo(&si) < 0)
+		return 1;
+	return (uint64_t)si.totalram * si.mem_unit / PAGE_SIZE;
+}
+
+int oom_set_score_adj(struct task *writer, struct thread_group *tg, int value, bool legacy)
+{
+	bool privileged = !writer || cred_capable(&writer->cred, CAP_SYS_RESOURCE);
+	int ret = 0;
+
+	if (value < OOM_SCORE_ADJ_MIN || value > OOM_SCORE_ADJ_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&tg->lock);
+	if (value < tg->oom_score_adj_min && !privileged) {
+		ret = -EACCES;
+	} else {
+		__atomic_store_n(&tg->oom_score_adj, value, __ATOMIC_RELAXED);
+		if (!legacy && privileged)
+			__atomic_store_n(&tg->oom_score_adj_min, value, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&tg->lock);
+	return ret;
 }
 
 /* A live process and a reference on it and on its address space. */
@@ -46,6 +113,7 @@ struct victim {
 	struct thread_group *tg;
 	struct mm *mm;
 	char comm[16];
+	int oom_score_adj;
 };
 
 struct collect {
@@ -80,6 +148,7 @@ static int collect_one(struct thread_group *tg, void *arg)
 		tg_get(tg);
 		c->v[c->n].tg = tg;
 		c->v[c->n].mm = mm;
+		c->v[c->n].oom_score_adj = __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED);
 		memcpy(c->v[c->n].comm, leader->comm, sizeof(c->v[c->n].comm));
 		c->v[c->n].comm[sizeof(c->v[c->n].comm) - 1] = '\0';
 		c->n++;
@@ -163,6 +232,7 @@ static int oom_reclaim(struct memfile *mf, uint64_t need, void *arg)
 	for (size_t i = 0; i < c.n; i++) {
 		cand[i].pid = c.v[i].tg->pid;
 		cand[i].rss_pages = mm_rss_pages(c.v[i].mm);
+		cand[i].oom_score_adj = c.v[i].oom_score_adj;
 		/*
 		 * The caller's pending request counts as its own: Linux charges a large read(2)
 		 * into a fresh buffer page by page, so its reader is the biggest when memory runs
@@ -174,7 +244,7 @@ static int oom_reclaim(struct memfile *mf, uint64_t need, void *arg)
 		mm_put(c.v[i].mm);
 		c.v[i].mm = NULL;
 	}
-	int best = oom_choose_victim(cand, c.n);
+	int best = oom_choose_victim(cand, c.n, oom_total_pages(k));
 	if (best < 0) {
 		free(cand);
 		goto out_put;

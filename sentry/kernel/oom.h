@@ -13,10 +13,15 @@
 #ifndef HUSK_SENTRY_KERNEL_OOM_H
 #define HUSK_SENTRY_KERNEL_OOM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct kernel;
+
+/* The range of /proc/PID/oom_score_adj (Linux's OOM_SCORE_ADJ_MIN, _MAX). */
+#define OOM_SCORE_ADJ_MIN (-1000)
+#define OOM_SCORE_ADJ_MAX 1000
 
 /* Installs the OOM killer as k->mf's hook (main, after memfile_init, before the first task). */
 void oom_init(struct kernel *k);
@@ -49,13 +54,42 @@ void oom_stats(struct kernel *k, struct oom_stats *out);
 struct oom_candidate {
 	int32_t pid;
 	uint64_t rss_pages; /* resident pages of its address space */
+	int oom_score_adj; /* its /proc/PID/oom_score_adj, -1000..1000 */
 };
 
 /*
- * The victim among c[0..n): the largest rss_pages; among equals the one listed first. Processes
- * without resident memory are never chosen (killing them frees nothing). Returns its index, or
- * -1 when there is none.
+ * A process's badness as Linux's oom_badness: its resident pages plus oom_score_adj thousandths
+ * of total_pages (the memory the sandbox may use), so 1000 makes it the first chosen and a
+ * negative value protects it. INT64_MIN for oom_score_adj -1000 (never chosen).
  */
-int oom_choose_victim(const struct oom_candidate *c, size_t n);
+int64_t oom_badness(uint64_t rss_pages, int oom_score_adj, uint64_t total_pages);
+
+/*
+ * The victim among c[0..n) (total_pages as oom_badness's): the largest badness; among equals
+ * the one listed first. Processes without resident memory (killing them frees nothing) or with
+ * oom_score_adj -1000 are never chosen. Returns its index, or -1 when there is none.
+ */
+int oom_choose_victim(const struct oom_candidate *c, size_t n, uint64_t total_pages);
+
+/* The badness score /proc/PID/oom_score shows (Linux's proc_oom_score: 0..2000 scaled by 2/3). */
+unsigned long oom_score(uint64_t rss_pages, int oom_score_adj, uint64_t total_pages);
+
+/*
+ * The memory the sandbox may use, in pages, as the OOM killer weighs oom_score_adj against it:
+ * the memory limit, or the host's RAM when there is none.
+ */
+uint64_t oom_total_pages(struct kernel *k);
+
+struct task;
+struct thread_group;
+
+/*
+ * Writes tg's oom_score_adj as /proc/PID/oom_score_adj (legacy: false) or oom_adj (legacy:
+ * true, value already converted to the oom_score_adj scale) by writer (NULL: the runtime, with
+ * every right). Lowering below tg->oom_score_adj_min needs CAP_SYS_RESOURCE (-EACCES); a
+ * non-legacy write by a writer with CAP_SYS_RESOURCE also sets oom_score_adj_min (Linux's
+ * __set_oom_adj). Returns 0, -EINVAL (out of -1000..1000) or -EACCES.
+ */
+int oom_set_score_adj(struct task *writer, struct thread_group *tg, int value, bool legacy);
 
 #endif

@@ -153,6 +153,13 @@ struct thread_group {
 	/* Added for CPU time accounting (cputime.c; tg->lock): peak RSS in KiB of this process
 	 * (across its execs) and the largest of its waited-for children's (RUSAGE_CHILDREN). */
 	uint64_t maxrss_kb, cmaxrss_kb;
+
+	/*
+	 * /proc/PID/oom_score_adj (-1000..1000; -1000: never OOM-killed) and the lowest value a
+	 * writer without CAP_SYS_RESOURCE may set (Linux's oom_score_adj_min: the last value a
+	 * privileged writer set). Copied by fork, kept by exec. Atomics (oom.c writes them).
+	 */
+	int oom_score_adj, oom_score_adj_min;
 };
 
 /* See sentry/kernel/waitq.h. */

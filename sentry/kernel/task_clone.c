@@ -266,6 +266,8 @@ static struct thread_group *clone_tg(struct task *p, const struct task_clone_arg
 	pthread_mutex_lock(&ptg->lock);
 	memcpy(tg->rlimits, ptg->rlimits, sizeof(tg->rlimits));
 	tg->dumpable = ptg->dumpable;
+	tg->oom_score_adj = __atomic_load_n(&ptg->oom_score_adj, __ATOMIC_RELAXED);
+	tg->oom_score_adj_min = __atomic_load_n(&ptg->oom_score_adj_min, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ptg->lock);
 	tg->exit_signal = a->exit_signal;
 	return tg;

@@ -569,6 +569,9 @@ static int save_tg(struct thread_group *tg, void *arg)
 	m->report_stop = tg->report_stop;
 	m->report_continue = tg->report_continue;
 	m->sig_notify = tg->sig_notify;
+	m->has_oom_score_adj = m->has_oom_score_adj_min = true;
+	m->oom_score_adj = __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED);
+	m->oom_score_adj_min = __atomic_load_n(&tg->oom_score_adj_min, __ATOMIC_RELAXED);
 	if (tg->state == TG_ZOMBIE && tg->leader) {
 		char comm[sizeof(tg->leader->comm) + 1] = { 0 };
 

@@ -599,6 +599,8 @@ static struct thread_group *restore_tg(struct state_restore *r, const Husk__Stat
 	tg->stop_signal = m->stop_signal;
 	tg->subreaper = m->subreaper;
 	tg->dumpable = m->dumpable;
+	tg->oom_score_adj = m->has_oom_score_adj ? m->oom_score_adj : 0;
+	tg->oom_score_adj_min = m->has_oom_score_adj_min ? m->oom_score_adj_min : 0;
 	tg->did_exec = m->did_exec;
 	tg->is_init = m->is_init;
 	tg->utime_ns = m->utime_ns;

@@ -564,7 +564,9 @@ static int check_processes(struct vctx *c, const Husk__State__Image *img,
 		    m->sid <= 0 || !sig_ok(m->exit_signal) || !sig_ok(m->stop_signal) ||
 		    !sig_ok(m->sig_notify) || m->n_rlimits != LINUX_RLIM_NLIMITS ||
 		    (m->state != TG_RUNNING && m->state != TG_ZOMBIE) ||
-		    (m->state == TG_ZOMBIE && m->is_init) || m->start_ns >= VALIDATE_NS_MAX) {
+		    (m->state == TG_ZOMBIE && m->is_init) || m->start_ns >= VALIDATE_NS_MAX ||
+		    m->oom_score_adj < -1000 || m->oom_score_adj > 1000 ||
+		    m->oom_score_adj_min < -1000 || m->oom_score_adj_min > 1000) {
 			ret = vfail(c, "process %d is invalid", m->pid);
 			goto out;
 		}

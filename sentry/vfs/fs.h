@@ -65,6 +65,11 @@ struct vfs_fs_ops {
 	 * other. NULL: a node is its file (node identity).
 	 */
 	bool (*same_node)(struct vfs_node *a, struct vfs_node *b);
+	/*
+	 * Optional: m (a mount of this filesystem) was attached to the tree, which holds it
+	 * (proc and sys keep their first mount, where their magic links lead).
+	 */
+	void (*mounted)(struct vfs_fs *fs, struct vfs_mount *m);
 };
 
 /* One instance of a filesystem (Linux's super_block). Filesystems embed it. */

@@ -86,6 +86,8 @@ int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint)
 	__atomic_add_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&m->mountpoint->fs->mounted_on, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&mount_lock);
+	if (m->fs->ops && m->fs->ops->mounted)
+		m->fs->ops->mounted(m->fs, m);
 	return 0;
 }
 

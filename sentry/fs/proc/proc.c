@@ -25,6 +25,7 @@
 #include "sentry/fs/anon/anon.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/proc/proc.h"
+#include "sentry/fs/proc/proc_ids.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/ipc.h"
@@ -768,6 +769,9 @@ int proc_file_name(struct task *viewer, struct file *f, char *buf, size_t len)
 	if (!f->node || !f->mnt)
 		return snprintf(buf, len, "anon_inode:[pidfd]") < (int)len ? (int)strlen(buf) :
 									     -ERANGE;
+	n = proc_ns_file_name(f, buf, len); /* an opened /proc/PID/ns link: "net:[N]" */
+	if (n != -ENOENT)
+		return n;
 	if (tmpfs_memfd_name(f->node)) {
 		n = snprintf(buf, len, "/memfd:%s (deleted)", tmpfs_memfd_name(f->node));
 		return n < (int)len ? n : -ERANGE;

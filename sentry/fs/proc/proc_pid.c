@@ -24,6 +24,7 @@
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/proc/proc.h"
+#include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
@@ -1275,12 +1276,14 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 
 const struct pseudo_ent proc_pid_ents[] = {
 	PID_COMMON_ENTS(100),
+	PROC_PID_IDS_ENTS(PROC_IDS_ENT_ID),
 	{ .name = "task", .mode = S_IFDIR | 0555, .dyn = &task_dyn, .id = 130 },
 	{ 0 },
 };
 
 const struct pseudo_ent proc_tid_ents[] = {
 	PID_COMMON_ENTS(200),
+	PROC_PID_IDS_ENTS(PROC_IDS_ENT_ID + 10),
 	{ 0 },
 };
 

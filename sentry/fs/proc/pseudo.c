@@ -424,9 +424,19 @@ static bool pseudo_same_node(struct vfs_node *a, struct vfs_node *b)
 	return x->ent == y->ent && x->ino == y->ino;
 }
 
+/* The first mount is where the magic links (/proc/PID/fd/N, /proc/PID/ns/net...) lead; the tree holds it. */
+static void pseudo_mounted(struct vfs_fs *base, struct vfs_mount *m)
+{
+	struct pseudo_fs *fs = (struct pseudo_fs *)base;
+
+	if (!fs->mnt)
+		fs->mnt = m;
+}
+
 static const struct vfs_fs_ops pseudo_fs_ops = {
 	.release = pseudo_fs_release,
 	.same_node = pseudo_same_node,
+	.mounted = pseudo_mounted,
 };
 
 int pseudo_fs_init(struct pseudo_fs *fs, struct kernel *k, const char *type, uint32_t magic,
@@ -495,8 +505,6 @@ int pseudo_fs_mount(struct kernel *k, struct pseudo_fs *fs, const char *name, in
 		return -ENOMEM;
 	}
 	err = vfs_mount_attach(m, &at);
-	if (err == 0 && !fs->mnt)
-		fs->mnt = m; /* the tree holds it */
 	vfs_mount_put(m);
 	vfs_path_put(&at);
 	return err;

@@ -5,7 +5,8 @@
  * handle 0x100000001, then a, a/b, many, up_link, file: 0x100000002...). An input whose tag
  * (bytes 8..11) is even goes to a read-only server over a fixed tree; an odd tag to a writable
  * server over a scratch tree, which the write messages change from one input to the next (it
- * is made again when it no longer has the names above, and every 512 writable inputs).
+ * is made again when it no longer has the names above, and every 512 writable inputs). A tag
+ * with bit 1 set gives the server owner mappings (--uid-map/--gid-map 0:0:1000).
  *
  * Oracles besides the sanitizers: the dispatcher's reply always decodes; a GETDENTSPLUS reply
  * made exactly as many new handles as it carries (none when it failed); a request or reply that
@@ -27,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/idmap.h"
 #include "gofer/proto.h"
 #include "gofer/server.h"
 
@@ -165,11 +167,18 @@ static bool walk1(struct gofer_server *s, uint64_t dir, const char *name)
 	return call(s) == 0 && rep.walk.n == 1;
 }
 
-static struct gofer_server *try_make_server(bool writable)
+static struct gofer_server *try_make_server(bool writable, bool mapped)
 {
 	struct gofer_server_config cfg = { .readonly = !writable, .max_handles = 64 };
+	static struct idmap map; /* 0:0:1000: the trees' owner is mapped, ids past 999 are not */
 	struct gofer_server *s;
 	uint64_t root;
+
+	if (mapped) {
+		if (!map.n && idmap_parse("0:0:1000", &map) < 0)
+			abort();
+		cfg.uid_map = cfg.gid_map = &map;
+	}
 
 	if (gofer_server_create(open(writable ? wtree : tree, O_PATH | O_DIRECTORY | O_CLOEXEC),
 				open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &cfg,
@@ -187,16 +196,16 @@ static struct gofer_server *try_make_server(bool writable)
 	return NULL;
 }
 
-static struct gofer_server *make_server(bool writable)
+static struct gofer_server *make_server(bool writable, bool mapped)
 {
 	struct gofer_server *s;
 
 	if (writable && ++writable_runs % 512 == 0)
 		reset_wtree();
-	s = try_make_server(writable);
+	s = try_make_server(writable, mapped);
 	if (!s && writable) {
 		reset_wtree();
-		s = try_make_server(writable);
+		s = try_make_server(writable, mapped);
 	}
 	if (!s)
 		abort(); /* the read-only tree changed */
@@ -348,7 +357,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	bool writable = size >= 12 && (data[8] & 1);
-	struct gofer_server *s = make_server(writable);
+	/* Owner mappings (husk-gofer --uid-map) in half the runs. */
+	bool mapped = size >= 12 && (data[8] & 2);
+	struct gofer_server *s = make_server(writable, mapped);
 	size_t len;
 	ssize_t n;
 	int fd;

@@ -15,7 +15,7 @@ mkdir -p "$out/corpus"
 	-Werror=implicit-function-declaration -Werror=missing-prototypes -Werror=shadow \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	"$src/tests/fuzz/gofer/fuzz_gofer.c" "$src/gofer/proto.c" "$src/gofer/server.c" \
-	"$src/common/log.c" -o "$out/fuzz-gofer"
+	"$src/common/log.c" "$src/common/idmap.c" -o "$out/fuzz-gofer"
 
 GOFER_FUZZ_SEEDS="$out/corpus" exec "$out/fuzz-gofer" -max_total_time="$secs" \
 	-artifact_prefix="$out/" -print_final_stats=1 "$out/corpus"

@@ -6,7 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/idmap.h"
 #include "sentry/kernel/cred.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 
 #define ALL_CAPS ((1ULL << (CAP_LAST_CAP + 1)) - 1)
@@ -155,4 +157,40 @@ Test(cred, unsafe_exec_keeps_the_ids_of_a_caller_with_cap_setuid)
 					 &secure),
 		     0);
 	cr_assert_eq(out.euid, 0);
+}
+
+Test(cred, ids_outside_the_sandbox_mappings_are_einval)
+{
+	static struct kernel k; /* only its mappings are read */
+	struct task t = root_task();
+
+	cr_assert_eq(idmap_parse("0:100000:1000", &k.uid_map), 0);
+	cr_assert_eq(idmap_parse("0:200000:10,10:5000:1", &k.gid_map), 0);
+	t.k = &k;
+	cr_assert(cred_id_valid(&t, false, 999));
+	cr_assert_not(cred_id_valid(&t, false, 1000));
+	cr_assert(cred_id_valid(&t, true, 10));
+	cr_assert_not(cred_id_valid(&t, true, 11));
+	cr_assert_not(cred_id_valid(&t, false, NONE));
+	/* EINVAL comes before the permission check, and changes nothing. */
+	cr_assert_eq(cred_setresuid(&t, NONE, 1000, NONE), -EINVAL);
+	cr_assert_eq(cred_setreuid(&t, 5000, NONE), -EINVAL);
+	cr_assert_eq(cred_setuid(&t, 100000), -EINVAL);
+	cr_assert_eq(cred_setresgid(&t, 11, NONE, NONE), -EINVAL);
+	cr_assert_eq(cred_setregid(&t, NONE, 200000), -EINVAL);
+	cr_assert_eq(cred_setgid(&t, 12), -EINVAL);
+	cr_assert_eq(t.cred.uid, 0);
+	cr_assert_eq(t.cred.egid, 0);
+	/* setfsuid of an unmapped id changes nothing and returns the old one. */
+	cr_assert_eq(cred_setfsuid(&t, 1000), 0);
+	cr_assert_eq(t.cred.fsuid, 0);
+	cr_assert_eq(cred_setfsgid(&t, 11), 0);
+	cr_assert_eq(t.cred.fsgid, 0);
+	/* Mapped ids work as before. */
+	cr_assert_eq(cred_setresgid(&t, 10, 10, 10), 0);
+	cr_assert_eq(cred_setuid(&t, 999), 0);
+	cr_assert_eq(t.cred.euid, 999);
+	/* Without mappings every id but -1 is one. */
+	memset(&k.uid_map, 0, sizeof(k.uid_map));
+	cr_assert(cred_id_valid(&t, false, 4000000000u));
 }

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +48,12 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
 
 void tg_get(struct thread_group *tg)
 {
+}
+
+/* As sentry/kernel/cred.c: the effective set decides. */
+bool cred_capable(const struct cred *c, int cap)
+{
+	return (c->cap_effective >> cap) & 1;
 }
 
 void tg_put(struct thread_group *tg)
@@ -130,22 +137,22 @@ Test(oom, choose_victim_takes_the_largest_rss)
 {
 	struct oom_candidate c[] = { { 1, 10 }, { 2, 300 }, { 3, 20 } };
 
-	cr_assert_eq(oom_choose_victim(c, 3), 1);
+	cr_assert_eq(oom_choose_victim(c, 3, 1000), 1);
 }
 
 Test(oom, choose_victim_takes_the_first_of_equals)
 {
 	struct oom_candidate c[] = { { 1, 5 }, { 7, 9 }, { 3, 9 } };
 
-	cr_assert_eq(oom_choose_victim(c, 3), 1);
+	cr_assert_eq(oom_choose_victim(c, 3, 1000), 1);
 }
 
 Test(oom, choose_victim_never_takes_a_process_without_memory)
 {
 	struct oom_candidate c[] = { { 1, 0 }, { 2, 0 } };
 
-	cr_assert_eq(oom_choose_victim(c, 2), -1);
-	cr_assert_eq(oom_choose_victim(c, 0), -1);
+	cr_assert_eq(oom_choose_victim(c, 2, 1000), -1);
+	cr_assert_eq(oom_choose_victim(c, 0, 1000), -1);
 }
 
 Test(oom, a_charge_past_the_limit_kills_the_process_with_most_memory)
@@ -249,4 +256,88 @@ Test(oom, update_sets_unsets_and_keeps_limits)
 	cr_assert_eq(oom_update_limits(&fake_kernel, 1, 1LL << 32), -EINVAL);
 	cr_assert_eq(fake_kernel.pids_limit, 0, "a rejected update changes nothing");
 	cr_assert_eq(killed[0] + killed[1] + killed[2], 0);
+}
+
+Test(oom, choose_victim_weighs_oom_score_adj_against_the_total)
+{
+	/* 1000 total pages: each point of oom_score_adj is one page. */
+	struct oom_candidate c[] = { { 1, 300, 0 }, { 2, 10, 500 }, { 3, 900, -1000 } };
+
+	cr_assert_eq(oom_badness(300, 0, 1000), 300);
+	cr_assert_eq(oom_badness(10, 500, 1000), 510);
+	cr_assert_eq(oom_badness(10, -500, 1000), -490);
+	cr_assert_eq(oom_badness(900, -1000, 1000), INT64_MIN);
+	cr_assert_eq(oom_choose_victim(c, 3, 1000), 1, "the highest badness goes first");
+	c[1].oom_score_adj = 200;
+	cr_assert_eq(oom_choose_victim(c, 3, 1000), 0);
+	/* -1000 is never chosen, even when it is all there is. */
+	cr_assert_eq(oom_choose_victim(&c[2], 1, 1000), -1);
+	/* Negative badness still loses only to higher. */
+	struct oom_candidate d[] = { { 1, 10, -900 }, { 2, 10, -800 } };
+	cr_assert_eq(oom_choose_victim(d, 2, 1000), 1);
+}
+
+Test(oom, oom_score_is_linux_scale)
+{
+	/* (1000 + badness * 1000 / total) * 2 / 3 */
+	cr_assert_eq(oom_score(0, 0, 1000), 666);
+	cr_assert_eq(oom_score(1000, 0, 1000), 1333);
+	cr_assert_eq(oom_score(0, 1000, 1000), 1333);
+	cr_assert_eq(oom_score(500, -1000, 1000), 0);
+	cr_assert_eq(oom_score(0, -999, 1000), 0);
+}
+
+Test(oom, writing_oom_score_adj_follows_linux_rules)
+{
+	struct thread_group *tg = &tgs[0];
+	struct task w = { 0 };
+
+	tg->oom_score_adj = tg->oom_score_adj_min = 0;
+	/* Without CAP_SYS_RESOURCE: up freely, not below the floor. */
+	cr_assert_eq(oom_set_score_adj(&w, tg, 1001, false), -EINVAL);
+	cr_assert_eq(oom_set_score_adj(&w, tg, -1001, false), -EINVAL);
+	cr_assert_eq(oom_set_score_adj(&w, tg, 300, false), 0);
+	cr_assert_eq(tg->oom_score_adj, 300);
+	cr_assert_eq(oom_set_score_adj(&w, tg, -1, false), -EACCES);
+	cr_assert_eq(tg->oom_score_adj, 300);
+	cr_assert_eq(oom_set_score_adj(&w, tg, 0, false), 0);
+	cr_assert_eq(tg->oom_score_adj_min, 0, "an unprivileged write moved the floor");
+	/* With it: anything in range, and a (non-legacy) write sets the floor. */
+	w.cred.cap_effective = 1ull << CAP_SYS_RESOURCE;
+	cr_assert_eq(oom_set_score_adj(&w, tg, -500, false), 0);
+	cr_assert_eq(tg->oom_score_adj_min, -500);
+	cr_assert_eq(oom_set_score_adj(&w, tg, -1000, true), 0);
+	cr_assert_eq(tg->oom_score_adj_min, -500, "a legacy oom_adj write moved the floor");
+	w.cred.cap_effective = 0;
+	cr_assert_eq(oom_set_score_adj(&w, tg, -600, false), -EACCES);
+	cr_assert_eq(oom_set_score_adj(&w, tg, -500, false), 0);
+	/* The runtime (no writer) has every right. */
+	cr_assert_eq(oom_set_score_adj(NULL, tg, -1000, false), 0);
+	cr_assert_eq(tg->oom_score_adj_min, -1000);
+}
+
+Test(oom, a_process_with_oom_score_adj_minus_1000_is_never_killed)
+{
+	struct memfile *mf = &fake_kernel.mf;
+
+	/* The biggest process is protected: the next biggest goes instead. */
+	tgs[1].oom_score_adj = -1000;
+	memfile_set_limit(mf, memfile_usage(mf));
+	cr_assert_eq(memfile_charge(mf, P), 0);
+	cr_assert_eq(killed[1], 0);
+	cr_assert_eq(killed[2], 1);
+	cr_assert_eq(killed[0], 0);
+}
+
+Test(oom, oom_score_adj_1000_is_killed_first)
+{
+	struct memfile *mf = &fake_kernel.mf;
+
+	/* The smallest process asks to go first. */
+	tgs[0].oom_score_adj = 1000;
+	memfile_set_limit(mf, memfile_usage(mf));
+	cr_assert_eq(memfile_charge(mf, P), 0);
+	cr_assert_eq(killed[0], 1);
+	cr_assert_eq(killed[1], 0);
+	cr_assert_eq(killed[2], 0);
 }

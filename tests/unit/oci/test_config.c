@@ -414,3 +414,47 @@ Test(oci_state, timestamp_is_rfc3339_utc)
 	cr_expect_eq(ts[10], 'T');
 	cr_expect_eq(ts[strlen(ts) - 1], 'Z');
 }
+
+Test(oci_config, id_mappings_are_parsed_and_checked)
+{
+	struct oci_config *c =
+		parse_ok(HEAD PROC_OK
+			 "," ROOT_OK ",\"linux\":{\"uidMappings\":[{\"containerID\":0,"
+			 "\"hostID\":100000,\"size\":65536}],\"gidMappings\":[{\"containerID\":0,"
+			 "\"hostID\":200000,\"size\":1},{\"containerID\":1,\"hostID\":300000,"
+			 "\"size\":10}]}}");
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{ HEAD PROC_OK "," ROOT_OK ",\"linux\":{\"uidMappings\":{}}}",
+		  "config.json: linux.uidMappings: expected an array, got an object" },
+		{ HEAD PROC_OK "," ROOT_OK
+			       ",\"linux\":{\"uidMappings\":[{\"hostID\":1,\"size\":1}]}}",
+		  "config.json: linux.uidMappings[0]: containerID and hostID are required" },
+		{ HEAD PROC_OK "," ROOT_OK
+			       ",\"linux\":{\"gidMappings\":[{\"containerID\":0,\"hostID\":1}]}}",
+		  "config.json: linux.gidMappings[0].size: required" },
+		{ HEAD PROC_OK "," ROOT_OK ",\"linux\":{\"gidMappings\":[{\"containerID\":0,"
+			       "\"hostID\":-1,\"size\":1}]}}",
+		  "config.json: linux.gidMappings[0].hostID: -1 is out of range [0, 4294967295]" },
+	};
+
+	cr_assert_eq(c->nuid_mappings, 1);
+	cr_assert_eq(c->uid_mappings[0].host_id, 100000);
+	cr_assert_eq(c->uid_mappings[0].size, 65536);
+	cr_assert_eq(c->ngid_mappings, 2);
+	cr_assert_eq(c->gid_mappings[1].container_id, 1);
+	cr_assert_eq(c->gid_mappings[1].host_id, 300000);
+	cr_assert_eq(c->gid_mappings[1].size, 10);
+	oci_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct oci_error err = { 0 };
+
+		c = NULL;
+		cr_expect_eq(oci_config_parse(bad[i].json, strlen(bad[i].json), &c, &err), -EINVAL,
+			     "bad[%zu]", i);
+		cr_expect_null(c);
+		cr_expect_str_eq(err.msg, bad[i].msg, "bad[%zu]", i);
+	}
+}

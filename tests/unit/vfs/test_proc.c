@@ -13,10 +13,13 @@
 #include <sys/stat.h>
 
 #include "common/err.h"
+#include "common/idmap.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/current.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/oom.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "tests/unit/vfs/fake_mm.h"
@@ -67,6 +70,32 @@ void mm_put(struct mm *mm)
 int mm_for_each_mapping(struct mm *mm, bool resident,
 			int (*fn)(const struct mm_vma_info *vma, void *arg), void *arg)
 {
+	return 0;
+}
+
+/* The OOM killer's side of oom_score_adj (sentry/kernel/oom.c): fixed figures, no rules. */
+void tg_get(struct thread_group *tg)
+{
+}
+
+uint64_t mm_rss_pages(struct mm *mm)
+{
+	return 0;
+}
+
+uint64_t oom_total_pages(struct kernel *k)
+{
+	return 1000;
+}
+
+unsigned long oom_score(uint64_t rss_pages, int oom_score_adj, uint64_t total_pages)
+{
+	return (unsigned long)(1000 + oom_score_adj) * 2 / 3;
+}
+
+int oom_set_score_adj(struct task *writer, struct thread_group *tg, int value, bool legacy)
+{
+	tg->oom_score_adj = value;
 	return 0;
 }
 
@@ -398,4 +427,54 @@ Test(mount_label, a_mount_on_a_proc_node_is_crossed_by_later_walks)
 	cr_assert_eq(vfs_lookup_at(&h.t, AT_FDCWD, "/dir/stat", 0, &p), 0, "the rest of proc");
 	vfs_path_put(&p);
 	vfs_fs_put(fs);
+}
+
+Test(procfs, uid_map_and_gid_map_show_the_sandbox_mappings)
+{
+	char buf[256];
+
+	mount_on_dir(procfs_create(&h.k));
+	cr_assert_gt(slurp("/dir/self/uid_map", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "         0          0 4294967295\n", "no mapping: the identity");
+	cr_assert_eq(idmap_parse("0:100000:65536,65536:1000:1", &h.k.gid_map), 0);
+	cr_assert_gt(slurp("/dir/1/task/1/gid_map", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf,
+			 "         0     100000      65536\n     65536       1000          1\n");
+	cr_assert_gt(slurp("/dir/self/setgroups", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "allow\n");
+}
+
+Test(procfs, oom_files_show_the_process_value_on_both_scales)
+{
+	char buf[64];
+
+	mount_on_dir(procfs_create(&h.k));
+	h.tg.oom_score_adj = -500;
+	cr_assert_gt(slurp("/dir/self/oom_score_adj", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "-500\n");
+	cr_assert_gt(slurp("/dir/self/oom_adj", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "-8\n", "-500 * 17 / 1000");
+	cr_assert_gt(slurp("/dir/self/oom_score", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "333\n");
+	h.tg.oom_score_adj = 1000;
+	cr_assert_gt(slurp("/dir/self/oom_adj", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "15\n");
+}
+
+Test(procfs, ns_links_name_one_namespace_per_type)
+{
+	char a[64], b[64];
+	unsigned int n1 = 0, n2 = 0;
+
+	mount_on_dir(procfs_create(&h.k));
+	cr_assert_gt(rl("/dir/self/ns/net", a, sizeof(a)), 0);
+	cr_assert_eq(sscanf(a, "net:[%u]", &n1), 1, "net: %s", a);
+	cr_assert_gt(rl("/dir/1/task/1/ns/uts", b, sizeof(b)), 0);
+	cr_assert_eq(sscanf(b, "uts:[%u]", &n2), 1, "uts: %s", b);
+	cr_assert_neq(n1, n2);
+	cr_assert_geq(n1, 0xF0000000u, "in Linux's range of namespace inodes");
+	cr_assert_gt(rl("/dir/self/ns/pid_for_children", b, sizeof(b)), 0);
+	cr_assert_gt(rl("/dir/self/ns/pid", a, sizeof(a)), 0);
+	cr_assert_str_eq(a, b);
+	cr_assert_eq(strncmp(a, "pid:[", 5), 0);
 }

@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * procfs, per process: ids and namespaces. /proc/PID/{uid_map,gid_map,setgroups} show the
+ * sandbox's mappings (kernel.uid_map, linux.uidMappings; none: the identity of an initial user
+ * namespace); oom_score_adj, oom_adj and oom_score the OOM killer's view (sentry/kernel/oom.h);
+ * ns/ one link per namespace type to the sandbox's own namespaces, "net:[4026531840]" as
+ * Linux's nsfs, whose target stat(2) shows with the namespace's inode number on a device of its
+ * own. The guest cannot make namespaces: every process of the sandbox shows the same ones.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "sentry/fs/proc/proc.h"
+#include "sentry/fs/proc/proc_ids.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/oom.h"
+#include "sentry/kernel/ptrace.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/internal.h"
+
+/* --- uid_map, gid_map, setgroups --- */
+
+static void print_map(FILE *out, const struct idmap *m)
+{
+	/* Linux's format: three right-aligned columns of width 10. */
+	if (!m->n)
+		fprintf(out, "%10u %10u %10u\n", 0u, 0u, 4294967295u);
+	for (uint32_t i = 0; i < m->n; i++)
+		fprintf(out, "%10" PRIu32 " %10" PRIu32 " %10" PRIu32 "\n", m->e[i].inside,
+			m->e[i].outside, m->e[i].count);
+}
+
+int proc_gen_uid_map(struct pseudo_node *n, FILE *out)
+{
+	print_map(out, &pseudo_fs_of(n)->k->uid_map);
+	return 0;
+}
+
+int proc_gen_gid_map(struct pseudo_node *n, FILE *out)
+{
+	print_map(out, &pseudo_fs_of(n)->k->gid_map);
+	return 0;
+}
+
+int proc_gen_setgroups(struct pseudo_node *n, FILE *out)
+{
+	(void)n;
+	/* Mappings set by the runtime with CAP_SETGID, as runc's and an initial namespace's. */
+	fputs("allow\n", out);
+	return 0;
+}
+
+/* A map is written once, when its namespace is made; the sandbox's are already written. */
+ssize_t proc_write_id_map(struct pseudo_node *n, const char *buf, size_t len)
+{
+	(void)n, (void)buf, (void)len;
+	return -EPERM;
+}
+
+/* --- oom_score_adj, oom_adj, oom_score --- */
+
+/* Linux's OOM_DISABLE and OOM_ADJUST_MAX: the legacy oom_adj range. */
+#define OOM_DISABLE (-17)
+#define OOM_ADJUST_MAX 15
+
+/* The process of n's task, referenced, or NULL when it is gone. */
+static struct thread_group *node_tg(struct pseudo_node *n)
+{
+	struct task *t = pseudo_node_task(n);
+	struct thread_group *tg;
+
+	if (!t)
+		return NULL;
+	tg = t->tg;
+	tg_get(tg);
+	task_put(t);
+	return tg;
+}
+
+int proc_gen_oom_score_adj(struct pseudo_node *n, FILE *out)
+{
+	struct thread_group *tg = node_tg(n);
+
+	if (!tg)
+		return -ESRCH;
+	fprintf(out, "%d\n", __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED));
+	tg_put(tg);
+	return 0;
+}
+
+int proc_gen_oom_adj(struct pseudo_node *n, FILE *out)
+{
+	struct thread_group *tg = node_tg(n);
+	int adj, v;
+
+	if (!tg)
+		return -ESRCH;
+	adj = __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED);
+	tg_put(tg);
+	/* Linux's oom_adj_read. */
+	v = adj == OOM_SCORE_ADJ_MAX ? OOM_ADJUST_MAX : adj * -OOM_DISABLE / OOM_SCORE_ADJ_MAX;
+	fprintf(out, "%d\n", v);
+	return 0;
+}
+
+int proc_gen_oom_score(struct pseudo_node *n, FILE *out)
+{
+	struct task *t = pseudo_node_task(n);
+	uint64_t rss = 0;
+	struct mm *mm;
+	int adj;
+
+	if (!t)
+		return -ESRCH;
+	adj = __atomic_load_n(&t->tg->oom_score_adj, __ATOMIC_RELAXED);
+	mm = task_get_mm(t);
+	if (mm) {
+		rss = mm_rss_pages(mm);
+		mm_put(mm);
+	}
+	fprintf(out, "%lu\n", oom_score(rss, adj, oom_total_pages(t->k)));
+	task_put(t);
+	return 0;
+}
+
+/*
+ * Parses a write to oom_score_adj or oom_adj as Linux's kstrtoint(strstrip(buf), 0): at most 12
+ * bytes are looked at (PROC_NUMBUF - 1). Returns 0 with *v, or -EINVAL.
+ */
+static int parse_adj(const char *buf, size_t len, int *v)
+{
+	char tmp[13], *s, *end;
+	size_t l = MIN(len, sizeof(tmp) - 1);
+	long x;
+
+	memcpy(tmp, buf, l);
+	tmp[l] = '\0';
+	s = tmp;
+	while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || (end[-1] >= '\t' && end[-1] <= '\r')))
+		*--end = '\0';
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	x = strtol(s, &end, 0);
+	if (errno || *end || x < INT32_MIN || x > INT32_MAX)
+		return -EINVAL;
+	*v = (int)x;
+	return 0;
+}
+
+static ssize_t write_adj(struct pseudo_node *n, const char *buf, size_t len, bool legacy)
+{
+	struct thread_group *tg;
+	int v, err;
+
+	err = parse_adj(buf, len, &v);
+	if (err < 0)
+		return err;
+	if (legacy) {
+		if (v < OOM_DISABLE || v > OOM_ADJUST_MAX)
+			return -EINVAL;
+		/* Linux's oom_adj_write: the legacy scale mapped onto oom_score_adj's. */
+		v = v == OOM_ADJUST_MAX ? OOM_SCORE_ADJ_MAX : v * OOM_SCORE_ADJ_MAX / -OOM_DISABLE;
+	} else if (v < OOM_SCORE_ADJ_MIN || v > OOM_SCORE_ADJ_MAX) {
+		return -EINVAL;
+	}
+	tg = node_tg(n);
+	if (!tg)
+		return -ESRCH;
+	err = oom_set_score_adj(task_current(), tg, v, legacy);
+	tg_put(tg);
+	return err < 0 ? err : (ssize_t)len;
+}
+
+ssize_t proc_write_oom_score_adj(struct pseudo_node *n, const char *buf, size_t len)
+{
+	return write_adj(n, buf, len, false);
+}
+
+ssize_t proc_write_oom_adj(struct pseudo_node *n, const char *buf, size_t len)
+{
+	return write_adj(n, buf, len, true);
+}
+
+/* --- ns/ --- */
+
+/* The namespace types, in the order of their inode numbers (ns_ino_base + index). */
+static const char *const ns_types[PROC_NS_NTYPES] = {
+	"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts",
+};
+
+uint32_t proc_ns_ino(struct kernel *k, int type)
+{
+	uint32_t base = __atomic_load_n(&k->ns_ino_base, __ATOMIC_ACQUIRE);
+
+	if (!base) {
+		uint32_t r = 0, want;
+
+		/*
+		 * Random per sandbox, in Linux's range of namespace inode numbers (from
+		 * 0xF0000000, PROC_DYNAMIC_FIRST), 16 apart so that the types never meet.
+		 */
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint32_t)(uintptr_t)k ^ (uint32_t)k->boot_ns;
+		want = 0xF0000000u + (r & 0xFFFFFu) * 16u;
+		/* On failure another thread set it first, and base holds its value. */
+		if (__atomic_compare_exchange_n(&k->ns_ino_base, &base, want, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			base = want;
+	}
+	return base + (uint32_t)type;
+}
+
+/* Linux's proc_ns_get_link and readlink: only for a caller that may ptrace-read the process. */
+static int ns_may_see(struct pseudo_node *n)
+{
+	struct task *t = pseudo_node_task(n), *cur = task_current();
+	int err;
+
+	if (!t)
+		return -ENOENT;
+	err = cur ? ptrace_may_access(cur, t) : 0;
+	task_put(t);
+	return err == -EPERM ? -EACCES : err;
+}
+
+static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t len)
+{
+	char s[64];
+	int err = ns_may_see(n);
+
+	if (err < 0)
+		return err;
+	snprintf(s, sizeof(s), "%s:[%" PRIu32 "]", ns_types[type],
+		 proc_ns_ino(pseudo_fs_of(n)->k, type));
+	return pseudo_copy_link(s, buf, len);
+}
+
+/* The device of every namespace node (Linux's nsfs is one superblock). */
+static uint64_t nsfs_dev_value;
+static void nsfs_dev_init(void)
+{
+	nsfs_dev_value = vfs_alloc_anon_dev();
+}
+
+static int ns_target_getattr(struct pseudo_node *n, int type, struct vfs_attr *attr)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, nsfs_dev_init);
+	/* As stat -L of a Linux ns link: an empty read-only regular file of root's. */
+	attr->dev = nsfs_dev_value;
+	attr->ino = proc_ns_ino(pseudo_fs_of(n)->k, type);
+	attr->mode = S_IFREG | 0444;
+	attr->nlink = 1;
+	attr->uid = attr->gid = 0;
+	attr->size = 0;
+	attr->blocks = 0;
+	attr->blksize = 4096;
+	return 0;
+}
+
+/* An opened namespace: setns(2) is not supported (issue 17), and it cannot be read. */
+static ssize_t ns_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	(void)f, (void)iov, (void)iovcnt, (void)pos;
+	return -EINVAL;
+}
+
+/* nsfs's ioctls (linux/nsfs.h). */
+#define NS_GET_USERNS 0xb701
+#define NS_GET_PARENT 0xb702
+#define NS_GET_NSTYPE 0xb703
+#define NS_GET_OWNER_UID 0xb704
+
+/* CLONE_NEW* of each type, in ns_types' order. */
+static const long ns_clone_flags[PROC_NS_NTYPES] = {
+	0x02000000, /* CLONE_NEWCGROUP */
+	0x08000000, /* CLONE_NEWIPC */
+	0x00020000, /* CLONE_NEWNS */
+	0x40000000, /* CLONE_NEWNET */
+	0x20000000, /* CLONE_NEWPID */
+	0x00000080, /* CLONE_NEWTIME */
+	0x10000000, /* CLONE_NEWUSER */
+	0x04000000, /* CLONE_NEWUTS */
+};
+#define NS_TYPE_PID 4
+#define NS_TYPE_USER 6
+
+static const struct pseudo_ent ns_user_target;
+static int ns_target_type(struct file *f);
+static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
+				 const char *name, int32_t pid, int32_t tid, int flags);
+
+/*
+ * nsfs's ioctls, as lsns and nsenter use them: the type, the owner's uid, and the owning user
+ * namespace (the sandbox's: every namespace the guest sees is owned by it). The sandbox's user
+ * and pid namespaces are the first the guest can see: their parent and the user namespace's
+ * owner are EPERM, as for a namespace outside the caller's.
+ */
+static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
+{
+	int type = ns_target_type(f);
+	struct pseudo_node *n;
+	struct file *u;
+	uint32_t uid = 0;
+	struct mm *mm;
+	ssize_t w;
+	int fd;
+
+	if (type < 0)
+		return -ENOTTY;
+	switch (cmd) {
+	case NS_GET_NSTYPE:
+		return ns_clone_flags[type];
+	case NS_GET_OWNER_UID:
+		if (type != NS_TYPE_USER)
+			return -EINVAL;
+		mm = task_get_mm(t);
+		if (!mm)
+			return -EFAULT;
+		w = mm_copy_out(mm, arg, &uid, sizeof(uid));
+		mm_put(mm);
+		return w == (ssize_t)sizeof(uid) ? 0 : -EFAULT;
+	case NS_GET_PARENT:
+		if (type != NS_TYPE_PID && type != NS_TYPE_USER)
+			return -EINVAL;
+		return -EPERM;
+	case NS_GET_USERNS:
+		if (type == NS_TYPE_USER)
+			return -EPERM;
+		n = pseudo_node_of(f->node);
+		if (!n->base.parent)
+			return -ENOENT;
+		u = ns_open_node(pseudo_node_of(n->base.parent), &ns_user_target, "user", n->pid,
+				 n->tid, O_RDONLY);
+		if (IS_ERR(u))
+			return PTR_ERR(u);
+		fd = fdtable_install(t->fdt, u, 0, true, task_nofile_limit(t));
+		file_put(u);
+		return fd;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_ops ns_fops = {
+	.read = ns_read,
+	.ioctl = ns_ioctl,
+};
+
+static struct file *ns_target_open(struct pseudo_node *n, int flags)
+{
+	struct file *f;
+
+	(void)n;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return ERR_PTR(-EACCES);
+	f = file_alloc(&ns_fops, flags, NULL);
+	return f ? f : ERR_PTR(-ENOMEM);
+}
+
+/* An open file of a new node of ent under dir, on procfs's mount (as vfs_open makes them). */
+static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
+				 const char *name, int32_t pid, int32_t tid, int flags)
+{
+	struct pseudo_fs *fs = pseudo_fs_of(dir);
+	struct vfs_node *node;
+	struct file *f;
+
+	if (!fs->mnt)
+		return ERR_PTR(-ENOENT);
+	node = pseudo_node_new_at(dir, ent, name, pid, tid, -1);
+	if (IS_ERR(node))
+		return ERR_PTR(PTR_ERR(node));
+	f = ns_target_open(pseudo_node_of(node), flags);
+	if (IS_ERR(f)) {
+		vfs_node_put(node);
+		return f;
+	}
+	f->mnt = fs->mnt;
+	vfs_mount_get(f->mnt);
+	f->node = node; /* takes the node's reference */
+	return f;
+}
+
+static int ns_get_link(struct pseudo_node *n, const struct pseudo_ent *target, struct vfs_path *out)
+{
+	struct pseudo_fs *fs = pseudo_fs_of(n);
+	struct vfs_node *parent, *r;
+	int err = ns_may_see(n);
+
+	if (err < 0)
+		return err;
+	if (!fs->mnt)
+		return -ENOENT;
+	/* A node of ours beside the link, which getattr shows as the namespace. */
+	parent = vfs_node_get_parent(&n->base);
+	if (!parent)
+		return -ENOENT;
+	r = pseudo_node_new_at(pseudo_node_of(parent), target, n->base.name, n->pid, n->tid, n->fd);
+	vfs_node_put(parent);
+	if (IS_ERR(r))
+		return (int)PTR_ERR(r);
+	out->node = r;
+	out->mnt = fs->mnt;
+	vfs_mount_get(out->mnt);
+	return 0;
+}
+
+/*
+ * One link and one hidden target entry per type (pid_for_children and time_for_children show
+ * the pid and time namespaces: the guest cannot make new ones).
+ */
+#define NS_FUNCS(nm, type)                                                                \
+	static int ns_##nm##_target_getattr(struct pseudo_node *n, struct vfs_attr *attr) \
+	{                                                                                 \
+		return ns_target_getattr(n, type, attr);                                  \
+	}                                                                                 \
+	static const struct pseudo_ent ns_##nm##_target = {                               \
+		.name = #nm,                                                              \
+		.mode = S_IFREG | 0444,                                                   \
+		.open = ns_target_open,                                                   \
+		.getattr = ns_##nm##_target_getattr,                                      \
+		.id = PROC_IDS_ENT_ID + 30 + type,                                        \
+	};                                                                                \
+	static ssize_t ns_##nm##_readlink(struct pseudo_node *n, char *buf, size_t len)   \
+	{                                                                                 \
+		return ns_readlink(n, type, buf, len);                                    \
+	}                                                                                 \
+	static int ns_##nm##_get_link(struct pseudo_node *n, struct vfs_path *out)        \
+	{                                                                                 \
+		return ns_get_link(n, &ns_##nm##_target, out);                            \
+	}
+
+NS_FUNCS(cgroup, 0)
+NS_FUNCS(ipc, 1)
+NS_FUNCS(mnt, 2)
+NS_FUNCS(net, 3)
+NS_FUNCS(pid, 4)
+NS_FUNCS(time, 5)
+NS_FUNCS(user, 6)
+NS_FUNCS(uts, 7)
+
+#define NS_LNK(nm, fn, id_)                                                         \
+	{                                                                           \
+		.name = nm, .mode = S_IFLNK | 0777, .readlink = ns_##fn##_readlink, \
+		.get_link = ns_##fn##_get_link, .id = PROC_IDS_ENT_ID + 40 + (id_)  \
+	}
+
+/* Linux's order of /proc/PID/ns. */
+const struct pseudo_ent proc_ns_ents[] = {
+	NS_LNK("net", net, 0),
+	NS_LNK("uts", uts, 1),
+	NS_LNK("ipc", ipc, 2),
+	NS_LNK("pid", pid, 3),
+	NS_LNK("pid_for_children", pid, 4),
+	NS_LNK("user", user, 5),
+	NS_LNK("mnt", mnt, 6),
+	NS_LNK("cgroup", cgroup, 7),
+	NS_LNK("time", time, 8),
+	NS_LNK("time_for_children", time, 9),
+	{ 0 },
+};
+
+static const struct pseudo_ent *const ns_targets[PROC_NS_NTYPES] = {
+	&ns_cgroup_target, &ns_ipc_target,  &ns_mnt_target,  &ns_net_target,
+	&ns_pid_target,	   &ns_time_target, &ns_user_target, &ns_uts_target,
+};
+
+/* The type of the namespace f is open on, or -1 for another file. */
+static int ns_target_type(struct file *f)
+{
+	struct pseudo_node *n;
+
+	if (!f->node || f->node->ops != &pseudo_node_ops)
+		return -1;
+	n = pseudo_node_of(f->node);
+	for (int i = 0; i < PROC_NS_NTYPES; i++)
+		if (n->ent == ns_targets[i])
+			return i;
+	return -1;
+}
+
+int proc_ns_file_name(struct file *f, char *buf, size_t len)
+{
+	int type = ns_target_type(f), n;
+
+	if (type < 0)
+		return -ENOENT;
+	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type],
+		     proc_ns_ino(pseudo_fs_of(pseudo_node_of(f->node))->k, type));
+	return n < (int)len ? n : -ERANGE;
+}
