@@ -25,7 +25,8 @@ run: build
 	./$(BUILD)/husk do -- /bin/sh -c '$(CMD)'
 
 $(ASAN_BUILD)/build.ninja:
-	meson setup $(ASAN_BUILD) $(MESON_OPTS) -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup $(ASAN_BUILD) $(MESON_OPTS) -Db_sanitize=address,undefined -Db_lundef=false \
+		--buildtype=debug
 
 # Every test: unit, conformance (native and in husk), integration; then the unit tests again
 # under AddressSanitizer + UBSan. The last line is the summary of all of them, after one line per

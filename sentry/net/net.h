@@ -57,7 +57,7 @@ void net_egress_counts(uint64_t *allowed, uint64_t *denied);
 struct net_egress_verdict {
 	bool allow;
 	bool user_rule; /* decided by a rule given with --egress-allow/--egress-deny */
-	char rule[64]; /* the rule that decided, as text ("default deny 169.254.0.0/16") */
+	char rule[80]; /* the rule that decided, as text ("default deny 169.254.0.0/16") */
 };
 
 /*
