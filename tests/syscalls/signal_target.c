@@ -113,7 +113,13 @@ int main(void)
 	pthread_join(s, NULL);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(w[i], NULL);
-	CHECK(handled == ROUNDS && handled_elsewhere == 0,
+	/*
+	 * Linux itself picks another thread now and then: a CI run on a loaded machine saw 1 of
+	 * 200 natively (wants_signal() passes over a main thread it finds with TIF_SIGPENDING
+	 * set). A kernel that picks any unblocking thread sends most of them elsewhere (4 of 5
+	 * threads here), so "at most 1 in 50" still tells the two apart.
+	 */
+	CHECK(handled + handled_elsewhere == ROUNDS && handled_elsewhere <= ROUNDS / 50,
 	      "process-directed SIGUSR1: %d handled on the main thread, %d on another (of %d)",
 	      (int)handled, (int)handled_elsewhere, ROUNDS);
 	CHECK(eintr >= ROUNDS, "pause returned EINTR %d times for %d rounds", eintr, ROUNDS);

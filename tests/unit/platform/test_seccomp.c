@@ -294,9 +294,37 @@ Test(platform_seccomp, stub_holds_only_the_memory_file_and_its_socket)
 	cr_assert_eq(strncmp(target, "socket:[", 8), 0, "fd %d is %s", SC_STUB_SOCK, target);
 }
 
+/*
+ * Waits until the zygote sleeps in read() on its socket, its fork loop's start: after a fork it
+ * replies first and closes its copies of the new pair after, so until then it holds them.
+ */
+static void wait_zygote_idle(pid_t z)
+{
+	char path[64], line[256] = "";
+	struct timespec ms = { 0, 1000000 };
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", z);
+	for (int i = 0; i < 100000; i++) {
+		FILE *f = fopen(path, "r");
+		unsigned long nr = ~0UL, fd = ~0UL;
+
+		cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+		if (!fgets(line, sizeof(line), f))
+			line[0] = 0;
+		fclose(f);
+		if (sscanf(line, "%lu %lx", &nr, &fd) == 2 && nr == SYS_read && fd == SC_STUB_SOCK)
+			return;
+		nanosleep(&ms, NULL);
+	}
+	cr_assert_fail("the zygote never went back to reading its socket: %s", line);
+}
+
 Test(platform_seccomp, zygote_holds_only_the_memory_file_and_its_socket)
 {
-	check_fds_are(zygote_pid(), stub_fds, ARRAY_SIZE_(stub_fds));
+	pid_t z = zygote_pid();
+
+	wait_zygote_idle(z);
+	check_fds_are(z, stub_fds, ARRAY_SIZE_(stub_fds));
 }
 
 /* Checks that every mapping of pid is one the stub is allowed; counts the kinds. */
