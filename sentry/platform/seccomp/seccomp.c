@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -53,6 +54,7 @@ struct sc_platform {
 	uint32_t stub_spin; /* spin iterations of a stub before it sleeps */
 	uint32_t sentry_spin; /* spin iterations of the sentry before it sleeps */
 	bool bind; /* bind stub threads to their sentry thread's CPU */
+	int procfd; /* the host's /proc (O_PATH) until prepare, else -1 */
 };
 
 struct sc_ctx;
@@ -380,6 +382,29 @@ static int zygote_start_locked(struct sc_platform *sp)
 	return 0;
 }
 
+/*
+ * Should the sandbox's host cgroup reach its limit before the sentry's own OOM killer acts, the
+ * host's OOM killer is to take a stub (a guest process, as a kernel would) rather than the sentry
+ * or a gofer, whose resident sets hold the memory file's pages too: the zygote's oom_score_adj
+ * becomes 1000 and every stub it forks inherits it. Raising it needs no privilege. Only before
+ * the sentry's filter (no openat after it) and through the /proc fd opened at create (the root
+ * is empty after sentry_confine's pivot). A failure costs that protection only. zlock held.
+ */
+static void zygote_oom_first(struct sc_platform *sp)
+{
+	char path[32];
+	int fd;
+
+	if (sp->procfd < 0)
+		return;
+	snprintf(path, sizeof(path), "%d/oom_score_adj", (int)sp->zpid);
+	fd = openat(sp->procfd, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1000", 4) != 4)
+		log_warn("seccomp: stubs keep the sentry's oom_score_adj: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 int seccomp_platform_prepare(struct platform *p)
 {
 	struct sc_platform *sp;
@@ -390,7 +415,12 @@ int seccomp_platform_prepare(struct platform *p)
 	sp = container_of(p, struct sc_platform, base);
 	pthread_mutex_lock(&sp->zlock);
 	ret = zygote_start_locked(sp);
+	if (ret == 0)
+		zygote_oom_first(sp);
 	pthread_mutex_unlock(&sp->zlock);
+	if (sp->procfd >= 0)
+		close(sp->procfd);
+	sp->procfd = -1;
 	return ret;
 }
 
@@ -1242,6 +1272,8 @@ static void seccomp_destroy(struct platform *p)
 		while (waitpid(sp->zpid, &status, __WALL) < 0 && errno == EINTR)
 			;
 	}
+	if (sp->procfd >= 0)
+		close(sp->procfd);
 	pthread_mutex_destroy(&sp->zlock);
 	free(sp);
 }
@@ -1286,6 +1318,7 @@ int seccomp_platform_create(int memfd, struct platform **out)
 	sp->base.imagefd = -1;
 	sp->code = code;
 	sp->zsock = -1;
+	sp->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	pthread_mutex_init(&sp->zlock, NULL);
 	/* Wake-up tuning (README.md, "Waking up"); the environment is for measurements. */
 	sp->bind = env_u32("HUSK_SECCOMP_BIND", 1) != 0;

@@ -493,6 +493,27 @@ Test(platform_seccomp_create, stubs_do_not_inherit_a_filter_installed_after_prep
 	teardown();
 }
 
+/* The host's OOM killer takes a stub before the sentry: the zygote and its stubs are at 1000. */
+Test(platform_seccomp_create, prepare_puts_stubs_first_for_the_host_oom_killer)
+{
+	char own[32], z[32], st[32];
+	char path[64];
+
+	setup_platform();
+	cr_assert_eq(seccomp_platform_prepare(plat), 0);
+	setup_space();
+	run_getpid();
+	proc_line("/proc/self", "oom_score_adj", "", own, sizeof(own));
+	snprintf(path, sizeof(path), "/proc/%d", zygote_pid());
+	proc_line(path, "oom_score_adj", "", z, sizeof(z));
+	snprintf(path, sizeof(path), "/proc/%d", stub_pid());
+	proc_line(path, "oom_score_adj", "", st, sizeof(st));
+	cr_assert_str_eq(z, "1000\n");
+	cr_assert_str_eq(st, "1000\n");
+	cr_assert_str_neq(own, "1000\n", "the sentry's own stays as it was");
+	teardown();
+}
+
 Test(platform_seccomp_create, as_create_without_mem_alloc_is_enosys)
 {
 	struct platform *p;
