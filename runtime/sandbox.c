@@ -476,6 +476,7 @@ struct sandbox_fds {
 	int preserve; /* a socket holding the --preserve-fds fds in one message, or -1 */
 	int gateway; /* the credential gateway's connection, or -1 */
 	int netns; /* linux.namespaces' network path (the sentry joins it before it runs), or -1 */
+	bool detached; /* create: nothing but the guest may keep the caller's stdio */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -491,8 +492,13 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		if (pid < 0)
 			return -errno;
 		if (pid == 0) {
-			int fds[] = { devnull, devnull, f->gofer_log >= 0 ? f->gofer_log : 2,
-				      f->pairs[i][0] };
+			/*
+			 * Detached, the gofer's stderr is never the caller's: an engine (containerd's
+			 * shim with a terminal) waits for EOF on create's stderr, and the gofer
+			 * lives as long as the container. Its messages go to --debug-log's file.
+			 */
+			int err = f->gofer_log >= 0 ? f->gofer_log : f->detached ? devnull : 2;
+			int fds[] = { devnull, devnull, err, f->pairs[i][0] };
 			const int targets[] = { 0, 1, 2, SENTRY_GOFER_FD };
 
 			exec_child(c, f->gofer_argv[i], fds, targets, 4);
@@ -681,6 +687,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.preserve = -1,
 		.gateway = -1,
 		.netns = -1,
+		.detached = !o->foreground,
 	};
 	const char *gw_path = oci_config_annotation(c->config, "dev.husk.gateway");
 	const char *gw_id = oci_config_annotation(c->config, "dev.husk.gateway-id");

@@ -10,6 +10,7 @@
 #define HUSK_SENTRY_FS_DEVPTS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct file;
 struct kernel;
@@ -51,6 +52,29 @@ struct file *devpts_open_slave(uint32_t index, int flags);
  * when it has none.
  */
 struct file *devpts_open_ctty(int flags);
+
+/*
+ * Host terminals the sentry was given (its stdio on a terminal: the OCI console, husk do on a
+ * terminal) are entries of devpts too, so that the guest's path, stat and ttyname(3) of them
+ * agree as under Linux: /dev/pts/N (136:N) lists them, opening it wraps a duplicate of the
+ * sentry's fd as a host file (hostfile.c: the termios calls and job control of hosttty.c).
+ *
+ * devpts_add_host registers the terminal of hostfd (a duplicate is kept for the sentry's
+ * life) under the lowest free number, or returns the number it has already. Returns the
+ * number or -errno. Call before the guest runs, so that the first one is 0.
+ */
+int devpts_add_host(int hostfd);
+
+/* The number of the host terminal of device rdev (the host's st_rdev), or -1. */
+int devpts_host_index(dev_t rdev);
+
+/*
+ * The path of that entry in the first devpts mounted (/dev/pts/N): *m and *n referenced.
+ * Returns 0, or -ENOENT when rdev is not registered or no devpts is mounted.
+ */
+struct vfs_mount;
+struct vfs_node;
+int devpts_host_path(dev_t rdev, struct vfs_mount **m, struct vfs_node **n);
 
 /*
  * The controlling terminal of t's session for /proc/PID/stat: *tty_nr (its device number in

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/host/hosttty.h"
 #include "include/abi/linux/errno.h"
@@ -194,11 +195,18 @@ static unsigned int host_poll(struct file *f, struct waitq **wq)
 	return hostpoll_ready(hn->fd, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM | POLLRDHUP);
 }
 
+/* The file's own reference on its host node (f->priv), whatever path it has. */
+static void host_release(struct file *f)
+{
+	vfs_node_put(&host_node(f)->base);
+}
+
 static const struct file_ops hostfile_ops = {
 	.read = host_read,
 	.write = host_write,
 	.ioctl = host_ioctl,
 	.poll = host_poll,
+	.release = host_release,
 };
 
 static const struct file_ops hostfile_reg_ops = {
@@ -207,6 +215,7 @@ static const struct file_ops hostfile_reg_ops = {
 	.llseek = host_reg_llseek,
 	.ioctl = host_ioctl,
 	.poll = host_poll,
+	.release = host_release,
 	.map_private_by_read = true,
 };
 
@@ -271,7 +280,8 @@ static const struct vfs_node_ops hostnode_ops = {
 	.release = hostnode_release,
 };
 
-struct file *hostfile_create(int hostfd, int flags)
+/* A host file over hostfd (taken on success), without a path. NULL when out of memory. */
+static struct file *host_file_new(int hostfd, int flags)
 {
 	struct hostfile_node *hn = calloc(1, sizeof(*hn));
 	struct stat st;
@@ -302,15 +312,39 @@ struct file *hostfile_create(int hostfd, int flags)
 		hn->tty = ioctl(hostfd, TCGETS, &tm) == 0;
 		hn->rdev = st.st_rdev;
 	}
-	f->node = &hn->base; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
+	/* The node's first reference moves to the file's priv (host_release puts it). */
 	if (S_ISREG(hn->base.type)) {
 		off_t pos = lseek(hostfd, 0, SEEK_CUR);
 
 		f->pos = pos > 0 ? pos : 0;
 		f->host_offset = true;
 	}
+	return f;
+}
+
+struct file *hostfile_open(int hostfd, int flags)
+{
+	return host_file_new(hostfd, flags);
+}
+
+struct file *hostfile_create(int hostfd, int flags)
+{
+	struct file *f = host_file_new(hostfd, flags);
+	struct hostfile_node *hn;
+
+	if (!f)
+		return NULL;
+	hn = host_node(f);
+	/*
+	 * A host terminal that devpts shows (the console, husk do's terminal) is /dev/pts/N to
+	 * the guest: /proc/PID/fd/N, fstat and ttyname(3) agree with that entry's stat.
+	 */
+	if (hn->tty && devpts_host_path(hn->rdev, &f->mnt, &f->node) == 0)
+		return f;
+	f->node = &hn->base;
+	vfs_node_get(f->node);
+	f->mnt = vfs_anon_mount();
+	vfs_mount_get(f->mnt);
 	return f;
 }
 

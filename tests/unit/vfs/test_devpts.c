@@ -10,7 +10,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <stdlib.h>
 #include <termios.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "sentry/fs/devpts/devpts.h"
@@ -214,4 +217,40 @@ Test(devpts, ctty_ioctls_need_the_controlling_terminal)
 	open_pair();
 	cr_assert_eq(ioc(s, TIOCGPGRP, &v), -ENOTTY);
 	cr_assert_eq(ioc(s, TIOCGSID, &v), -ENOTTY);
+}
+
+/* A host terminal the sentry was given (its console) is an entry of devpts with a number of
+ * its own: opening it reaches the host terminal, and the guest's own ptys take the next ones. */
+Test(devpts, host_terminal_is_an_entry_of_its_own)
+{
+	struct winsize ws = { .ws_row = 31, .ws_col = 99 }, got = { 0 };
+	int hm, hs, idx, n = -1;
+	struct stat st;
+	struct file *f;
+
+	hm = posix_openpt(O_RDWR | O_NOCTTY);
+	if (hm < 0 || grantpt(hm) < 0 || unlockpt(hm) < 0)
+		cr_skip_test("no pseudo-terminal on this machine");
+	hs = open(ptsname(hm), O_RDWR | O_NOCTTY);
+	cr_assert_geq(hs, 0);
+	cr_assert_eq(fstat(hs, &st), 0);
+	cr_assert_eq(ioctl(hm, TIOCSWINSZ, &ws), 0);
+	idx = devpts_add_host(hs);
+	cr_assert_geq(idx, 0);
+	cr_assert_eq(devpts_add_host(hs), idx, "registered once");
+	cr_assert_eq(devpts_host_index(st.st_rdev), idx);
+	cr_assert_eq(devpts_host_index(st.st_rdev + 1), -1);
+	close(hs); /* devpts keeps its own */
+	f = devpts_open_slave((uint32_t)idx, O_RDWR | O_NOCTTY);
+	cr_assert(!IS_ERR(f), "%ld", PTR_ERR(f));
+	cr_assert_eq(ioc(f, TIOCGWINSZ, &got), 0);
+	cr_assert_eq(got.ws_row, 31);
+	cr_assert_eq(got.ws_col, 99);
+	cr_assert_eq(wr(f, "hi"), 2);
+	file_put(f);
+	m = devpts_open_master(O_RDWR);
+	cr_assert(!IS_ERR(m));
+	cr_assert_eq(ioc(m, TIOCGPTN, &n), 0);
+	cr_assert_neq(n, idx, "a new pair does not take the host terminal's number");
+	close(hm);
 }
