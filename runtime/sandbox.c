@@ -20,7 +20,8 @@
  * dies with its stubs, and the gofer exits when the sentry's socket closes.
  *
  * fd 6 is <state>/control.sock, bound and listening: husk exec and husk ps connect to it.
- * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log.
+ * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log,
+ * else, detached, to /dev/null: only the guest (the sentry's fds 0-2) keeps create's stdio.
  * With the annotations dev.husk.gateway (husk serve's gateway socket) and dev.husk.gateway-id
  * (the sandbox's id there), husk create connects to the credential gateway, introduces the
  * sandbox and passes the connection as --gateway-fd (runtime/serve/GATEWAY.md); the guest

@@ -7,7 +7,8 @@
 #   number of /dev/pts/0, fstat(0) the same file as stat(/dev/pts/0), /dev/pts's entries,
 #   /dev/console a terminal of its own name;
 # - a window size change on the pty master (the shim's ResizePty) reaches it: SIGWINCH in its
-#   foreground group, the new size from TIOCGWINSZ (stty size).
+#   foreground group, the new size from TIOCGWINSZ (stty size);
+# - husk exec -t's pty is /dev/pts/N while the exec'd process runs, and no longer after.
 # Without runc the husk side is checked against the lines runc prints (below).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-oci.sh"
@@ -121,5 +122,50 @@ while IFS= read -r want; do
 	[ "$got" = "$want" ] && pass "$what (as runc)" ||
 		fail "$what (as runc)" "runc: $want" "husk: $got" "all: $(head -c 800 "$work/husk.out")"
 done <"$work/want"
+
+# 3. husk exec -t in a container without a console: its pty is /dev/pts/0 while it runs, and
+# the entry goes with it (nothing keeps the pty's slave: husk exec sees the hang-up and returns).
+set_args sleep 1000
+cat >"$work/pty_run.py" <<'EOF'
+import os, pty, select, sys, time
+# Runs argv on a new pty (its controlling terminal); prints what it wrote, CR LF made LF.
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+buf = b""
+end = time.monotonic() + 60 * float(os.environ.get("HUSK_TEST_TIMEOUT_SCALE", "1"))
+while time.monotonic() < end:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        buf += d
+sys.stdout.write(buf.decode(errors="replace").replace("\r\n", "\n"))
+EOF
+exec_view() { # RUNTIME ROOT
+	"$1" --root "$2" run -d --bundle "$bundle" tty-exec </dev/null >/dev/null 2>&1 || return
+	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c 'tty; echo /dev/pts/*'
+	"$1" --root "$2" exec tty-exec sh -c 'echo after: /dev/pts/*'
+	"$1" --root "$2" delete -f tty-exec >/dev/null 2>&1
+}
+cat >"$work/want.exec" <<'EOF'
+/dev/pts/0
+/dev/pts/0 /dev/pts/ptmx
+after: /dev/pts/ptmx
+EOF
+if $have_runc; then
+	exec_view runc "$RUNC_ROOT" >"$work/runc.exec" 2>&1
+	diff "$work/want.exec" "$work/runc.exec" >"$work/diff" 2>&1 &&
+		pass "runc exec -t: the expected terminal" ||
+		fail "runc exec -t: the expected terminal" "$(cat "$work/diff")"
+fi
+exec_view "$HUSK" "$root" >"$work/husk.exec" 2>&1
+diff "$work/want.exec" "$work/husk.exec" >"$work/diff" 2>&1 &&
+	pass "exec -t: its pty is /dev/pts/0 while it runs, gone after (as runc)" ||
+	fail "exec -t: its pty is /dev/pts/0 while it runs, gone after (as runc)" "$(cat "$work/diff")"
 
 finish

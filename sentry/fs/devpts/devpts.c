@@ -110,12 +110,15 @@ struct tty {
 	int32_t sig_pgrp; /* a signal for pgrp sig_pgrp is due (sent after unlock) */
 	int sig;
 	/*
-	 * A host terminal shown as this entry (devpts_add_host): none of the above is used, its
-	 * opens wrap a duplicate of host_fd (the sentry's own, set once) as host files.
+	 * A host terminal shown as this entry (devpts_add_host, devpts_host_hold): none of the
+	 * above is used, its opens wrap a duplicate of host_fd (set once) as host files. It is
+	 * in the registry while it is permanent or host files over it are open.
 	 */
 	bool host;
 	int host_fd;
 	dev_t host_rdev;
+	int host_users; /* reg_lock: host files over it (devpts_host_hold) */
+	bool host_permanent; /* reg_lock: devpts_add_host's, kept for the sentry's life */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1333,9 +1336,30 @@ static struct file *host_open(struct tty *tty, int flags)
 	return f;
 }
 
-int devpts_add_host(int hostfd)
+/* The entry of host terminal rdev (reg_lock held), or NULL. */
+static struct tty *host_entry_find(dev_t rdev)
 {
-	struct tty *tty;
+	for (uint32_t i = 0; i < DEVPTS_MAX; i++) {
+		if (ttys[i] && ttys[i]->host && ttys[i]->host_rdev == rdev)
+			return ttys[i];
+	}
+	return NULL;
+}
+
+/* Takes a hold on the entry of rdev (reg_lock held): a use, or its permanence. */
+static int host_entry_hold(struct tty *tty, bool permanent)
+{
+	if (permanent)
+		tty->host_permanent = true;
+	else
+		tty->host_users++;
+	return (int)tty->index;
+}
+
+/* The entry of the host terminal hostfd, made when missing, with a hold on it. */
+static int host_entry_get(int hostfd, bool permanent)
+{
+	struct tty *tty, *found;
 	struct stat st;
 	uint32_t i;
 	int ret;
@@ -1343,17 +1367,15 @@ int devpts_add_host(int hostfd)
 	if (fstat(hostfd, &st) < 0)
 		return -errno;
 	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < DEVPTS_MAX; i++) {
-		if (ttys[i] && ttys[i]->host && ttys[i]->host_rdev == st.st_rdev) {
-			pthread_mutex_unlock(&reg_lock);
-			return (int)i;
-		}
-	}
+	found = host_entry_find(st.st_rdev);
+	ret = found ? host_entry_hold(found, permanent) : -ENOENT;
 	pthread_mutex_unlock(&reg_lock);
+	if (found)
+		return ret;
 	tty = calloc(1, sizeof(*tty));
 	if (!tty)
 		return -ENOMEM;
-	refcount_init(&tty->ref, 1); /* the registry's: the entry stays for the sentry's life */
+	refcount_init(&tty->ref, 1); /* the registry's, until the last hold goes */
 	pthread_mutex_init(&tty->lock, NULL);
 	waitq_init(&tty->wq);
 	termios_init(&tty->termios);
@@ -1367,29 +1389,59 @@ int devpts_add_host(int hostfd)
 		return ret;
 	}
 	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < DEVPTS_MAX && ttys[i]; i++)
-		;
-	if (i < DEVPTS_MAX) {
-		tty->index = i;
-		ttys[i] = tty;
+	/* Made meanwhile by another thread: that one. */
+	found = host_entry_find(st.st_rdev);
+	if (found) {
+		ret = host_entry_hold(found, permanent);
+	} else {
+		for (i = 0; i < DEVPTS_MAX && ttys[i]; i++)
+			;
+		if (i < DEVPTS_MAX) {
+			tty->index = i;
+			ttys[i] = tty;
+			ret = host_entry_hold(tty, permanent);
+			tty = NULL;
+		} else {
+			ret = -ENOSPC;
+		}
 	}
 	pthread_mutex_unlock(&reg_lock);
-	if (i == DEVPTS_MAX) {
-		tty_put(tty);
-		return -ENOSPC;
-	}
-	return (int)i;
+	tty_put(tty); /* not registered: freed, its fd closed */
+	return ret;
+}
+
+int devpts_add_host(int hostfd)
+{
+	return host_entry_get(hostfd, true);
+}
+
+int devpts_host_hold(int hostfd)
+{
+	return host_entry_get(hostfd, false);
+}
+
+void devpts_host_release(dev_t rdev)
+{
+	struct tty *tty;
+
+	pthread_mutex_lock(&reg_lock);
+	tty = host_entry_find(rdev);
+	if (tty && tty->host_users > 0 && --tty->host_users == 0 && !tty->host_permanent)
+		ttys[tty->index] = NULL;
+	else
+		tty = NULL;
+	pthread_mutex_unlock(&reg_lock);
+	tty_put(tty); /* the registry's: the number is free again */
 }
 
 int devpts_host_index(dev_t rdev)
 {
-	int found = -1;
+	struct tty *tty;
+	int found;
 
 	pthread_mutex_lock(&reg_lock);
-	for (int i = 0; i < DEVPTS_MAX && found < 0; i++) {
-		if (ttys[i] && ttys[i]->host && ttys[i]->host_rdev == rdev)
-			found = i;
-	}
+	tty = host_entry_find(rdev);
+	found = tty ? (int)tty->index : -1;
 	pthread_mutex_unlock(&reg_lock);
 	return found;
 }

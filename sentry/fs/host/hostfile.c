@@ -40,6 +40,7 @@ struct hostfile_node {
 	struct hostpoll_watch *watch; /* readiness of fd, or NULL: always ready */
 	int origin; /* the sentry's own fd (0, 1, 2) it was made from, or -1 (checkpoints) */
 	bool tty; /* a terminal: its ioctls and job control are hosttty.c's */
+	bool pts; /* the terminal holds a devpts entry (devpts_host_hold) */
 	dev_t rdev; /* the terminal's device number */
 };
 
@@ -269,6 +270,8 @@ static void hostnode_release(struct vfs_node *n)
 	struct hostfile_node *hn = container_of(n, struct hostfile_node, base);
 
 	hostpoll_unwatch(hn->watch);
+	if (hn->pts)
+		devpts_host_release(hn->rdev);
 	if (hn->fd >= 0)
 		close(hn->fd);
 	free(hn);
@@ -311,6 +314,8 @@ static struct file *host_file_new(int hostfd, int flags)
 
 		hn->tty = ioctl(hostfd, TCGETS, &tm) == 0;
 		hn->rdev = st.st_rdev;
+		/* The guest sees a terminal as /dev/pts/N while it has it open. */
+		hn->pts = hn->tty && devpts_host_hold(hostfd) >= 0;
 	}
 	/* The node's first reference moves to the file's priv (host_release puts it). */
 	if (S_ISREG(hn->base.type)) {
