@@ -79,6 +79,7 @@ set -- /dev/pts/*; echo "ls=$*"
 echo "console=$(tty </dev/console 2>&1)"
 echo "reopen=$(tty </dev/pts/0 2>&1)"
 echo "size=$(stty size 2>&1)"
+read -r _ _ _ _ _ _ nr _ </proc/self/stat; echo "ttynr=$nr"
 trap "echo winch=\$(stty size); echo done; exit 0" WINCH
 echo ready
 while :; do sleep 1; done'
@@ -92,6 +93,7 @@ ls=/dev/pts/0 /dev/pts/ptmx
 console=/dev/console
 reopen=/dev/pts/0
 size=24 80
+ttynr=34816
 ready
 winch=33 101
 EOF
@@ -115,6 +117,7 @@ while IFS= read -r want; do
 	console) what="/dev/console is a terminal" ;;
 	reopen) what="opening /dev/pts/0 gives the terminal" ;;
 	size) what="the first window size" ;;
+	ttynr) what="/proc/self/stat's tty_nr is 136:0's" ;;
 	ready) what="the shell runs" ;;
 	winch) what="a resize of the master: SIGWINCH and the new size" ;;
 	*) what="$key" ;;
