@@ -131,7 +131,7 @@ done <"$work/want"
 set_args sleep 1000
 cat >"$work/pty_run.py" <<'EOF'
 import os, pty, select, sys, time
-# Runs argv on a new pty (its controlling terminal); prints what it wrote, CR LF made LF.
+# Runs argv on a new pty (its controlling terminal); prints what it wrote without CRs.
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(sys.argv[1], sys.argv[1:])
@@ -147,17 +147,21 @@ while time.monotonic() < end:
         if not d:
             break
         buf += d
-sys.stdout.write(buf.decode(errors="replace").replace("\r\n", "\n"))
+sys.stdout.write(buf.decode(errors="replace").replace("\r", ""))
 EOF
 exec_view() { # RUNTIME ROOT
 	"$1" --root "$2" run -d --bundle "$bundle" tty-exec </dev/null >/dev/null 2>&1 || return
 	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c 'tty; echo /dev/pts/*'
+	# A session leader that opens it (without O_NOCTTY) has it as controlling terminal.
+	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
+		'exec 3</dev/pts/0; read -r _ _ _ _ _ _ nr _ </proc/self/stat; echo "ctty=$nr"'
 	"$1" --root "$2" exec tty-exec sh -c 'echo after: /dev/pts/*'
 	"$1" --root "$2" delete -f tty-exec >/dev/null 2>&1
 }
 cat >"$work/want.exec" <<'EOF'
 /dev/pts/0
 /dev/pts/0 /dev/pts/ptmx
+ctty=34816
 after: /dev/pts/ptmx
 EOF
 if $have_runc; then

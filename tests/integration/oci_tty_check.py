@@ -12,7 +12,7 @@
         create, a first window size of 24x80, start of the bundle (a shell script that prints
         what it sees of its terminal, then "ready" and waits for SIGWINCH); once "ready" is read from the pty master, the master
         is resized as the shim does on ResizePty (TIOCSWINSZ); prints the container's lines up to
-        its "done" line (it prints the new size from its SIGWINCH trap), CR LF made LF.
+        its "done" line (it prints the new size from its SIGWINCH trap), without CRs.
 
 Waits are polls with deadlines that scale with HUSK_TEST_TIMEOUT_SCALE (default 1).
 """
@@ -103,7 +103,7 @@ def probe(runtime, root, bundle, cid, path):
             # What the shim does on ResizePty: the master's window size changes.
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
             resized = True
-    text = buf.decode(errors="replace").replace("\r\n", "\n")
+    text = buf.decode(errors="replace").replace("\r", "")
     print(text.split("done")[0].rstrip("\n"))
     delete(runtime, root, cid)
     os.close(master)

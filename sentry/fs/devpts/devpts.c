@@ -1322,6 +1322,7 @@ static struct file *slave_file_for(struct tty *tty, int flags)
 /* A new guest file of host terminal entry tty (no path: the caller gives it one). */
 static struct file *host_open(struct tty *tty, int flags)
 {
+	struct task *t = task_current();
 	struct file *f;
 	int fd = fcntl(tty->host_fd, F_DUPFD_CLOEXEC, 10);
 
@@ -1332,6 +1333,18 @@ static struct file *host_open(struct tty *tty, int flags)
 	if (!f) {
 		close(fd);
 		return ERR_PTR(-ENOMEM);
+	}
+	/* A session leader without a controlling terminal acquires it (hosttty.c's rules). */
+	if (t && !(flags & O_NOCTTY)) {
+		struct tty *own;
+		struct ids ids;
+
+		task_ids(t, &ids);
+		own = ctty_of_session(t->k, ids.sid);
+		if (own)
+			tty_put(own);
+		else
+			hosttty_open_acquire(tty->host_fd, tty->host_rdev, t);
 	}
 	return f;
 }

@@ -346,6 +346,12 @@ static long set_ctty(int fd, dev_t rdev, struct task *t, bool steal)
 	return tty ? 0 : -ENOMEM;
 }
 
+void hosttty_open_acquire(int fd, dev_t rdev, struct task *t)
+{
+	/* set_ctty's refusals are tty_open's silent no: not a leader, or the terminal is taken. */
+	(void)set_ctty(fd, rdev, t, false);
+}
+
 long hosttty_ioctl(int fd, dev_t rdev, struct task *t, unsigned int cmd, uint64_t arg)
 {
 	int32_t session, pgrp, v;
