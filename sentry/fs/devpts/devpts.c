@@ -1749,10 +1749,11 @@ int devpts_host_path(dev_t rdev, struct vfs_mount **m, struct vfs_node **n)
 }
 
 /* The first devpts attached anywhere (vfs_mount_devpts, a config's devpts mount) is where
- * /dev/pts/N of TIOCGPTPEER and of the host terminals lead. */
+ * /dev/pts/N of TIOCGPTPEER and of the host terminals lead; a bind of a node of it is not. */
 static void devpts_mounted(struct vfs_fs *fs, struct vfs_mount *m)
 {
-	(void)fs;
+	if (m->root != fs->root)
+		return;
 	pthread_mutex_lock(&reg_lock);
 	if (!devpts_mnt) {
 		vfs_mount_get(m);
