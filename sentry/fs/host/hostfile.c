@@ -7,7 +7,9 @@
  * guest's FD shares the caller's open file description (`{ husk do CMD; echo more; } >out`
  * appends after CMD's output): read, write and lseek use the host FD's own offset (the file is
  * host_offset), pread/pwrite preadv/pwritev. Their node lives in the
- * anonymous filesystem, so fstat and AT_EMPTY_PATH work.
+ * anonymous filesystem, so fstat and AT_EMPTY_PATH work; a terminal's file has its devpts entry
+ * as path instead (/dev/pts/N, devpts_host_hold), and the file holds its host node in priv
+ * whatever its path (a filesystem's open gives it the opened node's: hostfile_open).
  */
 #include <errno.h>
 #include <fcntl.h>
