@@ -22,6 +22,8 @@
  * fd 6 is <state>/control.sock, bound and listening: husk exec and husk ps connect to it.
  * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log,
  * else, detached, to /dev/null: only the guest (the sentry's fds 0-2) keeps create's stdio.
+ * With a terminal and no --debug-log, fd 7 is husk's stderr (HUSK_SETUP_STDERR_FD=7): the
+ * sentry's messages until it is ready, then closed.
  * With the annotations dev.husk.gateway (husk serve's gateway socket) and dev.husk.gateway-id
  * (the sandbox's id there), husk create connects to the credential gateway, introduces the
  * sandbox and passes the connection as --gateway-fd (runtime/serve/GATEWAY.md); the guest
@@ -478,6 +480,7 @@ struct sandbox_fds {
 	int gateway; /* the credential gateway's connection, or -1 */
 	int netns; /* linux.namespaces' network path (the sentry joins it before it runs), or -1 */
 	bool detached; /* create: nothing but the guest may keep the caller's stdio */
+	bool setup_stderr; /* a terminal: the sentry's messages go to husk's stderr until ready */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -532,6 +535,16 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 			 * terminal, as runc's init does. */
 			setsid();
 			ioctl(io, TIOCSCTTY, 0);
+		}
+		/*
+		 * With a terminal the guest's stderr is the pty: what the sentry says while it sets
+		 * up (a missing program, a bad mount) goes to husk's stderr instead, as runc's
+		 * create prints it, at fd 7 (no --debug-log there); the sentry closes it once it is
+		 * ready (sentry/main.c), so that create's stderr is no process's after create.
+		 */
+		if (f->setup_stderr && fcntl(2, F_GETFD) >= 0) {
+			fds[SENTRY_LOG_FD] = 2;
+			setenv("HUSK_SETUP_STDERR_FD", "7", 1);
 		}
 		if (f->sentry_log >= 0)
 			setenv("HUSK_LOG", "info", 0);
@@ -689,6 +702,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.gateway = -1,
 		.netns = -1,
 		.detached = !o->foreground,
+		.setup_stderr = o->stdio_fd >= 0 && !o->restore_dir,
 	};
 	const char *gw_path = oci_config_annotation(c->config, "dev.husk.gateway");
 	const char *gw_id = oci_config_annotation(c->config, "dev.husk.gateway-id");
@@ -758,6 +772,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
+	f.setup_stderr = f.setup_stderr && f.sentry_log < 0; /* else its messages go there */
 	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra,
 		    o->restore_dir, f.gateway >= 0);
 	f.npairs = 1 + binds.n;

@@ -3,6 +3,7 @@
 # and under runc on the same bundle:
 # - create's stdout and stderr (one pipe) read end of file once create has returned: no helper
 #   process of the runtime (gofer, sentry) keeps them open, or the shim would wait forever;
+#   a create that fails says why there, not on the container's terminal;
 # - the container sees its terminal as /dev/pts/0: tty, readlink /proc/self/fd/0, the device
 #   number of /dev/pts/0, fstat(0) the same file as stat(/dev/pts/0), /dev/pts's entries,
 #   /dev/console a terminal of its own name;
@@ -68,6 +69,22 @@ PY
 H delete --force tty-plain >/dev/null 2>&1
 [ "$out" = open ] && pass "without a console the pipe is the guest's stdio (still open)" ||
 	fail "without a console the pipe is the guest's stdio (still open)" "$out"
+
+# 1b. A failing create with a console: the sentry's reason is on create's stderr (it kept husk's
+# stderr until it was ready), not on the container's terminal, as runc's create prints it.
+terminal_args /nope
+printf 'create failed\nstderr names it\nconsole: %s\n' "b''" >"$work/want.fail"
+if $have_runc; then
+	python3 "$check" fail runc "$RUNC_ROOT" "$bundle" tty-fail "$work/c.sock" >"$work/runc.fail" 2>&1
+	diff "$work/want.fail" "$work/runc.fail" >"$work/diff" 2>&1 &&
+		pass "runc: a failing create with a console says why on its stderr" ||
+		fail "runc: a failing create with a console says why on its stderr" "$(cat "$work/diff")"
+fi
+python3 "$check" fail "$HUSK" "$root" "$bundle" tty-fail "$work/c.sock" >"$work/husk.fail" 2>&1
+diff "$work/want.fail" "$work/husk.fail" >"$work/diff" 2>&1 &&
+	pass "a failing create with a console says why on its stderr, not on the terminal (as runc)" ||
+	fail "a failing create with a console says why on its stderr, not on the terminal (as runc)" \
+		"$(cat "$work/diff")"
 
 # 2. What the guest sees of its terminal, and a resize: one KEY=VALUE line each.
 terminal_args sh -c '

@@ -8,6 +8,11 @@
         end of file (no process of the runtime holds it), "open" when it is still open after
         the deadline, then deletes the container.
 
+    oci_tty_check.py fail RUNTIME ROOT BUNDLE ID SOCKET
+        RUNTIME create --console-socket SOCKET of a bundle whose program (/nope) is missing:
+        prints whether create failed, whether its stderr names /nope (the sentry's message, as
+        runc's create prints it), and what reached the terminal (nothing, under runc).
+
     oci_tty_check.py probe RUNTIME ROOT BUNDLE ID SOCKET
         create, a first window size of 24x80, start of the bundle (a shell script that prints
         what it sees of its terminal, then "ready" and waits for SIGWINCH); once "ready" is read from the pty master, the master
@@ -109,5 +114,38 @@ def probe(runtime, root, bundle, cid, path):
     os.close(master)
 
 
+def fail(runtime, root, bundle, cid, path):
+    r, w = os.pipe()
+    p, master = create(runtime, root, bundle, cid, path, stdout=w, stderr=w,
+                       stdin=subprocess.DEVNULL)
+    os.close(w)
+    err = b""
+    while True:
+        d = os.read(r, 4096)
+        if not d:
+            break
+        err += d
+    st = p.wait(timeout=60 * SCALE)
+    # What reached the terminal before it was hung up.
+    out = b""
+    end = time.monotonic() + 10 * SCALE
+    while time.monotonic() < end:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            d = os.read(master, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    print("create failed" if st != 0 else "create succeeded")
+    print("stderr names it" if b"/nope" in err else "stderr: %r" % err)
+    print("console: %r" % out)
+    delete(runtime, root, cid)
+    os.close(master)
+
+
 if __name__ == "__main__":
-    {"eof": eof, "probe": probe}[sys.argv[1]](*sys.argv[2:7])
+    {"eof": eof, "probe": probe, "fail": fail}[sys.argv[1]](*sys.argv[2:7])
