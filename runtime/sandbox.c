@@ -20,7 +20,10 @@
  * dies with its stubs, and the gofer exits when the sentry's socket closes.
  *
  * fd 6 is <state>/control.sock, bound and listening: husk exec and husk ps connect to it.
- * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log.
+ * fd 7 (--debug-log DIR) is DIR/<id>.sentry.log; the gofers' stderr goes to DIR/<id>.gofer.log,
+ * else, detached, to /dev/null: only the guest (the sentry's fds 0-2) keeps create's stdio.
+ * With a terminal and no --debug-log, fd 7 is husk's stderr (HUSK_SETUP_STDERR_FD=7): the
+ * sentry's messages until it is ready, then closed.
  * With the annotations dev.husk.gateway (husk serve's gateway socket) and dev.husk.gateway-id
  * (the sandbox's id there), husk create connects to the credential gateway, introduces the
  * sandbox and passes the connection as --gateway-fd (runtime/serve/GATEWAY.md); the guest
@@ -476,6 +479,8 @@ struct sandbox_fds {
 	int preserve; /* a socket holding the --preserve-fds fds in one message, or -1 */
 	int gateway; /* the credential gateway's connection, or -1 */
 	int netns; /* linux.namespaces' network path (the sentry joins it before it runs), or -1 */
+	bool detached; /* create: nothing but the guest may keep the caller's stdio */
+	bool setup_stderr; /* a terminal: the sentry's messages go to husk's stderr until ready */
 	char **gofer_argv[1 + MAX_VOLUMES];
 	char **sentry_argv;
 };
@@ -491,8 +496,13 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		if (pid < 0)
 			return -errno;
 		if (pid == 0) {
-			int fds[] = { devnull, devnull, f->gofer_log >= 0 ? f->gofer_log : 2,
-				      f->pairs[i][0] };
+			/*
+			 * Detached, the gofer's stderr is never the caller's: an engine (containerd's
+			 * shim with a terminal) waits for EOF on create's stderr, and the gofer
+			 * lives as long as the container. Its messages go to --debug-log's file.
+			 */
+			int err = f->gofer_log >= 0 ? f->gofer_log : f->detached ? devnull : 2;
+			int fds[] = { devnull, devnull, err, f->pairs[i][0] };
 			const int targets[] = { 0, 1, 2, SENTRY_GOFER_FD };
 
 			exec_child(c, f->gofer_argv[i], fds, targets, 4);
@@ -525,6 +535,16 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 			 * terminal, as runc's init does. */
 			setsid();
 			ioctl(io, TIOCSCTTY, 0);
+		}
+		/*
+		 * With a terminal the guest's stderr is the pty: what the sentry says while it sets
+		 * up (a missing program, a bad mount) goes to husk's stderr instead, as runc's
+		 * create prints it, at fd 7 (no --debug-log there); the sentry closes it once it is
+		 * ready (sentry/main.c), so that create's stderr is no process's after create.
+		 */
+		if (f->setup_stderr && fcntl(2, F_GETFD) >= 0) {
+			fds[SENTRY_LOG_FD] = 2;
+			setenv("HUSK_SETUP_STDERR_FD", "7", 1);
 		}
 		if (f->sentry_log >= 0)
 			setenv("HUSK_LOG", "info", 0);
@@ -681,6 +701,8 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.preserve = -1,
 		.gateway = -1,
 		.netns = -1,
+		.detached = !o->foreground,
+		.setup_stderr = o->stdio_fd >= 0 && !o->restore_dir,
 	};
 	const char *gw_path = oci_config_annotation(c->config, "dev.husk.gateway");
 	const char *gw_id = oci_config_annotation(c->config, "dev.husk.gateway-id");
@@ -750,6 +772,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
+	f.setup_stderr = f.setup_stderr && f.sentry_log < 0; /* else its messages go there */
 	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra,
 		    o->restore_dir, f.gateway >= 0);
 	f.npairs = 1 + binds.n;

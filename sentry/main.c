@@ -991,6 +991,35 @@ static char **guest_env(struct sentry_opts *o)
 	return o->env;
 }
 
+/*
+ * husk create with a terminal (runtime/sandbox.c sets HUSK_SETUP_STDERR_FD): until the sandbox
+ * is ready, the sentry's own messages go to the caller's stderr, as runc's create prints its
+ * errors, while the guest's stderr is the terminal. setup_stderr_swap makes the caller's fd
+ * the sentry's fd 2 and keeps the terminal's in guest_stderr_fd; setup_stderr_release puts
+ * the terminal back and closes the caller's, so that no husk process holds it once create
+ * has returned (containerd's shim waits for its EOF).
+ */
+static int guest_stderr_fd = -1;
+
+static void setup_stderr_swap(int fd)
+{
+	guest_stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	if (guest_stderr_fd >= 0 && dup2(fd, 2) < 0) {
+		close(guest_stderr_fd);
+		guest_stderr_fd = -1;
+	}
+	close(fd);
+}
+
+static void setup_stderr_release(void)
+{
+	if (guest_stderr_fd < 0)
+		return;
+	dup2(guest_stderr_fd, 2);
+	close(guest_stderr_fd);
+	guest_stderr_fd = -1;
+}
+
 /* Wraps the sentry's fd (a dup of the caller's stdio) as guest fd n. */
 static int install_stdio(struct fdtable *fdt, int hostfd, int n)
 {
@@ -1008,8 +1037,8 @@ static int install_stdio(struct fdtable *fdt, int hostfd, int n)
 		close(dupfd);
 		return -ENOMEM;
 	}
-	/* A checkpoint records it as the sentry's fd hostfd; a restore opens that one again. */
-	hostfile_set_origin(f, hostfd);
+	/* A checkpoint records it as the sentry's fd n; a restore opens that one again. */
+	hostfile_set_origin(f, n);
 	ret = fdtable_install_at(fdt, f, n, false, 1024);
 	file_put(f);
 	return ret < 0 ? ret : 0;
@@ -1052,6 +1081,7 @@ static int wait_for_start(struct sentry_opts *o)
 		while ((n = write(o->ready_fd, &c, 1)) < 0 && errno == EINTR)
 			;
 		close(o->ready_fd);
+		setup_stderr_release();
 		if (n != 1)
 			return EXIT_SETUP;
 	}
@@ -1092,7 +1122,8 @@ int main(int argc, char **argv)
 	struct fs_context *fs;
 	struct task *init;
 	struct timespec now;
-	int keep[11 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
+	int keep[12 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
+	int setup_stderr = -1;
 	int ret, status;
 
 	start_ns = now_ns();
@@ -1142,6 +1173,11 @@ int main(int argc, char **argv)
 	keep[nkeep++] = o.seccomp_fd;
 	keep[nkeep++] = o.preserve_fd;
 	keep[nkeep++] = o.gateway_fd;
+	/* husk create with a terminal: the caller's stderr, for messages until ready. */
+	if (getenv("HUSK_SETUP_STDERR_FD") && !o.restore)
+		setup_stderr = atoi(getenv("HUSK_SETUP_STDERR_FD"));
+	unsetenv("HUSK_SETUP_STDERR_FD");
+	keep[nkeep++] = setup_stderr;
 	for (int i = 0; i < o.nvolumes; i++)
 		keep[nkeep++] = o.volumes[i].fd;
 	ret = sentry_close_fds_except(keep, nkeep);
@@ -1151,6 +1187,8 @@ int main(int argc, char **argv)
 	}
 	if (o.log_fd >= 0)
 		log_set_fd(o.log_fd);
+	if (setup_stderr > 2)
+		setup_stderr_swap(setup_stderr);
 	/* The image's files: opened now, while the sentry may still open files. */
 	int image_fd = -1, pages_fd = -1;
 	struct state_restore *restore = NULL;
@@ -1366,7 +1404,7 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	for (int n = 0; n < 3; n++) {
-		ret = install_stdio(fdt, n, n);
+		ret = install_stdio(fdt, n == 2 && guest_stderr_fd >= 0 ? guest_stderr_fd : n, n);
 		if (ret < 0 && ret != -EBADF) {
 			log_error("stdio %d: %s", n, strerror(-ret));
 			return EXIT_SETUP;

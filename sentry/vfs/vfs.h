@@ -148,7 +148,8 @@ int file_getattr(struct file *f, struct vfs_attr *attr);
  * of hostfd on success (on failure the caller still owns it). Reads and writes are host
  * read/write on that FD; ioctl answers TCGETS/TIOCGWINSZ from the host FD only when it is a
  * terminal (TIOCGPGRP then gives the guest's own process group), FIONREAD from the host.
- * Returns NULL when out of memory.
+ * A terminal's path is its /dev/pts/N (sentry/fs/devpts/devpts.h). Returns NULL when out of
+ * memory.
  */
 struct file *hostfile_create(int hostfd, int flags);
 

@@ -37,7 +37,7 @@ mkdir -p "$work/xdg"
 XDG_RUNTIME_DIR=$work/xdg containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
 cpid=$!
 cleanup() {
-	for id in d1 k1 k2; do
+	for id in d1 k1 k2 t0 t1; do
 		ctr --address "$sock" -n husk task kill -s KILL $id >/dev/null 2>&1
 		ctr --address "$sock" -n husk task rm -f $id >/dev/null 2>&1
 		ctr --address "$sock" -n husk container rm $id >/dev/null 2>&1
@@ -90,6 +90,49 @@ if [ -z "$st" ] || [ "$st" = Z ]; then
 else
 	fail "no sentry left after task rm" "pid $pid state $st"
 fi
+
+# tty: true (ctr run -t, on a terminal of its own 27x91): the shim waits for EOF on create's
+# stdout and stderr before it starts the task, so no husk helper may keep them (issue 16); the
+# guest's terminal is /dev/pts/0, and the size of ctr's terminal reaches it through the shim's
+# ResizePty, as under runc (the same run with containerd's default runtime).
+for a in tty stty; do ln -sf busybox "$rootfs/bin/$a"; done
+cat >"$work/pty_run.py" <<'EOF'
+import fcntl, os, pty, select, struct, sys, termios, time
+# Runs argv on a new 27x91 pty (its controlling terminal); prints its output without CRs.
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 27, 91, 0, 0))
+    os.execvp(sys.argv[1], sys.argv[1:])
+buf = b""
+end = time.monotonic() + 90 * float(os.environ.get("HUSK_TEST_TIMEOUT_SCALE", "1"))
+while time.monotonic() < end:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        buf += d
+sys.stdout.write(buf.decode(errors="replace").replace("\r", ""))
+EOF
+# ctr resizes the task once it has started: the guest waits for a size (stty size fails on 0x0).
+tty_run() { # ID [--runc-binary HUSK]
+	id=$1
+	shift
+	python3 "$work/pty_run.py" ctr --address "$sock" -n husk run -t --rm \
+		--runtime io.containerd.runc.v2 "$@" --rootfs "$rootfs" "$id" /bin/sh -c \
+		'tty; i=0; until [ -n "$(stty size 2>/dev/null)" ] || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1)); done; stty size'
+}
+want="/dev/pts/0
+27 91"
+out=$(tty_run t0 2>&1)
+[ "$out" = "$want" ] && pass "ctr run -t under runc: /dev/pts/0, 27 91" ||
+	fail "ctr run -t under runc: /dev/pts/0, 27 91" "$out"
+out=$(tty_run t1 --runc-binary "$HUSK" 2>&1)
+[ "$out" = "$want" ] && pass "ctr run -t (tty: true) starts: /dev/pts/0 and ctr's window size" ||
+	fail "ctr run -t (tty: true) starts: /dev/pts/0 and ctr's window size" "$out"
 
 # --- checkpoint and restore (containerd 1.6's runc shim; what it passes to husk) ---
 # ctr tasks checkpoint: pause; checkpoint --image-path TMP --work-path W [--leave-running] ID;

@@ -172,7 +172,8 @@ static struct file *console_open(int flags)
 	fd = fcntl(console_fd, F_DUPFD_CLOEXEC, 10);
 	if (fd < 0)
 		return ERR_PTR(-errno);
-	f = hostfile_create(fd, flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
+	/* No path: the VFS gives it /dev/console's. */
+	f = hostfile_open(fd, flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
 	if (!f) {
 		close(fd);
 		return ERR_PTR(-ENOMEM);

@@ -34,12 +34,15 @@
 #include <sys/stat.h>
 #include <termios.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/stat.h"
 #include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/host/hosttty.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
@@ -106,6 +109,16 @@ struct tty {
 	struct kernel *k; /* of the task that opened the master, for signals; may be NULL */
 	int32_t sig_pgrp; /* a signal for pgrp sig_pgrp is due (sent after unlock) */
 	int sig;
+	/*
+	 * A host terminal shown as this entry (devpts_add_host, devpts_host_hold): none of the
+	 * above is used, its opens wrap a duplicate of host_fd (set once) as host files. It is
+	 * in the registry while it is permanent or host files over it are open.
+	 */
+	bool host;
+	int host_fd;
+	dev_t host_rdev;
+	int host_users; /* reg_lock: host files over it (devpts_host_hold) */
+	bool host_permanent; /* reg_lock: devpts_add_host's, kept for the sentry's life */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -116,6 +129,8 @@ static void tty_put(struct tty *tty)
 {
 	if (!tty || !refcount_dec(&tty->ref))
 		return;
+	if (tty->host)
+		close(tty->host_fd);
 	pthread_mutex_destroy(&tty->lock);
 	free(tty);
 }
@@ -1304,6 +1319,146 @@ static struct file *slave_file_for(struct tty *tty, int flags)
 	return f;
 }
 
+/* A new guest file of host terminal entry tty (no path: the caller gives it one). */
+static struct file *host_open(struct tty *tty, int flags)
+{
+	struct task *t = task_current();
+	struct file *f;
+	int fd = fcntl(tty->host_fd, F_DUPFD_CLOEXEC, 10);
+
+	if (fd < 0)
+		return ERR_PTR(-errno);
+	/* The guest's access mode and flags; the host fd's O_NONBLOCK is the sentry's. */
+	f = hostfile_open(fd, flags & (O_ACCMODE | O_NONBLOCK | O_APPEND));
+	if (!f) {
+		close(fd);
+		return ERR_PTR(-ENOMEM);
+	}
+	/* A session leader without a controlling terminal acquires it (hosttty.c's rules). */
+	if (t && !(flags & O_NOCTTY)) {
+		struct tty *own;
+		struct ids ids;
+
+		task_ids(t, &ids);
+		own = ctty_of_session(t->k, ids.sid);
+		if (own)
+			tty_put(own);
+		else
+			hosttty_open_acquire(tty->host_fd, tty->host_rdev, t);
+	}
+	return f;
+}
+
+/* The entry of host terminal rdev (reg_lock held), or NULL. */
+static struct tty *host_entry_find(dev_t rdev)
+{
+	for (uint32_t i = 0; i < DEVPTS_MAX; i++) {
+		if (ttys[i] && ttys[i]->host && ttys[i]->host_rdev == rdev)
+			return ttys[i];
+	}
+	return NULL;
+}
+
+/* Takes a hold on the entry of rdev (reg_lock held): a use, or its permanence. */
+static int host_entry_hold(struct tty *tty, bool permanent)
+{
+	if (permanent)
+		tty->host_permanent = true;
+	else
+		tty->host_users++;
+	return (int)tty->index;
+}
+
+/* The entry of the host terminal hostfd, made when missing, with a hold on it. */
+static int host_entry_get(int hostfd, bool permanent)
+{
+	struct tty *tty, *found;
+	struct stat st;
+	uint32_t i;
+	int ret;
+
+	if (fstat(hostfd, &st) < 0)
+		return -errno;
+	pthread_mutex_lock(&reg_lock);
+	found = host_entry_find(st.st_rdev);
+	ret = found ? host_entry_hold(found, permanent) : -ENOENT;
+	pthread_mutex_unlock(&reg_lock);
+	if (found)
+		return ret;
+	tty = calloc(1, sizeof(*tty));
+	if (!tty)
+		return -ENOMEM;
+	refcount_init(&tty->ref, 1); /* the registry's, until the last hold goes */
+	pthread_mutex_init(&tty->lock, NULL);
+	waitq_init(&tty->wq);
+	termios_init(&tty->termios);
+	tty->host = true;
+	tty->host_rdev = st.st_rdev;
+	tty->host_fd = fcntl(hostfd, F_DUPFD_CLOEXEC, 10);
+	if (tty->host_fd < 0) {
+		ret = -errno;
+		pthread_mutex_destroy(&tty->lock);
+		free(tty);
+		return ret;
+	}
+	pthread_mutex_lock(&reg_lock);
+	/* Made meanwhile by another thread: that one. */
+	found = host_entry_find(st.st_rdev);
+	if (found) {
+		ret = host_entry_hold(found, permanent);
+	} else {
+		for (i = 0; i < DEVPTS_MAX && ttys[i]; i++)
+			;
+		if (i < DEVPTS_MAX) {
+			tty->index = i;
+			ttys[i] = tty;
+			ret = host_entry_hold(tty, permanent);
+			tty = NULL;
+		} else {
+			ret = -ENOSPC;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	tty_put(tty); /* not registered: freed, its fd closed */
+	return ret;
+}
+
+int devpts_add_host(int hostfd)
+{
+	return host_entry_get(hostfd, true);
+}
+
+int devpts_host_hold(int hostfd)
+{
+	return host_entry_get(hostfd, false);
+}
+
+void devpts_host_release(dev_t rdev)
+{
+	struct tty *tty;
+
+	pthread_mutex_lock(&reg_lock);
+	tty = host_entry_find(rdev);
+	if (tty && tty->host_users > 0 && --tty->host_users == 0 && !tty->host_permanent)
+		ttys[tty->index] = NULL;
+	else
+		tty = NULL;
+	pthread_mutex_unlock(&reg_lock);
+	tty_put(tty); /* the registry's: the number is free again */
+}
+
+int devpts_host_index(dev_t rdev)
+{
+	struct tty *tty;
+	int found;
+
+	pthread_mutex_lock(&reg_lock);
+	tty = host_entry_find(rdev);
+	found = tty ? (int)tty->index : -1;
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
 struct file *devpts_open_slave(uint32_t index, int flags)
 {
 	struct tty *tty = tty_lookup(index);
@@ -1312,6 +1467,11 @@ struct file *devpts_open_slave(uint32_t index, int flags)
 
 	if (!tty)
 		return ERR_PTR(-ENXIO);
+	if (tty->host) {
+		f = host_open(tty, flags);
+		tty_put(tty);
+		return f;
+	}
 	pthread_mutex_lock(&tty->lock);
 	locked = tty->locked;
 	pthread_mutex_unlock(&tty->lock);
@@ -1428,9 +1588,16 @@ static int devpts_getattr(struct vfs_node *vn, struct vfs_attr *attr)
 		attr->gid = 5;
 		attr->rdev = vfs_mkdev(PTS_MAJOR, (uint32_t)n->index);
 		struct tty *tty = tty_lookup((uint32_t)n->index);
+		struct stat st;
 
 		if (!tty)
 			return -ENOENT;
+		/* A host terminal: its owner and mode, as the host's devpts shows them. */
+		if (tty->host && fstat(tty->host_fd, &st) == 0) {
+			attr->mode = S_IFCHR | (st.st_mode & 07777);
+			attr->uid = st.st_uid;
+			attr->gid = st.st_gid;
+		}
 		tty_put(tty);
 	}
 	return 0;
@@ -1508,8 +1675,11 @@ static void devpts_release(struct vfs_fs *fs)
 	free(fs);
 }
 
+static void devpts_mounted(struct vfs_fs *fs, struct vfs_mount *m);
+
 static const struct vfs_fs_ops devpts_fs_ops = {
 	.release = devpts_release,
+	.mounted = devpts_mounted,
 };
 
 struct vfs_fs *devpts_create(void)
@@ -1534,8 +1704,8 @@ struct vfs_fs *devpts_create(void)
 	return fs;
 }
 
-/* Gives a slave file made by TIOCGPTPEER its path /dev/pts/N (for ttyname(3)). */
-static void slave_file_set_path(struct file *f, uint32_t index)
+/* /dev/pts/N in the first devpts mounted: *m and *n referenced. Returns 0 or -errno. */
+static int entry_path(uint32_t index, struct vfs_mount **mp, struct vfs_node **np)
 {
 	struct vfs_mount *m;
 	struct vfs_node *n;
@@ -1547,15 +1717,49 @@ static void slave_file_set_path(struct file *f, uint32_t index)
 		vfs_mount_get(m);
 	pthread_mutex_unlock(&reg_lock);
 	if (!m)
-		return;
+		return -ENOENT;
 	snprintf(name, sizeof(name), "%u", index);
 	n = devpts_lookup(m->root, name);
 	if (IS_ERR(n)) {
 		vfs_mount_put(m);
-		return;
+		return (int)PTR_ERR(n);
 	}
+	*mp = m;
+	*np = n;
+	return 0;
+}
+
+/* Gives a slave file made by TIOCGPTPEER its path /dev/pts/N (for ttyname(3)). */
+static void slave_file_set_path(struct file *f, uint32_t index)
+{
+	struct vfs_mount *m;
+	struct vfs_node *n;
+
+	if (entry_path(index, &m, &n) < 0)
+		return;
 	f->mnt = m;
 	f->node = n;
+}
+
+int devpts_host_path(dev_t rdev, struct vfs_mount **m, struct vfs_node **n)
+{
+	int index = devpts_host_index(rdev);
+
+	return index < 0 ? -ENOENT : entry_path((uint32_t)index, m, n);
+}
+
+/* The first devpts attached anywhere (vfs_mount_devpts, a config's devpts mount) is where
+ * /dev/pts/N of TIOCGPTPEER and of the host terminals lead; a bind of a node of it is not. */
+static void devpts_mounted(struct vfs_fs *fs, struct vfs_mount *m)
+{
+	if (m->root != fs->root)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	if (!devpts_mnt) {
+		vfs_mount_get(m);
+		devpts_mnt = m;
+	}
+	pthread_mutex_unlock(&reg_lock);
 }
 
 int vfs_mount_devpts(struct kernel *k)
@@ -1591,15 +1795,7 @@ int vfs_mount_devpts(struct kernel *k)
 	}
 	err = vfs_mount_attach(m, &pts);
 	vfs_path_put(&pts);
-	if (err < 0) {
-		vfs_mount_put(m);
-		return err;
-	}
-	pthread_mutex_lock(&reg_lock);
-	if (!devpts_mnt)
-		devpts_mnt = m; /* keeps the creation reference */
-	else
-		vfs_mount_put(m);
-	pthread_mutex_unlock(&reg_lock);
-	return 0;
+	/* The tree holds it now (and devpts_mounted, when it is the first). */
+	vfs_mount_put(m);
+	return err;
 }

@@ -10,6 +10,7 @@
 #define HUSK_SENTRY_FS_DEVPTS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct file;
 struct kernel;
@@ -51,6 +52,34 @@ struct file *devpts_open_slave(uint32_t index, int flags);
  * when it has none.
  */
 struct file *devpts_open_ctty(int flags);
+
+/*
+ * Host terminals the sentry was given (its stdio on a terminal: the OCI console, husk do on a
+ * terminal; a husk exec --tty's pty) are entries of devpts too, so that the guest's path, stat
+ * and ttyname(3) of them agree as under Linux: /dev/pts/N (136:N) lists them, opening it wraps
+ * a duplicate of the entry's fd as a host file (hostfile.c: the termios calls and job control
+ * of hosttty.c). An entry has the lowest free number when it is made.
+ *
+ * devpts_add_host registers the terminal of hostfd for the sentry's life (a duplicate is
+ * kept). Call before the guest runs, so that the first one is 0. devpts_host_hold registers it
+ * (or finds it) for one host file over it, until devpts_host_release(its rdev): the entry and
+ * its duplicate go with the last hold, unless it was added, so that a pty's master sees the
+ * hang-up once the guest closed its slave. Both return the number or -errno.
+ */
+int devpts_add_host(int hostfd);
+int devpts_host_hold(int hostfd);
+void devpts_host_release(dev_t rdev);
+
+/* The number of the host terminal of device rdev (the host's st_rdev), or -1. */
+int devpts_host_index(dev_t rdev);
+
+/*
+ * The path of that entry in the first devpts mounted (/dev/pts/N): *m and *n referenced.
+ * Returns 0, or -ENOENT when rdev is not registered or no devpts is mounted.
+ */
+struct vfs_mount;
+struct vfs_node;
+int devpts_host_path(dev_t rdev, struct vfs_mount **m, struct vfs_node **n);
 
 /*
  * The controlling terminal of t's session for /proc/PID/stat: *tty_nr (its device number in

@@ -7,7 +7,9 @@
  * guest's FD shares the caller's open file description (`{ husk do CMD; echo more; } >out`
  * appends after CMD's output): read, write and lseek use the host FD's own offset (the file is
  * host_offset), pread/pwrite preadv/pwritev. Their node lives in the
- * anonymous filesystem, so fstat and AT_EMPTY_PATH work.
+ * anonymous filesystem, so fstat and AT_EMPTY_PATH work; a terminal's file has its devpts entry
+ * as path instead (/dev/pts/N, devpts_host_hold), and the file holds its host node in priv
+ * whatever its path (a filesystem's open gives it the opened node's: hostfile_open).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/host/hosttty.h"
 #include "include/abi/linux/errno.h"
@@ -39,6 +42,7 @@ struct hostfile_node {
 	struct hostpoll_watch *watch; /* readiness of fd, or NULL: always ready */
 	int origin; /* the sentry's own fd (0, 1, 2) it was made from, or -1 (checkpoints) */
 	bool tty; /* a terminal: its ioctls and job control are hosttty.c's */
+	bool pts; /* the terminal holds a devpts entry (devpts_host_hold) */
 	dev_t rdev; /* the terminal's device number */
 };
 
@@ -194,11 +198,18 @@ static unsigned int host_poll(struct file *f, struct waitq **wq)
 	return hostpoll_ready(hn->fd, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM | POLLRDHUP);
 }
 
+/* The file's own reference on its host node (f->priv), whatever path it has. */
+static void host_release(struct file *f)
+{
+	vfs_node_put(&host_node(f)->base);
+}
+
 static const struct file_ops hostfile_ops = {
 	.read = host_read,
 	.write = host_write,
 	.ioctl = host_ioctl,
 	.poll = host_poll,
+	.release = host_release,
 };
 
 static const struct file_ops hostfile_reg_ops = {
@@ -207,6 +218,7 @@ static const struct file_ops hostfile_reg_ops = {
 	.llseek = host_reg_llseek,
 	.ioctl = host_ioctl,
 	.poll = host_poll,
+	.release = host_release,
 	.map_private_by_read = true,
 };
 
@@ -260,6 +272,8 @@ static void hostnode_release(struct vfs_node *n)
 	struct hostfile_node *hn = container_of(n, struct hostfile_node, base);
 
 	hostpoll_unwatch(hn->watch);
+	if (hn->pts)
+		devpts_host_release(hn->rdev);
 	if (hn->fd >= 0)
 		close(hn->fd);
 	free(hn);
@@ -271,7 +285,8 @@ static const struct vfs_node_ops hostnode_ops = {
 	.release = hostnode_release,
 };
 
-struct file *hostfile_create(int hostfd, int flags)
+/* A host file over hostfd (taken on success), without a path. NULL when out of memory. */
+static struct file *host_file_new(int hostfd, int flags)
 {
 	struct hostfile_node *hn = calloc(1, sizeof(*hn));
 	struct stat st;
@@ -301,16 +316,42 @@ struct file *hostfile_create(int hostfd, int flags)
 
 		hn->tty = ioctl(hostfd, TCGETS, &tm) == 0;
 		hn->rdev = st.st_rdev;
+		/* The guest sees a terminal as /dev/pts/N while it has it open. */
+		hn->pts = hn->tty && devpts_host_hold(hostfd) >= 0;
 	}
-	f->node = &hn->base; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
+	/* The node's first reference moves to the file's priv (host_release puts it). */
 	if (S_ISREG(hn->base.type)) {
 		off_t pos = lseek(hostfd, 0, SEEK_CUR);
 
 		f->pos = pos > 0 ? pos : 0;
 		f->host_offset = true;
 	}
+	return f;
+}
+
+struct file *hostfile_open(int hostfd, int flags)
+{
+	return host_file_new(hostfd, flags);
+}
+
+struct file *hostfile_create(int hostfd, int flags)
+{
+	struct file *f = host_file_new(hostfd, flags);
+	struct hostfile_node *hn;
+
+	if (!f)
+		return NULL;
+	hn = host_node(f);
+	/*
+	 * A host terminal that devpts shows (the console, husk do's terminal) is /dev/pts/N to
+	 * the guest: /proc/PID/fd/N, fstat and ttyname(3) agree with that entry's stat.
+	 */
+	if (hn->tty && devpts_host_path(hn->rdev, &f->mnt, &f->node) == 0)
+		return f;
+	f->node = &hn->base;
+	vfs_node_get(f->node);
+	f->mnt = vfs_anon_mount();
+	vfs_mount_get(f->mnt);
 	return f;
 }
 

@@ -23,6 +23,13 @@ struct file;
 int hostfile_install(struct fdtable *fdt, int hostfd, int n);
 
 /*
+ * As hostfile_create (sentry/vfs/vfs.h), for a filesystem's open: a file without a path, which
+ * the VFS gives the opened node's (devfs's /dev/console, devpts's host terminals). Takes
+ * hostfd on success. Returns NULL when out of memory.
+ */
+struct file *hostfile_open(int hostfd, int flags);
+
+/*
  * Receives the fds of one message on the unix socket sock (SCM_RIGHTS, at least one byte of
  * data) into fds[0..max), in the order sent, close-on-exec. Extra fds are closed. Returns how
  * many, -ENODATA at end of file, -EMSGSIZE when the control data was truncated, or -errno.

@@ -19,8 +19,11 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/log.h"
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/signal.h"
+#include "sentry/fs/devpts/devpts.h"
+#include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/host/hosttty.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
@@ -104,6 +107,9 @@ void hosttty_init(struct kernel *k)
 			own_rdev = st.st_rdev;
 			have_own = true;
 			pthread_mutex_unlock(&tty_lock);
+			/* The guest sees it as /dev/pts/0 (before any pty of its own). */
+			if (devpts_add_host(fd) < 0)
+				log_warn("the terminal has no /dev/pts entry");
 			return;
 		}
 	}
@@ -340,6 +346,12 @@ static long set_ctty(int fd, dev_t rdev, struct task *t, bool steal)
 	return tty ? 0 : -ENOMEM;
 }
 
+void hosttty_open_acquire(int fd, dev_t rdev, struct task *t)
+{
+	/* set_ctty's refusals are tty_open's silent no: not a leader, or the terminal is taken. */
+	(void)set_ctty(fd, rdev, t, false);
+}
+
 long hosttty_ioctl(int fd, dev_t rdev, struct task *t, unsigned int cmd, uint64_t arg)
 {
 	int32_t session, pgrp, v;
@@ -497,7 +509,7 @@ struct file *hosttty_open_ctty(struct task *t, int flags)
 		return ERR_PTR(-ENXIO);
 	}
 	/* A new open file of the terminal: the guest's access mode, no O_NONBLOCK of the host. */
-	f = hostfile_create(fd, flags & (O_ACCMODE | O_NONBLOCK | O_APPEND));
+	f = hostfile_open(fd, flags & (O_ACCMODE | O_NONBLOCK | O_APPEND));
 	if (!f) {
 		close(fd);
 		return ERR_PTR(-ENOMEM);
@@ -510,6 +522,7 @@ bool hosttty_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
 	int32_t session = 0, pgrp = 0;
 	dev_t rdev = 0;
 	struct ids ids;
+	int index;
 
 	task_ids(t, &ids);
 	pthread_mutex_lock(&tty_lock);
@@ -523,6 +536,10 @@ bool hosttty_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
 	pthread_mutex_unlock(&tty_lock);
 	if (!session)
 		return false;
+	/* A terminal devpts shows is its /dev/pts/N to the guest. */
+	index = devpts_host_index(rdev);
+	if (index >= 0)
+		rdev = makedev(PTS_MAJOR, (unsigned int)index);
 	/* Linux's encoding of a device number in /proc/PID/stat's tty_nr. */
 	*tty_nr = (int32_t)((minor(rdev) & 0xff) | (major(rdev) << 8) |
 			    ((minor(rdev) & ~0xffU) << 12));

@@ -47,6 +47,13 @@ void hosttty_init(struct kernel *k);
 long hosttty_ioctl(int fd, dev_t rdev, struct task *t, unsigned int cmd, uint64_t arg);
 
 /*
+ * An open of host terminal fd (device rdev) by t without O_NOCTTY, when t's session has no
+ * pty of its own as controlling terminal (devpts asks): as Linux's tty_open, a session leader
+ * whose session has no controlling terminal acquires this one, unless another session has it.
+ */
+void hosttty_open_acquire(int fd, dev_t rdev, struct task *t);
+
+/*
  * Job control before t reads (is_read, SIGTTIN) or writes (SIGTTOU when TOSTOP is set) host
  * terminal fd: 0 to go on, -ERESTARTSYS after signalling t's group, -EIO for a read from the
  * background with SIGTTIN ignored or blocked.

@@ -10,11 +10,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <stdlib.h>
 #include <termios.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/kernel/current.h"
+#include "sentry/vfs/vfs.h"
 #include "tests/unit/vfs/fake_mm.h"
 #include "tests/unit/vfs/tree.h"
 
@@ -214,4 +218,73 @@ Test(devpts, ctty_ioctls_need_the_controlling_terminal)
 	open_pair();
 	cr_assert_eq(ioc(s, TIOCGPGRP, &v), -ENOTTY);
 	cr_assert_eq(ioc(s, TIOCGSID, &v), -ENOTTY);
+}
+
+/* A host terminal the sentry was given (its console) is an entry of devpts with a number of
+ * its own: opening it reaches the host terminal, and the guest's own ptys take the next ones. */
+Test(devpts, host_terminal_is_an_entry_of_its_own)
+{
+	struct winsize ws = { .ws_row = 31, .ws_col = 99 }, got = { 0 };
+	int hm, hs, idx, n = -1;
+	struct stat st;
+	struct file *f;
+
+	hm = posix_openpt(O_RDWR | O_NOCTTY);
+	if (hm < 0 || grantpt(hm) < 0 || unlockpt(hm) < 0)
+		cr_skip_test("no pseudo-terminal on this machine");
+	hs = open(ptsname(hm), O_RDWR | O_NOCTTY);
+	cr_assert_geq(hs, 0);
+	cr_assert_eq(fstat(hs, &st), 0);
+	cr_assert_eq(ioctl(hm, TIOCSWINSZ, &ws), 0);
+	idx = devpts_add_host(hs);
+	cr_assert_geq(idx, 0);
+	cr_assert_eq(devpts_add_host(hs), idx, "registered once");
+	cr_assert_eq(devpts_host_index(st.st_rdev), idx);
+	cr_assert_eq(devpts_host_index(st.st_rdev + 1), -1);
+	close(hs); /* devpts keeps its own */
+	f = devpts_open_slave((uint32_t)idx, O_RDWR | O_NOCTTY);
+	cr_assert(!IS_ERR(f), "%ld", PTR_ERR(f));
+	cr_assert_eq(ioc(f, TIOCGWINSZ, &got), 0);
+	cr_assert_eq(got.ws_row, 31);
+	cr_assert_eq(got.ws_col, 99);
+	cr_assert_eq(wr(f, "hi"), 2);
+	file_put(f);
+	m = devpts_open_master(O_RDWR);
+	cr_assert(!IS_ERR(m));
+	cr_assert_eq(ioc(m, TIOCGPTN, &n), 0);
+	cr_assert_neq(n, idx, "a new pair does not take the host terminal's number");
+	close(hm);
+}
+
+/* A terminal a host file wraps (husk exec --tty's pty) is an entry while the file is open: the
+ * entry keeps no copy of it after the last close, so the pty's master sees the hang-up. */
+Test(devpts, host_file_terminal_is_an_entry_while_open)
+{
+	int hm, hs, idx;
+	struct stat st;
+	struct file *f;
+	char c;
+
+	hm = posix_openpt(O_RDWR | O_NOCTTY);
+	if (hm < 0 || grantpt(hm) < 0 || unlockpt(hm) < 0)
+		cr_skip_test("no pseudo-terminal on this machine");
+	hs = open(ptsname(hm), O_RDWR | O_NOCTTY);
+	cr_assert_geq(hs, 0);
+	cr_assert_eq(fstat(hs, &st), 0);
+	cr_assert_eq(devpts_host_index(st.st_rdev), -1);
+	f = hostfile_create(hs, O_RDWR); /* takes hs */
+	cr_assert_not_null(f);
+	idx = devpts_host_index(st.st_rdev);
+	cr_assert_geq(idx, 0);
+	s = devpts_open_slave((uint32_t)idx, O_RDWR | O_NOCTTY);
+	cr_assert(!IS_ERR(s), "%ld", PTR_ERR(s));
+	file_put(f);
+	cr_assert_eq(devpts_host_index(st.st_rdev), idx, "the file opened by its number holds it");
+	file_put(s);
+	s = NULL;
+	cr_assert_eq(devpts_host_index(st.st_rdev), -1, "gone with the last file");
+	/* No copy of the slave is left anywhere: the master reads the hang-up (EIO). */
+	cr_assert_eq(read(hm, &c, 1), -1);
+	cr_assert_eq(errno, EIO);
+	close(hm);
 }
