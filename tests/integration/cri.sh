@@ -77,6 +77,7 @@ cleanup() {
 	[ -n "${HUSK_CRI_KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
 
 # The pause image: a static program that sleeps until SIGTERM and reaps orphans.
 if ! cc -static -O2 -o "$work/pause" "$here/cri/pause.c" 2>"$work/err"; then

@@ -12,6 +12,7 @@ handler's state root (options.Root), CGROUP-PARENT the pods' cgroup parent (one 
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import traceback
@@ -29,6 +30,7 @@ CHECKS = [
     "RunPodSandbox lo: the pod is READY",
     "the pod has an address from the CNI bridge network",
     "two containers of a pod talk over localhost (wget 127.0.0.1:8080 from the other container)",
+    "the server answers on the pod's address from the pod's network namespace",
     "without shareProcessNamespace, ps in a container shows its own process",
     "without shareProcessNamespace, ps does not show the other container's httpd",
     "ExecSync sleep 30 with timeout 2 returns a deadline error",
@@ -191,6 +193,22 @@ def main():
                      "other container)", "last: %r" % (got,),
                      "last wget: %r" % (execs(client, ["wget", "-q", "-O", "-",
                                                        "http://127.0.0.1:8080/"], deadline=10),))
+            # What a Service or another pod reaches: the pod's IP, here from a host process in
+            # the pod's network namespace (the CNI bridge has no address on the node).
+            last = []
+
+            def by_pod_ip():
+                # (no wget -T: Debian's static busybox 1.35 crashes with it)
+                r = subprocess.run(["nsenter", "--net=" + netns[0], "/bin/busybox", "wget", "-q",
+                                    "-O", "-", "http://%s:8080/" % ip],
+                                   capture_output=True, text=True, timeout=10 * SCALE)
+                last[:] = [(r.returncode, r.stdout, r.stderr)]
+                return last[0] if "pod-hello" in r.stdout else None
+            got = poll(by_pod_ip, 10) if netns and ip else None
+            c.report(isinstance(got, tuple) and got[0] == 0,
+                     "the server answers on the pod's address from the pod's network namespace",
+                     "nsenter --net=%s wget http://%s:8080/: %r" % (
+                         netns[0] if netns else "?", ip, got or last))
             st, out, err = execs(client, ["ps"])
             c.report(st == 0 and "sleep 1000" in out,
                      "without shareProcessNamespace, ps in a container shows its own process",
