@@ -38,6 +38,8 @@ CHECKS = [
     "after the exec timeout no sleep 30 is left in the container (ps)",
     "a container allocating 64 MiB under a 32 MiB limit exits",
     "... and is reported with reason OOMKilled",
+    "pod_annotations: the pod's dev.husk.* annotation is in the sandbox's and the container's "
+    "OCI config",
     "ContainerStatus: RUNNING, started, with its log path",
     "the log file containerd writes holds the container's output",
     "ContainerStats: memory working set is non-zero",
@@ -173,7 +175,9 @@ def main():
 
     def scenario():
         # --- a pod whose two containers talk over localhost; pids not shared ---
-        pod = run_pod("lo")
+        # An allow rule that changes nothing (a CNI pod has 10/8 already); it shows
+        # that containerd passes dev.husk.* annotations on (pod_annotations).
+        pod = run_pod("lo", annotations={"dev.husk.egress-allow": "10.0.0.0/8"})
         ip = cri.pod_status(pod).status.network.ip if pod else ""
         if pod:
             c.report(ip.startswith("10."), "the pod has an address from the CNI bridge network",
@@ -260,6 +264,17 @@ def main():
         life = start(pod, "life", ["/bin/sh", "-c", 'trap "exit 0" TERM; echo hello-from-life; '
                                    "while :; do sleep 0.2; done"], memory=64 * MIB) if pod else None
         if life:
+            found = {}
+            for what, i in (("sandbox", pod), ("container", life)):
+                try:
+                    spec = json.load(open(os.path.join(
+                        work, "state/io.containerd.runtime.v2.task/k8s.io", i, "config.json")))
+                    found[what] = spec.get("annotations", {}).get("dev.husk.egress-allow")
+                except (OSError, ValueError) as e:
+                    found[what] = str(e)
+            c.report(found == {"sandbox": "10.0.0.0/8", "container": "10.0.0.0/8"},
+                     "pod_annotations: the pod's dev.husk.* annotation is in the sandbox's and "
+                     "the container's OCI config", "dev.husk.egress-allow: %r" % found)
             st = cri.wait_state(life, "CONTAINER_RUNNING", 20)
             c.report(st.state == pb.CONTAINER_RUNNING and st.started_at > 0 and
                      st.log_path.endswith("life.log"),
