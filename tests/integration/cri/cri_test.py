@@ -41,6 +41,8 @@ CHECKS = [
     "pod_annotations: the pod's dev.husk.* annotation is in the sandbox's and the container's "
     "OCI config",
     "ContainerStatus: RUNNING, started, with its log path",
+    "the container's pid is the handler's (runc: the container's process; husk: a sentry)",
+    "the container's host cgroup is CGROUP-PARENT/ID (memory hierarchy)",
     "the log file containerd writes holds the container's output",
     "ContainerStats: memory working set is non-zero",
     "the container reads its 64 MiB memory limit in /sys/fs/cgroup",
@@ -282,6 +284,33 @@ def main():
                      "state %s started_at %d log_path %r" % (pb.ContainerState.Name(st.state),
                                                             st.started_at, st.log_path))
             path = st.log_path
+
+            # The runtime is the one asked for: containerd's pid for the container is husk's
+            # sentry (on HUSK_PLATFORM when set), or runc's container process (busybox's sh).
+            try:
+                info = json.loads(cri.call("ContainerStatus", pb.ContainerStatusRequest(
+                    container_id=life, verbose=True)).info.get("info", "{}"))
+                pid = info.get("pid", 0)
+                args = open("/proc/%d/cmdline" % pid, "rb").read().split(b"\0")
+                args = [a.decode(errors="replace") for a in args]
+            except (OSError, ValueError, KeyError) as e:
+                pid, args = 0, [str(e)]
+            want_platform = os.environ.get("HUSK_PLATFORM", "")
+            if handler == "husk":
+                ok = os.path.basename(args[0]) == "husk-sentry" and (
+                    not want_platform or "--platform=" + want_platform in args)
+            else:
+                ok = args[:2] == ["/bin/sh", "-c"]
+            c.report(ok, "the container's pid is the handler's (runc: the container's process; "
+                     "husk: a sentry)", "pid %s: %s" % (pid, " ".join(args)[:300]))
+            cg = "/sys/fs/cgroup/memory" + cg_parent + "/" + life
+            if not os.path.isdir("/sys/fs/cgroup/memory"):
+                cg = "/sys/fs/cgroup" + cg_parent + "/" + life
+            c.report(os.path.isdir(cg),
+                     "the container's host cgroup is CGROUP-PARENT/ID (memory hierarchy)",
+                     "%s missing; %s holds %r" % (cg, os.path.dirname(cg), sorted(
+                         os.listdir(os.path.dirname(cg))) if os.path.isdir(
+                             os.path.dirname(cg)) else "nothing"))
 
             def logged():
                 try:
