@@ -25,6 +25,12 @@ if [ ! -x /bin/busybox ] || ! file -L /bin/busybox 2>/dev/null | grep -q static;
 	echo "ok - SKIP all: no static /bin/busybox (apt-get install busybox-static)"
 	finish
 fi
+for cni in bridge host-local loopback; do
+	if [ ! -x /usr/lib/cni/$cni ]; then
+		echo "ok - SKIP all: no /usr/lib/cni/$cni (apt-get install containernetworking-plugins)"
+		finish
+	fi
+done
 for tool in cc protoc grpc_python_plugin; do
 	if ! command -v $tool >/dev/null; then
 		echo "ok - SKIP all: no $tool (tools/install-deps.sh: protobuf-compiler-grpc)"
@@ -149,7 +155,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         BinaryName = "$HUSK_ENGINE"
         Root = "$work/husk-root"
 EOT
-[ -d /usr/lib/cni ] || echo "# no /usr/lib/cni (containernetworking-plugins): pods get no address"
 containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
 cpid=$!
 n=0

@@ -54,7 +54,9 @@ class Cri:
                                 pid=pid if pid is not None else pb.CONTAINER, ipc=pb.POD)
         return pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name=name, uid="uid-" + name, namespace="default"),
-            hostname=name, log_directory=log_dir, annotations=annotations or {},
+            # kubelet gives a hostNetwork pod no hostname: it keeps the node's
+            hostname="" if network == pb.NODE else name, log_directory=log_dir,
+            annotations=annotations or {},
             linux=pb.LinuxPodSandboxConfig(
                 cgroup_parent=cgroup_parent,
                 security_context=pb.LinuxSandboxSecurityContext(namespace_options=ns)))

@@ -12,6 +12,7 @@ handler's state root (options.Root), CGROUP-PARENT the pods' cgroup parent (one 
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -51,10 +52,12 @@ CHECKS = [
     "RemoveContainer: the container is gone",
     "RunPodSandbox shared: the pod is READY",
     "shareProcessNamespace: ps in one container shows the other's sleep 1001",
+    "RunPodSandbox host: the pod is READY",
+    "hostNetwork: the container's hostname is the node's",
     "RunPodSandbox tty: the pod is READY",
     "a tty: true container reaches CONTAINER_RUNNING",
     "the tty container's shell has a /dev/pts/N terminal (tty)",
-] + ["%s %s: the pod is %s" % (verb, pod, what) for pod in ("lo", "shared", "tty")
+] + ["%s %s: the pod is %s" % (verb, pod, what) for pod in ("lo", "shared", "host", "tty")
      for verb, what in (("StopPodSandbox", "NOTREADY"), ("RemovePodSandbox", "gone"))] + [
     "nothing left: no process of the handler's root, pods or containers",
     "nothing left: no state under the handler's Root",
@@ -381,6 +384,16 @@ def main():
                 c.report(isinstance(got, tuple) and "sleep 1001" in got[1],
                          "shareProcessNamespace: ps in one container shows the other's sleep 1001",
                          "ps: %r" % (execs(b, ["ps"], deadline=10),))
+
+        # --- a hostNetwork pod: the node's network and UTS namespaces ---
+        hpod = run_pod("host", network=pb.NODE)
+        if hpod:
+            h = start(hpod, "h", ["/bin/sleep", "1000"])
+            if h:
+                got = execs(h, ["hostname"])
+                c.report(got[0] == 0 and got[1].strip() == socket.gethostname(),
+                         "hostNetwork: the container's hostname is the node's",
+                         "node %r, container: %r" % (socket.gethostname(), got))
 
         # --- a tty: true container (stdin + tty), last: it may hang a runtime ---
         tpod = run_pod("tty")
