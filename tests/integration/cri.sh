@@ -90,9 +90,12 @@ if ! cc -static -O2 -o "$work/pause" "$here/cri/pause.c" 2>"$work/err"; then
 	echo "ok - SKIP all: cc -static cannot link here (libc6-dev): $(head -c 300 "$work/err")"
 	finish
 fi
-"$PY" "$here/cri/make_image.py" "$work/pause.tar" husk.test/pause:1 pause "$work/pause" &&
-	"$PY" "$here/cri/make_image.py" "$work/busybox.tar" husk.test/busybox:1 busybox /bin/busybox ||
+if ! "$PY" "$here/cri/make_image.py" "$work/pause.tar" husk.test/pause:1 pause "$work/pause" ||
+	! "$PY" "$here/cri/make_image.py" "$work/busybox.tar" husk.test/busybox:1 busybox \
+		/bin/busybox; then
 	fail "the pause and busybox images are built"
+	finish
+fi
 
 # overlayfs where the kernel has it here, else the native snapshotter (copies).
 snap=native
@@ -186,7 +189,8 @@ done
 # run_checks HANDLER BUDGET: cri_test.py's checks for HANDLER, counted here; a run that ends
 # early (a crash, or past BUDGET seconds) is a failure of its own.
 run_checks() {
-	timeout "$2" "$PY" "$here/cri/cri_test.py" "$sock" "$work/gen" "$1" "$work" \
+	budget=$(awk -v b="$2" -v s="${HUSK_TIMEOUT_SCALE:-1}" 'BEGIN {print int(b * s)}')
+	timeout "$budget" "$PY" "$here/cri/cri_test.py" "$sock" "$work/gen" "$1" "$work" \
 		"$work/$1-root" "$cgparent-$1" >"$work/out.$1" 2>"$work/err.$1"
 	st=$?
 	while IFS= read -r line; do
@@ -199,7 +203,7 @@ run_checks() {
 	if [ $st -eq 0 ]; then
 		pass "$1: the CRI checks ran to their end"
 	else
-		fail "$1: the CRI checks ran to their end" "status $st (124: past $2 s)" \
+		fail "$1: the CRI checks ran to their end" "status $st (124: past $budget s)" \
 			"$(tail -n 15 "$work/err.$1")"
 	fi
 }
@@ -213,7 +217,10 @@ cpid=
 left=$(for d in /proc/[0-9]*; do
 	{ tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null | grep -q "$work/" && echo "${d#/proc/}"
 done)
-[ -z "$left" ] && pass "containerd stopped: no process of the test is left" ||
+if [ -z "$left" ]; then
+	pass "containerd stopped: no process of the test is left"
+else
 	fail "containerd stopped: no process of the test is left" \
 		"$(for p in $left; do tr '\0' ' ' <"/proc/$p/cmdline"; echo; done)"
+fi
 finish
