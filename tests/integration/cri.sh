@@ -190,8 +190,11 @@ done
 # early (a crash, or past BUDGET seconds) is a failure of its own.
 run_checks() {
 	budget=$(awk -v b="$2" -v s="${HUSK_TIMEOUT_SCALE:-1}" 'BEGIN {print int(b * s)}')
+	# In the background with a wait, which a signal interrupts: the trap then cleans up at
+	# once (meson's timeout, ^C) rather than after the checks.
 	timeout "$budget" "$PY" "$here/cri/cri_test.py" "$sock" "$work/gen" "$1" "$work" \
-		"$work/$1-root" "$cgparent-$1" >"$work/out.$1" 2>"$work/err.$1"
+		"$work/$1-root" "$cgparent-$1" >"$work/out.$1" 2>"$work/err.$1" &
+	wait $!
 	st=$?
 	while IFS= read -r line; do
 		case "$line" in
