@@ -346,40 +346,16 @@ static int sentry_mount_tmpfs(struct kernel *k, const char *arg)
 		return ret;
 	if (path[0] != '/')
 		return -EINVAL;
-	/* vfs_mount_tmpfs's filesystem, with the mount flags asked for (noexec). */
-	fs = tmpfs_create(&k->mf, size, 01777, 0, 0);
+	/*
+	 * vfs_mount_tmpfs's filesystem, with the mount flags asked for (noexec) and the mode= asked
+	 * for from the start: a chmod after all the mounts would reach whatever a later mount at the
+	 * same place put there (containerd's pods bind the sandbox's shm read-only over /dev/shm).
+	 */
+	fs = tmpfs_create(&k->mf, size, mode >= 0 ? (uint32_t)mode : 01777, 0, 0);
 	if (!fs)
 		return -ENOMEM;
 	ret = vfs_mount_at(k, path, fs, flags);
 	vfs_fs_put(fs);
-	return ret;
-}
-
-/*
- * Gives a --tmpfs mount its mode= (vfs_mount_tmpfs makes it 01777): a chmod by pid 1 with
- * root's credentials for the moment, before any guest code runs. Returns 0 or -errno.
- */
-static int sentry_chmod_tmpfs(struct task *init, const char *arg)
-{
-	struct cred saved = init->cred;
-	struct vfs_path p;
-	uint64_t size;
-	char path[4096];
-	long mode;
-	int flags, ret = parse_tmpfs(arg, path, sizeof(path), &size, &mode, &flags);
-
-	if (ret < 0 || mode < 0)
-		return ret;
-	init->cred.uid = init->cred.euid = init->cred.fsuid = 0;
-	init->cred.cap_effective = init->cred.cap_bounding;
-	ret = vfs_lookup_at(init, AT_FDCWD, path, 0, &p);
-	if (ret == 0) {
-		ret = vfs_path_chmod(init, &p, (unsigned int)mode);
-		vfs_path_put(&p);
-	} else if (ret == -ENOENT && !strncmp(path, "/dev/", 5)) {
-		ret = 0; /* skipped by sentry_mount_all */
-	}
-	init->cred = saved;
 	return ret;
 }
 
@@ -1434,13 +1410,6 @@ int main(int argc, char **argv)
 	/* As runc sets it for the container's process, with CAP_SYS_RESOURCE: also the floor. */
 	init->tg->oom_score_adj = init->tg->oom_score_adj_min = o.oom_score_adj;
 	timer_rlimit_cpu(init->tg); /* an RLIMIT_CPU given (or inherited) counts guest time */
-	for (int i = 0; i < o.ntmpfs; i++) {
-		ret = sentry_chmod_tmpfs(init, o.tmpfs[i]);
-		if (ret < 0) {
-			fprintf(stderr, "husk: --tmpfs %s: mode: %s\n", o.tmpfs[i], strerror(-ret));
-			return EXIT_SETUP;
-		}
-	}
 	/* --default-cwd (husk do: the caller's directory) when the guest has it, else --cwd. */
 	if (o.default_cwd && fs_context_chdir(init, o.default_cwd) == 0) {
 		/* in it */

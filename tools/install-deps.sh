@@ -2,6 +2,8 @@
 # Install what husk needs to build, test and benchmark, from Debian's archive.
 # python3-pytest, python3-yaml: the Python client's tests (clients/python).
 # uidmap: newuidmap/newgidmap, which rootless podman needs (tests/integration/rootless.sh).
+# python3-grpcio, python3-protobuf, protobuf-compiler(-grpc), containernetworking-plugins, runc:
+# tests/integration/cri.sh (a CRI client made at test time, the pods' CNI bridge, the reference).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -14,6 +16,8 @@ libssl-dev openssl iproute2
 libclang-rt-14-dev clang-format
 busybox-static containerd podman golang-go
 criu
+python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc
+containernetworking-plugins runc
 uidmap
 nodejs
 python3-pytest python3-yaml"
