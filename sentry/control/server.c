@@ -345,6 +345,19 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	memcpy(&h, buf, sizeof(h));
+	/* Pods (container.c): a member's start, or a request for one member. */
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
+	    h.op == CONTROL_CONTAINER_CREATE) {
+		control_container_create(c->k, c->fd, buf, (size_t)n, fds, nfds);
+		goto out;
+	}
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
+	    h.op == CONTROL_CONTAINER_TARGET) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		control_container_target(c->k, c->fd, buf, (size_t)n);
+		goto out;
+	}
 	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
 	    h.op == CONTROL_CHECKPOINT) {
 		serve_checkpoint(c->k, c->fd, buf, (size_t)n, fds, nfds);
@@ -442,6 +455,11 @@ static void *accept_main(void *arg)
 	}
 	pthread_attr_destroy(&attr);
 	return NULL;
+}
+
+void control_serve_stats(struct kernel *k, int fd, size_t len)
+{
+	serve_stats(k, fd, len);
 }
 
 int control_server_start(struct kernel *k, int fd)

@@ -106,6 +106,10 @@ struct thread_group {
 	struct list_head sibling;
 	int32_t pgid, sid;
 	bool subreaper; /* PR_SET_CHILD_SUBREAPER */
+	/* The pod member container it belongs to (sentry/control/container.c): 0 for the
+	 * sandbox's own container, else the member's number. Set before it is linked, inherited
+	 * by fork, never changed. */
+	int32_t container;
 
 	struct sighand *sighand; /* referenced */
 	struct sigpending shared_pending; /* sighand->lock */

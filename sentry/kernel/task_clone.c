@@ -251,6 +251,7 @@ static struct thread_group *clone_tg(struct task *p, const struct task_clone_arg
 			refcount_dec(&sh->ref);
 		return NULL;
 	}
+	tg->container = ptg->container;
 	if (!(a->flags & CLONE_SIGHAND)) {
 		pthread_mutex_lock(&ptg->sighand->lock);
 		memcpy(tg->sighand->actions, ptg->sighand->actions, sizeof(tg->sighand->actions));
