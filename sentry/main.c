@@ -1285,6 +1285,7 @@ static int sentry_member_setup(struct kernel *k, int argc, char **argv, const in
 	memcpy(out->groups, o.groups, sizeof(out->groups));
 	out->umask = o.has_umask ? (int32_t)o.umask : -1;
 	out->oom_score_adj = o.oom_score_adj;
+	out->memory_limit = o.memory_limit;
 	pthread_mutex_lock(&k->lock);
 	if (k->init) {
 		pthread_mutex_lock(&k->init->tg->lock);

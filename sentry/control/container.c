@@ -35,8 +35,13 @@
 #include "sentry/control/control.h"
 #include "sentry/fs/gofer/client.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/oom.h"
 #include "sentry/kernel/seccomp.h"
+#include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/mm/memfile.h"
+#include "sentry/mm/mm.h"
 
 _Static_assert(sizeof(((struct control_member_setup *)0)->rlimits) ==
 		       sizeof(((struct thread_group *)0)->rlimits),
@@ -67,6 +72,23 @@ static struct control_member *member_find(const char *id)
 	pthread_mutex_lock(&members_lock);
 	list_for_each_entry(e, &members, link) {
 		if (!strcmp(e->m.id, id)) {
+			e->m.refs++;
+			pthread_mutex_unlock(&members_lock);
+			return &e->m;
+		}
+	}
+	pthread_mutex_unlock(&members_lock);
+	return NULL;
+}
+
+/* The member numbered num, with a new reference, or NULL. */
+static struct control_member *member_by_num(int32_t num)
+{
+	struct member_entry *e;
+
+	pthread_mutex_lock(&members_lock);
+	list_for_each_entry(e, &members, link) {
+		if (e->m.num == num) {
 			e->m.refs++;
 			pthread_mutex_unlock(&members_lock);
 			return &e->m;
@@ -133,6 +155,190 @@ static void member_put(struct control_member *m)
 		return;
 	setup_release(&m->s);
 	free(e);
+}
+
+/* --- a member's memory limit --- */
+
+/*
+ * How often a member's usage is measured: once its processes were charged this many bytes since
+ * the last measure. Its usage is the resident memory of its processes (a walk of their VMAs),
+ * so a member may go past its limit by up to this much before its OOM kill.
+ */
+#define MEMBER_CHECK_BYTES (256u << 10)
+
+struct member_proc {
+	struct thread_group *tg;
+	struct mm *mm;
+	int oom_score_adj;
+};
+
+struct member_walk {
+	int32_t num;
+	struct member_proc *v;
+	size_t n, cap;
+	bool exiting; /* one of its processes is on its way out */
+};
+
+static int member_collect(struct thread_group *tg, void *arg)
+{
+	struct member_walk *w = arg;
+	struct mm *mm = NULL;
+
+	if (tg->container != w->num)
+		return 0;
+	pthread_mutex_lock(&tg->lock);
+	if (tg->state != TG_RUNNING) {
+		pthread_mutex_unlock(&tg->lock);
+		return 0;
+	}
+	if (tg->exiting) {
+		w->exiting = true;
+		pthread_mutex_unlock(&tg->lock);
+		return 0;
+	}
+	if (tg->leader)
+		mm = task_get_mm(tg->leader);
+	if (mm && w->n < w->cap) {
+		tg_get(tg);
+		w->v[w->n].tg = tg;
+		w->v[w->n].mm = mm;
+		w->v[w->n].oom_score_adj = __atomic_load_n(&tg->oom_score_adj, __ATOMIC_RELAXED);
+		w->n++;
+		mm = NULL;
+	}
+	pthread_mutex_unlock(&tg->lock);
+	if (mm)
+		mm_put(mm);
+	return 0;
+}
+
+/*
+ * The member's processes (references in w->v, released by walk_put) and their resident pages
+ * (rss[i] each, malloc'd in *rss). Returns the total in pages.
+ */
+static uint64_t member_walk(struct kernel *k, struct member_walk *w, uint64_t **rss)
+{
+	uint64_t total = 0;
+
+	*rss = NULL;
+	pthread_mutex_lock(&k->tree_lock);
+	w->cap = (size_t)k->nr_tasks + 1;
+	w->v = calloc(w->cap, sizeof(*w->v));
+	if (w->v)
+		pid_for_each_tg(k, member_collect, w);
+	pthread_mutex_unlock(&k->tree_lock);
+	if (!w->v)
+		return 0;
+	*rss = calloc(w->n ? w->n : 1, sizeof(uint64_t));
+	for (size_t i = 0; i < w->n; i++) {
+		uint64_t r = mm_rss_pages(w->v[i].mm);
+
+		if (*rss)
+			(*rss)[i] = r;
+		total += r;
+		/* No victim's pages are kept alive by this reference. */
+		mm_put(w->v[i].mm);
+		w->v[i].mm = NULL;
+	}
+	return total;
+}
+
+static void walk_put(struct member_walk *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->v[i].mm)
+			mm_put(w->v[i].mm);
+		tg_put(w->v[i].tg);
+	}
+	free(w->v);
+}
+
+/* Kills the process of m that a memory cgroup's OOM killer would (most resident pages). */
+static void member_oom_kill(struct kernel *k, struct control_member *m, struct member_walk *w,
+			    const uint64_t *rss, uint64_t usage, struct thread_group *self,
+			    uint64_t need)
+{
+	struct oom_candidate *cand = calloc(w->n ? w->n : 1, sizeof(*cand));
+	int best;
+
+	if (!cand || !rss) {
+		free(cand);
+		return;
+	}
+	for (size_t i = 0; i < w->n; i++) {
+		cand[i].pid = w->v[i].tg->pid;
+		cand[i].rss_pages = rss[i];
+		cand[i].oom_score_adj = w->v[i].oom_score_adj;
+		/* The caller's pending request is its own, as the sandbox's OOM killer counts it. */
+		if (w->v[i].tg == self)
+			cand[i].rss_pages += need / PAGE_SIZE;
+	}
+	best = oom_choose_victim(cand, w->n, m->memory_limit / PAGE_SIZE);
+	free(cand);
+	if (best < 0)
+		return;
+	log_warn("pod: container %s: memory limit %llu reached (%llu resident): killed pid %d",
+		 m->id, (unsigned long long)m->memory_limit, (unsigned long long)usage * PAGE_SIZE,
+		 w->v[best].tg->pid);
+	signal_send(w->v[best].tg, NULL, LINUX_SIGKILL, NULL, 0);
+	__atomic_fetch_add(&m->oom_kills, 1, __ATOMIC_RELAXED);
+}
+
+/* mf->charge_hook: a member's processes past its limit lose their biggest. */
+static void member_charge(struct memfile *mf, uint64_t len, void *arg)
+{
+	struct kernel *k = arg;
+	struct task *cur = task_current();
+	struct control_member *m;
+	struct member_walk w = { 0 };
+	uint64_t *rss, usage;
+
+	if (!cur || !cur->tg || cur->tg->container <= 0)
+		return;
+	m = member_by_num(cur->tg->container);
+	if (!m)
+		return;
+	if (!__atomic_load_n(&m->memory_limit, __ATOMIC_RELAXED) ||
+	    __atomic_add_fetch(&m->charged, len, __ATOMIC_RELAXED) < MEMBER_CHECK_BYTES) {
+		member_put(m);
+		return;
+	}
+	__atomic_store_n(&m->charged, 0, __ATOMIC_RELAXED);
+	w.num = m->num;
+	usage = member_walk(k, &w, &rss) + len / PAGE_SIZE;
+	/* A victim still on its way out gives its memory back: no second kill meanwhile. */
+	if (!w.exiting && usage * PAGE_SIZE > m->memory_limit)
+		member_oom_kill(k, m, &w, rss, usage, cur->tg, len);
+	free(rss);
+	walk_put(&w);
+	member_put(m);
+}
+
+void control_members_init(struct kernel *k)
+{
+	/* Allocations are charged from then on: only once a member has a memory limit. */
+	k->mf.charge_arg = k;
+	/* New anonymous memory is populated on first touch, where memfile_fits is asked. */
+	__atomic_store_n(&k->mf.lazy, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->mf.charge_hook, member_charge, __ATOMIC_RELEASE);
+}
+
+int control_member_memory(struct kernel *k, int32_t num, uint64_t *usage, uint64_t *limit,
+			  uint64_t *oom_kills)
+{
+	struct control_member *m = num > 0 ? member_by_num(num) : NULL;
+	struct member_walk w = { .num = num };
+	uint64_t *rss;
+
+	if (!m)
+		return -ESRCH;
+	*usage = member_walk(k, &w, &rss) * PAGE_SIZE;
+	free(rss);
+	walk_put(&w);
+	*limit = __atomic_load_n(&m->memory_limit, __ATOMIC_RELAXED);
+	*oom_kills = __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED);
+	member_put(m);
+	return 0;
 }
 
 /* One message (sendmsg: the filter allows it, not send/sendto). */
@@ -286,6 +492,9 @@ void control_container_create(struct kernel *k, int fd, const void *msg, size_t 
 		log_warn("pod: container %s: %s", m->id, why[0] ? why : strerror(-err));
 		goto out_reply;
 	}
+	m->memory_limit = m->s.memory_limit;
+	if (m->memory_limit)
+		control_members_init(k);
 	pthread_mutex_lock(&members_lock);
 	m->num = next_num++;
 	list_add_tail(&e->link, &members);
@@ -436,6 +645,45 @@ static void serve_member_ps(struct kernel *k, struct control_member *m, int fd)
 	free(buf);
 }
 
+/* CONTROL_STATS for a member: its memory as its /sys/fs/cgroup shows it, its processes. */
+static int count_procs(struct thread_group *tg, void *arg)
+{
+	int32_t *c = arg;
+
+	if (tg->container == c[0])
+		c[1]++;
+	return 0;
+}
+
+static void serve_member_stats(struct kernel *k, struct control_member *m, int fd, size_t len)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_STATS_REPLY,
+				 .len = sizeof(struct control_stats) };
+	struct control_stats r = { 0 };
+	char out[sizeof(h) + sizeof(r)];
+	int32_t c[2] = { m->num, 0 };
+	uint64_t usage = 0, limit = 0, kills = 0;
+
+	if (len != sizeof(h)) {
+		r.err = -EINVAL;
+	} else {
+		control_member_memory(k, m->num, &usage, &limit, &kills);
+		r.memory_usage = usage;
+		r.memory_limit = limit;
+		r.oom_kills = kills;
+		pthread_mutex_lock(&k->tree_lock);
+		pid_for_each_tg(k, count_procs, c);
+		pthread_mutex_unlock(&k->tree_lock);
+		r.pids_current = c[1];
+		r.pids_limit = k->pids_limit;
+	}
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	send_msg(fd, out, sizeof(out));
+}
+
 void control_container_target(struct kernel *k, int fd, const void *msg, size_t len)
 {
 	struct control_container_target t;
@@ -489,14 +737,24 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 		serve_member_ps(k, m, fd);
 		break;
 	case CONTROL_STATS:
-		/* The sandbox's memory and pids: the pod's accounting is one. */
-		control_serve_stats(k, fd, (size_t)n);
+		serve_member_stats(k, m, fd, (size_t)n);
 		break;
-	case CONTROL_UPDATE:
-		/* A member's limits are its host cgroup's (husk update writes them); the sentry's
-		 * limits are the pod's and stay as they are. */
-		send_reply(fd, 0, 0);
+	case CONTROL_UPDATE: {
+		/* Its memory limit (the next charge measures against it); the pids limit is the
+		 * pod's (the sandbox's) and stays as it is. */
+		struct control_update u;
+		int err = control_decode_update(buf, (size_t)n, &u);
+
+		if (!err && u.memory != -2)
+			__atomic_store_n(&m->memory_limit, u.memory < 0 ? 0 : (uint64_t)u.memory,
+					 __ATOMIC_RELAXED);
+		if (!err && u.memory > 0)
+			control_members_init(k);
+		if (!err)
+			__atomic_store_n(&m->charged, MEMBER_CHECK_BYTES, __ATOMIC_RELAXED);
+		send_reply(fd, err, 0);
 		break;
+	}
 	case CONTROL_PAUSE:
 	case CONTROL_RESUME:
 		send_reply(fd, -EOPNOTSUPP, 0);

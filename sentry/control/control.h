@@ -182,6 +182,7 @@ struct control_member_setup {
 	int preserve[64]; /* --preserve-fds (owned) */
 	int ngofers;
 	struct gofer_client *gofers[CONTROL_MEMBER_MAX_GOFERS]; /* root first, then volumes */
+	uint64_t memory_limit; /* linux.resources.memory.limit (--memory-limit); 0: none */
 };
 
 struct control_member {
@@ -189,6 +190,8 @@ struct control_member {
 	char id[256];
 	struct control_member_setup s;
 	int refs; /* members_lock (container.c) */
+	/* Its memory limit (atomics): 0 none; its OOM kills; bytes charged since the last check. */
+	uint64_t memory_limit, oom_kills, charged;
 };
 
 /*
@@ -214,6 +217,17 @@ void control_container_create(struct kernel *k, int fd, const void *msg, size_t 
  * serves it for that member. Called on the connection's thread.
  */
 void control_container_target(struct kernel *k, int fd, const void *msg, size_t len);
+
+/*
+ * A pod member's memory, as its /sys/fs/cgroup shows it (sentry/fs/sys): the resident memory
+ * of its processes, its limit (0: none) and its OOM kills. Returns 0, or -ESRCH when num is no
+ * member's.
+ */
+int control_member_memory(struct kernel *k, int32_t num, uint64_t *usage, uint64_t *limit,
+			  uint64_t *oom_kills);
+
+/* Makes k's memory file charge every allocation to the members' limits (idempotent). */
+void control_members_init(struct kernel *k);
 
 /* server.c's CONTROL_STATS answer (the sandbox's figures), for container.c. */
 void control_serve_stats(struct kernel *k, int fd, size_t len);

@@ -169,6 +169,38 @@ run_pod() {
 	expect_status "$RT: the deleted member is gone" 1 -- R state b
 	expect_output "$RT: exec in the other member after the delete" "mine" 0 -- \
 		R exec a cat /only-a
+	# A member over its own memory limit loses its process; the pod goes on.
+	rm -rf "$work/c"
+	make_bundle c
+	ln -s busybox "$work/c/rootfs/bin/dd"
+	pod_config c container pause "$PP" \
+		'["sh", "-c", "cat /sys/fs/cgroup/memory.max; dd if=/dev/zero of=/dev/null bs=64M count=1; echo dd=$?"]'
+	$PY - "$work/c/config.json" <<'EOF2'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["resources"] = {"memory": {"limit": 32 << 20, "swap": 32 << 20}}
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+EOF2
+	(cd "$work/c" && R create c >"$work/c.out" 2>&1) && R start c
+	until_ok gone c
+	case $(cat "$work/c.out") in
+	*dd=137*) pass "$RT: a member's process over the member's memory limit is killed" ;;
+	*) fail "$RT: a member's process over the member's memory limit is killed" \
+		"$(cat "$work/c.out")" ;;
+	esac
+	if [ "$RT" = husk ]; then
+		case $(cat "$work/c.out") in
+		33554432*) pass "$RT: the member reads its limit in /sys/fs/cgroup/memory.max" ;;
+		*) fail "$RT: the member reads its limit in /sys/fs/cgroup/memory.max" \
+			"$(cat "$work/c.out")" ;;
+		esac
+	fi
+	R delete --force c >/dev/null 2>&1
+	if fetch_hello a && [ "$(rstatus pause)" = running ]; then
+		pass "$RT: the pod runs on after a member's OOM kill"
+	else
+		fail "$RT: the pod runs on after a member's OOM kill" "pause: $(rstatus pause)"
+	fi
 	R kill --all a KILL
 	if until_ok gone a; then
 		pass "$RT: kill --all KILL stops a member"
@@ -209,7 +241,7 @@ else
 fi
 expect_output "husk: no state is left" "" 0 -- sh -c "ls '$root' 2>/dev/null"
 left=""
-for id in pause a b; do
+for id in pause a b c; do
 	for d in /sys/fs/cgroup/husk/$id /sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/unified/husk/$id; do
 		[ -e "$d" ] && left="$left $d"
 	done
