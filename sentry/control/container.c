@@ -645,6 +645,30 @@ static void serve_member_ps(struct kernel *k, struct control_member *m, int fd)
 	free(buf);
 }
 
+/* A member's exec waiting for its process: the connection closing first kills the process. */
+struct exec_watch {
+	struct thread_group *tg; /* the caller's reference */
+	int fd;
+	bool ended; /* atomic: the process ended, its status is on its way */
+};
+
+static void *exec_watch_main(void *arg)
+{
+	struct exec_watch *w = arg;
+	struct pollfd p = { .fd = w->fd, .events = POLLIN | POLLRDHUP };
+	struct linux_siginfo info;
+
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	if (__atomic_load_n(&w->ended, __ATOMIC_ACQUIRE))
+		return NULL;
+	log_info("pod: an exec's connection closed before its process %d ended: killed",
+		 w->tg->pid);
+	signal_info_from(&info, LINUX_SIGKILL, LINUX_SI_USER, NULL);
+	signal_send(w->tg, NULL, LINUX_SIGKILL, &info, SIGSEND_FROM_OUTSIDE);
+	return NULL;
+}
+
 /* CONTROL_STATS for a member: its memory as its /sys/fs/cgroup shows it, its processes. */
 static int count_procs(struct thread_group *tg, void *arg)
 {
@@ -717,10 +741,23 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 		nfds = 0;
 		send_msg(fd, reply, (size_t)n);
 		if (tg) {
-			int status = control_wait_exit(k, tg);
+			struct exec_watch ew = { .tg = tg, .fd = fd };
+			pthread_attr_t attr;
+			pthread_t th;
+			int status, werr;
 
-			tg_put(tg);
+			/* As for the sandbox's own execs: the process dies with husk exec (or its
+			 * proxy), as runc's exec'd process with the pid the engine holds. */
+			pthread_attr_init(&attr);
+			pthread_attr_setstacksize(&attr, WATCH_THREAD_STACK);
+			werr = pthread_create(&th, &attr, exec_watch_main, &ew);
+			pthread_attr_destroy(&attr);
+			status = control_wait_exit(k, tg);
+			__atomic_store_n(&ew.ended, true, __ATOMIC_RELEASE);
 			send_exited(fd, status);
+			if (werr == 0)
+				pthread_join(th, NULL);
+			tg_put(tg);
 		}
 		break;
 	}
