@@ -208,6 +208,37 @@ static void __attribute__((noreturn)) proxy_main(const char *ctl, int32_t init_p
 	}
 }
 
+/*
+ * Kubernetes without shareProcessNamespace: the config lists a pid namespace with no path. The
+ * member then gets --private-pids (before "--"): its processes and the pod's others do not see
+ * each other (sentry/kernel/pid.c). Returns 0 or -ENOMEM.
+ */
+static int private_pids_arg(const struct container *c, struct sandbox_member_plan *p)
+{
+	char **v;
+	int dash;
+
+	for (size_t i = 0; i < c->config->nnamespaces; i++) {
+		const struct oci_namespace *ns = &c->config->namespaces[i];
+
+		if (strcmp(ns->type, "pid") || (ns->path && *ns->path))
+			continue;
+		for (dash = 0; dash < p->nargs && strcmp(p->sentry_argv[dash], "--"); dash++)
+			;
+		v = realloc(p->sentry_argv, (size_t)(p->nargs + 2) * sizeof(char *));
+		if (!v)
+			return -ENOMEM;
+		p->sentry_argv = v;
+		memmove(v + dash + 1, v + dash, (size_t)(p->nargs - dash + 1) * sizeof(char *));
+		v[dash] = strdup("--private-pids");
+		if (!v[dash])
+			return -ENOMEM;
+		p->nargs++;
+		return 0;
+	}
+	return 0;
+}
+
 /* Sends the CONTROL_CONTAINER_CREATE request on sock. Returns 0 or -errno. */
 static int send_create(int sock, const struct container *c, const struct sandbox_member_plan *p,
 		       const int *fds, const int32_t *slots, int nfds)
@@ -284,6 +315,12 @@ int pod_member_start(struct container *c, const struct sandbox_opts *o)
 	ret = sandbox_member_plan(c, o->preserve_fds, &p);
 	if (ret < 0)
 		return ret;
+	ret = private_pids_arg(c, &p);
+	if (ret < 0) {
+		oci_fail("out of memory");
+		sandbox_member_plan_free(&p);
+		return ret;
+	}
 	for (int i = 0; i < p.ngofers; i++)
 		pairs[i][0] = pairs[i][1] = -1;
 	for (int i = 0; i < p.ngofers; i++) {

@@ -191,6 +191,7 @@ struct sentry_opts {
 	/* A pod member's options (sentry_member_setup): what is the sandbox's alone (network,
 	 * egress, gateway, device rules) is ignored. */
 	bool member;
+	bool private_pids; /* --private-pids: a member's pid namespace of its own */
 };
 
 static void usage(void)
@@ -669,6 +670,7 @@ static int sentry_mount_tree(struct kernel *k, const struct sentry_opts *o, stru
 #define OPT_UID_MAP 0x2a0
 #define OPT_GID_MAP 0x2a1
 #define OPT_OOM_SCORE_ADJ 0x2a2
+#define OPT_PRIVATE_PIDS 0x2b0
 
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
@@ -729,6 +731,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "uid-map", required_argument, NULL, OPT_UID_MAP },
 		{ "gid-map", required_argument, NULL, OPT_GID_MAP },
 		{ "oom-score-adj", required_argument, NULL, OPT_OOM_SCORE_ADJ },
+		/* A pod member (runtime/pod.c) whose config has a pid namespace without a path. */
+		{ "private-pids", no_argument, NULL, OPT_PRIVATE_PIDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -968,6 +972,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 					c == OPT_UID_MAP ? "uid-map" : "gid-map", optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_PRIVATE_PIDS:
+			o->private_pids = true;
 			break;
 		case OPT_OOM_SCORE_ADJ: {
 			char *end;
@@ -1286,6 +1293,7 @@ static int sentry_member_setup(struct kernel *k, int argc, char **argv, const in
 	out->umask = o.has_umask ? (int32_t)o.umask : -1;
 	out->oom_score_adj = o.oom_score_adj;
 	out->memory_limit = o.memory_limit;
+	out->private_pids = o.private_pids;
 	pthread_mutex_lock(&k->lock);
 	if (k->init) {
 		pthread_mutex_lock(&k->init->tg->lock);

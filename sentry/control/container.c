@@ -500,6 +500,8 @@ void control_container_create(struct kernel *k, int fd, const void *msg, size_t 
 	list_add_tail(&e->link, &members);
 	m->refs++; /* the list's */
 	pthread_mutex_unlock(&members_lock);
+	/* Before its init exists: it never sees the others. */
+	pid_container_set_private(m->num, m->s.private_pids);
 	{
 		struct spawn_spec s = {
 			.argv = (const char *const *)m->s.argv,

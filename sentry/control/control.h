@@ -183,6 +183,7 @@ struct control_member_setup {
 	int ngofers;
 	struct gofer_client *gofers[CONTROL_MEMBER_MAX_GOFERS]; /* root first, then volumes */
 	uint64_t memory_limit; /* linux.resources.memory.limit (--memory-limit); 0: none */
+	bool private_pids; /* --private-pids: hidden from the others and they from it */
 };
 
 struct control_member {

@@ -149,6 +149,40 @@ struct task *kernel_find_task(struct kernel *k, int32_t tid)
 	return t;
 }
 
+/* Pod members with a pid namespace of their own, by number (thread_group.container). */
+#define PID_PRIVATE_MAX 4096
+static uint64_t private_containers[PID_PRIVATE_MAX / 64];
+
+void pid_container_set_private(int32_t container, bool private_pids)
+{
+	uint64_t bit;
+
+	if (container <= 0 || container >= PID_PRIVATE_MAX)
+		return;
+	bit = 1ULL << (container % 64);
+	if (private_pids)
+		__atomic_fetch_or(&private_containers[container / 64], bit, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&private_containers[container / 64], ~bit, __ATOMIC_RELEASE);
+}
+
+/* The pid namespace a container's processes are in: its own number, or 0 (the sandbox's). */
+static int32_t pid_group(int32_t container)
+{
+	if (container <= 0 || container >= PID_PRIVATE_MAX)
+		return 0;
+	return (__atomic_load_n(&private_containers[container / 64], __ATOMIC_ACQUIRE) >>
+		(container % 64)) &
+			       1 ?
+		       container :
+		       0;
+}
+
+bool pid_visible(const struct thread_group *viewer, const struct thread_group *target)
+{
+	return !viewer || pid_group(viewer->container) == pid_group(target->container);
+}
+
 struct thread_group *kernel_find_tg(struct kernel *k, int32_t pid)
 {
 	struct thread_group *tg = NULL;

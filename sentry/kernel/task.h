@@ -492,6 +492,15 @@ void pid_remove(struct kernel *k, struct task *t);
 struct task *pid_lookup(struct kernel *k, int32_t tid);
 /* Calls fn for each process (leader entries), stopping at a non-zero return. */
 int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg);
+
+/*
+ * Pod members with a pid namespace of their own (sentry/control/container.c): their processes
+ * and the others' do not see each other (/proc, kill and the signals' permission check). Pids
+ * are not renumbered: it is visibility only. Any thread; atomics.
+ */
+void pid_container_set_private(int32_t container, bool private_pids);
+/* Whether viewer (NULL: from outside the sandbox) may see target by pid. */
+bool pid_visible(const struct thread_group *viewer, const struct thread_group *target);
 /* Counts live host threads of tasks (for the end of the sandbox). Any thread, takes no lock. */
 void pid_task_started(struct kernel *k);
 void pid_task_finished(struct kernel *k);

@@ -49,13 +49,14 @@ make_bundle() {
 	(cd "$work/$1" && "$HUSK" spec) || fail "husk spec"
 }
 
-# pod_config NAME TYPE SANDBOX-ID PAUSE-PID ARGS-JSON: a CRI-like config. TYPE sandbox: new pid,
-# ipc, uts, mount namespaces and the pod's network namespace; container: the pause container's
-# (its PAUSE-PID) network, ipc, uts and pid namespaces by path.
+# pod_config NAME TYPE SANDBOX-ID PAUSE-PID ARGS-JSON [private]: a CRI-like config. TYPE sandbox:
+# new pid, ipc, uts, mount namespaces and the pod's network namespace; container: the pause
+# container's (its PAUSE-PID) network, ipc, uts and pid namespaces by path (with "private": a
+# pid namespace of its own, Kubernetes without shareProcessNamespace).
 pod_config() {
-	$PY - "$work/$1/config.json" "$2" "$3" "$4" "$5" "$NETNS" <<'EOF'
+	$PY - "$work/$1/config.json" "$2" "$3" "$4" "$5" "$NETNS" "${6:-}" <<'EOF'
 import json, sys
-p, typ, sb, pid, args, netns = sys.argv[1:7]
+p, typ, sb, pid, args, netns, private = sys.argv[1:8]
 c = json.load(open(p))
 c["process"]["args"] = json.loads(args)
 c["process"]["terminal"] = False
@@ -72,6 +73,8 @@ else:
     ns = [{"type": t, "path": "/proc/%s/ns/%s" % (pid, f)} for t, f in
           (("network", "net"), ("ipc", "ipc"), ("uts", "uts"), ("pid", "pid"))]
     ns.append({"type": "mount"})
+    if private:
+        ns = [n for n in ns if n["type"] != "pid"] + [{"type": "pid"}]
 c["linux"]["namespaces"] = ns
 c["linux"].pop("cgroupsPath", None)
 json.dump(c, open(p, "w"), indent=1)
@@ -169,6 +172,25 @@ run_pod() {
 	expect_status "$RT: the deleted member is gone" 1 -- R state b
 	expect_output "$RT: exec in the other member after the delete" "mine" 0 -- \
 		R exec a cat /only-a
+	# A member with a pid namespace of its own (no shareProcessNamespace).
+	rm -rf "$work/d"
+	make_bundle d
+	pod_config d container pause "$PP" '["sleep", "1002"]' private
+	(cd "$work/d" && R create d) && R start d
+	out=$(R exec d ps -o args 2>&1)
+	case $out in
+	*"sleep 1002"*"nc -l"* | *"nc -l"*"sleep 1002"*)
+		fail "$RT: a member with its own pid namespace sees only its processes" "$out" ;;
+	*"sleep 1002"*) pass "$RT: a member with its own pid namespace sees only its processes" ;;
+	*) fail "$RT: a member with its own pid namespace sees only its processes" "$out" ;;
+	esac
+	out=$(R exec a ps -o args 2>&1)
+	case $out in
+	*"sleep 1002"*) fail "$RT: the pod's shared pid namespace does not show it" "$out" ;;
+	*"nc -l"*) pass "$RT: the pod's shared pid namespace does not show it" ;;
+	*) fail "$RT: the pod's shared pid namespace does not show it" "$out" ;;
+	esac
+	R delete --force d >/dev/null 2>&1
 	# A member over its own memory limit loses its process; the pod goes on.
 	rm -rf "$work/c"
 	make_bundle c
@@ -241,7 +263,7 @@ else
 fi
 expect_output "husk: no state is left" "" 0 -- sh -c "ls '$root' 2>/dev/null"
 left=""
-for id in pause a b c; do
+for id in pause a b c d; do
 	for d in /sys/fs/cgroup/husk/$id /sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/unified/husk/$id; do
 		[ -e "$d" ] && left="$left $d"
 	done
