@@ -59,6 +59,18 @@ static struct list_head members = LIST_HEAD_INIT(members);
 static int32_t next_num = 1; /* members_lock */
 static control_member_setup_fn setup_fn;
 
+int control_container_count(void)
+{
+	struct member_entry *e;
+	int n = 0;
+
+	pthread_mutex_lock(&members_lock);
+	list_for_each_entry(e, &members, link)
+		n++;
+	pthread_mutex_unlock(&members_lock);
+	return n;
+}
+
 void control_set_member_setup(control_member_setup_fn fn)
 {
 	setup_fn = fn;

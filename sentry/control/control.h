@@ -227,6 +227,9 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 int control_member_memory(struct kernel *k, int32_t num, uint64_t *usage, uint64_t *limit,
 			  uint64_t *oom_kills);
 
+/* How many pod members the sandbox has now. */
+int control_container_count(void);
+
 /* Makes k's memory file charge every allocation to the members' limits (idempotent). */
 void control_members_init(struct kernel *k);
 

@@ -302,6 +302,11 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 	if (len != sizeof(h) + sizeof(req) || nfds != 2) {
 		r.err = -EINVAL;
 		snprintf(r.msg, sizeof(r.msg), "malformed checkpoint request");
+	} else if (control_container_count() > 0) {
+		/* The image has no member containers (their trees, their gofers). */
+		r.err = -EBUSY;
+		snprintf(r.msg, sizeof(r.msg),
+			 "a pod's sandbox with member containers cannot be checkpointed");
 	} else {
 		memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
 		leave = req.flags & CONTROL_CKPT_LEAVE_RUNNING;
