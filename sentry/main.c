@@ -1294,6 +1294,7 @@ static int sentry_member_setup(struct kernel *k, int argc, char **argv, const in
 	out->oom_score_adj = o.oom_score_adj;
 	out->memory_limit = o.memory_limit;
 	out->private_pids = o.private_pids;
+	out->pids_limit = o.pids_limit;
 	pthread_mutex_lock(&k->lock);
 	if (k->init) {
 		pthread_mutex_lock(&k->init->tg->lock);

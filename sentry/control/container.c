@@ -514,6 +514,7 @@ void control_container_create(struct kernel *k, int fd, const void *msg, size_t 
 	pthread_mutex_unlock(&members_lock);
 	/* Before its init exists: it never sees the others. */
 	pid_container_set_private(m->num, m->s.private_pids);
+	pid_container_set_pids_limit(k, m->num, m->s.pids_limit);
 	{
 		struct spawn_spec s = {
 			.argv = (const char *const *)m->s.argv,
@@ -684,15 +685,6 @@ static void *exec_watch_main(void *arg)
 }
 
 /* CONTROL_STATS for a member: its memory as its /sys/fs/cgroup shows it, its processes. */
-static int count_procs(struct thread_group *tg, void *arg)
-{
-	int32_t *c = arg;
-
-	if (tg->container == c[0])
-		c[1]++;
-	return 0;
-}
-
 static void serve_member_stats(struct kernel *k, struct control_member *m, int fd, size_t len)
 {
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
@@ -701,7 +693,6 @@ static void serve_member_stats(struct kernel *k, struct control_member *m, int f
 				 .len = sizeof(struct control_stats) };
 	struct control_stats r = { 0 };
 	char out[sizeof(h) + sizeof(r)];
-	int32_t c[2] = { m->num, 0 };
 	uint64_t usage = 0, limit = 0, kills = 0;
 
 	if (len != sizeof(h)) {
@@ -711,11 +702,13 @@ static void serve_member_stats(struct kernel *k, struct control_member *m, int f
 		r.memory_usage = usage;
 		r.memory_limit = limit;
 		r.oom_kills = kills;
-		pthread_mutex_lock(&k->tree_lock);
-		pid_for_each_tg(k, count_procs, c);
-		pthread_mutex_unlock(&k->tree_lock);
-		r.pids_current = c[1];
-		r.pids_limit = k->pids_limit;
+		{
+			int cur, lim;
+
+			pid_container_pids(k, m->num, &cur, &lim);
+			r.pids_current = cur;
+			r.pids_limit = lim;
+		}
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
@@ -791,8 +784,7 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 		serve_member_stats(k, m, fd, (size_t)n);
 		break;
 	case CONTROL_UPDATE: {
-		/* Its memory limit (the next charge measures against it); the pids limit is the
-		 * pod's (the sandbox's) and stays as it is. */
+		/* Its memory limit (the next charge measures against it) and pids limit. */
 		struct control_update u;
 		int err = control_decode_update(buf, (size_t)n, &u);
 
@@ -801,6 +793,8 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 					 __ATOMIC_RELAXED);
 		if (!err && u.memory > 0)
 			control_members_init(k);
+		if (!err && u.pids != -2)
+			pid_container_set_pids_limit(k, m->num, u.pids < 0 ? 0 : (int)u.pids);
 		if (!err)
 			__atomic_store_n(&m->charged, MEMBER_CHECK_BYTES, __ATOMIC_RELAXED);
 		send_reply(fd, err, 0);

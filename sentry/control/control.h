@@ -184,6 +184,7 @@ struct control_member_setup {
 	struct gofer_client *gofers[CONTROL_MEMBER_MAX_GOFERS]; /* root first, then volumes */
 	uint64_t memory_limit; /* linux.resources.memory.limit (--memory-limit); 0: none */
 	bool private_pids; /* --private-pids: hidden from the others and they from it */
+	int pids_limit; /* linux.resources.pids.limit (--pids-limit); 0: none */
 };
 
 struct control_member {

@@ -182,7 +182,7 @@ static int32_t link_process(struct task *t)
 	pthread_mutex_lock(&itg->lock);
 	ending = itg->exiting || itg->state != TG_RUNNING;
 	pthread_mutex_unlock(&itg->lock);
-	pid = ending ? -ESRCH : pid_alloc(k);
+	pid = ending ? -ESRCH : pid_container_full(k, tg->container) ? -EAGAIN : pid_alloc(k);
 	if (pid < 0) {
 		pthread_mutex_unlock(&k->tree_lock);
 		return pid;

@@ -501,6 +501,14 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
 void pid_container_set_private(int32_t container, bool private_pids);
 /* Whether viewer (NULL: from outside the sandbox) may see target by pid. */
 bool pid_visible(const struct thread_group *viewer, const struct thread_group *target);
+/*
+ * A pod member's own pids limit (linux.resources.pids.limit of its config, husk update), as a
+ * pids cgroup's: its tasks (threads included, zombies until reaped) are counted, and a clone
+ * or exec'd process past the limit is -EAGAIN. pid_container_full: k->tree_lock held.
+ */
+bool pid_container_full(struct kernel *k, int32_t container);
+void pid_container_set_pids_limit(struct kernel *k, int32_t container, int limit);
+void pid_container_pids(struct kernel *k, int32_t container, int *current, int *limit);
 /* Counts live host threads of tasks (for the end of the sandbox). Any thread, takes no lock. */
 void pid_task_started(struct kernel *k);
 void pid_task_finished(struct kernel *k);

@@ -191,6 +191,25 @@ run_pod() {
 	*) fail "$RT: the pod's shared pid namespace does not show it" "$out" ;;
 	esac
 	R delete --force d >/dev/null 2>&1
+	# A member's own pids limit: its fifth task cannot be made.
+	rm -rf "$work/e"
+	make_bundle e
+	pod_config e container pause "$PP" \
+		'["sh", "-c", "for i in 1 2 3 4 5 6; do sleep 100 & done; echo all-started"]'
+	$PY - "$work/e/config.json" <<'EOF2'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["resources"] = {"pids": {"limit": 4}}
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+EOF2
+	(cd "$work/e" && R create e >"$work/e.out" 2>&1) && R start e
+	until_ok gone e
+	case $(cat "$work/e.out") in
+	*all-started*) fail "$RT: a member's pids limit stops its fork" "$(cat "$work/e.out")" ;;
+	*"can't fork"*) pass "$RT: a member's pids limit stops its fork" ;;
+	*) fail "$RT: a member's pids limit stops its fork" "$(cat "$work/e.out")" ;;
+	esac
+	R delete --force e >/dev/null 2>&1
 	# A member over its own memory limit loses its process; the pod goes on.
 	rm -rf "$work/c"
 	make_bundle c
@@ -263,7 +282,7 @@ else
 fi
 expect_output "husk: no state is left" "" 0 -- sh -c "ls '$root' 2>/dev/null"
 left=""
-for id in pause a b c d; do
+for id in pause a b c d e; do
 	for d in /sys/fs/cgroup/husk/$id /sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/unified/husk/$id; do
 		[ -e "$d" ] && left="$left $d"
 	done
