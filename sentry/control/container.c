@@ -568,6 +568,8 @@ void control_container_create(struct kernel *k, int fd, const void *msg, size_t 
 	status = control_wait_exit(k, init);
 	tg_put(init);
 	log_info("pod: container %s: its init ended (status %#x)", m->id, status);
+	/* No request for it is served from now on (an exec would outlive the kill below). */
+	__atomic_store_n(&m->ending, true, __ATOMIC_RELEASE);
 	send_exited(fd, status);
 	/* The member's processes end with its init, as in a pid namespace of its own. */
 	control_send_signal_container(k, m->num, -1, LINUX_SIGKILL);
@@ -733,6 +735,10 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 	m = member_find(t.id);
 	if (!m)
 		return; /* the connection closes: husk reports the container as not running */
+	if (__atomic_load_n(&m->ending, __ATOMIC_ACQUIRE)) {
+		member_put(m);
+		return;
+	}
 	buf = malloc(CONTROL_MAX_MSG);
 	n = buf ? recv_next(fd, buf, CONTROL_MAX_MSG, fds, &nfds) : -ENOMEM;
 	if (n < (ssize_t)sizeof(h))

@@ -194,6 +194,7 @@ struct control_member {
 	int refs; /* members_lock (container.c) */
 	/* Its memory limit (atomics): 0 none; its OOM kills; bytes charged since the last check. */
 	uint64_t memory_limit, oom_kills, charged;
+	bool ending; /* atomic: its init ended, its processes are being killed */
 };
 
 /*
