@@ -159,6 +159,9 @@ int oci_create_container(const struct create_args *a, struct container *c)
 			oci_warn("pod sandbox %s is not a husk container under %s: %s gets a "
 				 "sandbox of its own",
 				 pod_sandbox_id(cfg), oci_g.root, a->id);
+	} else if (!pod_sandbox_id(cfg) && !a->foreground && !a->restore_dir) {
+		/* podman's pods: the infra container's IPC, UTS and network namespaces. */
+		c->sandbox = pod_sandbox_by_namespaces(cfg, a->id);
 	}
 	if (cfg->root_path[0] == '/')
 		c->rootfs = realpath(cfg->root_path, NULL);

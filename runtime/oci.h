@@ -246,6 +246,12 @@ void sandbox_member_plan_free(struct sandbox_member_plan *p);
  * io.kubernetes.cri-o.ContainerType / io.kubernetes.cri-o.SandboxID. NULL: a sandbox of its own.
  */
 const char *pod_sandbox_id(const struct oci_config *cfg);
+/*
+ * For engines that say it with namespaces only (podman's pods): the id of the running husk
+ * sandbox under --root (not self) whose pid is N of cfg's ipc, uts and network namespace
+ * paths, all three /proc/N/ns/... of the same N. Returns it malloc'd, or NULL.
+ */
+char *pod_sandbox_by_namespaces(const struct oci_config *cfg, const char *self);
 
 /*
  * Starts member c (its record made, c->sandbox set) in its sandbox's sentry: its gofers, the

@@ -22,7 +22,9 @@
  * init waits on it). Deleting the sandbox's container kills the sentry: the members' proxies
  * then die of SIGKILL and the members read as stopped.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,6 +60,63 @@ const char *pod_sandbox_id(const struct oci_config *cfg)
 			return id;
 	}
 	return NULL;
+}
+
+/* N of a "/proc/N/ns/NAME" path, or 0. */
+static pid_t ns_path_pid(const char *path, const char *name)
+{
+	char tail[32];
+	long n;
+	int end = 0;
+
+	if (!path || sscanf(path, "/proc/%ld/ns/%31s%n", &n, tail, &end) != 2 || path[end] ||
+	    strcmp(tail, name) || n <= 0)
+		return 0;
+	return (pid_t)n;
+}
+
+char *pod_sandbox_by_namespaces(const struct oci_config *cfg, const char *self)
+{
+	static const struct {
+		const char *type, *name;
+	} shared[] = { { "ipc", "ipc" }, { "uts", "uts" }, { "network", "net" } };
+	pid_t pid = 0;
+	DIR *d;
+	struct dirent *de;
+	char *found = NULL;
+
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		pid_t p = 0;
+
+		for (size_t j = 0; j < cfg->nnamespaces; j++) {
+			if (!strcmp(cfg->namespaces[j].type, shared[i].type))
+				p = ns_path_pid(cfg->namespaces[j].path, shared[i].name);
+		}
+		if (p == 0 || (pid && p != pid))
+			return NULL;
+		pid = p;
+	}
+	d = opendir(oci_g.root);
+	if (!d)
+		return NULL;
+	while (!found && (de = readdir(d))) {
+		_cleanup_free_ char *state = NULL;
+		json_t *o;
+
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, self) ||
+		    asprintf(&state, "%s/%s/state.json", oci_g.root, de->d_name) < 0)
+			continue;
+		/* Read without the container's lock: only a running sandbox's pid is taken. */
+		o = json_load_file(state, 0, NULL);
+		if (o && !json_object_get(o, "sandbox") &&
+		    json_integer_value(json_object_get(o, "pid")) == pid &&
+		    process_alive(pid,
+				  (uint64_t)json_integer_value(json_object_get(o, "pid_start"))))
+			found = strdup(de->d_name);
+		json_decref(o);
+	}
+	closedir(d);
+	return found;
 }
 
 /* A child's fds: targets[i] gets fds[i]; every other fd above 2 is closed. */

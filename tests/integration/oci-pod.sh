@@ -191,6 +191,28 @@ run_pod() {
 	*) fail "$RT: the pod's shared pid namespace does not show it" "$out" ;;
 	esac
 	R delete --force d >/dev/null 2>&1
+	# podman's pods: no pod annotation, only the infra container's namespaces by path.
+	rm -rf "$work/f"
+	make_bundle f
+	pod_config f container pause "$PP" '["sleep", "1003"]'
+	$PY - "$work/f/config.json" <<'EOF2'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["annotations"] = {"io.podman.annotations.autoremove": "FALSE"}
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+EOF2
+	(cd "$work/f" && R create f) && R start f
+	if fetch_hello f; then
+		pass "$RT: a container naming the pause container's namespaces reaches the pod"
+	else
+		fail "$RT: a container naming the pause container's namespaces reaches the pod" \
+			"got: $(fetch f)"
+	fi
+	if [ "$RT" = husk ]; then
+		expect_output "$RT: ... as a member of the pod's sandbox (its pid is a proxy)" husk 0 -- \
+			cat "/proc/$(rpid f)/comm"
+	fi
+	R delete --force f >/dev/null 2>&1
 	# A member's own pids limit: its fifth task cannot be made.
 	rm -rf "$work/e"
 	make_bundle e
@@ -282,7 +304,7 @@ else
 fi
 expect_output "husk: no state is left" "" 0 -- sh -c "ls '$root' 2>/dev/null"
 left=""
-for id in pause a b c d e; do
+for id in pause a b c d e f; do
 	for d in /sys/fs/cgroup/husk/$id /sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/unified/husk/$id; do
 		[ -e "$d" ] && left="$left $d"
 	done
