@@ -322,6 +322,10 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 		/* A pod member's process: its limits, its number (inherited by its children). */
 		memcpy(tg->rlimits, m->s.rlimits, sizeof(tg->rlimits));
 		tg->container = m->num;
+		/* With a pid namespace of its own, its init adopts its orphans, as that namespace's
+		 * pid 1 would (the init spawn is the member's first process: gate set). */
+		if (s->gate && m->s.private_pids)
+			tg->subreaper = true;
 	} else {
 		pthread_mutex_lock(&itg->lock);
 		memcpy(tg->rlimits, itg->rlimits, sizeof(tg->rlimits));
