@@ -175,8 +175,20 @@ run_pod() {
 	# A member with a pid namespace of its own (no shareProcessNamespace).
 	rm -rf "$work/d"
 	make_bundle d
-	pod_config d container pause "$PP" '["sleep", "1002"]' private
+	pod_config d container pause "$PP" '["sh", "-c", "(sleep 101 &); exec sleep 1002"]' private
 	(cd "$work/d" && R create d) && R start d
+	# Its orphan (sleep 101, whose parent subshell ended) is adopted by its init (sleep 1002).
+	adopted() {
+		R exec d ps -o pid,ppid,args 2>/dev/null | awk '
+			/sleep 1002/ { init = $1 } /sleep 101$/ { parent = $2 }
+			END { exit !(init != "" && parent == init) }'
+	}
+	if until_ok adopted; then
+		pass "$RT: a member with its own pid namespace adopts its orphans"
+	else
+		fail "$RT: a member with its own pid namespace adopts its orphans" \
+			"$(R exec d ps -o pid,ppid,args 2>&1)"
+	fi
 	out=$(R exec d ps -o args 2>&1)
 	case $out in
 	*"sleep 1002"*"nc -l"* | *"nc -l"*"sleep 1002"*)
