@@ -225,6 +225,11 @@ static int32_t pid_group(int32_t container)
 		       0;
 }
 
+int32_t pid_container_ns(int32_t container)
+{
+	return pid_group(container);
+}
+
 bool pid_visible(const struct thread_group *viewer, const struct thread_group *target)
 {
 	return !viewer || pid_group(viewer->container) == pid_group(target->container);

@@ -499,6 +499,8 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
  * are not renumbered: it is visibility only. Any thread; atomics.
  */
 void pid_container_set_private(int32_t container, bool private_pids);
+/* The pid namespace container's processes are in: its number when private, else 0. */
+int32_t pid_container_ns(int32_t container);
 /* Whether viewer (NULL: from outside the sandbox) may see target by pid. */
 bool pid_visible(const struct thread_group *viewer, const struct thread_group *target);
 /*

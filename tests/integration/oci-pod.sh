@@ -202,6 +202,16 @@ run_pod() {
 	*"nc -l"*) pass "$RT: the pod's shared pid namespace does not show it" ;;
 	*) fail "$RT: the pod's shared pid namespace does not show it" "$out" ;;
 	esac
+	# Its /proc/self/ns links: a pid and mount namespace of its own, the pod's network one.
+	nsd=$(R exec d sh -c 'for n in pid mnt net; do readlink /proc/self/ns/$n; done' 2>&1)
+	nsa=$(R exec a sh -c 'for n in pid mnt net; do readlink /proc/self/ns/$n; done' 2>&1)
+	pd=$(echo "$nsd" | sed -n 1p) md=$(echo "$nsd" | sed -n 2p) netd=$(echo "$nsd" | sed -n 3p)
+	pa=$(echo "$nsa" | sed -n 1p) ma=$(echo "$nsa" | sed -n 2p) neta=$(echo "$nsa" | sed -n 3p)
+	if [ -n "$pd" ] && [ "$pd" != "$pa" ] && [ "$md" != "$ma" ] && [ "$netd" = "$neta" ]; then
+		pass "$RT: /proc/self/ns: its own pid and mnt namespaces, the pod's net"
+	else
+		fail "$RT: /proc/self/ns: its own pid and mnt namespaces, the pod's net" "d: $nsd" "a: $nsa"
+	fi
 	R delete --force d >/dev/null 2>&1
 	# podman's pods: no pod annotation, only the infra container's namespaces by path.
 	rm -rf "$work/f"
