@@ -157,6 +157,15 @@ run_pod() {
 	*nc*) pass "$RT: ps of one member lists its processes only" ;;
 	*) fail "$RT: ps of one member lists its processes only" "$out" ;;
 	esac
+	if [ "$RT" = husk ]; then
+		# update: a member's own limits, as its /sys/fs/cgroup shows them.
+		R update --memory 50331648 --pids-limit 7 b
+		expect_output "$RT: update reaches one member's memory and pids limits" \
+			"50331648 7" 0 -- R exec b sh -c \
+			'echo $(cat /sys/fs/cgroup/memory.max) $(cat /sys/fs/cgroup/pids.max)'
+		expect_output "$RT: ... not the other's" "max max" 0 -- R exec a sh -c \
+			'echo $(cat /sys/fs/cgroup/memory.max) $(cat /sys/fs/cgroup/pids.max)'
+	fi
 	R kill b TERM
 	if until_ok gone b; then
 		pass "$RT: kill TERM stops one member"
