@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/list.h"
@@ -171,6 +172,10 @@ static void member_put(struct control_member *m)
 
 /* --- a member's memory limit --- */
 
+/* Signalled at each member's OOM kill (control_member_oom_wait). */
+static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t oom_cond = PTHREAD_COND_INITIALIZER;
+
 /*
  * How often a member's usage is measured: once its processes were charged this many bytes since
  * the last measure. Its usage is the resident memory of its processes (a walk of their VMAs),
@@ -293,7 +298,10 @@ static void member_oom_kill(struct kernel *k, struct control_member *m, struct m
 		 m->id, (unsigned long long)m->memory_limit, (unsigned long long)usage * PAGE_SIZE,
 		 w->v[best].tg->pid);
 	signal_send(w->v[best].tg, NULL, LINUX_SIGKILL, NULL, 0);
+	pthread_mutex_lock(&oom_lock);
 	__atomic_fetch_add(&m->oom_kills, 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&oom_cond);
+	pthread_mutex_unlock(&oom_lock);
 }
 
 /* mf->charge_hook: a member's processes past its limit lose their biggest. */
@@ -324,6 +332,33 @@ static void member_charge(struct memfile *mf, uint64_t len, void *arg)
 	free(rss);
 	walk_put(&w);
 	member_put(m);
+}
+
+int control_member_oom_wait(struct control_member *m, int fd, uint64_t kills, uint64_t *total)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&oom_lock);
+	while (__atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED) <= kills) {
+		struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+		struct timespec ts;
+
+		/* The peer's hangup ends the wait: checked every 200 ms. */
+		if (poll(&p, 1, 0) > 0) {
+			ret = -EPIPE;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&oom_cond, &oom_lock, &ts);
+	}
+	*total = __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&oom_lock);
+	return ret;
 }
 
 void control_members_init(struct kernel *k)

@@ -229,6 +229,13 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 int control_member_memory(struct kernel *k, int32_t num, uint64_t *usage, uint64_t *limit,
 			  uint64_t *oom_kills);
 
+/*
+ * Waits until member m's OOM kills pass kills, or fd's peer hangs up (-EPIPE); *total gets its
+ * count. For an OOM report request aimed at a member (CONTROL_CONTAINER_TARGET). Returns 0 or
+ * -EPIPE.
+ */
+int control_member_oom_wait(struct control_member *m, int fd, uint64_t kills, uint64_t *total);
+
 /* How many pod members the sandbox has now. */
 int control_container_count(void);
 
