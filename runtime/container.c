@@ -247,6 +247,7 @@ int container_load(const char *id, struct container *c)
 	c->rootfs = dup_member(o, "rootfs");
 	c->created = dup_member(o, "created");
 	c->cgroup = dup_member(o, "cgroup");
+	c->sandbox = dup_member(o, "sandbox");
 	c->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
 	c->pid_start = (uint64_t)json_integer_value(json_object_get(o, "pid_start"));
 	c->gofer_pid = (pid_t)json_integer_value(json_object_get(o, "gofer_pid"));
@@ -275,6 +276,11 @@ int container_save(const struct container *c)
 		      "gofer_start", (json_int_t)c->gofer_start, "cgroup", c->cgroup);
 	if (!o)
 		return -ENOMEM;
+	/* A pod member's sandbox (runtime/pod.c). */
+	if (c->sandbox && json_object_set_new(o, "sandbox", json_string(c->sandbox)) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
 	ret = json_dump_file(o, tmp, JSON_PRESERVE_ORDER | JSON_INDENT(1));
 	json_decref(o);
 	if (ret < 0)
@@ -292,6 +298,7 @@ void container_release(struct container *c)
 	free(c->rootfs);
 	free(c->created);
 	free(c->cgroup);
+	free(c->sandbox);
 	oci_config_free(c->config);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);

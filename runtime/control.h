@@ -56,6 +56,10 @@ enum control_op {
 	CONTROL_CHECKPOINT =
 		12, /* save the sandbox (husk checkpoint); see struct control_checkpoint */
 	CONTROL_CHECKPOINT_REPLY = 13,
+	/* Pods (runtime/control_pod.h): start a member container in this sandbox, and name the
+	 * member the request that follows on the connection acts on. */
+	CONTROL_CONTAINER_CREATE = 14,
+	CONTROL_CONTAINER_TARGET = 15,
 };
 
 struct control_hdr {

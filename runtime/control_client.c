@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "runtime/control.h"
+#include "runtime/control_pod.h"
 
 int control_sockaddr(const char *path, struct sockaddr_un *sa, int *dirfd)
 {
@@ -42,6 +44,36 @@ int control_sockaddr(const char *path, struct sockaddr_un *sa, int *dirfd)
 	return 0;
 }
 
+/*
+ * Pods (runtime/pod.c): a member container's <state>/control.sock is a symlink to its sandbox's
+ * socket, and the connection first names the member (CONTROL_CONTAINER_TARGET: the directory's
+ * name, its id), so that every verb's request acts on that member only. Returns 0 or -errno.
+ */
+static int control_target_member(int sock, const char *path)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_CONTAINER_TARGET,
+				 .len = sizeof(struct control_container_target) };
+	struct control_container_target t = { { 0 } };
+	char msg[sizeof(h) + sizeof(t)];
+	const char *end = strrchr(path, '/'), *start;
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode) || !end)
+		return 0;
+	for (start = end; start > path && start[-1] != '/'; start--)
+		;
+	if (end == start || (size_t)(end - start) >= sizeof(t.id))
+		return -ENAMETOOLONG;
+	memcpy(t.id, start, (size_t)(end - start));
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &t, sizeof(t));
+	if (send(sock, msg, sizeof(msg), MSG_NOSIGNAL) < 0)
+		return -errno;
+	return 0;
+}
+
 int control_dial(const char *path)
 {
 	struct sockaddr_un sa;
@@ -59,6 +91,11 @@ int control_dial(const char *path)
 
 		close(sock);
 		return err;
+	}
+	ret = control_target_member(sock, path);
+	if (ret < 0) {
+		close(sock);
+		return ret;
 	}
 	return sock;
 }

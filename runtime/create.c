@@ -147,6 +147,22 @@ int oci_create_container(const struct create_args *a, struct container *c)
 	}
 	c->config = cfg;
 	c->bundle = steal_pointer(&bundle);
+	/* A pod member: its processes go to its sandbox's sentry (pod.c), when there is one. */
+	if (pod_sandbox_id(cfg) && strcmp(pod_sandbox_id(cfg), a->id) != 0 && !a->foreground &&
+	    !a->restore_dir) {
+		_cleanup_free_ char *sbdir = NULL;
+
+		if (asprintf(&sbdir, "%s/%s", oci_g.root, pod_sandbox_id(cfg)) > 0 &&
+		    access(sbdir, F_OK) == 0)
+			c->sandbox = strdup(pod_sandbox_id(cfg));
+		else
+			oci_warn("pod sandbox %s is not a husk container under %s: %s gets a "
+				 "sandbox of its own",
+				 pod_sandbox_id(cfg), oci_g.root, a->id);
+	} else if (!pod_sandbox_id(cfg) && !a->foreground && !a->restore_dir) {
+		/* podman's pods: the infra container's IPC, UTS and network namespaces. */
+		c->sandbox = pod_sandbox_by_namespaces(cfg, a->id);
+	}
 	if (cfg->root_path[0] == '/')
 		c->rootfs = realpath(cfg->root_path, NULL);
 	else if (asprintf(&c->rootfs, "%s/%s", c->bundle, cfg->root_path) < 0)
@@ -197,7 +213,7 @@ int oci_create_container(const struct create_args *a, struct container *c)
 			goto out_destroy;
 		}
 	}
-	ret = sandbox_start(c, &so);
+	ret = c->sandbox ? pod_member_start(c, &so) : sandbox_start(c, &so);
 	if (so.stdio_fd >= 0)
 		close(so.stdio_fd);
 	if (ret < 0) {

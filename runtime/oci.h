@@ -47,6 +47,9 @@ struct container {
 	pid_t gofer_pid;
 	uint64_t gofer_start;
 	char *cgroup; /* cgroup path below each hierarchy's root, or NULL */
+	/* A pod member's sandbox container (runtime/pod.c): its processes run in that sentry, and
+	 * pid is the member's container proxy. NULL: a sandbox of its own. */
+	char *sandbox;
 	struct oci_config *config; /* the bundle's config.json at create time */
 	int lock_fd; /* flock on dir, held while the record is in use */
 };
@@ -221,6 +224,41 @@ int sandbox_control_listen(const struct container *c);
 
 /* Releases the start gate of c: returns 0, -ENXIO if the sentry is gone, or -errno. */
 int sandbox_release_gate(const struct container *c);
+
+/* ---- pods (pod.c) ----------------------------------------------------------------------- */
+
+/* What a member container of a pod needs started (sandbox.c, sandbox_member_plan). */
+struct sandbox_member_plan {
+	char **sentry_argv; /* NULL-terminated, nargs strings */
+	int nargs;
+	char **gofer_argv[17]; /* the root's, then one per bind */
+	int ngofers;
+	int seccomp_fd, preserve_fd; /* or -1 */
+	/* The fd numbers the argv names them by. */
+	int gofer_slot, volume_slot, start_slot, seccomp_slot, preserve_slot;
+};
+int sandbox_member_plan(const struct container *c, int preserve_fds, struct sandbox_member_plan *p);
+void sandbox_member_plan_free(struct sandbox_member_plan *p);
+
+/*
+ * The pod sandbox a container joins, from its annotations: containerd's
+ * io.kubernetes.cri.container-type "container" with io.kubernetes.cri.sandbox-id, or CRI-O's
+ * io.kubernetes.cri-o.ContainerType / io.kubernetes.cri-o.SandboxID. NULL: a sandbox of its own.
+ */
+const char *pod_sandbox_id(const struct oci_config *cfg);
+/*
+ * For engines that say it with namespaces only (podman's pods): the id of the running husk
+ * sandbox under --root (not self) whose pid is N of cfg's ipc, uts and network namespace
+ * paths, all three /proc/N/ns/... of the same N. Returns it malloc'd, or NULL.
+ */
+char *pod_sandbox_by_namespaces(const struct oci_config *cfg, const char *self);
+
+/*
+ * Starts member c (its record made, c->sandbox set) in its sandbox's sentry: its gofers, the
+ * CONTROL_CONTAINER_CREATE request, and the container proxy whose pid becomes c->pid. Returns 0
+ * or -errno after printing why.
+ */
+int pod_member_start(struct container *c, const struct sandbox_opts *o);
 
 /* Verbs. */
 int cmd_spec(int argc, char **argv);

@@ -970,3 +970,98 @@ int sandbox_release_gate(const struct container *c)
 	unlink(path);
 	return 0;
 }
+
+/*
+ * Pods (runtime/pod.c): what a new sentry for c would be given, for a member container started
+ * in its sandbox's sentry instead: the sentry's argv (the member's options; the sentry ignores
+ * what is the sandbox's alone), one gofer argv per served tree (the root, then each bind, their
+ * socket at fd SENTRY_GOFER_FD), and the fds the argv names (slots): linux.seccomp's program
+ * (SENTRY_SECCOMP_FD) and --preserve-fds' socket (SENTRY_PRESERVE_FD), or -1.
+ */
+int sandbox_member_plan(const struct container *c, int preserve_fds, struct sandbox_member_plan *p)
+{
+	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
+	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
+	int nlisten = control_listen_fds();
+	int nextra = nlisten + (preserve_fds > 0 ? preserve_fds : 0);
+	struct args sa = { 0 };
+	struct bind_plan binds;
+	struct stat st;
+	bool oom = false;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->seccomp_fd = p->preserve_fd = -1;
+	p->gofer_slot = SENTRY_GOFER_FD;
+	p->volume_slot = SENTRY_VOLUME_FD;
+	p->start_slot = SENTRY_START_FD;
+	p->seccomp_slot = SENTRY_SECCOMP_FD;
+	p->preserve_slot = SENTRY_PRESERVE_FD;
+	if (!sentry || !gofer)
+		return oci_fail("cannot find %s next to husk (set HUSK_SENTRY/HUSK_GOFER)",
+				!sentry ? "husk-sentry" : "husk-gofer"),
+		       -ENOENT;
+	if (stat(c->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
+		return oci_fail("rootfs %s: %s", c->rootfs,
+				errno ? strerror(errno) : "not a directory"),
+		       -ENOENT;
+	if (nextra) {
+		p->preserve_fd = preserve_fds_socket(nextra);
+		if (p->preserve_fd < 0)
+			return p->preserve_fd;
+	}
+	if (c->config->seccomp) {
+		ret = seccomp_program(c->config, &p->seccomp_fd);
+		if (ret < 0) {
+			sandbox_member_plan_free(p);
+			return ret;
+		}
+	}
+	sentry_args(&sa, sentry, c, true, false, &binds, nlisten, nextra, NULL, false);
+	p->ngofers = 1 + binds.n;
+	for (int i = 0; i < p->ngofers; i++) {
+		struct args ga = { 0 };
+		bool ro = i == 0 ? c->config->root_readonly || !overlay_none(c->config) :
+				   (binds.m[i - 1]->flags & OCI_MNT_RDONLY) != 0;
+		char m[2048];
+
+		add(&ga, gofer);
+		addf(&ga, "--fd=%d", SENTRY_GOFER_FD);
+		if (ro)
+			add(&ga, "--readonly");
+		if (geteuid() == 0 && sandbox_id_map(c->config, false, m, sizeof(m)) > 0)
+			addf(&ga, "--uid-map=%s", m);
+		if (geteuid() == 0 && sandbox_id_map(c->config, true, m, sizeof(m)) > 0)
+			addf(&ga, "--gid-map=%s", m);
+		add(&ga, i == 0 ? c->rootfs : binds.m[i - 1]->source);
+		oom |= ga.oom;
+		p->gofer_argv[i] = ga.v;
+	}
+	p->sentry_argv = sa.v;
+	p->nargs = (int)sa.n;
+	if (oom || sa.oom) {
+		sandbox_member_plan_free(p);
+		return oci_fail("out of memory"), -ENOMEM;
+	}
+	return 0;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void sandbox_member_plan_free(struct sandbox_member_plan *p)
+{
+	free_strv(p->sentry_argv);
+	for (int i = 0; i < p->ngofers; i++)
+		free_strv(p->gofer_argv[i]);
+	if (p->seccomp_fd >= 0)
+		close(p->seccomp_fd);
+	if (p->preserve_fd >= 0)
+		close(p->preserve_fd);
+	memset(p, 0, sizeof(*p));
+	p->seccomp_fd = p->preserve_fd = -1;
+}

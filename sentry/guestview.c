@@ -189,11 +189,12 @@ static const struct default_label {
 
 int guestview_default_mounts(struct kernel *k)
 {
-	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node }, dev;
+	struct vfs_path root, dev;
 	struct vfs_fs *fs;
 	bool have_dev;
 	int err;
 
+	vfs_kernel_root(k, &root);
 	/* Only when /dev is the sentry's (the root has a /dev directory). */
 	if (!root.mnt || vfs_lookup_one(&root, "dev", &dev) < 0)
 		return 0;

@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,6 +67,7 @@
 #include "common/idmap.h"
 #include "common/log.h"
 #include "common/userns.h"
+#include "runtime/control_pod.h"
 #include "sentry/confine.h"
 #include "sentry/control/control.h"
 #include "sentry/fs/gofer/client.h"
@@ -186,6 +188,10 @@ struct sentry_opts {
 	 * identity) and --oom-score-adj (process.oomScoreAdj of pid 1 and of execs by default). */
 	struct idmap uid_map, gid_map;
 	int oom_score_adj;
+	/* A pod member's options (sentry_member_setup): what is the sandbox's alone (network,
+	 * egress, gateway, device rules) is ignored. */
+	bool member;
+	bool private_pids; /* --private-pids: a member's pid namespace of its own */
 };
 
 static void usage(void)
@@ -502,7 +508,8 @@ static int sentry_mask_paths(struct kernel *k, const struct sentry_opts *o)
  * is skipped with a warning, as the runtime skips its own /dev mounts. Returns 0 or -errno
  * (printed).
  */
-static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
+static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o,
+			    struct gofer_client **clients, int *nclients)
 {
 	int ti = 0, vi = 0, ret = 0;
 
@@ -527,6 +534,8 @@ static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
 				ret = vfs_mount_volume_flags(k, vgc, path, o->volumes[vi].flags);
 				if (ret < 0)
 					gofer_client_destroy(vgc);
+				else if (clients)
+					clients[(*nclients)++] = vgc;
 			}
 			vi++;
 		}
@@ -547,10 +556,97 @@ static int sentry_mount_all(struct kernel *k, const struct sentry_opts *o)
 	return ret;
 }
 
+/*
+ * The guest's mount tree, in the order runc makes it: the root (an overlay over gc, or gc
+ * itself with --writable-root), /dev, /dev/mqueue, /proc, /sys, the config's mounts, masked and
+ * read-only paths, linux.devices, /dev/console and the device rules, then root.readonly. It is
+ * built where vfs_kernel_root() points: k's tree, or a pod member's (sentry_member_setup, whose
+ * console and device rules are the sandbox's). Volume gofer clients go to clients (may be
+ * NULL). Returns 0 or -errno (logged).
+ */
+static void timing_stage(const char *stage);
+
+static int sentry_mount_tree(struct kernel *k, const struct sentry_opts *o, struct gofer_client *gc,
+			     struct gofer_client **clients, int *nclients)
+{
+	struct vfs_mount *root;
+	int ret;
+
+	/* The root is an overlay over the gofer unless writes are to reach the host. A read-only
+	 * root too: mountpoints missing from the image are made in its upper layer, then it is
+	 * made read-only (below, once every mount is in place), as runc does. */
+	if (o->writable_root && !o->readonly_root)
+		ret = vfs_mount_root(k, gc, false);
+	else
+		ret = vfs_mount_root_overlay(k, gc, 0);
+	if (ret < 0) {
+		log_error("mounting the root filesystem: %s", strerror(-ret));
+		return ret;
+	}
+	timing_stage("gofer connection and root mount");
+	/* The sentry's devfs is the guest's /dev (runc mounts a tmpfs there, making the directory
+	 * when the image has none): in the overlay, /dev is made when missing. */
+	if (!o->writable_root || o->readonly_root) {
+		ret = vfs_make_mountpoint(k, "/dev", true);
+		if (ret < 0)
+			log_debug("making /dev: %s", strerror(-ret));
+	}
+	ret = o->special_dev ? 0 : vfs_mount_dev(k);
+	if (ret < 0 && ret != -ENOENT) {
+		log_error("mounting /dev: %s", strerror(-ret));
+		return ret;
+	}
+	/* The default /dev's /dev/mqueue (a config mounts its own where it says). */
+	if (!o->special_dev) {
+		ret = guestview_default_mounts(k);
+		if (ret < 0) {
+			log_error("mounting /dev/mqueue: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	ret = o->special_proc ? 0 : vfs_mount_proc(k);
+	if (ret == 0 && !o->special_sys)
+		ret = vfs_mount_sys(k);
+	if (ret < 0) {
+		log_error("mounting /proc and /sys: %s", strerror(-ret));
+		return ret;
+	}
+	ret = sentry_mount_all(k, o, clients, nclients);
+	if (ret < 0)
+		return ret;
+	ret = sentry_mask_paths(k, o);
+	if (ret < 0)
+		return ret;
+	/* linux.devices (made as root: the rules below do not apply to them), then the rules. */
+	for (int i = 0; i < o->ndevices; i++) {
+		ret = guestview_make_device(k, o->devices[i]);
+		/* As runc: a node already there (/dev/null listed again) stays as it is. */
+		if (ret < 0 && ret != -EEXIST) {
+			fprintf(stderr, "husk: --device %s: %s\n", o->devices[i], strerror(-ret));
+			return ret;
+		}
+	}
+	if (o->console && !o->member) {
+		ret = guestview_console(k);
+		if (ret < 0) {
+			log_error("/dev/console: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	if (!o->member && guestview_apply_rules() < 0)
+		return -EINVAL;
+	/* root.readonly: EROFS for the guest's writes to the root; mounts on it keep theirs. */
+	root = vfs_kernel_root_mnt(k);
+	if (o->readonly_root)
+		vfs_mount_set_flags(root, root->flags | MS_RDONLY);
+	return 0;
+}
+
 /* Options of the guest's ids and OOM score (/proc/PID/uid_map, gid_map, oom_score_adj). */
 #define OPT_UID_MAP 0x2a0
 #define OPT_GID_MAP 0x2a1
 #define OPT_OOM_SCORE_ADJ 0x2a2
+#define OPT_PRIVATE_PIDS 0x2b0
 
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
@@ -611,6 +707,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "uid-map", required_argument, NULL, OPT_UID_MAP },
 		{ "gid-map", required_argument, NULL, OPT_GID_MAP },
 		{ "oom-score-adj", required_argument, NULL, OPT_OOM_SCORE_ADJ },
+		/* A pod member (runtime/pod.c) whose config has a pid namespace without a path. */
+		{ "private-pids", no_argument, NULL, OPT_PRIVATE_PIDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -628,8 +726,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->hostname = "husk";
 	/* Without --uid/--gid the guest runs as the caller; an unprivileged caller's guest is
 	 * root, as the caller is root in the sandbox's user namespace (sentry/confine.c). */
-	o->uid = userns_privileged() ? (uint32_t)getuid() : 0;
-	o->gid = userns_privileged() ? (uint32_t)getgid() : 0;
+	o->uid = !o->member && userns_privileged() ? (uint32_t)getuid() : 0;
+	o->gid = !o->member && userns_privileged() ? (uint32_t)getgid() : 0;
 	o->env = calloc((size_t)argc + 1, sizeof(char *));
 	o->masked = calloc((size_t)argc + 1, sizeof(char *));
 	o->readonly_paths = calloc((size_t)argc + 1, sizeof(char *));
@@ -720,6 +818,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			o->console = true;
 			break;
 		case OPT_DEVICE_RULE:
+			if (o->member)
+				break;
 			if (guestview_add_rule(optarg) < 0) {
 				fprintf(stderr, "husk: --device-rule %s: malformed\n", optarg);
 				return -EINVAL;
@@ -750,6 +850,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 				return -EINVAL;
 			break;
 		case 'N':
+			if (o->member)
+				break;
 			if (net_set_mode(optarg) < 0) {
 				fprintf(stderr, "husk: --network %s: expected none or host\n",
 					optarg);
@@ -758,6 +860,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case 'A':
 		case 'Y':
+			if (o->member)
+				break;
 			if (net_egress_add(optarg, c == 'A') < 0) {
 				fprintf(stderr, "husk: --egress-%s %s: expected CIDR[:PORT]\n",
 					c == 'A' ? "allow" : "deny", optarg);
@@ -765,6 +869,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			}
 			break;
 		case 'Z':
+			if (o->member)
+				break;
 			net_egress_disable_check();
 			break;
 		case 'P':
@@ -824,7 +930,8 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			if (end == optarg || *end || n < 3 || n > INT32_MAX)
 				return -EINVAL;
 			o->gateway_fd = (int)n;
-			net_set_gateway_fd(o->gateway_fd);
+			if (!o->member)
+				net_set_gateway_fd(o->gateway_fd);
 			break;
 		}
 		case OPT_CALLER_SIGNALS:
@@ -841,6 +948,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 					c == OPT_UID_MAP ? "uid-map" : "gid-map", optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_PRIVATE_PIDS:
+			o->private_pids = true;
 			break;
 		case OPT_OOM_SCORE_ADJ: {
 			char *end;
@@ -1090,6 +1200,157 @@ static void platform_mem_free(void *arg, uint64_t off, uint64_t len)
 	memfile_free(arg, off, len);
 }
 
+/* The host fd a member's argv names n by (slots[i] = n for fds[i]), or -1. */
+static int member_fd(int n, const int *fds, const int32_t *slots, int nfds, bool *used)
+{
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < nfds; i++) {
+		if (slots[i] == n && !used[i]) {
+			used[i] = true;
+			return fds[i];
+		}
+	}
+	return -1;
+}
+
+/*
+ * control_member_setup_fn (sentry/control/container.c): a pod member's husk-sentry argv, as
+ * husk create builds it for a new sentry, made into its mount tree and its init's set-up. Runs
+ * on a control thread while the sandbox runs: the tree is built where vfs_setup_root_begin
+ * points, never in k's.
+ */
+static int sentry_member_setup(struct kernel *k, int argc, char **argv, const int *fds,
+			       const int32_t *slots, int nfds, struct control_member_setup *out,
+			       char *why, size_t whylen)
+{
+	static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct sentry_opts o = { .member = true };
+	bool used[CONTROL_CONTAINER_MAX_FDS] = { false };
+	struct gofer_client *gc = NULL;
+	int ret, gofer, root_fd, n;
+
+	if (nfds > CONTROL_CONTAINER_MAX_FDS)
+		return -EINVAL;
+	/* getopt's state is global: one member's options at a time. */
+	pthread_mutex_lock(&parse_lock);
+	optind = 0;
+	ret = parse_args(argc, argv, &o);
+	pthread_mutex_unlock(&parse_lock);
+	if (ret < 0) {
+		snprintf(why, whylen, "malformed husk-sentry options");
+		goto out_close;
+	}
+	gofer = root_fd = member_fd(o.gofer_fd, fds, slots, nfds, used);
+	for (int i = 0; i < o.nvolumes; i++) {
+		o.volumes[i].fd = member_fd(o.volumes[i].fd, fds, slots, nfds, used);
+		if (o.volumes[i].fd < 0)
+			gofer = -1;
+	}
+	if (gofer < 0) {
+		snprintf(why, whylen, "a gofer socket is missing");
+		ret = -EINVAL;
+		goto out_close_gofers;
+	}
+	for (int i = 0; i < 3; i++)
+		out->stdio[i] = member_fd(i, fds, slots, nfds, used);
+	out->gate_fd = member_fd(o.start_fd, fds, slots, nfds, used);
+	if (o.seccomp_fd >= 0) {
+		int sfd = member_fd(o.seccomp_fd, fds, slots, nfds, used);
+
+		ret = sfd < 0 ? -EBADF : read_seccomp(sfd, o.seccomp_log, &o.guest.seccomp);
+		if (ret < 0) {
+			snprintf(why, whylen, "--seccomp-fd: %s",
+				 ret == -EINVAL ? "not a valid seccomp program" : strerror(-ret));
+			goto out_close_gofers;
+		}
+	}
+	out->guest = o.guest;
+	if (o.preserve_fd >= 0) {
+		int pfd = member_fd(o.preserve_fd, fds, slots, nfds, used);
+
+		n = pfd < 0 ? -EBADF : hostfile_recv_fds(pfd, out->preserve, 64);
+		if (pfd >= 0)
+			close(pfd);
+		out->npreserve = n > 0 ? n : 0;
+	}
+	ret = gofer_client_create(gofer, &gc);
+	if (ret < 0) {
+		snprintf(why, whylen, "gofer connection: %s", strerror(-ret));
+		goto out_close_gofers;
+	}
+	out->gofers[out->ngofers++] = gc;
+	vfs_setup_root_begin(&out->root);
+	ret = sentry_mount_tree(k, &o, gc, out->gofers + 1, &out->ngofers);
+	vfs_setup_root_end();
+	if (ret < 0) {
+		snprintf(why, whylen, "mounts: %s", strerror(-ret));
+		goto out_free;
+	}
+	/* Its init's set-up: as pid 1's in main, from the same options. */
+	out->argv = o.argv;
+	out->envp = guest_env(&o);
+	o.env = NULL;
+	out->cwd = o.cwd;
+	out->uid = o.uid;
+	out->gid = o.gid;
+	out->ngroups = o.ngroups;
+	memcpy(out->groups, o.groups, sizeof(out->groups));
+	out->umask = o.has_umask ? (int32_t)o.umask : -1;
+	out->oom_score_adj = o.oom_score_adj;
+	out->memory_limit = o.memory_limit;
+	out->private_pids = o.private_pids;
+	out->pids_limit = o.pids_limit;
+	pthread_mutex_lock(&k->lock);
+	if (k->init) {
+		pthread_mutex_lock(&k->init->tg->lock);
+		memcpy(out->rlimits, k->init->tg->rlimits, sizeof(out->rlimits));
+		pthread_mutex_unlock(&k->init->tg->lock);
+	}
+	pthread_mutex_unlock(&k->lock);
+	for (int i = 0; i < o.nrlimits; i++)
+		out->rlimits[o.rlimits[i].resource] = o.rlimits[i].lim;
+	ret = 0;
+	goto out_free;
+
+out_close_gofers:
+	if (root_fd >= 0)
+		close(root_fd);
+	for (int i = 0; i < o.nvolumes; i++) {
+		if (o.volumes[i].fd >= 0)
+			close(o.volumes[i].fd);
+	}
+out_close:
+	/* Nothing took them: every fd given is closed (a taken one was marked used). */
+	for (int i = 0; i < nfds; i++) {
+		if (!used[i])
+			close(fds[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (out->stdio[i] >= 0)
+			close(out->stdio[i]);
+		out->stdio[i] = -1;
+	}
+	if (out->gate_fd >= 0)
+		close(out->gate_fd);
+	out->gate_fd = -1;
+	return ret;
+out_free:
+	/* The fds nobody asked for. */
+	for (int i = 0; i < nfds; i++) {
+		if (!used[i])
+			close(fds[i]);
+	}
+	free(o.env);
+	free(o.masked);
+	free(o.readonly_paths);
+	free(o.sysctls);
+	free(o.devices);
+	for (int i = 0; i < o.nvolumes; i++)
+		free(o.volumes[i].path);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static struct kernel k;
@@ -1280,72 +1541,9 @@ int main(int argc, char **argv)
 	ret = vtime_start(&k.mf);
 	if (ret < 0)
 		log_warn("no vDSO: %s", strerror(-ret));
-	/* The root is an overlay over the gofer unless writes are to reach the host. A read-only
-	 * root too: mountpoints missing from the image are made in its upper layer, then it is
-	 * made read-only (below, once every mount is in place), as runc does. */
-	if (o.writable_root && !o.readonly_root)
-		ret = vfs_mount_root(&k, k.gofer, false);
-	else
-		ret = vfs_mount_root_overlay(&k, k.gofer, 0);
-	if (ret < 0) {
-		log_error("mounting the root filesystem: %s", strerror(-ret));
-		return EXIT_SETUP;
-	}
-	timing_stage("gofer connection and root mount");
-	/* The sentry's devfs is the guest's /dev (runc mounts a tmpfs there, making the directory
-	 * when the image has none): in the overlay, /dev is made when missing. */
-	if (!o.writable_root || o.readonly_root) {
-		ret = vfs_make_mountpoint(&k, "/dev", true);
-		if (ret < 0)
-			log_debug("making /dev: %s", strerror(-ret));
-	}
-	ret = o.special_dev ? 0 : vfs_mount_dev(&k);
-	if (ret < 0 && ret != -ENOENT) {
-		log_error("mounting /dev: %s", strerror(-ret));
-		return EXIT_SETUP;
-	}
-	/* The default /dev's /dev/mqueue (a config mounts its own where it says). */
-	if (!o.special_dev) {
-		ret = guestview_default_mounts(&k);
-		if (ret < 0) {
-			log_error("mounting /dev/mqueue: %s", strerror(-ret));
-			return EXIT_SETUP;
-		}
-	}
-	ret = o.special_proc ? 0 : vfs_mount_proc(&k);
-	if (ret == 0 && !o.special_sys)
-		ret = vfs_mount_sys(&k);
-	if (ret < 0) {
-		log_error("mounting /proc and /sys: %s", strerror(-ret));
-		return EXIT_SETUP;
-	}
-	ret = sentry_mount_all(&k, &o);
+	ret = sentry_mount_tree(&k, &o, k.gofer, NULL, NULL);
 	if (ret < 0)
 		return EXIT_SETUP;
-	ret = sentry_mask_paths(&k, &o);
-	if (ret < 0)
-		return EXIT_SETUP;
-	/* linux.devices (made as root: the rules below do not apply to them), then the rules. */
-	for (int i = 0; i < o.ndevices; i++) {
-		ret = guestview_make_device(&k, o.devices[i]);
-		/* As runc: a node already there (/dev/null listed again) stays as it is. */
-		if (ret < 0 && ret != -EEXIST) {
-			fprintf(stderr, "husk: --device %s: %s\n", o.devices[i], strerror(-ret));
-			return EXIT_SETUP;
-		}
-	}
-	if (o.console) {
-		ret = guestview_console(&k);
-		if (ret < 0) {
-			log_error("/dev/console: %s", strerror(-ret));
-			return EXIT_SETUP;
-		}
-	}
-	if (guestview_apply_rules() < 0)
-		return EXIT_SETUP;
-	/* root.readonly: EROFS for the guest's writes to the root; mounts on it keep theirs. */
-	if (o.readonly_root)
-		vfs_mount_set_flags(k.root_mnt, k.root_mnt->flags | MS_RDONLY);
 	timing_stage("mounts");
 	k.pids_limit = o.pids_limit;
 	/* The caller's terminal (if stdio is one) is the controlling terminal of session 1. */
@@ -1444,7 +1642,8 @@ start:
 		task_release(init);
 		return ret;
 	}
-	/* husk exec and husk ps: served from now on, while pid 1 runs. */
+	/* husk exec and husk ps: served from now on, while pid 1 runs; pods' members too. */
+	control_set_member_setup(sentry_member_setup);
 	if (o.control_fd >= 0) {
 		ret = control_server_start(&k, o.control_fd);
 		if (ret < 0)

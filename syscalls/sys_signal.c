@@ -309,6 +309,9 @@ static int kill_permitted(struct task *t, struct thread_group *tg, int sig,
 {
 	const struct cred *c = &t->cred, *tc;
 
+	/* A pod member with a pid namespace of its own reaches its own processes only. */
+	if (!pid_visible(t->tg, tg))
+		return -ESRCH;
 	/* Only signals from user space are checked (si_code <= 0 or SI_USER). */
 	if (info && info->si_code > 0 && info->si_code != LINUX_SI_USER)
 		return 0;

@@ -13,6 +13,12 @@
 int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply,
 		  struct thread_group **tg_out)
 {
+	return control_serve_member(k, NULL, msg, len, fds, nfds, reply, tg_out);
+}
+
+int control_serve_member(struct kernel *k, struct control_member *m, const void *msg, size_t len,
+			 int *fds, int nfds, void *reply, struct thread_group **tg_out)
+{
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
 				 .version = CONTROL_VERSION,
 				 .op = CONTROL_REPLY,
@@ -58,6 +64,7 @@ int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int n
 			.preserve = fds + nstdio,
 			.pid_out = &pid,
 			.tg_out = (req.e.flags & CONTROL_EXEC_DETACH) ? NULL : tg_out,
+			.member = m,
 		};
 
 		r.err = kernel_spawn(k, &s);

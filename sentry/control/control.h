@@ -18,6 +18,7 @@
 struct kernel;
 struct thread_group;
 struct control_ps_entry;
+struct control_member;
 
 /* A process to start in a running sandbox (husk exec). */
 struct spawn_spec {
@@ -36,6 +37,13 @@ struct spawn_spec {
 	int32_t *pid_out; /* set to the new process's pid */
 	/* If not NULL, set to a new reference on the new process (control_wait_exit, tg_put). */
 	struct thread_group **tg_out;
+	/* A pod member (container.c): the process starts in its root with its defaults, limits and
+	 * number; NULL: the sandbox's own container. */
+	struct control_member *member;
+	/* With gate: once linked, the process waits for one byte on gate_fd (a member's exec.fifo:
+	 * husk start) before it runs, or until it is killed. */
+	bool gate;
+	int gate_fd;
 };
 
 /*
@@ -56,6 +64,16 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s);
  * Returns 0, -ESRCH (no such process, or a zombie) or -EINVAL (sig outside 1..64).
  */
 int control_send_signal(struct kernel *k, int32_t pid, int sig);
+
+/*
+ * As control_send_signal, for the processes of one container only (num: the sandbox's own 0,
+ * or a member's number): pid -1 is every process of it, another pid must be one of its.
+ */
+int control_send_signal_container(struct kernel *k, int32_t num, int32_t pid, int sig);
+
+/* As control_list_processes, for the processes of container num only. */
+int control_list_container_processes(struct kernel *k, int32_t num, struct control_ps_entry *out,
+				     int max);
 
 /*
  * Serves one CONTROL_SIGNAL request of len bytes: decodes it, calls control_send_signal and
@@ -84,6 +102,9 @@ int control_list_processes(struct kernel *k, struct control_ps_entry *out, int m
  */
 int control_serve(struct kernel *k, const void *msg, size_t len, int *fds, int nfds, void *reply,
 		  struct thread_group **tg_out);
+/* control_serve for a process of pod member m (NULL: the sandbox's own container). */
+int control_serve_member(struct kernel *k, struct control_member *m, const void *msg, size_t len,
+			 int *fds, int nfds, void *reply, struct thread_group **tg_out);
 
 /*
  * Starts the control server on listen_fd (a listening SOCK_SEQPACKET unix socket, owned from
@@ -126,5 +147,102 @@ struct control_guest_defaults {
  * when t is non-NULL. Returns 0 or -errno of seccomp_attach.
  */
 int control_set_guest_defaults(const struct control_guest_defaults *d, struct task *t);
+
+/*
+ * Pods (container.c, runtime/control_pod.h): member containers started in this sandbox. A
+ * member has its own mount tree (its gofers' root overlay and mounts, built by main.c's set-up
+ * hook on the control thread with vfs_setup_root_begin), its own init process, and its
+ * processes carry its number (thread_group.container, inherited by fork). They share the
+ * sandbox's pid namespace, network stack, IPC and memory accounting.
+ */
+#include <sys/resource.h>
+
+#include "sentry/vfs/vfs.h"
+
+struct gofer_client;
+
+#define CONTROL_MEMBER_MAX_GOFERS 17
+
+/* What main.c's set-up hook makes of a member's husk-sentry argv. */
+struct control_member_setup {
+	struct vfs_path root; /* its mount tree (one reference each on mnt and node) */
+	struct control_guest_defaults guest; /* caps, no_new_privs, seccomp (a reference) */
+	char **argv; /* PROGRAM ARGS: pointers into the argv given to the hook */
+	char **envp; /* malloc'd array of pointers into that argv */
+	const char *cwd;
+	uint32_t uid, gid;
+	int ngroups;
+	uint32_t groups[32];
+	int32_t umask; /* -1: 022 */
+	int oom_score_adj;
+	struct rlimit rlimits[16]; /* LINUX_RLIM_NLIMITS */
+	int stdio[3]; /* host fds or -1 (owned) */
+	int gate_fd; /* its exec.fifo (owned) */
+	int npreserve;
+	int preserve[64]; /* --preserve-fds (owned) */
+	int ngofers;
+	struct gofer_client *gofers[CONTROL_MEMBER_MAX_GOFERS]; /* root first, then volumes */
+	uint64_t memory_limit; /* linux.resources.memory.limit (--memory-limit); 0: none */
+	bool private_pids; /* --private-pids: hidden from the others and they from it */
+	int pids_limit; /* linux.resources.pids.limit (--pids-limit); 0: none */
+};
+
+struct control_member {
+	int32_t num; /* thread_group.container of its processes, from 1 */
+	char id[256];
+	struct control_member_setup s;
+	int refs; /* members_lock (container.c) */
+	/* Its memory limit (atomics): 0 none; its OOM kills; bytes charged since the last check. */
+	uint64_t memory_limit, oom_kills, charged;
+	bool ending; /* atomic: its init ended, its processes are being killed */
+};
+
+/*
+ * The set-up hook (main.c): parses argv (argc strings) as a member's husk-sentry options and
+ * builds its tree. fds[i] is the host fd the argv names slots[i]; the hook takes every one of
+ * them (keeps or closes). Returns 0 or -errno with why set.
+ */
+typedef int (*control_member_setup_fn)(struct kernel *k, int argc, char **argv, const int *fds,
+				       const int32_t *slots, int nfds,
+				       struct control_member_setup *out, char *why, size_t whylen);
+void control_set_member_setup(control_member_setup_fn fn);
+
+/*
+ * Serves CONTROL_CONTAINER_CREATE (msg, len bytes, with nfds fds, all taken) on fd: starts the
+ * member, replies, and stays until its init ends (CONTROL_EXITED) and its connection closes;
+ * then the member is gone. Called on the connection's thread.
+ */
+void control_container_create(struct kernel *k, int fd, const void *msg, size_t len, int *fds,
+			      int nfds);
+
+/*
+ * Serves CONTROL_CONTAINER_TARGET (msg, len bytes) on fd: reads the request that follows and
+ * serves it for that member. Called on the connection's thread.
+ */
+void control_container_target(struct kernel *k, int fd, const void *msg, size_t len);
+
+/*
+ * A pod member's memory, as its /sys/fs/cgroup shows it (sentry/fs/sys): the resident memory
+ * of its processes, its limit (0: none) and its OOM kills. Returns 0, or -ESRCH when num is no
+ * member's.
+ */
+int control_member_memory(struct kernel *k, int32_t num, uint64_t *usage, uint64_t *limit,
+			  uint64_t *oom_kills);
+
+/*
+ * Waits until member m's OOM kills pass kills, or fd's peer hangs up (-EPIPE); *total gets its
+ * count. For an OOM report request aimed at a member (CONTROL_CONTAINER_TARGET). Returns 0 or
+ * -EPIPE.
+ */
+int control_member_oom_wait(struct control_member *m, int fd, uint64_t kills, uint64_t *total);
+
+/* How many pod members the sandbox has now. */
+int control_container_count(void);
+
+/* Makes k's memory file charge every allocation to the members' limits (idempotent). */
+void control_members_init(struct kernel *k);
+
+/* server.c's CONTROL_STATS answer (the sandbox's figures), for container.c. */
+void control_serve_stats(struct kernel *k, int fd, size_t len);
 
 #endif

@@ -302,6 +302,11 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 	if (len != sizeof(h) + sizeof(req) || nfds != 2) {
 		r.err = -EINVAL;
 		snprintf(r.msg, sizeof(r.msg), "malformed checkpoint request");
+	} else if (control_container_count() > 0) {
+		/* The image has no member containers (their trees, their gofers). */
+		r.err = -EBUSY;
+		snprintf(r.msg, sizeof(r.msg),
+			 "a pod's sandbox with member containers cannot be checkpointed");
 	} else {
 		memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
 		leave = req.flags & CONTROL_CKPT_LEAVE_RUNNING;
@@ -345,6 +350,19 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	memcpy(&h, buf, sizeof(h));
+	/* Pods (container.c): a member's start, or a request for one member. */
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
+	    h.op == CONTROL_CONTAINER_CREATE) {
+		control_container_create(c->k, c->fd, buf, (size_t)n, fds, nfds);
+		goto out;
+	}
+	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
+	    h.op == CONTROL_CONTAINER_TARGET) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		control_container_target(c->k, c->fd, buf, (size_t)n);
+		goto out;
+	}
 	if (h.magic == CONTROL_MAGIC && h.version == CONTROL_VERSION &&
 	    h.op == CONTROL_CHECKPOINT) {
 		serve_checkpoint(c->k, c->fd, buf, (size_t)n, fds, nfds);
@@ -442,6 +460,11 @@ static void *accept_main(void *arg)
 	}
 	pthread_attr_destroy(&attr);
 	return NULL;
+}
+
+void control_serve_stats(struct kernel *k, int fd, size_t len)
+{
+	serve_stats(k, fd, len);
 }
 
 int control_server_start(struct kernel *k, int fd)

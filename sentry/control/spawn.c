@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ struct spawn_job {
 	char **argv, **envp;
 	char *cwd;
 	struct thread_group *waiter_ref; /* a reference for the caller, or NULL */
+	int gate_fd; /* spawn_spec's gate_fd, or -1 */
 	struct spawn_result *res; /* the caller's; NULL once reported */
 };
 
@@ -180,7 +182,7 @@ static int32_t link_process(struct task *t)
 	pthread_mutex_lock(&itg->lock);
 	ending = itg->exiting || itg->state != TG_RUNNING;
 	pthread_mutex_unlock(&itg->lock);
-	pid = ending ? -ESRCH : pid_alloc(k);
+	pid = ending ? -ESRCH : pid_container_full(k, tg->container) ? -EAGAIN : pid_alloc(k);
 	if (pid < 0) {
 		pthread_mutex_unlock(&k->tree_lock);
 		return pid;
@@ -196,11 +198,30 @@ static int32_t link_process(struct task *t)
 	return pid;
 }
 
+/*
+ * A pod member's init waits for husk start (one byte on its exec.fifo) before it runs, or until
+ * it is killed (a delete before start, the end of the sandbox): then task_run ends it at once.
+ */
+static void wait_gate(struct task *t, int fd)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char byte;
+
+		/* The fifo is the member's, opened O_RDWR: it never reads EOF, so poll a while. */
+		if (poll(&p, 1, 100) > 0 && read(fd, &byte, 1) == 1)
+			return;
+		if (task_fatal_signal_pending(t))
+			return;
+	}
+}
+
 static void *spawn_thread_main(void *arg)
 {
 	struct spawn_job *j = arg;
 	struct task *t = j->t;
 	int32_t pid;
+	int gate;
 	int ret;
 
 	t->thread = pthread_self();
@@ -220,8 +241,11 @@ static void *spawn_thread_main(void *arg)
 		report(j, pid, 0);
 		goto out_fail;
 	}
+	gate = j->gate_fd;
 	report(j, 0, pid);
 	job_free(j);
+	if (gate >= 0)
+		wait_gate(t, gate);
 	task_run(t);
 	task_exit_thread(t);
 	return NULL;
@@ -237,10 +261,11 @@ out_fail:
 
 static struct control_guest_defaults guest_defaults;
 
-/* Gives t the container's capability sets, no_new_privs and seccomp filter. */
-static int guest_defaults_apply(struct task *t)
+/* Gives t the container's capability sets, no_new_privs and seccomp filter (d: a member's). */
+static int guest_defaults_apply(struct task *t, const struct control_guest_defaults *d)
 {
-	const struct control_guest_defaults *d = &guest_defaults;
+	if (!d)
+		d = &guest_defaults;
 
 	if (d->has_caps) {
 		t->cred.cap_bounding = d->cap_bounding;
@@ -259,12 +284,13 @@ int control_set_guest_defaults(const struct control_guest_defaults *d, struct ta
 	guest_defaults = *d;
 	if (d->seccomp)
 		seccomp_filter_get(d->seccomp);
-	return t ? guest_defaults_apply(t) : 0;
+	return t ? guest_defaults_apply(t, NULL) : 0;
 }
 
 /* A task and its (unlinked) process with s's credentials, files and pid 1's limits. */
 static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 {
+	struct control_member *m = s->member;
 	struct thread_group *tg, *itg;
 	struct task *t;
 	int ret;
@@ -292,11 +318,22 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 		ret = -ESRCH;
 		goto out_put;
 	}
-	pthread_mutex_lock(&itg->lock);
-	memcpy(tg->rlimits, itg->rlimits, sizeof(tg->rlimits));
-	pthread_mutex_unlock(&itg->lock);
+	if (m) {
+		/* A pod member's process: its limits, its number (inherited by its children). */
+		memcpy(tg->rlimits, m->s.rlimits, sizeof(tg->rlimits));
+		tg->container = m->num;
+		/* With a pid namespace of its own, its init adopts its orphans, as that namespace's
+		 * pid 1 would (the init spawn is the member's first process: gate set). */
+		if (s->gate && m->s.private_pids)
+			tg->subreaper = true;
+	} else {
+		pthread_mutex_lock(&itg->lock);
+		memcpy(tg->rlimits, itg->rlimits, sizeof(tg->rlimits));
+		pthread_mutex_unlock(&itg->lock);
+	}
 	/* As runc exec: the exec's process.oomScoreAdj, else the container's; set as root. */
 	tg->oom_score_adj = tg->oom_score_adj_min = s->has_oom_score_adj ? s->oom_score_adj :
+						    m			 ? m->s.oom_score_adj :
 									   k->oom_score_adj;
 	tg_put(itg);
 
@@ -311,13 +348,18 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 	t->cred.cap_bounding = CAP_ALL;
 	strcpy(t->comm, "exec");
 	/* config.json's capabilities, noNewPrivileges and seccomp profile, as pid 1 got them. */
-	if (guest_defaults_apply(t) < 0) {
+	if (guest_defaults_apply(t, m ? &m->s.guest : NULL) < 0) {
 		ret = -EINVAL;
 		goto out_put;
 	}
 
 	t->fdt = fdtable_create();
+	/* A member's process starts at its root (vfs_kernel_root on this thread). */
+	if (m)
+		vfs_setup_root_begin(&m->s.root);
 	t->fs = fs_context_create(k);
+	if (m)
+		vfs_setup_root_end();
 	if (!t->fdt || !t->fs) {
 		ret = -ENOMEM;
 		goto out_put;
@@ -360,6 +402,7 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s)
 	j->argv = strv_dup(s->argv);
 	j->envp = strv_dup(s->envp);
 	j->cwd = strdup(s->cwd);
+	j->gate_fd = s->gate ? s->gate_fd : -1;
 	if (!j->argv || !j->envp || !j->cwd) {
 		job_free(j);
 		return -ENOMEM;
@@ -413,6 +456,7 @@ out:
 struct signal_all {
 	int sig;
 	int count;
+	int32_t container; /* only its processes, or -1: every one */
 };
 
 static int signal_one(struct thread_group *tg, void *arg)
@@ -420,7 +464,7 @@ static int signal_one(struct thread_group *tg, void *arg)
 	struct signal_all *a = arg;
 	struct linux_siginfo info;
 
-	if (tg->reaped)
+	if (tg->reaped || (a->container >= 0 && tg->container != a->container))
 		return 0;
 	signal_info_from(&info, a->sig, LINUX_SI_USER, NULL);
 	signal_send(tg, NULL, a->sig, &info, SIGSEND_FROM_OUTSIDE);
@@ -430,6 +474,12 @@ static int signal_one(struct thread_group *tg, void *arg)
 
 int control_send_signal(struct kernel *k, int32_t pid, int sig)
 {
+	/* The sandbox's own container: with no pod members, every process. */
+	return control_send_signal_container(k, 0, pid, sig);
+}
+
+int control_send_signal_container(struct kernel *k, int32_t num, int32_t pid, int sig)
+{
 	struct linux_siginfo info;
 	struct thread_group *tg;
 	int ret;
@@ -437,7 +487,7 @@ int control_send_signal(struct kernel *k, int32_t pid, int sig)
 	if (sig < 1 || sig > LINUX_NSIG)
 		return -EINVAL;
 	if (pid == -1) {
-		struct signal_all a = { .sig = sig };
+		struct signal_all a = { .sig = sig, .container = num };
 
 		/* As kill(-1) from outside the sandbox's pid namespace: pid 1 included. */
 		pthread_mutex_lock(&k->tree_lock);
@@ -450,6 +500,11 @@ int control_send_signal(struct kernel *k, int32_t pid, int sig)
 	tg = kernel_find_tg(k, pid);
 	if (!tg)
 		return -ESRCH;
+	/* A member's request reaches its own processes only. */
+	if (num > 0 && tg->container != num) {
+		tg_put(tg);
+		return -ESRCH;
+	}
 	/* Host and guest signal numbers are the same on x86-64. */
 	signal_info_from(&info, sig, LINUX_SI_USER, NULL);
 	ret = signal_send(tg, NULL, sig, &info, SIGSEND_FROM_OUTSIDE);
@@ -494,6 +549,7 @@ int control_wait_exit(struct kernel *k, struct thread_group *tg)
 struct ps_walk {
 	struct control_ps_entry *out;
 	int n, max;
+	int32_t container; /* only its processes */
 	uint64_t boot_ns; /* the guest's MONOTONIC at the sentry's start */
 };
 
@@ -505,6 +561,8 @@ static int ps_fn(struct thread_group *tg, void *arg)
 	struct task *t;
 	uint64_t start;
 
+	if (tg->container != w->container)
+		return 0;
 	if (w->n >= w->max)
 		return 1;
 	e = &w->out[w->n++];
@@ -529,7 +587,15 @@ static int ps_fn(struct thread_group *tg, void *arg)
 
 int control_list_processes(struct kernel *k, struct control_ps_entry *out, int max)
 {
+	/* The sandbox's own container: with no pod members, every process. */
+	return control_list_container_processes(k, 0, out, max);
+}
+
+int control_list_container_processes(struct kernel *k, int32_t num, struct control_ps_entry *out,
+				     int max)
+{
 	struct ps_walk w = { .out = out,
+			     .container = num,
 			     .max = max,
 			     .boot_ns = vtime_host_to_guest_mono(k->boot_ns) };
 

@@ -103,11 +103,28 @@ int pid_alloc_exact(struct kernel *k, int32_t tid)
 	return id_in_use(k, tid) ? -EEXIST : 0;
 }
 
+/*
+ * Pod members' tasks and pids limits, by number (thread_group.container; k->tree_lock). One
+ * table per sentry process: a sentry has one kernel.
+ */
+#define PID_CONTAINERS_MAX 4096
+static int container_tasks[PID_CONTAINERS_MAX];
+static int container_pids_limit[PID_CONTAINERS_MAX];
+
+static void count_container(const struct task *t, int d)
+{
+	int32_t c = t->tg ? t->tg->container : 0;
+
+	if (c > 0 && c < PID_CONTAINERS_MAX)
+		container_tasks[c] += d;
+}
+
 void pid_insert(struct kernel *k, struct task *t)
 {
 	task_get(t);
 	list_add_tail(&t->pid_link, &table(k)->buckets[t->tid % PID_BUCKETS]);
 	k->nr_tasks++;
+	count_container(t, 1);
 }
 
 void pid_remove(struct kernel *k, struct task *t)
@@ -115,7 +132,37 @@ void pid_remove(struct kernel *k, struct task *t)
 	list_del(&t->pid_link);
 	list_init(&t->pid_link);
 	k->nr_tasks--;
+	count_container(t, -1);
 	task_put(t);
+}
+
+bool pid_container_full(struct kernel *k, int32_t container)
+{
+	(void)k;
+	if (container <= 0 || container >= PID_CONTAINERS_MAX)
+		return false;
+	return container_pids_limit[container] > 0 &&
+	       container_tasks[container] >= container_pids_limit[container];
+}
+
+void pid_container_set_pids_limit(struct kernel *k, int32_t container, int limit)
+{
+	if (container <= 0 || container >= PID_CONTAINERS_MAX)
+		return;
+	pthread_mutex_lock(&k->tree_lock);
+	container_pids_limit[container] = limit > 0 ? limit : 0;
+	pthread_mutex_unlock(&k->tree_lock);
+}
+
+void pid_container_pids(struct kernel *k, int32_t container, int *current, int *limit)
+{
+	*current = *limit = 0;
+	if (container <= 0 || container >= PID_CONTAINERS_MAX)
+		return;
+	pthread_mutex_lock(&k->tree_lock);
+	*current = container_tasks[container];
+	*limit = container_pids_limit[container];
+	pthread_mutex_unlock(&k->tree_lock);
 }
 
 int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg)
@@ -147,6 +194,45 @@ struct task *kernel_find_task(struct kernel *k, int32_t tid)
 		task_get(t);
 	pthread_mutex_unlock(&k->tree_lock);
 	return t;
+}
+
+/* Pod members with a pid namespace of their own, by number (thread_group.container). */
+#define PID_PRIVATE_MAX PID_CONTAINERS_MAX
+static uint64_t private_containers[PID_PRIVATE_MAX / 64];
+
+void pid_container_set_private(int32_t container, bool private_pids)
+{
+	uint64_t bit;
+
+	if (container <= 0 || container >= PID_PRIVATE_MAX)
+		return;
+	bit = 1ULL << (container % 64);
+	if (private_pids)
+		__atomic_fetch_or(&private_containers[container / 64], bit, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&private_containers[container / 64], ~bit, __ATOMIC_RELEASE);
+}
+
+/* The pid namespace a container's processes are in: its own number, or 0 (the sandbox's). */
+static int32_t pid_group(int32_t container)
+{
+	if (container <= 0 || container >= PID_PRIVATE_MAX)
+		return 0;
+	return (__atomic_load_n(&private_containers[container / 64], __ATOMIC_ACQUIRE) >>
+		(container % 64)) &
+			       1 ?
+		       container :
+		       0;
+}
+
+int32_t pid_container_ns(int32_t container)
+{
+	return pid_group(container);
+}
+
+bool pid_visible(const struct thread_group *viewer, const struct thread_group *target)
+{
+	return !viewer || pid_group(viewer->container) == pid_group(target->container);
 }
 
 struct thread_group *kernel_find_tg(struct kernel *k, int32_t pid)

@@ -106,6 +106,10 @@ struct thread_group {
 	struct list_head sibling;
 	int32_t pgid, sid;
 	bool subreaper; /* PR_SET_CHILD_SUBREAPER */
+	/* The pod member container it belongs to (sentry/control/container.c): 0 for the
+	 * sandbox's own container, else the member's number. Set before it is linked, inherited
+	 * by fork, never changed. */
+	int32_t container;
 
 	struct sighand *sighand; /* referenced */
 	struct sigpending shared_pending; /* sighand->lock */
@@ -488,6 +492,25 @@ void pid_remove(struct kernel *k, struct task *t);
 struct task *pid_lookup(struct kernel *k, int32_t tid);
 /* Calls fn for each process (leader entries), stopping at a non-zero return. */
 int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg);
+
+/*
+ * Pod members with a pid namespace of their own (sentry/control/container.c): their processes
+ * and the others' do not see each other (/proc, kill and the signals' permission check). Pids
+ * are not renumbered: it is visibility only. Any thread; atomics.
+ */
+void pid_container_set_private(int32_t container, bool private_pids);
+/* The pid namespace container's processes are in: its number when private, else 0. */
+int32_t pid_container_ns(int32_t container);
+/* Whether viewer (NULL: from outside the sandbox) may see target by pid. */
+bool pid_visible(const struct thread_group *viewer, const struct thread_group *target);
+/*
+ * A pod member's own pids limit (linux.resources.pids.limit of its config, husk update), as a
+ * pids cgroup's: its tasks (threads included, zombies until reaped) are counted, and a clone
+ * or exec'd process past the limit is -EAGAIN. pid_container_full: k->tree_lock held.
+ */
+bool pid_container_full(struct kernel *k, int32_t container);
+void pid_container_set_pids_limit(struct kernel *k, int32_t container, int limit);
+void pid_container_pids(struct kernel *k, int32_t container, int *current, int *limit);
 /* Counts live host threads of tasks (for the end of the sandbox). Any thread, takes no lock. */
 void pid_task_started(struct kernel *k);
 void pid_task_finished(struct kernel *k);

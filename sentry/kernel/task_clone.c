@@ -251,6 +251,7 @@ static struct thread_group *clone_tg(struct task *p, const struct task_clone_arg
 			refcount_dec(&sh->ref);
 		return NULL;
 	}
+	tg->container = ptg->container;
 	if (!(a->flags & CLONE_SIGHAND)) {
 		pthread_mutex_lock(&ptg->sighand->lock);
 		memcpy(tg->sighand->actions, ptg->sighand->actions, sizeof(tg->sighand->actions));
@@ -289,7 +290,8 @@ static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 
 	pthread_mutex_lock(&k->tree_lock);
 	/* The sandbox's pids limit (OCI linux.resources.pids.limit), as the pids cgroup's. */
-	if (k->pids_limit > 0 && k->nr_tasks >= k->pids_limit) {
+	if ((k->pids_limit > 0 && k->nr_tasks >= k->pids_limit) ||
+	    pid_container_full(k, ptg->container)) {
 		ret = -EAGAIN;
 		goto out_unlock;
 	}

@@ -356,7 +356,7 @@ int mm_handle_fault(struct mm *mm, uint64_t addr, int code)
 	if (code != SEGV_ACCERR || addr >= PLATFORM_GUEST_MAX)
 		return -EFAULT;
 
-	bool force = false;
+	bool force = false, reported = false;
 retry:
 	pthread_mutex_lock(&mm->lock);
 	int r = -EFAULT;
@@ -369,6 +369,13 @@ retry:
 		/* A PROT_NONE mapping is really inaccessible; anything else is populated now. */
 		if (!(v->prot & (PROT_READ | PROT_WRITE | PROT_EXEC)))
 			goto out_unlock;
+		if (!reported && __atomic_load_n(&mfile(mm)->charge_hook, __ATOMIC_RELAXED)) {
+			/* A pod member's limit: told without mm->lock (it looks at every mm). */
+			pthread_mutex_unlock(&mm->lock);
+			memfile_charge_hook(mfile(mm), LAZY_WINDOW * PAGE_SIZE);
+			reported = true;
+			goto retry;
+		}
 		r = populate_locked(mm, PAGE_ALIGN_DOWN(addr), force);
 		if (r == -ENOMEM && !force) {
 			/*

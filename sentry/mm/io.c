@@ -134,12 +134,19 @@ static void charge_for_write_locked(struct mm *mm, uint64_t addr, size_t len)
 	struct memfile *mf = &mm->k->mf;
 	uint64_t end, need = 0;
 
-	if (!__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) || len == 0 ||
-	    !guest_range(addr, len, &end))
+	if ((!__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) &&
+	     !__atomic_load_n(&mf->charge_hook, __ATOMIC_RELAXED)) ||
+	    len == 0 || !guest_range(addr, len, &end))
 		return;
 	for (size_t i = vma_lower_bound(s, addr); i < s->n && s->v[i].start < end; i++)
 		if (s->v[i].flags & VMA_LAZY)
 			need += MIN(end, s->v[i].end) - MAX(addr, s->v[i].start);
+	if (need && __atomic_load_n(&mf->charge_hook, __ATOMIC_RELAXED)) {
+		/* A pod member's limit: measured without mm->lock (it looks at every mm). */
+		pthread_mutex_unlock(&mm->lock);
+		memfile_charge_hook(mf, need);
+		pthread_mutex_lock(&mm->lock);
+	}
 	if (need == 0 || memfile_fits(mf, need))
 		return;
 	pthread_mutex_unlock(&mm->lock);

@@ -141,6 +141,8 @@ int memfile_init(struct memfile *mf, uint64_t size)
 	mf->ending = false;
 	mf->limit = mf->peak = 0;
 	mf->lazy = false;
+	mf->charge_hook = NULL;
+	mf->charge_arg = NULL;
 	mf->events_max = mf->events_oom = mf->events_oom_kill = 0;
 	mf->oom = NULL;
 	mf->oom_arg = NULL;
@@ -169,16 +171,18 @@ void memfile_destroy(struct memfile *mf)
 
 int64_t memfile_alloc(struct memfile *mf, uint64_t len)
 {
-	if (__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) && len && IS_PAGE_ALIGNED(len) &&
-	    memfile_charge(mf, len) < 0)
+	if ((__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) ||
+	     __atomic_load_n(&mf->charge_hook, __ATOMIC_RELAXED)) &&
+	    len && IS_PAGE_ALIGNED(len) && memfile_charge(mf, len) < 0)
 		return -ENOMEM;
 	return memfile_alloc_nocharge(mf, len);
 }
 
 int memfile_alloc_at(struct memfile *mf, uint64_t off, uint64_t len)
 {
-	if (__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) && len && IS_PAGE_ALIGNED(len) &&
-	    memfile_charge(mf, len) < 0)
+	if ((__atomic_load_n(&mf->limit, __ATOMIC_RELAXED) ||
+	     __atomic_load_n(&mf->charge_hook, __ATOMIC_RELAXED)) &&
+	    len && IS_PAGE_ALIGNED(len) && memfile_charge(mf, len) < 0)
 		return -ENOMEM;
 	return memfile_alloc_at_nocharge(mf, off, len);
 }
@@ -434,8 +438,18 @@ bool memfile_fits(struct memfile *mf, uint64_t len)
 	return !limit || (len <= limit && memfile_usage(mf) <= limit - len);
 }
 
+void memfile_charge_hook(struct memfile *mf, uint64_t len)
+{
+	void (*hook)(struct memfile *, uint64_t, void *) =
+		__atomic_load_n(&mf->charge_hook, __ATOMIC_ACQUIRE);
+
+	if (len && hook)
+		hook(mf, len, mf->charge_arg);
+}
+
 int memfile_charge(struct memfile *mf, uint64_t len)
 {
+	memfile_charge_hook(mf, len);
 	/* Each round kills one process; a sandbox has at most a few thousand of them. */
 	for (int round = 0; round < 4096; round++) {
 		if (memfile_fits(mf, len))

@@ -47,6 +47,15 @@ struct memfile {
 	 */
 	int (*oom)(struct memfile *mf, uint64_t need, void *arg);
 	void *oom_arg;
+	/*
+	 * A pod member's memory limit (sentry/control/container.c): told of len > 0 more bytes
+	 * the calling task's process is about to use (memfile_charge_hook: first touches of lazy
+	 * anonymous memory, the sentry's writes into it, memfile_charge), with no mm or memfile
+	 * lock held; it may kill a process of the caller's container. NULL: none. Once set
+	 * (atomically, after charge_arg and lazy), allocations are reported even without a limit.
+	 */
+	void (*charge_hook)(struct memfile *mf, uint64_t len, void *arg);
+	void *charge_arg;
 
 	/* A restored checkpoint's pages not loaded yet (image.c); NULL otherwise. Atomic. */
 	struct memfile_image *image;
@@ -117,6 +126,8 @@ bool memfile_fits(struct memfile *mf, uint64_t len);
  * limit), -ENOMEM when the oom hook gave up (or there is none). May block while a victim exits.
  */
 int memfile_charge(struct memfile *mf, uint64_t len);
+/* Calls mf->charge_hook (when set) for len more bytes. No mm or memfile lock may be held. */
+void memfile_charge_hook(struct memfile *mf, uint64_t len);
 /*
  * Sets the limit (0: none). A limit also turns on lazy population of anonymous memory for the
  * mappings made from now on (mf->lazy). Does not reclaim: see oom_set_memory_limit.

@@ -18,8 +18,8 @@ struct fs_context *fs_context_create(struct kernel *k)
 		return NULL;
 	refcount_init(&fs->ref, 1);
 	pthread_mutex_init(&fs->lock, NULL);
-	fs->root.mnt = k->root_mnt;
-	fs->root.node = k->root_node;
+	/* k's root, or the pod member's tree the calling thread sets up (vfs_setup_root_begin). */
+	vfs_kernel_root(k, &fs->root);
 	vfs_path_copy(&fs->root, &fs->root);
 	vfs_path_copy(&fs->cwd, &fs->root);
 	fs->umask = 022;

@@ -22,6 +22,46 @@
 static pthread_rwlock_t mount_lock = PTHREAD_RWLOCK_INITIALIZER;
 static uint64_t next_mount_id = 1;
 
+/* The tree the calling thread sets up instead of k's (vfs_setup_root_begin), or NULL. */
+static __thread struct vfs_path *setup_root;
+
+void vfs_setup_root_begin(struct vfs_path *root)
+{
+	setup_root = root;
+}
+
+void vfs_setup_root_end(void)
+{
+	setup_root = NULL;
+}
+
+void vfs_kernel_root(struct kernel *k, struct vfs_path *out)
+{
+	if (setup_root) {
+		*out = *setup_root;
+		return;
+	}
+	out->mnt = k->root_mnt;
+	out->node = k->root_node;
+}
+
+struct vfs_mount *vfs_kernel_root_mnt(struct kernel *k)
+{
+	return setup_root ? setup_root->mnt : k->root_mnt;
+}
+
+void vfs_kernel_set_root(struct kernel *k, struct vfs_mount *m)
+{
+	struct vfs_mount **mp = setup_root ? &setup_root->mnt : &k->root_mnt;
+	struct vfs_node **np = setup_root ? &setup_root->node : &k->root_node;
+
+	vfs_mount_put(*mp);
+	vfs_node_put(*np);
+	*mp = m;
+	*np = m->root;
+	vfs_node_get(m->root);
+}
+
 struct vfs_mount *vfs_mount_create(struct vfs_fs *fs, struct vfs_node *root, int flags)
 {
 	struct vfs_mount *m = calloc(1, sizeof(*m));
@@ -314,12 +354,14 @@ static int mountpoint_splice(char **bufp, const char *target, const char *rest)
  */
 static int mountpoint_make(struct kernel *k, const char *path, bool isdir, struct vfs_path *out)
 {
-	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_path root;
 	struct vfs_path cur;
 	struct cred c = { .cap_effective = ~0ULL }; /* root's, with every capability */
 	char *buf, *p, target[VFS_PATH_MAX];
 	bool from_link = false;
 	int err = 0, nlinks = 0;
+
+	vfs_kernel_root(k, &root);
 
 	if (path[0] != '/' || !root.node)
 		return -EINVAL;
@@ -490,8 +532,10 @@ void vfs_mount_set_flags(struct vfs_mount *m, int flags)
 /* Resolves the absolute guest path from k's root as root would (final symlinks followed). */
 static int mount_resolve(struct kernel *k, const char *path, struct vfs_path *out)
 {
-	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_path root;
 	struct cred c = { .cap_effective = ~0ULL }; /* root's, with every capability */
+
+	vfs_kernel_root(k, &root);
 
 	if (path[0] != '/' || !root.node)
 		return -EINVAL;
@@ -575,7 +619,7 @@ int vfs_mount_set_label(struct kernel *k, const char *path, struct vfs_mount_lab
 		return err;
 	}
 	/* The walk crossed into the top mount at path: its root is what path names. */
-	if (p.node != p.mnt->root || p.mnt == k->root_mnt) {
+	if (p.node != p.mnt->root || p.mnt == vfs_kernel_root_mnt(k)) {
 		vfs_path_put(&p);
 		vfs_mount_label_free(l);
 		return -EINVAL;

@@ -234,6 +234,21 @@ int vfs_mount_root(struct kernel *k, struct gofer_client *gc, bool readonly);
 int vfs_mount_root_overlay(struct kernel *k, struct gofer_client *gc, uint64_t upper_size);
 /* Makes a mount of fs (the caller's reference is taken over) with flags the kernel's root. */
 int vfs_set_root_fs(struct kernel *k, struct vfs_fs *fs, int flags);
+/*
+ * Pod members' mount trees (sentry/control/container.c): between vfs_setup_root_begin(root) and
+ * vfs_setup_root_end(), on the calling thread only, "the kernel's root" of the set-up functions
+ * (vfs_mount_root*, vfs_mount_at, vfs_mount_dev, proc, sys, devpts, labels, devices...) is *root
+ * instead of k's: vfs_set_root_fs stores the new root mount there (one reference each on mnt
+ * and node, the caller's to put). Other threads still see k's root.
+ */
+struct vfs_path;
+void vfs_setup_root_begin(struct vfs_path *root);
+void vfs_setup_root_end(void);
+/* The root the calling thread sets up: the override above, else k's (no reference taken). */
+void vfs_kernel_root(struct kernel *k, struct vfs_path *out);
+struct vfs_mount *vfs_kernel_root_mnt(struct kernel *k);
+/* Makes m (its reference taken over) that root, putting the previous one. */
+void vfs_kernel_set_root(struct kernel *k, struct vfs_mount *m);
 /* A context whose root and cwd are the kernel's root, umask 022. NULL when out of memory. */
 struct fs_context *fs_context_create(struct kernel *k);
 void fs_context_get(struct fs_context *fs);

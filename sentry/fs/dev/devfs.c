@@ -292,11 +292,12 @@ struct vfs_fs *devfs_create(struct kernel *k, uint64_t size, uint32_t mode)
 
 int vfs_mount_dev(struct kernel *k)
 {
-	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_path root;
 	struct vfs_path dev;
 	struct vfs_fs *fs;
 	int err;
 
+	vfs_kernel_root(k, &root);
 	if (!root.mnt || !root.node)
 		return -EINVAL;
 	err = vfs_lookup_one(&root, "dev", &dev);

@@ -1764,12 +1764,13 @@ static void devpts_mounted(struct vfs_fs *fs, struct vfs_mount *m)
 
 int vfs_mount_devpts(struct kernel *k)
 {
-	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_path root;
 	struct vfs_path dev, pts;
 	struct vfs_mount *m;
 	struct vfs_fs *fs;
 	int err;
 
+	vfs_kernel_root(k, &root);
 	if (!root.mnt)
 		return -EINVAL;
 	vfs_path_copy(&root, &root);

@@ -100,6 +100,18 @@ void gofer_client_destroy(struct gofer_client *c)
 	free(c);
 }
 
+void gofer_client_disconnect(struct gofer_client *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->broken = true;
+	if (c->sock >= 0)
+		close(c->sock);
+	c->sock = -1;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void close_fds(const int *fds, int n)
 {
 	for (int i = 0; i < n; i++)

@@ -23,6 +23,12 @@ struct gofer_client;
 /* Takes ownership of sock. Returns 0 and *out or -errno. */
 int gofer_client_create(int sock, struct gofer_client **out);
 void gofer_client_destroy(struct gofer_client *c);
+/*
+ * Closes c's socket (its gofer sees EOF and exits) but keeps c: every later call is -EIO, as
+ * once the gofer is gone. For a pod member's gofers when the member ends: nodes of its tree may
+ * still reach c. Any thread.
+ */
+void gofer_client_disconnect(struct gofer_client *c);
 
 /*
  * The number of messages of type (GOFER_MSG_*) sent by every client of this process so far, or

@@ -1829,11 +1829,7 @@ int vfs_set_root_fs(struct kernel *k, struct vfs_fs *fs, int flags)
 	vfs_fs_put(fs); /* the mount holds it now (or it goes) */
 	if (!m)
 		return -ENOMEM;
-	vfs_mount_put(k->root_mnt);
-	vfs_node_put(k->root_node);
-	k->root_mnt = m;
-	k->root_node = m->root;
-	vfs_node_get(k->root_node);
+	vfs_kernel_set_root(k, m);
 	return 0;
 }
 

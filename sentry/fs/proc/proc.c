@@ -607,6 +607,7 @@ static const struct pseudo_ent sys_ents[] = {
 struct tg_list {
 	int32_t *pids;
 	size_t n, cap;
+	struct thread_group *viewer; /* the reader's process, or NULL */
 };
 
 static int collect_tg(struct thread_group *tg, void *arg)
@@ -614,6 +615,9 @@ static int collect_tg(struct thread_group *tg, void *arg)
 	struct tg_list *l = arg;
 
 	if (tg->state == TG_DEAD || tg->reaped)
+		return 0;
+	/* A pod member with a pid namespace of its own lists its own processes only. */
+	if (!pid_visible(l->viewer, tg))
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
@@ -648,6 +652,10 @@ static struct vfs_node *root_dyn_lookup(struct pseudo_node *dir, const char *nam
 	t = kernel_find_task(k, (int32_t)id);
 	if (!t)
 		return ERR_PTR(-ENOENT);
+	if (task_current() && !pid_visible(task_current()->tg, t->tg)) {
+		task_put(t);
+		return ERR_PTR(-ENOENT);
+	}
 	pid = task_pid(t);
 	task_put(t);
 	return pseudo_node_new_at(dir, &proc_pid_dir_ent, name, pid, (int32_t)id, -1);
@@ -657,7 +665,7 @@ static int root_dyn_iterate(struct pseudo_node *dir, int64_t *idx, struct dir_em
 			    int64_t base)
 {
 	struct kernel *k = pseudo_fs_of(dir)->k;
-	struct tg_list l = { 0 };
+	struct tg_list l = { .viewer = task_current() ? task_current()->tg : NULL };
 	int err;
 
 	if (!k || !k->pids)

@@ -224,6 +224,32 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 	return base + (uint32_t)type;
 }
 
+/*
+ * The namespace of type that n's process is in: a pod member (sentry/control/container.c) has a
+ * mount namespace of its own, and a pid namespace of its own with --private-pids; every other
+ * type is the sandbox's. Numbered past the sandbox's base by the member's number, in the range.
+ */
+#pragma weak pid_container_ns
+static uint32_t node_ns_ino(struct pseudo_node *n, int type)
+{
+	struct kernel *k = pseudo_fs_of(n)->k;
+	uint32_t ino = proc_ns_ino(k, type), c = 0;
+	struct task *t;
+
+	if (strcmp(ns_types[type], "mnt") && strcmp(ns_types[type], "pid"))
+		return ino;
+	t = pseudo_node_task(n);
+	if (t && t->tg && t->tg->container > 0)
+		c = !strcmp(ns_types[type], "mnt") ? (uint32_t)t->tg->container :
+		    pid_container_ns		   ? (uint32_t)pid_container_ns(t->tg->container) :
+						     0;
+	if (t)
+		task_put(t);
+	if (!c)
+		return ino;
+	return 0xF0000000u + ((((ino - 0xF0000000u) >> 4) + c) & 0xFFFFFu) * 16u + (uint32_t)type;
+}
+
 /* Linux's proc_ns_get_link and readlink: only for a caller that may ptrace-read the process. */
 static int ns_may_see(struct pseudo_node *n)
 {
@@ -244,8 +270,7 @@ static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t le
 
 	if (err < 0)
 		return err;
-	snprintf(s, sizeof(s), "%s:[%" PRIu32 "]", ns_types[type],
-		 proc_ns_ino(pseudo_fs_of(n)->k, type));
+	snprintf(s, sizeof(s), "%s:[%" PRIu32 "]", ns_types[type], node_ns_ino(n, type));
 	return pseudo_copy_link(s, buf, len);
 }
 
@@ -263,7 +288,7 @@ static int ns_target_getattr(struct pseudo_node *n, int type, struct vfs_attr *a
 	pthread_once(&once, nsfs_dev_init);
 	/* As stat -L of a Linux ns link: an empty read-only regular file of root's. */
 	attr->dev = nsfs_dev_value;
-	attr->ino = proc_ns_ino(pseudo_fs_of(n)->k, type);
+	attr->ino = node_ns_ino(n, type);
 	attr->mode = S_IFREG | 0444;
 	attr->nlink = 1;
 	attr->uid = attr->gid = 0;
@@ -502,6 +527,6 @@ int proc_ns_file_name(struct file *f, char *buf, size_t len)
 	if (type < 0)
 		return -ENOENT;
 	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type],
-		     proc_ns_ino(pseudo_fs_of(pseudo_node_of(f->node))->k, type));
+		     node_ns_ino(pseudo_node_of(f->node), type));
 	return n < (int)len ? n : -ERANGE;
 }

@@ -463,11 +463,12 @@ int pseudo_fs_init(struct pseudo_fs *fs, struct kernel *k, const char *type, uin
 
 int pseudo_fs_mount(struct kernel *k, struct pseudo_fs *fs, const char *name, int flags)
 {
-	struct vfs_path root = { .mnt = k->root_mnt, .node = k->root_node };
+	struct vfs_path root;
 	struct vfs_path at;
 	struct vfs_mount *m;
 	int err;
 
+	vfs_kernel_root(k, &root);
 	if (!root.mnt || !root.node) {
 		vfs_fs_put(&fs->base);
 		return -EINVAL;

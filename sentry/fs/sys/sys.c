@@ -13,6 +13,8 @@
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/proc/pseudo.h"
 #include "sentry/fs/sys/sys.h"
+#include "sentry/control/control.h"
+#include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/memfile.h"
@@ -67,14 +69,50 @@ static int gen_cg_controllers(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
+/*
+ * A pod member's processes read their own container's memory (sentry/control/container.c);
+ * weak: sys is also linked without the control server (unit tests).
+ */
+#pragma weak control_member_memory
+#pragma weak pid_container_pids
+
+static bool member_memory(struct pseudo_node *n, uint64_t *usage, uint64_t *limit, uint64_t *kills)
+{
+	struct task *t = task_current();
+
+	return control_member_memory && t && t->tg && t->tg->container > 0 &&
+	       control_member_memory(node_kernel(n), t->tg->container, usage, limit, kills) == 0;
+}
+
+/* Whether t's container is a member the control server knows (linked: the sentry). */
+static bool member_memory_known(struct task *t)
+{
+	uint64_t usage, limit, kills;
+
+	return control_member_memory &&
+	       control_member_memory(t->k, t->tg->container, &usage, &limit, &kills) == 0;
+}
+
 static int gen_cg_memory_max(struct pseudo_node *n, FILE *out)
 {
+	uint64_t usage, limit, kills;
+
+	if (member_memory(n, &usage, &limit, &kills)) {
+		print_max(out, limit);
+		return 0;
+	}
 	print_max(out, __atomic_load_n(&node_kernel(n)->mf.limit, __ATOMIC_RELAXED));
 	return 0;
 }
 
 static int gen_cg_memory_current(struct pseudo_node *n, FILE *out)
 {
+	uint64_t usage, limit, kills;
+
+	if (member_memory(n, &usage, &limit, &kills)) {
+		fprintf(out, "%llu\n", (unsigned long long)usage);
+		return 0;
+	}
 	fprintf(out, "%llu\n", (unsigned long long)memfile_usage(&node_kernel(n)->mf));
 	return 0;
 }
@@ -91,7 +129,14 @@ static int gen_cg_memory_peak(struct pseudo_node *n, FILE *out)
 static int gen_cg_memory_events(struct pseudo_node *n, FILE *out)
 {
 	struct memfile *mf = &node_kernel(n)->mf;
+	uint64_t usage, limit, kills;
 
+	if (member_memory(n, &usage, &limit, &kills)) {
+		fprintf(out, "low 0\nhigh 0\nmax %llu\noom %llu\noom_kill %llu\noom_group_kill 0\n",
+			(unsigned long long)kills, (unsigned long long)kills,
+			(unsigned long long)kills);
+		return 0;
+	}
 	fprintf(out, "low 0\nhigh 0\nmax %llu\noom %llu\noom_kill %llu\noom_group_kill 0\n",
 		(unsigned long long)__atomic_load_n(&mf->events_max, __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&mf->events_oom, __ATOMIC_RELAXED),
@@ -105,9 +150,26 @@ static int gen_zero(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
+/* A pod member's processes read their own container's pids (sentry/kernel/pid.c). */
+static bool member_pids(int *current, int *limit)
+{
+	struct task *t = task_current();
+
+	if (!pid_container_pids || !t || !t->tg || t->tg->container <= 0 || !member_memory_known(t))
+		return false;
+	pid_container_pids(t->k, t->tg->container, current, limit);
+	return true;
+}
+
 static int gen_cg_pids_max(struct pseudo_node *n, FILE *out)
 {
 	struct kernel *k = node_kernel(n);
+	int cur, lim;
+
+	if (member_pids(&cur, &lim)) {
+		print_max(out, lim > 0 ? (uint64_t)lim : 0);
+		return 0;
+	}
 
 	pthread_mutex_lock(&k->tree_lock);
 	int max = k->pids_limit;
@@ -119,6 +181,12 @@ static int gen_cg_pids_max(struct pseudo_node *n, FILE *out)
 static int gen_cg_pids_current(struct pseudo_node *n, FILE *out)
 {
 	struct kernel *k = node_kernel(n);
+	int mcur, mlim;
+
+	if (member_pids(&mcur, &mlim)) {
+		fprintf(out, "%d\n", mcur);
+		return 0;
+	}
 
 	pthread_mutex_lock(&k->tree_lock);
 	int cur = k->nr_tasks;

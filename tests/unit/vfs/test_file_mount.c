@@ -284,3 +284,36 @@ Test(file_mount, noexec_tmpfs_refuses_execution)
 	cr_assert_eq(fsu_write_file(&h, "/scratch/prog", 0755, "#!/bin/sh\n"), 10);
 	exec_check("/scratch/prog", -EACCES, true, true);
 }
+
+/*
+ * A pod member's tree (sentry/control/container.c): built on this thread between
+ * vfs_setup_root_begin and vfs_setup_root_end, with the same mount functions, beside the
+ * kernel's tree, which neither changes nor sees the member's mounts.
+ */
+Test(file_mount, a_pod_members_tree_is_built_beside_the_kernels)
+{
+	struct cred c = { .cap_effective = ~0ULL };
+	struct vfs_path member = { 0 }, kroot, p;
+	struct vfs_mount *kmnt = h.k.root_mnt;
+	struct vfs_attr a;
+
+	vfs_setup_root_begin(&member);
+	cr_assert_eq(vfs_mount_root_overlay(&h.k, root_gc, 0), 0);
+	mount_file("/run/member/hosts", 0);
+	vfs_kernel_root(&h.k, &kroot);
+	cr_assert_eq(kroot.mnt, member.mnt, "the set-up's root is the member's");
+	vfs_setup_root_end();
+	cr_assert_not_null(member.mnt);
+	cr_assert_neq(member.mnt, kmnt);
+	cr_assert_eq(h.k.root_mnt, kmnt, "the kernel's root is unchanged");
+	vfs_kernel_root(&h.k, &kroot);
+	cr_assert_eq(kroot.mnt, kmnt, "after the set-up, the kernel's root again");
+	cr_assert_eq(fsu_stat(&h, "/run/member/hosts", true, &a), -ENOENT);
+	cr_assert_eq(vfs_walk(&c, &member, &member, "/run/member/hosts", VFS_LOOKUP_FOLLOW, &p), 0);
+	cr_assert_neq(p.mnt, member.mnt, "the member's bind is a mount of its tree");
+	vfs_path_put(&p);
+	cr_assert_eq(vfs_walk(&c, &member, &member, "/file", VFS_LOOKUP_FOLLOW, &p), 0,
+		     "the member's root shows the image");
+	vfs_path_put(&p);
+	vfs_path_put(&member);
+}
