@@ -58,6 +58,12 @@ int kernel_spawn(struct kernel *k, const struct spawn_spec *s);
 int control_send_signal(struct kernel *k, int32_t pid, int sig);
 
 /*
+ * SIGKILLs process tg as kill(2) from outside the sandbox would (its children live on, as
+ * runc's when the engine kills an exec'd process). Any thread; tg ended already: nothing.
+ */
+void control_kill_process(struct thread_group *tg);
+
+/*
  * Serves one CONTROL_SIGNAL request of len bytes: decodes it, calls control_send_signal and
  * writes the reply (struct control_hdr + struct control_reply, err and the pid) into reply (at
  * least 64 bytes). Returns the reply's length. A malformed request gets -EINVAL.

@@ -6,6 +6,7 @@
  * its messages are still checked like any input (control_decode_exec).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +327,153 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 		pthread_mutex_unlock(&ckpt_lock);
 }
 
+/*
+ * A hangup watch: a thread that polls a connection whose request is still being served (an
+ * exec waiting for its process, an OOM wait) and calls on_hup if the peer hangs up first: husk
+ * exec or its exec proxy was killed (containerd's shim SIGKILLs the pid husk gave it when an
+ * exec times out). The watch owns the connection's fd from then on and closes it when both it
+ * and the serving thread are done with it.
+ */
+struct hup_watch {
+	pthread_mutex_t lock;
+	int refs; /* lock: the watcher thread's and the serving thread's */
+	int fd;
+	bool done; /* lock: the request was served; a hangup now means nothing */
+	void (*on_hup)(void *arg); /* called with lock held, before done */
+	void *arg;
+};
+
+static void hup_watch_put(struct hup_watch *w)
+{
+	bool last;
+
+	pthread_mutex_lock(&w->lock);
+	last = --w->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (last) {
+		close(w->fd);
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+	}
+}
+
+static void *hup_watch_main(void *arg)
+{
+	struct hup_watch *w = arg;
+
+	for (;;) {
+		struct pollfd p = { .fd = w->fd, .events = POLLIN | POLLRDHUP };
+		char buf[64];
+		ssize_t n;
+
+		if (poll(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))
+			break;
+		/* The peer sends nothing more after its request: whatever comes is dropped. */
+		n = recv(w->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+	}
+	pthread_mutex_lock(&w->lock);
+	if (!w->done)
+		w->on_hup(w->arg);
+	pthread_mutex_unlock(&w->lock);
+	hup_watch_put(w);
+	return NULL;
+}
+
+/* Starts watching fd (now the watch's). Returns the watch, or NULL (fd still the caller's). */
+static struct hup_watch *hup_watch_start(int fd, void (*on_hup)(void *), void *arg)
+{
+	struct hup_watch *w = calloc(1, sizeof(*w));
+	pthread_attr_t attr;
+	pthread_t th;
+	int ret;
+
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->lock, NULL);
+	w->refs = 2;
+	w->fd = fd;
+	w->on_hup = on_hup;
+	w->arg = arg;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, CONTROL_THREAD_STACK);
+	ret = pthread_create(&th, &attr, hup_watch_main, w);
+	pthread_attr_destroy(&attr);
+	if (ret != 0) {
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* The request was served: a hangup from now on changes nothing (on_hup has run or never will). */
+static void hup_watch_done(struct hup_watch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* on_hup of an exec: as runc's exec'd process when the engine kills the pid it was given. */
+static void exec_hup(void *arg)
+{
+	struct thread_group *tg = arg;
+
+	log_info("control: exec pid %d: its husk exec is gone: killing it", tg->pid);
+	control_kill_process(tg);
+}
+
+/* on_hup of an OOM wait: the waiter looks at its flag again. */
+static void oom_hup(void *arg)
+{
+	__atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
+	oom_wake_waiters();
+}
+
+/* CONTROL_OOM_WAIT: answers once the OOM killer has killed more than the request's count. */
+static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t len)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_OOM_REPLY,
+				 .len = sizeof(struct control_oom) };
+	struct control_oom req, r = { 0 };
+	struct hup_watch *w;
+	bool gone = false;
+	char out[sizeof(h) + sizeof(r)];
+
+	memcpy(&h, msg, sizeof(h));
+	if (len != sizeof(h) + sizeof(req) || h.len != sizeof(req)) {
+		send_reply(*fd, -EINVAL);
+		return;
+	}
+	memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
+	w = hup_watch_start(*fd, oom_hup, &gone);
+	if (!w) {
+		send_reply(*fd, -ENOMEM);
+		return;
+	}
+	r.kills = oom_wait_kills(k, req.kills, &gone);
+	/* Once done is set, oom_hup no longer touches gone. */
+	hup_watch_done(w);
+	h.op = CONTROL_OOM_REPLY;
+	h.len = sizeof(r);
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	if (!__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
+		send_all(*fd, out, sizeof(out));
+	hup_watch_put(w);
+	*fd = -1;
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -373,6 +521,9 @@ static void *conn_main(void *arg)
 		case CONTROL_RESUME:
 			serve_pause(c->k, c->fd, h.op == CONTROL_PAUSE, (size_t)n);
 			goto out;
+		case CONTROL_OOM_WAIT:
+			serve_oom_wait(c->k, &c->fd, buf, (size_t)n);
+			goto out;
 		default:
 			break;
 		}
@@ -388,15 +539,26 @@ static void *conn_main(void *arg)
 		struct control_exited ex;
 		char msg[sizeof(eh) + sizeof(ex)];
 
+		/* Until it ends, the process lives only as long as its husk exec holds on. */
+		struct hup_watch *w = hup_watch_start(c->fd, exec_hup, tg);
+
 		ex.status = control_wait_exit(c->k, tg);
+		if (w)
+			hup_watch_done(w);
 		tg_put(tg);
 		memcpy(msg, &eh, sizeof(eh));
 		memcpy(msg + sizeof(eh), &ex, sizeof(ex));
 		send_all(c->fd, msg, sizeof(msg));
+		if (w) {
+			/* The watch closes the fd once its thread is done with it too. */
+			hup_watch_put(w);
+			c->fd = -1;
+		}
 	}
 out:
 	free(buf);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c);
 	return NULL;
 }
