@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host side of the sentry's OOM kills. The sentry enforces a container's memory limit
+ * itself (sentry/kernel/oom.c) and kills a guest process before the host cgroup, whose limit
+ * has a margin for the sentry's and gofer's own memory (cgroup.c), ever fills. Engines learn of
+ * an OOM from that cgroup only: containerd's runc shim on cgroup v1 by an eventfd registered on
+ * memory.oom_control (cgroup.event_control), on v2 by memory.events' oom_kill. So each sentry
+ * OOM kill is made a real one in the container's memory cgroup:
+ *
+ *   husk create ──fork──> (exits) ──fork──> husk-oomwatch: waits on the control socket
+ *                                            (CONTROL_OOM_WAIT) for the sentry's next OOM kill
+ *                                   ──fork──> husk-oom-victim: oom_score_adj 1000, joins the
+ *                                             container's memory cgroup, touches memory until
+ *                                             the kernel's memcg OOM killer kills it
+ *
+ * The kernel (mm/memcontrol.c) charges the victim's pages to the container's memcg; at its
+ * limit, reclaim fails (the victim's pages are anonymous, the sentry's memory file is shmem) and
+ * mem_cgroup_out_of_memory picks the task with the most points in that memcg: v1 signals every
+ * eventfd on its memory.oom_control first (and counts oom_kill there), v2 counts oom and
+ * oom_kill in its memory.events and its ancestors'. The victim's points are its resident pages
+ * plus the whole limit (adj 1000); any process with an oom_score_adj of 0 or below has fewer
+ * (its resident pages, under the limit), so the report is made only when every process of the
+ * cgroup has one (the sentry, gofer and stubs inherit husk's caller's). The limit is never
+ * changed: the victim only fills what is left of it, and once it is gone everything is as
+ * before; while it lives, an allocation of the sentry that meets the full cgroup kills the
+ * victim, not the sentry. A v1 cgroup with oom_kill_disable set is left alone (the victim would
+ * hang there, and the sentry with it).
+ *
+ * No report (the sentry's kill still happens, husk events still says "oom"): without a cgroup
+ * (rootless with nothing delegated), without the memory controller, without a memory limit in
+ * config.json at create, or when a process of the cgroup has a positive oom_score_adj.
+ * The watcher lives outside the container's cgroup (husk's caller's), with /dev/null for stdio
+ * and no other fd of husk's, and exits when the sentry's control connection ends.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "runtime/control.h"
+#include "runtime/oci.h"
+
+/* What the victim touches past the room left under the limit, in case the usage fell. */
+#define VICTIM_SLACK (64ULL << 20)
+
+struct reporter {
+	char sock[PATH_MAX];
+	char dir[PATH_MAX]; /* the container's memory cgroup */
+	bool v2;
+	int log; /* --debug-log's DIR/<id>.oom.log, or -1 */
+};
+
+static void __attribute__((format(printf, 2, 3)))
+rlog(const struct reporter *r, const char *fmt, ...)
+{
+	char buf[512], ts[64];
+	struct timespec now;
+	va_list ap;
+	int n;
+
+	if (r->log < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(ts, sizeof(ts), "%lld.%03ld", (long long)now.tv_sec, now.tv_nsec / 1000000);
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	dprintf(r->log, "%s husk-oomwatch: %s\n", ts, buf);
+}
+
+/* A file of the cgroup as a number ("max": INT64_MAX), or -1. */
+static int64_t read_num(const char *dir, const char *file)
+{
+	char path[PATH_MAX + 64], buf[64];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (!strncmp(buf, "max", 3))
+		return INT64_MAX;
+	return strtoll(buf, NULL, 10);
+}
+
+/* The value of "key N" in a flat keyed file (memory.oom_control, memory.events), or -1. */
+static int64_t read_key(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX + 64], line[128];
+	size_t klen = strlen(key);
+	int64_t v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, klen) && line[klen] == ' ') {
+			v = strtoll(line + klen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/*
+ * Whether the victim is sure to be the kernel's choice: every process of the cgroup has an
+ * oom_score_adj of 0 or below. *who gets the first that does not.
+ */
+static bool others_below(const char *dir, pid_t *who)
+{
+	char path[PATH_MAX + 64];
+	bool ok = true;
+	int pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (ok && fscanf(f, "%d", &pid) == 1) {
+		char p[64], buf[16];
+		_cleanup_close_ int fd = -1;
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", pid);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (atoi(buf) > 0) {
+			ok = false;
+			*who = pid;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+/* The sacrificial process: never returns. Exit 2: could not join; 3: never killed. */
+static void __attribute__((noreturn)) victim_main(const struct reporter *r, size_t max)
+{
+	char path[PATH_MAX + 64], pid[32];
+	volatile char *p;
+	int fd;
+
+	prctl(PR_SET_NAME, "husk-oom-victim");
+	/* The kernel's first choice before it is in the cgroup at all. */
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1000", 4) != 4)
+		_exit(2);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", r->dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, pid, strlen(pid)) < 0)
+		_exit(2);
+	close(fd);
+	p = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+		 0);
+	if (p == MAP_FAILED)
+		_exit(2);
+	for (size_t off = 0; off < max; off += 4096)
+		p[off] = 1;
+	_exit(3);
+}
+
+/* One OOM in the host cgroup. Returns 0 once the kernel killed the victim, or -errno. */
+static int report_one(const struct reporter *r)
+{
+	int64_t limit = read_num(r->dir, r->v2 ? "memory.max" : "memory.limit_in_bytes");
+	int64_t usage = read_num(r->dir, r->v2 ? "memory.current" : "memory.usage_in_bytes");
+	int64_t before =
+		read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill");
+	struct sysinfo si;
+	pid_t pid, who = 0;
+	int st;
+
+	if (limit < 0 || usage < 0)
+		return -ENOENT;
+	if (sysinfo(&si) == 0 && (uint64_t)limit >= (uint64_t)si.totalram * si.mem_unit) {
+		rlog(r, "no report: the cgroup's memory limit is %" PRId64 " (none)", limit);
+		return -ERANGE;
+	}
+	if (!r->v2 && read_key(r->dir, "memory.oom_control", "oom_kill_disable") != 0) {
+		rlog(r, "no report: oom_kill_disable is set (or unreadable)");
+		return -EPERM;
+	}
+	if (!others_below(r->dir, &who)) {
+		rlog(r, "no report: pid %d of the cgroup has a positive oom_score_adj", (int)who);
+		return -EBUSY;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		victim_main(r, (size_t)(limit > usage ? limit - usage : 0) + VICTIM_SLACK);
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+		rlog(r, "the victim was not OOM-killed (status 0x%x)", st);
+		return -EAGAIN;
+	}
+	rlog(r,
+	     "reported: oom_kill %" PRId64 " -> %" PRId64 " (limit %" PRId64 ", usage %" PRId64
+	     ") in %s",
+	     before, read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill"),
+	     limit, usage, r->dir);
+	return 0;
+}
+
+/* Waits for the sentry's next OOM kill past seen. Returns the new total, or -errno (gone). */
+static int64_t wait_oom(const struct reporter *r, uint64_t seen)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_OOM_WAIT,
+				 .len = sizeof(struct control_oom) };
+	struct control_oom req = { .kills = seen }, rep;
+	char msg[sizeof(h) + sizeof(req)];
+	_cleanup_close_ int sock = control_dial(r->sock);
+	int ret;
+
+	if (sock < 0)
+		return sock;
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &req, sizeof(req));
+	if (send(sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+		return -errno;
+	ret = control_recv(sock, CONTROL_OOM_REPLY, &rep, sizeof(rep));
+	if (ret < 0)
+		return ret;
+	return rep.err < 0 ? rep.err : (int64_t)rep.kills;
+}
+
+static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
+{
+	uint64_t seen = 0;
+
+	prctl(PR_SET_NAME, "husk-oomwatch");
+	rlog(r, "watching for the sentry's OOM kills (cgroup %s)", r->dir);
+	for (;;) {
+		int64_t n = wait_oom(r, seen);
+
+		if (n < 0) {
+			rlog(r, "the sandbox is gone (%s)", strerror((int)-n));
+			_exit(0);
+		}
+		seen = (uint64_t)n;
+		rlog(r, "the sentry's OOM killer killed (%" PRIu64 " in all)", seen);
+		report_one(r);
+	}
+}
+
+int oom_report_start(const struct container *c)
+{
+	_cleanup_free_ char *sock = NULL;
+	struct reporter r = { .log = -1 };
+	pid_t pid;
+	int st;
+
+	if (!c->cgroup || !c->config || c->config->memory_limit <= 0)
+		return 0;
+	if (cgroup_memory_dir(c->cgroup, r.dir, sizeof(r.dir), &r.v2) < 0)
+		return 0;
+	sock = container_path(c, "control.sock");
+	if (!sock || strlen(sock) >= sizeof(r.sock))
+		return -ENOMEM;
+	strcpy(r.sock, sock);
+	pid = fork();
+	if (pid < 0) {
+		oci_warn("the OOM reporter: fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		/* Re-parented to init or the engine's subreaper, as the sentry is. */
+		int devnull;
+
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		if (chdir("/") < 0)
+			_exit(1);
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull < 0)
+			_exit(1);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		/* Nothing of husk's: not the container's lock, not the caller's pipes. */
+		syscall(SYS_close_range, 3, ~0U, 0);
+		if (oci_g.debug_log) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "%s/%s.oom.log", oci_g.debug_log, c->id);
+			r.log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		}
+		signal(SIGPIPE, SIG_IGN);
+		reporter_main(&r);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
