@@ -54,7 +54,11 @@
 #include "runtime/control.h"
 #include "runtime/oci.h"
 
-/* What the victim touches past the room left under the limit, in case the usage fell. */
+/*
+ * What the victim touches past the limit: never reached (the cgroup holds no more than its
+ * limit, so the victim is killed before), unless the limit was raised meanwhile. Reclaimable
+ * page cache counts in the usage, so the room left under the limit is no bound.
+ */
 #define VICTIM_SLACK (64ULL << 20)
 
 struct reporter {
@@ -220,7 +224,7 @@ static int report_one(const struct reporter *r)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		victim_main(r, (size_t)(limit > usage ? limit - usage : 0) + VICTIM_SLACK);
+		victim_main(r, (size_t)limit + VICTIM_SLACK);
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR)
 			return -errno;

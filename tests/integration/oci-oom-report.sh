@@ -148,6 +148,27 @@ for e in $engines; do
 		fi
 		[ -n "$(watchers)" ] && pass "husk: husk-oomwatch watches the container" ||
 			fail "husk: husk-oomwatch watches the container" "none"
+		# Again while another guest process allocates and frees 8 MB over and over: the
+		# host cgroup fills while the report's victim lives, and the kernel kills the
+		# victim, never the sentry.
+		H exec --detach "$id" sh -c 'while :; do x=$(head -c 8000000 /dev/zero | tr "\0" a); done' \
+			</dev/null >/dev/null 2>&1
+		before=$(oom_kills "$dir")
+		out=$(H exec "$id" sh -c 'x=$(head -c 200000000 /dev/zero | tr "\0" a); echo survived' 2>&1)
+		st=$?
+		if [ "$st" = 137 ] && wait_for above "$dir" "$before"; then
+			pass "husk: reported again while another process allocates ($before -> $(oom_kills "$dir"))"
+		else
+			fail "husk: reported again while another process allocates" "status $st: $out" \
+				"oom_kill $before -> $(oom_kills "$dir")"
+		fi
+		n=$(H ps "$id" 2>/dev/null | awk '$8 == "sh" && !/defunct/ {n++} END {print n + 0}')
+		if kill -0 "$pid" 2>/dev/null && kill -0 "$gpid" 2>/dev/null && [ "$n" -ge 1 ]; then
+			pass "husk: the sentry, the gofer and the allocating process live on"
+		else
+			fail "husk: the sentry, the gofer and the allocating process live on" \
+				"$(H ps "$id" 2>&1)"
+		fi
 	fi
 	"$e" delete -f "$id" >/dev/null 2>&1
 	if [ "$e" = husk ]; then
