@@ -30,7 +30,11 @@
  * (rootless with nothing delegated), without the memory controller, without a memory limit in
  * config.json at create, or when a process of the cgroup has a positive oom_score_adj.
  * The watcher lives outside the container's cgroup (husk's caller's), with /dev/null for stdio
- * and no other fd of husk's, and exits when the sentry's control connection ends.
+ * and no other fd of husk's, and exits when the sentry's control connection ends. A report
+ * holds the container's lock (<root>/<id>), as a husk command does: husk update must not write
+ * the host limit while the victim fills the cgroup (EBUSY), nor delete remove it meanwhile. It
+ * costs the time to touch the limit's worth of memory (about 1 s per GiB here), once per batch
+ * of kills.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -64,6 +69,7 @@
 struct reporter {
 	char sock[PATH_MAX];
 	char dir[PATH_MAX]; /* the container's memory cgroup */
+	char state[PATH_MAX]; /* <root>/<id>, whose flock every husk command on it holds */
 	bool v2;
 	int log; /* --debug-log's DIR/<id>.oom.log, or -1 */
 };
@@ -268,6 +274,7 @@ static int64_t wait_oom(const struct reporter *r, uint64_t seen)
 static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
 {
 	uint64_t seen = 0;
+	int lock;
 
 	prctl(PR_SET_NAME, "husk-oomwatch");
 	rlog(r, "watching for the sentry's OOM kills (cgroup %s)", r->dir);
@@ -280,7 +287,20 @@ static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
 		}
 		seen = (uint64_t)n;
 		rlog(r, "the sentry's OOM killer killed (%" PRIu64 " in all)", seen);
+		/*
+		 * Under the container's lock, as a husk command: the victim fills the cgroup for
+		 * a moment, and husk update (whose lower limit may be what made the sentry kill)
+		 * must not write the host limit meanwhile (EBUSY), nor delete remove the cgroup.
+		 */
+		lock = open(r->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lock < 0) {
+			rlog(r, "the container is gone (%s)", strerror(errno));
+			_exit(0);
+		}
+		while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
+			;
 		report_one(r);
+		close(lock);
 	}
 }
 
@@ -299,6 +319,9 @@ int oom_report_start(const struct container *c)
 	if (!sock || strlen(sock) >= sizeof(r.sock))
 		return -ENOMEM;
 	strcpy(r.sock, sock);
+	if (!c->dir || strlen(c->dir) >= sizeof(r.state))
+		return -ENAMETOOLONG;
+	strcpy(r.state, c->dir);
 	pid = fork();
 	if (pid < 0) {
 		oci_warn("the OOM reporter: fork: %s", strerror(errno));
