@@ -247,8 +247,12 @@ static int report_one(const struct reporter *r)
 	return 0;
 }
 
-/* Waits for the sentry's next OOM kill past seen. Returns the new total, or -errno (gone). */
-static int64_t wait_oom(const struct reporter *r, uint64_t seen)
+/*
+ * Waits for the sentry's next OOM kill past seen: returns the new total with *sock the
+ * connection (the caller closes it once the kill is reported: the sandbox's end waits for
+ * that), or -errno (the sandbox is gone).
+ */
+static int64_t wait_oom(const struct reporter *r, uint64_t seen, int *sock)
 {
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
 				 .version = CONTROL_VERSION,
@@ -256,19 +260,40 @@ static int64_t wait_oom(const struct reporter *r, uint64_t seen)
 				 .len = sizeof(struct control_oom) };
 	struct control_oom req = { .kills = seen }, rep;
 	char msg[sizeof(h) + sizeof(req)];
-	_cleanup_close_ int sock = control_dial(r->sock);
 	int ret;
 
-	if (sock < 0)
-		return sock;
+	*sock = control_dial(r->sock);
+	if (*sock < 0)
+		return *sock;
 	memcpy(msg, &h, sizeof(h));
 	memcpy(msg + sizeof(h), &req, sizeof(req));
-	if (send(sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
-		return -errno;
-	ret = control_recv(sock, CONTROL_OOM_REPLY, &rep, sizeof(rep));
-	if (ret < 0)
+	if (send(*sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+		ret = -errno;
+	else
+		ret = control_recv(*sock, CONTROL_OOM_REPLY, &rep, sizeof(rep));
+	if (ret == 0 && rep.err < 0)
+		ret = rep.err;
+	if (ret < 0) {
+		close(*sock);
+		*sock = -1;
 		return ret;
-	return rep.err < 0 ? rep.err : (int64_t)rep.kills;
+	}
+	return (int64_t)rep.kills;
+}
+
+/* The sentry's OOM kills so far (a restored sandbox may count some already), or 0. */
+static uint64_t kills_so_far(const struct reporter *r)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_STATS };
+	_cleanup_close_ int sock = control_dial(r->sock);
+	struct control_stats st;
+
+	if (sock < 0 || send(sock, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+	    control_recv(sock, CONTROL_STATS_REPLY, &st, sizeof(st)) < 0 || st.err < 0)
+		return 0;
+	return st.oom_kills;
 }
 
 static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
@@ -277,9 +302,11 @@ static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
 	int lock;
 
 	prctl(PR_SET_NAME, "husk-oomwatch");
+	seen = kills_so_far(r);
 	rlog(r, "watching for the sentry's OOM kills (cgroup %s)", r->dir);
 	for (;;) {
-		int64_t n = wait_oom(r, seen);
+		int sock;
+		int64_t n = wait_oom(r, seen, &sock);
 
 		if (n < 0) {
 			rlog(r, "the sandbox is gone (%s)", strerror((int)-n));
@@ -301,6 +328,8 @@ static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
 			;
 		report_one(r);
 		close(lock);
+		/* The sentry, if pid 1 was the one killed, may end now. */
+		close(sock);
 	}
 }
 

@@ -105,6 +105,13 @@ int control_server_start(struct kernel *k, int listen_fd);
  */
 void control_checkpoint_barrier(void);
 
+/*
+ * Waits (at most a minute) until every CONTROL_OOM_WAIT answered with an OOM kill has been hung
+ * up by its peer: husk-oomwatch hangs up once the kill is an OOM of the host cgroup too, and an
+ * engine removes that cgroup as soon as the sentry is gone. main calls it when pid 1 has ended.
+ */
+void control_oom_barrier(struct kernel *k);
+
 /* The listening control socket's fd, or -1: sentry/filter.c allows accept4 on it only. */
 int control_listen_fd(void);
 

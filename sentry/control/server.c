@@ -431,11 +431,68 @@ static void exec_hup(void *arg)
 	control_kill_process(tg);
 }
 
+/*
+ * The OOM waits being served. A waiter is answered at the next OOM kill and then waits for its
+ * peer to hang up, which husk-oomwatch does once it has made the kill an OOM of the host cgroup
+ * (runtime/oomreport.c): the end of the sandbox waits for that (control_oom_barrier), since an
+ * engine deletes the container, and its cgroup, as soon as the sentry is gone.
+ */
+struct oom_waiter {
+	uint64_t seen; /* the request's count */
+	bool gone; /* the peer hung up (atomic) */
+	struct oom_waiter *next; /* oomw_lock */
+};
+
+/* How long an answered waiter (and the end of the sandbox) waits for the peer's hang-up. */
+#define OOM_ACK_MS 60000
+
+static pthread_mutex_t oomw_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t oomw_cond = PTHREAD_COND_INITIALIZER;
+static struct oom_waiter *oomw_list; /* oomw_lock */
+
 /* on_hup of an OOM wait: the waiter looks at its flag again. */
 static void oom_hup(void *arg)
 {
-	__atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
+	struct oom_waiter *o = arg;
+
+	__atomic_store_n(&o->gone, true, __ATOMIC_RELEASE);
 	oom_wake_waiters();
+	pthread_mutex_lock(&oomw_lock);
+	pthread_cond_broadcast(&oomw_cond);
+	pthread_mutex_unlock(&oomw_lock);
+}
+
+static struct timespec deadline_in(long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+void control_oom_barrier(struct kernel *k)
+{
+	struct timespec end = deadline_in(OOM_ACK_MS);
+	struct oom_stats st;
+
+	oom_stats(k, &st);
+	pthread_mutex_lock(&oomw_lock);
+	for (;;) {
+		bool pending = false;
+
+		for (struct oom_waiter *o = oomw_list; o; o = o->next)
+			pending |= o->seen < st.oom_kills &&
+				   !__atomic_load_n(&o->gone, __ATOMIC_ACQUIRE);
+		if (!pending || pthread_cond_timedwait(&oomw_cond, &oomw_lock, &end) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&oomw_lock);
 }
 
 /* CONTROL_OOM_WAIT: answers once the OOM killer has killed more than the request's count. */
@@ -446,8 +503,8 @@ static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t le
 				 .op = CONTROL_OOM_REPLY,
 				 .len = sizeof(struct control_oom) };
 	struct control_oom req, r = { 0 };
+	struct oom_waiter o = { 0 };
 	struct hup_watch *w;
-	bool gone = false;
 	char out[sizeof(h) + sizeof(r)];
 
 	memcpy(&h, msg, sizeof(h));
@@ -456,22 +513,46 @@ static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t le
 		return;
 	}
 	memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
-	w = hup_watch_start(*fd, oom_hup, &gone);
+	o.seen = req.kills;
+	pthread_mutex_lock(&oomw_lock);
+	o.next = oomw_list;
+	oomw_list = &o;
+	pthread_mutex_unlock(&oomw_lock);
+	w = hup_watch_start(*fd, oom_hup, &o);
 	if (!w) {
 		send_reply(*fd, -ENOMEM);
-		return;
+		goto out_unlink;
 	}
-	r.kills = oom_wait_kills(k, req.kills, &gone);
-	/* Once done is set, oom_hup no longer touches gone. */
-	hup_watch_done(w);
+	r.kills = oom_wait_kills(k, req.kills, &o.gone);
 	h.op = CONTROL_OOM_REPLY;
 	h.len = sizeof(r);
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	if (!__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE)) {
+		struct timespec end = deadline_in(OOM_ACK_MS);
+
 		send_all(*fd, out, sizeof(out));
+		/* Until the peer is done with it (or gives no sign for too long). */
+		pthread_mutex_lock(&oomw_lock);
+		while (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE) &&
+		       pthread_cond_timedwait(&oomw_cond, &oomw_lock, &end) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&oomw_lock);
+	}
+	/* Once done is set, oom_hup no longer touches o. */
+	hup_watch_done(w);
 	hup_watch_put(w);
 	*fd = -1;
+out_unlink:
+	pthread_mutex_lock(&oomw_lock);
+	for (struct oom_waiter **p = &oomw_list; *p; p = &(*p)->next) {
+		if (*p == &o) {
+			*p = o.next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&oomw_cond);
+	pthread_mutex_unlock(&oomw_lock);
 }
 
 static void *conn_main(void *arg)

@@ -10,7 +10,8 @@
 #     (pure v2: memory.events' oom_kill);
 #   - `events` prints {"type":"oom","id":ID};
 #   - pid 1 still answers an exec (husk: the sentry and the gofer were not killed by the host);
-#   - husk: nothing of the reporter is left after delete.
+#   - husk: nothing of the reporter is left after delete;
+#   - pid 1 over the limit: the OOM is counted by the time the container is stopped.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-oci.sh"
 
@@ -82,7 +83,7 @@ no_watchers() { [ -z "$(watchers)" ]; }
 engines=husk
 if $have_runc; then
 	engines="runc husk"
-	trap 'runc delete -f oom-runc >/dev/null 2>&1; oci_cleanup' EXIT
+	trap 'for i in oom-runc oom1-runc; do runc delete -f $i >/dev/null 2>&1; done; oci_cleanup' EXIT
 else
 	echo "# runc is not installed: husk alone"
 fi
@@ -175,6 +176,42 @@ for e in $engines; do
 		wait_for no_watchers && pass "husk: husk-oomwatch ends with the container" ||
 			fail "husk: husk-oomwatch ends with the container" "$(watchers)"
 	fi
+done
+
+# Pid 1 over the limit: the container ends, and by the time it is stopped the cgroup has counted
+# the OOM (the sentry waits for husk-oomwatch before it goes: an engine removes the cgroup as
+# soon as the container has exited).
+set_args sh -c 'x=$(head -c 200000000 /dev/zero | tr "\0" a); echo survived'
+python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c.setdefault("linux", {}).setdefault("resources", {})["memory"] = {"limit": 64 << 20}
+json.dump(c, open(p, "w"), indent=1)
+PY
+stopped() { "$1" state "$2" 2>/dev/null | grep -q '"status": "stopped"'; }
+for e in $engines; do
+	id=oom1-$e
+	if ! "$e" create --bundle "$bundle" "$id" </dev/null >"$work/$id.create" 2>&1; then
+		fail "$e: pid 1 over the limit: create" "$(cat "$work/$id.create")"
+		continue
+	fi
+	pid=$("$e" state "$id" | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+	dir=$(memdir "$pid")
+	before=$(oom_kills "$dir")
+	"$e" start "$id" >/dev/null 2>&1
+	if wait_for stopped "$e" "$id"; then
+		now=$(oom_kills "$dir")
+		if [ "$now" -gt "$before" ] 2>/dev/null; then
+			pass "$e: pid 1 over the limit: counted by the time the container is stopped ($before -> $now)"
+		else
+			fail "$e: pid 1 over the limit: counted by the time the container is stopped" \
+				"oom_kill $before -> $now"
+		fi
+	else
+		fail "$e: pid 1 over the limit: the container stops" "$("$e" state "$id" 2>&1)"
+	fi
+	"$e" delete -f "$id" >/dev/null 2>&1
 done
 
 finish
