@@ -24,7 +24,8 @@
  * changed: the victim only fills what is left of it, and once it is gone everything is as
  * before; while it lives, an allocation of the sentry that meets the full cgroup kills the
  * victim, not the sentry. A v1 cgroup with oom_kill_disable set is left alone (the victim would
- * hang there, and the sentry with it).
+ * hang there, and the sentry with it), and so is a v2 one with memory.oom.group set (the kernel
+ * would kill every process of the cgroup with the victim).
  *
  * No report (the sentry's kill still happens, husk events still says "oom"): without a cgroup
  * (rootless with nothing delegated), without the memory controller, without a memory limit in
@@ -220,6 +221,11 @@ static int report_one(const struct reporter *r)
 	}
 	if (!r->v2 && read_key(r->dir, "memory.oom_control", "oom_kill_disable") != 0) {
 		rlog(r, "no report: oom_kill_disable is set (or unreadable)");
+		return -EPERM;
+	}
+	/* v2's memory.oom.group would have the kernel kill the whole cgroup with the victim. */
+	if (r->v2 && read_num(r->dir, "memory.oom.group") > 0) {
+		rlog(r, "no report: memory.oom.group is set");
 		return -EPERM;
 	}
 	if (!others_below(r->dir, &who)) {
