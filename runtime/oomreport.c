@@ -14,22 +14,24 @@
  *                                             the kernel's memcg OOM killer kills it
  *
  * The kernel (mm/memcontrol.c) charges the victim's pages to the container's memcg; at its
- * limit, reclaim fails (the victim's pages are anonymous, the sentry's memory file is shmem) and
- * mem_cgroup_out_of_memory picks the task with the most points in that memcg: v1 signals every
- * eventfd on its memory.oom_control first (and counts oom_kill there), v2 counts oom and
- * oom_kill in its memory.events and its ancestors'. The victim's points are its resident pages
- * plus the whole limit (adj 1000); any process with an oom_score_adj of 0 or below has fewer
- * (its resident pages, under the limit), so the report is made only when every process of the
- * cgroup has one (the sentry, gofer and stubs inherit husk's caller's). The limit is never
- * changed: the victim only fills what is left of it, and once it is gone everything is as
- * before; while it lives, an allocation of the sentry that meets the full cgroup kills the
- * victim, not the sentry. A v1 cgroup with oom_kill_disable set is left alone (the victim would
- * hang there, and the sentry with it), and so is a v2 one with memory.oom.group set (the kernel
- * would kill every process of the cgroup with the victim).
+ * limit, reclaim fails (the victim's pages are anonymous, the sentry's memory file is shmem, and
+ * there is no swap or the memsw limit holds) and mem_cgroup_out_of_memory picks the task with
+ * the most points in that memcg: v1 signals every eventfd on its memory.oom_control first (and
+ * counts oom_kill there), v2 counts oom and oom_kill in its memory.events and its ancestors'.
+ * Points are resident pages plus page tables plus oom_score_adj thousandths of the limit. The
+ * victim has adj 1000 and, before it joins the cgroup, touches a head start of memory that is
+ * resident but charged to the watcher's cgroup: enough to outweigh any other process's file
+ * pages and adj (report_one), so that whenever the cgroup fills the kernel's choice is the
+ * victim, never the sentry, the gofer or a stub (containerd's shim gives them its own adj,
+ * containerd's plus one). The limit is never changed: the victim only fills what is left of it,
+ * and once it is gone everything is as before. A v1 cgroup with oom_kill_disable set is left
+ * alone (the victim would hang there, and the sentry with it), and so is a v2 one with
+ * memory.oom.group set (the kernel would kill every process of the cgroup with the victim).
  *
  * No report (the sentry's kill still happens, husk events still says "oom"): without a cgroup
  * (rootless with nothing delegated), without the memory controller, without a memory limit in
- * config.json at create, or when a process of the cgroup has a positive oom_score_adj.
+ * config.json at create, or when a process of the cgroup has so high an oom_score_adj that the
+ * head start would pass HEAD_MAX (256 MiB: adj 1000 with a host limit near 240 MiB).
  * The watcher lives outside the container's cgroup (husk's caller's), with /dev/null for stdio
  * and no other fd of husk's, and exits when the sentry's control connection ends. A report
  * holds the container's lock (<root>/<id>), as a husk command does: husk update must not write
@@ -59,6 +61,13 @@
 #include "common/cleanup.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
+
+/*
+ * The victim's head start (report_one): page tables and file pages another process may map
+ * beyond what it has resident now; and the most it may be (else no report).
+ */
+#define HEAD_SLACK (16ULL << 20)
+#define HEAD_MAX (256ULL << 20)
 
 /*
  * What the victim touches past the limit: never reached (the cgroup holds no more than its
@@ -137,24 +146,51 @@ static int64_t read_key(const char *dir, const char *file, const char *key)
 	return v;
 }
 
-/*
- * Whether the victim is sure to be the kernel's choice: every process of the cgroup has an
- * oom_score_adj of 0 or below. *who gets the first that does not.
- */
-static bool others_below(const char *dir, pid_t *who)
+/* What the victim must outweigh in the cgroup: the others' largest oom_score_adj and file RSS. */
+struct others {
+	int max_adj; /* clamped at 0 */
+	uint64_t max_file; /* bytes of file pages resident (maybe charged elsewhere) */
+	pid_t who; /* the process with max_adj */
+};
+
+/* A "Key:  N kB" line of /proc/PID/status, in bytes, or 0. */
+static uint64_t status_kb(int pid, const char *key)
+{
+	char path[64], line[128];
+	size_t klen = strlen(key);
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			v = strtoull(line + klen + 1, NULL, 10) * 1024;
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* Fills *o from every process of the cgroup. Returns 0, or -errno (no cgroup.procs). */
+static int others_in(const char *dir, struct others *o)
 {
 	char path[PATH_MAX + 64];
-	bool ok = true;
 	int pid;
 	FILE *f;
 
+	memset(o, 0, sizeof(*o));
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
-	while (ok && fscanf(f, "%d", &pid) == 1) {
+		return -errno;
+	while (fscanf(f, "%d", &pid) == 1) {
 		char p[64], buf[16];
 		_cleanup_close_ int fd = -1;
+		uint64_t file;
 		ssize_t n;
 
 		snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", pid);
@@ -165,20 +201,38 @@ static bool others_below(const char *dir, pid_t *who)
 		if (n <= 0)
 			continue;
 		buf[n] = '\0';
-		if (atoi(buf) > 0) {
-			ok = false;
-			*who = pid;
+		if (atoi(buf) > o->max_adj) {
+			o->max_adj = atoi(buf);
+			o->who = pid;
 		}
+		file = status_kb(pid, "RssFile");
+		if (file > o->max_file)
+			o->max_file = file;
 	}
 	fclose(f);
-	return ok;
+	return 0;
 }
 
-/* The sacrificial process: never returns. Exit 2: could not join; 3: never killed. */
-static void __attribute__((noreturn)) victim_main(const struct reporter *r, size_t max)
+/* Touches len bytes of new anonymous memory, or exits 2. */
+static void touch(size_t len)
+{
+	volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		_exit(2);
+	for (size_t off = 0; off < len; off += 4096)
+		p[off] = 1;
+}
+
+/*
+ * The sacrificial process: touches head bytes where it is (its head start: resident, charged to
+ * the watcher's cgroup), joins the container's, and touches up to max bytes there. Never
+ * returns. Exit 2: could not join; 3: never killed.
+ */
+static void __attribute__((noreturn)) victim_main(const struct reporter *r, size_t head, size_t max)
 {
 	char path[PATH_MAX + 64], pid[32];
-	volatile char *p;
 	int fd;
 
 	prctl(PR_SET_NAME, "husk-oom-victim");
@@ -187,18 +241,14 @@ static void __attribute__((noreturn)) victim_main(const struct reporter *r, size
 	if (fd < 0 || write(fd, "1000", 4) != 4)
 		_exit(2);
 	close(fd);
+	touch(head);
 	snprintf(path, sizeof(path), "%s/cgroup.procs", r->dir);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, pid, strlen(pid)) < 0)
 		_exit(2);
 	close(fd);
-	p = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-		 0);
-	if (p == MAP_FAILED)
-		_exit(2);
-	for (size_t off = 0; off < max; off += 4096)
-		p[off] = 1;
+	touch(max);
 	_exit(3);
 }
 
@@ -210,7 +260,9 @@ static int report_one(const struct reporter *r)
 	int64_t before =
 		read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill");
 	struct sysinfo si;
-	pid_t pid, who = 0;
+	struct others o;
+	uint64_t head;
+	pid_t pid;
 	int st;
 
 	if (limit < 0 || usage < 0)
@@ -228,15 +280,28 @@ static int report_one(const struct reporter *r)
 		rlog(r, "no report: memory.oom.group is set");
 		return -EPERM;
 	}
-	if (!others_below(r->dir, &who)) {
-		rlog(r, "no report: pid %d of the cgroup has a positive oom_score_adj", (int)who);
+	if (others_in(r->dir, &o) < 0)
+		return -ENOENT;
+	/*
+	 * The kernel kills the task with the most points: resident pages plus page tables plus
+	 * oom_score_adj thousandths of the limit T. Another process's anonymous and shmem pages
+	 * are charged here, so they and the victim's charge c stay under T: its points are at
+	 * most T - c + file + tables + adj T/1000, the victim's (adj 1000) head + c + T. So the
+	 * victim wins, whenever the cgroup fills, with a head start of resident memory charged
+	 * elsewhere (touched before it joins) above file + tables + adj T/1000.
+	 */
+	head = o.max_file + HEAD_SLACK + (uint64_t)o.max_adj * ((uint64_t)limit / 1000);
+	if (head > HEAD_MAX) {
+		rlog(r,
+		     "no report: pid %d's oom_score_adj %d asks a head start of %" PRIu64 " bytes",
+		     (int)o.who, o.max_adj, head);
 		return -EBUSY;
 	}
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		victim_main(r, (size_t)limit + VICTIM_SLACK);
+		victim_main(r, (size_t)head, (size_t)limit + VICTIM_SLACK);
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR)
 			return -errno;
