@@ -360,6 +360,7 @@ static void hup_watch_put(struct hup_watch *w)
 static void *hup_watch_main(void *arg)
 {
 	struct hup_watch *w = arg;
+	bool hup = true;
 
 	for (;;) {
 		struct pollfd p = { .fd = w->fd, .events = POLLIN | POLLRDHUP };
@@ -371,6 +372,9 @@ static void *hup_watch_main(void *arg)
 		if (poll(&p, 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
+			/* Cannot watch (out of memory): the peer is not known to be gone. */
+			log_warn("control: watching a connection: %s", strerror(errno));
+			hup = false;
 			break;
 		}
 		if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))
@@ -382,7 +386,7 @@ static void *hup_watch_main(void *arg)
 			break;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (!w->done)
+	if (hup && !w->done)
 		w->on_hup(w->arg);
 	pthread_mutex_unlock(&w->lock);
 	hup_watch_put(w);
