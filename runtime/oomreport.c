@@ -31,7 +31,8 @@
  * No report (the sentry's kill still happens, husk events still says "oom"): without a cgroup
  * (rootless with nothing delegated), without the memory controller, without a memory limit in
  * config.json at create, or when a process of the cgroup has so high an oom_score_adj that the
- * head start would pass HEAD_MAX (256 MiB: adj 1000 with a host limit near 240 MiB).
+ * head start would pass HEAD_MAX (256 MiB: adj 1000 with a host limit near 240 MiB), or when
+ * the host has swap the cgroup may use (reclaim would swap the sandbox out before any OOM).
  * The watcher lives outside the container's cgroup (husk's caller's), with /dev/null for stdio
  * and no other fd of husk's, and exits when the sentry's control connection ends. A report
  * holds the container's lock (<root>/<id>), as a husk command does: husk update must not write
@@ -260,6 +261,7 @@ static int report_one(const struct reporter *r)
 	int64_t before =
 		read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill");
 	struct sysinfo si;
+	int64_t memsw; /* v2: swap.max (swap alone); v1: memsw (memory plus swap); -1: none */
 	struct others o;
 	uint64_t head;
 	pid_t pid;
@@ -270,6 +272,16 @@ static int report_one(const struct reporter *r)
 	if (sysinfo(&si) == 0 && (uint64_t)limit >= (uint64_t)si.totalram * si.mem_unit) {
 		rlog(r, "no report: the cgroup's memory limit is %" PRId64 " (none)", limit);
 		return -ERANGE;
+	}
+	/*
+	 * With swap the cgroup may use, reclaim would swap the sandbox's memory out to make room
+	 * for the victim before any OOM: only where swap is off or the cgroup has none.
+	 */
+	memsw = read_num(r->dir, r->v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+	if (sysinfo(&si) == 0 && si.totalswap > 0 &&
+	    (r->v2 ? memsw != 0 : memsw < 0 || memsw > limit)) {
+		rlog(r, "no report: the cgroup may swap (the victim would push the sandbox out)");
+		return -EPERM;
 	}
 	if (!r->v2 && read_key(r->dir, "memory.oom_control", "oom_kill_disable") != 0) {
 		rlog(r, "no report: oom_kill_disable is set (or unreadable)");
