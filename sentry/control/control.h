@@ -5,8 +5,11 @@
  *
  * Threads: control_server_start() starts one host thread that accepts connections on the
  * listening socket husk passed; each connection is served by a thread of its own, which for a
- * non-detached exec stays until the process exits to send its status. These threads are not
- * tasks: they never run guest code, and reach the kernel only through the functions below.
+ * non-detached exec stays until the process exits to send its status. A waiting exec or OOM
+ * wait also has a hang-up watch thread polling its connection: a peer gone before the exec'd
+ * process ended kills that process (as runc's dies with the pid the engine holds). These
+ * threads are not tasks: they never run guest code, and reach the kernel only through the
+ * functions below.
  */
 #ifndef HUSK_SENTRY_CONTROL_H
 #define HUSK_SENTRY_CONTROL_H
