@@ -91,6 +91,12 @@ static const char *ctl_path(const char *ctl, const char *path, char *buf, size_t
 	return buf;
 }
 
+int cgroup_memory_dir(const char *path, char *buf, size_t len, bool *v2)
+{
+	*v2 = is_pure_v2();
+	return ctl_path(*v2 ? "unified" : "memory", path, buf, len) ? 0 : -ENOENT;
+}
+
 /* A hierarchy husk uses: its mount point, and whether it is the v2 one. */
 struct hier {
 	char mnt[128];

@@ -60,6 +60,9 @@ enum control_op {
 	 * member the request that follows on the connection acts on. */
 	CONTROL_CONTAINER_CREATE = 14,
 	CONTROL_CONTAINER_TARGET = 15,
+	/* Numbered apart from the others: issue 16's helpers add ops at once. */
+	CONTROL_OOM_WAIT = 40, /* wait for the sentry's next OOM kill; see struct control_oom */
+	CONTROL_OOM_REPLY = 41,
 };
 
 struct control_hdr {
@@ -170,6 +173,18 @@ struct control_checkpoint_reply {
 	uint64_t image_bytes, pages_bytes;
 	uint64_t freeze_ns, save_ns; /* time to stop every task, and to write the image */
 	char msg[256]; /* why it failed, for the user */
+};
+
+/*
+ * CONTROL_OOM_WAIT payload and CONTROL_OOM_REPLY payload: the request waits until the sentry's
+ * OOM killer has killed more than kills processes in all (husk's host OOM reporter, husk
+ * events), then the reply gives the new total (err 0). The connection then ends. A request
+ * whose peer hangs up is dropped.
+ */
+struct control_oom {
+	int32_t err; /* reply: 0 or -errno */
+	uint32_t pad;
+	uint64_t kills;
 };
 
 #define CONTROL_UPDATE_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_update))

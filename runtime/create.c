@@ -225,6 +225,8 @@ int oci_create_container(const struct create_args *a, struct container *c)
 		ret = oci_fail("writing the container's state: %s", strerror(-ret));
 		goto out_destroy;
 	}
+	/* The sentry's OOM kills made visible in the host cgroup (oomreport.c). */
+	oom_report_start(c);
 	/* runc runs prestart and createRuntime in create, createContainer in the container's
 	 * namespaces (here: also from the runtime: the guest has no host namespaces). */
 	if (hooks_run(c, OCI_HOOK_PRESTART, CONTAINER_CREATED) < 0 ||

@@ -2,16 +2,20 @@
 /*
  * husk events [--stats] [--interval SECONDS] ID: with --stats prints one stats event; otherwise
  * prints a stats event every interval (default 5 s) until the container stops, as runc events
- * does ({"type":"stats","id":...,"data":{...}}, one JSON object per line).
+ * does ({"type":"stats","id":...,"data":{...}}, one JSON object per line), and an
+ * {"type":"oom","id":...} event as soon as the sentry's OOM killer kills a process (runc's
+ * comes from the cgroup's OOM eventfd; the sentry answers a CONTROL_OOM_WAIT instead).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -82,6 +86,85 @@ static void print_stats(const struct container *c)
 	json_decref(o);
 }
 
+/* Asks the sentry to answer once its OOM killer has killed more than seen. The socket, or -errno. */
+static int oom_wait_send(const struct container *c, uint64_t seen)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_OOM_WAIT,
+				 .len = sizeof(struct control_oom) };
+	struct control_oom req = { .kills = seen };
+	_cleanup_free_ char *path = container_path(c, "control.sock");
+	char msg[sizeof(h) + sizeof(req)];
+	int sock = path ? control_dial(path) : -ENOMEM;
+
+	if (sock < 0)
+		return sock;
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &req, sizeof(req));
+	if (send(sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg)) {
+		int err = -errno;
+
+		close(sock);
+		return err;
+	}
+	return sock;
+}
+
+static void print_oom(const struct container *c)
+{
+	json_t *o = json_pack("{s:s,s:s}", "type", "oom", "id", c->id);
+	char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+
+	if (s)
+		printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Waits interval seconds, printing an oom event for each OOM kill the sentry reports meanwhile
+ * (*oom_fd: the pending CONTROL_OOM_WAIT, -1 none yet; -2 once the sentry cannot answer one).
+ */
+static void wait_interval(const struct container *c, int interval, int *oom_fd, uint64_t *seen)
+{
+	int64_t end = now_ms() + (int64_t)interval * 1000;
+
+	for (int64_t left; (left = end - now_ms()) > 0;) {
+		struct pollfd p = { .fd = -1, .events = POLLIN };
+		struct control_oom r;
+
+		if (*oom_fd == -1) {
+			*oom_fd = oom_wait_send(c, *seen);
+			if (*oom_fd < 0)
+				*oom_fd = -2;
+		}
+		p.fd = *oom_fd >= 0 ? *oom_fd : -1;
+		if (poll(&p, 1, (int)left) <= 0 || !p.revents)
+			continue;
+		if (control_recv(*oom_fd, CONTROL_OOM_REPLY, &r, sizeof(r)) == 0 && r.err == 0 &&
+		    r.kills > *seen) {
+			*seen = r.kills;
+			print_oom(c);
+			close(*oom_fd);
+			*oom_fd = -1;
+		} else {
+			/* The sentry is gone (or does not know the request): stats only. */
+			close(*oom_fd);
+			*oom_fd = -2;
+		}
+	}
+}
+
 int cmd_events(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -90,7 +173,9 @@ int cmd_events(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool stats = false;
-	int interval = 5, opt;
+	int interval = 5, opt, oom_fd = -1;
+	struct control_stats ss;
+	uint64_t seen = 0;
 	struct container c;
 
 	optind = 1;
@@ -113,14 +198,18 @@ int cmd_events(int argc, char **argv)
 	/* Do not hold the lock between events: other commands must get through. */
 	close(c.lock_fd);
 	c.lock_fd = -1;
+	if (!stats && sentry_stats(&c, &ss) == 0)
+		seen = ss.oom_kills;
 	for (;;) {
 		print_stats(&c);
 		if (stats)
 			break;
-		sleep((unsigned int)interval);
+		wait_interval(&c, interval, &oom_fd, &seen);
 		if (container_status(&c) == CONTAINER_STOPPED)
 			break;
 	}
+	if (oom_fd >= 0)
+		close(oom_fd);
 	container_release(&c);
 	return 0;
 }

@@ -4,7 +4,8 @@
  * the container's process. The sentry forwards TERM, INT, HUP, QUIT, USR1 and USR2 to guest pid
  * 1; KILL kills the sentry and with it the whole sandbox. --all sends SIGNAL to every guest
  * process instead, through the control socket (CONTROL_SIGNAL to pid -1); KILL --all also kills
- * the sandbox's other host processes (the gofer, the stubs) through the cgroup.
+ * the sandbox's other host processes (the gofer, the stubs) through the cgroup. On a stopped
+ * container --all succeeds with nothing to do, as runc's; without --all it fails.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -46,7 +47,9 @@ int cmd_kill(int argc, char **argv)
 		return 1;
 	if (container_status(&c) == CONTAINER_STOPPED) {
 		container_release(&c);
-		return oci_fail("container not running");
+		/* As runc's: --all has no process left to signal, and that is no error (containerd
+		 * sends KILL --all after every exit). Without --all: runc's error. */
+		return all ? 0 : oci_fail("container not running");
 	}
 	if (all && sig != SIGKILL) {
 		/* Every guest process: the sentry signals them as kill(-1) from outside would. */

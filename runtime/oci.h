@@ -132,11 +132,27 @@ bool cgroup_frozen(const char *path);
 int cgroup_update(const char *path, const struct oci_resources *res);
 /* Host pids in the cgroup (malloc'd array in *pids). Returns the count or -errno. */
 int cgroup_pids(const char *path, pid_t **pids);
+/*
+ * The directory of path in the hierarchy that holds the memory controller (v1's memory one, or
+ * the v2 one on a pure v2 host; *v2 says which), in buf. Returns 0, or -ENOENT without one.
+ */
+int cgroup_memory_dir(const char *path, char *buf, size_t len, bool *v2);
 /* Usage figures for events --stats: -1 when unknown. */
 struct cgroup_stats {
 	int64_t memory_usage, memory_limit, pids_current, pids_limit, cpu_usage_ns;
 };
 void cgroup_stats(const char *path, struct cgroup_stats *st);
+
+/* ---- the host side of the sentry's OOM kills (oomreport.c) ------------------------------ */
+
+/*
+ * Starts c's OOM reporter: a detached host process that, each time the sentry's OOM killer
+ * kills a guest process, makes the kernel OOM-kill a sacrificial process of its own in the
+ * container's memory cgroup, so that engines watching the cgroup (memory.oom_control's eventfd,
+ * memory.events) see the OOM. Nothing when c has no cgroup, no memory controller or no memory
+ * limit. Never fails create: returns 0, or -errno after a warning.
+ */
+int oom_report_start(const struct container *c);
 
 /* ---- namespaces (namespaces.c) ---------------------------------------------------------- */
 

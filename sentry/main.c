@@ -1656,6 +1656,8 @@ start:
 	timing_stage("pid 1 and every task ended");
 	/* A checkpoint that ended the sandbox answers before the sentry goes. */
 	control_checkpoint_barrier();
+	/* An OOM kill (of pid 1, say) is reported in the host cgroup before the sentry goes. */
+	control_oom_barrier(&k);
 	/* husk do: pid 1 died of the caller's signal; the sentry does too (husk do's cue). */
 	if (status & 0x7f)
 		hostsig_exit_like_pid1(status & 0x7f);

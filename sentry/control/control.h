@@ -5,8 +5,11 @@
  *
  * Threads: control_server_start() starts one host thread that accepts connections on the
  * listening socket husk passed; each connection is served by a thread of its own, which for a
- * non-detached exec stays until the process exits to send its status. These threads are not
- * tasks: they never run guest code, and reach the kernel only through the functions below.
+ * non-detached exec stays until the process exits to send its status. A waiting exec or OOM
+ * wait also has a hang-up watch thread polling its connection: a peer gone before the exec'd
+ * process ended kills that process (as runc's dies with the pid the engine holds). These
+ * threads are not tasks: they never run guest code, and reach the kernel only through the
+ * functions below.
  */
 #ifndef HUSK_SENTRY_CONTROL_H
 #define HUSK_SENTRY_CONTROL_H
@@ -76,6 +79,12 @@ int control_list_container_processes(struct kernel *k, int32_t num, struct contr
 				     int max);
 
 /*
+ * SIGKILLs process tg as kill(2) from outside the sandbox would (its children live on, as
+ * runc's when the engine kills an exec'd process). Any thread; tg ended already: nothing.
+ */
+void control_kill_process(struct thread_group *tg);
+
+/*
  * Serves one CONTROL_SIGNAL request of len bytes: decodes it, calls control_send_signal and
  * writes the reply (struct control_hdr + struct control_reply, err and the pid) into reply (at
  * least 64 bytes). Returns the reply's length. A malformed request gets -EINVAL.
@@ -119,6 +128,13 @@ int control_server_start(struct kernel *k, int listen_fd);
  * before the reply is sent.
  */
 void control_checkpoint_barrier(void);
+
+/*
+ * Waits (at most a minute) until every CONTROL_OOM_WAIT answered with an OOM kill has been hung
+ * up by its peer: husk-oomwatch hangs up once the kill is an OOM of the host cgroup too, and an
+ * engine removes that cgroup as soon as the sentry is gone. main calls it when pid 1 has ended.
+ */
+void control_oom_barrier(struct kernel *k);
 
 /* The listening control socket's fd, or -1: sentry/filter.c allows accept4 on it only. */
 int control_listen_fd(void);

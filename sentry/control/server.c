@@ -6,6 +6,7 @@
  * its messages are still checked like any input (control_decode_exec).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +332,241 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 		pthread_mutex_unlock(&ckpt_lock);
 }
 
+/*
+ * A hangup watch: a thread that polls a connection whose request is still being served (an
+ * exec waiting for its process, an OOM wait) and calls on_hup if the peer hangs up first: husk
+ * exec or its exec proxy was killed (containerd's shim SIGKILLs the pid husk gave it when an
+ * exec times out). The watch owns the connection's fd from then on and closes it when both it
+ * and the serving thread are done with it.
+ */
+struct hup_watch {
+	pthread_mutex_t lock;
+	int refs; /* lock: the watcher thread's and the serving thread's */
+	int fd;
+	bool done; /* lock: the request was served; a hangup now means nothing */
+	void (*on_hup)(void *arg); /* called with lock held, before done */
+	void *arg;
+};
+
+static void hup_watch_put(struct hup_watch *w)
+{
+	bool last;
+
+	pthread_mutex_lock(&w->lock);
+	last = --w->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (last) {
+		close(w->fd);
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+	}
+}
+
+static void *hup_watch_main(void *arg)
+{
+	struct hup_watch *w = arg;
+	bool hup = true;
+
+	for (;;) {
+		struct pollfd p = { .fd = w->fd, .events = POLLIN | POLLRDHUP };
+		char buf[64];
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t n;
+
+		if (poll(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			/* Cannot watch (out of memory): the peer is not known to be gone. */
+			log_warn("control: watching a connection: %s", strerror(errno));
+			hup = false;
+			break;
+		}
+		if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))
+			break;
+		/* The peer sends nothing more after its request: whatever comes is dropped (with
+		 * recvmsg: sentry/filter.c allows no other receive call; fds sent are not taken). */
+		n = recvmsg(w->fd, &mh, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+	}
+	pthread_mutex_lock(&w->lock);
+	if (hup && !w->done)
+		w->on_hup(w->arg);
+	pthread_mutex_unlock(&w->lock);
+	hup_watch_put(w);
+	return NULL;
+}
+
+/* Starts watching fd (now the watch's). Returns the watch, or NULL (fd still the caller's). */
+static struct hup_watch *hup_watch_start(int fd, void (*on_hup)(void *), void *arg)
+{
+	struct hup_watch *w = calloc(1, sizeof(*w));
+	pthread_attr_t attr;
+	pthread_t th;
+	int ret;
+
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->lock, NULL);
+	w->refs = 2;
+	w->fd = fd;
+	w->on_hup = on_hup;
+	w->arg = arg;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, CONTROL_THREAD_STACK);
+	ret = pthread_create(&th, &attr, hup_watch_main, w);
+	pthread_attr_destroy(&attr);
+	if (ret != 0) {
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* The request was served: a hangup from now on changes nothing (on_hup has run or never will). */
+static void hup_watch_done(struct hup_watch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* on_hup of an exec: as runc's exec'd process when the engine kills the pid it was given. */
+static void exec_hup(void *arg)
+{
+	struct thread_group *tg = arg;
+
+	log_info("control: exec pid %d: its husk exec is gone: killing it", tg->pid);
+	control_kill_process(tg);
+}
+
+/*
+ * The OOM waits being served. A waiter is answered at the next OOM kill and then waits for its
+ * peer to hang up, which husk-oomwatch does once it has made the kill an OOM of the host cgroup
+ * (runtime/oomreport.c): the end of the sandbox waits for that (control_oom_barrier), since an
+ * engine deletes the container, and its cgroup, as soon as the sentry is gone.
+ */
+struct oom_waiter {
+	uint64_t seen; /* the request's count */
+	bool gone; /* the peer hung up (atomic) */
+	struct oom_waiter *next; /* oomw_lock */
+};
+
+/* How long an answered waiter (and the end of the sandbox) waits for the peer's hang-up. */
+#define OOM_ACK_MS 60000
+
+static pthread_mutex_t oomw_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t oomw_cond = PTHREAD_COND_INITIALIZER;
+static struct oom_waiter *oomw_list; /* oomw_lock */
+
+/* on_hup of an OOM wait: the waiter looks at its flag again. */
+static void oom_hup(void *arg)
+{
+	struct oom_waiter *o = arg;
+
+	__atomic_store_n(&o->gone, true, __ATOMIC_RELEASE);
+	oom_wake_waiters();
+	pthread_mutex_lock(&oomw_lock);
+	pthread_cond_broadcast(&oomw_cond);
+	pthread_mutex_unlock(&oomw_lock);
+}
+
+static struct timespec deadline_in(long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+void control_oom_barrier(struct kernel *k)
+{
+	struct timespec end = deadline_in(OOM_ACK_MS);
+	struct oom_stats st;
+
+	oom_stats(k, &st);
+	pthread_mutex_lock(&oomw_lock);
+	for (;;) {
+		bool pending = false;
+
+		for (struct oom_waiter *o = oomw_list; o; o = o->next)
+			pending |= o->seen < st.oom_kills &&
+				   !__atomic_load_n(&o->gone, __ATOMIC_ACQUIRE);
+		if (!pending || pthread_cond_timedwait(&oomw_cond, &oomw_lock, &end) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&oomw_lock);
+}
+
+/* CONTROL_OOM_WAIT: answers once the OOM killer has killed more than the request's count. */
+static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t len)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_OOM_REPLY,
+				 .len = sizeof(struct control_oom) };
+	struct control_oom req, r = { 0 };
+	struct oom_waiter o = { 0 };
+	struct hup_watch *w;
+	char out[sizeof(h) + sizeof(r)];
+
+	memcpy(&h, msg, sizeof(h));
+	if (len != sizeof(h) + sizeof(req) || h.len != sizeof(req)) {
+		send_reply(*fd, -EINVAL);
+		return;
+	}
+	memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
+	o.seen = req.kills;
+	pthread_mutex_lock(&oomw_lock);
+	o.next = oomw_list;
+	oomw_list = &o;
+	pthread_mutex_unlock(&oomw_lock);
+	w = hup_watch_start(*fd, oom_hup, &o);
+	if (!w) {
+		send_reply(*fd, -ENOMEM);
+		goto out_unlink;
+	}
+	r.kills = oom_wait_kills(k, req.kills, &o.gone);
+	h.op = CONTROL_OOM_REPLY;
+	h.len = sizeof(r);
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	if (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE)) {
+		struct timespec end = deadline_in(OOM_ACK_MS);
+
+		send_all(*fd, out, sizeof(out));
+		/* Until the peer is done with it (or gives no sign for too long). */
+		pthread_mutex_lock(&oomw_lock);
+		while (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE) &&
+		       pthread_cond_timedwait(&oomw_cond, &oomw_lock, &end) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&oomw_lock);
+	}
+	/* Once done is set, oom_hup no longer touches o. */
+	hup_watch_done(w);
+	hup_watch_put(w);
+	*fd = -1;
+out_unlink:
+	pthread_mutex_lock(&oomw_lock);
+	for (struct oom_waiter **p = &oomw_list; *p; p = &(*p)->next) {
+		if (*p == &o) {
+			*p = o.next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&oomw_cond);
+	pthread_mutex_unlock(&oomw_lock);
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
@@ -391,6 +627,9 @@ static void *conn_main(void *arg)
 		case CONTROL_RESUME:
 			serve_pause(c->k, c->fd, h.op == CONTROL_PAUSE, (size_t)n);
 			goto out;
+		case CONTROL_OOM_WAIT:
+			serve_oom_wait(c->k, &c->fd, buf, (size_t)n);
+			goto out;
 		default:
 			break;
 		}
@@ -406,15 +645,26 @@ static void *conn_main(void *arg)
 		struct control_exited ex;
 		char msg[sizeof(eh) + sizeof(ex)];
 
+		/* Until it ends, the process lives only as long as its husk exec holds on. */
+		struct hup_watch *w = hup_watch_start(c->fd, exec_hup, tg);
+
 		ex.status = control_wait_exit(c->k, tg);
+		if (w)
+			hup_watch_done(w);
 		tg_put(tg);
 		memcpy(msg, &eh, sizeof(eh));
 		memcpy(msg + sizeof(eh), &ex, sizeof(ex));
 		send_all(c->fd, msg, sizeof(msg));
+		if (w) {
+			/* The watch closes the fd once its thread is done with it too. */
+			hup_watch_put(w);
+			c->fd = -1;
+		}
 	}
 out:
 	free(buf);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c);
 	return NULL;
 }

@@ -512,6 +512,15 @@ int control_send_signal_container(struct kernel *k, int32_t num, int32_t pid, in
 	return ret;
 }
 
+void control_kill_process(struct thread_group *tg)
+{
+	struct linux_siginfo info;
+
+	/* As kill -KILL from outside the sandbox: the process only, not its children. */
+	signal_info_from(&info, LINUX_SIGKILL, LINUX_SI_USER, NULL);
+	signal_send(tg, NULL, LINUX_SIGKILL, &info, SIGSEND_FROM_OUTSIDE);
+}
+
 static bool tg_ended(void *arg)
 {
 	struct thread_group *tg = arg;

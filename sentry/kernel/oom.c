@@ -33,6 +33,10 @@
 
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Waiters for the next OOM kill (oom_wait_kills): the control server's, husk's OOM reporter. */
+static pthread_mutex_t kill_wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t kill_wait_cond = PTHREAD_COND_INITIALIZER;
+
 int64_t oom_badness(uint64_t rss_pages, int oom_score_adj, uint64_t total_pages)
 {
 	if (oom_score_adj <= OOM_SCORE_ADJ_MIN)
@@ -256,6 +260,7 @@ static int oom_reclaim(struct memfile *mf, uint64_t need, void *arg)
 	free(cand);
 	signal_send(v->tg, NULL, SIGKILL, NULL, 0);
 	__atomic_fetch_add(&mf->events_oom_kill, 1, __ATOMIC_RELAXED);
+	oom_wake_waiters();
 	/* The caller itself was chosen: it dies instead of waiting. */
 	if (v->tg == c.self)
 		goto out_put;
@@ -273,6 +278,26 @@ out_put:
 out_unlock:
 	pthread_mutex_unlock(&oom_lock);
 	return ret;
+}
+
+void oom_wake_waiters(void)
+{
+	pthread_mutex_lock(&kill_wait_lock);
+	pthread_cond_broadcast(&kill_wait_cond);
+	pthread_mutex_unlock(&kill_wait_lock);
+}
+
+uint64_t oom_wait_kills(struct kernel *k, uint64_t seen, const bool *cancel)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&kill_wait_lock);
+	/* The count is bumped before the broadcast, which takes this lock: no wakeup is lost. */
+	while ((n = __atomic_load_n(&k->mf.events_oom_kill, __ATOMIC_RELAXED)) <= seen &&
+	       !__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&kill_wait_cond, &kill_wait_lock);
+	pthread_mutex_unlock(&kill_wait_lock);
+	return n;
 }
 
 void oom_init(struct kernel *k)

@@ -50,6 +50,16 @@ struct oom_stats {
 /* Fills *out from k's memory file and task count (any thread). */
 void oom_stats(struct kernel *k, struct oom_stats *out);
 
+/*
+ * Waits (a non-task thread: the control server's) until k's OOM killer has killed more than
+ * seen processes in all, or until *cancel is true (set it, then call oom_wake_waiters).
+ * Returns the number of OOM kills so far.
+ */
+uint64_t oom_wait_kills(struct kernel *k, uint64_t seen, const bool *cancel);
+
+/* Wakes every oom_wait_kills caller to look at its cancel flag again. */
+void oom_wake_waiters(void);
+
 /* A process the OOM killer may choose. */
 struct oom_candidate {
 	int32_t pid;

@@ -341,3 +341,56 @@ Test(oom, oom_score_adj_1000_is_killed_first)
 	cr_assert_eq(killed[1], 0);
 	cr_assert_eq(killed[2], 0);
 }
+
+/* --- oom_wait_kills: the control server's CONTROL_OOM_WAIT (husk-oomwatch, husk events) --- */
+
+struct waiter {
+	uint64_t seen;
+	bool cancel;
+	uint64_t got;
+};
+
+static void *wait_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->got = oom_wait_kills(&fake_kernel, w->seen, &w->cancel);
+	return NULL;
+}
+
+Test(oom, a_waiter_wakes_at_the_next_kill_with_the_new_count)
+{
+	struct memfile *mf = &fake_kernel.mf;
+	struct waiter w = { .seen = 0, .got = 99 };
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, wait_main, &w), 0);
+	memfile_set_limit(mf, memfile_usage(mf));
+	cr_assert_eq(memfile_charge(mf, P), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(w.got, 1);
+}
+
+Test(oom, a_waiter_behind_the_count_returns_at_once)
+{
+	struct memfile *mf = &fake_kernel.mf;
+	bool cancel = false;
+
+	memfile_set_limit(mf, memfile_usage(mf));
+	cr_assert_eq(memfile_charge(mf, 36 * P), 0);
+	cr_assert_eq(oom_wait_kills(&fake_kernel, 0, &cancel), 2);
+	cr_assert_eq(oom_wait_kills(&fake_kernel, 1, &cancel), 2);
+}
+
+Test(oom, a_cancelled_waiter_returns_the_count_unchanged)
+{
+	struct waiter w = { .seen = 0, .got = 99 };
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, wait_main, &w), 0);
+	__atomic_store_n(&w.cancel, true, __ATOMIC_RELEASE);
+	oom_wake_waiters();
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(w.got, 0);
+	cr_assert_eq(killed[0] + killed[1] + killed[2], 0);
+}

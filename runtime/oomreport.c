@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host side of the sentry's OOM kills. The sentry enforces a container's memory limit
+ * itself (sentry/kernel/oom.c) and kills a guest process before the host cgroup, whose limit
+ * has a margin for the sentry's and gofer's own memory (cgroup.c), ever fills. Engines learn of
+ * an OOM from that cgroup only: containerd's runc shim on cgroup v1 by an eventfd registered on
+ * memory.oom_control (cgroup.event_control), on v2 by memory.events' oom_kill. So each sentry
+ * OOM kill is made a real one in the container's memory cgroup:
+ *
+ *   husk create ──fork──> (exits) ──fork──> husk-oomwatch: waits on the control socket
+ *                                            (CONTROL_OOM_WAIT) for the sentry's next OOM kill
+ *                                   ──fork──> husk-oom-victim: oom_score_adj 1000, joins the
+ *                                             container's memory cgroup, touches memory until
+ *                                             the kernel's memcg OOM killer kills it
+ *
+ * The kernel (mm/memcontrol.c) charges the victim's pages to the container's memcg; at its
+ * limit, reclaim fails (the victim's pages are anonymous, the sentry's memory file is shmem, and
+ * there is no swap or the memsw limit holds) and mem_cgroup_out_of_memory picks the task with
+ * the most points in that memcg: v1 signals every eventfd on its memory.oom_control first (and
+ * counts oom_kill there), v2 counts oom and oom_kill in its memory.events and its ancestors'.
+ * Points are resident pages plus page tables plus oom_score_adj thousandths of the limit. The
+ * victim has adj 1000 and, before it joins the cgroup, touches a head start of memory that is
+ * resident but charged to the watcher's cgroup: enough to outweigh any other process's file
+ * pages and adj (report_one), so that whenever the cgroup fills the kernel's choice is the
+ * victim, never the sentry, the gofer or a stub (containerd's shim gives them its own adj,
+ * containerd's plus one). The limit is never changed: the victim only fills what is left of it,
+ * and once it is gone everything is as before. A v1 cgroup with oom_kill_disable set is left
+ * alone (the victim would hang there, and the sentry with it), and so is a v2 one with
+ * memory.oom.group set (the kernel would kill every process of the cgroup with the victim).
+ *
+ * No report (the sentry's kill still happens, husk events still says "oom"): without a cgroup
+ * (rootless with nothing delegated), without the memory controller, without a memory limit in
+ * config.json at create, or when a process of the cgroup has so high an oom_score_adj that the
+ * head start would pass HEAD_MAX (256 MiB: adj 1000 with a host limit near 240 MiB), or when
+ * the host has swap the cgroup may use (reclaim would swap the sandbox out before any OOM).
+ * The watcher lives outside the container's cgroup (husk's caller's), with /dev/null for stdio
+ * and no other fd of husk's, and exits when the sentry's control connection ends. A report
+ * holds the container's lock (<root>/<id>), as a husk command does: husk update must not write
+ * the host limit while the victim fills the cgroup (EBUSY), nor delete remove it meanwhile. It
+ * costs the time to touch the limit's worth of memory (about 1 s per GiB here), once per batch
+ * of kills.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "runtime/control.h"
+#include "runtime/oci.h"
+
+/*
+ * The victim's head start (report_one): page tables and file pages another process may map
+ * beyond what it has resident now; and the most it may be (else no report).
+ */
+#define HEAD_SLACK (16ULL << 20)
+#define HEAD_MAX (256ULL << 20)
+
+/*
+ * What the victim touches past the limit: never reached (the cgroup holds no more than its
+ * limit, so the victim is killed before), unless the limit was raised meanwhile. Reclaimable
+ * page cache counts in the usage, so the room left under the limit is no bound.
+ */
+#define VICTIM_SLACK (64ULL << 20)
+
+struct reporter {
+	char sock[PATH_MAX];
+	char dir[PATH_MAX]; /* the container's memory cgroup */
+	char state[PATH_MAX]; /* <root>/<id>, whose flock every husk command on it holds */
+	bool v2;
+	int log; /* --debug-log's DIR/<id>.oom.log, or -1 */
+};
+
+static void __attribute__((format(printf, 2, 3)))
+rlog(const struct reporter *r, const char *fmt, ...)
+{
+	char buf[512], ts[64];
+	struct timespec now;
+	va_list ap;
+	int n;
+
+	if (r->log < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(ts, sizeof(ts), "%lld.%03ld", (long long)now.tv_sec, now.tv_nsec / 1000000);
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	dprintf(r->log, "%s husk-oomwatch: %s\n", ts, buf);
+}
+
+/* A file of the cgroup as a number ("max": INT64_MAX), or -1. */
+static int64_t read_num(const char *dir, const char *file)
+{
+	char path[PATH_MAX + 64], buf[64];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (!strncmp(buf, "max", 3))
+		return INT64_MAX;
+	return strtoll(buf, NULL, 10);
+}
+
+/* The value of "key N" in a flat keyed file (memory.oom_control, memory.events), or -1. */
+static int64_t read_key(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX + 64], line[128];
+	size_t klen = strlen(key);
+	int64_t v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, klen) && line[klen] == ' ') {
+			v = strtoll(line + klen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* What the victim must outweigh in the cgroup: the others' largest oom_score_adj and file RSS. */
+struct others {
+	int max_adj; /* clamped at 0 */
+	uint64_t max_file; /* bytes of file pages resident (maybe charged elsewhere) */
+	pid_t who; /* the process with max_adj */
+};
+
+/* A "Key:  N kB" line of /proc/PID/status, in bytes, or 0. */
+static uint64_t status_kb(int pid, const char *key)
+{
+	char path[64], line[128];
+	size_t klen = strlen(key);
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			v = strtoull(line + klen + 1, NULL, 10) * 1024;
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* Fills *o from every process of the cgroup. Returns 0, or -errno (no cgroup.procs). */
+static int others_in(const char *dir, struct others *o)
+{
+	char path[PATH_MAX + 64];
+	int pid;
+	FILE *f;
+
+	memset(o, 0, sizeof(*o));
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%d", &pid) == 1) {
+		char p[64], buf[16];
+		_cleanup_close_ int fd = -1;
+		uint64_t file;
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", pid);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (atoi(buf) > o->max_adj) {
+			o->max_adj = atoi(buf);
+			o->who = pid;
+		}
+		file = status_kb(pid, "RssFile");
+		if (file > o->max_file)
+			o->max_file = file;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Touches len bytes of new anonymous memory, or exits 2. */
+static void touch(size_t len)
+{
+	volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		_exit(2);
+	for (size_t off = 0; off < len; off += 4096)
+		p[off] = 1;
+}
+
+/*
+ * The sacrificial process: touches head bytes where it is (its head start: resident, charged to
+ * the watcher's cgroup), joins the container's, and touches up to max bytes there. Never
+ * returns. Exit 2: could not join; 3: never killed.
+ */
+static void __attribute__((noreturn)) victim_main(const struct reporter *r, size_t head, size_t max)
+{
+	char path[PATH_MAX + 64], pid[32];
+	int fd;
+
+	prctl(PR_SET_NAME, "husk-oom-victim");
+	/* The kernel's first choice before it is in the cgroup at all. */
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1000", 4) != 4)
+		_exit(2);
+	close(fd);
+	touch(head);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", r->dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, pid, strlen(pid)) < 0)
+		_exit(2);
+	close(fd);
+	touch(max);
+	_exit(3);
+}
+
+/* One OOM in the host cgroup. Returns 0 once the kernel killed the victim, or -errno. */
+static int report_one(const struct reporter *r)
+{
+	int64_t limit = read_num(r->dir, r->v2 ? "memory.max" : "memory.limit_in_bytes");
+	int64_t usage = read_num(r->dir, r->v2 ? "memory.current" : "memory.usage_in_bytes");
+	int64_t before =
+		read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill");
+	struct sysinfo si;
+	int64_t memsw; /* v2: swap.max (swap alone); v1: memsw (memory plus swap); -1: none */
+	struct others o;
+	uint64_t head;
+	pid_t pid;
+	int st;
+
+	if (limit < 0 || usage < 0)
+		return -ENOENT;
+	if (sysinfo(&si) == 0 && (uint64_t)limit >= (uint64_t)si.totalram * si.mem_unit) {
+		rlog(r, "no report: the cgroup's memory limit is %" PRId64 " (none)", limit);
+		return -ERANGE;
+	}
+	/*
+	 * With swap the cgroup may use, reclaim would swap the sandbox's memory out to make room
+	 * for the victim before any OOM: only where swap is off or the cgroup has none.
+	 */
+	memsw = read_num(r->dir, r->v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+	if (sysinfo(&si) == 0 && si.totalswap > 0 &&
+	    (r->v2 ? memsw != 0 : memsw < 0 || memsw > limit)) {
+		rlog(r, "no report: the cgroup may swap (the victim would push the sandbox out)");
+		return -EPERM;
+	}
+	if (!r->v2 && read_key(r->dir, "memory.oom_control", "oom_kill_disable") != 0) {
+		rlog(r, "no report: oom_kill_disable is set (or unreadable)");
+		return -EPERM;
+	}
+	/* v2's memory.oom.group would have the kernel kill the whole cgroup with the victim. */
+	if (r->v2 && read_num(r->dir, "memory.oom.group") > 0) {
+		rlog(r, "no report: memory.oom.group is set");
+		return -EPERM;
+	}
+	if (others_in(r->dir, &o) < 0)
+		return -ENOENT;
+	/*
+	 * The kernel kills the task with the most points: resident pages plus page tables plus
+	 * oom_score_adj thousandths of the limit T. Another process's anonymous and shmem pages
+	 * are charged here, so they and the victim's charge c stay under T: its points are at
+	 * most T - c + file + tables + adj T/1000, the victim's (adj 1000) head + c + T. So the
+	 * victim wins, whenever the cgroup fills, with a head start of resident memory charged
+	 * elsewhere (touched before it joins) above file + tables + adj T/1000.
+	 */
+	head = o.max_file + HEAD_SLACK + (uint64_t)o.max_adj * ((uint64_t)limit / 1000);
+	if (head > HEAD_MAX) {
+		rlog(r,
+		     "no report: pid %d's oom_score_adj %d asks a head start of %" PRIu64 " bytes",
+		     (int)o.who, o.max_adj, head);
+		return -EBUSY;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		victim_main(r, (size_t)head, (size_t)limit + VICTIM_SLACK);
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+		rlog(r, "the victim was not OOM-killed (status 0x%x)", st);
+		return -EAGAIN;
+	}
+	rlog(r,
+	     "reported: oom_kill %" PRId64 " -> %" PRId64 " (limit %" PRId64 ", usage %" PRId64
+	     ") in %s",
+	     before, read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill"),
+	     limit, usage, r->dir);
+	return 0;
+}
+
+/*
+ * Waits for the sentry's next OOM kill past seen: returns the new total with *sock the
+ * connection (the caller closes it once the kill is reported: the sandbox's end waits for
+ * that), or -errno (the sandbox is gone).
+ */
+static int64_t wait_oom(const struct reporter *r, uint64_t seen, int *sock)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_OOM_WAIT,
+				 .len = sizeof(struct control_oom) };
+	struct control_oom req = { .kills = seen }, rep;
+	char msg[sizeof(h) + sizeof(req)];
+	int ret;
+
+	*sock = control_dial(r->sock);
+	if (*sock < 0)
+		return *sock;
+	memcpy(msg, &h, sizeof(h));
+	memcpy(msg + sizeof(h), &req, sizeof(req));
+	if (send(*sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+		ret = -errno;
+	else
+		ret = control_recv(*sock, CONTROL_OOM_REPLY, &rep, sizeof(rep));
+	if (ret == 0 && rep.err < 0)
+		ret = rep.err;
+	if (ret < 0) {
+		close(*sock);
+		*sock = -1;
+		return ret;
+	}
+	return (int64_t)rep.kills;
+}
+
+/* The sentry's OOM kills so far (a restored sandbox may count some already), or 0. */
+static uint64_t kills_so_far(const struct reporter *r)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_STATS };
+	_cleanup_close_ int sock = control_dial(r->sock);
+	struct control_stats st;
+
+	if (sock < 0 || send(sock, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+	    control_recv(sock, CONTROL_STATS_REPLY, &st, sizeof(st)) < 0 || st.err < 0)
+		return 0;
+	return st.oom_kills;
+}
+
+static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
+{
+	uint64_t seen = 0;
+	int lock;
+
+	prctl(PR_SET_NAME, "husk-oomwatch");
+	seen = kills_so_far(r);
+	rlog(r, "watching for the sentry's OOM kills (cgroup %s)", r->dir);
+	for (;;) {
+		int sock;
+		int64_t n = wait_oom(r, seen, &sock);
+
+		if (n < 0) {
+			rlog(r, "the sandbox is gone (%s)", strerror((int)-n));
+			_exit(0);
+		}
+		seen = (uint64_t)n;
+		rlog(r, "the sentry's OOM killer killed (%" PRIu64 " in all)", seen);
+		/*
+		 * Under the container's lock, as a husk command: the victim fills the cgroup for
+		 * a moment, and husk update (whose lower limit may be what made the sentry kill)
+		 * must not write the host limit meanwhile (EBUSY), nor delete remove the cgroup.
+		 */
+		lock = open(r->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lock < 0) {
+			rlog(r, "the container is gone (%s)", strerror(errno));
+			_exit(0);
+		}
+		while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
+			;
+		report_one(r);
+		close(lock);
+		/* The sentry, if pid 1 was the one killed, may end now. */
+		close(sock);
+	}
+}
+
+int oom_report_start(const struct container *c)
+{
+	_cleanup_free_ char *sock = NULL;
+	struct reporter r = { .log = -1 };
+	pid_t pid;
+	int st;
+
+	if (!c->cgroup || !c->config || c->config->memory_limit <= 0)
+		return 0;
+	if (cgroup_memory_dir(c->cgroup, r.dir, sizeof(r.dir), &r.v2) < 0)
+		return 0;
+	sock = container_path(c, "control.sock");
+	if (!sock || strlen(sock) >= sizeof(r.sock))
+		return -ENOMEM;
+	strcpy(r.sock, sock);
+	if (!c->dir || strlen(c->dir) >= sizeof(r.state))
+		return -ENAMETOOLONG;
+	strcpy(r.state, c->dir);
+	pid = fork();
+	if (pid < 0) {
+		oci_warn("the OOM reporter: fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		/* Re-parented to init or the engine's subreaper, as the sentry is. */
+		int devnull;
+
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		if (chdir("/") < 0)
+			_exit(1);
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull < 0)
+			_exit(1);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		/* Nothing of husk's: not the container's lock, not the caller's pipes. */
+		syscall(SYS_close_range, 3, ~0U, 0);
+		if (oci_g.debug_log) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "%s/%s.oom.log", oci_g.debug_log, c->id);
+			r.log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		}
+		signal(SIGPIPE, SIG_IGN);
+		reporter_main(&r);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
