@@ -23,7 +23,8 @@
  * resident but charged to the watcher's cgroup: enough to outweigh any other process's file
  * pages and adj (report_one), so that whenever the cgroup fills the kernel's choice is the
  * victim, never the sentry, the gofer or a stub (containerd's shim gives them its own adj,
- * containerd's plus one). The limit is never changed: the victim only fills what is left of it,
+ * containerd's plus one; the seccomp platform's stubs, at 1000 for the host's OOM killer, get
+ * their sentry's for the time of a report: stubs_adj). The limit is never changed: the victim only fills what is left of it,
  * and once it is gone everything is as before. A v1 cgroup with oom_kill_disable set is left
  * alone (the victim would hang there, and the sentry with it), and so is a v2 one with
  * memory.oom.group set (the kernel would kill every process of the cgroup with the victim).
@@ -44,6 +45,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -214,6 +216,94 @@ static int others_in(const char *dir, struct others *o)
 	return 0;
 }
 
+/* pid's oom_score_adj, or INT_MIN (gone). */
+static int adj_of(int pid)
+{
+	char p[64], buf[16];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return INT_MIN;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return INT_MIN;
+	buf[n] = '\0';
+	return atoi(buf);
+}
+
+static void set_adj(int pid, int adj)
+{
+	char p[64], buf[16];
+	_cleanup_close_ int fd = -1;
+	int n;
+
+	snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", pid);
+	n = snprintf(buf, sizeof(buf), "%d", adj);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && write(fd, buf, (size_t)n) < 0)
+		return; /* gone meanwhile, or below its floor: it keeps its own */
+}
+
+/* Whether pid is a stub (comm husk-stub); its parent (the sentry) in *ppid. */
+static bool is_stub(int pid, int *ppid)
+{
+	char p[64], line[256];
+	bool stub = false;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f) && strstr(line, " (husk-stub) ")) {
+		const char *rp = strrchr(line, ')');
+
+		stub = rp && sscanf(rp + 2, "%*c %d", ppid) == 1;
+	}
+	fclose(f);
+	return stub;
+}
+
+/*
+ * The seccomp platform's stubs carry oom_score_adj 1000, so that the host's OOM killer takes a
+ * guest process before the sentry (sentry/platform/seccomp/README.md); the victim could not
+ * outweigh them. For the time of a report (lower) they get their sentry's adj, which they may
+ * go back to (it is at or above their floor, which they inherited from it), and then (!lower)
+ * 1000 again, stubs forked meanwhile too. Returns whether any stub had 1000 (with lower).
+ */
+static bool stubs_adj(const char *dir, bool lower)
+{
+	char path[PATH_MAX + 64];
+	bool any = false;
+	int pid, ppid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fscanf(f, "%d", &pid) == 1) {
+		int adj, padj;
+
+		if (!is_stub(pid, &ppid))
+			continue;
+		adj = adj_of(pid);
+		if (lower && adj == 1000) {
+			padj = adj_of(ppid);
+			any = true;
+			if (padj != INT_MIN && padj < 1000)
+				set_adj(pid, padj);
+		} else if (!lower && adj != 1000 && adj != INT_MIN) {
+			set_adj(pid, 1000);
+		}
+	}
+	fclose(f);
+	return any;
+}
+
 /* Touches len bytes of new anonymous memory, or exits 2. */
 static void touch(size_t len)
 {
@@ -262,10 +352,11 @@ static int report_one(const struct reporter *r)
 		read_key(r->dir, r->v2 ? "memory.events" : "memory.oom_control", "oom_kill");
 	struct sysinfo si;
 	int64_t memsw; /* v2: swap.max (swap alone); v1: memsw (memory plus swap); -1: none */
+	bool stubs_lowered;
 	struct others o;
 	uint64_t head;
 	pid_t pid;
-	int st;
+	int st, ret;
 
 	if (limit < 0 || usage < 0)
 		return -ENOENT;
@@ -292,8 +383,12 @@ static int report_one(const struct reporter *r)
 		rlog(r, "no report: memory.oom.group is set");
 		return -EPERM;
 	}
-	if (others_in(r->dir, &o) < 0)
+	stubs_lowered = stubs_adj(r->dir, true);
+	if (others_in(r->dir, &o) < 0) {
+		if (stubs_lowered)
+			stubs_adj(r->dir, false);
 		return -ENOENT;
+	}
 	/*
 	 * The kernel kills the task with the most points: resident pages plus page tables plus
 	 * oom_score_adj thousandths of the limit T. Another process's anonymous and shmem pages
@@ -307,17 +402,28 @@ static int report_one(const struct reporter *r)
 		rlog(r,
 		     "no report: pid %d's oom_score_adj %d asks a head start of %" PRIu64 " bytes",
 		     (int)o.who, o.max_adj, head);
-		return -EBUSY;
+		ret = -EBUSY;
+		goto out_stubs;
 	}
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		ret = -errno;
+		goto out_stubs;
+	}
 	if (pid == 0)
 		victim_main(r, (size_t)head, (size_t)limit + VICTIM_SLACK);
+	ret = 0;
 	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR)
-			return -errno;
+		if (errno != EINTR) {
+			ret = -errno;
+			break;
+		}
 	}
+out_stubs:
+	if (stubs_lowered)
+		stubs_adj(r->dir, false);
+	if (ret < 0)
+		return ret;
 	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
 		rlog(r, "the victim was not OOM-killed (status 0x%x)", st);
 		return -EAGAIN;
