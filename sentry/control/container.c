@@ -414,6 +414,40 @@ static void send_reply(int fd, int err, int32_t pid)
 	send_msg(fd, out, sizeof(out));
 }
 
+/*
+ * CONTROL_OOM_WAIT aimed at member m (husk-oomwatch of a member container): answers at the
+ * member's next OOM kill past the request's count, then waits (at most a minute, polling) for
+ * the watcher to hang up once it made its report. A hang-up before the kill ends the wait.
+ */
+static void serve_member_oom_wait(struct control_member *m, int fd, const void *msg, size_t len)
+{
+	struct control_hdr h;
+	struct control_oom req, r = { 0 };
+	char out[sizeof(h) + sizeof(r)];
+	uint64_t total = 0;
+
+	memcpy(&h, msg, sizeof(h));
+	if (len != sizeof(h) + sizeof(req) || h.len != sizeof(req)) {
+		r.err = -EINVAL;
+	} else {
+		memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
+		if (control_member_oom_wait(m, fd, req.kills, &total) < 0)
+			return; /* the watcher is gone */
+		r.kills = total;
+	}
+	h.op = CONTROL_OOM_REPLY;
+	h.len = sizeof(r);
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &r, sizeof(r));
+	send_msg(fd, out, sizeof(out));
+	for (int i = 0; r.err == 0 && i < 600; i++) {
+		struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+		if (poll(&p, 1, 100) != 0)
+			break;
+	}
+}
+
 static void send_exited(int fd, int status)
 {
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
@@ -841,6 +875,9 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 		send_reply(fd, err, 0);
 		break;
 	}
+	case CONTROL_OOM_WAIT:
+		serve_member_oom_wait(m, fd, buf, (size_t)n);
+		break;
 	case CONTROL_PAUSE:
 	case CONTROL_RESUME:
 		send_reply(fd, -EOPNOTSUPP, 0);

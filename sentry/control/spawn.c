@@ -241,6 +241,9 @@ static void *spawn_thread_main(void *arg)
 		report(j, pid, 0);
 		goto out_fail;
 	}
+	/* With a terminal on stdin (runc's terminal: true, exec -t), the new session leader has
+	 * it as its controlling terminal, as runc's process gets its console (TIOCSCTTY). */
+	hostfile_acquire_ctty(t, 0);
 	gate = j->gate_fd;
 	report(j, 0, pid);
 	job_free(j);
@@ -369,6 +372,9 @@ static struct task *spawn_task(struct kernel *k, const struct spawn_spec *s)
 		ret = hostfile_install(t->fdt, s->stdio[n], n);
 		if (ret < 0 && ret != -EBADF)
 			goto out_put;
+		/* A member's terminal is /dev/pts/N of its own tree. */
+		if (m && ret == 0)
+			hostfile_repath(t, n);
 	}
 	/* --preserve-fds: given by the caller like stdio, read and written by the sentry. */
 	for (int n = 0; n < s->npreserve; n++) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -353,6 +354,51 @@ struct file *hostfile_create(int hostfd, int flags)
 	f->mnt = vfs_anon_mount();
 	vfs_mount_get(f->mnt);
 	return f;
+}
+
+void hostfile_repath(struct task *t, int n)
+{
+	struct file *f = fdtable_lookup(t->fdt, n);
+	struct hostfile_node *hn;
+	struct vfs_attr attr;
+	struct vfs_path p;
+	char path[32];
+	int index;
+
+	if (!f)
+		return;
+	hn = (f->ops == &hostfile_ops) ? host_node(f) : NULL;
+	index = hn && hn->pts ? devpts_host_index(hn->rdev) : -1;
+	snprintf(path, sizeof(path), "/dev/pts/%d", index);
+	if (index >= 0 && vfs_lookup_at(t, AT_FDCWD, path, 0, &p) == 0) {
+		/* Only the same entry: 136:index, on a devpts. */
+		if (vfs_path_getattr(&p, &attr) == 0 && S_ISCHR(attr.mode) &&
+		    attr.rdev == vfs_mkdev(136, (uint32_t)index) &&
+		    !strcmp(p.mnt->fs->type, "devpts")) {
+			struct vfs_mount *om = f->mnt;
+			struct vfs_node *on = f->node;
+
+			f->mnt = p.mnt;
+			f->node = p.node;
+			p.mnt = om;
+			p.node = on;
+		}
+		vfs_path_put(&p);
+	}
+	file_put(f);
+}
+
+void hostfile_acquire_ctty(struct task *t, int n)
+{
+	struct file *f = fdtable_lookup(t->fdt, n);
+	struct hostfile_node *hn;
+
+	if (!f)
+		return;
+	hn = (f->ops == &hostfile_ops) ? host_node(f) : NULL;
+	if (hn && hn->tty)
+		hosttty_open_acquire(hn->fd, hn->rdev, t);
+	file_put(f);
 }
 
 int hostfile_install(struct fdtable *fdt, int hostfd, int n)

@@ -23,6 +23,20 @@ struct file;
 int hostfile_install(struct fdtable *fdt, int hostfd, int n);
 
 /*
+ * A pod member's process (sentry/control/spawn.c): when t's fd n is a host terminal shown as
+ * /dev/pts/N, its path becomes that entry as t's root resolves it (the member's own devpts
+ * mount), so that ttyname(3) finds it in the member's tree. Anything else stays as it is.
+ */
+struct task;
+void hostfile_repath(struct task *t, int n);
+
+/*
+ * When t's fd n is a host terminal, t (a session leader without one) gets it as its
+ * controlling terminal, unless another session has it (hosttty_open_acquire).
+ */
+void hostfile_acquire_ctty(struct task *t, int n);
+
+/*
  * As hostfile_create (sentry/vfs/vfs.h), for a filesystem's open: a file without a path, which
  * the VFS gives the opened node's (devfs's /dev/console, devpts's host terminals). Takes
  * hostfd on success. Returns NULL when out of memory.

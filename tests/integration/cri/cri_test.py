@@ -42,7 +42,8 @@ CHECKS = [
     "pod_annotations: the pod's dev.husk.* annotation is in the sandbox's and the container's "
     "OCI config",
     "ContainerStatus: RUNNING, started, with its log path",
-    "the container's pid is the handler's (runc: the container's process; husk: a sentry)",
+    "the container's pid is the handler's (runc: the container's process; husk: a proxy of "
+    "the pod's sentry)",
     "the container's host cgroup is CGROUP-PARENT/ID (memory hierarchy)",
     "the log file containerd writes holds the container's output",
     "ContainerStats: memory working set is non-zero",
@@ -307,12 +308,29 @@ def main():
                 pid, args = 0, [str(e)]
             want_platform = os.environ.get("HUSK_PLATFORM", "")
             if handler == "husk":
-                ok = os.path.basename(args[0]) == "husk-sentry" and (
-                    not want_platform or "--platform=" + want_platform in args)
+                # A pod's container runs in the pod's sandbox (the pause container's sentry):
+                # its pid is husk's container proxy (comm husk), and a sentry names the pod.
+                try:
+                    comm = open("/proc/%d/comm" % pid).read().strip()
+                except OSError:
+                    comm = ""
+                sentries = []
+                for d in os.listdir("/proc"):
+                    try:
+                        if d.isdigit() and open("/proc/%s/comm" % d).read().strip() == \
+                                "husk-sentry":
+                            sentries.append(open("/proc/%s/cmdline" % d, "rb").read().decode(
+                                errors="replace").split("\0"))
+                    except OSError:
+                        pass
+                ok = comm == "husk" and any(
+                    any(pod in a for a in sa) and
+                    (not want_platform or "--platform=" + want_platform in sa) for sa in sentries)
+                args = ["comm " + comm] + args
             else:
                 ok = args[:2] == ["/bin/sh", "-c"]
             c.report(ok, "the container's pid is the handler's (runc: the container's process; "
-                     "husk: a sentry)", "pid %s: %s" % (pid, " ".join(args)[:300]))
+                     "husk: a proxy of the pod's sentry)", "pid %s: %s" % (pid, " ".join(args)[:300]))
             cg = "/sys/fs/cgroup/memory" + cg_parent + "/" + life
             if not os.path.isdir("/sys/fs/cgroup/memory"):
                 cg = "/sys/fs/cgroup" + cg_parent + "/" + life
