@@ -198,6 +198,7 @@ run_checks() {
 	st=$?
 	while IFS= read -r line; do
 		case "$line" in
+		"not ok - "*" # TODO "*) ;; # a known gap (cri_test.py KNOWN_GAPS): not counted
 		"ok - "*) passed=$((passed + 1)) ;;
 		"not ok - "*) failed=$((failed + 1)) ;;
 		esac

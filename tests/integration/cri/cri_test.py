@@ -68,6 +68,15 @@ CHECKS = [
 ]
 
 
+# What husk is known not to do yet: reported as TAP "# TODO" (cri.sh counts them apart), with
+# the reason; one that passes says so, so that it is taken off this list.
+KNOWN_GAPS = {
+    ("husk", "the server answers on the pod's address from the pod's network namespace"):
+    "inbound connections: the guest's listening sockets are the sandbox's own "
+    "(docs/kubernetes.md)",
+}
+
+
 class Checks:
     def __init__(self, handler):
         self.handler = handler
@@ -87,7 +96,9 @@ class Checks:
     def report(self, ok, name, *details):
         assert name in CHECKS, name
         self.done.add(name)
-        print(("ok - " if ok else "not ok - ") + self.handler + ": " + name)
+        gap = KNOWN_GAPS.get((self.handler, name))
+        print(("ok - " if ok else "not ok - ") + self.handler + ": " + name +
+              ("" if not gap else " # TODO " + (gap if not ok else "passes now: drop the gap")))
         if not ok:
             for d in details:
                 for line in str(d).splitlines() or [""]:
