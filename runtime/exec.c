@@ -40,8 +40,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -50,6 +52,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
 
@@ -220,6 +223,16 @@ static int send_signal(int sig)
 	return control_call(ctl_path, msg, len);
 }
 
+/*
+ * With --tty, the pty's slave is the controlling terminal of a host session of husk's (the
+ * detached proxy's, or a relay child's: tty_relay_start), so that what the pty's line
+ * discipline signals (^C, ^\, ^Z, a resize by the master's holder, its hang-up) reaches
+ * husk and is forwarded to the guest process, as runc's exec'd process, whose controlling
+ * terminal the pty is, gets it. tty_winch: a resize of a master husk does not hold is the
+ * guest's (forwarded).
+ */
+static bool tty_winch;
+
 /* Handles the signals waiting on sigfd: forwarded, or a resize of the pty master (or -1). */
 static void handle_signals(int sigfd, int master)
 {
@@ -233,13 +246,65 @@ static void handle_signals(int sigfd, int master)
 		if (sig == SIGWINCH) {
 			struct winsize ws;
 
-			/* Only a pty husk holds: the guest's terminal is not its own. */
-			if (master < 0 || ioctl(0, TIOCGWINSZ, &ws) < 0)
+			/* A pty husk holds takes its terminal's size; else only the guest's pty's
+			 * own resize is forwarded: the caller's terminal is not the guest's. */
+			if (master < 0 && !tty_winch)
 				continue;
-			ioctl(master, TIOCSWINSZ, &ws);
+			if (master >= 0) {
+				if (ioctl(0, TIOCGWINSZ, &ws) < 0)
+					continue;
+				ioctl(master, TIOCSWINSZ, &ws);
+			}
 		}
 		send_signal(sig);
 	}
+}
+
+static void relay_signal(int sig)
+{
+	kill(getppid(), sig);
+	if (sig == SIGHUP)
+		_exit(0);
+}
+
+/*
+ * husk exec without --detach cannot lead a session (it is its caller's process group leader):
+ * a child does, with the slave as its controlling terminal, and passes what the terminal
+ * signals it to husk exec (forwarded from there). It dies with husk exec. winch: pass SIGWINCH
+ * too (the master is not husk's). Returns 0, or -errno.
+ */
+static int tty_relay_start(int slave, bool winch)
+{
+	static const int sigs[] = { SIGINT, SIGQUIT, SIGTSTP, SIGHUP, SIGWINCH };
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		return 0;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
+		_exit(0);
+	for (int fd = 0; fd < 1024; fd++)
+		close(fd);
+	{
+		struct sigaction sa = { .sa_handler = relay_signal };
+		sigset_t set;
+
+		sigemptyset(&sa.sa_mask);
+		sigemptyset(&set);
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+			if (sigs[i] == SIGWINCH && !winch)
+				continue;
+			sigaction(sigs[i], &sa, NULL);
+			sigaddset(&set, sigs[i]);
+		}
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+	}
+	for (;;)
+		pause();
 }
 
 /*
@@ -597,7 +662,14 @@ int cmd_exec(int argc, char **argv)
 	for (uint32_t i = 0; i < p.e.npreserve; i++)
 		fds[nfds++] = 3 + (int)i;
 	ret = control_send_fds(sock, msg, len, fds, nfds);
-	if (slave >= 0)
+	/* The pty's signals: see tty_winch. The detached proxy leads a session of its own. */
+	if (tty) {
+		tty_winch = master < 0;
+		if (!detach && (ret = tty_relay_start(slave, tty_winch)) < 0)
+			log_warn("exec: the pty's signals will not reach the process: %s",
+				 strerror(-ret));
+	}
+	if (slave >= 0 && !detach)
 		close(slave);
 	if (ret < 0)
 		return oci_fail("exec: sending the request: %s", strerror(-ret));
@@ -618,6 +690,10 @@ int cmd_exec(int argc, char **argv)
 			int devnull = open("/dev/null", O_RDWR);
 
 			setsid();
+			if (slave >= 0) {
+				ioctl(slave, TIOCSCTTY, 0);
+				close(slave);
+			}
 			if (devnull >= 0) {
 				dup2(devnull, 0);
 				dup2(devnull, 1);
@@ -640,6 +716,8 @@ int cmd_exec(int argc, char **argv)
 			}
 			_exit(exit_code(status));
 		}
+		if (slave >= 0)
+			close(slave);
 		if (pid_file && (ret = write_pid_file(pid_file, pid)) < 0)
 			return oci_fail("pid file %s: %s", pid_file, strerror(-ret));
 		return 0;

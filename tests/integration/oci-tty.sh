@@ -153,6 +153,8 @@ pid, fd = pty.fork()
 if pid == 0:
     os.execvp(sys.argv[1], sys.argv[1:])
 buf = b""
+# PTY_INTR=WORD: once the output holds WORD, type ^C (once); then print the exit status.
+intr = os.environ.get("PTY_INTR", "").encode()
 end = time.monotonic() + 60 * float(os.environ.get("HUSK_TEST_TIMEOUT_SCALE", "1"))
 while time.monotonic() < end:
     r, _, _ = select.select([fd], [], [], 0.2)
@@ -164,7 +166,15 @@ while time.monotonic() < end:
         if not d:
             break
         buf += d
-sys.stdout.write(buf.decode(errors="replace").replace("\r", ""))
+        if intr and intr in buf:
+            os.write(fd, b"\x03")
+            intr = b""
+out = buf.decode(errors="replace").replace("\r", "")
+if os.environ.get("PTY_INTR"):
+    out = out.replace("^C", "")  # the echo of the ^C typed
+sys.stdout.write(out)
+if os.environ.get("PTY_INTR"):
+    print("status=%d" % os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 EOF
 exec_view() { # RUNTIME ROOT
 	"$1" --root "$2" run -d --bundle "$bundle" tty-exec </dev/null >/dev/null 2>&1 || return
@@ -172,6 +182,12 @@ exec_view() { # RUNTIME ROOT
 	# A session leader that opens it (without O_NOCTTY) has it as controlling terminal.
 	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
 		'exec 3</dev/pts/0; read -r _ _ _ _ _ _ nr _ </proc/self/stat; echo "ctty=$nr"'
+	# Without opening it: the exec'd process's controlling terminal is its pty already.
+	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
+		'read -r _ _ _ _ _ _ nr _ </proc/self/stat; echo "ctty0=$nr"'
+	# ^C typed on the pty interrupts the exec'd process (sleep 30 would end with 0).
+	PTY_INTR=ready python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
+		'echo ready; exec sleep 30'
 	"$1" --root "$2" exec tty-exec sh -c 'echo after: /dev/pts/*'
 	"$1" --root "$2" delete -f tty-exec >/dev/null 2>&1
 }
@@ -179,6 +195,9 @@ cat >"$work/want.exec" <<'EOF'
 /dev/pts/0
 /dev/pts/0 /dev/pts/ptmx
 ctty=34816
+ctty0=34816
+ready
+status=130
 after: /dev/pts/ptmx
 EOF
 if $have_runc; then
