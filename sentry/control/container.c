@@ -659,54 +659,6 @@ out_reply:
 	send_reply(fd, err, 0);
 }
 
-/* Receives one message (no fds but an exec's, up to CONTROL_MAX_FDS). Returns its length. */
-static ssize_t recv_next(int fd, void *buf, size_t len, int *fds, int *nfds)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf.buf,
-		.msg_controllen = sizeof(cbuf.buf),
-	};
-	struct cmsghdr *c;
-	ssize_t n;
-
-	*nfds = 0;
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		size_t cnt;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < cnt; i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*nfds < CONTROL_MAX_FDS)
-				fds[(*nfds)++] = f;
-			else
-				close(f);
-		}
-	}
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-		for (int i = 0; i < *nfds; i++)
-			close(fds[i]);
-		*nfds = 0;
-		return -EMSGSIZE;
-	}
-	return n;
-}
-
 static void serve_member_ps(struct kernel *k, struct control_member *m, int fd)
 {
 	size_t max = CONTROL_PS_MAX;
@@ -809,7 +761,7 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 		return;
 	}
 	buf = malloc(CONTROL_MAX_MSG);
-	n = buf ? recv_next(fd, buf, CONTROL_MAX_MSG, fds, &nfds) : -ENOMEM;
+	n = buf ? control_recv_request(fd, buf, CONTROL_MAX_MSG, fds, &nfds) : -ENOMEM;
 	if (n < (ssize_t)sizeof(h))
 		goto out;
 	memcpy(&h, buf, sizeof(h));

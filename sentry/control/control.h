@@ -79,6 +79,13 @@ int control_list_container_processes(struct kernel *k, int32_t num, struct contr
 				     int max);
 
 /*
+ * Receives one control message into buf (len bytes at most) and up to CONTROL_MAX_FDS fds
+ * (SCM_RIGHTS, close-on-exec; more are closed) into fds, *nfds of them. Returns its length,
+ * -EMSGSIZE when the message or its fds were truncated (none kept), or -errno.
+ */
+ssize_t control_recv_request(int fd, void *buf, size_t len, int *fds, int *nfds);
+
+/*
  * SIGKILLs process tg as kill(2) from outside the sandbox would (its children live on, as
  * runc's when the engine kills an exec'd process). Any thread; tg ended already: nothing.
  */

@@ -50,8 +50,7 @@ struct conn {
 	int fd;
 };
 
-/* Receives one message and up to CONTROL_MAX_FDS fds. Returns its length or -errno. */
-static ssize_t recv_request(int fd, void *buf, size_t len, int *fds, int *nfds)
+ssize_t control_recv_request(int fd, void *buf, size_t len, int *fds, int *nfds)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
@@ -579,7 +578,7 @@ static void *conn_main(void *arg)
 
 	if (!buf)
 		goto out;
-	n = recv_request(c->fd, buf, CONTROL_MAX_MSG, fds, &nfds);
+	n = control_recv_request(c->fd, buf, CONTROL_MAX_MSG, fds, &nfds);
 	if (n < (ssize_t)sizeof(h)) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);

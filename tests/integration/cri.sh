@@ -160,15 +160,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 EOT
 containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
 cpid=$!
-n=0
-until ctr --address "$sock" version >/dev/null 2>&1; do
-	n=$((n + 1))
-	if [ $n -gt 200 ] || ! kill -0 "$cpid" 2>/dev/null; then
-		echo "ok - SKIP all: containerd cannot start here: $(tail -n 3 "$work/containerd.log")"
-		finish
-	fi
-	sleep 0.1
-done
+containerd_wait "$sock" "$cpid" "$work/containerd.log"
 # The CRI plugin loads or is skipped by containerd (its log says why).
 if ! v=$("$PY" "$here/cri/cri_test.py" "$sock" "$work/gen" --probe 2>"$work/err"); then
 	echo "ok - SKIP all: containerd's CRI plugin does not answer: $(tail -n 2 "$work/err")" \

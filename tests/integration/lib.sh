@@ -90,6 +90,20 @@ netns_pair() {
 	ip -n "$2" link set "${3}s" up
 }
 
+# containerd_wait SOCK PID LOG: polls until the containerd of PID answers on SOCK (20 s at most);
+# skips the whole test, with the end of its LOG, when it cannot start here.
+containerd_wait() {
+	n=0
+	until ctr --address "$1" version >/dev/null 2>&1; do
+		n=$((n + 1))
+		if [ $n -gt 200 ] || ! kill -0 "$2" 2>/dev/null; then
+			echo "ok - SKIP all: containerd cannot start here: $(tail -n 3 "$3")"
+			finish
+		fi
+		sleep 0.1
+	done
+}
+
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]

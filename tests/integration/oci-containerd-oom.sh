@@ -56,15 +56,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-n=0
-until ctr --address "$sock" version >/dev/null 2>&1; do
-	n=$((n + 1))
-	if [ $n -gt 100 ] || ! kill -0 "$cpid" 2>/dev/null; then
-		echo "ok - SKIP all: containerd cannot start here: $(tail -n 3 "$work/containerd.log")"
-		finish
-	fi
-	sleep 0.1
-done
+containerd_wait "$sock" "$cpid" "$work/containerd.log"
 
 rootfs=$work/rootfs
 mkdir -p "$rootfs/bin"
