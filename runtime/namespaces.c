@@ -142,6 +142,13 @@ const char *oci_network_mode(const struct oci_config *cfg)
 	return "none";
 }
 
+bool oci_network_inbound(const struct oci_config *cfg)
+{
+	const struct oci_namespace *ns = oci_config_namespace(cfg, "network");
+
+	return ns && ns->path && !strcmp(oci_network_mode(cfg), "host");
+}
+
 const char *oci_network_egress_allow(const struct oci_config *cfg, char *buf, size_t len)
 {
 	const char *a = oci_config_annotation(cfg, "dev.husk.egress-allow");

@@ -170,6 +170,12 @@ int oci_namespace_open(const struct oci_config *cfg, const char *type);
  * engine's), else "none".
  */
 const char *oci_network_mode(const struct oci_config *cfg);
+/*
+ * Whether the guest's TCP listeners also take connections from outside (the sentry's
+ * --inbound): in host mode in the engine's network namespace (a pod's, named by path), whose
+ * address is the pod's own, as a runc container's listeners take them there.
+ */
+bool oci_network_inbound(const struct oci_config *cfg);
 /* The egress allow rules: the annotation's, after the pod's private ranges when the network
  * namespace has a path (buf holds them then). */
 const char *oci_network_egress_allow(const struct oci_config *cfg, char *buf, size_t len);

@@ -424,6 +424,8 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 			add(a, *na);
 		netbpf_free_args(net);
 	}
+	if (oci_network_inbound(cfg))
+		add(a, "--inbound");
 	add(a, "--");
 	for (size_t i = 0; cfg->args[i]; i++)
 		add(a, cfg->args[i]);

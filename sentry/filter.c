@@ -27,6 +27,7 @@
 
 /* Weak: the filter's unit test links this file without sentry/net (no host sockets then). */
 #pragma weak net_get_mode
+#pragma weak net_inbound
 /* Weak: likewise without sentry/control (no control socket then). */
 #pragma weak control_listen_fd
 /* Weak: likewise without sentry/net's gateway.c (no gateway then). */
@@ -196,7 +197,21 @@ int sentry_filter_build(scmp_filter_ctx *out)
 	 * exec and husk ps reach a control thread; the connections it accepts are read and
 	 * written with recvmsg/sendmsg (the gofer's entries above). No other socket is accepted.
 	 */
-	if (control_listen_fd && control_listen_fd() >= 0) {
+	if (net_inbound && net_inbound()) {
+		/*
+		 * --inbound (a pod's network namespace): the guest's TCP listeners listen on host
+		 * sockets too (sentry/net/host.c host_listen) and the sentry accepts their
+		 * connections: bind and listen of those sockets, accept4 of any (the control
+		 * socket's among them).
+		 */
+		static const int nrs[] = { SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(accept4) };
+
+		for (size_t i = 0; i < ARRAY_SIZE(nrs); i++) {
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nrs[i], 0);
+			if (ret < 0)
+				goto out;
+		}
+	} else if (control_listen_fd && control_listen_fd() >= 0) {
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(accept4), 1,
 				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)control_listen_fd()));
 		if (ret < 0)

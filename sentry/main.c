@@ -647,6 +647,7 @@ static int sentry_mount_tree(struct kernel *k, const struct sentry_opts *o, stru
 #define OPT_GID_MAP 0x2a1
 #define OPT_OOM_SCORE_ADJ 0x2a2
 #define OPT_PRIVATE_PIDS 0x2b0
+#define OPT_INBOUND 0x2c0
 
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
@@ -709,6 +710,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "oom-score-adj", required_argument, NULL, OPT_OOM_SCORE_ADJ },
 		/* A pod member (runtime/pod.c) whose config has a pid namespace without a path. */
 		{ "private-pids", no_argument, NULL, OPT_PRIVATE_PIDS },
+		{ "inbound", no_argument, NULL, OPT_INBOUND },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -948,6 +950,11 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 					c == OPT_UID_MAP ? "uid-map" : "gid-map", optarg);
 				return -EINVAL;
 			}
+			break;
+		case OPT_INBOUND:
+			/* The sandbox's: its filter is made for it (a member's has no say). */
+			if (!o->member)
+				net_set_inbound(true);
 			break;
 		case OPT_PRIVATE_PIDS:
 			o->private_pids = true;

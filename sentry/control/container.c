@@ -419,7 +419,7 @@ static void send_reply(int fd, int err, int32_t pid)
  * member's next OOM kill past the request's count, then waits (at most a minute, polling) for
  * the watcher to hang up once it made its report. A hang-up before the kill ends the wait.
  */
-static void serve_member_oom_wait(struct control_member *m, int fd, const void *msg, size_t len)
+static void serve_member_oom_wait_one(struct control_member *m, int fd, const void *msg, size_t len)
 {
 	struct control_hdr h;
 	struct control_oom req, r = { 0 };
@@ -446,6 +446,43 @@ static void serve_member_oom_wait(struct control_member *m, int fd, const void *
 		if (poll(&p, 1, 100) != 0)
 			break;
 	}
+	/* The watcher hung up: it made its report (or gave up). */
+	pthread_mutex_lock(&oom_lock);
+	if (r.err == 0 && m->oom_reported < total)
+		m->oom_reported = total;
+	pthread_cond_broadcast(&oom_cond);
+	pthread_mutex_unlock(&oom_lock);
+}
+
+static void serve_member_oom_wait(struct control_member *m, int fd, const void *msg, size_t len)
+{
+	pthread_mutex_lock(&oom_lock);
+	m->oom_watchers++;
+	pthread_mutex_unlock(&oom_lock);
+	serve_member_oom_wait_one(m, fd, msg, len);
+	pthread_mutex_lock(&oom_lock);
+	m->oom_watchers--;
+	pthread_cond_broadcast(&oom_cond);
+	pthread_mutex_unlock(&oom_lock);
+}
+
+/*
+ * Before a member's proxy learns that its init ended: an OOM kill a husk-oomwatch is waiting
+ * for is reported first (at most a minute), so that the engine, which removes the cgroup once
+ * the container is gone, reads the OOM before the exit, as the sandbox's end waits (server.c).
+ */
+static void member_oom_barrier(struct control_member *m)
+{
+	struct timespec end;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 60;
+	pthread_mutex_lock(&oom_lock);
+	while (m->oom_watchers > 0 &&
+	       m->oom_reported < __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED) &&
+	       pthread_cond_timedwait(&oom_cond, &oom_lock, &end) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&oom_lock);
 }
 
 static void send_exited(int fd, int status)
@@ -639,6 +676,7 @@ void control_container_create(struct kernel *k, int fd, const void *msg, size_t 
 	log_info("pod: container %s: its init ended (status %#x)", m->id, status);
 	/* No request for it is served from now on (an exec would outlive the kill below). */
 	__atomic_store_n(&m->ending, true, __ATOMIC_RELEASE);
+	member_oom_barrier(m);
 	send_exited(fd, status);
 	/* The member's processes end with its init, as in a pid namespace of its own. */
 	control_send_signal_container(k, m->num, -1, LINUX_SIGKILL);

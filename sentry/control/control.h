@@ -217,6 +217,9 @@ struct control_member {
 	int refs; /* members_lock (container.c) */
 	/* Its memory limit (atomics): 0 none; its OOM kills; bytes charged since the last check. */
 	uint64_t memory_limit, oom_kills, charged;
+	/* oom_lock (container.c): husk-oomwatch connections waiting, kills they reported. */
+	int oom_watchers;
+	uint64_t oom_reported;
 	bool ending; /* atomic: its init ended, its processes are being killed */
 };
 

@@ -56,6 +56,18 @@ enum net_mode net_get_mode(void)
 	return mode;
 }
 
+static bool inbound;
+
+void net_set_inbound(bool on)
+{
+	inbound = on;
+}
+
+bool net_inbound(void)
+{
+	return inbound && mode == NET_MODE_HOST;
+}
+
 void net_egress_disable_check(void)
 {
 	check_disabled = true;

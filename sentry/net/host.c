@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/hostpoll.h"
@@ -233,8 +234,91 @@ int host_getname(struct sock *s, bool peer, struct sockaddr_storage *ss, socklen
 	return 0;
 }
 
+static void host_listen_wake(struct waitq_callback *cb)
+{
+	struct sock *s = container_of(cb, struct sock, host_cb);
+
+	waitq_wake_all(&s->wq);
+}
+
+void host_listen(struct sock *s, int backlog)
+{
+	struct sockaddr_storage ss;
+	struct inet_ep ep;
+	socklen_t len;
+
+	pthread_mutex_lock(&net_lock);
+	ep = s->lep;
+	pthread_mutex_unlock(&net_lock);
+	if (s->host_listening) {
+		listen(s->hostfd, backlog); /* a new backlog */
+		return;
+	}
+	if (s->hostfd >= 0 || host_ensure(s) < 0 || !s->watch)
+		goto out_fail;
+	setsockopt(s->hostfd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int));
+	len = host_addr(s, &ep, &ss);
+	if (bind(s->hostfd, (struct sockaddr *)&ss, len) < 0 || listen(s->hostfd, backlog) < 0)
+		goto out_fail;
+	s->host_cb.fn = host_listen_wake;
+	waitq_add_callback(&s->watch->wq, &s->host_cb);
+	s->host_listening = true;
+	return;
+out_fail:
+	log_warn("net: a listener on port %u takes no connection from outside the sandbox: %s",
+		 (unsigned int)ep.port, strerror(errno));
+	if (s->hostfd >= 0)
+		host_release(s);
+}
+
+bool host_accept_ready(struct sock *s)
+{
+	return s->host_listening && hostpoll_ready(s->hostfd, POLLIN);
+}
+
+void host_accept_pending(struct sock *s)
+{
+	if (!s->host_listening)
+		return;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(s->hostfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sock *c;
+		bool queued = false;
+
+		if (fd < 0)
+			return; /* EAGAIN: none left; else the next accept tries again */
+		c = sock_new(s->family, SOCK_STREAM, IPPROTO_TCP);
+		if (!c) {
+			close(fd);
+			return;
+		}
+		c->hostfd = fd;
+		c->watch = hostpoll_watch(fd);
+		c->host_connected = true;
+		if (s->nodelay)
+			setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &(int){ 1 }, sizeof(int));
+		pthread_mutex_lock(&net_lock);
+		if (s->state == SOCK_LISTENING && !s->closed) {
+			c->state = SOCK_CONNECTED;
+			c->lep = s->lep;
+			c->bound = true;
+			list_add_tail(&c->acc_link, &s->acceptq);
+			s->nacceptq++;
+			queued = true;
+		}
+		pthread_mutex_unlock(&net_lock);
+		if (!queued) {
+			sock_put(c); /* its release closes the host connection */
+			return;
+		}
+	}
+}
+
 void host_release(struct sock *s)
 {
+	if (s->host_listening && s->watch)
+		waitq_remove_callback(&s->watch->wq, &s->host_cb);
+	s->host_listening = false;
 	if (s->watch)
 		hostpoll_unwatch(s->watch);
 	s->watch = NULL;

@@ -140,8 +140,11 @@ struct sock {
 	/* Host socket (host.c): >= 0 once the socket goes through the host. */
 	int hostfd;
 	struct hostpoll_watch *watch;
-	bool host_connected;
+	/* A listener that listens on the host too (host_listen): host_cb on watch's queue wakes
+	 * wq, and accept takes the host's connections (host_accept_pending). */
 	bool host_listening;
+	struct waitq_callback host_cb;
+	bool host_connected;
 	/* The host socket is the sentry's end of a gateway connection (gateway.c): a unix
 	 * stream, on which only reads, writes, shutdown and poll are made. */
 	bool gateway;
@@ -269,6 +272,16 @@ unsigned int host_poll(struct sock *s);
 int host_shutdown(struct sock *s, int how);
 int host_getname(struct sock *s, bool peer, struct sockaddr_storage *ss, socklen_t *len);
 void host_release(struct sock *s);
+/*
+ * After listen(2) of TCP listener s (net_inbound(), bound to the wildcard or a non-loopback
+ * address): listens on the host too, at s's address and port, in the sentry's network
+ * namespace. A failure (the host's port is taken) leaves s a loopback listener (logged).
+ */
+void host_listen(struct sock *s, int backlog);
+/* Moves the connections s's host listener has accepted to s's accept queue (no lock held). */
+void host_accept_pending(struct sock *s);
+/* Whether s's host listener has a connection waiting. */
+bool host_accept_ready(struct sock *s);
 /* Checks ep against the egress policy and the mode; logs a refusal. 0, -EPERM, -ENETUNREACH. */
 int egress_check(const struct inet_ep *ep, const char *what);
 

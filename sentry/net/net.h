@@ -34,6 +34,13 @@ enum net_mode {
 int net_set_mode(const char *name);
 enum net_mode net_get_mode(void);
 /*
+ * --inbound (with host mode; a pod's network namespace): a guest TCP listener on the wildcard
+ * or a non-loopback address listens on the host too, in the sentry's network namespace, and
+ * the connections it accepts there are the guest's (host.c, host_listen). Off by default.
+ */
+void net_set_inbound(bool on);
+bool net_inbound(void);
+/*
  * Adds an egress rule from "CIDR[:PORT]" (IPv4 "a.b.c.d/n[:port]", IPv6 "[x::y]/n[:port]" or
  * "x::y/n" without a port; a bare address means a host route). Later rules win over earlier
  * ones and every added rule wins over the defaults. Returns 0 or -EINVAL.

@@ -679,6 +679,7 @@ int net_listen(struct task *t, struct file *f, int backlog)
 {
 	struct sock *s = file_sock(f);
 	int64_t somaxconn;
+	bool inbound;
 	int ret = 0;
 
 	if (!s)
@@ -712,7 +713,12 @@ int net_listen(struct task *t, struct file *f, int backlog)
 			s->has_peercred = true;
 		}
 	}
+	inbound = ret == 0 && is_inet(s) && s->protocol == IPPROTO_TCP && net_inbound() &&
+		  !inet_is_loopback(s->lep.addr);
 	pthread_mutex_unlock(&net_lock);
+	/* --inbound: it listens on the host too (host.c). */
+	if (inbound)
+		host_listen(s, backlog);
 	return ret;
 }
 
@@ -733,7 +739,7 @@ static bool accept_ready(void *arg)
 	pthread_mutex_lock(&net_lock);
 	r = !list_empty(&s->acceptq) || s->state != SOCK_LISTENING || s->closed || s->rcv_shut;
 	pthread_mutex_unlock(&net_lock);
-	return r;
+	return r || host_accept_ready(s);
 }
 
 int net_accept(struct task *t, struct file *f, int flags, struct file **out, void *addr,
@@ -751,6 +757,8 @@ int net_accept(struct task *t, struct file *f, int flags, struct file **out, voi
 		return -EOPNOTSUPP;
 	wq = &s->wq;
 	for (;;) {
+		/* Connections from outside the sandbox first join the queue (--inbound). */
+		host_accept_pending(s);
 		pthread_mutex_lock(&net_lock);
 		/* A unix listener shut down for reading accepts nothing more (unix_accept). */
 		if (s->state != SOCK_LISTENING || (is_unix(s) && s->rcv_shut)) {
@@ -1626,7 +1634,7 @@ static unsigned int sock_poll(struct file *f, struct waitq **wq)
 	if (s->so_error || !list_empty(&s->errq))
 		mask |= POLLERR;
 	if (s->state == SOCK_LISTENING) {
-		if (!list_empty(&s->acceptq))
+		if (!list_empty(&s->acceptq) || (s->host_listening && host_accept_ready(s)))
 			mask |= POLLIN | POLLRDNORM;
 	} else if (is_conn(s)) {
 		if (!list_empty(&s->rcvq))

@@ -16,7 +16,7 @@ set -u
 PY=/usr/bin/python3
 POD=husk-nsp-$$
 oci_setup nsp
-oci_bundle sh wget hostname cat
+oci_bundle sh wget hostname cat nc
 pids=""
 utsfile=""
 
@@ -220,4 +220,49 @@ EOF
 else
 	echo "# skip: the host has no global IPv4 address for the host-namespace check"
 fi
+# --- inbound: a guest listener takes connections on the pod's address (--inbound) ---
+# fetch_tcp NETNS ADDR PORT: the first line a TCP server there sends, polled (scaling timeout)
+# until it answers; NETNS "-" is the host's namespace.
+fetch_tcp() {
+	$PY - "$@" <<'EOF'
+import os, subprocess, sys, time
+ns, addr, port = sys.argv[1:4]
+end = time.monotonic() + 30 * float(os.environ.get("HUSK_TEST_TIMEOUT_SCALE", "1"))
+code = ("import socket,sys\ns=socket.create_connection((sys.argv[1],int(sys.argv[2])),5)\n"
+        "print(s.recv(100).decode().strip())")
+pre = [] if ns == "-" else ["ip", "netns", "exec", ns]
+out = ""
+while time.monotonic() < end:
+    r = subprocess.run(pre + [sys.executable, "-c", code, addr, port],
+                       capture_output=True, text=True)
+    out = r.stdout.strip() or " ".join(r.stderr.strip().splitlines()[-1:])
+    if r.returncode == 0:
+        break
+    time.sleep(0.2)
+print(out)
+EOF
+}
+IPORT=$((PORT + 1))
+config_with "[\"sh\", \"-c\", \"echo inbound-ok | nc -l -p $IPORT\"]" "$netns"
+if H create --bundle "$bundle" nsp-in1 >/dev/null 2>&1 && H start nsp-in1; then
+	expect_output "a guest listener takes a connection on the pod's address" "inbound-ok" 0 -- \
+		fetch_tcp "$POD" 10.250.0.1 "$IPORT"
+else
+	fail "a guest listener takes a connection on the pod's address" "create/start failed"
+fi
+H delete -f nsp-in1 >/dev/null 2>&1
+# Without a network namespace of the engine's (no --inbound) the host's network never reaches a
+# guest listener: once the guest listens (seen from inside), the host's loopback port refuses.
+config_with "[\"sh\", \"-c\", \"echo inbound-ok | nc -l -p $IPORT\"]" "-"
+if H create --bundle "$bundle" nsp-in2 >/dev/null 2>&1 && H start nsp-in2; then
+	H exec nsp-in2 sh -c "i=0; until nc -z 127.0.0.1 $IPORT || [ \$i -gt 300 ]; do sleep 0.1; i=\$((i+1)); done" >/dev/null 2>&1
+	out=$($PY -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 5)" "$IPORT" 2>&1)
+	case "$out" in
+	*"Connection refused"*) pass "without a pod network namespace the host reaches no guest listener" ;;
+	*) fail "without a pod network namespace the host reaches no guest listener" "$out" ;;
+	esac
+else
+	fail "without a pod network namespace the host reaches no guest listener" "create/start failed"
+fi
+H delete -f nsp-in2 >/dev/null 2>&1
 finish

@@ -70,11 +70,7 @@ CHECKS = [
 
 # What husk is known not to do yet: reported as TAP "# TODO" (cri.sh counts them apart), with
 # the reason; one that passes says so, so that it is taken off this list.
-KNOWN_GAPS = {
-    ("husk", "the server answers on the pod's address from the pod's network namespace"):
-    "inbound connections: the guest's listening sockets are the sandbox's own "
-    "(docs/kubernetes.md)",
-}
+KNOWN_GAPS = {}
 
 
 class Checks:
