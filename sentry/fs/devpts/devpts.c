@@ -45,6 +45,7 @@
 #include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/host/hosttty.h"
 #include "sentry/kernel/current.h"
+#include "sentry/kernel/jobids.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
@@ -214,37 +215,6 @@ static void tty_flush_signal(struct tty *tty, int32_t pgrp, int sig)
 		kill_pgrp(tty->k, pgrp, sig);
 }
 
-struct ids {
-	int32_t pid, pgid, sid;
-};
-
-static void task_ids(struct task *t, struct ids *ids)
-{
-	pthread_mutex_lock(&t->k->tree_lock);
-	ids->pid = t->tg->pid;
-	ids->pgid = t->tg->pgid;
-	ids->sid = t->tg->sid;
-	pthread_mutex_unlock(&t->k->tree_lock);
-}
-
-/* Whether session sid still has its leader (Linux drops the tty when the leader exits). */
-static bool session_alive(struct kernel *k, int32_t sid)
-{
-	struct thread_group *tg;
-	bool alive;
-
-	if (!k || sid <= 0)
-		return false;
-	tg = kernel_find_tg(k, sid);
-	if (!tg)
-		return false;
-	pthread_mutex_lock(&tg->lock);
-	alive = tg->state == TG_RUNNING;
-	pthread_mutex_unlock(&tg->lock);
-	tg_put(tg);
-	return alive;
-}
-
 /* The controlling terminal of session sid, a new reference, or NULL. */
 static struct tty *ctty_of_session(struct kernel *k, int32_t sid)
 {
@@ -260,7 +230,7 @@ static struct tty *ctty_of_session(struct kernel *k, int32_t sid)
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
-	if (found && !session_alive(k, sid)) {
+	if (found && !kernel_session_alive(k, sid)) {
 		pthread_mutex_lock(&found->lock);
 		if (found->session == sid)
 			found->session = found->pgrp = 0;
@@ -273,12 +243,12 @@ static struct tty *ctty_of_session(struct kernel *k, int32_t sid)
 
 void devpts_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
 {
-	struct ids ids;
+	struct job_ids ids;
 	struct tty *tty;
 
 	*tty_nr = 0;
 	*tpgid = -1;
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	tty = ctty_of_session(t->k, ids.sid);
 	if (!tty) {
 		hosttty_ctty_of(t, tty_nr, tpgid); /* the caller's terminal (husk do) */
@@ -727,13 +697,13 @@ static void master_release(struct file *f)
  */
 static long job_control(struct tty *tty, struct task *t, int sig, bool is_read)
 {
-	struct ids ids;
+	struct job_ids ids;
 	int32_t session, pgrp;
 	bool ignored;
 
 	if (!t)
 		return 0;
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	pthread_mutex_lock(&tty->lock);
 	session = tty->session;
 	pgrp = tty->pgrp;
@@ -889,11 +859,11 @@ static long copy_in(struct task *t, void *dst, uint64_t addr, size_t len)
 /* Makes tty the controlling terminal of t's session (TIOCSCTTY, open without O_NOCTTY). */
 static long tty_set_ctty(struct tty *tty, struct task *t, bool steal, bool quiet)
 {
-	struct ids ids;
+	struct job_ids ids;
 	struct tty *cur;
 	int32_t owner;
 
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	if (ids.pid != ids.sid)
 		return quiet ? 0 : -EPERM;
 	cur = ctty_of_session(t->k, ids.sid);
@@ -904,7 +874,7 @@ static long tty_set_ctty(struct tty *tty, struct task *t, bool steal, bool quiet
 	pthread_mutex_lock(&tty->lock);
 	owner = tty->session;
 	pthread_mutex_unlock(&tty->lock);
-	if (owner && session_alive(t->k, owner)) {
+	if (owner && kernel_session_alive(t->k, owner)) {
 		if (quiet)
 			return 0;
 		if (!steal || !cred_capable(&t->cred, LINUX_CAP_SYS_ADMIN))
@@ -922,10 +892,10 @@ static long tty_set_ctty(struct tty *tty, struct task *t, bool steal, bool quiet
 /* Whether tty is t's controlling terminal. */
 static bool is_ctty(struct tty *tty, struct task *t)
 {
-	struct ids ids;
+	struct job_ids ids;
 	bool r;
 
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	pthread_mutex_lock(&tty->lock);
 	r = tty->session && tty->session == ids.sid;
 	pthread_mutex_unlock(&tty->lock);
@@ -1159,12 +1129,12 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 			return -ENOTTY; /* Linux allows it on a master; nothing here needs it */
 		return tty_set_ctty(tty, t, arg == 1, false);
 	case TIOCNOTTY: {
-		struct ids ids;
+		struct job_ids ids;
 		int32_t pgrp;
 
 		if (!is_ctty(tty, t))
 			return -ENOTTY;
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		if (ids.pid != ids.sid)
 			return 0; /* only the leader detaches the session here */
 		pthread_mutex_lock(&tty->lock);
@@ -1186,7 +1156,7 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 		return copy_out(t, arg, &v, sizeof(v));
 	case TIOCSPGRP: {
 		struct pgrp_find pf = { 0 };
-		struct ids ids;
+		struct job_ids ids;
 
 		if (master || !is_ctty(tty, t))
 			return -ENOTTY;
@@ -1198,7 +1168,7 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 		err = job_control(tty, t, SIGTTOU, false);
 		if (err < 0)
 			return err;
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		pf.pgid = v;
 		pf.sid = ids.sid;
 		pthread_mutex_lock(&t->k->tree_lock);
@@ -1337,9 +1307,9 @@ static struct file *host_open(struct tty *tty, int flags)
 	/* A session leader without a controlling terminal acquires it (hosttty.c's rules). */
 	if (t && !(flags & O_NOCTTY)) {
 		struct tty *own;
-		struct ids ids;
+		struct job_ids ids;
 
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		own = ctty_of_session(t->k, ids.sid);
 		if (own)
 			tty_put(own);
@@ -1484,12 +1454,12 @@ struct file *devpts_open_ctty(int flags)
 {
 	struct task *t = task_current();
 	struct tty *tty;
-	struct ids ids;
+	struct job_ids ids;
 	struct file *f;
 
 	if (!t)
 		return ERR_PTR(-ENXIO);
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	tty = ctty_of_session(t->k, ids.sid);
 	if (!tty)
 		return hosttty_open_ctty(t, flags); /* the caller's terminal (husk do), or ENXIO */

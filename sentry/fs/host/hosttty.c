@@ -25,6 +25,7 @@
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/host/hostfile.h"
 #include "sentry/fs/host/hosttty.h"
+#include "sentry/kernel/jobids.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
@@ -115,37 +116,6 @@ void hosttty_init(struct kernel *k)
 	}
 }
 
-struct ids {
-	int32_t pid, pgid, sid;
-};
-
-static void task_ids(struct task *t, struct ids *ids)
-{
-	pthread_mutex_lock(&t->k->tree_lock);
-	ids->pid = t->tg->pid;
-	ids->pgid = t->tg->pgid;
-	ids->sid = t->tg->sid;
-	pthread_mutex_unlock(&t->k->tree_lock);
-}
-
-/* Whether session sid still has its leader (Linux drops the terminal when the leader exits). */
-static bool session_alive(struct kernel *k, int32_t sid)
-{
-	struct thread_group *tg;
-	bool alive;
-
-	if (!k || sid <= 0)
-		return false;
-	tg = kernel_find_tg(k, sid);
-	if (!tg)
-		return false;
-	pthread_mutex_lock(&tg->lock);
-	alive = tg->state == TG_RUNNING;
-	pthread_mutex_unlock(&tg->lock);
-	tg_put(tg);
-	return alive;
-}
-
 /* The session and foreground group of rdev, after dropping a session whose leader is gone. */
 static void tty_state(struct kernel *k, dev_t rdev, int32_t *session, int32_t *pgrp)
 {
@@ -159,7 +129,7 @@ static void tty_state(struct kernel *k, dev_t rdev, int32_t *session, int32_t *p
 		*pgrp = tty->pgrp;
 	}
 	pthread_mutex_unlock(&tty_lock);
-	if (*session && !session_alive(k, *session)) {
+	if (*session && !kernel_session_alive(k, *session)) {
 		pthread_mutex_lock(&tty_lock);
 		tty = tty_find(rdev, false);
 		if (tty && tty->session == *session)
@@ -225,19 +195,19 @@ static bool sig_ignored_or_blocked(struct task *t, int sig)
 }
 
 /* Whether t is in a background group of the session that holds rdev. */
-static bool in_background(dev_t rdev, struct task *t, struct ids *ids)
+static bool in_background(dev_t rdev, struct task *t, struct job_ids *ids)
 {
 	int32_t session, pgrp;
 
 	tty_state(t->k, rdev, &session, &pgrp);
-	task_ids(t, ids);
+	task_job_ids(t, ids);
 	return session && session == ids->sid && pgrp && pgrp != ids->pgid;
 }
 
 /* Linux's tty_check_change and the read side of job control: sig is SIGTTOU or SIGTTIN. */
 static long job_control(dev_t rdev, struct task *t, int sig)
 {
-	struct ids ids;
+	struct job_ids ids;
 
 	if (!t || !in_background(rdev, t, &ids))
 		return 0;
@@ -250,7 +220,7 @@ static long job_control(dev_t rdev, struct task *t, int sig)
 long hosttty_job_control(int fd, dev_t rdev, struct task *t, bool is_read)
 {
 	struct termios tm;
-	struct ids ids;
+	struct job_ids ids;
 
 	if (is_read)
 		return job_control(rdev, t, LINUX_SIGTTIN);
@@ -322,9 +292,9 @@ static long set_ctty(int fd, dev_t rdev, struct task *t, bool steal)
 {
 	int32_t session, pgrp;
 	struct hosttty *tty;
-	struct ids ids;
+	struct job_ids ids;
 
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	if (ids.pid != ids.sid)
 		return -EPERM;
 	tty_state(t->k, rdev, &session, &pgrp);
@@ -355,7 +325,7 @@ void hosttty_open_acquire(int fd, dev_t rdev, struct task *t)
 long hosttty_ioctl(int fd, dev_t rdev, struct task *t, unsigned int cmd, uint64_t arg)
 {
 	int32_t session, pgrp, v;
-	struct ids ids;
+	struct job_ids ids;
 	long err;
 	int iv;
 
@@ -404,7 +374,7 @@ check_then_host:
 			return err;
 		return ioctl(fd, cmd, (unsigned long)(unsigned int)arg) < 0 ? -errno : 0;
 	case TIOCGPGRP:
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		tty_state(t->k, rdev, &session, &pgrp);
 		/*
 		 * Not the caller's controlling terminal: Linux says ENOTTY; the caller's own group
@@ -414,7 +384,7 @@ check_then_host:
 		v = session && session == ids.sid ? pgrp : ids.pgid;
 		return copy_out(t, arg, &v, sizeof(v));
 	case TIOCGSID:
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		tty_state(t->k, rdev, &session, &pgrp);
 		if (!session || session != ids.sid)
 			return -ENOTTY;
@@ -423,7 +393,7 @@ check_then_host:
 		struct pgrp_find pf = { 0 };
 		struct hosttty *tty;
 
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		tty_state(t->k, rdev, &session, &pgrp);
 		if (!session || session != ids.sid)
 			return -ENOTTY;
@@ -454,7 +424,7 @@ check_then_host:
 	case TIOCNOTTY: {
 		struct hosttty *tty;
 
-		task_ids(t, &ids);
+		task_job_ids(t, &ids);
 		tty_state(t->k, rdev, &session, &pgrp);
 		if (!session || session != ids.sid)
 			return -ENOTTY;
@@ -492,18 +462,18 @@ bool hosttty_terminal_signal(struct kernel *k, int sig)
 
 struct file *hosttty_open_ctty(struct task *t, int flags)
 {
-	struct ids ids;
+	struct job_ids ids;
 	struct file *f;
 	int fd = -1;
 
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	pthread_mutex_lock(&tty_lock);
 	for (int i = 0; i < HOSTTTY_MAX && fd < 0; i++) {
 		if (ttys[i].used && ttys[i].session == ids.sid && ttys[i].fd >= 0)
 			fd = fcntl(ttys[i].fd, F_DUPFD_CLOEXEC, 10);
 	}
 	pthread_mutex_unlock(&tty_lock);
-	if (fd < 0 || !session_alive(t->k, ids.sid)) {
+	if (fd < 0 || !kernel_session_alive(t->k, ids.sid)) {
 		if (fd >= 0)
 			close(fd);
 		return ERR_PTR(-ENXIO);
@@ -521,10 +491,10 @@ bool hosttty_ctty_of(struct task *t, int32_t *tty_nr, int32_t *tpgid)
 {
 	int32_t session = 0, pgrp = 0;
 	dev_t rdev = 0;
-	struct ids ids;
+	struct job_ids ids;
 	int index;
 
-	task_ids(t, &ids);
+	task_job_ids(t, &ids);
 	pthread_mutex_lock(&tty_lock);
 	for (int i = 0; i < HOSTTTY_MAX && !session; i++) {
 		if (ttys[i].used && ttys[i].session && ttys[i].session == ids.sid) {
