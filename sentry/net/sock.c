@@ -362,7 +362,11 @@ static void sock_node_release(struct vfs_node *n)
 	struct sock *s = container_of(n, struct sock, node);
 
 	/* sock_close_locked emptied the queue of every socket that had one; nothing can queue on
-	 * a closed socket, so there is nothing left to free here (and no lock to take). */
+	 * a closed socket, so there is nothing left to free here (and no lock to take). A socket
+	 * that never had a file (a host connection a listener took and nobody accepted) still has
+	 * its host socket: closed here. */
+	if (s->hostfd >= 0)
+		host_release(s);
 	free(s);
 }
 
