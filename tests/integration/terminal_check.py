@@ -188,13 +188,22 @@ def scenario_shell(argv):
     prompt_wait(t)
     t.take()
 
-    # A window size change reaches the guest (SIGWINCH, then TIOCGWINSZ).
-    fcntl.ioctl(t.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
-    t.send(b"stty size\n")
-    ok = t.read_until(b"33 101\r\n")
-    # What the pty itself says, for the record when the guest saw another size.
-    rows, cols = struct.unpack("HHHH", fcntl.ioctl(t.fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
-    check("window-size", ok, t.buf + b" (the pty: %d %d)" % (rows, cols))
+    # A window size change reaches the guest (SIGWINCH, then TIOCGWINSZ). On a loaded machine
+    # the pty itself was seen back at 24x80 after the resize (1 run in ~20; nothing in husk
+    # sets a size): when the pty no longer holds what was set, the guest's answer says nothing
+    # and the resize is made again (3 times at most). A guest that answers another size than
+    # the pty holds fails at once.
+    for attempt in range(3):
+        fcntl.ioctl(t.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+        t.send(b"stty size\n")
+        ok = t.read_until(b"33 101\r\n")
+        # What the pty itself says, for the record when the guest saw another size.
+        rows, cols = struct.unpack("HHHH", fcntl.ioctl(t.fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
+        if ok or (rows, cols) == (33, 101):
+            break
+        prompt_wait(t)
+        t.take()
+    check("window-size", ok, t.buf + b" (the pty: %d %d; attempt %d)" % (rows, cols, attempt + 1))
     prompt_wait(t)
     t.take()
 

@@ -133,10 +133,12 @@ def test_idle_hibernate_frees_the_sandbox_and_auto_resume_restores_it(server, cl
         assert fp["procs"], "no sentry found for %s" % sb.id
         wait_for(lambda: sb.refresh().state == "paused" and sb.hibernated, 30,
                  "the idle sandbox to hibernate")
-        # Its sentry and gofer are gone: nothing of it runs, its memory is freed.
-        alive = [(k, pid) for k, pid, start in fp["procs"]
-                 if start is not None and _start_time(pid) == start]
-        assert alive == [], alive
+        # Its sentry and gofer are gone: nothing of it runs, its memory is freed. The gofer
+        # exits once it sees the sentry's socket close, a moment after the checkpoint.
+        def alive():
+            return [(k, pid) for k, pid, start in fp["procs"]
+                    if start is not None and _start_time(pid) == start]
+        wait_for(lambda: alive() == [], 10, "the sandbox's processes to end: %s" % alive())
         image = os.path.join(server.state_dir, "sandboxes", sb.id, "hibernate")
         assert os.path.getsize(os.path.join(image, "husk-image.pb")) > 0
         # An exec restores it transparently: files and the counting process are back.
