@@ -388,18 +388,6 @@ int control_member_memory(struct kernel *k, int32_t num, uint64_t *usage, uint64
 	return 0;
 }
 
-/* One message (sendmsg: the filter allows it, not send/sendto). */
-static void send_msg(int fd, const void *buf, size_t len)
-{
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
-
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-}
-
 static void send_reply(int fd, int err, int32_t pid)
 {
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
@@ -411,7 +399,7 @@ static void send_reply(int fd, int err, int32_t pid)
 
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_msg(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 }
 
 /*
@@ -439,7 +427,7 @@ static void serve_member_oom_wait_one(struct control_member *m, int fd, const vo
 	h.len = sizeof(r);
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_msg(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 	for (int i = 0; r.err == 0 && i < 600; i++) {
 		struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 
@@ -496,7 +484,7 @@ static void send_exited(int fd, int status)
 
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &ex, sizeof(ex));
-	send_msg(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 }
 
 /* Whether id (size bytes) is a NUL-terminated container id husk would accept. */
@@ -717,7 +705,7 @@ static void serve_member_ps(struct kernel *k, struct control_member *m, int fd)
 	h.len = (uint32_t)(sizeof(r) + r.n * sizeof(struct control_ps_entry));
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), &r, sizeof(r));
-	send_msg(fd, buf, sizeof(h) + h.len);
+	control_send_msg(fd, buf, sizeof(h) + h.len);
 	free(buf);
 }
 
@@ -773,7 +761,7 @@ static void serve_member_stats(struct kernel *k, struct control_member *m, int f
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_msg(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 }
 
 void control_container_target(struct kernel *k, int fd, const void *msg, size_t len)
@@ -811,7 +799,7 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 
 		n = control_serve_member(k, m, buf, (size_t)n, fds, nfds, reply, &tg);
 		nfds = 0;
-		send_msg(fd, reply, (size_t)n);
+		control_send_msg(fd, reply, (size_t)n);
 		if (tg) {
 			struct exec_watch ew = { .tg = tg, .fd = fd };
 			pthread_attr_t attr;

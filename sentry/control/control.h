@@ -85,6 +85,10 @@ int control_list_container_processes(struct kernel *k, int32_t num, struct contr
  */
 ssize_t control_recv_request(int fd, void *buf, size_t len, int *fds, int *nfds);
 
+/* Sends one message of len bytes on control connection fd (sendmsg, no SIGPIPE; a closed peer
+ * loses it: the connection's end is noticed by its reader). */
+void control_send_msg(int fd, const void *buf, size_t len);
+
 /*
  * SIGKILLs process tg as kill(2) from outside the sandbox would (its children live on, as
  * runc's when the engine kills an exec'd process). Any thread; tg ended already: nothing.

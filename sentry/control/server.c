@@ -97,7 +97,7 @@ ssize_t control_recv_request(int fd, void *buf, size_t len, int *fds, int *nfds)
 }
 
 /* One message (sendmsg: the filter allows it, not send/sendto). */
-static void send_all(int fd, const void *buf, size_t len)
+void control_send_msg(int fd, const void *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -126,7 +126,7 @@ static void serve_ps(struct kernel *k, int fd)
 		char small[sizeof(h) + sizeof(r)];
 		memcpy(small, &h, sizeof(h));
 		memcpy(small + sizeof(h), &r, sizeof(r));
-		send_all(fd, small, sizeof(small));
+		control_send_msg(fd, small, sizeof(small));
 		return;
 	}
 	n = control_list_processes(k, (struct control_ps_entry *)(buf + sizeof(h) + sizeof(r)),
@@ -136,7 +136,7 @@ static void serve_ps(struct kernel *k, int fd)
 	h.len = (uint32_t)(sizeof(r) + r.n * sizeof(struct control_ps_entry));
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), &r, sizeof(r));
-	send_all(fd, buf, sizeof(h) + h.len);
+	control_send_msg(fd, buf, sizeof(h) + h.len);
 	free(buf);
 }
 
@@ -159,7 +159,7 @@ static void serve_update(struct kernel *k, int fd, const void *msg, size_t len)
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_all(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 }
 
 /* CONTROL_STATS: the sandbox's memory and pids usage and limits (husk events --stats). */
@@ -197,7 +197,7 @@ static void serve_stats(struct kernel *k, int fd, size_t len)
 	}
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_all(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 }
 
 /* How long a pause or checkpoint waits for every task to stop (they stop within microseconds
@@ -218,7 +218,7 @@ static void send_reply(int fd, int err)
 
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_all(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 }
 
 /* CONTROL_PAUSE / CONTROL_RESUME: every task stops (freeze.c) until resumed. */
@@ -326,7 +326,7 @@ static void serve_checkpoint(struct kernel *k, int fd, const void *msg, size_t l
 		close(fds[i]);
 	memcpy(out, &h, sizeof(h));
 	memcpy(out + sizeof(h), &r, sizeof(r));
-	send_all(fd, out, sizeof(out));
+	control_send_msg(fd, out, sizeof(out));
 	if (locked)
 		pthread_mutex_unlock(&ckpt_lock);
 }
@@ -542,7 +542,7 @@ static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t le
 	if (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE)) {
 		struct timespec end = deadline_in(OOM_ACK_MS);
 
-		send_all(*fd, out, sizeof(out));
+		control_send_msg(*fd, out, sizeof(out));
 		/* Until the peer is done with it (or gives no sign for too long). */
 		pthread_mutex_lock(&oomw_lock);
 		while (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE) &&
@@ -614,7 +614,7 @@ static void *conn_main(void *arg)
 			goto out;
 		case CONTROL_SIGNAL:
 			n = control_serve_signal(c->k, buf, (size_t)n, reply);
-			send_all(c->fd, reply, (size_t)n);
+			control_send_msg(c->fd, reply, (size_t)n);
 			goto out;
 		case CONTROL_UPDATE:
 			serve_update(c->k, c->fd, buf, (size_t)n);
@@ -635,7 +635,7 @@ static void *conn_main(void *arg)
 	}
 	/* Anything else is an exec request (control_serve rejects what is not one). */
 	n = control_serve(c->k, buf, (size_t)n, fds, nfds, reply, &tg);
-	send_all(c->fd, reply, (size_t)n);
+	control_send_msg(c->fd, reply, (size_t)n);
 	if (tg) {
 		struct control_hdr eh = { .magic = CONTROL_MAGIC,
 					  .version = CONTROL_VERSION,
@@ -653,7 +653,7 @@ static void *conn_main(void *arg)
 		tg_put(tg);
 		memcpy(msg, &eh, sizeof(eh));
 		memcpy(msg + sizeof(eh), &ex, sizeof(ex));
-		send_all(c->fd, msg, sizeof(msg));
+		control_send_msg(c->fd, msg, sizeof(msg));
 		if (w) {
 			/* The watch closes the fd once its thread is done with it too. */
 			hup_watch_put(w);
