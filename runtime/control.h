@@ -63,6 +63,7 @@ enum control_op {
 	/* Numbered apart from the others: issue 16's helpers add ops at once. */
 	CONTROL_OOM_WAIT = 40, /* wait for the sentry's next OOM kill; see struct control_oom */
 	CONTROL_OOM_REPLY = 41,
+	CONTROL_OOM_ARMED = 42, /* a CONTROL_OOM_REPORTER wait is counted (no payload) */
 };
 
 struct control_hdr {
@@ -183,9 +184,16 @@ struct control_checkpoint_reply {
  */
 struct control_oom {
 	int32_t err; /* reply: 0 or -errno */
-	uint32_t pad;
+	uint32_t flags; /* request: CONTROL_OOM_REPORTER or 0 */
 	uint64_t kills;
 };
+
+/*
+ * The request is husk-oomwatch's, which reports each kill to the host cgroup and then hangs up:
+ * the sentry answers CONTROL_OOM_ARMED first, and from then on the end of the sandbox (or of the
+ * member) waits for every OOM kill to be reported, even one between two requests.
+ */
+#define CONTROL_OOM_REPORTER 1u
 
 #define CONTROL_UPDATE_MSG_LEN (sizeof(struct control_hdr) + sizeof(struct control_update))
 

@@ -120,7 +120,8 @@ int control_recv(int sock, uint16_t op, void *payload, size_t len)
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != CONTROL_MAGIC || h.op != op || h.len != len)
 		return -EPROTO;
-	memcpy(payload, buf + sizeof(h), len);
+	if (len)
+		memcpy(payload, buf + sizeof(h), len);
 	return 0;
 }
 

@@ -407,7 +407,7 @@ static void send_reply(int fd, int err, int32_t pid)
  * member's next OOM kill past the request's count, then waits (at most a minute, polling) for
  * the watcher to hang up once it made its report. A hang-up before the kill ends the wait.
  */
-static void serve_member_oom_wait_one(struct control_member *m, int fd, const void *msg, size_t len)
+static void serve_member_oom_wait(struct control_member *m, int fd, const void *msg, size_t len)
 {
 	struct control_hdr h;
 	struct control_oom req, r = { 0 };
@@ -419,6 +419,15 @@ static void serve_member_oom_wait_one(struct control_member *m, int fd, const vo
 		r.err = -EINVAL;
 	} else {
 		memcpy(&req, (const char *)msg + sizeof(h), sizeof(req));
+		if (req.flags & CONTROL_OOM_REPORTER) {
+			/* The kills up to its count were reported (or came before it watched). */
+			pthread_mutex_lock(&oom_lock);
+			m->oom_armed = true;
+			if (m->oom_reported < req.kills)
+				m->oom_reported = req.kills;
+			pthread_mutex_unlock(&oom_lock);
+			control_send_oom_armed(fd);
+		}
 		if (control_member_oom_wait(m, fd, req.kills, &total) < 0)
 			return; /* the watcher is gone */
 		r.kills = total;
@@ -442,22 +451,12 @@ static void serve_member_oom_wait_one(struct control_member *m, int fd, const vo
 	pthread_mutex_unlock(&oom_lock);
 }
 
-static void serve_member_oom_wait(struct control_member *m, int fd, const void *msg, size_t len)
-{
-	pthread_mutex_lock(&oom_lock);
-	m->oom_watchers++;
-	pthread_mutex_unlock(&oom_lock);
-	serve_member_oom_wait_one(m, fd, msg, len);
-	pthread_mutex_lock(&oom_lock);
-	m->oom_watchers--;
-	pthread_cond_broadcast(&oom_cond);
-	pthread_mutex_unlock(&oom_lock);
-}
-
 /*
- * Before a member's proxy learns that its init ended: an OOM kill a husk-oomwatch is waiting
- * for is reported first (at most a minute), so that the engine, which removes the cgroup once
- * the container is gone, reads the OOM before the exit, as the sandbox's end waits (server.c).
+ * Before a member's proxy learns that its init ended: once its husk-oomwatch was counted, each
+ * OOM kill is reported first (at most a minute), so that the engine, which removes the cgroup
+ * once the container is gone, reads the OOM before the exit, as the sandbox's end waits
+ * (server.c). husk create waits until the watcher is counted, so a kill right after start is
+ * one too.
  */
 static void member_oom_barrier(struct control_member *m)
 {
@@ -466,8 +465,7 @@ static void member_oom_barrier(struct control_member *m)
 	clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_sec += 60;
 	pthread_mutex_lock(&oom_lock);
-	while (m->oom_watchers > 0 &&
-	       m->oom_reported < __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED) &&
+	while (m->oom_armed && m->oom_reported < __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED) &&
 	       pthread_cond_timedwait(&oom_cond, &oom_lock, &end) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&oom_lock);
@@ -782,16 +780,18 @@ void control_container_target(struct kernel *k, int fd, const void *msg, size_t 
 	m = member_find(t.id);
 	if (!m)
 		return; /* the connection closes: husk reports the container as not running */
-	if (__atomic_load_n(&m->ending, __ATOMIC_ACQUIRE)) {
-		member_put(m);
-		return;
-	}
 	buf = malloc(CONTROL_MAX_MSG);
 	n = buf ? control_recv_request(fd, buf, CONTROL_MAX_MSG, fds, &nfds) : -ENOMEM;
 	if (n < (ssize_t)sizeof(h))
 		goto out;
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != CONTROL_MAGIC || h.version != CONTROL_VERSION)
+		goto out_close;
+	/*
+	 * Once its init ended, only husk-oomwatch's waits: the end waits for the kills it has
+	 * yet to report (member_oom_barrier), one of them maybe made while it reconnected.
+	 */
+	if (__atomic_load_n(&m->ending, __ATOMIC_ACQUIRE) && h.op != CONTROL_OOM_WAIT)
 		goto out_close;
 	switch (h.op) {
 	case CONTROL_EXEC: {

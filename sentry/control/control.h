@@ -146,6 +146,8 @@ void control_checkpoint_barrier(void);
  * engine removes that cgroup as soon as the sentry is gone. main calls it when pid 1 has ended.
  */
 void control_oom_barrier(struct kernel *k);
+/* Tells a husk-oomwatch wait (CONTROL_OOM_REPORTER) that it is counted: CONTROL_OOM_ARMED. */
+void control_send_oom_armed(int fd);
 
 /* The listening control socket's fd, or -1: sentry/filter.c allows accept4 on it only. */
 int control_listen_fd(void);
@@ -221,8 +223,11 @@ struct control_member {
 	int refs; /* members_lock (container.c) */
 	/* Its memory limit (atomics): 0 none; its OOM kills; bytes charged since the last check. */
 	uint64_t memory_limit, oom_kills, charged;
-	/* oom_lock (container.c): husk-oomwatch connections waiting, kills they reported. */
-	int oom_watchers;
+	/*
+	 * oom_lock (container.c): a husk-oomwatch wait was counted (its end then waits for every
+	 * kill to be reported), the kills it reported.
+	 */
+	bool oom_armed;
 	uint64_t oom_reported;
 	bool ending; /* atomic: its init ended, its processes are being killed */
 };

@@ -446,7 +446,10 @@ static void exec_hup(void *arg)
  * The OOM waits being served. A waiter is answered at the next OOM kill and then waits for its
  * peer to hang up, which husk-oomwatch does once it has made the kill an OOM of the host cgroup
  * (runtime/oomreport.c): the end of the sandbox waits for that (control_oom_barrier), since an
- * engine deletes the container, and its cgroup, as soon as the sentry is gone.
+ * engine deletes the container, and its cgroup, as soon as the sentry is gone. Once a
+ * husk-oomwatch wait (CONTROL_OOM_REPORTER) has been counted, the end also waits for the kills
+ * no wait is pending for (one before the watcher's first wait, or between two of its waits):
+ * the watcher reports each (oom_armed, oom_reported).
  */
 struct oom_waiter {
 	uint64_t seen; /* the request's count */
@@ -460,6 +463,17 @@ struct oom_waiter {
 static pthread_mutex_t oomw_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t oomw_cond = PTHREAD_COND_INITIALIZER;
 static struct oom_waiter *oomw_list; /* oomw_lock */
+static bool oom_armed; /* oomw_lock: a husk-oomwatch wait was counted */
+static uint64_t oom_reported; /* oomw_lock: the kills husk-oomwatch has reported */
+
+void control_send_oom_armed(int fd)
+{
+	struct control_hdr h = { .magic = CONTROL_MAGIC,
+				 .version = CONTROL_VERSION,
+				 .op = CONTROL_OOM_ARMED };
+
+	control_send_msg(fd, &h, sizeof(h));
+}
 
 /* on_hup of an OOM wait: the waiter looks at its flag again. */
 static void oom_hup(void *arg)
@@ -495,7 +509,7 @@ void control_oom_barrier(struct kernel *k)
 	oom_stats(k, &st);
 	pthread_mutex_lock(&oomw_lock);
 	for (;;) {
-		bool pending = false;
+		bool pending = oom_armed && oom_reported < st.oom_kills;
 
 		for (struct oom_waiter *o = oomw_list; o; o = o->next)
 			pending |= o->seen < st.oom_kills &&
@@ -528,7 +542,15 @@ static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t le
 	pthread_mutex_lock(&oomw_lock);
 	o.next = oomw_list;
 	oomw_list = &o;
+	if (req.flags & CONTROL_OOM_REPORTER) {
+		/* The kills up to its count were reported (or came before it watched). */
+		oom_armed = true;
+		if (oom_reported < req.kills)
+			oom_reported = req.kills;
+	}
 	pthread_mutex_unlock(&oomw_lock);
+	if (req.flags & CONTROL_OOM_REPORTER)
+		control_send_oom_armed(*fd);
 	w = hup_watch_start(*fd, oom_hup, &o);
 	if (!w) {
 		send_reply(*fd, -ENOMEM);
@@ -548,6 +570,8 @@ static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t le
 		while (!__atomic_load_n(&o.gone, __ATOMIC_ACQUIRE) &&
 		       pthread_cond_timedwait(&oomw_cond, &oomw_lock, &end) != ETIMEDOUT)
 			;
+		if ((req.flags & CONTROL_OOM_REPORTER) && oom_reported < r.kills)
+			oom_reported = r.kills;
 		pthread_mutex_unlock(&oomw_lock);
 	}
 	/* Once done is set, oom_hup no longer touches o. */
