@@ -456,8 +456,13 @@ static void set_offset(int64_t new_off, uint64_t tsc)
  * The offset at start: HUSK_TEST_CLOCK_OFFSET_NS (tests: as if the sandbox had been paused for
  * that long, or, negative, restored on a host that booted more recently), then a guest
  * MONOTONIC that vtime_set_guest_monotonic asked for. Never a negative guest MONOTONIC: Linux
- * refuses time namespace offsets that would make one, programs take it for an error.
+ * refuses time namespace offsets that would make one, programs take it for an error. The test
+ * offset leaves the guest at least TEST_MONO_MIN_NS (or the host's, if less): programs compute
+ * "a second ago" as an absolute time (negative: EINVAL), and MONOTONIC_RAW, a little behind
+ * MONOTONIC, must not go negative either.
  */
+#define TEST_MONO_MIN_NS (60LL * 1000000000LL)
+
 static void start_offset(void)
 {
 	const char *env = getenv("HUSK_TEST_CLOCK_OFFSET_NS");
@@ -483,6 +488,13 @@ static void start_offset(void)
 	if (pending_guest) {
 		off = host - (int64_t)MIN(pending_guest_ns, (uint64_t)INT64_MAX);
 		pending_guest = false;
+	}
+	if (!restored && off > host - MIN(host, TEST_MONO_MIN_NS)) {
+		log_warn("time: an offset of %lld ns would leave the guest's MONOTONIC below "
+			 "%lld s: %lld ns instead",
+			 (long long)off, TEST_MONO_MIN_NS / 1000000000LL,
+			 (long long)(host - MIN(host, TEST_MONO_MIN_NS)));
+		off = host - MIN(host, TEST_MONO_MIN_NS);
 	}
 	if (off > host) {
 		log_warn("time: an offset of %lld ns would make the guest's MONOTONIC negative: "
