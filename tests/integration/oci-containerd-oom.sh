@@ -27,6 +27,12 @@ fi
 
 work=$(mktemp -d /tmp/husk-ctr-oom.XXXXXX)
 HUSK=$(engine_runtime "$work")
+# husk's own logs (sentry, gofer, husk-oomwatch), shown when a check fails.
+mkdir -p "$work/logs"
+printf '#!/bin/sh\nexec "%s" --debug-log "%s" "$@"\n' "$HUSK" "$work/logs" >"$work/husk-dbg"
+chmod 755 "$work/husk-dbg"
+HUSK=$work/husk-dbg
+logs() { tail -n 15 "$work"/logs/"$1".* 2>&1; }
 sock=$work/containerd.sock
 cat >"$work/config.toml" <<EOT
 version = 2
@@ -84,13 +90,13 @@ evpid=$!
 C $RUN m1 sleep 1000 >/dev/null 2>&1
 if ! C task ls | grep -qE "^m1 +[0-9]+ +RUNNING"; then
 	fail "ctr run -d --memory-limit 64 MiB: task RUNNING" "$(C task ls 2>&1)" \
-		"$(tail -n 5 "$work/containerd.log")"
+		"$(tail -n 5 "$work/containerd.log")" "$(logs m1)"
 	finish
 fi
 out=$(C task exec --exec-id hog m1 sh -c "$HOG" 2>&1)
 st=$?
 [ "$st" = 137 ] && [ "$out" != survived ] && pass "an exec over the limit is killed (137)" ||
-	fail "an exec over the limit is killed (137)" "status $st: $out"
+	fail "an exec over the limit is killed (137)" "status $st: $out" "$(logs m1)"
 if wait_for event oom m1; then
 	pass "the shim publishes /tasks/oom for the exec's OOM"
 else
@@ -126,7 +132,7 @@ C $RUN m2 sh -c "$HOG" >/dev/null 2>&1
 if wait_for event exit m2; then
 	grep "/tasks/exit {\"container_id\":\"m2\"" "$work/events" | grep -q '"exit_status":137' &&
 		pass "pid 1 over the limit: exit 137" ||
-		fail "pid 1 over the limit: exit 137" "$(grep m2 "$work/events")"
+		fail "pid 1 over the limit: exit 137" "$(grep m2 "$work/events")" "$(logs m2)"
 	if wait_for event oom m2; then
 		pass "pid 1 over the limit: the shim publishes /tasks/oom"
 	else
