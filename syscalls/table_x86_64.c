@@ -255,6 +255,16 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			     "NAME, PDEATHSIG, NO_NEW_PRIVS, DUMPABLE, CHILD_SUBREAPER, KEEPCAPS, "
 			     "CAPBSET_READ/DROP, CAP_AMBIENT, SECUREBITS, SET/GET_SECCOMP; others "
 			     "EINVAL" },
+	/* mounts and chroot: sys_mount.c (the sentry's own mount tree; nothing reaches the host) */
+	FULL(chroot),
+	PARTIAL(mount,
+		"tmpfs, proc, sysfs, devpts, mqueue, binds (MS_REC), remount, MS_MOVE, "
+		"propagation types recorded (shown in mountinfo; mounts are not propagated); "
+		"other types ENODEV"),
+	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
+			 "EBUSY (Linux remounts it read-only)"),
+	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
+			    "sandbox's own root is its tree's top (EINVAL, as Linux's rootfs)"),
 	PARTIAL(unshare, "CLONE_FILES, CLONE_FS; new namespaces: EPERM (the sandbox is one set)"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),

@@ -22,6 +22,26 @@
 static pthread_rwlock_t mount_lock = PTHREAD_RWLOCK_INITIALIZER;
 static uint64_t next_mount_id = 1;
 
+void vfs_mount_read_lock(void)
+{
+	pthread_rwlock_rdlock(&mount_lock);
+}
+
+void vfs_mount_read_unlock(void)
+{
+	pthread_rwlock_unlock(&mount_lock);
+}
+
+void vfs_mount_write_lock(void)
+{
+	pthread_rwlock_wrlock(&mount_lock);
+}
+
+void vfs_mount_write_unlock(void)
+{
+	pthread_rwlock_unlock(&mount_lock);
+}
+
 /* The tree the calling thread sets up instead of k's (vfs_setup_root_begin), or NULL. */
 static __thread struct vfs_path *setup_root;
 
