@@ -91,9 +91,9 @@ static int mnt_flags_of(unsigned long flags)
 /* Whether w is a superblock flag word every filesystem takes (Linux's vfs_parse_sb_flag). */
 static bool generic_option(const char *w)
 {
-	static const char *const words[] = { "ro",	"rw",	     "sync",  "async",
+	static const char *const words[] = { "ro",	"rw",	    "sync",	  "async",
 					     "dirsync", "lazytime", "nolazytime", "mand",
-					     "nomand",	"posixacl", "silent",	   "loud" };
+					     "nomand",	"posixacl", "silent",	  "loud" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(words); i++)
 		if (!strcmp(w, words[i]))
@@ -197,8 +197,8 @@ static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char
 			      size_t optsz)
 {
 	static const char *const proc_opts[] = { "hidepid", "gid", "subset" };
-	static const char *const devpts_opts[] = { "gid", "mode", "ptmxmode", "uid", "newinstance",
-						   "max" };
+	static const char *const devpts_opts[] = { "gid", "mode",	 "ptmxmode",
+						   "uid", "newinstance", "max" };
 	struct vfs_fs *fs;
 	int err = 0;
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,68 @@
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/mount_user.h"
 
-static uint64_t next_peer_group = 1;
 static uint32_t next_ns_index;
+
+/*
+ * Peer groups: how many mounts each shared:N has (N indexes the array), so that MS_SLAVE of a
+ * mount with no peer makes it private, as Linux. The peer lock is a leaf.
+ */
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *peer_count; /* protected by peer_lock */
+static uint64_t peer_cap, next_peer_group = 1;
+
+/* m joins group (0: a new one). Returns the group, or 0 when out of memory. */
+static uint64_t peer_join(uint64_t group)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (!group)
+		group = next_peer_group++;
+	if (group >= peer_cap) {
+		uint64_t ncap = peer_cap ? peer_cap * 2 : 64;
+		uint32_t *nv;
+
+		while (ncap <= group)
+			ncap *= 2;
+		nv = realloc(peer_count, ncap * sizeof(*nv));
+		if (!nv) {
+			pthread_mutex_unlock(&peer_lock);
+			return 0;
+		}
+		memset(nv + peer_cap, 0, (ncap - peer_cap) * sizeof(*nv));
+		peer_count = nv;
+		peer_cap = ncap;
+	}
+	peer_count[group]++;
+	pthread_mutex_unlock(&peer_lock);
+	return group;
+}
+
+static void peer_leave(uint64_t group)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (group && group < peer_cap && peer_count[group])
+		peer_count[group]--;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+static uint32_t peer_members(uint64_t group)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&peer_lock);
+	if (group < peer_cap)
+		n = peer_count[group];
+	pthread_mutex_unlock(&peer_lock);
+	return n;
+}
+
+/* m stops being shared (mount lock held, or m not yet visible). */
+static void make_unshared(struct vfs_mount *m)
+{
+	if (m->propagation == MS_SHARED)
+		peer_leave(m->peer_group);
+	m->peer_group = 0;
+}
 
 /* --- helpers on the tree (the mount lock held) --- */
 
@@ -118,6 +179,8 @@ static void umount_tree_locked(struct vfs_mount *m, struct mount_vec *drop)
 	__atomic_sub_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&m->mountpoint->fs->mounted_on, 1, __ATOMIC_RELEASE);
 	m->detached = true;
+	make_unshared(m);
+	m->propagation = 0;
 	/* The tree's reference: moved to drop (which already counts one of its own). */
 	if (vec_push(drop, m) == 0)
 		vfs_mount_put(m);
@@ -224,7 +287,7 @@ static struct vfs_mount_label *label_dup(const struct vfs_mount_label *o)
 /* The label's atime word for MS_NOATIME, MS_STRICTATIME or the default relatime. */
 static void label_set_atime(struct vfs_mount_label *l, int flags)
 {
-	const char *w = (flags & MS_NOATIME)	  ? "noatime" :
+	const char *w = (flags & MS_NOATIME)	 ? "noatime" :
 			(flags & MS_STRICTATIME) ? "" :
 						   "relatime";
 
@@ -263,8 +326,8 @@ int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, 
 }
 
 /* The path of node inside its filesystem below from ("/a/b"), after prefix. */
-static int node_fs_path(struct vfs_node *from, struct vfs_node *node, const char *prefix,
-			char *buf, size_t size)
+static int node_fs_path(struct vfs_node *from, struct vfs_node *node, const char *prefix, char *buf,
+			size_t size)
 {
 	char *tmp = malloc(VFS_PATH_MAX);
 	char *s;
@@ -304,8 +367,9 @@ static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
 		c->label = label_dup(m->label);
 	} else {
 		root = malloc(VFS_PATH_MAX);
-		if (root && node_fs_path(m->root, node, m->label && m->label->root ? m->label->root : "/",
-					 root, VFS_PATH_MAX) == 0) {
+		if (root &&
+		    node_fs_path(m->root, node, m->label && m->label->root ? m->label->root : "/",
+				 root, VFS_PATH_MAX) == 0) {
 			c->label = label_dup(m->label);
 			if (!c->label)
 				c->label = label_new(NULL, m->fs->type, NULL, NULL);
@@ -325,7 +389,7 @@ static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
 		}
 		free(root);
 	}
-	if (keep_peer && m->propagation == MS_SHARED) {
+	if (keep_peer && m->propagation == MS_SHARED && peer_join(m->peer_group)) {
 		c->propagation = MS_SHARED;
 		c->peer_group = m->peer_group;
 	} else if (keep_peer && m->propagation == MS_SLAVE) {
@@ -417,8 +481,7 @@ out:
 	return top;
 }
 
-int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at,
-		   bool rec)
+int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
 {
 	struct vfs_mount *top;
 	int err;
@@ -427,9 +490,11 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 		return -EINVAL;
 	if (src->mnt->propagation == MS_UNBINDABLE)
 		return -EINVAL;
+	/* Linux's graft_tree: a directory on a non-directory or the reverse is ENOTDIR. */
 	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(src->node))
-		return vfs_node_is_dir(src->node) ? -ENOTDIR : -EISDIR;
-	top = copy_tree(src->mnt, src->node, rec, false, NULL, NULL);
+		return -ENOTDIR;
+	/* Binds of shared mounts are their peers, of slaves slaves of the same master. */
+	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
 	if (IS_ERR(top))
 		return (int)PTR_ERR(top);
 	err = attach_new(top, at);
@@ -482,19 +547,29 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 			struct vfs_mount *m = v.v[i];
 
 			if (type == MS_SHARED) {
-				if (m->propagation != MS_SHARED)
-					m->peer_group = __atomic_fetch_add(&next_peer_group, 1,
-									   __ATOMIC_RELAXED);
+				if (m->propagation != MS_SHARED) {
+					m->peer_group = peer_join(0);
+					if (!m->peer_group) {
+						err = -ENOMEM;
+						break;
+					}
+				}
 				m->master = 0;
 			} else if (type == MS_SLAVE) {
-				/* A shared mount's peers become its master; a private one stays. */
-				if (m->propagation == MS_SHARED)
-					m->master = m->peer_group;
-				else if (m->propagation != MS_SLAVE)
+				/* Its peers become its master; with none, it is private (Linux). */
+				if (m->propagation == MS_SHARED) {
+					m->master =
+						peer_members(m->peer_group) > 1 ? m->peer_group : 0;
+					make_unshared(m);
+					if (!m->master) {
+						m->propagation = 0;
+						continue;
+					}
+				} else if (m->propagation != MS_SLAVE) {
 					continue;
-				m->peer_group = 0;
+				}
 			} else {
-				m->peer_group = 0;
+				make_unshared(m);
 				m->master = 0;
 			}
 			m->propagation = type == MS_PRIVATE ? 0 : type;
@@ -514,7 +589,7 @@ int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_
 	if (!is_mount_root(src) || !in_task_tree(t, m) || !in_task_tree(t, at->mnt))
 		return -EINVAL;
 	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(m->root))
-		return vfs_node_is_dir(m->root) ? -ENOTDIR : -EISDIR;
+		return -EINVAL; /* Linux's do_move_mount */
 	vfs_mount_write_lock();
 	if (!m->parent || m->detached) {
 		err = -EINVAL;
@@ -603,8 +678,7 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 	top = task_top(t, &root);
 	rm = root.mnt;
 	vfs_mount_write_lock();
-	if (!in_tree_locked(nm, top) || !in_tree_locked(rm, top) ||
-	    !in_tree_locked(om, top))
+	if (!in_tree_locked(nm, top) || !in_tree_locked(rm, top) || !in_tree_locked(om, top))
 		err = -EINVAL;
 	else if (nm->propagation == MS_SHARED || om->propagation == MS_SHARED ||
 		 (nm->parent && nm->parent->propagation == MS_SHARED) ||
@@ -696,6 +770,7 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 	}
 	ns->root->detached = true;
 	ns->root->ns = NULL;
+	make_unshared(ns->root);
 	vfs_mount_write_unlock();
 	vec_put(&drop);
 	vfs_mount_put(ns->root);
@@ -703,7 +778,8 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 }
 
 /* Moves *p onto its copy if its mount is one of olds. */
-static void move_path(struct vfs_path *p, const struct mount_vec *olds, const struct mount_vec *news)
+static void move_path(struct vfs_path *p, const struct mount_vec *olds,
+		      const struct mount_vec *news)
 {
 	for (size_t i = 0; i < olds->n; i++) {
 		if (p->mnt == olds->v[i]) {

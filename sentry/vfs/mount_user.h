@@ -34,13 +34,12 @@ int vfs_chroot(struct task *t, const char *path);
 int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
 		  const char *source, const char *fstype, const char *super_opts);
 /* A bind of src on at (with rec: src's submounts below it too). 0 or -errno. */
-int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at,
-		   bool rec);
+int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec);
 /* MS_REMOUNT (bind: MS_REMOUNT|MS_BIND) of the mount whose root is p. 0 or -EINVAL. */
 int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind);
 /* MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE (type), with rec for the submounts. */
 int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec);
-/* MS_MOVE of the mount whose root is src onto at. 0, -EINVAL, -ELOOP, -ENOTDIR, -EISDIR. */
+/* MS_MOVE of the mount whose root is src onto at. 0, -EINVAL or -ELOOP. */
 int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at);
 /*
  * umount2(2) of the mount whose root is p (MNT_DETACH, MNT_EXPIRE, MNT_FORCE in flags).
