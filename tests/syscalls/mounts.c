@@ -158,8 +158,8 @@ static void tmpfs_options(void)
 	memset(buf, 'x', sizeof(buf));
 	while (fd >= 0 && total < 4 << 20 && (n = write(fd, buf, sizeof(buf))) > 0)
 		total += n;
-	CHECK(total <= 1 << 20 && errno == ENOSPC, "wrote %ld bytes into a 1 MiB tmpfs (%s)",
-	      total, strerror(errno));
+	CHECK(total <= 1 << 20 && errno == ENOSPC, "wrote %ld bytes into a 1 MiB tmpfs (%s)", total,
+	      strerror(errno));
 	close(fd);
 	/* /proc/mounts: source, point, type, options. */
 	{
@@ -167,8 +167,8 @@ static void tmpfs_options(void)
 		char want[512];
 		bool found = false;
 
-		snprintf(want, sizeof(want), "x %s tmpfs rw,relatime,size=1024k,mode=700,uid=5,gid=6 0 0\n",
-			 at("t"));
+		snprintf(want, sizeof(want),
+			 "x %s tmpfs rw,relatime,size=1024k,mode=700,uid=5,gid=6 0 0\n", at("t"));
 		while (f && fgets(line, sizeof(line), f))
 			found |= !strcmp(line, want);
 		if (f)
@@ -242,8 +242,8 @@ static void binds(void)
 	CHECK_RET(mount(at("a"), at("c"), NULL, MS_BIND | MS_REC, NULL), 0);
 	CHECK_RET(access(at("c/sub/inner/g"), F_OK), 0);
 	CHECK(is_mountpoint(at("c/sub/inner")), "no submount in the recursive bind");
-	CHECK(mount_root_field(at("c"), root, sizeof(root)) && !strcmp(root, "/a"),
-	      "root field %s", root);
+	CHECK(mount_root_field(at("c"), root, sizeof(root)) && !strcmp(root, "/a"), "root field %s",
+	      root);
 	/* Same files: a write through one shows through the other. */
 	CHECK_RET(touch(at("c/sub/new")), 0);
 	CHECK_RET(access(at("b/new"), F_OK), 0);
