@@ -632,16 +632,16 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
 		return err;
 	}
 	vfs_mount_write_lock();
-	if (!m->parent) {
+	if (m == root.mnt && !(flags & MNT_DETACH)) {
+		/* Linux remounts the caller's root read-only here; husk answers EBUSY. */
+		err = -EBUSY;
+	} else if (!m->parent) {
 		/* The top of the tree (the sandbox's root): nothing below it to fall back on. */
 		err = -EINVAL;
 	} else if (!(flags & MNT_DETACH)) {
-		/*
-		 * Linux remounts the caller's root read-only here; husk answers EBUSY. Otherwise busy
-		 * is Linux's: submounts, or references beyond the tree's and this call's (a cwd, a
-		 * root, an open file).
-		 */
-		if (m == root.mnt || !list_empty(&m->children) || refcount_read(&m->ref) > 2)
+		/* Busy: submounts, or references beyond the tree's and this call's (a cwd, a root,
+		 * an open file). */
+		if (!list_empty(&m->children) || refcount_read(&m->ref) > 2)
 			err = -EBUSY;
 	}
 	if (err == 0)
