@@ -242,8 +242,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "namespace flags: EPERM (one set of namespaces per sandbox)"),
-	PARTIAL(clone3, "namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+	PARTIAL(clone, "CLONE_NEWNS: a mount namespace of the sentry's; other namespace flags: "
+		       "EPERM"),
+	PARTIAL(clone3,
+		"CLONE_NEWNS as clone; other namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -265,7 +267,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
 			    "sandbox's own root is its tree's top (EINVAL, as Linux's rootfs)"),
-	PARTIAL(unshare, "CLONE_FILES, CLONE_FS; new namespaces: EPERM (the sandbox is one set)"),
+	PARTIAL(unshare, "CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree in the "
+			 "sentry); other new namespaces: EPERM"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),
