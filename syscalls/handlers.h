@@ -369,5 +369,10 @@ SYSCALL_DECL(chroot);
 SYSCALL_DECL(mount);
 SYSCALL_DECL(umount2);
 SYSCALL_DECL(pivot_root);
+SYSCALL_DECL(open_tree);
+SYSCALL_DECL(move_mount);
+SYSCALL_DECL(fsopen);
+SYSCALL_DECL(fsconfig);
+SYSCALL_DECL(fsmount);
 
 #endif

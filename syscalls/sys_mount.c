@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/uio.h>
 
 #include "common/err.h"
 #include "common/util.h"
@@ -382,5 +384,373 @@ out_put_new:
 out_free:
 	free(nr);
 	free(po);
+	return r;
+}
+
+/* --- the new mount API: open_tree, move_mount, fsopen, fsconfig, fsmount --- */
+
+#define LINUX_OPEN_TREE_CLONE 1
+#define LINUX_AT_RECURSIVE 0x8000
+#define LINUX_MOVE_MOUNT_F_SYMLINKS 0x01
+#define LINUX_MOVE_MOUNT_F_AUTOMOUNTS 0x02
+#define LINUX_MOVE_MOUNT_F_EMPTY_PATH 0x04
+#define LINUX_MOVE_MOUNT_T_SYMLINKS 0x10
+#define LINUX_MOVE_MOUNT_T_AUTOMOUNTS 0x20
+#define LINUX_MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define LINUX_FSOPEN_CLOEXEC 1
+#define LINUX_FSMOUNT_CLOEXEC 1
+#define LINUX_FSCONFIG_SET_FLAG 0
+#define LINUX_FSCONFIG_SET_STRING 1
+#define LINUX_FSCONFIG_CMD_CREATE 6
+#define LINUX_FSCONFIG_CMD_CREATE_EXCL 8
+#define LINUX_MOUNT_ATTR_RDONLY 0x01
+#define LINUX_MOUNT_ATTR_NOSUID 0x02
+#define LINUX_MOUNT_ATTR_NODEV 0x04
+#define LINUX_MOUNT_ATTR_NOEXEC 0x08
+#define LINUX_MOUNT_ATTR__ATIME 0x70
+#define LINUX_MOUNT_ATTR_NOATIME 0x10
+#define LINUX_MOUNT_ATTR_STRICTATIME 0x20
+#define LINUX_MOUNT_ATTR_NODIRATIME 0x80
+
+/* Installs an O_PATH file on (mnt, node) (new references taken). Returns the fd or -errno. */
+static long install_path_fd(struct task *t, struct vfs_mount *mnt, struct vfs_node *node,
+			    bool cloexec)
+{
+	struct file *f = vfs_path_file_create(O_PATH);
+	long r;
+
+	if (!f)
+		return -ENOMEM;
+	f->mnt = mnt;
+	vfs_mount_get(mnt);
+	f->node = node;
+	vfs_node_get(node);
+	r = fdtable_install(t->fdt, f, 0, cloexec, task_nofile_limit(t));
+	file_put(f);
+	return r;
+}
+
+/* The path of (dfd, path) for the *at calls: empty paths only with empty_ok. */
+static long lookup_at_arg(struct task *t, int dfd, uint64_t addr, bool empty_ok, bool follow,
+			  struct vfs_path *out)
+{
+	char *path = copy_path_arg(t, addr);
+	long r;
+
+	if (IS_ERR(path))
+		return PTR_ERR(path);
+	r = vfs_lookup_at(t, dfd, path,
+			  (empty_ok ? AT_EMPTY_PATH : 0) | (follow ? 0 : AT_SYMLINK_NOFOLLOW), out);
+	free(path);
+	return r;
+}
+
+/* open_tree(2): an O_PATH fd of the path, or with OPEN_TREE_CLONE of a detached copy of it. */
+long sys_open_tree(struct task *t, const struct syscall_args *args)
+{
+	int dfd = (int)args->a[0];
+	unsigned int flags = (unsigned int)args->a[2];
+	struct vfs_mount *m;
+	struct vfs_path p;
+	long r;
+
+	if (flags & ~(unsigned int)(AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_RECURSIVE |
+				    AT_SYMLINK_NOFOLLOW | LINUX_OPEN_TREE_CLONE | O_CLOEXEC))
+		return -EINVAL;
+	if ((flags & (LINUX_AT_RECURSIVE | LINUX_OPEN_TREE_CLONE)) == LINUX_AT_RECURSIVE)
+		return -EINVAL;
+	if ((flags & LINUX_OPEN_TREE_CLONE) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return -EPERM;
+	r = lookup_at_arg(t, dfd, args->a[1], flags & AT_EMPTY_PATH, !(flags & AT_SYMLINK_NOFOLLOW),
+			  &p);
+	if (r < 0)
+		return r;
+	if (!(flags & LINUX_OPEN_TREE_CLONE)) {
+		r = install_path_fd(t, p.mnt, p.node, flags & O_CLOEXEC);
+		vfs_path_put(&p);
+		return r;
+	}
+	m = vfs_mount_clone_tree(t, &p, flags & LINUX_AT_RECURSIVE);
+	vfs_path_put(&p);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	r = install_path_fd(t, m, m->root, flags & O_CLOEXEC);
+	vfs_mount_put(m);
+	return r;
+}
+
+/* move_mount(2): attaches a detached tree (open_tree, fsmount) or moves a mount. */
+long sys_move_mount(struct task *t, const struct syscall_args *args)
+{
+	unsigned int flags = (unsigned int)args->a[4];
+	struct vfs_path from, to;
+	long r;
+
+	if (flags & ~(unsigned int)(LINUX_MOVE_MOUNT_F_SYMLINKS | LINUX_MOVE_MOUNT_F_AUTOMOUNTS |
+				    LINUX_MOVE_MOUNT_F_EMPTY_PATH | LINUX_MOVE_MOUNT_T_SYMLINKS |
+				    LINUX_MOVE_MOUNT_T_AUTOMOUNTS | LINUX_MOVE_MOUNT_T_EMPTY_PATH))
+		return -EINVAL;
+	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return -EPERM;
+	r = lookup_at_arg(t, (int)args->a[0], args->a[1], flags & LINUX_MOVE_MOUNT_F_EMPTY_PATH,
+			  flags & LINUX_MOVE_MOUNT_F_SYMLINKS, &from);
+	if (r < 0)
+		return r;
+	r = lookup_at_arg(t, (int)args->a[2], args->a[3], flags & LINUX_MOVE_MOUNT_T_EMPTY_PATH,
+			  flags & LINUX_MOVE_MOUNT_T_SYMLINKS, &to);
+	if (r < 0)
+		goto out_put_from;
+	if (from.mnt->anon_tree && from.node == from.mnt->root)
+		r = vfs_mount_attach_tree(t, from.mnt, &to);
+	else
+		r = vfs_mount_move(t, &from, &to);
+	vfs_path_put(&to);
+out_put_from:
+	vfs_path_put(&from);
+	return r;
+}
+
+/* An fsopen(2) file's state: the type, then options and source, then the filesystem. */
+struct fs_ctx {
+	pthread_mutex_t lock;
+	char type[16];
+	char *source;
+	char data[MOUNT_PAGE];
+	size_t len;
+	struct vfs_fs *fs; /* referenced once CMD_CREATE made it */
+	char opts[128]; /* what mountinfo shows of it */
+	bool mounted; /* fsmount took it */
+};
+
+static void fs_ctx_release(struct file *f)
+{
+	struct fs_ctx *c = f->priv;
+
+	if (c->fs)
+		vfs_fs_put(c->fs);
+	free(c->source);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static ssize_t fs_ctx_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	return -ENODATA; /* no messages are kept */
+}
+
+static const struct file_ops fs_ctx_ops = {
+	.read = fs_ctx_read,
+	.release = fs_ctx_release,
+};
+
+/* fsopen(2): the sentry's filesystems (tmpfs, proc, sysfs, devpts, mqueue). */
+long sys_fsopen(struct task *t, const struct syscall_args *args)
+{
+	static const char *const known[] = { "tmpfs", "proc", "sysfs", "devpts", "mqueue" };
+	unsigned int flags = (unsigned int)args->a[1];
+	struct fs_ctx *c;
+	struct file *f;
+	char *name;
+	bool ok = false;
+	long r;
+
+	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return -EPERM;
+	if (flags & ~LINUX_FSOPEN_CLOEXEC)
+		return -EINVAL;
+	name = copy_mount_string(t, args->a[0], false);
+	if (!name)
+		return -EFAULT;
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+		ok |= !strcmp(name, known[i]);
+	if (!ok) {
+		free(name);
+		return -ENODEV;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		free(name);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	snprintf(c->type, sizeof(c->type), "%s", name);
+	free(name);
+	f = file_alloc(&fs_ctx_ops, O_RDWR, c);
+	if (!f) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return -ENOMEM;
+	}
+	r = fdtable_install(t->fdt, f, 0, flags & LINUX_FSOPEN_CLOEXEC, task_nofile_limit(t));
+	file_put(f);
+	return r;
+}
+
+/* The fs context behind fd, with a reference on its file in *fp; ERR_PTR(-EBADF/-EINVAL). */
+static struct fs_ctx *fs_ctx_get(struct task *t, int fd, struct file **fp)
+{
+	struct file *f = fdtable_lookup(t->fdt, fd);
+
+	if (!f)
+		return ERR_PTR(-EBADF);
+	if (f->ops != &fs_ctx_ops) {
+		file_put(f);
+		return ERR_PTR(-EINVAL);
+	}
+	*fp = f;
+	return f->priv;
+}
+
+/* Appends "key" or "key=value" to the options. */
+static int fs_ctx_add(struct fs_ctx *c, const char *key, const char *value)
+{
+	int n = snprintf(c->data + c->len, sizeof(c->data) - c->len, "%s%s%s%s", c->len ? "," : "",
+			 key, value ? "=" : "", value ? value : "");
+
+	if (n < 0 || (size_t)n >= sizeof(c->data) - c->len)
+		return -EINVAL;
+	c->len += (size_t)n;
+	return 0;
+}
+
+/* fsconfig(2): SET_FLAG, SET_STRING ("source" and options) and CMD_CREATE only. */
+long sys_fsconfig(struct task *t, const struct syscall_args *args)
+{
+	unsigned int cmd = (unsigned int)args->a[1];
+	char *key = NULL, *value = NULL;
+	struct file *f;
+	struct fs_ctx *c;
+	long r = 0;
+
+	if ((int)args->a[4] != 0 && cmd != 5 /* SET_FD */ && cmd != 3 && cmd != 4)
+		return -EINVAL;
+	c = fs_ctx_get(t, (int)args->a[0], &f);
+	if (IS_ERR(c))
+		return PTR_ERR(c);
+	pthread_mutex_lock(&c->lock);
+	switch (cmd) {
+	case LINUX_FSCONFIG_SET_FLAG:
+	case LINUX_FSCONFIG_SET_STRING:
+		key = copy_mount_string(t, args->a[2], false);
+		if (!key || IS_ERR(key)) {
+			r = key ? PTR_ERR(key) : -EINVAL;
+			key = NULL;
+			break;
+		}
+		if (cmd == LINUX_FSCONFIG_SET_FLAG) {
+			if (args->a[3]) {
+				r = -EINVAL;
+				break;
+			}
+		} else {
+			value = copy_mount_string(t, args->a[3], false);
+			if (!value || IS_ERR(value)) {
+				r = value ? PTR_ERR(value) : -EINVAL;
+				value = NULL;
+				break;
+			}
+		}
+		if (c->fs) {
+			r = -EBUSY;
+		} else if (!strcmp(key, "source") && value) {
+			free(c->source);
+			c->source = value;
+			value = NULL;
+		} else {
+			r = fs_ctx_add(c, key, value);
+		}
+		break;
+	case LINUX_FSCONFIG_CMD_CREATE:
+	case LINUX_FSCONFIG_CMD_CREATE_EXCL: {
+		char data[MOUNT_PAGE];
+		struct vfs_fs *fs;
+
+		if (c->fs) {
+			r = -EBUSY;
+			break;
+		}
+		if (!cred_capable(&t->cred, CAP_SYS_ADMIN)) {
+			r = -EPERM;
+			break;
+		}
+		memcpy(data, c->data, c->len + 1);
+		fs = make_fs(t, c->type, c->len ? data : NULL, c->opts, sizeof(c->opts));
+		if (IS_ERR(fs))
+			r = PTR_ERR(fs);
+		else
+			c->fs = fs;
+		break;
+	}
+	case 2: /* SET_BINARY */
+	case 3: /* SET_PATH */
+	case 4: /* SET_PATH_EMPTY */
+	case 5: /* SET_FD */
+	case 7: /* CMD_RECONFIGURE */
+		r = -EOPNOTSUPP;
+		break;
+	default:
+		r = -EOPNOTSUPP;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(key);
+	free(value);
+	file_put(f);
+	return r;
+}
+
+/* fsmount(2): a detached mount of the context's filesystem, as an O_PATH fd. */
+long sys_fsmount(struct task *t, const struct syscall_args *args)
+{
+	unsigned int flags = (unsigned int)args->a[1], attr = (unsigned int)args->a[2];
+	const unsigned int known = LINUX_MOUNT_ATTR_RDONLY | LINUX_MOUNT_ATTR_NOSUID |
+				   LINUX_MOUNT_ATTR_NODEV | LINUX_MOUNT_ATTR_NOEXEC |
+				   LINUX_MOUNT_ATTR__ATIME | LINUX_MOUNT_ATTR_NODIRATIME;
+	struct vfs_mount *m;
+	struct fs_ctx *c;
+	struct file *f;
+	int mflags = 0;
+	long r;
+
+	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return -EPERM;
+	if ((flags & ~LINUX_FSMOUNT_CLOEXEC) || (attr & ~known))
+		return -EINVAL;
+	switch (attr & LINUX_MOUNT_ATTR__ATIME) {
+	case 0:
+		break;
+	case LINUX_MOUNT_ATTR_NOATIME:
+		mflags |= MS_NOATIME;
+		break;
+	case LINUX_MOUNT_ATTR_STRICTATIME:
+		mflags |= MS_STRICTATIME;
+		break;
+	default:
+		return -EINVAL;
+	}
+	mflags |= (attr & LINUX_MOUNT_ATTR_RDONLY ? MS_RDONLY : 0) |
+		  (attr & LINUX_MOUNT_ATTR_NOSUID ? MS_NOSUID : 0) |
+		  (attr & LINUX_MOUNT_ATTR_NODEV ? MS_NODEV : 0) |
+		  (attr & LINUX_MOUNT_ATTR_NOEXEC ? MS_NOEXEC : 0);
+	c = fs_ctx_get(t, (int)args->a[0], &f);
+	if (IS_ERR(c))
+		return PTR_ERR(c);
+	pthread_mutex_lock(&c->lock);
+	if (!c->fs || c->mounted) {
+		r = c->mounted ? -EBUSY : -EINVAL; /* Linux: no root yet; not awaiting a mount */
+		pthread_mutex_unlock(&c->lock);
+		file_put(f);
+		return r;
+	}
+	m = vfs_mount_detached(c->fs, mflags, c->source, c->type, c->opts);
+	if (!IS_ERR(m))
+		c->mounted = true;
+	pthread_mutex_unlock(&c->lock);
+	file_put(f);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	r = install_path_fd(t, m, m->root, flags & LINUX_FSMOUNT_CLOEXEC);
+	vfs_mount_put(m);
 	return r;
 }

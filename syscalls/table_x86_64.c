@@ -267,6 +267,14 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
 			    "sandbox's own root is its tree's top (EINVAL, as Linux's rootfs)"),
+	PARTIAL(open_tree, "OPEN_TREE_CLONE copies are freed with their fd only when not "
+			   "recursive; attributes of open_tree_attr not supported"),
+	PARTIAL(move_mount, "attaches open_tree/fsmount trees or moves mounts; no "
+			    "MOVE_MOUNT_SET_GROUP or BENEATH (EINVAL)"),
+	PARTIAL(fsopen, "tmpfs, proc, sysfs, devpts, mqueue; reading messages gives ENODATA"),
+	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
+			  "commands EOPNOTSUPP"),
+	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),
 	PARTIAL(unshare, "CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree in the "
 			 "sentry); other new namespaces: EPERM"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "

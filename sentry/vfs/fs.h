@@ -364,6 +364,7 @@ struct vfs_mount {
 	uint64_t master; /* master:N while MS_SLAVE */
 	bool detached; /* umounted: out of every tree; parent and mountpoint kept until freed */
 	struct vfs_mnt_ns *ns; /* not referenced: the namespace whose top this mount is, or NULL */
+	bool anon_tree; /* the top of a tree open_tree/fsmount made, not attached yet */
 };
 
 /*

@@ -510,6 +510,56 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 	return err;
 }
 
+struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec)
+{
+	struct vfs_mount *top;
+
+	if (!in_task_tree(t, src->mnt))
+		return ERR_PTR(-EINVAL);
+	if (src->mnt->propagation == MS_UNBINDABLE)
+		return ERR_PTR(-EINVAL);
+	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
+	if (!IS_ERR(top))
+		top->anon_tree = true;
+	return top;
+}
+
+struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
+				     const char *fstype, const char *super_opts)
+{
+	struct vfs_mount *m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
+
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->label = label_new(source, fstype, super_opts, "/");
+	if (m->label)
+		m->label->super_ro = flags & MS_RDONLY;
+	label_set_atime(m->label, flags);
+	m->anon_tree = true;
+	return m;
+}
+
+int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
+{
+	int err;
+
+	if (!in_task_tree(t, at->mnt))
+		return -EINVAL;
+	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(m->root))
+		return -ENOTDIR;
+	vfs_mount_write_lock();
+	if (!m->anon_tree || m->parent || m->detached) {
+		vfs_mount_write_unlock();
+		return -EINVAL;
+	}
+	m->anon_tree = false;
+	vfs_mount_write_unlock();
+	err = vfs_mount_attach(m, at);
+	if (err < 0)
+		m->anon_tree = true;
+	return err;
+}
+
 /* --- changes to mounts --- */
 
 /* Whether p names a mount's root (Linux's path_mounted). */

@@ -35,6 +35,17 @@ int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, 
 		  const char *source, const char *fstype, const char *super_opts);
 /* A bind of src on at (with rec: src's submounts below it too). 0 or -errno. */
 int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec);
+/*
+ * open_tree(OPEN_TREE_CLONE): a detached copy of src (with rec, its submounts below it too),
+ * one reference, marked anon_tree until vfs_mount_attach_tree. ERR_PTR(-EINVAL) when src is not
+ * in t's tree or unbindable; -ENOMEM.
+ */
+struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec);
+/* fsmount(2): a detached mount of fs's root (one reference; fs gets its own), as above. */
+struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
+				     const char *fstype, const char *super_opts);
+/* move_mount(2) of a detached tree top m onto at. 0, -EINVAL (m attached already), -ENOTDIR. */
+int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at);
 /* MS_REMOUNT (bind: MS_REMOUNT|MS_BIND) of the mount whose root is p. 0 or -EINVAL. */
 int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind);
 /* MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE (type), with rec for the submounts. */
