@@ -33,6 +33,9 @@ void vfs_mount_read_unlock(void);
 void vfs_mount_write_lock(void);
 void vfs_mount_write_unlock(void);
 
+/* How many mounts exist (made and not yet freed), for mount_user.c's limit. */
+long vfs_mount_count(void);
+
 /* A generic directory file (iterate through node->ops->iterate); f->mnt/node set by caller. */
 struct file *vfs_dir_file_create(int flags);
 /* An O_PATH file; f->mnt/node set by caller. */

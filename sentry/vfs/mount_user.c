@@ -84,6 +84,18 @@ static void make_unshared(struct vfs_mount *m)
 	m->peer_group = 0;
 }
 
+/*
+ * Linux's fs.mount-max (its default): guests may not make mounts past this many in the sentry
+ * (all trees and namespaces together): -ENOSPC, so that a loop of recursive binds or namespace
+ * copies cannot grow the sentry's memory without bound.
+ */
+#define VFS_MOUNT_MAX 100000
+
+static int mount_room(long more)
+{
+	return vfs_mount_count() + more > VFS_MOUNT_MAX ? -ENOSPC : 0;
+}
+
 /* --- helpers on the tree (the mount lock held) --- */
 
 /* The top of m's tree: the mount with no parent, or the detached mount m hangs from. */
@@ -148,32 +160,35 @@ static void vec_put(struct mount_vec *mv)
 	mv->n = mv->cap = 0;
 }
 
-/* m and every mount below it, parents first (mount lock held). */
-static int collect(struct vfs_mount *m, struct mount_vec *mv)
+/*
+ * m and every mount below it, parents first (mount lock held). Iterative: a guest may stack
+ * mounts deeper than a host thread's stack would allow recursion.
+ */
+static int collect(struct vfs_mount *top, struct mount_vec *mv)
 {
-	struct vfs_mount *c;
-	int err = vec_push(mv, m);
+	struct vfs_mount *m = top;
 
-	list_for_each_entry(c, &m->children, sibling)
-		if (err == 0)
-			err = collect(c, mv);
-	return err;
+	for (;;) {
+		int err = vec_push(mv, m);
+
+		if (err < 0)
+			return err;
+		if (!list_empty(&m->children)) {
+			m = list_first_entry(&m->children, struct vfs_mount, sibling);
+			continue;
+		}
+		/* The next sibling of m or of its nearest ancestor below top. */
+		while (m != top && m->sibling.next == &m->parent->children)
+			m = m->parent;
+		if (m == top)
+			return 0;
+		m = list_entry(m->sibling.next, struct vfs_mount, sibling);
+	}
 }
 
-/*
- * Takes m out of its tree, its submounts first (mount lock held for writing). The tree's
- * references go into drop, for the caller to put once the lock is released; m keeps its parent
- * and mountpoint (references) until it is freed, so that walks inside it stay valid.
- */
-static void umount_tree_locked(struct vfs_mount *m, struct mount_vec *drop)
+/* Takes one attached mount m (no children left) out of its tree (mount lock held). */
+static void detach_one(struct vfs_mount *m, struct mount_vec *drop)
 {
-	while (!list_empty(&m->children)) {
-		struct vfs_mount *c = list_first_entry(&m->children, struct vfs_mount, sibling);
-
-		umount_tree_locked(c, drop);
-	}
-	if (m->detached || !m->parent)
-		return;
 	list_del(&m->sibling);
 	list_init(&m->sibling);
 	__atomic_sub_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
@@ -181,11 +196,34 @@ static void umount_tree_locked(struct vfs_mount *m, struct mount_vec *drop)
 	m->detached = true;
 	make_unshared(m);
 	m->propagation = 0;
-	/* The tree's reference: moved to drop (which already counts one of its own). */
-	if (vec_push(drop, m) == 0)
-		vfs_mount_put(m);
-	else
-		vfs_mount_put(m); /* out of memory: put now, under the lock (no callback runs) */
+	/* The tree's reference goes to drop, which already holds one of its own. */
+	vec_push(drop, m);
+	vfs_mount_put(m); /* out of memory for drop: the last put here (no callback runs) */
+}
+
+/*
+ * Takes m out of its tree, its submounts first, iteratively (mount lock held for writing).
+ * The tree's references go into drop, for the caller to put once the lock is released; each
+ * mount keeps its parent and mountpoint (references) until it is freed, so that walks inside
+ * it stay valid. A top (no parent) stays where it is; its submounts go.
+ */
+static void umount_tree_locked(struct vfs_mount *top, struct mount_vec *drop)
+{
+	struct vfs_mount *m = top;
+
+	for (;;) {
+		struct vfs_mount *parent;
+
+		while (!list_empty(&m->children))
+			m = list_first_entry(&m->children, struct vfs_mount, sibling);
+		if (m == top)
+			break;
+		parent = m->parent;
+		detach_one(m, drop);
+		m = parent;
+	}
+	if (!top->detached && top->parent)
+		detach_one(top, drop);
 }
 
 /* The caller's root (referenced) and the top of its tree. */
@@ -313,6 +351,8 @@ int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, 
 		return -ENOTDIR;
 	if (!in_task_tree(t, at->mnt))
 		return -EINVAL;
+	if (mount_room(1) < 0)
+		return -ENOSPC;
 	m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
 	if (!m)
 		return -ENOMEM;
@@ -424,6 +464,8 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 	struct vfs_mount *top;
 	int err = 0;
 
+	if (mount_room(1) < 0)
+		return ERR_PTR(-ENOSPC);
 	top = clone_mount(src, node, keep_peer);
 	if (!top)
 		return ERR_PTR(-ENOMEM);
@@ -446,6 +488,10 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 				continue;
 			if (pi == 0 && !node_below(m->mountpoint, node))
 				continue;
+			if (mount_room(1) < 0) {
+				err = -ENOSPC;
+				break;
+			}
 			c = clone_mount(m, m->root, keep_peer);
 			if (!c) {
 				err = -ENOMEM;
@@ -527,8 +573,11 @@ struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *sr
 struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
 				     const char *fstype, const char *super_opts)
 {
-	struct vfs_mount *m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
+	struct vfs_mount *m;
 
+	if (mount_room(1) < 0)
+		return ERR_PTR(-ENOSPC);
+	m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
 	if (!m)
 		return ERR_PTR(-ENOMEM);
 	m->label = label_new(source, fstype, super_opts, "/");
