@@ -364,4 +364,15 @@ long poll_restart(struct task *t);
  */
 void restart_deadline_shift(struct task *t, int64_t d);
 
+/* sys_mount.c: mounts, chroot */
+SYSCALL_DECL(chroot);
+SYSCALL_DECL(mount);
+SYSCALL_DECL(umount2);
+SYSCALL_DECL(pivot_root);
+SYSCALL_DECL(open_tree);
+SYSCALL_DECL(move_mount);
+SYSCALL_DECL(fsopen);
+SYSCALL_DECL(fsconfig);
+SYSCALL_DECL(fsmount);
+
 #endif

@@ -23,6 +23,7 @@
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
+#include "sentry/vfs/mount_user.h"
 #include "sentry/vfs/vfs.h"
 #include "syscalls/handlers.h"
 
@@ -615,8 +616,8 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
 /*
  * unshare(2): CLONE_FILES and CLONE_FS give the caller tables of its own; CLONE_SYSVSEM changes
  * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
- * are accepted for a single-threaded process, as Linux. New namespaces are refused with EPERM,
- * as under Docker's default seccomp profile: the sandbox is one set of namespaces.
+ * are accepted for a single-threaded process, as Linux. CLONE_NEWNS gives a mount namespace of
+ * the sentry's (CAP_SYS_ADMIN); other new namespaces are refused with EPERM.
  */
 long sys_unshare(struct task *t, const struct syscall_args *args)
 {
@@ -635,14 +636,26 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 	pthread_mutex_unlock(&t->tg->lock);
 	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
 		return -EINVAL;
-	if (flags & ns)
+	if (flags & ns & ~(uint64_t)CLONE_NEWNS)
 		return -EPERM;
+	if (flags & CLONE_NEWNS) {
+		/* A mount namespace of the sentry's own (sentry/vfs/mount_user.c); implies CLONE_FS. */
+		if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+			return -EPERM;
+		flags |= CLONE_FS;
+	}
 	if (flags & CLONE_FS) {
 		struct fs_context *fs = fs_context_copy(t->fs);
 
 		if (!fs)
 			return -ENOMEM;
 		fs_context_put(task_set_fs(t, fs));
+	}
+	if (flags & CLONE_NEWNS) {
+		int err = vfs_mnt_ns_unshare(t->fs);
+
+		if (err < 0)
+			return err;
 	}
 	if (flags & CLONE_FILES) {
 		struct fdtable *fdt = fdtable_dup(t->fdt);

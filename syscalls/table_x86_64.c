@@ -242,8 +242,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "namespace flags: EPERM (one set of namespaces per sandbox)"),
-	PARTIAL(clone3, "namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+	PARTIAL(clone, "CLONE_NEWNS: a mount namespace of the sentry's; other namespace flags: "
+		       "EPERM"),
+	PARTIAL(clone3,
+		"CLONE_NEWNS as clone; other namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -255,7 +257,26 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			     "NAME, PDEATHSIG, NO_NEW_PRIVS, DUMPABLE, CHILD_SUBREAPER, KEEPCAPS, "
 			     "CAPBSET_READ/DROP, CAP_AMBIENT, SECUREBITS, SET/GET_SECCOMP; others "
 			     "EINVAL" },
-	PARTIAL(unshare, "CLONE_FILES, CLONE_FS; new namespaces: EPERM (the sandbox is one set)"),
+	/* mounts and chroot: sys_mount.c (the sentry's own mount tree; nothing reaches the host) */
+	FULL(chroot),
+	PARTIAL(mount,
+		"tmpfs, proc, sysfs, devpts, mqueue, binds (MS_REC), remount, MS_MOVE, "
+		"propagation types recorded (shown in mountinfo; mounts are not propagated); "
+		"other types ENODEV"),
+	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
+			 "EBUSY (Linux remounts it read-only)"),
+	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
+			    "sandbox's own root is its tree's top (EINVAL, as Linux's rootfs)"),
+	PARTIAL(open_tree, "OPEN_TREE_CLONE copies are freed with their fd only when not "
+			   "recursive; attributes of open_tree_attr not supported"),
+	PARTIAL(move_mount, "attaches open_tree/fsmount trees or moves mounts; no "
+			    "MOVE_MOUNT_SET_GROUP or BENEATH (EINVAL)"),
+	PARTIAL(fsopen, "tmpfs, proc, sysfs, devpts, mqueue; reading messages gives ENODATA"),
+	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
+			  "commands EOPNOTSUPP"),
+	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),
+	PARTIAL(unshare, "CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree in the "
+			 "sentry); other new namespaces: EPERM"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

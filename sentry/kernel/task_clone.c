@@ -12,6 +12,7 @@
  * share a refcounted struct vfork_done.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <malloc.h>
@@ -34,6 +35,7 @@
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
+#include "sentry/vfs/mount_user.h"
 #include "sentry/vfs/vfs.h"
 
 #define CLONE_NS_FLAGS                                                                 \
@@ -120,7 +122,10 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 	if ((f & CLONE_SETTLS) && a->tls >= TASK_SIZE_MAX)
 		return -EPERM;
 	/* The sandbox has one set of namespaces. */
-	if (f & CLONE_NS_FLAGS)
+	if (f & CLONE_NS_FLAGS & ~(uint64_t)CLONE_NEWNS)
+		return -EPERM;
+	/* A mount namespace of the sentry's own (sentry/vfs/mount_user.c). */
+	if ((f & CLONE_NEWNS) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
 		return -EPERM;
 	return 0;
 }
@@ -465,6 +470,10 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 		c->fs = p->fs;
 	} else {
 		c->fs = fs_context_copy(p->fs);
+		if (c->fs && (a->flags & CLONE_NEWNS) && vfs_mnt_ns_unshare(c->fs) < 0) {
+			fs_context_put(c->fs);
+			c->fs = NULL;
+		}
 	}
 	if (!c->fdt || !c->fs) {
 		ret = -ENOMEM;

@@ -358,6 +358,24 @@ struct vfs_mount {
 	struct list_head children; /* of mounts attached below; protected by the mount lock */
 	struct list_head sibling; /* in parent->children; protected by the mount lock */
 	struct vfs_mount_label *label; /* owned; NULL: /proc/PID/mountinfo derives it */
+	/* Guest mounts (mount_user.c); written under the mount lock. */
+	int propagation; /* 0 (private), MS_SHARED, MS_SLAVE or MS_UNBINDABLE */
+	uint64_t peer_group; /* shared:N while MS_SHARED */
+	uint64_t master; /* master:N while MS_SLAVE */
+	bool detached; /* umounted: out of every tree; parent and mountpoint kept until freed */
+	struct vfs_mnt_ns *ns; /* not referenced: the namespace whose top this mount is, or NULL */
+	bool anon_tree; /* the top of a tree open_tree/fsmount made, not attached yet */
+};
+
+/*
+ * A mount namespace made by unshare/clone(CLONE_NEWNS) (mount_user.c): a copy of a tree. Held
+ * by fs contexts (fs->mnt_ns); the last put detaches every mount of the tree. The sandbox's own
+ * tree (and each pod member's) has none: fs->mnt_ns NULL.
+ */
+struct vfs_mnt_ns {
+	struct refcount ref;
+	uint64_t ino; /* the identity /proc/PID/ns/mnt shows */
+	struct vfs_mount *root; /* referenced: the top of the tree; changed by pivot_root */
 };
 
 /*

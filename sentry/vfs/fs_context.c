@@ -9,6 +9,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/internal.h"
+#include "sentry/vfs/mount_user.h"
 
 struct fs_context *fs_context_create(struct kernel *k)
 {
@@ -42,6 +43,7 @@ void fs_context_put(struct fs_context *fs)
 		return;
 	vfs_path_put(&fs->root);
 	vfs_path_put(&fs->cwd);
+	vfs_mnt_ns_put(fs->mnt_ns);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
 }
@@ -58,6 +60,9 @@ struct fs_context *fs_context_copy(struct fs_context *fs)
 	vfs_path_copy(&n->root, &fs->root);
 	vfs_path_copy(&n->cwd, &fs->cwd);
 	n->umask = fs->umask;
+	n->mnt_ns = fs->mnt_ns;
+	if (n->mnt_ns)
+		vfs_mnt_ns_get(n->mnt_ns);
 	pthread_mutex_unlock(&fs->lock);
 	return n;
 }

@@ -14,6 +14,7 @@ struct fs_context {
 	struct vfs_path root;
 	struct vfs_path cwd;
 	unsigned int umask;
+	struct vfs_mnt_ns *mnt_ns; /* referenced, NULL for the sandbox's tree; set at creation */
 };
 
 /* Copies of the context's root and cwd (new references). */
@@ -21,6 +22,19 @@ void fs_context_get_root(struct fs_context *fs, struct vfs_path *out);
 void fs_context_get_cwd(struct fs_context *fs, struct vfs_path *out);
 /* Replaces the cwd by p (takes new references). */
 void fs_context_set_cwd(struct fs_context *fs, const struct vfs_path *p);
+
+/*
+ * The mount lock (mount.c): a rwlock over children lists, node->mounts and the parent,
+ * mountpoint, detached and propagation fields of attached mounts. A leaf: nothing that takes
+ * another lock runs under it; d_path (vfs_path_to_string) reads under it inside the rename lock.
+ */
+void vfs_mount_read_lock(void);
+void vfs_mount_read_unlock(void);
+void vfs_mount_write_lock(void);
+void vfs_mount_write_unlock(void);
+
+/* How many mounts exist (made and not yet freed), for mount_user.c's limit. */
+long vfs_mount_count(void);
 
 /* A generic directory file (iterate through node->ops->iterate); f->mnt/node set by caller. */
 struct file *vfs_dir_file_create(int flags);

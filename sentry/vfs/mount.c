@@ -21,6 +21,32 @@
  */
 static pthread_rwlock_t mount_lock = PTHREAD_RWLOCK_INITIALIZER;
 static uint64_t next_mount_id = 1;
+static long mounts_alive; /* atomic: mounts made and not yet freed */
+
+long vfs_mount_count(void)
+{
+	return __atomic_load_n(&mounts_alive, __ATOMIC_RELAXED);
+}
+
+void vfs_mount_read_lock(void)
+{
+	pthread_rwlock_rdlock(&mount_lock);
+}
+
+void vfs_mount_read_unlock(void)
+{
+	pthread_rwlock_unlock(&mount_lock);
+}
+
+void vfs_mount_write_lock(void)
+{
+	pthread_rwlock_wrlock(&mount_lock);
+}
+
+void vfs_mount_write_unlock(void)
+{
+	pthread_rwlock_unlock(&mount_lock);
+}
 
 /* The tree the calling thread sets up instead of k's (vfs_setup_root_begin), or NULL. */
 static __thread struct vfs_path *setup_root;
@@ -69,6 +95,7 @@ struct vfs_mount *vfs_mount_create(struct vfs_fs *fs, struct vfs_node *root, int
 	if (!m)
 		return NULL;
 	refcount_init(&m->ref, 1);
+	__atomic_add_fetch(&mounts_alive, 1, __ATOMIC_RELAXED);
 	m->id = __atomic_fetch_add(&next_mount_id, 1, __ATOMIC_RELAXED);
 	m->flags = flags;
 	m->fs = fs;
@@ -96,6 +123,7 @@ void vfs_mount_put(struct vfs_mount *m)
 	vfs_mount_put(m->parent);
 	vfs_mount_label_free(m->label);
 	free(m);
+	__atomic_sub_fetch(&mounts_alive, 1, __ATOMIC_RELAXED);
 }
 
 void vfs_mount_label_free(struct vfs_mount_label *l)
@@ -198,29 +226,36 @@ uint64_t vfs_path_mnt_id(const struct vfs_path *p)
 	return p->mnt ? p->mnt->id : 0;
 }
 
-/* Appends m and, recursively, what is attached below it to the array (mount lock held). */
-static int mount_collect(struct vfs_mount *m, struct vfs_mount ***v, size_t *n, size_t *cap)
+/*
+ * Appends top and what is attached below it, parents first, to the array (mount lock held).
+ * Iterative: guests may stack mounts deeper than recursion on a thread's stack would allow.
+ */
+static int mount_collect(struct vfs_mount *top, struct vfs_mount ***v, size_t *n, size_t *cap)
 {
-	struct vfs_mount *c;
+	struct vfs_mount *m = top;
 
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct vfs_mount **nv = realloc(*v, ncap * sizeof(*nv));
+	for (;;) {
+		if (*n == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 16;
+			struct vfs_mount **nv = realloc(*v, ncap * sizeof(*nv));
 
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = ncap;
+			if (!nv)
+				return -ENOMEM;
+			*v = nv;
+			*cap = ncap;
+		}
+		vfs_mount_get(m);
+		(*v)[(*n)++] = m;
+		if (!list_empty(&m->children)) {
+			m = list_first_entry(&m->children, struct vfs_mount, sibling);
+			continue;
+		}
+		while (m != top && m->sibling.next == &m->parent->children)
+			m = m->parent;
+		if (m == top)
+			return 0;
+		m = list_entry(m->sibling.next, struct vfs_mount, sibling);
 	}
-	vfs_mount_get(m);
-	(*v)[(*n)++] = m;
-	list_for_each_entry(c, &m->children, sibling) {
-		int err = mount_collect(c, v, n, cap);
-
-		if (err < 0)
-			return err;
-	}
-	return 0;
 }
 
 int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg), void *arg)

@@ -132,13 +132,20 @@ static int follow_dotdot(const struct vfs_walk_state *ws, struct vfs_path *cur)
 			return (ws->resolve & VFS_RESOLVE_BENEATH) ? -EXDEV : 0;
 		if (cur->node != cur->mnt->root)
 			break;
-		if (!cur->mnt->parent)
+		if (!cur->mnt->parent || cur->mnt->detached)
 			return 0; /* the top of the tree, outside root: stay, as Linux does */
 		if (ws->resolve & VFS_RESOLVE_NO_XDEV)
 			return -EXDEV;
+		/* Under the mount lock: a move or pivot_root may change (and put) the parent. */
+		vfs_mount_read_lock();
 		up.mnt = cur->mnt->parent;
 		up.node = cur->mnt->mountpoint;
+		if (cur->mnt->detached || !up.mnt) {
+			vfs_mount_read_unlock();
+			return 0;
+		}
 		vfs_path_copy(&up, &up);
+		vfs_mount_read_unlock();
 		vfs_path_put(cur);
 		*cur = up;
 	}
@@ -509,11 +516,12 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
 	*s = '\0';
 	/* Names and parents stay put while the walk up reads them. */
 	vfs_rename_read_lock();
+	vfs_mount_read_lock();
 	while (mnt != root->mnt || node != root->node) {
 		size_t nl;
 
 		if (node == mnt->root) {
-			if (!mnt->parent) {
+			if (!mnt->parent || mnt->detached) {
 				/* Not below root (a cwd left outside a chroot). */
 				unreachable = true;
 				break;
@@ -528,6 +536,7 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
 		}
 		nl = strlen(node->name);
 		if ((size_t)(s - page) < nl + 1) {
+			vfs_mount_read_unlock();
 			vfs_rename_read_unlock();
 			goto out;
 		}
@@ -536,6 +545,7 @@ int vfs_path_to_string(const struct vfs_path *root, const struct vfs_path *p, ch
 		*--s = '/';
 		node = node->parent;
 	}
+	vfs_mount_read_unlock();
 	vfs_rename_read_unlock();
 	if (!*s) {
 		if (s == page)

@@ -892,7 +892,15 @@ static void mount_print(struct mounts_ctx *c, struct vfs_mount *m)
 		put_mangled(c->out, l && l->root ? l->root : "/");
 		fputc(' ', c->out);
 		put_mangled(c->out, path);
-		fprintf(c->out, " %s - %s ", opts, type);
+		fprintf(c->out, " %s", opts);
+		/* Linux's optional fields: shared:N, master:N, unbindable. */
+		if (m->propagation == MS_SHARED)
+			fprintf(c->out, " shared:%" PRIu64, m->peer_group);
+		else if (m->propagation == MS_SLAVE)
+			fprintf(c->out, " master:%" PRIu64, m->master);
+		else if (m->propagation == MS_UNBINDABLE)
+			fprintf(c->out, " unbindable");
+		fprintf(c->out, " - %s ", type);
 		put_mangled(c->out, source);
 		fprintf(c->out, " %s%s%s\n", sro ? "ro" : "rw", *sopts ? "," : "", sopts);
 	}

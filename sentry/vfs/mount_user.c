@@ -1,0 +1,945 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What guests do to the mount tree: chroot(2), mount(2) of a filesystem the caller made, bind
+ * mounts, remounts, propagation types, moves, umount2(2), pivot_root(2) and mount namespaces
+ * (copies of a tree). Everything happens in the sentry's own tree: nothing reaches the host.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <linux/capability.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/task.h"
+#include "sentry/vfs/fs.h"
+#include "sentry/vfs/internal.h"
+#include "sentry/vfs/mount_user.h"
+
+static uint32_t next_ns_index;
+
+/*
+ * Peer groups: how many mounts each shared:N has (N indexes the array), so that MS_SLAVE of a
+ * mount with no peer makes it private, as Linux. The peer lock is a leaf.
+ */
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *peer_count; /* protected by peer_lock */
+static uint64_t peer_cap, next_peer_group = 1;
+
+/* m joins group (0: a new one). Returns the group, or 0 when out of memory. */
+static uint64_t peer_join(uint64_t group)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (!group)
+		group = next_peer_group++;
+	if (group >= peer_cap) {
+		uint64_t ncap = peer_cap ? peer_cap * 2 : 64;
+		uint32_t *nv;
+
+		while (ncap <= group)
+			ncap *= 2;
+		nv = realloc(peer_count, ncap * sizeof(*nv));
+		if (!nv) {
+			pthread_mutex_unlock(&peer_lock);
+			return 0;
+		}
+		memset(nv + peer_cap, 0, (ncap - peer_cap) * sizeof(*nv));
+		peer_count = nv;
+		peer_cap = ncap;
+	}
+	peer_count[group]++;
+	pthread_mutex_unlock(&peer_lock);
+	return group;
+}
+
+static void peer_leave(uint64_t group)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (group && group < peer_cap && peer_count[group])
+		peer_count[group]--;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+static uint32_t peer_members(uint64_t group)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&peer_lock);
+	if (group < peer_cap)
+		n = peer_count[group];
+	pthread_mutex_unlock(&peer_lock);
+	return n;
+}
+
+/* m stops being shared (mount lock held, or m not yet visible). */
+static void make_unshared(struct vfs_mount *m)
+{
+	if (m->propagation == MS_SHARED)
+		peer_leave(m->peer_group);
+	m->peer_group = 0;
+}
+
+/*
+ * Linux's fs.mount-max (its default): guests may not make mounts past this many in the sentry
+ * (all trees and namespaces together): -ENOSPC, so that a loop of recursive binds or namespace
+ * copies cannot grow the sentry's memory without bound.
+ */
+#define VFS_MOUNT_MAX 100000
+
+static int mount_room(long more)
+{
+	return vfs_mount_count() + more > VFS_MOUNT_MAX ? -ENOSPC : 0;
+}
+
+/* --- helpers on the tree (the mount lock held) --- */
+
+/* The top of m's tree: the mount with no parent, or the detached mount m hangs from. */
+static struct vfs_mount *tree_top(struct vfs_mount *m)
+{
+	while (m->parent && !m->detached)
+		m = m->parent;
+	return m;
+}
+
+/* Whether node is n or below it in one filesystem. */
+static bool node_below(struct vfs_node *node, struct vfs_node *n)
+{
+	for (; node; node = node->parent)
+		if (node == n)
+			return true;
+	return false;
+}
+
+/* Whether (m, node) is at or below (top, top_node) in the tree (mount lock held). */
+static bool path_below(struct vfs_mount *m, struct vfs_node *node, struct vfs_mount *top,
+		       struct vfs_node *top_node)
+{
+	for (;;) {
+		if (m == top)
+			return node_below(node, top_node);
+		if (!m->parent || m->detached)
+			return false;
+		node = m->mountpoint;
+		m = m->parent;
+	}
+}
+
+/* A growable array of mounts, each referenced. */
+struct mount_vec {
+	struct vfs_mount **v;
+	size_t n, cap;
+};
+
+static int vec_push(struct mount_vec *mv, struct vfs_mount *m)
+{
+	if (mv->n == mv->cap) {
+		size_t ncap = mv->cap ? mv->cap * 2 : 16;
+		struct vfs_mount **nv = realloc(mv->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		mv->v = nv;
+		mv->cap = ncap;
+	}
+	vfs_mount_get(m);
+	mv->v[mv->n++] = m;
+	return 0;
+}
+
+static void vec_put(struct mount_vec *mv)
+{
+	for (size_t i = 0; i < mv->n; i++)
+		vfs_mount_put(mv->v[i]);
+	free(mv->v);
+	mv->v = NULL;
+	mv->n = mv->cap = 0;
+}
+
+/*
+ * m and every mount below it, parents first (mount lock held). Iterative: a guest may stack
+ * mounts deeper than a host thread's stack would allow recursion.
+ */
+static int collect(struct vfs_mount *top, struct mount_vec *mv)
+{
+	struct vfs_mount *m = top;
+
+	for (;;) {
+		int err = vec_push(mv, m);
+
+		if (err < 0)
+			return err;
+		if (!list_empty(&m->children)) {
+			m = list_first_entry(&m->children, struct vfs_mount, sibling);
+			continue;
+		}
+		/* The next sibling of m or of its nearest ancestor below top. */
+		while (m != top && m->sibling.next == &m->parent->children)
+			m = m->parent;
+		if (m == top)
+			return 0;
+		m = list_entry(m->sibling.next, struct vfs_mount, sibling);
+	}
+}
+
+/* Takes one attached mount m (no children left) out of its tree (mount lock held). */
+static void detach_one(struct vfs_mount *m, struct mount_vec *drop)
+{
+	list_del(&m->sibling);
+	list_init(&m->sibling);
+	__atomic_sub_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&m->mountpoint->fs->mounted_on, 1, __ATOMIC_RELEASE);
+	m->detached = true;
+	make_unshared(m);
+	m->propagation = 0;
+	/* The tree's reference goes to drop, which already holds one of its own. */
+	vec_push(drop, m);
+	vfs_mount_put(m); /* out of memory for drop: the last put here (no callback runs) */
+}
+
+/*
+ * Takes m out of its tree, its submounts first, iteratively (mount lock held for writing).
+ * The tree's references go into drop, for the caller to put once the lock is released; each
+ * mount keeps its parent and mountpoint (references) until it is freed, so that walks inside
+ * it stay valid. A top (no parent) stays where it is; its submounts go.
+ */
+static void umount_tree_locked(struct vfs_mount *top, struct mount_vec *drop)
+{
+	struct vfs_mount *m = top;
+
+	for (;;) {
+		struct vfs_mount *parent;
+
+		while (!list_empty(&m->children))
+			m = list_first_entry(&m->children, struct vfs_mount, sibling);
+		if (m == top)
+			break;
+		parent = m->parent;
+		detach_one(m, drop);
+		m = parent;
+	}
+	if (!top->detached && top->parent)
+		detach_one(top, drop);
+}
+
+/* The caller's root (referenced) and the top of its tree. */
+static struct vfs_mount *task_top(struct task *t, struct vfs_path *root)
+{
+	struct vfs_mount *top;
+
+	vfs_task_root(t, root);
+	vfs_mount_read_lock();
+	top = tree_top(root->mnt);
+	vfs_mount_read_unlock();
+	return top;
+}
+
+/* Whether m is attached in the caller's tree (Linux's check_mnt). */
+static bool in_task_tree(struct task *t, struct vfs_mount *m)
+{
+	struct vfs_path root;
+	bool ok;
+
+	task_top(t, &root);
+	vfs_mount_read_lock();
+	ok = !m->detached && tree_top(m) == tree_top(root.mnt);
+	vfs_mount_read_unlock();
+	vfs_path_put(&root);
+	return ok;
+}
+
+/* --- chroot --- */
+
+int vfs_chroot(struct task *t, const char *path)
+{
+	struct vfs_path p, old;
+	int err = vfs_lookup_at(t, AT_FDCWD, path, 0, &p);
+
+	if (err < 0)
+		return err;
+	if (!vfs_node_is_dir(p.node)) {
+		err = -ENOTDIR;
+		goto out_put;
+	}
+	err = vfs_path_permission(t, &p, VFS_MAY_EXEC);
+	if (err < 0)
+		goto out_put;
+	if (!cred_capable(&t->cred, CAP_SYS_CHROOT)) {
+		err = -EPERM;
+		goto out_put;
+	}
+	pthread_mutex_lock(&t->fs->lock);
+	old = t->fs->root;
+	vfs_path_copy(&t->fs->root, &p);
+	pthread_mutex_unlock(&t->fs->lock);
+	vfs_path_put(&old);
+out_put:
+	vfs_path_put(&p);
+	return err;
+}
+
+/* --- new mounts --- */
+
+/* The mountinfo label of a new mount, or NULL when out of memory. */
+static struct vfs_mount_label *label_new(const char *source, const char *fstype,
+					 const char *super_opts, const char *root)
+{
+	struct vfs_mount_label *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->source = strdup(source && *source ? source : "none");
+	l->fstype = strdup(fstype);
+	l->super_opts = strdup(super_opts ? super_opts : "");
+	l->root = strdup(root ? root : "/");
+	if (!l->source || !l->fstype || !l->super_opts || !l->root) {
+		vfs_mount_label_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static struct vfs_mount_label *label_dup(const struct vfs_mount_label *o)
+{
+	struct vfs_mount_label *l;
+
+	if (!o)
+		return NULL;
+	l = label_new(o->source, o->fstype ? o->fstype : "", o->super_opts, o->root);
+	if (!l)
+		return NULL;
+	if (!o->fstype) {
+		free(l->fstype);
+		l->fstype = NULL;
+	}
+	if (o->atime)
+		l->atime = strdup(o->atime);
+	l->super_ro = o->super_ro;
+	return l;
+}
+
+/* The label's atime word for MS_NOATIME, MS_STRICTATIME or the default relatime. */
+static void label_set_atime(struct vfs_mount_label *l, int flags)
+{
+	const char *w = (flags & MS_NOATIME)	 ? "noatime" :
+			(flags & MS_STRICTATIME) ? "" :
+						   "relatime";
+
+	if (!l)
+		return;
+	/* The old word is not freed: a reader of mountinfo may hold it (a few bytes a remount). */
+	l->atime = strdup(w);
+}
+
+/* Attaches m at p (a guest's new mount): the mountpoint's type rules, then the tree. */
+static int attach_new(struct vfs_mount *m, const struct vfs_path *p)
+{
+	return vfs_mount_attach(m, p);
+}
+
+int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
+		  const char *source, const char *fstype, const char *super_opts)
+{
+	struct vfs_mount *m;
+	int err;
+
+	if (!vfs_node_is_dir(at->node))
+		return -ENOTDIR;
+	if (!in_task_tree(t, at->mnt))
+		return -EINVAL;
+	if (mount_room(1) < 0)
+		return -ENOSPC;
+	m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
+	if (!m)
+		return -ENOMEM;
+	m->label = label_new(source, fstype, super_opts, "/");
+	if (m->label)
+		m->label->super_ro = flags & MS_RDONLY;
+	label_set_atime(m->label, flags);
+	err = attach_new(m, at);
+	vfs_mount_put(m);
+	return err;
+}
+
+/* The path of node inside its filesystem below from ("/a/b"), after prefix. */
+static int node_fs_path(struct vfs_node *from, struct vfs_node *node, const char *prefix, char *buf,
+			size_t size)
+{
+	char *tmp = malloc(VFS_PATH_MAX);
+	char *s;
+	int n;
+
+	if (!tmp)
+		return -ENOMEM;
+	s = tmp + VFS_PATH_MAX - 1;
+	*s = '\0';
+	vfs_rename_read_lock();
+	for (; node && node != from; node = node->parent) {
+		size_t nl = strlen(node->name);
+
+		if ((size_t)(s - tmp) < nl + 2)
+			break;
+		s -= nl;
+		memcpy(s, node->name, nl);
+		*--s = '/';
+	}
+	vfs_rename_read_unlock();
+	if (!strcmp(prefix, "/"))
+		prefix = "";
+	n = snprintf(buf, size, "%s%s", prefix, *s || *prefix ? s : "/");
+	free(tmp);
+	return n < (int)size ? 0 : -ENAMETOOLONG;
+}
+
+/* A copy of m showing node (a node of m's filesystem), detached: a bind of (m, node). */
+static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node, bool keep_peer)
+{
+	struct vfs_mount *c = vfs_mount_create(m->fs, node, m->flags);
+	char *root;
+
+	if (!c)
+		return NULL;
+	if (node == m->root) {
+		c->label = label_dup(m->label);
+	} else {
+		root = malloc(VFS_PATH_MAX);
+		if (root &&
+		    node_fs_path(m->root, node, m->label && m->label->root ? m->label->root : "/",
+				 root, VFS_PATH_MAX) == 0) {
+			c->label = label_dup(m->label);
+			if (!c->label)
+				c->label = label_new(NULL, m->fs->type, NULL, NULL);
+			if (c->label) {
+				free(c->label->root);
+				c->label->root = root;
+				root = NULL;
+				if (!m->label) {
+					/* A derived label: keep deriving type and source. */
+					free(c->label->source);
+					free(c->label->fstype);
+					c->label->source = NULL;
+					c->label->fstype = NULL;
+					c->label->super_ro = m->flags & MS_RDONLY;
+				}
+			}
+		}
+		free(root);
+	}
+	if (keep_peer && m->propagation == MS_SHARED && peer_join(m->peer_group)) {
+		c->propagation = MS_SHARED;
+		c->peer_group = m->peer_group;
+	} else if (keep_peer && m->propagation == MS_SLAVE) {
+		c->propagation = MS_SLAVE;
+		c->master = m->master;
+	}
+	return c;
+}
+
+/* Attaches c on (parent, mountpoint) in the tree (mount lock held for writing). */
+static void attach_locked(struct vfs_mount *c, struct vfs_mount *parent, struct vfs_node *mp)
+{
+	vfs_mount_get(c); /* the tree's */
+	c->parent = parent;
+	vfs_mount_get(parent);
+	c->mountpoint = mp;
+	vfs_node_get(mp);
+	list_add_tail(&c->sibling, &parent->children);
+	__atomic_add_fetch(&mp->mounts, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&mp->fs->mounted_on, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Copies the tree below (src, node) (the mounts of src under node with rec; src alone
+ * without) as a detached tree whose top shows node. Unbindable submounts are left out.
+ * Returns the top (one reference) or ERR_PTR(-errno); *map receives old/new pairs if asked.
+ */
+static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node, bool rec,
+				   bool keep_peer, struct mount_vec *olds, struct mount_vec *news)
+{
+	struct mount_vec old = { 0 }, made = { 0 };
+	struct vfs_mount *top;
+	int err = 0;
+
+	if (mount_room(1) < 0)
+		return ERR_PTR(-ENOSPC);
+	top = clone_mount(src, node, keep_peer);
+	if (!top)
+		return ERR_PTR(-ENOMEM);
+	if (vec_push(&old, src) < 0 || vec_push(&made, top) < 0) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (rec) {
+		struct mount_vec all = { 0 };
+
+		vfs_mount_write_lock();
+		err = collect(src, &all);
+		for (size_t i = 1; err == 0 && i < all.n; i++) {
+			struct vfs_mount *m = all.v[i], *c;
+			size_t pi;
+
+			for (pi = 0; pi < old.n && old.v[pi] != m->parent; pi++)
+				;
+			if (pi == old.n || m->propagation == MS_UNBINDABLE)
+				continue;
+			if (pi == 0 && !node_below(m->mountpoint, node))
+				continue;
+			if (mount_room(1) < 0) {
+				err = -ENOSPC;
+				break;
+			}
+			c = clone_mount(m, m->root, keep_peer);
+			if (!c) {
+				err = -ENOMEM;
+				break;
+			}
+			attach_locked(c, made.v[pi], m->mountpoint);
+			err = vec_push(&old, m);
+			if (err == 0)
+				err = vec_push(&made, c);
+			vfs_mount_put(c);
+		}
+		vfs_mount_write_unlock();
+		vec_put(&all);
+	}
+out:
+	if (err < 0) {
+		struct mount_vec drop = { 0 };
+
+		vfs_mount_write_lock();
+		umount_tree_locked(top, &drop);
+		vfs_mount_write_unlock();
+		vec_put(&drop);
+		vfs_mount_put(top);
+		top = ERR_PTR(err);
+	}
+	if (olds && !IS_ERR(top)) {
+		*olds = old;
+		*news = made;
+	} else {
+		vec_put(&old);
+		vec_put(&made);
+	}
+	return top;
+}
+
+int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
+{
+	struct vfs_mount *top;
+	int err;
+
+	if (!in_task_tree(t, at->mnt) || !in_task_tree(t, src->mnt))
+		return -EINVAL;
+	if (src->mnt->propagation == MS_UNBINDABLE)
+		return -EINVAL;
+	/* Linux's graft_tree: a directory on a non-directory or the reverse is ENOTDIR. */
+	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(src->node))
+		return -ENOTDIR;
+	/* Binds of shared mounts are their peers, of slaves slaves of the same master. */
+	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
+	if (IS_ERR(top))
+		return (int)PTR_ERR(top);
+	err = attach_new(top, at);
+	if (err < 0) {
+		struct mount_vec drop = { 0 };
+
+		vfs_mount_write_lock();
+		umount_tree_locked(top, &drop);
+		vfs_mount_write_unlock();
+		vec_put(&drop);
+	}
+	vfs_mount_put(top);
+	return err;
+}
+
+struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec)
+{
+	struct vfs_mount *top;
+
+	if (!in_task_tree(t, src->mnt))
+		return ERR_PTR(-EINVAL);
+	if (src->mnt->propagation == MS_UNBINDABLE)
+		return ERR_PTR(-EINVAL);
+	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
+	if (!IS_ERR(top))
+		top->anon_tree = true;
+	return top;
+}
+
+struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
+				     const char *fstype, const char *super_opts)
+{
+	struct vfs_mount *m;
+
+	if (mount_room(1) < 0)
+		return ERR_PTR(-ENOSPC);
+	m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->label = label_new(source, fstype, super_opts, "/");
+	if (m->label)
+		m->label->super_ro = flags & MS_RDONLY;
+	label_set_atime(m->label, flags);
+	m->anon_tree = true;
+	return m;
+}
+
+int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
+{
+	int err;
+
+	if (!in_task_tree(t, at->mnt))
+		return -EINVAL;
+	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(m->root))
+		return -ENOTDIR;
+	vfs_mount_write_lock();
+	if (!m->anon_tree || m->parent || m->detached) {
+		vfs_mount_write_unlock();
+		return -EINVAL;
+	}
+	m->anon_tree = false;
+	vfs_mount_write_unlock();
+	err = vfs_mount_attach(m, at);
+	if (err < 0)
+		m->anon_tree = true;
+	return err;
+}
+
+/* --- changes to mounts --- */
+
+/* Whether p names a mount's root (Linux's path_mounted). */
+static bool is_mount_root(const struct vfs_path *p)
+{
+	return p->node == p->mnt->root;
+}
+
+int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind)
+{
+	struct vfs_mount *m = p->mnt;
+
+	if (!is_mount_root(p) || !in_task_tree(t, m))
+		return -EINVAL;
+	vfs_mount_set_flags(m, flags & VFS_MNT_FLAGS);
+	/* Without MS_BIND the superblock's read-only flag changes too (the label's). */
+	if (!bind && m->label)
+		m->label->super_ro = flags & MS_RDONLY;
+	if (m->label && (flags & (MS_NOATIME | MS_STRICTATIME | MS_RELATIME)))
+		label_set_atime(m->label, flags);
+	return 0;
+}
+
+int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec)
+{
+	struct mount_vec v = { 0 };
+	int err;
+
+	if (!is_mount_root(p) || !in_task_tree(t, p->mnt))
+		return -EINVAL;
+	vfs_mount_write_lock();
+	err = rec ? collect(p->mnt, &v) : vec_push(&v, p->mnt);
+	if (err == 0) {
+		for (size_t i = 0; i < v.n; i++) {
+			struct vfs_mount *m = v.v[i];
+
+			if (type == MS_SHARED) {
+				if (m->propagation != MS_SHARED) {
+					m->peer_group = peer_join(0);
+					if (!m->peer_group) {
+						err = -ENOMEM;
+						break;
+					}
+				}
+				m->master = 0;
+			} else if (type == MS_SLAVE) {
+				/* Its peers become its master; with none, it is private (Linux). */
+				if (m->propagation == MS_SHARED) {
+					m->master =
+						peer_members(m->peer_group) > 1 ? m->peer_group : 0;
+					make_unshared(m);
+					if (!m->master) {
+						m->propagation = 0;
+						continue;
+					}
+				} else if (m->propagation != MS_SLAVE) {
+					continue;
+				}
+			} else {
+				make_unshared(m);
+				m->master = 0;
+			}
+			m->propagation = type == MS_PRIVATE ? 0 : type;
+		}
+	}
+	vfs_mount_write_unlock();
+	vec_put(&v);
+	return err;
+}
+
+int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
+{
+	struct vfs_mount *m = src->mnt, *old_parent;
+	struct vfs_node *old_mp;
+	int err = 0;
+
+	if (!is_mount_root(src) || !in_task_tree(t, m) || !in_task_tree(t, at->mnt))
+		return -EINVAL;
+	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(m->root))
+		return -EINVAL; /* Linux's do_move_mount */
+	vfs_mount_write_lock();
+	if (!m->parent || m->detached) {
+		err = -EINVAL;
+	} else if (path_below(at->mnt, at->node, m, m->root)) {
+		err = -ELOOP; /* into itself */
+	} else if (m->parent->propagation == MS_SHARED) {
+		err = -EINVAL; /* Linux refuses moving a mount out of a shared parent */
+	}
+	if (err < 0) {
+		vfs_mount_write_unlock();
+		return err;
+	}
+	old_parent = m->parent;
+	old_mp = m->mountpoint;
+	list_del(&m->sibling);
+	__atomic_sub_fetch(&old_mp->mounts, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&old_mp->fs->mounted_on, 1, __ATOMIC_RELEASE);
+	attach_locked(m, at->mnt, at->node);
+	vfs_mount_put(m); /* attach_locked took a second tree reference */
+	vfs_mount_write_unlock();
+	vfs_mount_put(old_parent);
+	vfs_node_put(old_mp);
+	return 0;
+}
+
+int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
+{
+	struct vfs_mount *m = p->mnt;
+	struct vfs_path root;
+	struct mount_vec drop = { 0 };
+	int err = 0;
+
+	if (!is_mount_root(p) || !in_task_tree(t, m))
+		return -EINVAL;
+	vfs_task_root(t, &root);
+	if (flags & MNT_EXPIRE) {
+		/* Expiry marks are not kept: every mount counts as in use since the last call. */
+		err = (m == root.mnt || (flags & (MNT_FORCE | MNT_DETACH))) ? -EINVAL : -EAGAIN;
+		vfs_path_put(&root);
+		return err;
+	}
+	vfs_mount_write_lock();
+	if (m == root.mnt && !(flags & MNT_DETACH)) {
+		/* Linux remounts the caller's root read-only here; husk answers EBUSY. */
+		err = -EBUSY;
+	} else if (!m->parent) {
+		/* The top of the tree (the sandbox's root): nothing below it to fall back on. */
+		err = -EINVAL;
+	} else if (!(flags & MNT_DETACH)) {
+		/* Busy: submounts, or references beyond the tree's and this call's (a cwd, a root,
+		 * an open file). */
+		if (!list_empty(&m->children) || refcount_read(&m->ref) > 2)
+			err = -EBUSY;
+	}
+	if (err == 0)
+		umount_tree_locked(m, &drop);
+	vfs_mount_write_unlock();
+	vec_put(&drop);
+	vfs_path_put(&root);
+	return err;
+}
+
+/* --- pivot_root --- */
+
+/* Whether m is attached in the tree whose top is top (mount lock held). */
+static bool in_tree_locked(struct vfs_mount *m, struct vfs_mount *top)
+{
+	return !m->detached && tree_top(m) == top;
+}
+
+static bool fs_ns_owns(struct fs_context *fs, struct vfs_mount *top)
+{
+	return fs->mnt_ns && fs->mnt_ns->root == top;
+}
+
+int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old)
+{
+	struct vfs_mount *nm = new_root->mnt, *om = put_old->mnt, *rm, *top;
+	struct vfs_mount *ex_parent = NULL, *root_parent = NULL;
+	struct vfs_node *ex_mp = NULL, *root_mp = NULL;
+	struct vfs_path root, newp;
+	int err = 0;
+
+	if (!vfs_node_is_dir(new_root->node) || !vfs_node_is_dir(put_old->node))
+		return -ENOTDIR;
+	top = task_top(t, &root);
+	rm = root.mnt;
+	vfs_mount_write_lock();
+	if (!in_tree_locked(nm, top) || !in_tree_locked(rm, top) || !in_tree_locked(om, top))
+		err = -EINVAL;
+	else if (nm->propagation == MS_SHARED || om->propagation == MS_SHARED ||
+		 (nm->parent && nm->parent->propagation == MS_SHARED) ||
+		 (rm->parent && rm->parent->propagation == MS_SHARED))
+		err = -EINVAL;
+	else if (nm == rm || om == rm)
+		err = -EBUSY;
+	else if (root.node != rm->root || new_root->node != nm->root || !nm->parent)
+		err = -EINVAL; /* not mountpoints, or new_root not attached */
+	else if (!rm->parent && !fs_ns_owns(t->fs, rm))
+		err = -EINVAL; /* the sandbox's own root is its tree's top, as Linux's rootfs */
+	else if (!path_below(om, put_old->node, nm, nm->root))
+		err = -EINVAL; /* put_old not under new_root */
+	else if (!path_below(nm, new_root->node, rm, root.node))
+		err = -EINVAL; /* new_root not under the root */
+	if (err < 0) {
+		vfs_mount_write_unlock();
+		vfs_path_put(&root);
+		return err;
+	}
+	/* new_root leaves its place; the old root goes on put_old; new_root takes its place. */
+	ex_parent = nm->parent;
+	ex_mp = nm->mountpoint;
+	list_del(&nm->sibling);
+	__atomic_sub_fetch(&ex_mp->mounts, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&ex_mp->fs->mounted_on, 1, __ATOMIC_RELEASE);
+	if (rm->parent) {
+		root_parent = rm->parent;
+		root_mp = rm->mountpoint;
+		list_del(&rm->sibling);
+		__atomic_sub_fetch(&root_mp->mounts, 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&root_mp->fs->mounted_on, 1, __ATOMIC_RELEASE);
+	}
+	/* rm's old reference (the tree's, or the namespace's for a top) is replaced here. */
+	attach_locked(rm, om, put_old->node);
+	vfs_mount_put(rm);
+	if (root_parent) {
+		attach_locked(nm, root_parent, root_mp);
+		vfs_mount_put(nm);
+	} else {
+		/* new_root becomes the namespace's top: the tree's reference becomes the ns's. */
+		nm->parent = NULL;
+		nm->mountpoint = NULL;
+		t->fs->mnt_ns->root = nm;
+		nm->ns = t->fs->mnt_ns;
+		rm->ns = NULL;
+	}
+	vfs_mount_write_unlock();
+	vfs_mount_put(ex_parent);
+	vfs_node_put(ex_mp);
+	vfs_mount_put(root_parent);
+	vfs_node_put(root_mp);
+	/* Linux's chroot_fs_refs, for the caller's context: root and cwd at the old root move. */
+	newp.mnt = nm;
+	newp.node = nm->root;
+	pthread_mutex_lock(&t->fs->lock);
+	if (t->fs->root.mnt == root.mnt && t->fs->root.node == root.node) {
+		vfs_path_put(&t->fs->root);
+		vfs_path_copy(&t->fs->root, &newp);
+	}
+	if (t->fs->cwd.mnt == root.mnt && t->fs->cwd.node == root.node) {
+		vfs_path_put(&t->fs->cwd);
+		vfs_path_copy(&t->fs->cwd, &newp);
+	}
+	pthread_mutex_unlock(&t->fs->lock);
+	vfs_path_put(&root);
+	return 0;
+}
+
+/* --- mount namespaces --- */
+
+void vfs_mnt_ns_get(struct vfs_mnt_ns *ns)
+{
+	refcount_inc(&ns->ref);
+}
+
+void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
+{
+	struct mount_vec drop = { 0 };
+	struct vfs_mount *c;
+
+	if (!ns || !refcount_dec(&ns->ref))
+		return;
+	/* The namespace's mounts go with it (Linux's put_mnt_ns: umount_tree of the whole tree). */
+	vfs_mount_write_lock();
+	while (!list_empty(&ns->root->children)) {
+		c = list_first_entry(&ns->root->children, struct vfs_mount, sibling);
+		umount_tree_locked(c, &drop);
+	}
+	ns->root->detached = true;
+	ns->root->ns = NULL;
+	make_unshared(ns->root);
+	vfs_mount_write_unlock();
+	vec_put(&drop);
+	vfs_mount_put(ns->root);
+	free(ns);
+}
+
+/* Moves *p onto its copy if its mount is one of olds. */
+static void move_path(struct vfs_path *p, const struct mount_vec *olds,
+		      const struct mount_vec *news)
+{
+	for (size_t i = 0; i < olds->n; i++) {
+		if (p->mnt == olds->v[i]) {
+			vfs_mount_get(news->v[i]);
+			vfs_mount_put(p->mnt);
+			p->mnt = news->v[i];
+			return;
+		}
+	}
+}
+
+int vfs_mnt_ns_unshare(struct fs_context *fs)
+{
+	struct mount_vec olds = { 0 }, news = { 0 };
+	struct vfs_mnt_ns *ns = calloc(1, sizeof(*ns)), *old_ns;
+	struct vfs_mount *top, *copy;
+	struct vfs_path root;
+	uint32_t idx;
+
+	if (!ns)
+		return -ENOMEM;
+	fs_context_get_root(fs, &root);
+	vfs_mount_read_lock();
+	top = tree_top(root.mnt);
+	vfs_mount_get(top);
+	vfs_mount_read_unlock();
+	vfs_path_put(&root);
+	/* Every mount copied, peers kept (Linux's copy_mnt_ns in the same user namespace). */
+	copy = copy_tree(top, top->root, true, true, &olds, &news);
+	vfs_mount_put(top);
+	if (IS_ERR(copy)) {
+		free(ns);
+		return (int)PTR_ERR(copy);
+	}
+	refcount_init(&ns->ref, 1);
+	idx = __atomic_fetch_add(&next_ns_index, 1, __ATOMIC_RELAXED);
+	/* In Linux's range of namespace inodes, the mnt slot (2) of a 16-apart block. */
+	ns->ino = 0xF0000000u + ((0x80000u + idx) & 0xFFFFFu) * 16u + 2u;
+	ns->root = copy; /* the copy's reference */
+	copy->ns = ns;
+	pthread_mutex_lock(&fs->lock);
+	move_path(&fs->root, &olds, &news);
+	move_path(&fs->cwd, &olds, &news);
+	old_ns = fs->mnt_ns;
+	fs->mnt_ns = ns;
+	pthread_mutex_unlock(&fs->lock);
+	vec_put(&olds);
+	vec_put(&news);
+	vfs_mnt_ns_put(old_ns);
+	return 0;
+}
+
+uint64_t vfs_mnt_ns_ino(struct task *t)
+{
+	uint64_t ino = 0;
+
+	if (!t->fs)
+		return 0;
+	pthread_mutex_lock(&t->fs->lock);
+	if (t->fs->mnt_ns)
+		ino = t->fs->mnt_ns->ino;
+	pthread_mutex_unlock(&t->fs->lock);
+	return ino;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Guest mount operations (mount_user.c): chroot, mount, umount, pivot_root and mount namespaces.
+ * The syscall layer resolves paths, checks capabilities and makes filesystems; these functions
+ * change the tree. Every path argument is the caller's (references stay the caller's).
+ */
+#ifndef HUSK_SENTRY_VFS_MOUNT_USER_H
+#define HUSK_SENTRY_VFS_MOUNT_USER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fs_context;
+struct task;
+struct vfs_fs;
+struct vfs_mnt_ns;
+struct vfs_path;
+
+/* The per-mount flags a guest may set. */
+#define VFS_MNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+/*
+ * chroot(2) of t's process (its fs context) to path: -ENOTDIR, -EACCES (search), walk errors,
+ * then -EPERM without CAP_SYS_CHROOT, as Linux orders them. Returns 0 or -errno.
+ */
+int vfs_chroot(struct task *t, const char *path);
+
+/*
+ * Mounts a new instance fs (the mount takes its own reference; the caller puts its own) on
+ * the directory at, with flags (MS_RDONLY, MS_NOSUID, MS_NODEV,
+ * MS_NOEXEC, atime flags) and what mountinfo shows. Returns 0, -ENOTDIR, -EINVAL (at not in
+ * t's tree) or -ENOMEM.
+ */
+int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
+		  const char *source, const char *fstype, const char *super_opts);
+/* A bind of src on at (with rec: src's submounts below it too). 0 or -errno. */
+int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec);
+/*
+ * open_tree(OPEN_TREE_CLONE): a detached copy of src (with rec, its submounts below it too),
+ * one reference, marked anon_tree until vfs_mount_attach_tree. ERR_PTR(-EINVAL) when src is not
+ * in t's tree or unbindable; -ENOMEM.
+ */
+struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec);
+/* fsmount(2): a detached mount of fs's root (one reference; fs gets its own), as above. */
+struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
+				     const char *fstype, const char *super_opts);
+/* move_mount(2) of a detached tree top m onto at. 0, -EINVAL (m attached already), -ENOTDIR. */
+int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at);
+/* MS_REMOUNT (bind: MS_REMOUNT|MS_BIND) of the mount whose root is p. 0 or -EINVAL. */
+int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind);
+/* MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE (type), with rec for the submounts. */
+int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec);
+/* MS_MOVE of the mount whose root is src onto at. 0, -EINVAL or -ELOOP. */
+int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at);
+/*
+ * umount2(2) of the mount whose root is p (MNT_DETACH, MNT_EXPIRE, MNT_FORCE in flags).
+ * Returns 0, -EINVAL (not a mount root, not in t's tree, the tree's top), -EBUSY (without
+ * MNT_DETACH: submounts, a cwd, root or open file in it; t's root), -EAGAIN (MNT_EXPIRE).
+ */
+int vfs_umount(struct task *t, const struct vfs_path *p, int flags);
+/* pivot_root(2): the checks of the man page, then the swap. 0 or -errno. */
+int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old);
+
+/*
+ * Gives fs (private to the caller: unshare or clone with CLONE_NEWNS) a new mount namespace: a
+ * copy of the whole tree its root is in, its root and cwd moved onto the copies. 0 or -ENOMEM.
+ */
+int vfs_mnt_ns_unshare(struct fs_context *fs);
+void vfs_mnt_ns_get(struct vfs_mnt_ns *ns);
+void vfs_mnt_ns_put(struct vfs_mnt_ns *ns);
+/*
+ * The identity of t's mount namespace (the inode number /proc/PID/ns/mnt shows), or 0 when t
+ * is in its sandbox's (or pod member's) own tree: the caller keeps its own number for those.
+ */
+uint64_t vfs_mnt_ns_ino(struct task *t);
+
+#endif

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Mounts, mount namespaces and chroot with real programs (util-linux's unshare, mount, umount,
+# chroot, busybox, python3), each compared with the same command run natively, and the escapes
+# that must fail. Natively everything runs under `unshare -m` (private propagation, util-linux's
+# default), so the host's mount table is never changed.
+. "$(dirname "$0")/lib.sh"
+
+# same NAME -- COMMAND...: the command's stdout and status in husk equal its native ones.
+same() {
+	name=$1
+	shift 2
+	want=$("$@" 2>/dev/null)
+	want_st=$?
+	expect_output "$name" "$want" "$want_st" -- "$HUSK" do -- "$@"
+}
+
+same "unshare -m: a tmpfs on /mnt, a file in it, one mountinfo line" -- \
+	unshare -m sh -c 'mount -t tmpfs x /mnt && echo hi > /mnt/f && cat /mnt/f && grep -c " /mnt " /proc/self/mountinfo'
+same "after unshare -m, /mnt outside is unchanged" -- \
+	sh -c 'unshare -m sh -c "mount -t tmpfs x /mnt && echo hi > /mnt/f" && grep -c " /mnt " /proc/self/mountinfo; test -e /mnt/f || echo no-file'
+
+# mount --bind, remount,ro,bind (a write fails with EROFS, the source stays writable), umount -l.
+same "mount --bind, remount ro, umount -l" -- \
+	unshare -m sh -c 'd=$(mktemp -d) && mkdir $d/a $d/b && echo x > $d/a/f &&
+		mount --bind $d/a $d/b && cat $d/b/f && mount -o remount,ro,bind $d/b &&
+		{ (echo y > $d/b/g) 2>&1 | grep -o "Read-only file system"; } &&
+		echo z > $d/a/g && echo source-writable && grep " $d/b " /proc/self/mountinfo | cut -d" " -f4,6 | sed "s|$d|DIR|" &&
+		umount -l $d/b && { test -e $d/b/f || echo unmounted; }; rm -rf $d'
+same "mount --rbind takes submounts, mount --bind does not" -- \
+	unshare -m sh -c 'd=$(mktemp -d) && mkdir -p $d/a/in $d/b $d/c && mount -t tmpfs t $d/a/in &&
+		touch $d/a/in/f && mount --bind $d/a $d/b && mount --rbind $d/a $d/c &&
+		ls $d/b/in; ls $d/c/in; umount -l $d/c; umount $d/b; umount $d/a/in; rm -rf $d'
+same "mount -t proc on a new directory" -- \
+	unshare -m sh -c 'd=$(mktemp -d) && mount -t proc proc $d && test -r $d/self/status && echo proc-ok; umount $d; rmdir $d'
+
+# chroot into a directory holding busybox-static: ls / shows the directory, cd .. stays there.
+same "chroot DIR busybox sh: ls /; cd ..; ls" -- \
+	sh -c 'd=$(mktemp -d) && mkdir $d/bin && cp /bin/busybox $d/bin/ && touch $d/marker &&
+		chroot $d /bin/busybox sh -c "ls /; cd ..; cd ..; ls; pwd"; rm -rf $d'
+
+# Escapes that must fail.
+# A chroot escape with an fd opened before and `..` (as root, Linux lets it out to the real
+# root): in husk it must end at the root the guest saw before, the sandbox's, never the host's
+# beyond it. A marker the guest made in /tmp (the sandbox's overlay: natively the host's /tmp)
+# is there, and / is the same directory as before.
+same "chroot escape with .. and an open fd ends at the guest's own root" -- \
+	python3 -S -c '
+import os, tempfile
+m = tempfile.mkstemp(prefix="husk-escape-")[1]
+d = tempfile.mkdtemp()
+before = os.stat("/")
+fd = os.open("/", os.O_RDONLY)
+os.chroot(d)
+print(os.path.exists(m))
+os.fchdir(fd)
+for _ in range(64):
+    os.chdir("..")
+os.chroot(".")
+after = os.stat("/")
+print(os.path.exists(m), (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino))
+os.unlink(m)
+os.rmdir(d)
+'
+# A bind mount over /proc/self/exe mounts over the file the link names (mount's own binary) in
+# the guest's tree only: after the namespace is gone the binary is intact.
+same "a bind over /proc/self/exe stays in the namespace" -- \
+	sh -c 'unshare -m sh -c "mount --bind /bin/true /proc/self/exe; mount --version | head -c 0; echo done";
+		mount --version | head -1 | cut -d" " -f1'
+# The sentry knows no such filesystem: ENODEV (the call itself: util-linux's mount tries the
+# types of /proc/filesystems instead).
+same "mount of an unknown filesystem type" -- \
+	unshare -m python3 -S -c 'import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+print(l.mount(b"x", b"/mnt", b"nosuchfs", 0, None), os.strerror(ctypes.get_errno()))'
+# A bind of a path outside the sandbox is impossible: there is no such path. Climbing with ..
+# from / binds the guest's own root.
+same "a bind of /../../.. is a bind of the guest's /" -- \
+	unshare -m sh -c 'mount --bind /../../.. /mnt && test "$(stat -c %d:%i /mnt)" = "$(stat -c %d:%i /)" && echo same-root'
+# umount of /: Linux would remount the caller's root read-only (the host's root natively:
+# never run here); husk answers EBUSY. Husk only.
+expect_output "umount / is refused" "busy
+32" 0 -- \
+	"$HUSK" do -- unshare -m sh -c 'umount / 2>&1 | grep -o busy; umount / 2>/dev/null; echo $?'
+finish

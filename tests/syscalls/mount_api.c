@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The new mount API: fsopen/fsconfig/fsmount of a tmpfs attached with move_mount, open_tree
+ * (OPEN_TREE_CLONE copies, plain O_PATH fds that move_mount moves), their errors (ENODEV,
+ * EINVAL, EBADF, EBUSY, EFAULT) and EPERM for uid 1000. In a private mount namespace under a
+ * tmpfs in the scratch directory, as mounts.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "scratch.h"
+
+/* linux/mount.h's values (the header clashes with glibc's sys/mount.h). */
+#define OPEN_TREE_CLONE_ 1
+#define AT_RECURSIVE_ 0x8000
+#define MOVE_MOUNT_F_EMPTY_PATH_ 0x04
+#define FSCONFIG_SET_FLAG_ 0
+#define FSCONFIG_SET_STRING_ 1
+#define FSCONFIG_CMD_CREATE_ 6
+#define MOUNT_ATTR_NOEXEC_ 0x08
+
+static char T[128];
+
+static char *at(const char *rel)
+{
+	static char bufs[8][256];
+	static int i;
+	char *b = bufs[i++ % 8];
+
+	if (strlen(T) + strlen(rel) + 2 > 256)
+		abort();
+	strcpy(b, T);
+	strcat(b, "/");
+	strcat(b, rel);
+	return b;
+}
+
+static bool mountinfo_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[1024], mp[512];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && !strcmp(mp, path)) {
+			snprintf(buf, len, "%s", line);
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+static void fs_context(void)
+{
+	char line[1024];
+	struct stat st;
+	int fd, mfd;
+
+	CHECK_ERR(syscall(SYS_fsopen, "nosuchfs", 0), ENODEV);
+	CHECK_ERR(syscall(SYS_fsopen, "tmpfs", 0x10), EINVAL);
+	CHECK_ERR(syscall(SYS_fsopen, (char *)1, 0), EFAULT);
+	CHECK_ERR(syscall(SYS_fsconfig, 0, FSCONFIG_CMD_CREATE_, NULL, NULL, 0), EINVAL);
+	CHECK_ERR(syscall(SYS_fsconfig, 999, FSCONFIG_CMD_CREATE_, NULL, NULL, 0), EBADF);
+	fd = CHECK_OK(syscall(SYS_fsopen, "tmpfs", 0));
+	CHECK_ERR(syscall(SYS_fsmount, fd, 0, 0), EINVAL); /* not created yet */
+	CHECK_RET(syscall(SYS_fsconfig, fd, FSCONFIG_SET_STRING_, "source", "api", 0), 0);
+	CHECK_RET(syscall(SYS_fsconfig, fd, FSCONFIG_SET_STRING_, "size", "1m", 0), 0);
+	CHECK_RET(syscall(SYS_fsconfig, fd, FSCONFIG_SET_STRING_, "mode", "700", 0), 0);
+	CHECK_RET(syscall(SYS_fsconfig, fd, FSCONFIG_CMD_CREATE_, NULL, NULL, 0), 0);
+	CHECK_ERR(syscall(SYS_fsconfig, fd, FSCONFIG_CMD_CREATE_, NULL, NULL, 0), EBUSY);
+	CHECK_ERR(syscall(SYS_fsmount, fd, 0x10, 0), EINVAL);
+	mfd = CHECK_OK(syscall(SYS_fsmount, fd, 0, MOUNT_ATTR_NOEXEC_));
+	CHECK_ERR(syscall(SYS_fsmount, fd, 0, 0), EBUSY);
+	/* Detached: not in the tree until move_mount. */
+	CHECK(!mountinfo_line(at("x"), line, sizeof(line)), "mounted before move_mount");
+	CHECK_RET(mkdir(at("x"), 0755), 0);
+	CHECK_ERR(syscall(SYS_move_mount, mfd, "", AT_FDCWD, at("x"), 0x1000), EINVAL);
+	CHECK_RET(syscall(SYS_move_mount, mfd, "", AT_FDCWD, at("x"), MOVE_MOUNT_F_EMPTY_PATH_), 0);
+	CHECK_RET(stat(at("x"), &st), 0);
+	CHECK(st.st_mode == (S_IFDIR | 0700), "mode %o", st.st_mode);
+	CHECK(mountinfo_line(at("x"), line, sizeof(line)) && strstr(line, " rw,noexec,relatime ") &&
+		      strstr(line, " - tmpfs api rw,size=1024k,mode=700\n"),
+	      "line %s", line);
+	/* The fd still names the mount's root. */
+	CHECK_RET(close(openat(mfd, "via-fd", O_CREAT | O_WRONLY, 0644)), 0);
+	CHECK_RET(access(at("x/via-fd"), F_OK), 0);
+	close(mfd);
+	close(fd);
+}
+
+static void trees(void)
+{
+	char line[1024];
+	int fd;
+
+	CHECK_ERR(syscall(SYS_open_tree, AT_FDCWD, at("x"), 0x4000000), EINVAL);
+	CHECK_ERR(syscall(SYS_open_tree, AT_FDCWD, at("x"), AT_RECURSIVE_), EINVAL);
+	CHECK_ERR(syscall(SYS_open_tree, AT_FDCWD, at("missing"), OPEN_TREE_CLONE_), ENOENT);
+	/* A clone: a bind made detached, attached by move_mount. */
+	fd = CHECK_OK(syscall(SYS_open_tree, AT_FDCWD, at("x"), OPEN_TREE_CLONE_ | O_CLOEXEC));
+	CHECK_RET(mkdir(at("y"), 0755), 0);
+	CHECK_RET(syscall(SYS_move_mount, fd, "", AT_FDCWD, at("y"), MOVE_MOUNT_F_EMPTY_PATH_), 0);
+	CHECK_RET(access(at("y/via-fd"), F_OK), 0);
+	CHECK(mountinfo_line(at("y"), line, sizeof(line)) && strstr(line, " - tmpfs api "),
+	      "line %s", line);
+	close(fd);
+	/* Without OPEN_TREE_CLONE: a path; move_mount moves the mount there. */
+	fd = CHECK_OK(syscall(SYS_open_tree, AT_FDCWD, at("y"), 0));
+	CHECK_RET(mkdir(at("z"), 0755), 0);
+	CHECK_RET(syscall(SYS_move_mount, fd, "", AT_FDCWD, at("z"), MOVE_MOUNT_F_EMPTY_PATH_), 0);
+	CHECK(!mountinfo_line(at("y"), line, sizeof(line)), "y still mounted");
+	CHECK_RET(access(at("z/via-fd"), F_OK), 0);
+	close(fd);
+	/* A path move_mount: not a mount's root. */
+	CHECK_ERR(syscall(SYS_move_mount, AT_FDCWD, at("x/via-fd"), AT_FDCWD, at("y"), 0), EINVAL);
+	CHECK_RET(umount2(at("z"), 0), 0);
+	CHECK_RET(umount2(at("x"), 0), 0);
+}
+
+static void as_user(void)
+{
+	if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0) {
+		CHECK(0, "setresuid: %s", strerror(errno));
+		return;
+	}
+	CHECK_ERR(syscall(SYS_fsopen, "tmpfs", 0), EPERM);
+	CHECK_ERR(syscall(SYS_open_tree, AT_FDCWD, T, OPEN_TREE_CLONE_), EPERM);
+	CHECK_ERR(syscall(SYS_move_mount, AT_FDCWD, T, AT_FDCWD, T, 0), EPERM);
+	CHECK_ERR(syscall(SYS_fsmount, 0, 0, 0), EPERM);
+}
+
+static void body(void)
+{
+	pid_t pid;
+	int st;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		CHECK(0, "namespace: %s", strerror(errno));
+		return;
+	}
+	snprintf(T, sizeof(T), "%s/t", scratch);
+	CHECK_RET(mkdir(T, 0755), 0);
+	CHECK_RET(mount("top", T, "tmpfs", 0, NULL), 0);
+	fs_context();
+	trees();
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		checks_passed = checks_failed = 0;
+		as_user();
+		fflush(stdout);
+		_exit(checks_failed ? 1 : 0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "unprivileged checks failed");
+	CHECK_RET(umount2(T, 0), 0);
+}
+
+int main(void)
+{
+	pid_t pid;
+	int st;
+
+	scratch_make("mount_api");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		body();
+		_exit(finish());
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		printf("FAIL: the namespace child failed\n");
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Mount namespaces and pivot_root(2): unshare(CLONE_NEWNS) and clone(CLONE_NEWNS) copy the
+ * tree (new mount ids, the same filesystems), mounts and umounts on either side stay there,
+ * /proc/PID/mountinfo shows PID's namespace, the cwd moves onto the copy; CLONE_NEWNS with
+ * CLONE_FS is EINVAL. pivot_root's errors and the pivot_root(".", ".") + umount2(".",
+ * MNT_DETACH) idiom of runc and systemd. Natively everything runs below a private tmpfs in a
+ * namespace of the program's own, so nothing reaches the host's mount table.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "scratch.h"
+
+static char T[128];
+
+static char *at(const char *rel)
+{
+	static char bufs[8][256];
+	static int i;
+	char *b = bufs[i++ % 8];
+
+	if (strlen(T) + strlen(rel) + 2 > 256)
+		abort();
+	strcpy(b, T);
+	strcat(b, "/");
+	strcat(b, rel);
+	return b;
+}
+
+/* The mount id of path's line in file (a mountinfo), or -1. */
+static long mount_id_in(const char *file, const char *path)
+{
+	FILE *f = fopen(file, "r");
+	char line[1024], mp[512];
+	long id = -1, v;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%ld %*s %*s %*s %511s", &v, mp) == 2 && !strcmp(mp, path))
+			id = v;
+	fclose(f);
+	return id;
+}
+
+static long mount_id(const char *path)
+{
+	return mount_id_in("/proc/self/mountinfo", path);
+}
+
+static int touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY, 0644);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* A child's side of a lock-step: waits for a byte on in, writes one on out. */
+static void step(int in, int out)
+{
+	char c;
+
+	if (out >= 0 && write(out, "x", 1) != 1)
+		_exit(3);
+	if (in >= 0 && read(in, &c, 1) != 1)
+		_exit(3);
+}
+
+static void unshare_isolation(void)
+{
+	int to_child[2], to_parent[2], st;
+	long parent_t = mount_id(T);
+	char path[64];
+	pid_t pid;
+
+	CHECK(parent_t > 0, "no mount at %s", T);
+	CHECK_RET(mkdir(at("a"), 0755), 0);
+	CHECK_RET(mkdir(at("b"), 0755), 0);
+	CHECK_RET(mkdir(at("sub"), 0755), 0);
+	CHECK_RET(touch(at("shared-file")), 0);
+	if (pipe(to_child) < 0 || pipe(to_parent) < 0)
+		return;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct stat s1, s2;
+
+		checks_passed = checks_failed = 0;
+		CHECK_RET(chdir(T), 0);
+		CHECK_RET(stat(T, &s1), 0);
+		CHECK_RET(unshare(CLONE_NEWNS), 0);
+		/* The copy: a new mount id, the same filesystem. */
+		CHECK(mount_id(T) > 0 && mount_id(T) != parent_t, "mount id %ld (parent's %ld)",
+		      mount_id(T), parent_t);
+		CHECK_RET(stat(T, &s2), 0);
+		CHECK(s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino, "not the same filesystem");
+		CHECK_RET(mount("child", at("a"), "tmpfs", 0, NULL), 0);
+		CHECK_RET(touch(at("a/mine")), 0);
+		/* The cwd moved onto the copy: a mount made here shows through it. */
+		CHECK_RET(mount("sub", at("sub"), "tmpfs", 0, NULL), 0);
+		CHECK_RET(touch("sub/via-cwd"), 0);
+		CHECK_RET(access(at("sub/via-cwd"), F_OK), 0);
+		step(to_child[0], to_parent[1]); /* the parent looks, and mounts on b */
+		CHECK_ERR(access(at("b/theirs"), F_OK), ENOENT);
+		CHECK(mount_id(at("b")) < 0, "the parent's mount shows here");
+		/* An umount here leaves the parent's tree alone. */
+		CHECK_RET(umount2(at("a"), 0), 0);
+		CHECK_RET(chdir("/"), 0);
+		CHECK_RET(umount2(T, MNT_DETACH), 0);
+		CHECK_ERR(access(at("shared-file"), F_OK), ENOENT);
+		step(to_child[0], to_parent[1]);
+		fflush(stdout);
+		_exit(checks_failed ? 1 : 0);
+	}
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	if (pid <= 0)
+		return;
+	step(to_parent[0], -1);
+	CHECK_ERR(access(at("a/mine"), F_OK), ENOENT);
+	CHECK(mount_id(at("a")) < 0, "the child's mount shows here");
+	CHECK_ERR(access(at("sub/via-cwd"), F_OK), ENOENT);
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	CHECK(mount_id_in(path, at("a")) > 0, "%s does not show the child's mount", path);
+	CHECK(mount_id_in(path, T) != parent_t, "%s shows our mount ids", path);
+	CHECK_RET(mount("parent", at("b"), "tmpfs", 0, NULL), 0);
+	CHECK_RET(touch(at("b/theirs")), 0);
+	step(-1, to_child[1]);
+	step(to_parent[0], -1);
+	CHECK_RET(access(at("shared-file"), F_OK), 0);
+	CHECK(mount_id(T) == parent_t, "our mount went");
+	step(-1, to_child[1]);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "child status %d", st);
+	CHECK_RET(umount2(at("b"), 0), 0);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+}
+
+static void clone_newns(void)
+{
+	long pid;
+	int st;
+
+	CHECK_ERR(syscall(SYS_clone, CLONE_NEWNS | CLONE_FS | SIGCHLD, 0, 0, 0, 0), EINVAL);
+	fflush(stdout);
+	pid = syscall(SYS_clone, CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		bad |= mount("cl", at("a"), "tmpfs", 0, NULL) != 0;
+		bad |= touch(at("a/cloned")) != 0;
+		bad |= access(at("a/cloned"), F_OK) != 0;
+		_exit(bad);
+	}
+	CHECK(pid > 0, "clone: %s", strerror(errno));
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "clone child failed");
+	CHECK_ERR(access(at("a/cloned"), F_OK), ENOENT);
+	CHECK(mount_id(at("a")) < 0, "the clone's mount shows here");
+}
+
+static void pivot(void)
+{
+	pid_t pid;
+	int st;
+
+	CHECK_RET(mkdir(at("nr"), 0755), 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct stat before, after;
+
+		checks_passed = checks_failed = 0;
+		CHECK_RET(unshare(CLONE_NEWNS), 0);
+		/* Errors first: not directories, not a mount, put_old outside new_root, busy. */
+		CHECK_RET(touch(at("nr-file")), 0);
+		CHECK_ERR(syscall(SYS_pivot_root, at("nr-file"), at("nr")), ENOTDIR);
+		CHECK_ERR(syscall(SYS_pivot_root, at("nr"), at("missing")), ENOENT);
+		CHECK_ERR(syscall(SYS_pivot_root, at("nr"), at("nr")), EINVAL);
+		CHECK_RET(mount("newroot", at("nr"), "tmpfs", 0, NULL), 0);
+		CHECK_RET(mkdir(at("nr/old"), 0755), 0);
+		CHECK_RET(touch(at("nr/inside")), 0);
+		CHECK_ERR(syscall(SYS_pivot_root, at("nr"), at("a")), EINVAL);
+		CHECK_ERR(syscall(SYS_pivot_root, "/", "/"), EBUSY);
+		CHECK_RET(stat(at("nr"), &before), 0);
+		/* runc's idiom: pivot_root(".", "."), then the old root lazily away. */
+		CHECK_RET(chdir(at("nr")), 0);
+		CHECK_RET(syscall(SYS_pivot_root, ".", "."), 0);
+		CHECK_RET(umount2(".", MNT_DETACH), 0);
+		CHECK_RET(chdir("/"), 0);
+		CHECK_RET(stat("/", &after), 0);
+		CHECK(before.st_dev == after.st_dev && before.st_ino == after.st_ino,
+		      "/ is not the new root");
+		CHECK_RET(access("/inside", F_OK), 0);
+		CHECK_RET(access("/old", F_OK), 0);
+		CHECK_RET(stat("/..", &after), 0);
+		CHECK(before.st_ino == after.st_ino, "/.. left the new root");
+		CHECK_ERR(access("/proc/self", F_OK), ENOENT);
+		CHECK_ERR(access("/etc/passwd", F_OK), ENOENT);
+		/* A second pivot with put_old as a directory below: the old root goes there. */
+		CHECK_RET(mkdir("/nr2", 0755), 0);
+		CHECK_RET(mount("nr2", "/nr2", "tmpfs", 0, NULL), 0);
+		CHECK_RET(mkdir("/nr2/put", 0755), 0);
+		CHECK_RET(syscall(SYS_pivot_root, "/nr2", "/nr2/put"), 0);
+		CHECK_RET(access("/put/inside", F_OK), 0);
+		fflush(stdout);
+		_exit(checks_failed ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "pivot child failed (status %d)", st);
+	/* Nothing changed here. */
+	CHECK_RET(access("/etc/passwd", F_OK), 0);
+	CHECK(mount_id(at("nr")) < 0, "the child's new root shows here");
+}
+
+static void body(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		CHECK(0, "namespace: %s", strerror(errno));
+		return;
+	}
+	snprintf(T, sizeof(T), "%s/t", scratch);
+	CHECK_RET(mkdir(T, 0755), 0);
+	CHECK_RET(mount("top", T, "tmpfs", 0, NULL), 0);
+	unshare_isolation();
+	clone_newns();
+	pivot();
+	CHECK_RET(umount2(T, 0), 0);
+}
+
+int main(void)
+{
+	pid_t pid;
+	int st;
+
+	scratch_make("mount_ns");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		body();
+		_exit(finish());
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		printf("FAIL: the namespace child failed\n");
+		return 1;
+	}
+	return 0;
+}
