@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
@@ -626,17 +627,24 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 			    0x80 /* CLONE_NEWTIME */;
 	const uint64_t known = ns | CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_THREAD |
 			       CLONE_SIGHAND | CLONE_VM;
-	int nthreads;
+	int nthreads, err;
 
 	if (flags & ~known)
 		return -EINVAL;
+	/* As Linux: a new user namespace needs its own fs context and a single thread. */
+	if (flags & CLONE_NEWUSER)
+		flags |= CLONE_THREAD | CLONE_FS;
 	pthread_mutex_lock(&t->tg->lock);
 	nthreads = t->tg->nr_threads;
 	pthread_mutex_unlock(&t->tg->lock);
 	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
 		return -EINVAL;
-	if (flags & ns)
+	/* UTS, IPC and user namespaces are nsproxy.c's; the others are not made yet. */
+	if (flags & ns & ~(uint64_t)NSPROXY_CLONE_FLAGS)
 		return -EPERM;
+	err = nsproxy_unshare(t, flags);
+	if (err < 0)
+		return err;
 	if (flags & CLONE_FS) {
 		struct fs_context *fs = fs_context_copy(t->fs);
 

@@ -28,34 +28,39 @@
 
 bool cred_capable(const struct cred *c, int cap)
 {
-	return cap >= 0 && cap <= CAP_LAST_CAP && (c->cap_effective & (1ULL << cap));
+	return cap >= 0 && cap <= CAP_LAST_CAP && !c->userns_level &&
+	       (c->cap_effective & (1ULL << cap));
 }
 
 /* fsuid 0 <-> non-zero moves the filesystem capabilities in or out of the effective set. */
 static void fix_fsuid_caps(struct cred *n, uint32_t old_fsuid)
 {
-	if (old_fsuid == 0 && n->fsuid != 0)
+	const uint32_t root = n->root_uid;
+
+	if (old_fsuid == root && n->fsuid != root)
 		n->cap_effective &= ~CAP_FS_MASK;
-	else if (old_fsuid != 0 && n->fsuid == 0)
+	else if (old_fsuid != root && n->fsuid == root)
 		n->cap_effective |= n->cap_permitted & CAP_FS_MASK;
 }
 
 /* cap_emulate_setxuid plus the fsuid rule, after a change of the uids from old to *n. */
 static void fix_setuid_caps(struct cred *n, const struct cred *old)
 {
+	const uint32_t root = n->root_uid;
+
 	if (n->securebits & SECBIT_NO_SETUID_FIXUP)
 		return;
-	if ((old->uid == 0 || old->euid == 0 || old->suid == 0) &&
-	    (n->uid != 0 && n->euid != 0 && n->suid != 0)) {
+	if ((old->uid == root || old->euid == root || old->suid == root) &&
+	    (n->uid != root && n->euid != root && n->suid != root)) {
 		if (!n->keep_caps) {
 			n->cap_permitted = 0;
 			n->cap_effective = 0;
 		}
 		n->cap_ambient = 0;
 	}
-	if (old->euid == 0 && n->euid != 0)
+	if (old->euid == root && n->euid != root)
 		n->cap_effective = 0;
-	if (old->euid != 0 && n->euid == 0)
+	if (old->euid != root && n->euid == root)
 		n->cap_effective = n->cap_permitted;
 	fix_fsuid_caps(n, old->fsuid);
 }
@@ -343,10 +348,11 @@ int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struc
 			return -EPERM;
 	}
 	/* handle_privileged_root: root's file sets count as all-ones. */
-	if (!(old->securebits & SECBIT_NOROOT) && !(has_fcap && n.euid == 0 && n.uid != 0)) {
-		if (n.euid == 0 || n.uid == 0)
+	if (!(old->securebits & SECBIT_NOROOT) &&
+	    !(has_fcap && n.euid == old->root_uid && n.uid != old->root_uid)) {
+		if (n.euid == old->root_uid || n.uid == old->root_uid)
 			n.cap_permitted = old->cap_bounding | old->cap_inheritable;
-		if (n.euid == 0)
+		if (n.euid == old->root_uid)
 			effective = true;
 	}
 	/* Set-id for AT_SECURE: effective ids that are not the real ones. Changed by this exec
@@ -371,7 +377,8 @@ int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struc
 	n.cap_permitted |= n.cap_ambient;
 	n.cap_effective = effective ? n.cap_permitted : n.cap_ambient;
 	n.keep_caps = false; /* SECURE_KEEP_CAPS does not survive exec */
-	*secure = is_setid || (n.uid != 0 && (effective || (n.cap_permitted & ~n.cap_ambient)));
+	*secure = is_setid ||
+		  (n.uid != old->root_uid && (effective || (n.cap_permitted & ~n.cap_ambient)));
 	*out = n;
 	return 0;
 }

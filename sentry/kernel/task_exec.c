@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/kernel.h"
@@ -98,6 +99,7 @@ int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *se
 				return ret;
 		}
 	}
+	task_cred_sync_root(t);
 	return cred_exec_transform(&t->cred, exec_unsafe(t), &f, out, secure);
 }
 

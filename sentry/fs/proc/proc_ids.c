@@ -22,6 +22,7 @@
 #include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/oom.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
@@ -40,31 +41,98 @@ static void print_map(FILE *out, const struct idmap *m)
 			m->e[i].outside, m->e[i].count);
 }
 
+/* The user namespace of n's task (a new reference), or NULL when it is gone. */
+static struct user_ns *node_user_ns(struct pseudo_node *n)
+{
+	struct task *t = pseudo_node_task(n);
+	struct nsproxy *ns;
+	struct user_ns *u;
+
+	if (!t)
+		return NULL;
+	ns = task_get_nsproxy(t);
+	task_put(t);
+	u = ns->user;
+	user_ns_get(u);
+	nsproxy_put(ns);
+	return u;
+}
+
+/*
+ * The sandbox's mapping for its initial user namespace; a nested one's as written, with the
+ * outside ids as its parent sees them (nothing before it is written).
+ */
+static int gen_map(struct pseudo_node *n, FILE *out, bool gid)
+{
+	struct user_ns *u = node_user_ns(n);
+	struct idmap m;
+	bool set;
+
+	if (!u)
+		return -ESRCH;
+	if (!u->level) {
+		print_map(out, gid ? &pseudo_fs_of(n)->k->gid_map : &pseudo_fs_of(n)->k->uid_map);
+		user_ns_put(u);
+		return 0;
+	}
+	pthread_mutex_lock(&u->lock);
+	set = gid ? u->gid_map_set : u->uid_map_set;
+	m = gid ? u->gid_map : u->uid_map;
+	pthread_mutex_unlock(&u->lock);
+	for (uint32_t i = 0; set && i < m.n; i++) {
+		uint32_t o = gid ? user_ns_gid_to(u->parent, m.e[i].outside) :
+				   user_ns_uid_to(u->parent, m.e[i].outside);
+
+		fprintf(out, "%10" PRIu32 " %10" PRIu32 " %10" PRIu32 "\n", m.e[i].inside, o,
+			m.e[i].count);
+	}
+	user_ns_put(u);
+	return 0;
+}
+
 int proc_gen_uid_map(struct pseudo_node *n, FILE *out)
 {
-	print_map(out, &pseudo_fs_of(n)->k->uid_map);
-	return 0;
+	return gen_map(n, out, false);
 }
 
 int proc_gen_gid_map(struct pseudo_node *n, FILE *out)
 {
-	print_map(out, &pseudo_fs_of(n)->k->gid_map);
-	return 0;
+	return gen_map(n, out, true);
 }
 
 int proc_gen_setgroups(struct pseudo_node *n, FILE *out)
 {
-	(void)n;
-	/* Mappings set by the runtime with CAP_SETGID, as runc's and an initial namespace's. */
-	fputs("allow\n", out);
+	struct user_ns *u = node_user_ns(n);
+	bool deny;
+
+	if (!u)
+		return -ESRCH;
+	/* The sandbox's mappings are set by the runtime with CAP_SETGID, as runc's: "allow". */
+	pthread_mutex_lock(&u->lock);
+	deny = u->setgroups_deny;
+	pthread_mutex_unlock(&u->lock);
+	user_ns_put(u);
+	fputs(deny ? "deny\n" : "allow\n", out);
 	return 0;
 }
 
-/* A map is written once, when its namespace is made; the sandbox's are already written. */
+/* A map is written once, by nsproxy.c's rules; the sandbox's are already written. */
 ssize_t proc_write_id_map(struct pseudo_node *n, const char *buf, size_t len)
 {
-	(void)n, (void)buf, (void)len;
-	return -EPERM;
+	struct user_ns *u = node_user_ns(n);
+	struct task *cur = task_current();
+	ssize_t r;
+
+	if (!u)
+		return -ESRCH;
+	if (!cur)
+		r = -EPERM;
+	else if (!strcmp(n->ent->name, "setgroups"))
+		r = user_ns_write_setgroups(cur, u, buf, len);
+	else
+		r = user_ns_write_map(cur, u, !strcmp(n->ent->name, "gid_map"), buf, len);
+	user_ns_put(u);
+	return r;
 }
 
 /* --- oom_score_adj, oom_adj, oom_score --- */
@@ -224,6 +292,28 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 	return base + (uint32_t)type;
 }
 
+#define NS_TYPE_IPC 1
+#define NS_TYPE_USER 6
+#define NS_TYPE_UTS 7
+
+/* The identity (nsproxy.h) of ns's namespace of type (uts, ipc or user). */
+static uint32_t nsproxy_type_id(struct nsproxy *ns, int type)
+{
+	return type == NS_TYPE_UTS ? ns->uts->id : type == NS_TYPE_IPC ? ns->ipc->id : ns->user->id;
+}
+
+/*
+ * The inode number of a namespace the guest made (id, nsproxy.h; 0: the sandbox's, ino), past
+ * the sandbox's base and the pod members' numbers, in the range.
+ */
+static uint32_t ns_ino_of(uint32_t ino, uint32_t id)
+{
+	if (!id)
+		return ino;
+	return 0xF0000000u + ((((ino - 0xF0000000u) >> 4) + 0x10000u + id) & 0xFFFFFu) * 16u +
+	       ((ino - 0xF0000000u) & 15u);
+}
+
 /*
  * The namespace of type that n's process is in: a pod member (sentry/control/container.c) has a
  * mount namespace of its own, and a pid namespace of its own with --private-pids; every other
@@ -236,6 +326,18 @@ static uint32_t node_ns_ino(struct pseudo_node *n, int type)
 	uint32_t ino = proc_ns_ino(k, type), c = 0;
 	struct task *t;
 
+	if (type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER) {
+		struct nsproxy *ns;
+
+		t = pseudo_node_task(n);
+		if (!t)
+			return ino;
+		ns = task_get_nsproxy(t);
+		task_put(t);
+		c = nsproxy_type_id(ns, type);
+		nsproxy_put(ns);
+		return ns_ino_of(ino, c);
+	}
 	if (strcmp(ns_types[type], "mnt") && strcmp(ns_types[type], "pid"))
 		return ino;
 	t = pseudo_node_task(n);
@@ -323,7 +425,6 @@ static const long ns_clone_flags[PROC_NS_NTYPES] = {
 	0x04000000, /* CLONE_NEWUTS */
 };
 #define NS_TYPE_PID 4
-#define NS_TYPE_USER 6
 
 static const struct pseudo_ent ns_user_target;
 static int ns_target_type(struct file *f);
