@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
@@ -660,4 +661,55 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 		fdtable_put(task_set_fdt(t, fdt));
 	}
 	return 0;
+}
+
+/*
+ * setns(2) on an opened /proc/PID/ns/{uts,user} or a pidfd (nstype: the CLONE_NEW* set to take),
+ * with Linux's permission rules (nsproxy_setns). Other namespace types: EINVAL for now.
+ */
+long sys_setns(struct task *t, const struct syscall_args *args)
+{
+	const uint64_t all = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+			     CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP |
+			     0x80 /* CLONE_NEWTIME */;
+	int fd = (int)args->a[0], nstype = (int)args->a[1], type;
+	struct thread_group *tg;
+	struct nsproxy *ns;
+	struct file *f;
+	long ret;
+
+	f = fdtable_lookup(t->fdt, fd);
+	if (!f)
+		return -EBADF;
+	type = proc_ns_file_get(f, &ns);
+	file_put(f);
+	if (type > 0) {
+		if (nstype && nstype != type)
+			ret = -EINVAL;
+		else
+			ret = nsproxy_setns(t, ns, (uint64_t)type);
+		nsproxy_put(ns);
+		return ret;
+	}
+	tg = pidfd_get_tg(t, fd);
+	if (IS_ERR(tg))
+		return -EINVAL;
+	if (!nstype || ((uint64_t)nstype & ~all)) {
+		tg_put(tg);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&tg->lock);
+	if (tg->leader && tg->state == TG_RUNNING) {
+		ns = task_get_nsproxy(tg->leader);
+		ret = 0;
+	} else {
+		ret = -ESRCH;
+	}
+	pthread_mutex_unlock(&tg->lock);
+	tg_put(tg);
+	if (ret < 0)
+		return ret;
+	ret = nsproxy_setns(t, ns, (uint64_t)nstype);
+	nsproxy_put(ns);
+	return ret;
 }

@@ -242,8 +242,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "namespace flags: EPERM (one set of namespaces per sandbox)"),
-	PARTIAL(clone3, "namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+	PARTIAL(clone, "CLONE_NEWUTS, CLONE_NEWUSER (in the sentry); other namespace flags: EPERM"),
+	PARTIAL(clone3,
+		"CLONE_NEWUTS, CLONE_NEWUSER; other namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -255,7 +256,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			     "NAME, PDEATHSIG, NO_NEW_PRIVS, DUMPABLE, CHILD_SUBREAPER, KEEPCAPS, "
 			     "CAPBSET_READ/DROP, CAP_AMBIENT, SECUREBITS, SET/GET_SECCOMP; others "
 			     "EINVAL" },
-	PARTIAL(unshare, "CLONE_FILES, CLONE_FS; new namespaces: EPERM (the sandbox is one set)"),
+	PARTIAL(unshare,
+		"CLONE_FILES, CLONE_FS, CLONE_NEWUTS, CLONE_NEWUSER (in the sentry); other namespaces: EPERM"),
+	PARTIAL(setns,
+		"/proc/PID/ns/{uts,user} and pidfds (CLONE_NEWUTS, CLONE_NEWUSER); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),
@@ -270,7 +274,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(clock_nanosleep),
 
 	/* system information and limits: sys_info.c */
-	PARTIAL(uname, "the sentry's release and version, never the host's"),
+	PARTIAL(uname,
+		"the sentry's release and version, never the host's; names of the caller's UTS namespace"),
 	PARTIAL(sysinfo,
 		"uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
 	FULL(getrandom),

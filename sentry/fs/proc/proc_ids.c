@@ -483,19 +483,35 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 	}
 }
 
+/* The namespaces of the task at open time (setns takes them even once it is gone). */
+static void ns_release(struct file *f)
+{
+	nsproxy_put(f->priv);
+}
+
 static const struct file_ops ns_fops = {
 	.read = ns_read,
 	.ioctl = ns_ioctl,
+	.release = ns_release,
 };
 
 static struct file *ns_target_open(struct pseudo_node *n, int flags)
 {
+	struct task *t = pseudo_node_task(n);
+	struct nsproxy *ns;
 	struct file *f;
 
-	(void)n;
-	if ((flags & O_ACCMODE) != O_RDONLY)
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		task_put(t);
 		return ERR_PTR(-EACCES);
-	f = file_alloc(&ns_fops, flags, NULL);
+	}
+	if (!t)
+		return ERR_PTR(-ENOENT);
+	ns = task_get_nsproxy(t);
+	task_put(t);
+	f = file_alloc(&ns_fops, flags, ns);
+	if (!f)
+		nsproxy_put(ns);
 	return f ? f : ERR_PTR(-ENOMEM);
 }
 
@@ -630,4 +646,15 @@ int proc_ns_file_name(struct file *f, char *buf, size_t len)
 	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type],
 		     node_ns_ino(pseudo_node_of(f->node), type));
 	return n < (int)len ? n : -ERANGE;
+}
+
+int proc_ns_file_get(struct file *f, struct nsproxy **ns)
+{
+	int type = f->ops == &ns_fops ? ns_target_type(f) : -1;
+
+	if (type < 0 || !f->priv)
+		return -EINVAL;
+	nsproxy_get(f->priv);
+	*ns = f->priv;
+	return (int)ns_clone_flags[type];
 }

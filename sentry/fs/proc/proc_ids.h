@@ -33,6 +33,14 @@ uint32_t proc_ns_ino(struct kernel *k, int type);
 struct file;
 int proc_ns_file_name(struct file *f, char *buf, size_t len);
 
+/*
+ * For setns(2): when f is an opened namespace (/proc/PID/ns/X), its type's CLONE_NEW* flag
+ * (> 0) and in *ns a new reference on the namespaces of the task it was opened from; -EINVAL
+ * for any other file.
+ */
+struct nsproxy;
+int proc_ns_file_get(struct file *f, struct nsproxy **ns);
+
 /* The links of /proc/PID/ns, Linux's names and order. */
 extern const struct pseudo_ent proc_ns_ents[];
 
