@@ -516,7 +516,7 @@ int ipc_proc_msg(FILE *out)
 	for (int i = 0; i <= msg_ids.max_idx; i++) {
 		struct msg_queue *q = (struct msg_queue *)msg_ids.slots[i];
 
-		if (!q)
+		if (!ipc_visible(q ? &q->perm : NULL))
 			continue;
 		fprintf(out,
 			"%10d %10d  %4o  %10lu %10lu %5u %5u %5u %5u %5u %5u %10lld %10lld %10lld\n",

@@ -688,7 +688,7 @@ int ipc_proc_sem(FILE *out)
 	for (int i = 0; i <= sem_ids.max_idx; i++) {
 		struct sem_set *s = (struct sem_set *)sem_ids.slots[i];
 
-		if (!s)
+		if (!ipc_visible(s ? &s->perm : NULL))
 			continue;
 		fprintf(out, "%10d %10d  %4o %10u %5u %5u %5u %5u %10lld %10lld\n", s->perm.key,
 			s->perm.id, s->perm.mode, (unsigned int)s->nsems, s->perm.uid, s->perm.gid,

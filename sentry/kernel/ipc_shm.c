@@ -579,7 +579,7 @@ int ipc_proc_shm(FILE *out)
 		struct vfs_attr attr;
 		uint64_t rss = 0;
 
-		if (!s)
+		if (!ipc_visible(s ? &s->perm : NULL))
 			continue;
 		if (file_getattr(s->memfd, &attr) == 0)
 			rss = (uint64_t)attr.blocks * 512;

@@ -17,6 +17,7 @@
 
 #include "common/err.h"
 #include "sentry/kernel/current.h"
+#include "sentry/kernel/ipc.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/sysctl.h"
@@ -321,6 +322,8 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 	return ns;
 }
 
+/* ipc_sem.c (weak: procfs's unit tests link this file without it). */
+#pragma weak ipc_sem_exit
 int nsproxy_unshare(struct task *t, uint64_t flags)
 {
 	struct cred c = t->cred;
@@ -340,6 +343,10 @@ int nsproxy_unshare(struct task *t, uint64_t flags)
 	ns = nsproxy_copy(t, flags, &c);
 	if (IS_ERR(ns))
 		return (int)PTR_ERR(ns);
+	/* As Linux (CLONE_NEWIPC implies CLONE_SYSVSEM): the semaphore adjustments are applied
+	 * now, while their sets can still be found. */
+	if ((flags & CLONE_NEWIPC_) && ipc_sem_exit)
+		ipc_sem_exit(t->tg, t->tg->pid);
 	task_set_nsproxy(t, ns);
 	t->cred = c;
 	return 0;

@@ -60,11 +60,15 @@ struct uts_ns {
 	pthread_mutex_t *lock;
 };
 
+/*
+ * The SysV objects stay in one table per family (ipc*.c), each tagged with its namespace's id:
+ * lookups and /proc/sysvipc see the caller's only. POSIX message queues are still one set per
+ * sandbox (mqueue.c, /dev/mqueue).
+ */
 struct ipc_ns {
 	struct refcount ref;
 	uint32_t id; /* 0 for the initial one, else unique in the sandbox (proc_ids.c numbers it) */
 	struct user_ns *owner; /* referenced */
-	void *priv; /* the SysV objects (ipc.c); NULL for the initial one (ipc.c's own tables) */
 };
 
 struct nsproxy {
@@ -94,8 +98,8 @@ void uts_ns_put(struct uts_ns *u);
 void ipc_ns_get(struct ipc_ns *i);
 void ipc_ns_put(struct ipc_ns *i);
 
-/* The CLONE_NEW* flags this file handles (IPC once its objects are per namespace). */
-#define NSPROXY_CLONE_FLAGS (0x04000000 /* UTS */ | 0x10000000 /* USER */)
+/* The CLONE_NEW* flags this file handles. */
+#define NSPROXY_CLONE_FLAGS (0x04000000 /* UTS */ | 0x08000000 /* IPC */ | 0x10000000 /* USER */)
 
 /*
  * The set a child made by clone(2) with flags gets from p (new namespaces for the CLONE_NEW*
