@@ -242,9 +242,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "CLONE_NEWUTS, CLONE_NEWUSER (in the sentry); other namespace flags: EPERM"),
-	PARTIAL(clone3,
-		"CLONE_NEWUTS, CLONE_NEWUSER; other namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+	PARTIAL(clone,
+		"CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other namespace flags: EPERM"),
+	PARTIAL(clone3, "CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER; other namespace flags: EPERM; "
+			"CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -257,9 +258,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			     "CAPBSET_READ/DROP, CAP_AMBIENT, SECUREBITS, SET/GET_SECCOMP; others "
 			     "EINVAL" },
 	PARTIAL(unshare,
-		"CLONE_FILES, CLONE_FS, CLONE_NEWUTS, CLONE_NEWUSER (in the sentry); other namespaces: EPERM"),
-	PARTIAL(setns,
-		"/proc/PID/ns/{uts,user} and pidfds (CLONE_NEWUTS, CLONE_NEWUSER); other types: EINVAL"),
+		"CLONE_FILES, CLONE_FS, CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay "
+		"shared), CLONE_NEWUSER, all in the sentry; other namespaces: EPERM"),
+	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user} and pidfds (CLONE_NEWUTS, CLONE_NEWIPC, "
+		       "CLONE_NEWUSER); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

@@ -32,7 +32,7 @@ struct kernel;
 struct task;
 struct cred;
 
-/* Linux's limit on nested user namespaces (beyond it: EUSERS). */
+/* Linux's limit on nested user namespaces: a parent up to this level may have children. */
 #define USER_NS_MAX_LEVEL 32
 
 struct user_ns {
@@ -106,7 +106,7 @@ void ipc_ns_put(struct ipc_ns *i);
  * flags of NSPROXY_CLONE_FLAGS, else p's shared), and in *cred the child's credentials (a new
  * user namespace: the full capability set in it). Returns a new reference, or NULL for p's own
  * set unchanged (no flag), or an ERR_PTR: -EPERM (no CAP_SYS_ADMIN for a UTS/IPC namespace),
- * -EUSERS (user namespaces nested too deep), -ENOMEM.
+ * -ENOSPC (user namespaces nested too deep), -EPERM (the creator's ids unmapped), -ENOMEM.
  */
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cred_capable for handler tests that do not link sentry/kernel/cred.c (sys_info.c's). */
+/* cred_capable for handler tests that do not link sentry/kernel/cred.c (sys_info.c's, sys_signal.c's). */
 #include "sentry/kernel/task.h"
 
 bool cred_capable(const struct cred *c, int cap)
