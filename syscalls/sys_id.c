@@ -211,6 +211,25 @@ long sys_setfsgid(struct task *t, const struct syscall_args *args)
 	return task_gid_to(t, cred_setfsgid(t, id[0]));
 }
 
+/*
+ * Linux's may_setgroups: CAP_SETGID in the caller's user namespace, which (unless it is the
+ * sandbox's) has its gid_map written and setgroups not "deny".
+ */
+static bool may_setgroups(struct task *t)
+{
+	struct user_ns *u = task_user_ns(t);
+	bool ok;
+
+	if (!u || !u->level)
+		return cred_capable(&t->cred, CAP_SETGID);
+	if (!cred_own_capable(&t->cred, CAP_SETGID))
+		return false;
+	pthread_mutex_lock(&u->lock);
+	ok = u->gid_map_set && !u->setgroups_deny;
+	pthread_mutex_unlock(&u->lock);
+	return ok;
+}
+
 static int cmp_gid(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -227,7 +246,7 @@ long sys_setgroups(struct task *t, const struct syscall_args *args)
 
 	if (size < 0 || size > 65536)
 		return -EINVAL;
-	if (!cred_capable(&t->cred, CAP_SETGID))
+	if (!may_setgroups(t))
 		return -EPERM;
 	if (size > (int)(sizeof(groups) / sizeof(groups[0])))
 		return -EINVAL;
@@ -236,9 +255,10 @@ long sys_setgroups(struct task *t, const struct syscall_args *args)
 		if (err)
 			return err;
 	}
-	/* Every group must be an id of the guest's user namespace (Linux's EINVAL). */
+	/* Every group must be an id of the guest's user namespace (Linux's EINVAL), and of the
+	 * caller's: taken as the sandbox's. */
 	for (int i = 0; i < size; i++)
-		if (!cred_id_valid(t, true, groups[i]))
+		if (!task_gid_from(t, groups[i], &groups[i]) || !cred_id_valid(t, true, groups[i]))
 			return -EINVAL;
 	/* Linux keeps the list sorted (groups_sort), and getgroups shows it so. */
 	qsort(groups, (size_t)size, sizeof(groups[0]), cmp_gid);
@@ -336,7 +356,7 @@ long sys_capset(struct task *t, const struct syscall_args *args)
 	inh = ((uint64_t)d[1].inheritable << 32 | d[0].inheritable) & CAP_VALID_MASK;
 	/* New inheritable bits come from the permitted set unless the caller has CAP_SETPCAP,
 	 * and never from outside the bounding set. */
-	if (!cred_capable(c, CAP_SETPCAP) && (inh & ~(c->cap_inheritable | c->cap_permitted)))
+	if (!cred_own_capable(c, CAP_SETPCAP) && (inh & ~(c->cap_inheritable | c->cap_permitted)))
 		return -EPERM;
 	if (inh & ~(c->cap_inheritable | c->cap_bounding))
 		return -EPERM;

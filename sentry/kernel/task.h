@@ -536,6 +536,12 @@ void pid_wait_all_finished(struct kernel *k);
  * user namespace (a nested one's capabilities count in it only: nsproxy_ns_capable).
  */
 bool cred_capable(const struct cred *c, int cap);
+/*
+ * True if cred has cap in its effective set, in its own user namespace (Linux's
+ * ns_capable(cred->user_ns)): the set*id, execve and capability rules, which act on the ids and
+ * capabilities of that namespace only.
+ */
+bool cred_own_capable(const struct cred *c, int cap);
 
 /* RLIMIT_NOFILE's soft limit of t's process, as an fd bound for fdtable_install. */
 static inline int task_nofile_limit(struct task *t)

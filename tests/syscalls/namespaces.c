@@ -393,6 +393,54 @@ static void user_nobody_child(void)
 	CHECK_ERR(kill(1, 0), EPERM);
 }
 
+/*
+ * A privileged parent maps a range (man 7 user_namespaces: any ids of its namespace, many
+ * lines); in it, root sets other mapped ids (CAP_SETUID in its own namespace) and groups
+ * (setgroups allowed), and the caller's own uid 0, unmapped there, shows as 65534.
+ */
+static void user_range_child(void)
+{
+	int up[2], down[2], st;
+	char c = 0, path[64];
+	pid_t pid;
+
+	CHECK_OK(pipe(up));
+	CHECK_OK(pipe(down));
+	pid = fork();
+	if (pid == 0) {
+		gid_t g = 5;
+		int ok = 1;
+
+		close(up[0]);
+		close(down[1]);
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(10);
+		if (write(up[1], "u", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(11);
+		/* kuid 0 is outside the map [100000, 102000). */
+		ok &= getuid() == 65534;
+		ok &= setgroups(1, &g) == 0;
+		ok &= setresgid(1000, 1000, 1000) == 0 && setresuid(1000, 1000, 1000) == 0;
+		ok &= getuid() == 1000 && getgid() == 1000;
+		/* 3000 is not mapped: EINVAL before any permission check. */
+		ok &= setuid(3000) == -1 && errno == EINVAL;
+		_exit(ok ? 0 : 12);
+	}
+	close(up[1]);
+	close(down[0]);
+	CHECK(read(up[0], &c, 1) == 1 && c == 'u', "child did not unshare");
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	CHECK_RET(write_file(path, "0 100000 1000\n1000 101000 1000\n"), 0);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	CHECK_RET(write_file(path, "0 100000 2000\n"), 0);
+	CHECK_RET(write_file(path, "0 100000 2000\n"), -EPERM);
+	CHECK(write(down[1], "g", 1) == 1, "pipe");
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "mapped child: status %#x", st);
+	close(up[0]);
+	close(down[1]);
+}
+
 static void user_tests(void)
 {
 	int fd = open("/tmp/ns-test-owned", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -403,6 +451,7 @@ static void user_tests(void)
 	CHECK_RET(chown("/tmp/ns-test-owned", 1234, 1234), 0);
 	in_child(user_root_child);
 	in_child(user_nest_child);
+	in_child(user_range_child);
 	in_child(user_thread_child);
 	in_child(user_nobody_child);
 	unlink("/tmp/ns-test-owned");
