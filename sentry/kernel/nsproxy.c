@@ -165,6 +165,22 @@ void nsproxy_put(struct nsproxy *ns)
 	}
 }
 
+struct nsproxy *nsproxy_with_user(struct nsproxy *base, struct user_ns *u)
+{
+	struct nsproxy *ns = calloc(1, sizeof(*ns));
+
+	if (!ns)
+		return NULL;
+	refcount_init(&ns->ref, 1);
+	ns->user = u;
+	ns->uts = base->uts;
+	ns->ipc = base->ipc;
+	user_ns_get(u);
+	uts_ns_get(ns->uts);
+	ipc_ns_get(ns->ipc);
+	return ns;
+}
+
 /* --- capabilities --- */
 
 bool nsproxy_ns_capable(const struct cred *c, struct user_ns *cur, struct user_ns *ns, int cap)

@@ -89,6 +89,9 @@ struct nsproxy *task_get_nsproxy(struct task *t);
 /* t's namespaces, borrowed: t itself only (its own system call), as only t replaces them. */
 struct nsproxy *task_nsproxy(struct task *t);
 
+/* A new set: base's UTS and IPC namespaces with user namespace u (a file of u, proc_ids.c). */
+struct nsproxy *nsproxy_with_user(struct nsproxy *base, struct user_ns *u);
+
 void nsproxy_get(struct nsproxy *ns);
 void nsproxy_put(struct nsproxy *ns);
 void user_ns_get(struct user_ns *u);

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
@@ -328,9 +330,24 @@ static void user_root_child(void)
 	CHECK_RET(sethostname("mine", 4), 0);
 	/* setns into the same user namespace: EINVAL. */
 	{
-		int fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+		int fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC), o, uts;
+		uid_t owner = 12345;
 
 		CHECK_ERR(setns(fd, CLONE_NEWUSER), EINVAL);
+		/* nsfs's ioctls: type, owner (the creator's euid, 0 as seen here), no parent seen
+		 * from inside (outside the caller's namespace), a UTS namespace's owner. */
+		CHECK_RET(ioctl(fd, NS_GET_NSTYPE), CLONE_NEWUSER);
+		CHECK_RET(ioctl(fd, NS_GET_OWNER_UID, &owner), 0);
+		CHECK(owner == 0, "owner uid %u", owner);
+		CHECK_ERR(ioctl(fd, NS_GET_PARENT), EPERM);
+		CHECK_ERR(ioctl(fd, NS_GET_USERNS), EPERM);
+		uts = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+		o = (int)CHECK_OK(ioctl(uts, NS_GET_USERNS));
+		CHECK(o >= 0 && fstat(o, &st) == 0 && st.st_ino == ns_ino("/proc/self/ns/user"),
+		      "uts owner ino %lu", (unsigned long)st.st_ino);
+		CHECK_ERR(ioctl(uts, NS_GET_PARENT), EINVAL);
+		close(o);
+		close(uts);
 		close(fd);
 	}
 }
@@ -429,6 +446,23 @@ static void user_range_child(void)
 	close(up[1]);
 	close(down[0]);
 	CHECK(read(up[0], &c, 1) == 1 && c == 'u', "child did not unshare");
+	/* From outside: the child's namespace's parent is ours; its owner is our euid. */
+	{
+		int fd, p;
+		uid_t owner = 12345;
+		struct stat sb;
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+		p = (int)CHECK_OK(ioctl(fd, NS_GET_PARENT));
+		CHECK(p >= 0 && fstat(p, &sb) == 0 && sb.st_ino == ns_ino("/proc/self/ns/user"),
+		      "parent ino %lu", (unsigned long)sb.st_ino);
+		CHECK_RET(ioctl(fd, NS_GET_OWNER_UID, &owner), 0);
+		CHECK(owner == geteuid(), "owner %u", owner);
+		close(p);
+		close(fd);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
 	CHECK_RET(write_file(path, "0 100000 1000\n1000 101000 1000\n"), 0);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);

@@ -376,6 +376,10 @@ static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t le
 	return pseudo_copy_link(s, buf, len);
 }
 
+/* A namespace node of NS_GET_USERNS/NS_GET_PARENT: user namespace id, in the node's fd field. */
+#define NS_NODE_FD(id) (-2 - (int)(id))
+#define NS_NODE_ID(fd) ((uint32_t)(-2 - (fd)))
+
 /* The device of every namespace node (Linux's nsfs is one superblock). */
 static uint64_t nsfs_dev_value;
 static void nsfs_dev_init(void)
@@ -390,7 +394,9 @@ static int ns_target_getattr(struct pseudo_node *n, int type, struct vfs_attr *a
 	pthread_once(&once, nsfs_dev_init);
 	/* As stat -L of a Linux ns link: an empty read-only regular file of root's. */
 	attr->dev = nsfs_dev_value;
-	attr->ino = node_ns_ino(n, type);
+	attr->ino = n->fd <= NS_NODE_FD(0) ?
+			    ns_ino_of(proc_ns_ino(pseudo_fs_of(n)->k, type), NS_NODE_ID(n->fd)) :
+			    node_ns_ino(n, type);
 	attr->mode = S_IFREG | 0444;
 	attr->nlink = 1;
 	attr->uid = attr->gid = 0;
@@ -429,7 +435,7 @@ static const long ns_clone_flags[PROC_NS_NTYPES] = {
 static const struct pseudo_ent ns_user_target;
 static int ns_target_type(struct file *f);
 static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
-				 const char *name, int32_t pid, int32_t tid, int flags);
+				 const char *name, int32_t pid, int32_t tid, int fd, int flags);
 
 /*
  * nsfs's ioctls, as lsns and nsenter use them: the type, the owner's uid, and the owning user
@@ -437,17 +443,59 @@ static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_en
  * and pid namespaces are the first the guest can see: their parent and the user namespace's
  * owner are EPERM, as for a namespace outside the caller's.
  */
+/*
+ * A new file for user namespace u (a user-type node beside f's), for NS_GET_USERNS and
+ * NS_GET_PARENT, installed in t's table: the fd, or -EPERM unless u is t's user namespace or
+ * a descendant of it (Linux's ns_get_owner).
+ */
+static long ns_install_user(struct file *f, struct task *t, struct user_ns *u)
+{
+	struct nsproxy *cur = task_get_nsproxy(t), *base = f->priv, *ns;
+	struct pseudo_node *n = pseudo_node_of(f->node);
+	struct user_ns *p = u;
+	struct file *uf;
+	int fd;
+
+	while (p && p != cur->user)
+		p = p->parent;
+	nsproxy_put(cur);
+	if (!p)
+		return -EPERM;
+	if (!n->base.parent)
+		return -ENOENT;
+	ns = nsproxy_with_user(base, u);
+	if (!ns)
+		return -ENOMEM;
+	uf = ns_open_node(pseudo_node_of(n->base.parent), &ns_user_target, "user", n->pid, n->tid,
+			  NS_NODE_FD(u->id), O_RDONLY);
+	if (IS_ERR(uf)) {
+		nsproxy_put(ns);
+		return PTR_ERR(uf);
+	}
+	/* The file is the namespace asked for, not the task's. */
+	nsproxy_put(uf->priv);
+	uf->priv = ns;
+	fd = fdtable_install(t->fdt, uf, 0, true, task_nofile_limit(t));
+	file_put(uf);
+	return fd;
+}
+
+/*
+ * nsfs's ioctls, as lsns and nsenter use them: the type; a user namespace's owner uid (its
+ * creator's euid as the caller sees it); the owning user namespace of a namespace (a UTS or IPC
+ * namespace's creator's, the sandbox's for the other types) and a user namespace's parent, -EPERM
+ * when outside the caller's user namespace (the sandbox's are the first the guest can see). The
+ * pid namespace has no parent the guest can see (EPERM).
+ */
 static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
 {
 	int type = ns_target_type(f);
-	struct pseudo_node *n;
-	struct file *u;
+	struct nsproxy *ns = f->priv;
 	uint32_t uid = 0;
 	struct mm *mm;
 	ssize_t w;
-	int fd;
 
-	if (type < 0)
+	if (type < 0 || !ns)
 		return -ENOTTY;
 	switch (cmd) {
 	case NS_GET_NSTYPE:
@@ -455,6 +503,8 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 	case NS_GET_OWNER_UID:
 		if (type != NS_TYPE_USER)
 			return -EINVAL;
+		if (ns->user->level)
+			uid = task_uid_to(t, ns->user->owner);
 		mm = task_get_mm(t);
 		if (!mm)
 			return -EFAULT;
@@ -464,20 +514,16 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 	case NS_GET_PARENT:
 		if (type != NS_TYPE_PID && type != NS_TYPE_USER)
 			return -EINVAL;
-		return -EPERM;
+		if (type == NS_TYPE_PID || !ns->user->parent)
+			return -EPERM;
+		return ns_install_user(f, t, ns->user->parent);
 	case NS_GET_USERNS:
 		if (type == NS_TYPE_USER)
-			return -EPERM;
-		n = pseudo_node_of(f->node);
-		if (!n->base.parent)
-			return -ENOENT;
-		u = ns_open_node(pseudo_node_of(n->base.parent), &ns_user_target, "user", n->pid,
-				 n->tid, O_RDONLY);
-		if (IS_ERR(u))
-			return PTR_ERR(u);
-		fd = fdtable_install(t->fdt, u, 0, true, task_nofile_limit(t));
-		file_put(u);
-		return fd;
+			return ns->user->parent ? ns_install_user(f, t, ns->user->parent) : -EPERM;
+		return ns_install_user(f, t,
+				       type == NS_TYPE_UTS ? ns->uts->owner :
+				       type == NS_TYPE_IPC ? ns->ipc->owner :
+							     nsproxy_initial(t->k)->user);
 	default:
 		return -ENOTTY;
 	}
@@ -489,10 +535,31 @@ static void ns_release(struct file *f)
 	nsproxy_put(f->priv);
 }
 
+/* The inode number of the namespace of type that opened file f is (its own, for uts/ipc/user). */
+static uint32_t ns_file_ino(struct file *f, int type)
+{
+	struct pseudo_node *n = pseudo_node_of(f->node);
+
+	if (f->priv && (type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER))
+		return ns_ino_of(proc_ns_ino(pseudo_fs_of(n)->k, type),
+				 nsproxy_type_id(f->priv, type));
+	return node_ns_ino(n, type);
+}
+
+static int ns_file_getattr(struct file *f, struct vfs_attr *attr)
+{
+	int type = ns_target_type(f), err = vfs_node_getattr(f->node, attr);
+
+	if (!err && type >= 0)
+		attr->ino = ns_file_ino(f, type);
+	return err;
+}
+
 static const struct file_ops ns_fops = {
 	.read = ns_read,
 	.ioctl = ns_ioctl,
 	.release = ns_release,
+	.getattr = ns_file_getattr,
 };
 
 static struct file *ns_target_open(struct pseudo_node *n, int flags)
@@ -515,9 +582,12 @@ static struct file *ns_target_open(struct pseudo_node *n, int flags)
 	return f ? f : ERR_PTR(-ENOMEM);
 }
 
-/* An open file of a new node of ent under dir, on procfs's mount (as vfs_open makes them). */
+/*
+ * An open file of a new node of ent under dir, on procfs's mount (as vfs_open makes them). fd
+ * is -1, or NS_NODE_FD(id) for a node that is user namespace id rather than pid's.
+ */
 static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
-				 const char *name, int32_t pid, int32_t tid, int flags)
+				 const char *name, int32_t pid, int32_t tid, int fd, int flags)
 {
 	struct pseudo_fs *fs = pseudo_fs_of(dir);
 	struct vfs_node *node;
@@ -525,7 +595,7 @@ static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_en
 
 	if (!fs->mnt)
 		return ERR_PTR(-ENOENT);
-	node = pseudo_node_new_at(dir, ent, name, pid, tid, -1);
+	node = pseudo_node_new_at(dir, ent, name, pid, tid, fd);
 	if (IS_ERR(node))
 		return ERR_PTR(PTR_ERR(node));
 	f = ns_target_open(pseudo_node_of(node), flags);
@@ -643,8 +713,7 @@ int proc_ns_file_name(struct file *f, char *buf, size_t len)
 
 	if (type < 0)
 		return -ENOENT;
-	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type],
-		     node_ns_ino(pseudo_node_of(f->node), type));
+	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type], ns_file_ino(f, type));
 	return n < (int)len ? n : -ERANGE;
 }
 
