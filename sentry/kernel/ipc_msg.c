@@ -557,7 +557,8 @@ int ipc_msg_save(int (*queue)(const struct ipc_msg_state *st, void *arg),
 		struct ipc_msg_state st = { 0 };
 		struct msg_msg *m;
 
-		if (!q)
+		/* Objects of IPC namespaces the guest made are not saved (nsproxy.h). */
+		if (!q || q->perm.ns)
 			continue;
 		ipc_perm_to_state(&st.perm, &q->perm);
 		st.stime = q->stime;

@@ -726,7 +726,8 @@ int ipc_sem_save(int (*fn)(const struct ipc_sem_state *st, void *arg), void *arg
 		struct ipc_sem_state st = { 0 };
 		int32_t *nb;
 
-		if (!s)
+		/* Objects of IPC namespaces the guest made are not saved (nsproxy.h). */
+		if (!s || s->perm.ns)
 			continue;
 		nb = realloc(buf, (size_t)s->nsems * 2 * sizeof(*buf));
 		if (!nb) {

@@ -627,7 +627,8 @@ int ipc_shm_save(int (*fn)(const struct ipc_shm_state *st, void *arg), void *arg
 		struct shm_seg *s = (struct shm_seg *)shm_ids.slots[i];
 		struct ipc_shm_state st = { 0 };
 
-		if (!s)
+		/* Objects of IPC namespaces the guest made are not saved (nsproxy.h). */
+		if (!s || s->perm.ns)
 			continue;
 		ipc_perm_to_state(&st.perm, &s->perm);
 		st.size = s->size;
