@@ -323,6 +323,12 @@ static void user_root_child(void)
 	CHECK_RET(stat("/tmp/ns-test-owned", &st), 0);
 	CHECK(st.st_uid == 65534 && st.st_gid == 65534, "unmapped owner %u:%u", st.st_uid,
 	      st.st_gid);
+	/* chown takes the namespace's ids: root (0 here, 0 outside) is fine, 1234 is not
+	 * mapped here (EINVAL). */
+	CHECK_RET(chown("/tmp/ns-test-mine", 0, 0), 0);
+	CHECK_ERR(chown("/tmp/ns-test-mine", 1234, -1), EINVAL);
+	CHECK_RET(stat("/tmp/ns-test-mine", &st), 0);
+	CHECK(st.st_uid == 0 && st.st_gid == 0, "owner %u:%u", st.st_uid, st.st_gid);
 	/* No capability over the outer UTS namespace... */
 	CHECK_ERR(sethostname("nope", 4), EPERM);
 	/* ... but over a UTS namespace of its own. */
@@ -483,12 +489,17 @@ static void user_tests(void)
 	if (fd >= 0)
 		close(fd);
 	CHECK_RET(chown("/tmp/ns-test-owned", 1234, 1234), 0);
+	fd = open("/tmp/ns-test-mine", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	CHECK(fd >= 0, "create /tmp/ns-test-mine: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
 	in_child(user_root_child);
 	in_child(user_nest_child);
 	in_child(user_range_child);
 	in_child(user_thread_child);
 	in_child(user_nobody_child);
 	unlink("/tmp/ns-test-owned");
+	unlink("/tmp/ns-test-mine");
 }
 
 int main(void)
