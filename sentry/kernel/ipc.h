@@ -187,6 +187,14 @@ int ipc_proc_shm(FILE *out);
 int ipc_proc_sem(FILE *out);
 int ipc_proc_msg(FILE *out);
 
+/*
+ * The IPC namespace with identity ns (nsproxy.h) has ended: its queues and semaphore sets are
+ * removed, its segments too (an attached one with its last detach), as Linux's free_ipc_ns.
+ */
+void ipc_msg_ns_exit(uint32_t ns);
+void ipc_sem_ns_exit(uint32_t ns);
+void ipc_shm_ns_exit(uint32_t ns);
+
 /* How many objects of each family exist. */
 int ipc_msg_count(void);
 int ipc_sem_count(void);

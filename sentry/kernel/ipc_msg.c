@@ -633,3 +633,24 @@ int ipc_msg_restore_msg(int32_t id, int64_t mtype, const void *text, size_t len)
 	pthread_mutex_unlock(&msg_ids.lock);
 	return 0;
 }
+
+void ipc_msg_ns_exit(uint32_t ns)
+{
+	for (;;) {
+		struct msg_queue *q = NULL;
+
+		pthread_mutex_lock(&msg_ids.lock);
+		for (int i = 0; i <= msg_ids.max_idx && !q; i++) {
+			struct msg_queue *o = (struct msg_queue *)msg_ids.slots[i];
+
+			if (o && o->perm.ns == ns)
+				q = o;
+		}
+		if (q)
+			queue_remove(q);
+		pthread_mutex_unlock(&msg_ids.lock);
+		if (!q)
+			return;
+		queue_put(q); /* the table's reference */
+	}
+}

@@ -833,3 +833,24 @@ out:
 	pthread_mutex_unlock(&sem_ids.lock);
 	return r;
 }
+
+void ipc_sem_ns_exit(uint32_t ns)
+{
+	for (;;) {
+		struct sem_set *s = NULL;
+
+		pthread_mutex_lock(&sem_ids.lock);
+		for (int i = 0; i <= sem_ids.max_idx && !s; i++) {
+			struct sem_set *o = (struct sem_set *)sem_ids.slots[i];
+
+			if (o && o->perm.ns == ns)
+				s = o;
+		}
+		if (s)
+			set_remove(s);
+		pthread_mutex_unlock(&sem_ids.lock);
+		if (!s)
+			return;
+		set_put(s); /* the table's reference */
+	}
+}

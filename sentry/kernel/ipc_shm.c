@@ -716,3 +716,25 @@ void ipc_shm_restore_end(void)
 	}
 	pthread_mutex_unlock(&shm_ids.lock);
 }
+
+void ipc_shm_ns_exit(uint32_t ns)
+{
+	pthread_mutex_lock(&shm_ids.lock);
+	for (int i = 0; i <= shm_ids.max_idx; i++) {
+		struct shm_seg *s = (struct shm_seg *)shm_ids.slots[i];
+
+		if (!s || s->perm.ns != ns)
+			continue;
+		if (list_empty(&s->attaches)) {
+			seg_unlist(s);
+			pthread_mutex_unlock(&shm_ids.lock);
+			seg_put(s); /* the table's reference */
+			pthread_mutex_lock(&shm_ids.lock);
+		} else {
+			/* As Linux's shm_exit_ns: the segment ends with its last detach. */
+			s->perm.mode |= LINUX_SHM_DEST;
+			s->perm.key = LINUX_IPC_PRIVATE;
+		}
+	}
+	pthread_mutex_unlock(&shm_ids.lock);
+}

@@ -142,9 +142,20 @@ void ipc_ns_get(struct ipc_ns *i)
 	refcount_inc(&i->ref);
 }
 
+/* ipc_*.c (weak: procfs's unit tests link this file without them). */
+#pragma weak ipc_msg_ns_exit
+#pragma weak ipc_sem_ns_exit
+#pragma weak ipc_shm_ns_exit
+
 void ipc_ns_put(struct ipc_ns *i)
 {
 	if (refcount_dec(&i->ref)) {
+		/* Its SysV objects go with it (a namespace the guest made: id != 0). */
+		if (i->id && ipc_msg_ns_exit) {
+			ipc_msg_ns_exit(i->id);
+			ipc_sem_ns_exit(i->id);
+			ipc_shm_ns_exit(i->id);
+		}
 		user_ns_put(i->owner);
 		free(i);
 	}

@@ -249,6 +249,31 @@ static void ipc_child(void)
 	close(fd);
 }
 
+/*
+ * The objects of an IPC namespace go with it: with kernel.msgmni at 3 (in a namespace of its
+ * own on Linux, the sandbox's in husk), ten namespaces in turn each make a queue.
+ */
+static void ipc_exit_child(void)
+{
+	char old[32];
+	int ok = 0;
+
+	CHECK_RET(unshare(CLONE_NEWIPC), 0);
+	CHECK(read_file("/proc/sys/kernel/msgmni", old, sizeof(old)) > 0, "read msgmni");
+	CHECK_RET(write_file("/proc/sys/kernel/msgmni", "3"), 0);
+	for (int i = 0; i < 10; i++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0)
+			_exit(unshare(CLONE_NEWIPC) == 0 && msgget(IPC_PRIVATE, 0600) >= 0 ? 0 : 1);
+		if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+	}
+	CHECK(ok == 10, "%d of 10 namespaces made their queue", ok);
+	CHECK_RET(write_file("/proc/sys/kernel/msgmni", old), 0);
+}
+
 static void ipc_tests(void)
 {
 	struct msqid_ds ds;
@@ -256,6 +281,7 @@ static void ipc_tests(void)
 	outer_key = (key_t)(0x4e530000 | (getpid() & 0xffff));
 	outer_q = (int)CHECK_OK(msgget(outer_key, IPC_CREAT | IPC_EXCL | 0600));
 	in_child(ipc_child);
+	in_child(ipc_exit_child);
 	/* The parent's queue is still its own. */
 	CHECK_RET(msgget(outer_key, 0), outer_q);
 	CHECK_RET(msgctl(outer_q, IPC_STAT, &ds), 0);
