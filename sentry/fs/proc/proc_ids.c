@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procfs, per process: ids and namespaces. /proc/PID/{uid_map,gid_map,setgroups} show the
- * sandbox's mappings (kernel.uid_map, linux.uidMappings; none: the identity of an initial user
- * namespace); oom_score_adj, oom_adj and oom_score the OOM killer's view (sentry/kernel/oom.h);
- * ns/ one link per namespace type to the sandbox's own namespaces, "net:[4026531840]" as
+ * process's user namespace's mappings: the sandbox's (kernel.uid_map, linux.uidMappings; none:
+ * the identity of an initial user namespace), or those written for a namespace the guest made
+ * (sentry/kernel/nsproxy.h has the rules); oom_score_adj, oom_adj and oom_score the OOM
+ * killer's view (sentry/kernel/oom.h); ns/ one link per namespace type, "net:[4026531840]" as
  * Linux's nsfs, whose target stat(2) shows with the namespace's inode number on a device of its
- * own. The guest cannot make namespaces: every process of the sandbox shows the same ones.
+ * own: the process's own UTS, IPC and user namespaces (nsproxy.h), the sandbox's (or a pod
+ * member's) for the other types. An opened namespace file holds its namespaces (setns, the
+ * NS_GET_* ioctls).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -47,7 +47,10 @@ extern const struct pseudo_ent proc_ns_ents[];
 int proc_gen_uid_map(struct pseudo_node *n, FILE *out);
 int proc_gen_gid_map(struct pseudo_node *n, FILE *out);
 int proc_gen_setgroups(struct pseudo_node *n, FILE *out);
-/* Writes to uid_map, gid_map and setgroups: -EPERM (the sandbox's are written already). */
+/*
+ * Writes to uid_map, gid_map and setgroups: a namespace the guest made, by Linux's rules
+ * (nsproxy.h); -EPERM for the sandbox's (written already).
+ */
 ssize_t proc_write_id_map(struct pseudo_node *n, const char *buf, size_t len);
 int proc_gen_oom_score_adj(struct pseudo_node *n, FILE *out);
 int proc_gen_oom_adj(struct pseudo_node *n, FILE *out);
