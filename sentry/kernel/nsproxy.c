@@ -224,21 +224,6 @@ static bool id_from(struct user_ns *u, bool gid, uint32_t id, uint32_t *kid)
 
 /* --- making namespaces --- */
 
-/* Whether sandbox id kid has an id in u. */
-static bool kid_mapped(struct user_ns *u, bool gid, uint32_t kid)
-{
-	uint32_t in;
-	bool ok;
-
-	if (!u->level)
-		return true;
-	pthread_mutex_lock(&u->lock);
-	ok = (gid ? u->gid_map_set : u->uid_map_set) &&
-	     idmap_to_inside(gid ? &u->gid_map : &u->uid_map, kid, &in);
-	pthread_mutex_unlock(&u->lock);
-	return ok;
-}
-
 static struct user_ns *user_ns_new(struct user_ns *parent, const struct cred *c)
 {
 	struct user_ns *u;
@@ -247,7 +232,8 @@ static struct user_ns *user_ns_new(struct user_ns *parent, const struct cred *c)
 	if (parent->level > USER_NS_MAX_LEVEL)
 		return ERR_PTR(-ENOSPC);
 	/* Linux's create_user_ns: the creator's euid and egid must be mapped where it is. */
-	if (!kid_mapped(parent, false, c->euid) || !kid_mapped(parent, true, c->egid))
+	if (!user_ns_kid_mapped(parent, false, c->euid) ||
+	    !user_ns_kid_mapped(parent, true, c->egid))
 		return ERR_PTR(-EPERM);
 	u = calloc(1, sizeof(*u));
 	if (!u)

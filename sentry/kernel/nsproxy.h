@@ -165,6 +165,21 @@ static inline bool user_ns_id_from(struct user_ns *u, bool gid, uint32_t id, uin
 	return ok;
 }
 
+/* Whether sandbox id kid has an id in u (NULL: the sandbox's, where every id has). */
+static inline bool user_ns_kid_mapped(struct user_ns *u, bool gid, uint32_t kid)
+{
+	uint32_t in;
+	bool ok;
+
+	if (!u || !u->level)
+		return true;
+	pthread_mutex_lock(&u->lock);
+	ok = (gid ? u->gid_map_set : u->uid_map_set) &&
+	     idmap_to_inside(gid ? &u->gid_map : &u->uid_map, kid, &in);
+	pthread_mutex_unlock(&u->lock);
+	return ok;
+}
+
 static inline uint32_t user_ns_uid_to(struct user_ns *u, uint32_t kid)
 {
 	return user_ns_id_to(u, false, kid);

@@ -435,6 +435,30 @@ static void user_nobody_child(void)
 	CHECK(read_file("/proc/self/gid_map", buf, sizeof(buf)) > 0 &&
 		      !strcmp(buf, "         0      65534          1\n"),
 	      "gid_map %s", buf);
+	/*
+	 * A set-user-ID program of the outer root (kuid 0, unmapped here) runs with the caller's
+	 * ids: id -u shows 0 (the caller's own uid, mapped to 0 here), not the overflow id that
+	 * the outer root would show as.
+	 */
+	{
+		int pfd[2], st;
+		char out[32] = { 0 };
+		pid_t pid;
+
+		CHECK_OK(pipe(pfd));
+		pid = fork();
+		if (pid == 0) {
+			dup2(pfd[1], 1);
+			execl("/tmp/ns-test-suid-id", "id", "-u", (char *)NULL);
+			_exit(127);
+		}
+		close(pfd[1]);
+		CHECK(read(pfd[0], out, sizeof(out) - 1) > 0 && !strcmp(out, "0\n"),
+		      "set-user-ID root id -u: %s", out);
+		close(pfd[0]);
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "id: %#x", st);
+	}
 	/* Root of its own namespace: a UTS namespace of its own and a name in it. */
 	CHECK_RET(unshare(CLONE_NEWUTS | CLONE_NEWIPC), 0);
 	CHECK_RET(sethostname("unpriv", 6), 0);
@@ -523,7 +547,16 @@ static void user_tests(void)
 	in_child(user_nest_child);
 	in_child(user_range_child);
 	in_child(user_thread_child);
+	/* A set-user-ID-root copy of id(1) for user_nobody_child. */
+	{
+		char cmd[] = "cp /usr/bin/id /tmp/ns-test-suid-id";
+
+		CHECK_RET(system(cmd), 0);
+		CHECK_RET(chown("/tmp/ns-test-suid-id", 0, 0), 0);
+		CHECK_RET(chmod("/tmp/ns-test-suid-id", 04755), 0);
+	}
 	in_child(user_nobody_child);
+	unlink("/tmp/ns-test-suid-id");
 	unlink("/tmp/ns-test-owned");
 	unlink("/tmp/ns-test-mine");
 }
