@@ -224,6 +224,7 @@ SYSCALL_DECL(setsid);
 SYSCALL_DECL(setpgid);
 SYSCALL_DECL(prctl);
 SYSCALL_DECL(unshare);
+SYSCALL_DECL(setns);
 SYSCALL_DECL(pidfd_open);
 
 /* sys_time.c: clocks and sleeping */

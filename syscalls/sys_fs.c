@@ -16,6 +16,7 @@
 
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/cred.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
@@ -308,11 +309,16 @@ long sys_fchmod(struct task *t, const struct syscall_args *args)
 	return r;
 }
 
-/* chown's ids: -1 keeps one; another outside the sandbox's mappings is EINVAL (Linux's). */
-static long chown_ids_valid(struct task *t, uint32_t uid, uint32_t gid)
+/*
+ * chown's ids, taken in the caller's user namespace and made the sandbox's (nsproxy.h): -1 keeps
+ * one; another unmapped there or outside the sandbox's mappings is EINVAL (Linux's).
+ */
+static long chown_ids_valid(struct task *t, uint32_t *uid, uint32_t *gid)
 {
-	if ((uid != (uint32_t)-1 && !cred_id_valid(t, false, uid)) ||
-	    (gid != (uint32_t)-1 && !cred_id_valid(t, true, gid)))
+	if ((*uid != (uint32_t)-1 &&
+	     (!task_uid_from(t, *uid, uid) || !cred_id_valid(t, false, *uid))) ||
+	    (*gid != (uint32_t)-1 &&
+	     (!task_gid_from(t, *gid, gid) || !cred_id_valid(t, true, *gid))))
 		return -EINVAL;
 	return 0;
 }
@@ -328,7 +334,7 @@ static long do_fchownat(struct task *t, int dirfd, uint64_t path, uint32_t uid, 
 	r = lookup_attr(t, dirfd, path, flags, &p);
 	if (r < 0)
 		return r;
-	r = chown_ids_valid(t, uid, gid);
+	r = chown_ids_valid(t, &uid, &gid);
 	if (r == 0)
 		r = vfs_path_chown(t, &p, uid, gid);
 	vfs_path_put(&p);
@@ -358,14 +364,15 @@ long sys_fchownat(struct task *t, const struct syscall_args *args)
 /* fchown(2) */
 long sys_fchown(struct task *t, const struct syscall_args *args)
 {
+	uint32_t uid = (uint32_t)args->a[1], gid = (uint32_t)args->a[2];
 	struct vfs_path p;
 	long r = fd_path(t, (int)args->a[0], &p);
 
 	if (r < 0)
 		return r;
-	r = chown_ids_valid(t, (uint32_t)args->a[1], (uint32_t)args->a[2]);
+	r = chown_ids_valid(t, &uid, &gid);
 	if (r == 0)
-		r = vfs_path_chown(t, &p, (uint32_t)args->a[1], (uint32_t)args->a[2]);
+		r = vfs_path_chown(t, &p, uid, gid);
 	vfs_path_put(&p);
 	return r;
 }

@@ -2,7 +2,9 @@
 /*
  * Credentials: the id calls and capget/capset; the set* rules are in sentry/kernel/cred.c.
  * Values come from the calling task's struct cred (sentry/kernel/task.h); the host's
- * credentials are never consulted.
+ * credentials are never consulted. The credentials hold the sandbox's ids: the calls show and
+ * take them as the caller's user namespace maps them (nsproxy.h; unmapped: 65534 shown, EINVAL
+ * taken).
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -13,6 +15,7 @@
 
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "syscalls/handlers.h"
@@ -36,25 +39,25 @@ static int copy_in_all(struct task *t, void *dst, uint64_t addr, size_t len)
 /* getuid(2) */
 long sys_getuid(struct task *t, const struct syscall_args *args)
 {
-	return t->cred.uid;
+	return task_uid_to(t, t->cred.uid);
 }
 
 /* geteuid(2) */
 long sys_geteuid(struct task *t, const struct syscall_args *args)
 {
-	return t->cred.euid;
+	return task_uid_to(t, t->cred.euid);
 }
 
 /* getgid(2) */
 long sys_getgid(struct task *t, const struct syscall_args *args)
 {
-	return t->cred.gid;
+	return task_gid_to(t, t->cred.gid);
 }
 
 /* getegid(2) */
 long sys_getegid(struct task *t, const struct syscall_args *args)
 {
-	return t->cred.egid;
+	return task_gid_to(t, t->cred.egid);
 }
 
 /* getgroups(2) */
@@ -72,7 +75,11 @@ long sys_getgroups(struct task *t, const struct syscall_args *args)
 	if (size < n)
 		return -EINVAL;
 	if (n > 0) {
-		err = copy_out_all(t, list, t->cred.groups, (size_t)n * sizeof(t->cred.groups[0]));
+		uint32_t g[32];
+
+		for (int i = 0; i < n; i++)
+			g[i] = task_gid_to(t, t->cred.groups[i]);
+		err = copy_out_all(t, list, g, (size_t)n * sizeof(g[0]));
 		if (err)
 			return err;
 	}
@@ -96,61 +103,131 @@ static long put_res_ids(struct task *t, const struct syscall_args *args, uint32_
 /* getresuid(2) */
 long sys_getresuid(struct task *t, const struct syscall_args *args)
 {
-	return put_res_ids(t, args, t->cred.uid, t->cred.euid, t->cred.suid);
+	return put_res_ids(t, args, task_uid_to(t, t->cred.uid), task_uid_to(t, t->cred.euid),
+			   task_uid_to(t, t->cred.suid));
 }
 
 /* getresgid(2) */
 long sys_getresgid(struct task *t, const struct syscall_args *args)
 {
-	return put_res_ids(t, args, t->cred.gid, t->cred.egid, t->cred.sgid);
+	return put_res_ids(t, args, task_gid_to(t, t->cred.gid), task_gid_to(t, t->cred.egid),
+			   task_gid_to(t, t->cred.sgid));
+}
+
+/*
+ * The first n set*id arguments as sandbox ids in out: -1 stays -1 (no change); an id the
+ * caller's user namespace does not map is -EINVAL, as Linux's make_kuid gives an invalid id.
+ */
+static int in_ids(struct task *t, bool gid, const struct syscall_args *args, int n, uint32_t *out)
+{
+	task_cred_sync_root(t);
+	for (int i = 0; i < n; i++) {
+		out[i] = (uint32_t)args->a[i];
+		if (out[i] == (uint32_t)-1 || !task_user_ns(t))
+			continue;
+		if (!(gid ? task_gid_from(t, out[i], &out[i]) : task_uid_from(t, out[i], &out[i])))
+			return -EINVAL;
+	}
+	return 0;
 }
 
 /* setuid(2) */
 long sys_setuid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setuid(t, (uint32_t)args->a[0]);
+	uint32_t id[3];
+
+	if (in_ids(t, false, args, 1, id) < 0)
+		return -EINVAL;
+	return cred_setuid(t, id[0]);
 }
 
 /* setgid(2) */
 long sys_setgid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setgid(t, (uint32_t)args->a[0]);
+	uint32_t id[3];
+
+	if (in_ids(t, true, args, 1, id) < 0)
+		return -EINVAL;
+	return cred_setgid(t, id[0]);
 }
 
 /* setreuid(2) */
 long sys_setreuid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setreuid(t, (uint32_t)args->a[0], (uint32_t)args->a[1]);
+	uint32_t id[3];
+
+	if (in_ids(t, false, args, 2, id) < 0)
+		return -EINVAL;
+	return cred_setreuid(t, id[0], id[1]);
 }
 
 /* setregid(2) */
 long sys_setregid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setregid(t, (uint32_t)args->a[0], (uint32_t)args->a[1]);
+	uint32_t id[3];
+
+	if (in_ids(t, true, args, 2, id) < 0)
+		return -EINVAL;
+	return cred_setregid(t, id[0], id[1]);
 }
 
 /* setresuid(2) */
 long sys_setresuid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setresuid(t, (uint32_t)args->a[0], (uint32_t)args->a[1], (uint32_t)args->a[2]);
+	uint32_t id[3];
+
+	if (in_ids(t, false, args, 3, id) < 0)
+		return -EINVAL;
+	return cred_setresuid(t, id[0], id[1], id[2]);
 }
 
 /* setresgid(2) */
 long sys_setresgid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setresgid(t, (uint32_t)args->a[0], (uint32_t)args->a[1], (uint32_t)args->a[2]);
+	uint32_t id[3];
+
+	if (in_ids(t, true, args, 3, id) < 0)
+		return -EINVAL;
+	return cred_setresgid(t, id[0], id[1], id[2]);
 }
 
 /* setfsuid(2) */
 long sys_setfsuid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setfsuid(t, (uint32_t)args->a[0]);
+	uint32_t id[1];
+
+	if (in_ids(t, false, args, 1, id) < 0)
+		return task_uid_to(t, t->cred.fsuid);
+	return task_uid_to(t, cred_setfsuid(t, id[0]));
 }
 
 /* setfsgid(2) */
 long sys_setfsgid(struct task *t, const struct syscall_args *args)
 {
-	return cred_setfsgid(t, (uint32_t)args->a[0]);
+	uint32_t id[1];
+
+	if (in_ids(t, true, args, 1, id) < 0)
+		return task_gid_to(t, t->cred.fsgid);
+	return task_gid_to(t, cred_setfsgid(t, id[0]));
+}
+
+/*
+ * Linux's may_setgroups: CAP_SETGID in the caller's user namespace, which (unless it is the
+ * sandbox's) has its gid_map written and setgroups not "deny".
+ */
+static bool may_setgroups(struct task *t)
+{
+	struct user_ns *u = task_user_ns(t);
+	bool ok;
+
+	if (!u || !u->level)
+		return cred_capable(&t->cred, CAP_SETGID);
+	if (!cred_own_capable(&t->cred, CAP_SETGID))
+		return false;
+	pthread_mutex_lock(&u->lock);
+	ok = u->gid_map_set && !u->setgroups_deny;
+	pthread_mutex_unlock(&u->lock);
+	return ok;
 }
 
 static int cmp_gid(const void *a, const void *b)
@@ -169,7 +246,7 @@ long sys_setgroups(struct task *t, const struct syscall_args *args)
 
 	if (size < 0 || size > 65536)
 		return -EINVAL;
-	if (!cred_capable(&t->cred, CAP_SETGID))
+	if (!may_setgroups(t))
 		return -EPERM;
 	if (size > (int)(sizeof(groups) / sizeof(groups[0])))
 		return -EINVAL;
@@ -178,9 +255,10 @@ long sys_setgroups(struct task *t, const struct syscall_args *args)
 		if (err)
 			return err;
 	}
-	/* Every group must be an id of the guest's user namespace (Linux's EINVAL). */
+	/* Every group must be an id of the guest's user namespace (Linux's EINVAL), and of the
+	 * caller's: taken as the sandbox's. */
 	for (int i = 0; i < size; i++)
-		if (!cred_id_valid(t, true, groups[i]))
+		if (!task_gid_from(t, groups[i], &groups[i]) || !cred_id_valid(t, true, groups[i]))
 			return -EINVAL;
 	/* Linux keeps the list sorted (groups_sort), and getgroups shows it so. */
 	qsort(groups, (size_t)size, sizeof(groups[0]), cmp_gid);
@@ -278,7 +356,7 @@ long sys_capset(struct task *t, const struct syscall_args *args)
 	inh = ((uint64_t)d[1].inheritable << 32 | d[0].inheritable) & CAP_VALID_MASK;
 	/* New inheritable bits come from the permitted set unless the caller has CAP_SETPCAP,
 	 * and never from outside the bounding set. */
-	if (!cred_capable(c, CAP_SETPCAP) && (inh & ~(c->cap_inheritable | c->cap_permitted)))
+	if (!cred_own_capable(c, CAP_SETPCAP) && (inh & ~(c->cap_inheritable | c->cap_permitted)))
 		return -EPERM;
 	if (inh & ~(c->cap_inheritable | c->cap_bounding))
 		return -EPERM;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/util.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
@@ -92,21 +93,21 @@ static bool pid_is_self(struct task *t, int32_t pid)
 	return pid == 0 || pid == task_pid(t) || pid == t->tid;
 }
 
-/* uname(2): nodename and domainname are the sandbox's (sethostname, setdomainname). */
+/* uname(2): nodename and domainname are the caller's UTS namespace's. */
 long sys_uname(struct task *t, const struct syscall_args *args)
 {
+	struct uts_ns *uts = task_nsproxy(t)->uts;
 	struct linux_utsname u;
-	struct kernel *k = t->k;
 
 	memset(&u, 0, sizeof(u));
 	strcpy(u.sysname, "Linux");
 	strcpy(u.release, HUSK_UTS_RELEASE);
 	strcpy(u.version, HUSK_UTS_VERSION);
 	strcpy(u.machine, "x86_64");
-	pthread_mutex_lock(&k->lock);
-	memcpy(u.nodename, k->hostname, sizeof(u.nodename) - 1);
-	memcpy(u.domainname, k->domainname, sizeof(u.domainname) - 1);
-	pthread_mutex_unlock(&k->lock);
+	pthread_mutex_lock(uts->lock);
+	memcpy(u.nodename, uts->hostname, sizeof(u.nodename) - 1);
+	memcpy(u.domainname, uts->domainname, sizeof(u.domainname) - 1);
+	pthread_mutex_unlock(uts->lock);
 	return copy_out_all(t, args->a[0], &u, sizeof(u));
 }
 
@@ -309,30 +310,34 @@ long sys_personality(struct task *t, const struct syscall_args *args)
 	return old;
 }
 
-/* sethostname(2)/setdomainname(2): CAP_SYS_ADMIN (EPERM), at most 64 bytes (EINVAL). */
-static long set_uts_name(struct task *t, char *field, uint64_t addr, int64_t len)
+/*
+ * sethostname(2)/setdomainname(2) of the caller's UTS namespace: CAP_SYS_ADMIN in the user
+ * namespace that owns it (EPERM), at most 64 bytes (EINVAL).
+ */
+static long set_uts_name(struct task *t, bool host, uint64_t addr, int64_t len)
 {
+	struct uts_ns *uts = task_nsproxy(t)->uts;
 	char buf[65];
 
-	if (!cred_capable(&t->cred, 21 /* CAP_SYS_ADMIN */))
+	if (!task_ns_capable(t, uts->owner, 21 /* CAP_SYS_ADMIN */))
 		return -EPERM;
 	if ((int32_t)len < 0 || (int32_t)len > 64)
 		return -EINVAL;
 	if (len && mm_copy_in(t->mm, buf, addr, (size_t)len) != (ssize_t)len)
 		return -EFAULT;
 	buf[len] = '\0';
-	pthread_mutex_lock(&t->k->lock);
-	memcpy(field, buf, (size_t)len + 1);
-	pthread_mutex_unlock(&t->k->lock);
+	pthread_mutex_lock(uts->lock);
+	memcpy(host ? uts->hostname : uts->domainname, buf, (size_t)len + 1);
+	pthread_mutex_unlock(uts->lock);
 	return 0;
 }
 
 long sys_sethostname(struct task *t, const struct syscall_args *args)
 {
-	return set_uts_name(t, t->k->hostname, args->a[0], (int32_t)args->a[1]);
+	return set_uts_name(t, true, args->a[0], (int32_t)args->a[1]);
 }
 
 long sys_setdomainname(struct task *t, const struct syscall_args *args)
 {
-	return set_uts_name(t, t->k->domainname, args->a[0], (int32_t)args->a[1]);
+	return set_uts_name(t, false, args->a[0], (int32_t)args->a[1]);
 }

@@ -370,7 +370,7 @@ static struct task *affinity_target(struct task *t, int32_t pid, bool set, int *
 	if (!o)
 		return NULL;
 	if (set && t->cred.euid != o->cred.euid && t->cred.euid != o->cred.uid &&
-	    !(t->cred.cap_effective & (1ULL << 23 /* CAP_SYS_NICE */))) {
+	    !cred_capable(&t->cred, 23 /* CAP_SYS_NICE */)) {
 		task_put(o);
 		*err = -EPERM;
 		return NULL;
@@ -530,7 +530,7 @@ long sys_setpriority(struct task *t, const struct syscall_args *args)
 	}
 	nice = nice < -20 ? -20 : nice > 19 ? 19 : nice;
 	if (nice < __atomic_load_n(&nice_value, __ATOMIC_RELAXED) &&
-	    !(t->cred.cap_effective & (1ULL << 23 /* CAP_SYS_NICE */)))
+	    !cred_capable(&t->cred, 23 /* CAP_SYS_NICE */))
 		return -EACCES;
 	__atomic_store_n(&nice_value, nice, __ATOMIC_RELAXED);
 	return 0;

@@ -319,7 +319,7 @@ static int kill_permitted(struct task *t, struct thread_group *tg, int sig,
 		return 0;
 	tc = &tg->leader->cred;
 	if (c->euid == tc->suid || c->euid == tc->uid || c->uid == tc->suid || c->uid == tc->uid ||
-	    (c->cap_effective & (1ULL << CAP_KILL)))
+	    cred_capable(c, CAP_KILL))
 		return 0;
 	if (sig == LINUX_SIGCONT && tg->sid == t->tg->sid)
 		return 0;

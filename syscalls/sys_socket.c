@@ -781,9 +781,9 @@ static long parse_cmsgs(struct task *t, struct file *f, const uint8_t *ctl, size
 			}
 		} else if (c->cmsg_type == SCM_CREDENTIALS) {
 			struct ucred uc;
-			bool admin = t->cred.cap_effective & (1ULL << CAP_SYS_ADMIN);
-			bool setuid = t->cred.cap_effective & (1ULL << CAP_SETUID);
-			bool setgid = t->cred.cap_effective & (1ULL << CAP_SETGID);
+			bool admin = cred_capable(&t->cred, CAP_SYS_ADMIN);
+			bool setuid = cred_capable(&t->cred, CAP_SETUID);
+			bool setgid = cred_capable(&t->cred, CAP_SETGID);
 
 			if (c->cmsg_len != CMSG_LEN(sizeof(uc)))
 				return -EINVAL;

@@ -17,6 +17,7 @@
 
 #include "common/cleanup.h"
 #include "include/abi/linux/stat.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/vfs.h"
@@ -143,8 +144,8 @@ static int put_stat(struct task *t, uint64_t addr, const struct vfs_attr *a)
 	st.st_ino = a->ino;
 	st.st_nlink = a->nlink;
 	st.st_mode = a->mode;
-	st.st_uid = a->uid;
-	st.st_gid = a->gid;
+	st.st_uid = task_uid_to(t, a->uid);
+	st.st_gid = task_gid_to(t, a->gid);
 	st.st_rdev = a->rdev;
 	st.st_size = a->size;
 	st.st_blksize = a->blksize;
@@ -180,8 +181,8 @@ static int put_statx(struct task *t, uint64_t addr, const struct vfs_attr *a, ui
 	}
 	stx.stx_blksize = (uint32_t)a->blksize;
 	stx.stx_nlink = (uint32_t)a->nlink;
-	stx.stx_uid = a->uid;
-	stx.stx_gid = a->gid;
+	stx.stx_uid = task_uid_to(t, a->uid);
+	stx.stx_gid = task_gid_to(t, a->gid);
 	stx.stx_mode = (uint16_t)a->mode;
 	stx.stx_ino = a->ino;
 	stx.stx_size = (uint64_t)a->size;

@@ -78,6 +78,24 @@ static int xattr_name_in(struct task *t, uint64_t uname, char *name)
 	return n == 0 ? -ERANGE : 0;
 }
 
+/*
+ * The VFS's xattr checks (sentry/vfs/xattr.c) test capability bits alone, and a task in a user
+ * namespace the guest made has them for that namespace only: it may not write security.* or
+ * trusted.* names nor read trusted.* ones (Linux: CAP_SYS_ADMIN over the filesystem's
+ * namespace, the sandbox's; a security.capability written there is converted to the
+ * namespace's root id, not done here: EPERM). 0 or the error.
+ */
+static int nested_userns_xattr(struct task *t, const char *name, bool write)
+{
+	if (!t->cred.userns_level)
+		return 0;
+	if (!strncmp(name, "trusted.", 8))
+		return write ? -EPERM : -ENODATA;
+	if (write && !strncmp(name, "security.", 9))
+		return -EPERM;
+	return 0;
+}
+
 static long do_getxattr(struct task *t, const struct xattr_target *tg, uint64_t uname,
 			uint64_t uvalue, size_t size)
 {
@@ -104,6 +122,11 @@ static long do_getxattr(struct task *t, const struct xattr_target *tg, uint64_t 
 		err = xattr_resolve(t, tg, &p);
 		if (err < 0)
 			return err;
+	}
+	err = nested_userns_xattr(t, name, false);
+	if (err < 0) {
+		vfs_path_put(&p);
+		return err;
 	}
 	if (size > VFS_XATTR_SIZE_MAX)
 		size = VFS_XATTR_SIZE_MAX;
@@ -161,7 +184,9 @@ static long do_setxattr(struct task *t, const struct xattr_target *tg, uint64_t 
 			return err;
 		resolved = true;
 	}
-	err = vfs_setxattr(t, &p, name, value, size, flags);
+	err = nested_userns_xattr(t, name, true);
+	if (err == 0)
+		err = vfs_setxattr(t, &p, name, value, size, flags);
 out:
 	if (resolved)
 		vfs_path_put(&p);
@@ -213,6 +238,8 @@ static long do_removexattr(struct task *t, const struct xattr_target *tg, uint64
 		if (err < 0)
 			return err;
 	}
+	if (err == 0)
+		err = nested_userns_xattr(t, name, true);
 	if (err == 0)
 		err = vfs_removexattr(t, &p, name);
 	vfs_path_put(&p);

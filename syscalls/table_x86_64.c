@@ -242,10 +242,11 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "CLONE_NEWNS: a mount namespace of the sentry's; other namespace flags: "
-		       "EPERM"),
+	PARTIAL(clone, "CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
+		       "sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other "
+		       "namespace flags: EPERM"),
 	PARTIAL(clone3,
-		"CLONE_NEWNS as clone; other namespace flags: EPERM; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -275,8 +276,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),
-	PARTIAL(unshare, "CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree in the "
-			 "sentry); other new namespaces: EPERM"),
+	PARTIAL(unshare,
+		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree; CAP_SYS_ADMIN over the "
+		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
+		"CLONE_NEWUSER, all in the sentry; PID, network, cgroup, time: EPERM"),
+	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user} and pidfds (CLONE_NEWUTS, CLONE_NEWIPC, "
+		       "CLONE_NEWUSER); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),
@@ -291,7 +296,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(clock_nanosleep),
 
 	/* system information and limits: sys_info.c */
-	PARTIAL(uname, "the sentry's release and version, never the host's"),
+	PARTIAL(uname,
+		"the sentry's release and version, never the host's; names of the caller's UTS namespace"),
 	PARTIAL(sysinfo,
 		"uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
 	FULL(getrandom),

@@ -28,34 +28,44 @@
 
 bool cred_capable(const struct cred *c, int cap)
 {
+	return cap >= 0 && cap <= CAP_LAST_CAP && !c->userns_level &&
+	       (c->cap_effective & (1ULL << cap));
+}
+
+bool cred_own_capable(const struct cred *c, int cap)
+{
 	return cap >= 0 && cap <= CAP_LAST_CAP && (c->cap_effective & (1ULL << cap));
 }
 
 /* fsuid 0 <-> non-zero moves the filesystem capabilities in or out of the effective set. */
 static void fix_fsuid_caps(struct cred *n, uint32_t old_fsuid)
 {
-	if (old_fsuid == 0 && n->fsuid != 0)
+	const uint32_t root = n->root_uid;
+
+	if (old_fsuid == root && n->fsuid != root)
 		n->cap_effective &= ~CAP_FS_MASK;
-	else if (old_fsuid != 0 && n->fsuid == 0)
+	else if (old_fsuid != root && n->fsuid == root)
 		n->cap_effective |= n->cap_permitted & CAP_FS_MASK;
 }
 
 /* cap_emulate_setxuid plus the fsuid rule, after a change of the uids from old to *n. */
 static void fix_setuid_caps(struct cred *n, const struct cred *old)
 {
+	const uint32_t root = n->root_uid;
+
 	if (n->securebits & SECBIT_NO_SETUID_FIXUP)
 		return;
-	if ((old->uid == 0 || old->euid == 0 || old->suid == 0) &&
-	    (n->uid != 0 && n->euid != 0 && n->suid != 0)) {
+	if ((old->uid == root || old->euid == root || old->suid == root) &&
+	    (n->uid != root && n->euid != root && n->suid != root)) {
 		if (!n->keep_caps) {
 			n->cap_permitted = 0;
 			n->cap_effective = 0;
 		}
 		n->cap_ambient = 0;
 	}
-	if (old->euid == 0 && n->euid != 0)
+	if (old->euid == root && n->euid != root)
 		n->cap_effective = 0;
-	if (old->euid != 0 && n->euid == 0)
+	if (old->euid != root && n->euid == root)
 		n->cap_effective = n->cap_permitted;
 	fix_fsuid_caps(n, old->fsuid);
 }
@@ -101,7 +111,7 @@ int cred_setresuid(struct task *t, uint32_t r, uint32_t e, uint32_t s)
 	    (e == INVALID_ID || (e == c->euid && e == c->fsuid)) &&
 	    (s == INVALID_ID || s == c->suid))
 		return 0;
-	if (!cred_capable(c, CAP_SETUID)) {
+	if (!cred_own_capable(c, CAP_SETUID)) {
 		if (r != INVALID_ID && !is_one_of(r, c->uid, c->euid, c->suid))
 			return -EPERM;
 		if (e != INVALID_ID && !is_one_of(e, c->uid, c->euid, c->suid))
@@ -131,7 +141,7 @@ int cred_setresgid(struct task *t, uint32_t r, uint32_t e, uint32_t s)
 	    (e == INVALID_ID || (e == c->egid && e == c->fsgid)) &&
 	    (s == INVALID_ID || s == c->sgid))
 		return 0;
-	if (!cred_capable(c, CAP_SETGID)) {
+	if (!cred_own_capable(c, CAP_SETGID)) {
 		if (r != INVALID_ID && !is_one_of(r, c->gid, c->egid, c->sgid))
 			return -EPERM;
 		if (e != INVALID_ID && !is_one_of(e, c->gid, c->egid, c->sgid))
@@ -152,7 +162,7 @@ int cred_setresgid(struct task *t, uint32_t r, uint32_t e, uint32_t s)
 int cred_setreuid(struct task *t, uint32_t r, uint32_t e)
 {
 	struct cred *c = &t->cred, old = t->cred;
-	bool cap = cred_capable(c, CAP_SETUID);
+	bool cap = cred_own_capable(c, CAP_SETUID);
 
 	if (check_ids(t, false, r, e, INVALID_ID) < 0)
 		return -EINVAL;
@@ -178,7 +188,7 @@ int cred_setregid(struct task *t, uint32_t r, uint32_t e)
 {
 	struct cred *c = &t->cred;
 	uint32_t old_gid = c->gid;
-	bool cap = cred_capable(c, CAP_SETGID);
+	bool cap = cred_own_capable(c, CAP_SETGID);
 
 	if (check_ids(t, true, r, e, INVALID_ID) < 0)
 		return -EINVAL;
@@ -203,7 +213,7 @@ int cred_setuid(struct task *t, uint32_t uid)
 
 	if (uid == INVALID_ID || !id_mapped(t, false, uid))
 		return -EINVAL;
-	if (cred_capable(c, CAP_SETUID)) {
+	if (cred_own_capable(c, CAP_SETUID)) {
 		c->uid = c->suid = uid;
 	} else if (uid != c->uid && uid != c->suid) {
 		return -EPERM;
@@ -219,7 +229,7 @@ int cred_setgid(struct task *t, uint32_t gid)
 
 	if (gid == INVALID_ID || !id_mapped(t, true, gid))
 		return -EINVAL;
-	if (cred_capable(c, CAP_SETGID)) {
+	if (cred_own_capable(c, CAP_SETGID)) {
 		c->gid = c->sgid = gid;
 	} else if (gid != c->gid && gid != c->sgid) {
 		return -EPERM;
@@ -236,7 +246,7 @@ uint32_t cred_setfsuid(struct task *t, uint32_t uid)
 	if (uid == INVALID_ID || !id_mapped(t, false, uid))
 		return old;
 	if (is_one_of(uid, c->uid, c->euid, c->suid) || uid == c->fsuid ||
-	    cred_capable(c, CAP_SETUID)) {
+	    cred_own_capable(c, CAP_SETUID)) {
 		c->fsuid = uid;
 		fix_fsuid_caps(c, old);
 	}
@@ -251,7 +261,7 @@ uint32_t cred_setfsgid(struct task *t, uint32_t gid)
 	if (gid == INVALID_ID || !id_mapped(t, true, gid))
 		return old;
 	if (is_one_of(gid, c->gid, c->egid, c->sgid) || gid == c->fsgid ||
-	    cred_capable(c, CAP_SETGID))
+	    cred_own_capable(c, CAP_SETGID))
 		c->fsgid = gid;
 	return old;
 }
@@ -343,10 +353,11 @@ int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struc
 			return -EPERM;
 	}
 	/* handle_privileged_root: root's file sets count as all-ones. */
-	if (!(old->securebits & SECBIT_NOROOT) && !(has_fcap && n.euid == 0 && n.uid != 0)) {
-		if (n.euid == 0 || n.uid == 0)
+	if (!(old->securebits & SECBIT_NOROOT) &&
+	    !(has_fcap && n.euid == old->root_uid && n.uid != old->root_uid)) {
+		if (n.euid == old->root_uid || n.uid == old->root_uid)
 			n.cap_permitted = old->cap_bounding | old->cap_inheritable;
-		if (n.euid == 0)
+		if (n.euid == old->root_uid)
 			effective = true;
 	}
 	/* Set-id for AT_SECURE: effective ids that are not the real ones. Changed by this exec
@@ -358,7 +369,7 @@ int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struc
 	 * and no set-id unless the caller could set its ids anyway (CAP_SETUID).
 	 */
 	if (unsafe && (id_changed || (n.cap_permitted & ~old->cap_permitted))) {
-		if (no_new_privs || !cred_capable(old, CAP_SETUID)) {
+		if (no_new_privs || !cred_own_capable(old, CAP_SETUID)) {
 			n.euid = n.uid;
 			n.egid = n.gid;
 		}
@@ -371,7 +382,8 @@ int cred_exec_transform(const struct cred *old, unsigned int unsafe, const struc
 	n.cap_permitted |= n.cap_ambient;
 	n.cap_effective = effective ? n.cap_permitted : n.cap_ambient;
 	n.keep_caps = false; /* SECURE_KEEP_CAPS does not survive exec */
-	*secure = is_setid || (n.uid != 0 && (effective || (n.cap_permitted & ~n.cap_ambient)));
+	*secure = is_setid ||
+		  (n.uid != old->root_uid && (effective || (n.cap_permitted & ~n.cap_ambient)));
 	*out = n;
 	return 0;
 }
@@ -408,7 +420,7 @@ long cred_prctl(struct task *t, int option, uint64_t a2, uint64_t a3, uint64_t a
 			return -EINVAL;
 		}
 	case PR_CAPBSET_DROP:
-		if (!cred_capable(c, CAP_SETPCAP))
+		if (!cred_own_capable(c, CAP_SETPCAP))
 			return -EPERM;
 		if (a2 > CAP_LAST_CAP)
 			return -EINVAL;
@@ -422,7 +434,7 @@ long cred_prctl(struct task *t, int option, uint64_t a2, uint64_t a3, uint64_t a
 		if ((((bits & SECURE_ALL_LOCKS) >> 1) & (bits ^ a2)) ||
 		    (bits & SECURE_ALL_LOCKS & ~a2) ||
 		    (a2 & ~(uint64_t)(SECURE_ALL_LOCKS | SECURE_ALL_BITS)) ||
-		    !cred_capable(c, CAP_SETPCAP))
+		    !cred_own_capable(c, CAP_SETPCAP))
 			return -EPERM;
 		c->keep_caps = a2 & SECBIT_KEEP_CAPS;
 		c->securebits = (uint32_t)a2 & ~SECBIT_KEEP_CAPS;

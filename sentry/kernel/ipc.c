@@ -9,7 +9,9 @@
 #include <time.h>
 
 #include "common/util.h"
+#include "sentry/kernel/current.h"
 #include "sentry/kernel/ipc_priv.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 
@@ -33,12 +35,21 @@ uint64_t ipc_sysctl_u64(int id)
 	return strtoull(buf, NULL, 10);
 }
 
+uint32_t ipc_cur_ns(void)
+{
+	struct task *t = task_current();
+
+	return t && t->ns ? t->ns->ipc->id : 0;
+}
+
 struct ipc_kperm *ipc_find_key(struct ipc_ids *ids, int32_t key)
 {
+	uint32_t ns = ipc_cur_ns();
+
 	for (int i = 0; i <= ids->max_idx; i++) {
 		struct ipc_kperm *p = ids->slots[i];
 
-		if (p && p->key == key)
+		if (p && p->key == key && p->ns == ns)
 			return p;
 	}
 	return NULL;
@@ -106,6 +117,7 @@ int ipc_add(struct ipc_ids *ids, struct ipc_kperm *p, int limit)
 	p->seq = ids->seq;
 	p->id = (int)(p->seq * IPC_ID_MULT + (uint32_t)idx);
 	p->deleted = false;
+	p->ns = ipc_cur_ns();
 	return p->id;
 }
 
@@ -200,7 +212,7 @@ struct ipc_kperm *ipc_lookup(struct ipc_ids *ids, int id)
 
 struct ipc_kperm *ipc_at(struct ipc_ids *ids, int idx)
 {
-	if (idx < 0 || idx > ids->max_idx)
+	if (idx < 0 || idx > ids->max_idx || !ipc_visible(ids->slots[idx]))
 		return NULL;
 	return ids->slots[idx];
 }

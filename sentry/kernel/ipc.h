@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * System V IPC: shared memory segments, semaphore sets and message queues, as Linux builds them
- * (ipc/{util,shm,sem,msg}.c). One IPC namespace per sentry process (a sentry is one sandbox, as
- * the sysctl table): limits come from sysctl_get (kernel.shm*, kernel.sem, kernel.msg*), so
- * /proc/sys and config.json's linux.sysctl govern them.
+ * (ipc/{util,shm,sem,msg}.c). One table per family for the sandbox, each object tagged with its
+ * IPC namespace (ipc_priv.h's ipc_visible, sentry/kernel/nsproxy.h): limits come from
+ * sysctl_get (kernel.shm*, kernel.sem, kernel.msg*) and are the sandbox's, so /proc/sys and
+ * config.json's linux.sysctl govern them.
  *
  * Every entry point takes the calling task (its credentials, its mm for guest pointers, its pid
  * as the guest sees it) and returns a value >= 0 or -errno, as the system call returns it. The
@@ -186,6 +187,14 @@ long ipc_msgctl(struct task *t, int id, int cmd, uint64_t buf);
 int ipc_proc_shm(FILE *out);
 int ipc_proc_sem(FILE *out);
 int ipc_proc_msg(FILE *out);
+
+/*
+ * The IPC namespace with identity ns (nsproxy.h) has ended: its queues and semaphore sets are
+ * removed, its segments too (an attached one with its last detach), as Linux's free_ipc_ns.
+ */
+void ipc_msg_ns_exit(uint32_t ns);
+void ipc_sem_ns_exit(uint32_t ns);
+void ipc_shm_ns_exit(uint32_t ns);
 
 /* How many objects of each family exist. */
 int ipc_msg_count(void);

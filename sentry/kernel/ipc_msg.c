@@ -516,7 +516,7 @@ int ipc_proc_msg(FILE *out)
 	for (int i = 0; i <= msg_ids.max_idx; i++) {
 		struct msg_queue *q = (struct msg_queue *)msg_ids.slots[i];
 
-		if (!q)
+		if (!ipc_visible(q ? &q->perm : NULL))
 			continue;
 		fprintf(out,
 			"%10d %10d  %4o  %10lu %10lu %5u %5u %5u %5u %5u %5u %10lld %10lld %10lld\n",
@@ -557,7 +557,8 @@ int ipc_msg_save(int (*queue)(const struct ipc_msg_state *st, void *arg),
 		struct ipc_msg_state st = { 0 };
 		struct msg_msg *m;
 
-		if (!q)
+		/* Objects of IPC namespaces the guest made are not saved (nsproxy.h). */
+		if (!q || q->perm.ns)
 			continue;
 		ipc_perm_to_state(&st.perm, &q->perm);
 		st.stime = q->stime;
@@ -631,4 +632,25 @@ int ipc_msg_restore_msg(int32_t id, int64_t mtype, const void *text, size_t len)
 	msg_bytes += len;
 	pthread_mutex_unlock(&msg_ids.lock);
 	return 0;
+}
+
+void ipc_msg_ns_exit(uint32_t ns)
+{
+	for (;;) {
+		struct msg_queue *q = NULL;
+
+		pthread_mutex_lock(&msg_ids.lock);
+		for (int i = 0; i <= msg_ids.max_idx && !q; i++) {
+			struct msg_queue *o = (struct msg_queue *)msg_ids.slots[i];
+
+			if (o && o->perm.ns == ns)
+				q = o;
+		}
+		if (q)
+			queue_remove(q);
+		pthread_mutex_unlock(&msg_ids.lock);
+		if (!q)
+			return;
+		queue_put(q); /* the table's reference */
+	}
 }

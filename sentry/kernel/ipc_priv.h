@@ -22,7 +22,19 @@ struct ipc_kperm {
 	uint32_t seq;
 	int id;
 	bool deleted; /* out of the table: waiters see EIDRM */
+	uint32_t ns; /* the IPC namespace's identity (nsproxy.h; 0: the sandbox's) */
 };
+
+/*
+ * The IPC namespace of the calling task (its identity; 0 without a task: restore). The families
+ * share one table each; lookups by key, id and index (ipc_find_key, ipc_lookup, ipc_at) see only
+ * the caller's namespace's objects, and /proc/sysvipc lists only them (ipc_visible).
+ */
+uint32_t ipc_cur_ns(void);
+static inline bool ipc_visible(const struct ipc_kperm *p)
+{
+	return p && p->ns == ipc_cur_ns();
+}
 
 /* One family's ids (Linux's struct ipc_ids): a table of objects by index. */
 struct ipc_ids {

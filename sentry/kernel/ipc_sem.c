@@ -688,7 +688,7 @@ int ipc_proc_sem(FILE *out)
 	for (int i = 0; i <= sem_ids.max_idx; i++) {
 		struct sem_set *s = (struct sem_set *)sem_ids.slots[i];
 
-		if (!s)
+		if (!ipc_visible(s ? &s->perm : NULL))
 			continue;
 		fprintf(out, "%10d %10d  %4o %10u %5u %5u %5u %5u %10lld %10lld\n", s->perm.key,
 			s->perm.id, s->perm.mode, (unsigned int)s->nsems, s->perm.uid, s->perm.gid,
@@ -726,7 +726,8 @@ int ipc_sem_save(int (*fn)(const struct ipc_sem_state *st, void *arg), void *arg
 		struct ipc_sem_state st = { 0 };
 		int32_t *nb;
 
-		if (!s)
+		/* Objects of IPC namespaces the guest made are not saved (nsproxy.h). */
+		if (!s || s->perm.ns)
 			continue;
 		nb = realloc(buf, (size_t)s->nsems * 2 * sizeof(*buf));
 		if (!nb) {
@@ -831,4 +832,25 @@ int ipc_sem_undo_restore(struct thread_group *tg, int32_t semid, int nsems, cons
 out:
 	pthread_mutex_unlock(&sem_ids.lock);
 	return r;
+}
+
+void ipc_sem_ns_exit(uint32_t ns)
+{
+	for (;;) {
+		struct sem_set *s = NULL;
+
+		pthread_mutex_lock(&sem_ids.lock);
+		for (int i = 0; i <= sem_ids.max_idx && !s; i++) {
+			struct sem_set *o = (struct sem_set *)sem_ids.slots[i];
+
+			if (o && o->perm.ns == ns)
+				s = o;
+		}
+		if (s)
+			set_remove(s);
+		pthread_mutex_unlock(&sem_ids.lock);
+		if (!s)
+			return;
+		set_put(s); /* the table's reference */
+	}
 }

@@ -579,7 +579,7 @@ int ipc_proc_shm(FILE *out)
 		struct vfs_attr attr;
 		uint64_t rss = 0;
 
-		if (!s)
+		if (!ipc_visible(s ? &s->perm : NULL))
 			continue;
 		if (file_getattr(s->memfd, &attr) == 0)
 			rss = (uint64_t)attr.blocks * 512;
@@ -627,7 +627,8 @@ int ipc_shm_save(int (*fn)(const struct ipc_shm_state *st, void *arg), void *arg
 		struct shm_seg *s = (struct shm_seg *)shm_ids.slots[i];
 		struct ipc_shm_state st = { 0 };
 
-		if (!s)
+		/* Objects of IPC namespaces the guest made are not saved (nsproxy.h). */
+		if (!s || s->perm.ns)
 			continue;
 		ipc_perm_to_state(&st.perm, &s->perm);
 		st.size = s->size;
@@ -711,6 +712,28 @@ void ipc_shm_restore_end(void)
 			pthread_mutex_unlock(&shm_ids.lock);
 			seg_put(s);
 			pthread_mutex_lock(&shm_ids.lock);
+		}
+	}
+	pthread_mutex_unlock(&shm_ids.lock);
+}
+
+void ipc_shm_ns_exit(uint32_t ns)
+{
+	pthread_mutex_lock(&shm_ids.lock);
+	for (int i = 0; i <= shm_ids.max_idx; i++) {
+		struct shm_seg *s = (struct shm_seg *)shm_ids.slots[i];
+
+		if (!s || s->perm.ns != ns)
+			continue;
+		if (list_empty(&s->attaches)) {
+			seg_unlist(s);
+			pthread_mutex_unlock(&shm_ids.lock);
+			seg_put(s); /* the table's reference */
+			pthread_mutex_lock(&shm_ids.lock);
+		} else {
+			/* As Linux's shm_exit_ns: the segment ends with its last detach. */
+			s->perm.mode |= LINUX_SHM_DEST;
+			s->perm.key = LINUX_IPC_PRIVATE;
 		}
 	}
 	pthread_mutex_unlock(&shm_ids.lock);

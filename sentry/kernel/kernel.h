@@ -17,6 +17,7 @@ struct gofer_client;
 struct vfs_mount;
 struct vfs_node;
 struct task;
+struct nsproxy;
 
 #define HUSK_UTS_RELEASE "6.6.0"
 #define HUSK_UTS_VERSION "#1 SMP husk"
@@ -80,6 +81,8 @@ struct kernel {
 	 */
 	struct idmap uid_map, gid_map;
 	uint32_t ns_ino_base;
+	/* The initial UTS, IPC and user namespaces (nsproxy.c; made on first use, atomic). */
+	struct nsproxy *init_ns;
 	/* process.oomScoreAdj: what a process started by the control socket gets by default. */
 	int oom_score_adj;
 };

@@ -104,6 +104,7 @@ static struct {
 	size_t size;
 	pthread_mutex_t *lock;
 } bound[SYSCTL_COUNT]; /* table_lock */
+static sysctl_string_resolver_fn resolver[SYSCTL_COUNT]; /* table_lock; kept by a reset */
 static bool initialised; /* table_lock */
 
 static ssize_t write_locked(enum sysctl_id id, const char *buf, size_t len, bool commit);
@@ -293,6 +294,18 @@ static ssize_t write_string_locked(enum sysctl_id id, const char *buf, size_t le
 	s[n] = '\0';
 	if (!commit)
 		return (ssize_t)len;
+	if (resolver[id]) {
+		char *rbuf;
+		size_t rsize;
+		pthread_mutex_t *rlock;
+
+		if (resolver[id](id, &rbuf, &rsize, &rlock)) {
+			pthread_mutex_lock(rlock);
+			snprintf(rbuf, rsize, "%s", s);
+			pthread_mutex_unlock(rlock);
+			return (ssize_t)len;
+		}
+	}
 	if (bound[id].buf) {
 		pthread_mutex_lock(bound[id].lock);
 		snprintf(bound[id].buf, bound[id].size, "%s", s);
@@ -357,13 +370,19 @@ ssize_t sysctl_write(enum sysctl_id id, const char *buf, size_t len)
 ssize_t sysctl_read(enum sysctl_id id, char *buf, size_t size)
 {
 	const struct sysctl_def *d = sysctl_def(id);
-	size_t len = 0;
+	pthread_mutex_t *rlock;
+	size_t len = 0, rsize;
+	char *rbuf;
 	int n = 0;
 
 	if (!d || size == 0)
 		return -EINVAL;
 	lock_table();
-	if (d->type == SYSCTL_STRING && bound[id].buf) {
+	if (d->type == SYSCTL_STRING && resolver[id] && resolver[id](id, &rbuf, &rsize, &rlock)) {
+		pthread_mutex_lock(rlock);
+		n = snprintf(buf, size, "%s\n", rbuf);
+		pthread_mutex_unlock(rlock);
+	} else if (d->type == SYSCTL_STRING && bound[id].buf) {
 		pthread_mutex_lock(bound[id].lock);
 		n = snprintf(buf, size, "%s\n", bound[id].buf);
 		pthread_mutex_unlock(bound[id].lock);
@@ -461,5 +480,14 @@ void sysctl_bind_string(enum sysctl_id id, char *buf, size_t size, pthread_mutex
 	bound[id].buf = buf;
 	bound[id].size = size;
 	bound[id].lock = lock;
+	pthread_mutex_unlock(&table_lock);
+}
+
+void sysctl_set_string_resolver(enum sysctl_id id, sysctl_string_resolver_fn fn)
+{
+	if ((unsigned int)id >= SYSCTL_COUNT || defs[id].type != SYSCTL_STRING)
+		return;
+	lock_table();
+	resolver[id] = fn;
 	pthread_mutex_unlock(&table_lock);
 }

@@ -146,6 +146,15 @@ int sysctl_apply(const char *kv, char *err, size_t errlen);
  */
 void sysctl_bind_string(enum sysctl_id id, char *buf, size_t size, pthread_mutex_t *lock);
 
+/*
+ * A resolver of a string sysctl for the caller (the sentry's kernel.hostname and domainname are
+ * its UTS namespace's, nsproxy.c): when it returns true, the value is in *buf (*size bytes)
+ * under *lock instead of the bound or own one. Called with the table's lock held.
+ */
+typedef bool (*sysctl_string_resolver_fn)(enum sysctl_id id, char **buf, size_t *size,
+					  pthread_mutex_t **lock);
+void sysctl_set_string_resolver(enum sysctl_id id, sysctl_string_resolver_fn fn);
+
 /* Sets every value back to its default and unbinds the strings (for tests). */
 void sysctl_reset(void);
 

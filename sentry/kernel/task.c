@@ -25,6 +25,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/rseq.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
@@ -86,6 +87,7 @@ void task_put(struct task *t)
 	free(t->restore_threads);
 	seccomp_task_release(t);
 	ptrace_task_free(t);
+	nsproxy_put(t->ns); /* a task that never ran (task_release puts it otherwise) */
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_mutex_destroy(&t->res_lock);
 	pthread_cond_destroy(&t->wait_cond);
@@ -230,6 +232,7 @@ void task_release(struct task *t)
 	struct mm *mm = task_set_mm(t, NULL);
 	struct fdtable *fdt = task_set_fdt(t, NULL);
 	struct fs_context *fs = task_set_fs(t, NULL);
+	struct nsproxy *ns;
 
 	if (mm)
 		mm_put(mm);
@@ -237,6 +240,12 @@ void task_release(struct task *t)
 		fdtable_put(fdt);
 	if (fs)
 		fs_context_put(fs);
+	pthread_mutex_lock(&t->res_lock);
+	ns = t->ns;
+	t->ns = NULL;
+	pthread_mutex_unlock(&t->res_lock);
+	if (ns)
+		nsproxy_put(ns);
 }
 
 void task_exit_group(struct task *t, int status)

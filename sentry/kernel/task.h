@@ -51,6 +51,13 @@ struct cred {
 	uint64_t cap_effective, cap_permitted, cap_inheritable, cap_bounding, cap_ambient;
 	uint32_t securebits;
 	bool keep_caps; /* PR_SET_KEEPCAPS */
+	/* The depth of the task's user namespace (nsproxy.h): its capabilities count for the
+	 * sandbox only at 0. */
+	uint8_t userns_level;
+	/* The sandbox uid that is root in that namespace (-1: none mapped): the set*id and
+	 * execve capability rules' "root". 0 in the initial one; nsproxy.h's
+	 * task_cred_sync_root refreshes it. */
+	uint32_t root_uid;
 };
 
 /* A queued signal: its siginfo (128 bytes, x86-64 layout) for SA_SIGINFO handlers. */
@@ -188,6 +195,9 @@ struct task {
 	struct fdtable *fdt;
 	struct fs_context *fs;
 	pthread_mutex_t res_lock;
+	/* UTS, IPC and user namespaces (nsproxy.h): referenced, NULL for the sandbox's initial
+	 * ones; replaced by the task itself under res_lock. */
+	struct nsproxy *ns;
 	struct cred cred; /* written only by the task itself */
 	struct platform_ctx *ctx;
 	arch_regs_t regs; /* guest registers while in the sentry */
@@ -521,8 +531,17 @@ void pid_wait_all_finished(struct kernel *k);
 
 /* --- credentials (cred.c) --- */
 
-/* True if cred has capability cap (CAP_*) in its effective set. */
+/*
+ * True if cred has capability cap (CAP_*) in its effective set and is in the sandbox's initial
+ * user namespace (a nested one's capabilities count in it only: nsproxy_ns_capable).
+ */
 bool cred_capable(const struct cred *c, int cap);
+/*
+ * True if cred has cap in its effective set, in its own user namespace (Linux's
+ * ns_capable(cred->user_ns)): the set*id, execve and capability rules, which act on the ids and
+ * capabilities of that namespace only.
+ */
+bool cred_own_capable(const struct cred *c, int cap);
 
 /* RLIMIT_NOFILE's soft limit of t's process, as an fd bound for fdtable_install. */
 static inline int task_nofile_limit(struct task *t)

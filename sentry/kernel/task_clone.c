@@ -28,6 +28,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
@@ -121,10 +122,16 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 	/* An FS base past the last user page: EPERM, as Linux's ARCH_SET_FS. */
 	if ((f & CLONE_SETTLS) && a->tls >= TASK_SIZE_MAX)
 		return -EPERM;
-	/* The sandbox has one set of namespaces. */
-	if (f & CLONE_NS_FLAGS & ~(uint64_t)CLONE_NEWNS)
+	/*
+	 * UTS, IPC and user namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * (sentry/vfs/mount_user.c); the others are not made yet.
+	 */
+	if (f & CLONE_NS_FLAGS & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
 		return -EPERM;
-	/* A mount namespace of the sentry's own (sentry/vfs/mount_user.c). */
+	/*
+	 * A mount namespace needs CAP_SYS_ADMIN over the sandbox: mount namespaces are not owned
+	 * by a user namespace yet (no locked mounts), so a nested user namespace's root makes none.
+	 */
 	if ((f & CLONE_NEWNS) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
 		return -EPERM;
 	return 0;
@@ -433,6 +440,17 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 	if (!c)
 		return -ENOMEM;
 	copy_task_state(c, p, a);
+	c->ns = nsproxy_copy(p, a->flags, &c->cred);
+	if (IS_ERR(c->ns)) {
+		ret = PTR_ERR(c->ns);
+		c->ns = NULL;
+		task_put(c);
+		return ret;
+	}
+	if (!c->ns && p->ns) {
+		nsproxy_get(p->ns);
+		c->ns = p->ns;
+	}
 	ret = copy_fpstate(c, p);
 	if (ret < 0) {
 		task_put(c);

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/kernel.h"
@@ -83,6 +84,14 @@ int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *se
 	f.mode = attr.mode;
 	f.uid = attr.uid;
 	f.gid = attr.gid;
+	/*
+	 * Linux's bprm_fill_uid: the set-id bits count only when the file's owner and group have
+	 * ids in the caller's user namespace (else a nested namespace's user would become the
+	 * sandbox's root by a set-user-ID-root program).
+	 */
+	if (!user_ns_kid_mapped(task_user_ns(t), false, f.uid) ||
+	    !user_ns_kid_mapped(task_user_ns(t), true, f.gid))
+		f.mode &= ~(uint32_t)(S_ISUID | S_ISGID);
 	/* On a nosuid mount set-id bits and file capabilities give nothing (mnt_may_suid). */
 	if (vfs_file_nosuid(prog))
 		f.mode &= ~(uint32_t)(S_ISUID | S_ISGID);
@@ -98,6 +107,7 @@ int cred_exec_file(struct task *t, struct file *prog, struct cred *out, bool *se
 				return ret;
 		}
 	}
+	task_cred_sync_root(t);
 	return cred_exec_transform(&t->cred, exec_unsafe(t), &f, out, secure);
 }
 

@@ -17,6 +17,7 @@
 #include "include/abi/linux/signal.h"
 #include "sentry/control/control.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/sysctl.h"
@@ -382,6 +383,10 @@ static int save_task(struct state_save *s, struct task *t)
 		return state_save_fail(s, -ENOMEM, "out of memory");
 	if (__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) || t->pt)
 		return state_save_fail(s, -EOPNOTSUPP, "pid %d is traced (ptrace): not saved yet",
+				       t->tid);
+	if (t->ns && (t->ns->uts->id || t->ns->ipc->id || t->ns->user->id))
+		return state_save_fail(s, -EOPNOTSUPP,
+				       "pid %d: namespaces made by unshare/clone are not saved yet",
 				       t->tid);
 	if (!t->park_fp)
 		return state_save_fail(s, -EIO, "pid %d: its FP state could not be read", t->tid);

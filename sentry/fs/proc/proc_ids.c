@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procfs, per process: ids and namespaces. /proc/PID/{uid_map,gid_map,setgroups} show the
- * sandbox's mappings (kernel.uid_map, linux.uidMappings; none: the identity of an initial user
- * namespace); oom_score_adj, oom_adj and oom_score the OOM killer's view (sentry/kernel/oom.h);
- * ns/ one link per namespace type to the sandbox's own namespaces, "net:[4026531840]" as
+ * process's user namespace's mappings: the sandbox's (kernel.uid_map, linux.uidMappings; none:
+ * the identity of an initial user namespace), or those written for a namespace the guest made
+ * (sentry/kernel/nsproxy.h has the rules); oom_score_adj, oom_adj and oom_score the OOM
+ * killer's view (sentry/kernel/oom.h); ns/ one link per namespace type, "net:[4026531840]" as
  * Linux's nsfs, whose target stat(2) shows with the namespace's inode number on a device of its
- * own. The guest cannot make namespaces: every process of the sandbox shows the same ones.
+ * own: the process's own UTS, IPC and user namespaces (nsproxy.h), the sandbox's (or a pod
+ * member's) for the other types. An opened namespace file holds its namespaces (setns, the
+ * NS_GET_* ioctls).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +25,13 @@
 #include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/oom.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/internal.h"
+#include "sentry/vfs/mount_user.h"
 
 /* --- uid_map, gid_map, setgroups --- */
 
@@ -40,31 +45,98 @@ static void print_map(FILE *out, const struct idmap *m)
 			m->e[i].outside, m->e[i].count);
 }
 
+/* The user namespace of n's task (a new reference), or NULL when it is gone. */
+static struct user_ns *node_user_ns(struct pseudo_node *n)
+{
+	struct task *t = pseudo_node_task(n);
+	struct nsproxy *ns;
+	struct user_ns *u;
+
+	if (!t)
+		return NULL;
+	ns = task_get_nsproxy(t);
+	task_put(t);
+	u = ns->user;
+	user_ns_get(u);
+	nsproxy_put(ns);
+	return u;
+}
+
+/*
+ * The sandbox's mapping for its initial user namespace; a nested one's as written, with the
+ * outside ids as its parent sees them (nothing before it is written).
+ */
+static int gen_map(struct pseudo_node *n, FILE *out, bool gid)
+{
+	struct user_ns *u = node_user_ns(n);
+	struct idmap m;
+	bool set;
+
+	if (!u)
+		return -ESRCH;
+	if (!u->level) {
+		print_map(out, gid ? &pseudo_fs_of(n)->k->gid_map : &pseudo_fs_of(n)->k->uid_map);
+		user_ns_put(u);
+		return 0;
+	}
+	pthread_mutex_lock(&u->lock);
+	set = gid ? u->gid_map_set : u->uid_map_set;
+	m = gid ? u->gid_map : u->uid_map;
+	pthread_mutex_unlock(&u->lock);
+	for (uint32_t i = 0; set && i < m.n; i++) {
+		uint32_t o = gid ? user_ns_gid_to(u->parent, m.e[i].outside) :
+				   user_ns_uid_to(u->parent, m.e[i].outside);
+
+		fprintf(out, "%10" PRIu32 " %10" PRIu32 " %10" PRIu32 "\n", m.e[i].inside, o,
+			m.e[i].count);
+	}
+	user_ns_put(u);
+	return 0;
+}
+
 int proc_gen_uid_map(struct pseudo_node *n, FILE *out)
 {
-	print_map(out, &pseudo_fs_of(n)->k->uid_map);
-	return 0;
+	return gen_map(n, out, false);
 }
 
 int proc_gen_gid_map(struct pseudo_node *n, FILE *out)
 {
-	print_map(out, &pseudo_fs_of(n)->k->gid_map);
-	return 0;
+	return gen_map(n, out, true);
 }
 
 int proc_gen_setgroups(struct pseudo_node *n, FILE *out)
 {
-	(void)n;
-	/* Mappings set by the runtime with CAP_SETGID, as runc's and an initial namespace's. */
-	fputs("allow\n", out);
+	struct user_ns *u = node_user_ns(n);
+	bool deny;
+
+	if (!u)
+		return -ESRCH;
+	/* The sandbox's mappings are set by the runtime with CAP_SETGID, as runc's: "allow". */
+	pthread_mutex_lock(&u->lock);
+	deny = u->setgroups_deny;
+	pthread_mutex_unlock(&u->lock);
+	user_ns_put(u);
+	fputs(deny ? "deny\n" : "allow\n", out);
 	return 0;
 }
 
-/* A map is written once, when its namespace is made; the sandbox's are already written. */
+/* A map is written once, by nsproxy.c's rules; the sandbox's are already written. */
 ssize_t proc_write_id_map(struct pseudo_node *n, const char *buf, size_t len)
 {
-	(void)n, (void)buf, (void)len;
-	return -EPERM;
+	struct user_ns *u = node_user_ns(n);
+	struct task *cur = task_current();
+	ssize_t r;
+
+	if (!u)
+		return -ESRCH;
+	if (!cur)
+		r = -EPERM;
+	else if (!strcmp(n->ent->name, "setgroups"))
+		r = user_ns_write_setgroups(cur, u, buf, len);
+	else
+		r = user_ns_write_map(cur, u, !strcmp(n->ent->name, "gid_map"), buf, len);
+	user_ns_put(u);
+	return r;
 }
 
 /* --- oom_score_adj, oom_adj, oom_score --- */
@@ -224,21 +296,65 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 	return base + (uint32_t)type;
 }
 
+#define NS_TYPE_IPC 1
+#define NS_TYPE_USER 6
+#define NS_TYPE_UTS 7
+
+/* The identity (nsproxy.h) of ns's namespace of type (uts, ipc or user). */
+static uint32_t nsproxy_type_id(struct nsproxy *ns, int type)
+{
+	return type == NS_TYPE_UTS ? ns->uts->id : type == NS_TYPE_IPC ? ns->ipc->id : ns->user->id;
+}
+
+/*
+ * The inode number of a namespace the guest made (id, nsproxy.h; 0: the sandbox's, ino), past
+ * the sandbox's base and the pod members' numbers, in the range.
+ */
+static uint32_t ns_ino_of(uint32_t ino, uint32_t id)
+{
+	if (!id)
+		return ino;
+	return 0xF0000000u + ((((ino - 0xF0000000u) >> 4) + 0x10000u + id) & 0xFFFFFu) * 16u +
+	       ((ino - 0xF0000000u) & 15u);
+}
+
 /*
  * The namespace of type that n's process is in: a pod member (sentry/control/container.c) has a
  * mount namespace of its own, and a pid namespace of its own with --private-pids; every other
  * type is the sandbox's. Numbered past the sandbox's base by the member's number, in the range.
  */
 #pragma weak pid_container_ns
+#pragma weak vfs_mnt_ns_ino
 static uint32_t node_ns_ino(struct pseudo_node *n, int type)
 {
 	struct kernel *k = pseudo_fs_of(n)->k;
 	uint32_t ino = proc_ns_ino(k, type), c = 0;
 	struct task *t;
 
+	if (type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER) {
+		struct nsproxy *ns;
+
+		t = pseudo_node_task(n);
+		if (!t)
+			return ino;
+		ns = task_get_nsproxy(t);
+		task_put(t);
+		c = nsproxy_type_id(ns, type);
+		nsproxy_put(ns);
+		return ns_ino_of(ino, c);
+	}
 	if (strcmp(ns_types[type], "mnt") && strcmp(ns_types[type], "pid"))
 		return ino;
 	t = pseudo_node_task(n);
+	/* A mount namespace the guest made (unshare/clone CLONE_NEWNS): its own number. */
+	if (t && !strcmp(ns_types[type], "mnt") && vfs_mnt_ns_ino) {
+		uint64_t m = vfs_mnt_ns_ino(t);
+
+		if (m) {
+			task_put(t);
+			return (uint32_t)m;
+		}
+	}
 	if (t && t->tg && t->tg->container > 0)
 		c = !strcmp(ns_types[type], "mnt") ? (uint32_t)t->tg->container :
 		    pid_container_ns		   ? (uint32_t)pid_container_ns(t->tg->container) :
@@ -274,6 +390,10 @@ static ssize_t ns_readlink(struct pseudo_node *n, int type, char *buf, size_t le
 	return pseudo_copy_link(s, buf, len);
 }
 
+/* A namespace node of NS_GET_USERNS/NS_GET_PARENT: user namespace id, in the node's fd field. */
+#define NS_NODE_FD(id) (-2 - (int)(id))
+#define NS_NODE_ID(fd) ((uint32_t)(-2 - (fd)))
+
 /* The device of every namespace node (Linux's nsfs is one superblock). */
 static uint64_t nsfs_dev_value;
 static void nsfs_dev_init(void)
@@ -288,7 +408,9 @@ static int ns_target_getattr(struct pseudo_node *n, int type, struct vfs_attr *a
 	pthread_once(&once, nsfs_dev_init);
 	/* As stat -L of a Linux ns link: an empty read-only regular file of root's. */
 	attr->dev = nsfs_dev_value;
-	attr->ino = node_ns_ino(n, type);
+	attr->ino = n->fd <= NS_NODE_FD(0) ?
+			    ns_ino_of(proc_ns_ino(pseudo_fs_of(n)->k, type), NS_NODE_ID(n->fd)) :
+			    node_ns_ino(n, type);
 	attr->mode = S_IFREG | 0444;
 	attr->nlink = 1;
 	attr->uid = attr->gid = 0;
@@ -323,12 +445,11 @@ static const long ns_clone_flags[PROC_NS_NTYPES] = {
 	0x04000000, /* CLONE_NEWUTS */
 };
 #define NS_TYPE_PID 4
-#define NS_TYPE_USER 6
 
 static const struct pseudo_ent ns_user_target;
 static int ns_target_type(struct file *f);
 static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
-				 const char *name, int32_t pid, int32_t tid, int flags);
+				 const char *name, int32_t pid, int32_t tid, int fd, int flags);
 
 /*
  * nsfs's ioctls, as lsns and nsenter use them: the type, the owner's uid, and the owning user
@@ -336,17 +457,59 @@ static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_en
  * and pid namespaces are the first the guest can see: their parent and the user namespace's
  * owner are EPERM, as for a namespace outside the caller's.
  */
+/*
+ * A new file for user namespace u (a user-type node beside f's), for NS_GET_USERNS and
+ * NS_GET_PARENT, installed in t's table: the fd, or -EPERM unless u is t's user namespace or
+ * a descendant of it (Linux's ns_get_owner).
+ */
+static long ns_install_user(struct file *f, struct task *t, struct user_ns *u)
+{
+	struct nsproxy *cur = task_get_nsproxy(t), *base = f->priv, *ns;
+	struct pseudo_node *n = pseudo_node_of(f->node);
+	struct user_ns *p = u;
+	struct file *uf;
+	int fd;
+
+	while (p && p != cur->user)
+		p = p->parent;
+	nsproxy_put(cur);
+	if (!p)
+		return -EPERM;
+	if (!n->base.parent)
+		return -ENOENT;
+	ns = nsproxy_with_user(base, u);
+	if (!ns)
+		return -ENOMEM;
+	uf = ns_open_node(pseudo_node_of(n->base.parent), &ns_user_target, "user", n->pid, n->tid,
+			  NS_NODE_FD(u->id), O_RDONLY);
+	if (IS_ERR(uf)) {
+		nsproxy_put(ns);
+		return PTR_ERR(uf);
+	}
+	/* The file is the namespace asked for, not the task's. */
+	nsproxy_put(uf->priv);
+	uf->priv = ns;
+	fd = fdtable_install(t->fdt, uf, 0, true, task_nofile_limit(t));
+	file_put(uf);
+	return fd;
+}
+
+/*
+ * nsfs's ioctls, as lsns and nsenter use them: the type; a user namespace's owner uid (its
+ * creator's euid as the caller sees it); the owning user namespace of a namespace (a UTS or IPC
+ * namespace's creator's, the sandbox's for the other types) and a user namespace's parent, -EPERM
+ * when outside the caller's user namespace (the sandbox's are the first the guest can see). The
+ * pid namespace has no parent the guest can see (EPERM).
+ */
 static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t arg)
 {
 	int type = ns_target_type(f);
-	struct pseudo_node *n;
-	struct file *u;
+	struct nsproxy *ns = f->priv;
 	uint32_t uid = 0;
 	struct mm *mm;
 	ssize_t w;
-	int fd;
 
-	if (type < 0)
+	if (type < 0 || !ns)
 		return -ENOTTY;
 	switch (cmd) {
 	case NS_GET_NSTYPE:
@@ -354,6 +517,8 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 	case NS_GET_OWNER_UID:
 		if (type != NS_TYPE_USER)
 			return -EINVAL;
+		if (ns->user->level)
+			uid = task_uid_to(t, ns->user->owner);
 		mm = task_get_mm(t);
 		if (!mm)
 			return -EFAULT;
@@ -363,44 +528,80 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 	case NS_GET_PARENT:
 		if (type != NS_TYPE_PID && type != NS_TYPE_USER)
 			return -EINVAL;
-		return -EPERM;
+		if (type == NS_TYPE_PID || !ns->user->parent)
+			return -EPERM;
+		return ns_install_user(f, t, ns->user->parent);
 	case NS_GET_USERNS:
 		if (type == NS_TYPE_USER)
-			return -EPERM;
-		n = pseudo_node_of(f->node);
-		if (!n->base.parent)
-			return -ENOENT;
-		u = ns_open_node(pseudo_node_of(n->base.parent), &ns_user_target, "user", n->pid,
-				 n->tid, O_RDONLY);
-		if (IS_ERR(u))
-			return PTR_ERR(u);
-		fd = fdtable_install(t->fdt, u, 0, true, task_nofile_limit(t));
-		file_put(u);
-		return fd;
+			return ns->user->parent ? ns_install_user(f, t, ns->user->parent) : -EPERM;
+		return ns_install_user(f, t,
+				       type == NS_TYPE_UTS ? ns->uts->owner :
+				       type == NS_TYPE_IPC ? ns->ipc->owner :
+							     nsproxy_initial(t->k)->user);
 	default:
 		return -ENOTTY;
 	}
 }
 
+/* The namespaces of the task at open time (setns takes them even once it is gone). */
+static void ns_release(struct file *f)
+{
+	nsproxy_put(f->priv);
+}
+
+/* The inode number of the namespace of type that opened file f is (its own, for uts/ipc/user). */
+static uint32_t ns_file_ino(struct file *f, int type)
+{
+	struct pseudo_node *n = pseudo_node_of(f->node);
+
+	if (f->priv && (type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER))
+		return ns_ino_of(proc_ns_ino(pseudo_fs_of(n)->k, type),
+				 nsproxy_type_id(f->priv, type));
+	return node_ns_ino(n, type);
+}
+
+static int ns_file_getattr(struct file *f, struct vfs_attr *attr)
+{
+	int type = ns_target_type(f), err = vfs_node_getattr(f->node, attr);
+
+	if (!err && type >= 0)
+		attr->ino = ns_file_ino(f, type);
+	return err;
+}
+
 static const struct file_ops ns_fops = {
 	.read = ns_read,
 	.ioctl = ns_ioctl,
+	.release = ns_release,
+	.getattr = ns_file_getattr,
 };
 
 static struct file *ns_target_open(struct pseudo_node *n, int flags)
 {
+	struct task *t = pseudo_node_task(n);
+	struct nsproxy *ns;
 	struct file *f;
 
-	(void)n;
-	if ((flags & O_ACCMODE) != O_RDONLY)
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		task_put(t);
 		return ERR_PTR(-EACCES);
-	f = file_alloc(&ns_fops, flags, NULL);
+	}
+	if (!t)
+		return ERR_PTR(-ENOENT);
+	ns = task_get_nsproxy(t);
+	task_put(t);
+	f = file_alloc(&ns_fops, flags, ns);
+	if (!f)
+		nsproxy_put(ns);
 	return f ? f : ERR_PTR(-ENOMEM);
 }
 
-/* An open file of a new node of ent under dir, on procfs's mount (as vfs_open makes them). */
+/*
+ * An open file of a new node of ent under dir, on procfs's mount (as vfs_open makes them). fd
+ * is -1, or NS_NODE_FD(id) for a node that is user namespace id rather than pid's.
+ */
 static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_ent *ent,
-				 const char *name, int32_t pid, int32_t tid, int flags)
+				 const char *name, int32_t pid, int32_t tid, int fd, int flags)
 {
 	struct pseudo_fs *fs = pseudo_fs_of(dir);
 	struct vfs_node *node;
@@ -408,7 +609,7 @@ static struct file *ns_open_node(struct pseudo_node *dir, const struct pseudo_en
 
 	if (!fs->mnt)
 		return ERR_PTR(-ENOENT);
-	node = pseudo_node_new_at(dir, ent, name, pid, tid, -1);
+	node = pseudo_node_new_at(dir, ent, name, pid, tid, fd);
 	if (IS_ERR(node))
 		return ERR_PTR(PTR_ERR(node));
 	f = ns_target_open(pseudo_node_of(node), flags);
@@ -526,7 +727,17 @@ int proc_ns_file_name(struct file *f, char *buf, size_t len)
 
 	if (type < 0)
 		return -ENOENT;
-	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type],
-		     node_ns_ino(pseudo_node_of(f->node), type));
+	n = snprintf(buf, len, "%s:[%" PRIu32 "]", ns_types[type], ns_file_ino(f, type));
 	return n < (int)len ? n : -ERANGE;
+}
+
+int proc_ns_file_get(struct file *f, struct nsproxy **ns)
+{
+	int type = f->ops == &ns_fops ? ns_target_type(f) : -1;
+
+	if (type < 0 || !f->priv)
+		return -EINVAL;
+	nsproxy_get(f->priv);
+	*ns = f->priv;
+	return (int)ns_clone_flags[type];
 }

@@ -33,13 +33,24 @@ uint32_t proc_ns_ino(struct kernel *k, int type);
 struct file;
 int proc_ns_file_name(struct file *f, char *buf, size_t len);
 
+/*
+ * For setns(2): when f is an opened namespace (/proc/PID/ns/X), its type's CLONE_NEW* flag
+ * (> 0) and in *ns a new reference on the namespaces of the task it was opened from; -EINVAL
+ * for any other file.
+ */
+struct nsproxy;
+int proc_ns_file_get(struct file *f, struct nsproxy **ns);
+
 /* The links of /proc/PID/ns, Linux's names and order. */
 extern const struct pseudo_ent proc_ns_ents[];
 
 int proc_gen_uid_map(struct pseudo_node *n, FILE *out);
 int proc_gen_gid_map(struct pseudo_node *n, FILE *out);
 int proc_gen_setgroups(struct pseudo_node *n, FILE *out);
-/* Writes to uid_map, gid_map and setgroups: -EPERM (the sandbox's are written already). */
+/*
+ * Writes to uid_map, gid_map and setgroups: a namespace the guest made, by Linux's rules
+ * (nsproxy.h); -EPERM for the sandbox's (written already).
+ */
 ssize_t proc_write_id_map(struct pseudo_node *n, const char *buf, size_t len);
 int proc_gen_oom_score_adj(struct pseudo_node *n, FILE *out);
 int proc_gen_oom_adj(struct pseudo_node *n, FILE *out);
