@@ -33,6 +33,13 @@ void vfs_mount_read_unlock(void);
 void vfs_mount_write_lock(void);
 void vfs_mount_write_unlock(void);
 
+/*
+ * The mount after m in a walk of top and what is attached below it, parents first, or NULL
+ * at the end (mount lock held). Iterative: guests may stack mounts deeper than recursion on a
+ * thread's stack would allow.
+ */
+struct vfs_mount *vfs_mount_next_below(struct vfs_mount *m, struct vfs_mount *top);
+
 /* How many mounts exist (made and not yet freed), for mount_user.c's limit. */
 long vfs_mount_count(void);
 

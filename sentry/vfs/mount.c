@@ -226,15 +226,22 @@ uint64_t vfs_path_mnt_id(const struct vfs_path *p)
 	return p->mnt ? p->mnt->id : 0;
 }
 
-/*
- * Appends top and what is attached below it, parents first, to the array (mount lock held).
- * Iterative: guests may stack mounts deeper than recursion on a thread's stack would allow.
- */
+struct vfs_mount *vfs_mount_next_below(struct vfs_mount *m, struct vfs_mount *top)
+{
+	if (!list_empty(&m->children))
+		return list_first_entry(&m->children, struct vfs_mount, sibling);
+	/* The next sibling of m or of its nearest ancestor below top. */
+	while (m != top && m->sibling.next == &m->parent->children)
+		m = m->parent;
+	if (m == top)
+		return NULL;
+	return list_entry(m->sibling.next, struct vfs_mount, sibling);
+}
+
+/* Appends top and what is attached below it, parents first, to the array (mount lock held). */
 static int mount_collect(struct vfs_mount *top, struct vfs_mount ***v, size_t *n, size_t *cap)
 {
-	struct vfs_mount *m = top;
-
-	for (;;) {
+	for (struct vfs_mount *m = top; m; m = vfs_mount_next_below(m, top)) {
 		if (*n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 16;
 			struct vfs_mount **nv = realloc(*v, ncap * sizeof(*nv));
@@ -246,16 +253,8 @@ static int mount_collect(struct vfs_mount *top, struct vfs_mount ***v, size_t *n
 		}
 		vfs_mount_get(m);
 		(*v)[(*n)++] = m;
-		if (!list_empty(&m->children)) {
-			m = list_first_entry(&m->children, struct vfs_mount, sibling);
-			continue;
-		}
-		while (m != top && m->sibling.next == &m->parent->children)
-			m = m->parent;
-		if (m == top)
-			return 0;
-		m = list_entry(m->sibling.next, struct vfs_mount, sibling);
 	}
+	return 0;
 }
 
 int vfs_mount_for_each(struct vfs_mount *top, int (*fn)(struct vfs_mount *m, void *arg), void *arg)

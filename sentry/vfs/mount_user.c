@@ -160,30 +160,16 @@ static void vec_put(struct mount_vec *mv)
 	mv->n = mv->cap = 0;
 }
 
-/*
- * m and every mount below it, parents first (mount lock held). Iterative: a guest may stack
- * mounts deeper than a host thread's stack would allow recursion.
- */
+/* m and every mount below it, parents first (mount lock held). */
 static int collect(struct vfs_mount *top, struct mount_vec *mv)
 {
-	struct vfs_mount *m = top;
-
-	for (;;) {
+	for (struct vfs_mount *m = top; m; m = vfs_mount_next_below(m, top)) {
 		int err = vec_push(mv, m);
 
 		if (err < 0)
 			return err;
-		if (!list_empty(&m->children)) {
-			m = list_first_entry(&m->children, struct vfs_mount, sibling);
-			continue;
-		}
-		/* The next sibling of m or of its nearest ancestor below top. */
-		while (m != top && m->sibling.next == &m->parent->children)
-			m = m->parent;
-		if (m == top)
-			return 0;
-		m = list_entry(m->sibling.next, struct vfs_mount, sibling);
 	}
+	return 0;
 }
 
 /* Takes one attached mount m (no children left) out of its tree (mount lock held). */
@@ -224,6 +210,18 @@ static void umount_tree_locked(struct vfs_mount *top, struct mount_vec *drop)
 	}
 	if (!top->detached && top->parent)
 		detach_one(top, drop);
+}
+
+/* Takes top, a tree made here that could not be attached, apart, and drops the caller's ref. */
+static void drop_tree(struct vfs_mount *top)
+{
+	struct mount_vec drop = { 0 };
+
+	vfs_mount_write_lock();
+	umount_tree_locked(top, &drop);
+	vfs_mount_write_unlock();
+	vec_put(&drop);
+	vfs_mount_put(top);
 }
 
 /* The caller's root (referenced) and the top of its tree. */
@@ -508,13 +506,7 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 	}
 out:
 	if (err < 0) {
-		struct mount_vec drop = { 0 };
-
-		vfs_mount_write_lock();
-		umount_tree_locked(top, &drop);
-		vfs_mount_write_unlock();
-		vec_put(&drop);
-		vfs_mount_put(top);
+		drop_tree(top);
 		top = ERR_PTR(err);
 	}
 	if (olds && !IS_ERR(top)) {
@@ -544,15 +536,10 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 	if (IS_ERR(top))
 		return (int)PTR_ERR(top);
 	err = attach_new(top, at);
-	if (err < 0) {
-		struct mount_vec drop = { 0 };
-
-		vfs_mount_write_lock();
-		umount_tree_locked(top, &drop);
-		vfs_mount_write_unlock();
-		vec_put(&drop);
-	}
-	vfs_mount_put(top);
+	if (err < 0)
+		drop_tree(top);
+	else
+		vfs_mount_put(top);
 	return err;
 }
 

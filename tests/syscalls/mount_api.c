@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mountns.h"
 #include "scratch.h"
 
 /* linux/mount.h's values (the header clashes with glibc's sys/mount.h). */
@@ -144,46 +145,15 @@ static void as_user(void)
 
 static void body(void)
 {
-	pid_t pid;
-	int st;
-
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		CHECK(0, "namespace: %s", strerror(errno));
+	if (!mountns_enter(T, sizeof(T)))
 		return;
-	}
-	snprintf(T, sizeof(T), "%s/t", scratch);
-	CHECK_RET(mkdir(T, 0755), 0);
-	CHECK_RET(mount("top", T, "tmpfs", 0, NULL), 0);
 	fs_context();
 	trees();
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		checks_passed = checks_failed = 0;
-		as_user();
-		fflush(stdout);
-		_exit(checks_failed ? 1 : 0);
-	}
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	      "unprivileged checks failed");
+	mountns_child(as_user, "unprivileged checks");
 	CHECK_RET(umount2(T, 0), 0);
 }
 
 int main(void)
 {
-	pid_t pid;
-	int st;
-
-	scratch_make("mount_api");
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		body();
-		_exit(finish());
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		printf("FAIL: the namespace child failed\n");
-		return 1;
-	}
-	return 0;
+	return mountns_main("mount_api", body);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mountns.h"
 #include "scratch.h"
 
 static char T[128];
@@ -232,13 +233,8 @@ static void pivot(void)
 
 static void body(void)
 {
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		CHECK(0, "namespace: %s", strerror(errno));
+	if (!mountns_enter(T, sizeof(T)))
 		return;
-	}
-	snprintf(T, sizeof(T), "%s/t", scratch);
-	CHECK_RET(mkdir(T, 0755), 0);
-	CHECK_RET(mount("top", T, "tmpfs", 0, NULL), 0);
 	unshare_isolation();
 	clone_newns();
 	pivot();
@@ -247,19 +243,5 @@ static void body(void)
 
 int main(void)
 {
-	pid_t pid;
-	int st;
-
-	scratch_make("mount_ns");
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		body();
-		_exit(finish());
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		printf("FAIL: the namespace child failed\n");
-		return 1;
-	}
-	return 0;
+	return mountns_main("mount_ns", body);
 }

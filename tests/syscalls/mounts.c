@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mountns.h"
 #include "scratch.h"
 
 static char T[128]; /* the tmpfs every mount of the test goes under */
@@ -430,28 +431,11 @@ static void umounts(void)
 
 static void body(void)
 {
-	pid_t pid;
-	int st;
-
 	/* Natively: a namespace of our own with / private, so that nothing leaks to the host. */
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		CHECK(0, "namespace: %s", strerror(errno));
+	if (!mountns_enter(T, sizeof(T)))
 		return;
-	}
-	snprintf(T, sizeof(T), "%s/t", scratch);
-	CHECK_RET(mkdir(T, 0755), 0);
-	CHECK_RET(mount("top", T, "tmpfs", 0, NULL), 0);
 	errors();
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		checks_passed = checks_failed = 0;
-		as_user();
-		fflush(stdout);
-		_exit(checks_failed ? 1 : 0);
-	}
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	      "unprivileged checks failed");
+	mountns_child(as_user, "unprivileged checks");
 	tmpfs_options();
 	pseudo_filesystems();
 	binds();
@@ -464,20 +448,8 @@ static void body(void)
 
 int main(void)
 {
-	pid_t pid;
-	int st;
-
-	scratch_make("mounts");
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		body();
-		_exit(finish());
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		printf("FAIL: the namespace child failed\n");
+	if (mountns_main("mounts", body))
 		return 1;
-	}
 	/* Not the summary: the child printed it. Nothing is left mounted here. */
 	CHECK(!is_mountpoint(scratch), "scratch mounted outside");
 	return checks_failed ? 1 : 0;
