@@ -54,6 +54,27 @@ static inline bool idmap_to_outside(const struct idmap *m, uint32_t in, uint32_t
 	return false;
 }
 
+/*
+ * The outside id of inside ids in .. in + count - 1 when all of them lie in one extent (Linux's
+ * map_id_range_down): true with *out set, false otherwise. count is at least 1.
+ */
+static inline bool idmap_range_to_outside(const struct idmap *m, uint32_t in, uint32_t count,
+					  uint32_t *out)
+{
+	if (!m->n) {
+		*out = in;
+		return true;
+	}
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (in >= m->e[i].inside && in - m->e[i].inside < m->e[i].count &&
+		    count - 1 <= m->e[i].count - 1 - (in - m->e[i].inside)) {
+			*out = m->e[i].outside + (in - m->e[i].inside);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The inside id of outside id `out`: true with *in set, false when it is not mapped. */
 static inline bool idmap_to_inside(const struct idmap *m, uint32_t out, uint32_t *in)
 {

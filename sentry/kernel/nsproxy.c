@@ -531,13 +531,14 @@ ssize_t user_ns_write_map(struct task *writer, struct user_ns *u, bool gid, cons
 		    !nsproxy_ns_capable(&writer->cred, wns, parent, gid ? CAP_SETGID : CAP_SETUID))
 			return -EPERM;
 	}
-	/* Compose the outside ids down to the sandbox's: each extent must be mapped in full. */
+	/*
+	 * Compose the outside ids down to the sandbox's: each extent must lie in one extent of the
+	 * parent's map (Linux's map_id_range_down), not merely have its ends mapped as far apart.
+	 */
 	for (uint32_t i = 0; i < m.n; i++) {
-		uint32_t k0, k1;
+		uint32_t k0;
 
-		if (!id_from(parent, gid, m.e[i].outside, &k0) ||
-		    !id_from(parent, gid, m.e[i].outside + m.e[i].count - 1, &k1) ||
-		    k1 - k0 != m.e[i].count - 1)
+		if (!user_ns_range_from(parent, gid, m.e[i].outside, m.e[i].count, &k0))
 			return -EPERM;
 		m.e[i].outside = k0;
 	}

@@ -165,6 +165,23 @@ static inline bool user_ns_id_from(struct user_ns *u, bool gid, uint32_t id, uin
 	return ok;
 }
 
+/* user_ns_id_from for ids id .. id + count - 1 in one extent of u's map (count >= 1). */
+static inline bool user_ns_range_from(struct user_ns *u, bool gid, uint32_t id, uint32_t count,
+				      uint32_t *kid)
+{
+	bool ok = false;
+
+	if (!u || !u->level) {
+		*kid = id;
+		return true;
+	}
+	pthread_mutex_lock(&u->lock);
+	if (gid ? u->gid_map_set : u->uid_map_set)
+		ok = idmap_range_to_outside(gid ? &u->gid_map : &u->uid_map, id, count, kid);
+	pthread_mutex_unlock(&u->lock);
+	return ok;
+}
+
 /* Whether sandbox id kid has an id in u (NULL: the sandbox's, where every id has). */
 static inline bool user_ns_kid_mapped(struct user_ns *u, bool gid, uint32_t kid)
 {

@@ -547,6 +547,75 @@ static void user_range_child(void)
 	close(down[1]);
 }
 
+/*
+ * A map's extent must lie in one extent of the parent namespace's map (Linux's
+ * map_id_range_down): in a namespace whose map has ids 0-1, 2 and 3 in three extents (100-101
+ * and 103 outside, 2 far away at 500), a child's "0 0 4" is EPERM, even though its ends are 3
+ * apart outside as inside; "0 0 2" is fine.
+ */
+static void user_holes_child(void)
+{
+	int up[2], down[2], st;
+	char c = 0, path[64];
+	pid_t pid;
+
+	CHECK_OK(pipe(up));
+	CHECK_OK(pipe(down));
+	pid = fork();
+	if (pid == 0) {
+		int b_up[2], b_down[2], ok = 1, bst;
+		char bpath[64];
+		pid_t b;
+
+		close(up[0]);
+		close(down[1]);
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(10);
+		if (write(up[1], "u", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(11);
+		/* Root here (uid 100 outside), so that the child's creator is mapped here. */
+		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+			_exit(15);
+		/* The id change made it non-dumpable: its child's /proc files would be root's. */
+		if (prctl(PR_SET_DUMPABLE, 1) < 0)
+			_exit(16);
+		if (pipe(b_up) < 0 || pipe(b_down) < 0)
+			_exit(12);
+		b = fork();
+		if (b == 0) {
+			close(b_up[0]);
+			close(b_down[1]);
+			if (unshare(CLONE_NEWUSER) < 0)
+				_exit(10);
+			if (write(b_up[1], "u", 1) != 1 || read(b_down[0], &c, 1) != 1)
+				_exit(11);
+			_exit(0);
+		}
+		close(b_up[1]);
+		close(b_down[0]);
+		if (b < 0 || read(b_up[0], &c, 1) != 1)
+			_exit(13);
+		snprintf(bpath, sizeof(bpath), "/proc/%d/uid_map", b);
+		ok &= write_file(bpath, "0 0 4\n") == -EPERM;
+		ok &= write_file(bpath, "0 0 2\n") == 0;
+		ok &= write(b_down[1], "g", 1) == 1;
+		ok &= waitpid(b, &bst, 0) == b && WIFEXITED(bst) && WEXITSTATUS(bst) == 0;
+		_exit(ok ? 0 : 14);
+	}
+	close(up[1]);
+	close(down[0]);
+	CHECK(read(up[0], &c, 1) == 1 && c == 'u', "child did not unshare");
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	CHECK_RET(write_file(path, "0 100 2\n2 500 1\n3 103 1\n"), 0);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	CHECK_RET(write_file(path, "0 100 4\n"), 0);
+	CHECK(write(down[1], "g", 1) == 1, "pipe");
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "a map across the parent's extents: status %#x", st);
+	close(up[0]);
+	close(down[1]);
+}
+
 static void user_tests(void)
 {
 	int fd = open("/tmp/ns-test-owned", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -562,6 +631,7 @@ static void user_tests(void)
 	in_child(user_root_child);
 	in_child(user_nest_child);
 	in_child(user_range_child);
+	in_child(user_holes_child);
 	in_child(user_thread_child);
 	/* A set-user-ID-root copy of id(1) for user_nobody_child. */
 	{
