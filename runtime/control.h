@@ -63,7 +63,6 @@ enum control_op {
 	/* Numbered apart from the others: issue 16's helpers add ops at once. */
 	CONTROL_OOM_WAIT = 40, /* wait for the sentry's next OOM kill; see struct control_oom */
 	CONTROL_OOM_REPLY = 41,
-	CONTROL_OOM_ARMED = 42, /* a CONTROL_OOM_REPORTER wait is counted (no payload) */
 };
 
 struct control_hdr {
@@ -190,8 +189,8 @@ struct control_oom {
 
 /*
  * The request is husk-oomwatch's, which reports each kill to the host cgroup and then hangs up:
- * the sentry answers CONTROL_OOM_ARMED first, and from then on the end of the sandbox (or of the
- * member) waits for every OOM kill to be reported, even one between two requests.
+ * the kills up to its count are reported (the sentry's end, or a pod member's, waits for the
+ * others when the sentry was started with --oom-reporter).
  */
 #define CONTROL_OOM_REPORTER 1u
 

@@ -152,6 +152,8 @@ void cgroup_stats(const char *path, struct cgroup_stats *st);
  * memory.events) see the OOM. Nothing when c has no cgroup, no memory controller or no memory
  * limit. Never fails create: returns 0, or -errno after a warning.
  */
+/* Whether create leaves a husk-oomwatch for c (a memory limit and a memory cgroup). */
+bool oom_report_wanted(const struct container *c);
 int oom_report_start(const struct container *c);
 
 /* ---- namespaces (namespaces.c) ---------------------------------------------------------- */

@@ -35,10 +35,11 @@
  * head start would pass HEAD_MAX (256 MiB: adj 1000 with a host limit near 240 MiB), or when
  * the host has swap the cgroup may use (reclaim would swap the sandbox out before any OOM).
  * The watcher lives outside the container's cgroup (husk's caller's), with /dev/null for stdio
- * and no other fd of husk's, and exits when the sentry's control connection ends. husk create
- * returns once the sentry has counted the watcher's first wait (CONTROL_OOM_ARMED): from then
- * on the end of the container waits for each kill to be reported, so that a container killed
- * right after start is still reported before its exit (the engine removes the cgroup then). A report
+ * and no other fd of husk's, and exits when the sentry's control connection ends. The sentry
+ * is told that a watcher will come (--oom-reporter, oom_report_wanted): its end (or a pod
+ * member's) then waits for every OOM kill to be reported, even one before the watcher's first
+ * wait, so that a container killed right after start is still reported before its exit (the
+ * engine removes the cgroup then). A report
  * holds the container's lock (<root>/<id>), as a husk command does: husk update must not write
  * the host limit while the victim fills the cgroup (EBUSY), nor delete remove it meanwhile. It
  * costs the time to touch the limit's worth of memory (about 1 s per GiB here), once per batch
@@ -48,7 +49,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -89,7 +89,6 @@ struct reporter {
 	char state[PATH_MAX]; /* <root>/<id>, whose flock every husk command on it holds */
 	bool v2;
 	int log; /* --debug-log's DIR/<id>.oom.log, or -1 */
-	int ready; /* written once the sentry counts the first wait (oom_report_start), or -1 */
 };
 
 static void __attribute__((format(printf, 2, 3)))
@@ -444,10 +443,9 @@ out_stubs:
 /*
  * Waits for the sentry's next OOM kill past seen: returns the new total with *sock the
  * connection (the caller closes it once the kill is reported: the sandbox's end waits for
- * that), or -errno (the sandbox is gone). Once the sentry has counted the first wait, husk
- * create, waiting on r->ready, may go on (oom_report_start).
+ * that), or -errno (the sandbox is gone).
  */
-static int64_t wait_oom(struct reporter *r, uint64_t seen, int *sock)
+static int64_t wait_oom(const struct reporter *r, uint64_t seen, int *sock)
 {
 	struct control_hdr h = { .magic = CONTROL_MAGIC,
 				 .version = CONTROL_VERSION,
@@ -465,14 +463,6 @@ static int64_t wait_oom(struct reporter *r, uint64_t seen, int *sock)
 	if (send(*sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
 		ret = -errno;
 	else
-		ret = control_recv(*sock, CONTROL_OOM_ARMED, NULL, 0);
-	if (ret == 0 && r->ready >= 0) {
-		if (write(r->ready, "", 1) < 0)
-			rlog(r, "telling husk create: %s", strerror(errno));
-		close(r->ready);
-		r->ready = -1;
-	}
-	if (ret == 0)
 		ret = control_recv(*sock, CONTROL_OOM_REPLY, &rep, sizeof(rep));
 	if (ret == 0 && rep.err < 0)
 		ret = rep.err;
@@ -499,7 +489,7 @@ static uint64_t kills_so_far(const struct reporter *r)
 	return st.oom_kills;
 }
 
-static void __attribute__((noreturn)) reporter_main(struct reporter *r)
+static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
 {
 	uint64_t seen = 0;
 	int lock;
@@ -536,25 +526,23 @@ static void __attribute__((noreturn)) reporter_main(struct reporter *r)
 	}
 }
 
-/*
- * How long husk create waits for the watcher's first wait to be counted: a sentry that takes
- * longer is stuck, and the container goes on without the guarantee (a kill right after start
- * may then be reported after the exit).
- */
-#define READY_WAIT_MS 30000
+bool oom_report_wanted(const struct container *c)
+{
+	char dir[PATH_MAX];
+	bool v2;
+
+	return c->cgroup && c->config && c->config->memory_limit > 0 &&
+	       cgroup_memory_dir(c->cgroup, dir, sizeof(dir), &v2) >= 0;
+}
 
 int oom_report_start(const struct container *c)
 {
 	_cleanup_free_ char *sock = NULL;
-	struct reporter r = { .log = -1, .ready = -1 };
-	_cleanup_close_ int ready_rd = -1;
-	int ready[2];
+	struct reporter r = { .log = -1 };
 	pid_t pid;
 	int st;
 
-	if (!c->cgroup || !c->config || c->config->memory_limit <= 0)
-		return 0;
-	if (cgroup_memory_dir(c->cgroup, r.dir, sizeof(r.dir), &r.v2) < 0)
+	if (!oom_report_wanted(c) || cgroup_memory_dir(c->cgroup, r.dir, sizeof(r.dir), &r.v2) < 0)
 		return 0;
 	sock = container_path(c, "control.sock");
 	if (!sock || strlen(sock) >= sizeof(r.sock))
@@ -563,15 +551,9 @@ int oom_report_start(const struct container *c)
 	if (!c->dir || strlen(c->dir) >= sizeof(r.state))
 		return -ENAMETOOLONG;
 	strcpy(r.state, c->dir);
-	if (pipe2(ready, O_CLOEXEC) < 0) {
-		oci_warn("the OOM reporter: pipe: %s", strerror(errno));
-		return -errno;
-	}
-	ready_rd = ready[0];
 	pid = fork();
 	if (pid < 0) {
 		oci_warn("the OOM reporter: fork: %s", strerror(errno));
-		close(ready[1]);
 		return -errno;
 	}
 	if (pid == 0) {
@@ -589,11 +571,8 @@ int oom_report_start(const struct container *c)
 		dup2(devnull, 0);
 		dup2(devnull, 1);
 		dup2(devnull, 2);
-		if (ready[1] != 3 && dup2(ready[1], 3) < 0)
-			_exit(1);
-		r.ready = 3;
 		/* Nothing of husk's: not the container's lock, not the caller's pipes. */
-		syscall(SYS_close_range, 4, ~0U, 0);
+		syscall(SYS_close_range, 3, ~0U, 0);
 		if (oci_g.debug_log) {
 			char path[PATH_MAX];
 
@@ -603,26 +582,7 @@ int oom_report_start(const struct container *c)
 		signal(SIGPIPE, SIG_IGN);
 		reporter_main(&r);
 	}
-	close(ready[1]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	/*
-	 * Until the sentry counts the watcher: an OOM kill right after start (a container that
-	 * allocates at once) is then reported before the exit (sentry/control/server.c).
-	 */
-	for (;;) {
-		struct pollfd p = { .fd = ready_rd, .events = POLLIN };
-		char b;
-		int n = poll(&p, 1, READY_WAIT_MS);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			oci_warn("the OOM reporter: the sandbox did not take its wait in %d s",
-				 READY_WAIT_MS / 1000);
-		else if (n > 0 && read(ready_rd, &b, 1) != 1)
-			oci_warn("the OOM reporter ended before it was watching");
-		break;
-	}
 	return 0;
 }

@@ -373,6 +373,9 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 		addf(a, "--pids-limit=%lld", (long long)cfg->pids_limit);
 	if (cfg->memory_limit > 0)
 		addf(a, "--memory-limit=%lld", (long long)cfg->memory_limit);
+	/* create leaves a husk-oomwatch (oomreport.c): the sentry waits for its reports. */
+	if (oom_report_wanted(c))
+		add(a, "--oom-reporter");
 	/* linux.sysctl, in the config's order (create checked each with the same table). */
 	for (size_t i = 0; i < cfg->nsysctl; i++)
 		addf(a, "--sysctl=%s=%s", cfg->sysctl[i].key, cfg->sysctl[i].value);

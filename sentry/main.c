@@ -192,6 +192,7 @@ struct sentry_opts {
 	 * egress, gateway, device rules) is ignored. */
 	bool member;
 	bool private_pids; /* --private-pids: a member's pid namespace of its own */
+	bool oom_reporter; /* --oom-reporter: husk started a husk-oomwatch (control_oom_barrier) */
 };
 
 static void usage(void)
@@ -648,6 +649,7 @@ static int sentry_mount_tree(struct kernel *k, const struct sentry_opts *o, stru
 #define OPT_OOM_SCORE_ADJ 0x2a2
 #define OPT_PRIVATE_PIDS 0x2b0
 #define OPT_INBOUND 0x2c0
+#define OPT_OOM_REPORTER 0x2d0
 
 static int parse_args(int argc, char **argv, struct sentry_opts *o)
 {
@@ -710,6 +712,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "oom-score-adj", required_argument, NULL, OPT_OOM_SCORE_ADJ },
 		/* A pod member (runtime/pod.c) whose config has a pid namespace without a path. */
 		{ "private-pids", no_argument, NULL, OPT_PRIVATE_PIDS },
+		{ "oom-reporter", no_argument, NULL, OPT_OOM_REPORTER },
 		{ "inbound", no_argument, NULL, OPT_INBOUND },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -958,6 +961,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			break;
 		case OPT_PRIVATE_PIDS:
 			o->private_pids = true;
+			break;
+		case OPT_OOM_REPORTER:
+			o->oom_reporter = true;
 			break;
 		case OPT_OOM_SCORE_ADJ: {
 			char *end;
@@ -1307,6 +1313,7 @@ static int sentry_member_setup(struct kernel *k, int argc, char **argv, const in
 	out->oom_score_adj = o.oom_score_adj;
 	out->memory_limit = o.memory_limit;
 	out->private_pids = o.private_pids;
+	out->oom_reporter = o.oom_reporter;
 	out->pids_limit = o.pids_limit;
 	pthread_mutex_lock(&k->lock);
 	if (k->init) {
@@ -1651,6 +1658,8 @@ start:
 	}
 	/* husk exec and husk ps: served from now on, while pid 1 runs; pods' members too. */
 	control_set_member_setup(sentry_member_setup);
+	if (o.oom_reporter)
+		control_oom_expect_reporter();
 	if (o.control_fd >= 0) {
 		ret = control_server_start(&k, o.control_fd);
 		if (ret < 0)

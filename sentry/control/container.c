@@ -422,11 +422,9 @@ static void serve_member_oom_wait(struct control_member *m, int fd, const void *
 		if (req.flags & CONTROL_OOM_REPORTER) {
 			/* The kills up to its count were reported (or came before it watched). */
 			pthread_mutex_lock(&oom_lock);
-			m->oom_armed = true;
 			if (m->oom_reported < req.kills)
 				m->oom_reported = req.kills;
 			pthread_mutex_unlock(&oom_lock);
-			control_send_oom_armed(fd);
 		}
 		if (control_member_oom_wait(m, fd, req.kills, &total) < 0)
 			return; /* the watcher is gone */
@@ -452,11 +450,10 @@ static void serve_member_oom_wait(struct control_member *m, int fd, const void *
 }
 
 /*
- * Before a member's proxy learns that its init ended: once its husk-oomwatch was counted, each
- * OOM kill is reported first (at most a minute), so that the engine, which removes the cgroup
- * once the container is gone, reads the OOM before the exit, as the sandbox's end waits
- * (server.c). husk create waits until the watcher is counted, so a kill right after start is
- * one too.
+ * Before a member's proxy learns that its init ended: when husk started a husk-oomwatch for it
+ * (--oom-reporter), each OOM kill is reported first (at most a minute), even one before the
+ * watcher's first wait, so that the engine, which removes the cgroup once the container is
+ * gone, reads the OOM before the exit, as the sandbox's end waits (server.c).
  */
 static void member_oom_barrier(struct control_member *m)
 {
@@ -465,7 +462,8 @@ static void member_oom_barrier(struct control_member *m)
 	clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_sec += 60;
 	pthread_mutex_lock(&oom_lock);
-	while (m->oom_armed && m->oom_reported < __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED) &&
+	while (m->s.oom_reporter &&
+	       m->oom_reported < __atomic_load_n(&m->oom_kills, __ATOMIC_RELAXED) &&
 	       pthread_cond_timedwait(&oom_cond, &oom_lock, &end) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&oom_lock);

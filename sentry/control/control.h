@@ -146,8 +146,9 @@ void control_checkpoint_barrier(void);
  * engine removes that cgroup as soon as the sentry is gone. main calls it when pid 1 has ended.
  */
 void control_oom_barrier(struct kernel *k);
-/* Tells a husk-oomwatch wait (CONTROL_OOM_REPORTER) that it is counted: CONTROL_OOM_ARMED. */
-void control_send_oom_armed(int fd);
+/* husk started a husk-oomwatch for the sandbox (--oom-reporter): control_oom_barrier waits for
+ * every kill to be reported. */
+void control_oom_expect_reporter(void);
 
 /* The listening control socket's fd, or -1: sentry/filter.c allows accept4 on it only. */
 int control_listen_fd(void);
@@ -213,6 +214,7 @@ struct control_member_setup {
 	struct gofer_client *gofers[CONTROL_MEMBER_MAX_GOFERS]; /* root first, then volumes */
 	uint64_t memory_limit; /* linux.resources.memory.limit (--memory-limit); 0: none */
 	bool private_pids; /* --private-pids: hidden from the others and they from it */
+	bool oom_reporter; /* --oom-reporter: husk started a husk-oomwatch for it */
 	int pids_limit; /* linux.resources.pids.limit (--pids-limit); 0: none */
 };
 
@@ -223,11 +225,7 @@ struct control_member {
 	int refs; /* members_lock (container.c) */
 	/* Its memory limit (atomics): 0 none; its OOM kills; bytes charged since the last check. */
 	uint64_t memory_limit, oom_kills, charged;
-	/*
-	 * oom_lock (container.c): a husk-oomwatch wait was counted (its end then waits for every
-	 * kill to be reported), the kills it reported.
-	 */
-	bool oom_armed;
+	/* oom_lock (container.c): the kills its husk-oomwatch reported (s.oom_reporter). */
 	uint64_t oom_reported;
 	bool ending; /* atomic: its init ended, its processes are being killed */
 };

@@ -446,10 +446,11 @@ static void exec_hup(void *arg)
  * The OOM waits being served. A waiter is answered at the next OOM kill and then waits for its
  * peer to hang up, which husk-oomwatch does once it has made the kill an OOM of the host cgroup
  * (runtime/oomreport.c): the end of the sandbox waits for that (control_oom_barrier), since an
- * engine deletes the container, and its cgroup, as soon as the sentry is gone. Once a
- * husk-oomwatch wait (CONTROL_OOM_REPORTER) has been counted, the end also waits for the kills
- * no wait is pending for (one before the watcher's first wait, or between two of its waits):
- * the watcher reports each (oom_armed, oom_reported).
+ * engine deletes the container, and its cgroup, as soon as the sentry is gone. When husk
+ * started a husk-oomwatch for the sandbox (--oom-reporter: control_oom_expect_reporter), the end
+ * also waits for the kills no wait is pending for (one before the watcher's first wait, or
+ * between two of its waits): the watcher reports each (oom_armed, oom_reported, moved on by its
+ * CONTROL_OOM_REPORTER waits).
  */
 struct oom_waiter {
 	uint64_t seen; /* the request's count */
@@ -463,16 +464,14 @@ struct oom_waiter {
 static pthread_mutex_t oomw_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t oomw_cond = PTHREAD_COND_INITIALIZER;
 static struct oom_waiter *oomw_list; /* oomw_lock */
-static bool oom_armed; /* oomw_lock: a husk-oomwatch wait was counted */
+static bool oom_armed; /* oomw_lock: a husk-oomwatch reports the kills */
 static uint64_t oom_reported; /* oomw_lock: the kills husk-oomwatch has reported */
 
-void control_send_oom_armed(int fd)
+void control_oom_expect_reporter(void)
 {
-	struct control_hdr h = { .magic = CONTROL_MAGIC,
-				 .version = CONTROL_VERSION,
-				 .op = CONTROL_OOM_ARMED };
-
-	control_send_msg(fd, &h, sizeof(h));
+	pthread_mutex_lock(&oomw_lock);
+	oom_armed = true;
+	pthread_mutex_unlock(&oomw_lock);
 }
 
 /* on_hup of an OOM wait: the waiter looks at its flag again. */
@@ -542,15 +541,10 @@ static void serve_oom_wait(struct kernel *k, int *fd, const void *msg, size_t le
 	pthread_mutex_lock(&oomw_lock);
 	o.next = oomw_list;
 	oomw_list = &o;
-	if (req.flags & CONTROL_OOM_REPORTER) {
-		/* The kills up to its count were reported (or came before it watched). */
-		oom_armed = true;
-		if (oom_reported < req.kills)
-			oom_reported = req.kills;
-	}
+	/* The kills up to its count were reported (or came before it watched). */
+	if ((req.flags & CONTROL_OOM_REPORTER) && oom_reported < req.kills)
+		oom_reported = req.kills;
 	pthread_mutex_unlock(&oomw_lock);
-	if (req.flags & CONTROL_OOM_REPORTER)
-		control_send_oom_armed(*fd);
 	w = hup_watch_start(*fd, oom_hup, &o);
 	if (!w) {
 		send_reply(*fd, -ENOMEM);
