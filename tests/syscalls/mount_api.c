@@ -31,39 +31,6 @@
 #define FSCONFIG_CMD_CREATE_ 6
 #define MOUNT_ATTR_NOEXEC_ 0x08
 
-static char T[128];
-
-static char *at(const char *rel)
-{
-	static char bufs[8][256];
-	static int i;
-	char *b = bufs[i++ % 8];
-
-	if (strlen(T) + strlen(rel) + 2 > 256)
-		abort();
-	strcpy(b, T);
-	strcat(b, "/");
-	strcat(b, rel);
-	return b;
-}
-
-static bool mountinfo_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[1024], mp[512];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && !strcmp(mp, path)) {
-			snprintf(buf, len, "%s", line);
-			found = true;
-		}
-	fclose(f);
-	return found;
-}
-
 static void fs_context(void)
 {
 	char line[1024];

@@ -24,22 +24,6 @@
 #include "mountns.h"
 #include "scratch.h"
 
-static char T[128];
-
-static char *at(const char *rel)
-{
-	static char bufs[8][256];
-	static int i;
-	char *b = bufs[i++ % 8];
-
-	if (strlen(T) + strlen(rel) + 2 > 256)
-		abort();
-	strcpy(b, T);
-	strcat(b, "/");
-	strcat(b, rel);
-	return b;
-}
-
 /* The mount id of path's line in file (a mountinfo), or -1. */
 static long mount_id_in(const char *file, const char *path)
 {

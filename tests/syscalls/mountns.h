@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -19,6 +20,42 @@
 
 #include "check.h"
 #include "scratch.h"
+
+static char T[128]; /* the tmpfs every mount of the program goes under (mountns_enter) */
+
+/* T/rel, in one of 8 rotating buffers. */
+static inline char *at(const char *rel)
+{
+	static char bufs[8][256];
+	static int i;
+	char *b = bufs[i++ % 8];
+
+	if (strlen(T) + strlen(rel) + 2 > 256)
+		abort();
+	strcpy(b, T);
+	strcat(b, "/");
+	strcat(b, rel);
+	return b;
+}
+
+/* The mountinfo line whose mount point is path (the last one), in buf; false if none. */
+static inline bool mountinfo_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[1024], mp[512];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && !strcmp(mp, path)) {
+			snprintf(buf, len, "%s", line);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
 
 /* Enters the namespace and mounts the tmpfs at t (len bytes: SCRATCH/t). Whether it could. */
 static inline bool mountns_enter(char *t, size_t len)

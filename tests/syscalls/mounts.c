@@ -25,27 +25,6 @@
 #include "mountns.h"
 #include "scratch.h"
 
-static char T[128]; /* the tmpfs every mount of the test goes under */
-
-/* The mountinfo line whose mount point is path (the last one), in buf; false if none. */
-static bool mountinfo_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[1024], mp[512];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && !strcmp(mp, path)) {
-			snprintf(buf, len, "%s", line);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* The 4th field (root) of path's mountinfo line. */
 static bool mount_root_field(const char *path, char *root, size_t len)
 {
@@ -64,20 +43,6 @@ static bool is_mountpoint(const char *path)
 	char line[1024];
 
 	return mountinfo_line(path, line, sizeof(line));
-}
-
-static char *at(const char *rel)
-{
-	static char bufs[8][256];
-	static int i;
-	char *b = bufs[i++ % 8];
-
-	if (strlen(T) + strlen(rel) + 2 > 256)
-		abort();
-	strcpy(b, T);
-	strcat(b, "/");
-	strcat(b, rel);
-	return b;
 }
 
 static int touch(const char *path)
