@@ -39,42 +39,35 @@ long futex_wait_restart(struct task *t)
 
 /*
  * Reads the timeout at addr and turns it into an absolute (host) CLOCK_MONOTONIC deadline:
- * relative timeouts count from now; absolute ones on CLOCK_REALTIME are converted at this
- * instant, on the guest's CLOCK_MONOTONIC moved by its offset (sentry/time/vtime.h).
+ * relative timeouts count from now; absolute ones on the guest's CLOCK_REALTIME are converted
+ * at this instant, on its CLOCK_MONOTONIC moved by its offset (sentry/time/vtime.h).
  */
 static long read_deadline(struct task *t, uint64_t addr, bool absolute, bool realtime,
 			  struct timespec *out)
 {
-	struct timespec ts, now = { 0, 0 }, mono;
-	int64_t ns;
+	struct timespec ts;
 
 	if (mm_copy_in(t->mm, &ts, addr, sizeof(ts)) != sizeof(ts))
 		return -EFAULT;
 	if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= NSEC_PER_SEC)
 		return -EINVAL;
-	clock_gettime(CLOCK_MONOTONIC, &mono);
 	if (!absolute) {
-		/* now stays 0: the deadline is mono + ts. */
-	} else if (realtime) {
-		clock_gettime(CLOCK_REALTIME, &now);
-	} else {
-		/* The guest's MONOTONIC is the host's minus its offset (sentry/time/vtime.h). */
+		/* now + ts on the host's MONOTONIC (tv_sec < 2^62: no overflow). */
+		struct timespec mono;
+
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		if (ts.tv_sec > (int64_t)1 << 62)
+			ts.tv_sec = (int64_t)1 << 62;
+		out->tv_sec = mono.tv_sec + ts.tv_sec;
+		out->tv_nsec = mono.tv_nsec + ts.tv_nsec;
+		if (out->tv_nsec >= NSEC_PER_SEC) {
+			out->tv_sec++;
+			out->tv_nsec -= NSEC_PER_SEC;
+		}
+	} else if (realtime) /* the guest's REALTIME, which may trail the host's after a step */
+		*out = vtime_guest_abs_to_host_mono(CLOCK_REALTIME, ts);
+	else /* the guest's MONOTONIC is the host's minus its offset (sentry/time/vtime.h) */
 		*out = vtime_guest_to_host_ts(CLOCK_MONOTONIC, ts);
-		return 0;
-	}
-	/* deadline = mono + (ts - now), saturating. */
-	if (__builtin_mul_overflow((int64_t)(ts.tv_sec - now.tv_sec), NSEC_PER_SEC, &ns) ||
-	    __builtin_add_overflow(ns, (int64_t)(ts.tv_nsec - now.tv_nsec), &ns) ||
-	    ns > (int64_t)1 << 62)
-		ns = (int64_t)1 << 62;
-	if (ns < 0)
-		ns = 0;
-	out->tv_sec = mono.tv_sec + ns / NSEC_PER_SEC;
-	out->tv_nsec = mono.tv_nsec + ns % NSEC_PER_SEC;
-	if (out->tv_nsec >= NSEC_PER_SEC) {
-		out->tv_sec++;
-		out->tv_nsec -= NSEC_PER_SEC;
-	}
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerfd_create(2), timerfd_settime(2), timerfd_gettime(2) over sentry/fs/anon/timerfd.c.
- * TFD_TIMER_CANCEL_ON_SET is accepted but never fires: the guest cannot set the clock.
+ * TFD_TIMER_CANCEL_ON_SET is accepted but never fires: the guest cannot set the clock, and a
+ * host clock step reaches the guest's (sentry/time) without a cancel.
  */
 #include <fcntl.h>
 #include <limits.h>

@@ -32,6 +32,7 @@
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
 #include "sentry/net/net.h"
+#include "sentry/time/vtime.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/vfs.h"
 
@@ -466,23 +467,6 @@ out_unlock:
 	return ret;
 }
 
-/* An absolute CLOCK_REALTIME time as a CLOCK_MONOTONIC deadline for task_wait. */
-static struct timespec mono_deadline(const struct timespec *abs)
-{
-	struct timespec now_rt, now_mono, d;
-	int64_t ns;
-
-	clock_gettime(CLOCK_REALTIME, &now_rt);
-	clock_gettime(CLOCK_MONOTONIC, &now_mono);
-	ns = (abs->tv_sec - now_rt.tv_sec) * 1000000000LL + (abs->tv_nsec - now_rt.tv_nsec);
-	if (ns < 0)
-		ns = 0;
-	ns += now_mono.tv_nsec;
-	d.tv_sec = now_mono.tv_sec + ns / 1000000000LL;
-	d.tv_nsec = ns % 1000000000LL;
-	return d;
-}
-
 static bool mq_has_room(void *arg)
 {
 	struct mqueue *q = arg;
@@ -546,7 +530,7 @@ long mqueue_send(struct task *t, int fd, uint64_t msg, size_t len, uint32_t prio
 		goto out;
 	}
 	if (abs)
-		deadline = mono_deadline(abs);
+		deadline = vtime_guest_abs_to_host_mono(CLOCK_REALTIME, *abs);
 	wq = &q->wq;
 	for (;;) {
 		pthread_mutex_lock(&q->lock);
@@ -613,7 +597,7 @@ long mqueue_receive(struct task *t, int fd, uint64_t msg, size_t len, uint64_t p
 	if ((int64_t)len < q->msgsize)
 		goto out;
 	if (abs)
-		deadline = mono_deadline(abs);
+		deadline = vtime_guest_abs_to_host_mono(CLOCK_REALTIME, *abs);
 	wq = &q->wq;
 	for (;;) {
 		pthread_mutex_lock(&q->lock);

@@ -736,3 +736,19 @@ struct timespec vtime_guest_to_host_ts(int clock, struct timespec ts)
 {
 	return ts_add(ts, vtime_clock_offset_ns(clock));
 }
+
+struct timespec vtime_guest_abs_to_host_mono(int clock, struct timespec ts)
+{
+	struct timespec g, mono;
+	int64_t left_s, left;
+
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	if (vtime_gettime(clock, &g))
+		return mono;
+	/* left = ts - g, saturating; a time in the past is now. */
+	if (__builtin_sub_overflow((int64_t)ts.tv_sec, (int64_t)g.tv_sec, &left_s) ||
+	    __builtin_mul_overflow(left_s, (int64_t)NSEC_PER_SEC, &left) ||
+	    __builtin_add_overflow(left, (int64_t)(ts.tv_nsec - g.tv_nsec), &left))
+		left = ts.tv_sec < g.tv_sec ? 0 : INT64_MAX;
+	return ts_add(mono, left < 0 ? 0 : left);
+}

@@ -105,5 +105,12 @@ int64_t vtime_clock_offset_ns(int clock);
 struct timespec vtime_host_to_guest_ts(int clock, struct timespec ts);
 /* A guest's absolute time on clock as the host's (plus the clock's offset), saturating. */
 struct timespec vtime_guest_to_host_ts(int clock, struct timespec ts);
+/*
+ * The host's CLOCK_MONOTONIC at which the guest's clock (a REALTIME deadline: futex, mqueue)
+ * reaches ts, counted from the guest's own clock now, not the host's: after a host clock
+ * step, the guest's REALTIME follows only at the next calibration (up to a second later), and
+ * a wait counted on the host's REALTIME would end early by the guest's. Now if ts is past.
+ */
+struct timespec vtime_guest_abs_to_host_mono(int clock, struct timespec ts);
 
 #endif

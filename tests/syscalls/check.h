@@ -12,10 +12,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 static int checks_passed, checks_failed;
 
@@ -81,6 +83,31 @@ check_fail(const char *file, int line, const char *what, const char *fmt, ...)
 			check_fail(__FILE__, __LINE__, #call, "failed with %s", strerror(_e)); \
 		_r;                                                                            \
 	})
+
+/*
+ * CLOCK_REALTIME minus CLOCK_MONOTONIC, ns: it changes only when the realtime clock is set (an
+ * NTP or hypervisor step on the host, seen in CI; in husk the guest's clock follows the host's).
+ * A check that an absolute REALTIME wait did not end early reads it before the wait and allows
+ * for a step back taken meanwhile (realtime_set_back_ns), which makes Linux's waits end
+ * "early" too; a step forward needs no allowance.
+ */
+static inline int64_t realtime_offset_ns(void)
+{
+	struct timespec r, m;
+
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r);
+	return (int64_t)(r.tv_sec - m.tv_sec) * 1000000000 + (r.tv_nsec - m.tv_nsec);
+}
+
+/* How far CLOCK_REALTIME was set back since realtime_offset_ns() read before (0 if not). The
+ * two reads of one offset are a few µs apart: 50 µs of noise are not a step. */
+static inline int64_t realtime_set_back_ns(int64_t before)
+{
+	int64_t back = before - realtime_offset_ns();
+
+	return back > 50000 ? back : 0;
+}
 
 /* Prints the summary line and returns the exit status. */
 static int finish(void)

@@ -121,7 +121,7 @@ static void join(pthread_t *th, int n)
 static void check_timeouts(void)
 {
 	struct timespec ts;
-	int64_t t0, t1, end;
+	int64_t t0, t1, end, rt_off;
 
 	word = 1;
 	/* FUTEX_WAIT: relative, measured on CLOCK_MONOTONIC. */
@@ -152,12 +152,13 @@ static void check_timeouts(void)
 	CHECK_ERR(futex(&word, FUTEX_WAIT_BITSET_PRIVATE, 1, &ts, NULL, FUTEX_BITSET_MATCH_ANY),
 		  ETIMEDOUT);
 	/* WAIT_BITSET | CLOCK_REALTIME: absolute CLOCK_REALTIME. */
+	rt_off = realtime_offset_ns();
 	end = now_ns(CLOCK_REALTIME) + 200 * MS;
 	ts = ns_to_ts(end);
 	CHECK_ERR(futex(&word, FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME, 1, &ts, NULL,
 			FUTEX_BITSET_MATCH_ANY),
 		  ETIMEDOUT);
-	t1 = now_ns(CLOCK_REALTIME);
+	t1 = now_ns(CLOCK_REALTIME) + realtime_set_back_ns(rt_off);
 	CHECK(t1 >= end, "WAIT_BITSET realtime ended %lld ns early", (long long)(end - t1));
 	/* A monotonic time is decades in the realtime past: it ends at once. */
 	ts = ns_to_ts(now_ns(CLOCK_MONOTONIC) + 3600 * NSEC_PER_SEC);
@@ -493,7 +494,7 @@ static void check_pi(void)
 	pthread_mutexattr_t a;
 	pthread_t th[PI_THREADS];
 	struct timespec ts;
-	int64_t end, t1;
+	int64_t end, t1, rt_off;
 
 	/* TRYLOCK_PI on a free word takes it; the holder gets EDEADLK from LOCK_PI. */
 	pi_word = 0;
@@ -519,10 +520,11 @@ static void check_pi(void)
 	while (atomic_load(&pi_tid) == 0)
 		sched_yield();
 	CHECK_ERR(futex(&pi_word, FUTEX_TRYLOCK_PI_PRIVATE, 0, NULL, NULL, 0), EAGAIN);
+	rt_off = realtime_offset_ns();
 	end = now_ns(CLOCK_REALTIME) + 200 * MS;
 	ts = ns_to_ts(end);
 	CHECK_ERR(futex(&pi_word, FUTEX_LOCK_PI_PRIVATE, 0, &ts, NULL, 0), ETIMEDOUT);
-	t1 = now_ns(CLOCK_REALTIME);
+	t1 = now_ns(CLOCK_REALTIME) + realtime_set_back_ns(rt_off);
 	CHECK(t1 >= end, "LOCK_PI timeout ended %lld ns early", (long long)(end - t1));
 	/* LOCK_PI2 counts on CLOCK_MONOTONIC, or CLOCK_REALTIME with the flag. */
 	end = now_ns(CLOCK_MONOTONIC) + 200 * MS;
@@ -530,11 +532,12 @@ static void check_pi(void)
 	CHECK_ERR(futex(&pi_word, FUTEX_LOCK_PI2_PRIVATE, 0, &ts, NULL, 0), ETIMEDOUT);
 	t1 = now_ns(CLOCK_MONOTONIC);
 	CHECK(t1 >= end, "LOCK_PI2 timeout ended %lld ns early", (long long)(end - t1));
+	rt_off = realtime_offset_ns();
 	end = now_ns(CLOCK_REALTIME) + 200 * MS;
 	ts = ns_to_ts(end);
 	CHECK_ERR(futex(&pi_word, FUTEX_LOCK_PI2_PRIVATE | FUTEX_CLOCK_REALTIME, 0, &ts, NULL, 0),
 		  ETIMEDOUT);
-	t1 = now_ns(CLOCK_REALTIME);
+	t1 = now_ns(CLOCK_REALTIME) + realtime_set_back_ns(rt_off);
 	CHECK(t1 >= end, "LOCK_PI2 realtime timeout ended %lld ns early", (long long)(end - t1));
 	atomic_store(&pi_stage, 1);
 	CHECK_RET(futex(&pi_word, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0), 0);

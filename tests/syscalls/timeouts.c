@@ -60,12 +60,25 @@ static struct timespec ts_of(int64_t ns)
 		      (long long)(WAIT / MS));                                                    \
 	} while (0)
 
-/* An absolute wait until end (on clock) must not have ended before it. */
+/* An absolute wait until end (on clock) must not have ended before it; REALTIME ones allow for
+ * the clock set back since rt_off was read (check.h). */
 #define CHECK_REACHED(clock, end, what)                                                           \
 	do {                                                                                      \
 		int64_t _n = now_ns(clock);                                                       \
+		if ((clock) == CLOCK_REALTIME)                                                    \
+			_n += realtime_set_back_ns(rt_off);                                       \
 		CHECK(_n >= (end), "%s ended %lld ms early", what, (long long)(((end)-_n) / MS)); \
 	} while (0)
+
+/* REALTIME minus MONOTONIC when the last deadline was taken (check.h). */
+static int64_t rt_off;
+
+/* now + WAIT on clock, noting rt_off. */
+static int64_t deadline_in(clockid_t clock)
+{
+	rt_off = realtime_offset_ns();
+	return now_ns(clock) + WAIT;
+}
 
 static void *watchdog(void *arg)
 {
@@ -97,7 +110,7 @@ static void check_sleeps(void)
 		t0 = now_ns(CLOCK_MONOTONIC);
 		CHECK_RET(syscall(SYS_clock_nanosleep, clocks[i], 0, &ts, NULL), 0);
 		CHECK_WAITED(CLOCK_MONOTONIC, t0, "relative clock_nanosleep");
-		end = now_ns(clocks[i]) + WAIT;
+		end = deadline_in(clocks[i]);
 		ts = ts_of(end);
 		CHECK_RET(syscall(SYS_clock_nanosleep, clocks[i], TIMER_ABSTIME, &ts, NULL), 0);
 		CHECK_REACHED(clocks[i], end, "absolute clock_nanosleep");
@@ -209,12 +222,12 @@ static void check_mqueue(void)
 		CHECK(0, "mq_open: %s", strerror(errno));
 		return;
 	}
-	end = now_ns(CLOCK_REALTIME) + WAIT;
+	end = deadline_in(CLOCK_REALTIME);
 	ts = ts_of(end);
 	CHECK_ERR(syscall(SYS_mq_timedreceive, q, buf, sizeof(buf), NULL, &ts), ETIMEDOUT);
 	CHECK_REACHED(CLOCK_REALTIME, end, "mq_timedreceive");
 	CHECK_RET(syscall(SYS_mq_timedsend, q, buf, 1, 0, NULL), 0);
-	end = now_ns(CLOCK_REALTIME) + WAIT;
+	end = deadline_in(CLOCK_REALTIME);
 	ts = ts_of(end);
 	CHECK_ERR(syscall(SYS_mq_timedsend, q, buf, 1, 0, &ts), ETIMEDOUT);
 	CHECK_REACHED(CLOCK_REALTIME, end, "mq_timedsend");
@@ -305,7 +318,7 @@ static void check_futex_waitv(void)
 	int64_t end;
 	long r;
 
-	end = now_ns(CLOCK_MONOTONIC) + WAIT;
+	end = deadline_in(CLOCK_MONOTONIC);
 	ts = ts_of(end);
 	r = syscall(449 /* futex_waitv */, &v, 1, 0, &ts, CLOCK_MONOTONIC);
 	if (r < 0 && errno == ENOSYS) {
@@ -314,7 +327,7 @@ static void check_futex_waitv(void)
 	}
 	CHECK(r == -1 && errno == ETIMEDOUT, "futex_waitv monotonic: %ld (%s)", r, strerror(errno));
 	CHECK_REACHED(CLOCK_MONOTONIC, end, "futex_waitv monotonic");
-	end = now_ns(CLOCK_REALTIME) + WAIT;
+	end = deadline_in(CLOCK_REALTIME);
 	ts = ts_of(end);
 	CHECK_ERR(syscall(449, &v, 1, 0, &ts, CLOCK_REALTIME), ETIMEDOUT);
 	CHECK_REACHED(CLOCK_REALTIME, end, "futex_waitv realtime");
@@ -367,7 +380,7 @@ static void check_timers(void)
 		CHECK_RET(timer_settime(tm, 0, &its, NULL), 0);
 		wait_signal(SIGUSR1);
 		CHECK_WAITED(CLOCK_MONOTONIC, t0, "relative timer");
-		end = now_ns(clocks[i]) + WAIT;
+		end = deadline_in(clocks[i]);
 		its.it_value = ts_of(end);
 		CHECK_RET(timer_settime(tm, TIMER_ABSTIME, &its, NULL), 0);
 		wait_signal(SIGUSR1);
@@ -390,7 +403,7 @@ static void check_timers(void)
 		CHECK_RET(timerfd_settime(fd, 0, &its, NULL), 0);
 		CHECK_RET(read(fd, &n, sizeof(n)), sizeof(n));
 		CHECK_WAITED(CLOCK_MONOTONIC, t0, "relative timerfd");
-		end = now_ns(clocks[i]) + WAIT;
+		end = deadline_in(clocks[i]);
 		its.it_value = ts_of(end);
 		CHECK_RET(timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL), 0);
 		CHECK_RET(read(fd, &n, sizeof(n)), sizeof(n));
