@@ -98,7 +98,7 @@
 #define EXIT_NOTFOUND 127
 
 /* Size of the memory file's offset space: the most guest memory one sandbox can use. */
-#define MEMFILE_SIZE (64ULL << 30)
+#define MEMFILE_SIZE (4ULL << 40)
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stddef.h>
@@ -544,6 +545,43 @@ static void check_layout(void)
 	}
 }
 
+static void *park(void *arg)
+{
+	char c;
+
+	/* Until main closes the pipe's write end. */
+	(void)!read(*(int *)arg, &c, 1);
+	return NULL;
+}
+
+/*
+ * /proc/self/task's link count: 2 plus one per thread, as Linux's (Chromium's zygote checks 3,
+ * "single-threaded", before it forks, and aborts on anything else).
+ */
+static void check_task_links(void)
+{
+	pthread_t th[3];
+	struct stat st;
+	int p[2];
+
+	CHECK_RET(stat("/proc/self/task", &st), 0);
+	CHECK(st.st_nlink == 3, "/proc/self/task nlink %lu with one thread",
+	      (unsigned long)st.st_nlink);
+	CHECK_RET(pipe(p), 0);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, park, &p[0]);
+	CHECK_RET(stat("/proc/self/task", &st), 0);
+	CHECK(st.st_nlink == 6, "/proc/self/task nlink %lu with 4 threads",
+	      (unsigned long)st.st_nlink);
+	close(p[1]);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	close(p[0]);
+	CHECK_RET(stat("/proc/self/task", &st), 0);
+	CHECK(st.st_nlink == 3, "/proc/self/task nlink %lu after the joins",
+	      (unsigned long)st.st_nlink);
+}
+
 int main(int argc, char **argv)
 {
 	check_self(argv[0]);
@@ -553,5 +591,6 @@ int main(int argc, char **argv)
 	check_net();
 	check_mem();
 	check_layout();
+	check_task_links();
 	return finish();
 }

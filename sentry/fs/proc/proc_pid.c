@@ -1146,6 +1146,26 @@ static const struct pseudo_dyn task_dyn = {
 	.iterate = task_dyn_iterate,
 };
 
+/*
+ * /proc/PID/task's link count is Linux's: 2 plus one per thread (a subdirectory each).
+ * Chromium's zygote takes 3 for "single-threaded" before it forks (and aborts otherwise).
+ */
+static int task_dir_getattr(struct pseudo_node *n, struct vfs_attr *attr)
+{
+	struct task *t = pseudo_node_task(n), *it;
+	uint32_t threads = 0;
+
+	if (!t)
+		return -ENOENT;
+	pthread_mutex_lock(&t->tg->lock);
+	list_for_each_entry(it, &t->tg->tasks, tg_link)
+		threads++;
+	pthread_mutex_unlock(&t->tg->lock);
+	task_put(t);
+	attr->nlink = 2 + threads;
+	return 0;
+}
+
 /* --- the tables --- */
 
 /* --- mem --- */
@@ -1277,7 +1297,11 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 const struct pseudo_ent proc_pid_ents[] = {
 	PID_COMMON_ENTS(100),
 	PROC_PID_IDS_ENTS(PROC_IDS_ENT_ID),
-	{ .name = "task", .mode = S_IFDIR | 0555, .dyn = &task_dyn, .id = 130 },
+	{ .name = "task",
+	  .mode = S_IFDIR | 0555,
+	  .dyn = &task_dyn,
+	  .getattr = task_dir_getattr,
+	  .id = 130 },
 	{ 0 },
 };
 
