@@ -70,6 +70,9 @@ struct sock {
 	int family, type, protocol;
 	struct waitq wq; /* woken on every change a reader, writer or poller may wait for */
 	uint64_t ino;
+	/* The inode's owner and permission bits (fchmod/fchown of the socket, as sockfs's):
+	 * the creator's fsuid and fsgid and 0777 at first. Protected by attr_lock (sock.c). */
+	uint32_t uid, gid, mode;
 
 	/* The rest is protected by net_lock. */
 	enum sock_state state;

@@ -343,17 +343,42 @@ void sock_port_unreachable_locked(struct sock *s, const struct net_msg *m, size_
 
 /* --- creation and release --- */
 
+/* Protects every socket's uid, gid and mode (rarely changed, read by stat). */
+static pthread_mutex_t attr_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int sock_node_getattr(struct vfs_node *n, struct vfs_attr *attr)
 {
 	struct sock *s = container_of(n, struct sock, node);
 
+	pthread_mutex_lock(&attr_lock);
 	*attr = (struct vfs_attr){
 		.dev = n->fs->dev,
 		.ino = s->ino,
 		.nlink = 1,
-		.mode = S_IFSOCK | 0777,
+		.mode = S_IFSOCK | s->mode,
+		.uid = s->uid,
+		.gid = s->gid,
 		.blksize = 4096,
 	};
+	pthread_mutex_unlock(&attr_lock);
+	return 0;
+}
+
+/* fchmod/fchown of a socket (the VFS checked the caller's rights): kept on the socket. */
+static int sock_node_setattr(struct vfs_node *n, const struct vfs_setattr *sa)
+{
+	struct sock *s = container_of(n, struct sock, node);
+
+	if (sa->valid & VFS_SETATTR_SIZE)
+		return -EINVAL;
+	pthread_mutex_lock(&attr_lock);
+	if (sa->valid & VFS_SETATTR_MODE)
+		s->mode = sa->mode & 07777;
+	if (sa->valid & VFS_SETATTR_UID)
+		s->uid = sa->uid;
+	if (sa->valid & VFS_SETATTR_GID)
+		s->gid = sa->gid;
+	pthread_mutex_unlock(&attr_lock);
 	return 0;
 }
 
@@ -372,6 +397,7 @@ static void sock_node_release(struct vfs_node *n)
 
 static const struct vfs_node_ops sock_node_ops = {
 	.getattr = sock_node_getattr,
+	.setattr = sock_node_setattr,
 	.release = sock_node_release,
 };
 
@@ -388,6 +414,11 @@ static struct sock *sock_alloc(int family, int type, int protocol)
 	s->family = family;
 	s->type = type;
 	s->protocol = protocol;
+	s->mode = 0777;
+	if (task_current()) {
+		s->uid = task_current()->cred.fsuid;
+		s->gid = task_current()->cred.fsgid;
+	}
 	waitq_init(&s->wq);
 	list_init(&s->rcvq);
 	list_init(&s->errq);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "check.h"
@@ -901,6 +902,29 @@ static void test_backlog_full(void)
 	close(ul);
 }
 
+/*
+ * fchmod and fchown of a socket (sockfs keeps them on its inode): conmon makes its attach
+ * socket 0700 before it binds it, and podman's container start stops if that fails.
+ */
+static void test_socket_attrs(void)
+{
+	int s = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0));
+	struct stat st;
+
+	CHECK_RET(fstat(s, &st), 0);
+	CHECK(st.st_mode == (S_IFSOCK | 0777), "a new socket's mode %o", st.st_mode);
+	CHECK(st.st_uid == geteuid(), "a new socket's owner %u", st.st_uid);
+	CHECK_RET(fchmod(s, 0700), 0);
+	CHECK_RET(fstat(s, &st), 0);
+	CHECK(st.st_mode == (S_IFSOCK | 0700), "mode %o after fchmod 0700", st.st_mode);
+	CHECK_RET(fchown(s, 123, 456), 0);
+	CHECK_RET(fstat(s, &st), 0);
+	CHECK(st.st_uid == 123 && st.st_gid == 456, "owner %u:%u after fchown 123:456", st.st_uid,
+	      st.st_gid);
+	CHECK_ERR(ftruncate(s, 0), EINVAL);
+	close(s);
+}
+
 int main(void)
 {
 	test_socket_errnos();
@@ -918,5 +942,6 @@ int main(void)
 	test_shutdown();
 	test_listener_shutdown();
 	test_backlog_full();
+	test_socket_attrs();
 	return finish();
 }
