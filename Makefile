@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 CMD ?= echo "hello from husk: $$(uname -sr) pid $$$$"; ls / | head -n 5
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps build run check format format-check fuzz bench clean
+.PHONY: all deps build run check check-programs format format-check fuzz bench clean
 
 all: build
 
@@ -36,6 +36,11 @@ $(ASAN_BUILD)/build.ninja:
 check: build $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD) $$(./tools/unit-targets.py $(ASAN_BUILD))
 	./tools/check.sh $(BUILD) $(ASAN_BUILD)
+
+# Real programs in husk (tests/programs: Chromium with its sandbox, ...), alone; `make check`
+# runs them too.
+check-programs: build
+	meson test -C $(BUILD) --suite programs --print-errorlogs
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i

@@ -4,6 +4,7 @@
 # uidmap: newuidmap/newgidmap, which rootless podman needs (tests/integration/rootless.sh).
 # python3-grpcio, python3-protobuf, protobuf-compiler(-grpc), containernetworking-plugins, runc:
 # tests/integration/cri.sh (a CRI client made at test time, the pods' CNI bridge, the reference).
+# chromium, fonts-liberation (a Recommends of it, for the page's text): tests/programs/chromium.sh.
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -20,6 +21,7 @@ python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc
 containernetworking-plugins runc
 uidmap
 nodejs
+chromium fonts-liberation
 python3-pytest python3-yaml"
 
 missing=""
