@@ -603,14 +603,36 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 	if (m->nfiles)
 		return -EINVAL;
 	if (s->type == SOCK_STREAM) {
+		/*
+		 * TCP Fast Open (sendto with MSG_FASTOPEN and an address on a socket not yet
+		 * connected): a connect first, through the same checks as connect(2) (the egress
+		 * policy, ENETUNREACH without a network), then the send. sys_sendto's first try
+		 * is always MSG_DONTWAIT: a loopback connect is made at once all the same (then
+		 * its EINPROGRESS is dropped); a host connect still in progress is EINPROGRESS,
+		 * as Linux's without a cookie, even for a blocking socket (Linux waits there).
+		 */
+		if ((flags & MSG_FASTOPEN) && m->name && m->namelen &&
+		    !(s->hostfd >= 0 && s->host_connected) && s->state != SOCK_CONNECTED) {
+			ret = inet_connect(t, s, m->name, m->namelen, flags & MSG_DONTWAIT);
+			if (ret == -EINPROGRESS) {
+				pthread_mutex_lock(&net_lock);
+				if (s->state == SOCK_CONNECTED && !s->so_error) {
+					s->nonblock_connect_pending = false;
+					ret = 0;
+				}
+				pthread_mutex_unlock(&net_lock);
+			}
+			if (ret < 0)
+				return ret;
+		}
 		if (s->hostfd >= 0 && s->host_connected)
-			return host_sendmsg(t, s, m, flags, NULL);
+			return host_sendmsg(t, s, m, flags & ~MSG_FASTOPEN, NULL);
 		if (s->nonblock_connect_pending) {
 			pthread_mutex_lock(&net_lock);
 			s->nonblock_connect_pending = false;
 			pthread_mutex_unlock(&net_lock);
 		}
-		return sock_conn_send(t, s, m, flags);
+		return sock_conn_send(t, s, m, flags & ~MSG_FASTOPEN);
 	}
 	if (len > UDP_MAX_PAYLOAD)
 		return -EMSGSIZE;

@@ -925,6 +925,32 @@ static void test_socket_attrs(void)
 	close(s);
 }
 
+/*
+ * TCP Fast Open from the client's side: sendto(MSG_FASTOPEN) with an address on a socket not
+ * connected connects and sends (Linux without a cookie: the connect, then the data); a second
+ * one on the connected socket is a plain send.
+ */
+static void test_fastopen(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int l = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	int c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	char buf[16] = "";
+	int s;
+
+	CHECK_RET(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_RET(listen(l, 1), 0);
+	CHECK_RET(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	CHECK_RET(sendto(c, "hello", 5, MSG_FASTOPEN, (struct sockaddr *)&a, sizeof(a)), 5);
+	s = CHECK_OK(accept(l, NULL, NULL));
+	CHECK_RET(recv(s, buf, 5, MSG_WAITALL), 5);
+	CHECK(!memcmp(buf, "hello", 5), "received %.5s", buf);
+	close(s);
+	close(c);
+	close(l);
+}
+
 int main(void)
 {
 	test_socket_errnos();
@@ -943,5 +969,6 @@ int main(void)
 	test_listener_shutdown();
 	test_backlog_full();
 	test_socket_attrs();
+	test_fastopen();
 	return finish();
 }
