@@ -133,7 +133,7 @@ static bool conflicts(const struct sock *s, const uint8_t a[16], uint16_t port)
 
 	memcpy(probe.lep.addr, a, 16);
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o == s || o->protocol != s->protocol || o->lep.port != port)
+		if (o == s || o->net != s->net || o->protocol != s->protocol || o->lep.port != port)
 			continue;
 		if (!covers(o, a) && !covers(&probe, o->lep.addr))
 			continue;
@@ -205,10 +205,14 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		return -EINVAL;
 	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr))
 		return -EADDRNOTAVAIL; /* the sandbox's only interface is lo */
-	/* Ports below net.ipv4.ip_unprivileged_port_start need CAP_NET_BIND_SERVICE (IPv6 too). */
+	/* ::1 is lo's only while lo is up (127/8 binds whatever lo's state, as Linux). */
+	if (!is_mapped(ep.addr) && !inet_is_any(ep.addr) && !net_lo_up(s->net))
+		return -EADDRNOTAVAIL;
+	/* Ports below net.ipv4.ip_unprivileged_port_start need CAP_NET_BIND_SERVICE (IPv6 too) in
+	 * the socket's network namespace's owner. */
 	t = task_current();
 	if (ep.port && ep.port < sysctl_get(SYSCTL_NET_IPV4_IP_UNPRIVILEGED_PORT_START, 0) && t &&
-	    !cred_capable(&t->cred, CAP_NET_BIND_SERVICE))
+	    !task_ns_capable(t, s->net->owner, CAP_NET_BIND_SERVICE))
 		return -EACCES;
 	if (s->family == AF_INET6 && !memcmp(ep.addr, v4_any, 16))
 		memcpy(ep.addr, v4_any, 16);
@@ -235,12 +239,12 @@ void inet_unbind_locked(struct sock *s)
 	}
 }
 
-struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep)
+struct sock *inet_lookup_proto_locked(struct net_ns *n, int protocol, const struct inet_ep *ep)
 {
 	struct sock *o, *wild = NULL;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->protocol != protocol || o->lep.port != ep->port || o->closed)
+		if (o->net != n || o->protocol != protocol || o->lep.port != ep->port || o->closed)
 			continue;
 		if (protocol == IPPROTO_TCP && o->state != SOCK_LISTENING)
 			continue;
@@ -254,14 +258,34 @@ struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep)
 	return wild;
 }
 
-void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg)
+void inet_for_each_proto_locked(struct net_ns *n, int protocol,
+				void (*fn)(struct sock *s, void *arg), void *arg)
 {
 	struct sock *o;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->protocol == protocol)
+		if (o->net == n && o->protocol == protocol)
 			fn(o, arg);
 	}
+}
+
+/*
+ * What lo's state of s's namespace makes of traffic to loopback destination d: 1 when it goes
+ * on, 0 when an IPv4 datagram is sent and lost (lo down), else -errno: ::1 is gone while lo is
+ * down (EADDRNOTAVAIL); IPv4 loopback TCP (connect true: any connect) is unreachable while lo
+ * is down, and everything IPv4 while lo never was up (no local route yet).
+ */
+static int lo_down_verdict(const struct sock *s, const struct inet_ep *d, bool connect)
+{
+	if (!inet_is_loopback(d->addr) || net_lo_up(s->net))
+		return 1;
+	if (!is_mapped(d->addr))
+		return -EADDRNOTAVAIL;
+	if (!net_lo_v4(s->net))
+		return -ENETUNREACH;
+	if (connect && s->type == SOCK_STREAM)
+		return -ENETUNREACH;
+	return connect ? 1 : 0;
 }
 
 /* The source address the sandbox uses towards loopback destination d. */
@@ -315,6 +339,7 @@ static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_
 	c = sock_new(l->family, SOCK_STREAM, IPPROTO_TCP);
 	if (!c)
 		return -ENOMEM;
+	sock_set_net(c, l->net);
 	c->lep = ep_for(l->family, d);
 	c->pep = ep_for(l->family, &s->lep);
 	c->has_pep = true;
@@ -417,13 +442,14 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		loopback_source(d.addr, d.addr);
 	}
 
-	/* lo down: ::1 is gone (EADDRNOTAVAIL), IPv4 loopback has no route for TCP. */
-	if (inet_is_loopback(d.addr) && !net_lo_up()) {
-		if (!is_mapped(d.addr))
-			return -EADDRNOTAVAIL;
-		if (s->type == SOCK_STREAM)
-			return -ENETUNREACH;
-	}
+	/* lo down: ::1 is gone (EADDRNOTAVAIL), IPv4 loopback has no route for TCP, nor for
+	 * anything while lo never was up (a new namespace's). */
+	ret = lo_down_verdict(s, &d, true);
+	if (ret <= 0)
+		return ret;
+	/* A new network namespace has its loopback only. */
+	if (s->net->id && !inet_is_loopback(d.addr))
+		return net_lo_up(s->net) || is_mapped(d.addr) ? -ENETUNREACH : -EADDRNOTAVAIL;
 	if (s->type == SOCK_DGRAM) {
 		if (!inet_is_loopback(d.addr) && s->protocol == IPPROTO_UDPLITE)
 			return -ENETUNREACH; /* no host sockets for UDP-Lite */
@@ -462,7 +488,7 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		/* A refused non-blocking attempt: its error is in SO_ERROR; this one starts anew. */
 		s->nonblock_connect_pending = false;
 	}
-	l = inet_is_loopback(d.addr) ? inet_lookup_proto_locked(IPPROTO_TCP, &d) : NULL;
+	l = inet_is_loopback(d.addr) ? inet_lookup_proto_locked(s->net, IPPROTO_TCP, &d) : NULL;
 	if (l) {
 		ret = tcp_connect_locked(s, l, &d);
 		if (ret == 0 && nonblock) {
@@ -474,6 +500,18 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	}
 	pthread_mutex_unlock(&net_lock);
 
+	/* A new network namespace's loopback has nothing there: refused. */
+	if (s->net->id) {
+		if (nonblock) {
+			pthread_mutex_lock(&net_lock);
+			s->so_error = ECONNREFUSED;
+			s->nonblock_connect_pending = true;
+			pthread_mutex_unlock(&net_lock);
+			waitq_wake_all(&s->wq);
+			return -EINPROGRESS;
+		}
+		return -ECONNREFUSED;
+	}
 	/* The gateway's address is the sentry's in every network mode, before any policy. */
 	if (gateway_addr(&d) && s->protocol == IPPROTO_TCP)
 		return gateway_connect(s, &d, nonblock);
@@ -545,7 +583,7 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 	if (inet_is_any(src.addr))
 		loopback_source(d->addr, src.addr);
 	ret = (ssize_t)len;
-	r = inet_lookup_proto_locked(s->protocol, d);
+	r = inet_lookup_proto_locked(s->net, s->protocol, d);
 	if (r && r->has_pep && (memcmp(r->pep.addr, src.addr, 16) || r->pep.port != src.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
@@ -638,10 +676,16 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 		return -ENETUNREACH;
 	if (__atomic_load_n(&s->snd_shut, __ATOMIC_RELAXED))
 		return -EPIPE; /* shut down for writing; no SIGPIPE for datagrams */
-	if (inet_is_loopback(d.addr) && !net_lo_up())
-		return is_mapped(d.addr) ? (ssize_t)len : -EADDRNOTAVAIL; /* lost on a down lo */
+	ret = lo_down_verdict(s, &d, false);
+	if (ret < 0)
+		return ret;
+	if (ret == 0)
+		return (ssize_t)len; /* lost on a down lo */
 	if (inet_is_loopback(d.addr))
 		return udp_send_local(s, m, len, &d);
+	/* A new network namespace has its loopback only. */
+	if (s->net->id)
+		return net_lo_up(s->net) || is_mapped(d.addr) ? -ENETUNREACH : -EADDRNOTAVAIL;
 	if (s->protocol == IPPROTO_UDPLITE)
 		return -ENETUNREACH; /* no host sockets for UDP-Lite */
 	ret = egress_check(&d, "sendto");

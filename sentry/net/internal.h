@@ -13,6 +13,7 @@
 
 #include "common/list.h"
 #include "common/refcount.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/net/net.h"
 #include "sentry/vfs/fs.h"
@@ -68,6 +69,9 @@ struct sock {
 	struct vfs_node node; /* first: the file's anonymous S_IFSOCK node */
 	struct refcount ref; /* the file, a peer's pointer, a listener's accept queue */
 	int family, type, protocol;
+	/* The network namespace it was made in (referenced; fixed): its creator's at socket(2),
+	 * a listener's for an accepted socket, the initial one for a restored socket. */
+	struct net_ns *net;
 	struct waitq wq; /* woken on every change a reader, writer or poller may wait for */
 	uint64_t ino;
 
@@ -150,8 +154,13 @@ struct sock {
 	bool gateway;
 };
 
-/* A socket with no file yet (one reference): accept's children. NULL when out of memory. */
+/*
+ * A socket with no file yet (one reference): accept's children. NULL when out of memory. It is
+ * in the initial network namespace until sock_set_net.
+ */
 struct sock *sock_new(int family, int type, int protocol);
+/* Moves s (not yet bound or connected) to network namespace n. */
+void sock_set_net(struct sock *s, struct net_ns *n);
 /*
  * The stream/seqpacket send of a connected socket (sock.c): flags has MSG_DONTWAIT for a
  * non-blocking file.
@@ -229,12 +238,16 @@ struct timespec *sock_deadline(uint64_t ns, struct timespec *ts);
 /* --- unix.c --- */
 int unix_bind(struct task *t, struct sock *s, const void *addr, size_t len);
 int unix_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
-/* Finds the socket bound at addr (a new reference) or an ERR_PTR (-ECONNREFUSED, -ENOENT...). */
-struct sock *unix_find(struct task *t, const void *addr, size_t len, int type);
+/*
+ * Finds the socket bound at addr (a new reference) or an ERR_PTR (-ECONNREFUSED, -ENOENT...):
+ * an abstract name in namespace n, a path anywhere.
+ */
+struct sock *unix_find(struct task *t, struct net_ns *n, const void *addr, size_t len, int type);
 /* Binds s to an autobind abstract name if it has no address (net_lock NOT held). */
 int unix_autobind(struct sock *s);
 void unix_unbind_locked(struct sock *s);
-void unix_for_each_locked(void (*fn)(struct sock *s, void *arg), void *arg);
+/* Calls fn for every bound unix socket of namespace n (net_lock held). */
+void unix_for_each_locked(struct net_ns *n, void (*fn)(struct sock *s, void *arg), void *arg);
 
 /* --- inet_loopback.c --- */
 
@@ -251,12 +264,13 @@ int inet_autobind_locked(struct sock *s, const uint8_t local[16]);
  * Finds a socket of protocol (IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE: each its own port
  * table) bound to ep that takes traffic for it (net_lock held, no reference).
  */
-struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep);
+struct sock *inet_lookup_proto_locked(struct net_ns *n, int protocol, const struct inet_ep *ep);
 void inet_unbind_locked(struct sock *s);
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
 ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags);
-/* Calls fn for every bound socket of protocol (net_lock held). */
-void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg);
+/* Calls fn for every bound socket of protocol in namespace n (net_lock held). */
+void inet_for_each_proto_locked(struct net_ns *n, int protocol,
+				void (*fn)(struct sock *s, void *arg), void *arg);
 /* Sock endpoint of s (its bound address). */
 void inet_sock_ep(const struct sock *s, bool peer, struct inet_ep *ep);
 
@@ -311,12 +325,16 @@ uint32_t netlink_portid_locked(struct sock *s);
  * -ENOIOCTLCMD for another command.
  */
 long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg);
-/* Whether lo is up (it starts up). */
-bool net_lo_up(void);
+/* Whether lo of namespace n is up (the initial one's starts up, a new one's down). */
+bool net_lo_up(struct net_ns *n);
+/* Whether lo of n has 127.0.0.1/8 (it had, once it was up: Linux's inetdev on NETDEV_UP). */
+bool net_lo_v4(struct net_ns *n);
 /*
- * Takes lo (the interface named name, or with index when name is NULL) up or down for t.
- * Returns 0, -EPERM (t lacks CAP_NET_ADMIN) or -ENODEV.
+ * Takes lo of n (the interface named name, or with index when name is NULL) up or down for t.
+ * Returns 0, -EPERM (t lacks CAP_NET_ADMIN in n's owner) or -ENODEV.
  */
-int net_lo_set_up(struct task *t, const char *name, int index, bool up);
+int net_lo_set_up(struct task *t, struct net_ns *n, const char *name, int index, bool up);
+/* The network namespace of t (borrowed; t itself only). */
+struct net_ns *task_net(struct task *t);
 
 #endif

@@ -86,13 +86,15 @@ static void nl_attr(struct nlbuf *b, struct nlmsghdr *h, int type, const void *v
 	h->nlmsg_len += RTA_ALIGN(a->rta_len);
 }
 
-static void dump_links(struct nlbuf *b, const struct nlmsghdr *req, int flags)
+static void dump_links(struct net_ns *n, struct nlbuf *b, const struct nlmsghdr *req, int flags)
 {
 	struct nlmsghdr *h = nl_msg(b, req, RTM_NEWLINK, flags, sizeof(struct ifinfomsg));
 	struct ifinfomsg *ifi;
-	uint32_t mtu = 65536, txq = 1000;
+	uint32_t mtu = 65536, txq = 1000, group = 0;
 	uint8_t mac[6] = { 0 };
-	bool up = net_lo_up();
+	bool up = net_lo_up(n);
+	/* lo's queueing discipline: noop until it is first up, then noqueue (as Linux's). */
+	const char *qdisc = net_lo_v4(n) ? "noqueue" : "noop";
 	uint8_t state = up ? 0 : 2; /* IF_OPER_UNKNOWN as lo when up, IF_OPER_DOWN */
 
 	if (!h)
@@ -107,13 +109,24 @@ static void dump_links(struct nlbuf *b, const struct nlmsghdr *req, int flags)
 	nl_attr(b, h, IFLA_MTU, &mtu, sizeof(mtu));
 	nl_attr(b, h, IFLA_TXQLEN, &txq, sizeof(txq));
 	nl_attr(b, h, IFLA_OPERSTATE, &state, sizeof(state));
+	nl_attr(b, h, IFLA_QDISC, qdisc, strlen(qdisc) + 1);
+	nl_attr(b, h, IFLA_GROUP, &group, sizeof(group));
 	nl_attr(b, h, IFLA_ADDRESS, mac, sizeof(mac));
 	nl_attr(b, h, IFLA_BROADCAST, mac, sizeof(mac));
 }
 
-static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
+/* Permanent addresses' lifetimes ("valid_lft forever preferred_lft forever"). */
+static void nl_cacheinfo(struct nlbuf *b, struct nlmsghdr *h)
 {
-	if (family == AF_UNSPEC || family == AF_INET) {
+	struct ifa_cacheinfo ci = { .ifa_prefered = 0xFFFFFFFFu, .ifa_valid = 0xFFFFFFFFu };
+
+	nl_attr(b, h, IFA_CACHEINFO, &ci, sizeof(ci));
+}
+
+static void dump_addrs(struct net_ns *n, struct nlbuf *b, const struct nlmsghdr *req, int family)
+{
+	/* 127.0.0.1 comes with lo's first up (a new namespace's lo has no address). */
+	if ((family == AF_UNSPEC || family == AF_INET) && net_lo_v4(n)) {
 		struct nlmsghdr *h =
 			nl_msg(b, req, RTM_NEWADDR, NLM_F_MULTI, sizeof(struct ifaddrmsg));
 		struct ifaddrmsg *ifa;
@@ -129,10 +142,11 @@ static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
 			nl_attr(b, h, IFA_ADDRESS, a, 4);
 			nl_attr(b, h, IFA_LOCAL, a, 4);
 			nl_attr(b, h, IFA_LABEL, "lo", 3);
+			nl_cacheinfo(b, h);
 		}
 	}
 	/* ::1 goes with lo down (addrconf_ifdown), 127.0.0.1 stays. */
-	if ((family == AF_UNSPEC || family == AF_INET6) && net_lo_up()) {
+	if ((family == AF_UNSPEC || family == AF_INET6) && net_lo_up(n)) {
 		struct nlmsghdr *h =
 			nl_msg(b, req, RTM_NEWADDR, NLM_F_MULTI, sizeof(struct ifaddrmsg));
 		struct ifaddrmsg *ifa;
@@ -146,14 +160,15 @@ static void dump_addrs(struct nlbuf *b, const struct nlmsghdr *req, int family)
 			ifa->ifa_scope = RT_SCOPE_HOST;
 			ifa->ifa_index = 1;
 			nl_attr(b, h, IFA_ADDRESS, a, 16);
+			nl_cacheinfo(b, h);
 		}
 	}
 }
 
-static void dump_routes(struct nlbuf *b, const struct nlmsghdr *req, int family)
+static void dump_routes(struct net_ns *n, struct nlbuf *b, const struct nlmsghdr *req, int family)
 {
-	/* The local route stays while lo is down, as on Linux. */
-	if (family == AF_UNSPEC || family == AF_INET) {
+	/* The local route stays while lo is down, as on Linux; it comes with 127.0.0.1. */
+	if ((family == AF_UNSPEC || family == AF_INET) && net_lo_v4(n)) {
 		struct nlmsghdr *h =
 			nl_msg(b, req, RTM_NEWROUTE, NLM_F_MULTI, sizeof(struct rtmsg));
 		struct rtmsg *rt;
@@ -239,21 +254,21 @@ static int nl_link_of(const struct nlmsghdr *h, bool only_name)
 	return by_name && !strcmp(name, "lo") ? 0 : -ENODEV;
 }
 
-static int nl_newlink(const struct nlmsghdr *h)
+static int nl_newlink(struct net_ns *n, const struct nlmsghdr *h)
 {
 	const struct ifinfomsg *ifi = NLMSG_DATA(h);
 	struct task *ct = task_current();
-	bool up = net_lo_up();
+	bool up = net_lo_up(n);
 	int ret;
 
-	if (ct && !cred_capable(&ct->cred, CAP_NET_ADMIN))
+	if (ct && !task_ns_capable(ct, n->owner, CAP_NET_ADMIN))
 		return -EPERM;
 	ret = nl_link_of(h, true);
 	if (ret < 0)
 		return ret;
 	if (ifi->ifi_change ? (ifi->ifi_change & IFF_UP) : ifi->ifi_flags != 0)
 		up = ifi->ifi_flags & IFF_UP;
-	return net_lo_set_up(NULL, NULL, 1, up);
+	return net_lo_set_up(NULL, n, NULL, 1, up);
 }
 
 ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
@@ -282,14 +297,14 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 			int err = nl_link_of(h, false);
 
 			if (err == 0)
-				dump_links(&b, h, 0);
+				dump_links(s->net, &b, h, 0);
 			if (err || (h->nlmsg_flags & NLM_F_ACK))
 				nl_error(&b, h, err);
 			nl_queue_locked(s, &b);
 			continue;
 		}
 		if (h->nlmsg_type == RTM_NEWLINK) {
-			int err = nl_newlink(h);
+			int err = nl_newlink(s->net, h);
 
 			if (err || (h->nlmsg_flags & NLM_F_ACK)) {
 				nl_error(&b, h, err);
@@ -310,11 +325,11 @@ ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m)
 			continue;
 		}
 		if (h->nlmsg_type == RTM_GETLINK)
-			dump_links(&b, h, NLM_F_MULTI);
+			dump_links(s->net, &b, h, NLM_F_MULTI);
 		else if (h->nlmsg_type == RTM_GETADDR)
-			dump_addrs(&b, h, family);
+			dump_addrs(s->net, &b, h, family);
 		else
-			dump_routes(&b, h, family);
+			dump_routes(s->net, &b, h, family);
 		nl_queue_locked(s, &b);
 		{
 			struct nlmsghdr *d = nl_msg(&b, h, NLMSG_DONE, NLM_F_MULTI, sizeof(int));
