@@ -449,8 +449,7 @@ int main(void)
 	CHECK(lo_flags() & IFF_UP, "the initial lo still up");
 	CHECK_RET(tcp_connect(c1, port), 0);
 	a0 = accept4(l1, NULL, NULL, SOCK_CLOEXEC);
-	CHECK(a0 >= 0, "the kept socket reached the new namespace's listener: %s",
-	      strerror(errno));
+	CHECK(a0 >= 0, "the kept socket reached the new namespace's listener: %s", strerror(errno));
 	if (a0 >= 0)
 		close(a0);
 	CHECK_ERR(accept4(l0, NULL, NULL, SOCK_CLOEXEC), EAGAIN);
