@@ -74,8 +74,9 @@ struct ipc_ns {
 /*
  * A network namespace: the sentry's network stack (sentry/net) keeps one loopback per namespace
  * (bind tables and abstract unix names are tagged with it, as the SysV objects are with their
- * IPC namespace). Sockets hold a reference on the namespace they were made in. Only the initial
- * one (id 0, lo up) reaches the host network; a new one's lo starts down with no address.
+ * IPC namespace). Sockets hold a reference on the namespace they were made in; veth links
+ * (sentry/net/link.c) carry its id. Only the initial one (id 0, lo up) reaches the host
+ * network; a new one's lo starts down with no address.
  */
 struct net_ns {
 	struct refcount ref;
@@ -120,6 +121,8 @@ void ipc_ns_get(struct ipc_ns *i);
 void ipc_ns_put(struct ipc_ns *i);
 void net_ns_get(struct net_ns *n);
 void net_ns_put(struct net_ns *n);
+/* sentry/net/link.c: namespace id is gone (its links go with it). Any lock may be held. */
+void net_ns_exit(uint32_t id);
 
 /* The CLONE_NEW* flags this file handles. */
 #define NSPROXY_CLONE_FLAGS \

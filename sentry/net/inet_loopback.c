@@ -203,8 +203,16 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		return ret == -EAFNOSUPPORT && s->family == AF_INET6 ? -EINVAL : ret;
 	if (s->family == AF_INET6 && is_mapped(ep.addr) && s->v6only)
 		return -EINVAL;
-	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr))
-		return -EADDRNOTAVAIL; /* the sandbox's only interface is lo */
+	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr)) {
+		/* lo's, or an address of a link of the namespace (link.c). */
+		bool mine;
+
+		pthread_mutex_lock(&net_lock);
+		mine = link_addr_assigned_locked(s->net->id, ep.addr, false);
+		pthread_mutex_unlock(&net_lock);
+		if (!mine)
+			return -EADDRNOTAVAIL;
+	}
 	/* ::1 is lo's only while lo is up (127/8 binds whatever lo's state, as Linux). */
 	if (!is_mapped(ep.addr) && !inet_is_any(ep.addr) && !net_lo_up(s->net))
 		return -EADDRNOTAVAIL;
@@ -239,12 +247,13 @@ void inet_unbind_locked(struct sock *s)
 	}
 }
 
-struct sock *inet_lookup_proto_locked(struct net_ns *n, int protocol, const struct inet_ep *ep)
+struct sock *inet_lookup_proto_locked(uint32_t ns, int protocol, const struct inet_ep *ep)
 {
 	struct sock *o, *wild = NULL;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->net != n || o->protocol != protocol || o->lep.port != ep->port || o->closed)
+		if (o->net->id != ns || o->protocol != protocol || o->lep.port != ep->port ||
+		    o->closed)
 			continue;
 		if (protocol == IPPROTO_TCP && o->state != SOCK_LISTENING)
 			continue;
@@ -301,13 +310,11 @@ static void loopback_source(const uint8_t d[16], uint8_t src[16])
 	}
 }
 
-/* Local endpoint for a connection to d: binds s if needed and fixes its address. */
-static int local_for(struct sock *s, const uint8_t d[16])
+/* Local endpoint for a connection from source address src: binds s if needed, fixes its address. */
+static int local_for(struct sock *s, const uint8_t src[16])
 {
-	uint8_t src[16];
 	int ret;
 
-	loopback_source(d, src);
 	if (!s->bound) {
 		ret = inet_autobind_locked(s, src);
 		if (ret < 0)
@@ -327,13 +334,14 @@ static struct inet_ep ep_for(int fam, const struct inet_ep *ep)
 	return r;
 }
 
-/* Connects TCP socket s to the listener at d (net_lock held). */
-static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_ep *d)
+/* Connects TCP socket s to the listener at d, from address src (net_lock held). */
+static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_ep *d,
+			      const uint8_t src[16])
 {
 	struct sock *c;
 	int ret;
 
-	ret = local_for(s, d->addr);
+	ret = local_for(s, src);
 	if (ret < 0)
 		return ret;
 	c = sock_new(l->family, SOCK_STREAM, IPPROTO_TCP);
@@ -413,12 +421,38 @@ static int gateway_connect(struct sock *s, const struct inet_ep *d, bool nonbloc
 	return 0;
 }
 
+/*
+ * Whether traffic from s to d stays in the sandbox: 1 with *ns (the id of the namespace whose
+ * sockets receive it) and src (its source address); 0 when it leaves (the host, under the
+ * policy, or unreachable); -EHOSTUNREACH (a link's subnet, nobody there). Takes net_lock.
+ */
+static int inside_route(const struct sock *s, const struct inet_ep *d, uint32_t *ns,
+			uint8_t src[16])
+{
+	int ret = 1;
+
+	*ns = s->net->id;
+	if (inet_is_loopback(d->addr)) {
+		loopback_source(d->addr, src);
+		return 1;
+	}
+	pthread_mutex_lock(&net_lock);
+	if (link_addr_assigned_locked(s->net->id, d->addr, true))
+		memcpy(src, d->addr, 16); /* an address of its own: delivered in its namespace */
+	else
+		ret = link_route_locked(s->net->id, d->addr, ns, src);
+	pthread_mutex_unlock(&net_lock);
+	return ret;
+}
+
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock)
 {
 	const struct sockaddr *sa = addr;
 	struct inet_ep d;
 	struct sock *l;
-	int ret;
+	uint8_t src[16];
+	uint32_t dns;
+	int ret, inside;
 
 	if (len >= sizeof(sa_family_t) && sa->sa_family == AF_UNSPEC) {
 		if (s->type != SOCK_DGRAM)
@@ -447,13 +481,16 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	ret = lo_down_verdict(s, &d, true);
 	if (ret <= 0)
 		return ret;
-	/* A new network namespace has its loopback only. */
-	if (s->net->id && !inet_is_loopback(d.addr))
+	inside = inside_route(s, &d, &dns, src);
+	if (inside < 0)
+		return inside;
+	/* A new network namespace has its loopback and links only. */
+	if (s->net->id && !inside)
 		return net_lo_up(s->net) || is_mapped(d.addr) ? -ENETUNREACH : -EADDRNOTAVAIL;
 	if (s->type == SOCK_DGRAM) {
-		if (!inet_is_loopback(d.addr) && s->protocol == IPPROTO_UDPLITE)
+		if (!inside && s->protocol == IPPROTO_UDPLITE)
 			return -ENETUNREACH; /* no host sockets for UDP-Lite */
-		if (!inet_is_loopback(d.addr)) {
+		if (!inside) {
 			ret = egress_check(&d, "connect");
 			if (ret < 0)
 				return ret;
@@ -462,7 +499,7 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 				return ret;
 		}
 		pthread_mutex_lock(&net_lock);
-		ret = inet_is_loopback(d.addr) ? local_for(s, d.addr) : 0;
+		ret = inside ? local_for(s, src) : 0;
 		if (ret == 0) {
 			s->pep = ep_for(s->family, &d);
 			s->has_pep = true;
@@ -488,9 +525,9 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		/* A refused non-blocking attempt: its error is in SO_ERROR; this one starts anew. */
 		s->nonblock_connect_pending = false;
 	}
-	l = inet_is_loopback(d.addr) ? inet_lookup_proto_locked(s->net, IPPROTO_TCP, &d) : NULL;
+	l = inside ? inet_lookup_proto_locked(dns, IPPROTO_TCP, &d) : NULL;
 	if (l) {
-		ret = tcp_connect_locked(s, l, &d);
+		ret = tcp_connect_locked(s, l, &d, src);
 		if (ret == 0 && nonblock) {
 			s->nonblock_connect_pending = true;
 			ret = -EINPROGRESS;
@@ -500,8 +537,8 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	}
 	pthread_mutex_unlock(&net_lock);
 
-	/* A new network namespace's loopback has nothing there: refused. */
-	if (s->net->id) {
+	/* A new network namespace's loopback, or a link's address, has nothing there: refused. */
+	if (s->net->id || (inside && !inet_is_loopback(d.addr))) {
 		if (nonblock) {
 			pthread_mutex_lock(&net_lock);
 			s->so_error = ECONNREFUSED;
@@ -565,9 +602,9 @@ static bool udplite_accepts(const struct sock *r, unsigned int cscov, size_t ule
 	return r->pcrlen != 0 && cscov >= r->pcrlen;
 }
 
-/* UDP (UDP-Lite) send of m to d, in the sentry (loopback). */
+/* UDP (UDP-Lite) send of m to d, in the sentry: to namespace dns's sockets, from src0. */
 static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
-			      const struct inet_ep *d)
+			      const struct inet_ep *d, uint32_t dns, const uint8_t src0[16])
 {
 	struct inet_ep src;
 	struct sock *r;
@@ -581,9 +618,9 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 		goto out;
 	src = s->lep;
 	if (inet_is_any(src.addr))
-		loopback_source(d->addr, src.addr);
+		memcpy(src.addr, src0, 16);
 	ret = (ssize_t)len;
-	r = inet_lookup_proto_locked(s->net, s->protocol, d);
+	r = inet_lookup_proto_locked(dns, s->protocol, d);
 	if (r && r->has_pep && (memcmp(r->pep.addr, src.addr, 16) || r->pep.port != src.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
@@ -634,6 +671,8 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 {
 	size_t len = 0;
 	struct inet_ep d;
+	uint8_t src[16];
+	uint32_t dns;
 	int ret;
 
 	for (int i = 0; i < m->iovcnt; i++)
@@ -681,9 +720,12 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 		return ret;
 	if (ret == 0)
 		return (ssize_t)len; /* lost on a down lo */
-	if (inet_is_loopback(d.addr))
-		return udp_send_local(s, m, len, &d);
-	/* A new network namespace has its loopback only. */
+	ret = inside_route(s, &d, &dns, src);
+	if (ret == -EHOSTUNREACH)
+		return (ssize_t)len; /* nobody answers on the link: lost */
+	if (ret > 0)
+		return udp_send_local(s, m, len, &d, dns, src);
+	/* A new network namespace has its loopback and links only. */
 	if (s->net->id)
 		return net_lo_up(s->net) || is_mapped(d.addr) ? -ENETUNREACH : -EADDRNOTAVAIL;
 	if (s->protocol == IPPROTO_UDPLITE)

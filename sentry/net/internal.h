@@ -264,7 +264,7 @@ int inet_autobind_locked(struct sock *s, const uint8_t local[16]);
  * Finds a socket of protocol (IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE: each its own port
  * table) bound to ep that takes traffic for it (net_lock held, no reference).
  */
-struct sock *inet_lookup_proto_locked(struct net_ns *n, int protocol, const struct inet_ep *ep);
+struct sock *inet_lookup_proto_locked(uint32_t ns, int protocol, const struct inet_ep *ep);
 void inet_unbind_locked(struct sock *s);
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
 ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags);
@@ -308,6 +308,49 @@ bool gateway_addr(const struct inet_ep *ep);
  * gateway, or it does not take the connection), -EMFILE, -ENFILE, -ENOMEM, -ENOBUFS.
  */
 int gateway_open(void);
+
+/* --- link.c: veth pairs (net_lock held for every *_locked call) --- */
+
+#define LINK_MAX_ADDRS 8
+
+/* One end of a veth pair, in the namespace whose id is ns_id. */
+struct net_link {
+	struct list_head link;
+	uint32_t ns_id;
+	int index; /* unique in the sandbox (lo is 1 in every namespace) */
+	char name[16];
+	bool up; /* IFF_UP */
+	bool was_up; /* up once: its qdisc is noqueue (noop before) */
+	uint8_t mac[6];
+	struct net_link *peer;
+	int naddr;
+	struct {
+		uint8_t a[4];
+		uint8_t prefix;
+	} addr[LINK_MAX_ADDRS]; /* IPv4 */
+};
+
+/* The link of namespace ns named name (or with index when name is NULL), or NULL. */
+struct net_link *link_find_locked(uint32_t ns, const char *name, int index);
+void link_for_each_locked(uint32_t ns, void (*fn)(struct net_link *l, void *arg), void *arg);
+/* A veth pair in ns. 0, -EEXIST (a name is taken), -EINVAL, -ENOMEM. */
+int link_veth_create_locked(uint32_t ns, const char *name, const char *peer_name);
+/* Deletes l with its peer. */
+void link_delete_locked(struct net_link *l);
+/* Moves l to namespace ns (down, without addresses, as Linux). 0 or -EEXIST (name taken). */
+int link_move_locked(struct net_link *l, uint32_t ns);
+/* Whether l is up and its peer too (IFF_LOWER_UP, IFF_RUNNING). */
+bool link_carrier(const struct net_link *l);
+int link_addr_add_locked(struct net_link *l, const uint8_t a[4], int prefix);
+int link_addr_del_locked(struct net_link *l, const uint8_t a[4]);
+/* Whether IPv4 address a (IPv4-mapped) is a link's of ns (of an up link when up). */
+bool link_addr_assigned_locked(uint32_t ns, const uint8_t a[16], bool up);
+/*
+ * Routes IPv4-mapped destination d from namespace ns over its links: 1 with *dst_ns (the
+ * namespace that holds d on the peer) and src (the address of the link towards it); 0 when no
+ * link's connected subnet has d; -EHOSTUNREACH when one has but nobody answers there.
+ */
+int link_route_locked(uint32_t ns, const uint8_t d[16], uint32_t *dst_ns, uint8_t src[16]);
 
 /* --- netlink.c --- */
 bool netlink_family(int family);

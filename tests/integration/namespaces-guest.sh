@@ -52,6 +52,8 @@ compare "stat -L of ns/net: different after unshare -n, equal for a child" \
 	'a=$(stat -L -c %i /proc/self/ns/net); b=$(sh -c "stat -L -c %i /proc/\$\$/ns/net"); c=$(unshare -n sh -c "stat -L -c %i /proc/\$\$/ns/net"); [ "$a" = "$b" ] && [ "$a" != "$c" ] && echo ok'
 compare "unshare -n: /proc/net/tcp and /proc/self/net/unix of the new namespace are empty" \
 	'unshare -n sh -c "wc -l < /proc/net/tcp; wc -l < /proc/self/net/unix"'
+compare "veth pair between two network namespaces: addresses, routes, TCP and UDP over it" \
+	"sh $(cd "$(dirname "$0")" && pwd)/netns_veth_check.sh"
 compare "stat -L of ns files: equal when shared, different after unshare" \
 	'a=$(stat -L -c %i /proc/self/ns/uts); b=$(sh -c "stat -L -c %i /proc/\$\$/ns/uts"); c=$(unshare -u sh -c "stat -L -c %i /proc/\$\$/ns/uts"); [ "$a" = "$b" ] && [ "$a" != "$c" ] && echo ok'
 finish
