@@ -482,6 +482,8 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	if (ret <= 0)
 		return ret;
 	inside = inside_route(s, &d, &dns, src);
+	if (inside == -EHOSTUNREACH && s->type == SOCK_DGRAM)
+		inside = 1; /* a route there: UDP connects (its datagrams are lost) */
 	if (inside < 0)
 		return inside;
 	/* A new network namespace has its loopback and links only. */

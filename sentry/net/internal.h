@@ -348,7 +348,8 @@ bool link_addr_assigned_locked(uint32_t ns, const uint8_t a[16], bool up);
 /*
  * Routes IPv4-mapped destination d from namespace ns over its links: 1 with *dst_ns (the
  * namespace that holds d on the peer) and src (the address of the link towards it); 0 when no
- * link's connected subnet has d; -EHOSTUNREACH when one has but nobody answers there.
+ * link's connected subnet has d; -EHOSTUNREACH when one has but nobody answers there (src and
+ * *dst_ns set all the same: a datagram socket connects, its datagrams are lost).
  */
 int link_route_locked(uint32_t ns, const uint8_t d[16], uint32_t *dst_ns, uint8_t src[16]);
 

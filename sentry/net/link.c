@@ -83,7 +83,7 @@ static void reap_locked(void)
 		for (size_t i = 0; i < n; i++) {
 			struct net_link *l, *tmp;
 
-		again:
+again:
 			list_for_each_entry_safe(l, tmp, &links, link) {
 				if (l->ns_id == ids[i]) {
 					pair_delete_locked(l);
@@ -270,14 +270,14 @@ int link_route_locked(uint32_t ns, const uint8_t d[16], uint32_t *dst_ns, uint8_
 		for (int i = 0; i < l->naddr; i++) {
 			if (!in_prefix(d + 12, l->addr[i].a, l->addr[i].prefix))
 				continue;
-			/* The connected subnet of l: the peer answers for its own addresses. */
-			if (!link_carrier(l) || holder_locked(l->peer->ns_id, d + 12, true) !=
-							l->peer)
-				return -EHOSTUNREACH;
-			*dst_ns = l->peer->ns_id;
+			*dst_ns = l->peer ? l->peer->ns_id : ns;
 			memset(src, 0, 16);
 			src[10] = src[11] = 0xff;
 			memcpy(src + 12, l->addr[i].a, 4);
+			/* The connected subnet of l: the peer answers for its own addresses. */
+			if (!link_carrier(l) ||
+			    holder_locked(l->peer->ns_id, d + 12, true) != l->peer)
+				return -EHOSTUNREACH;
 			return 1;
 		}
 	}

@@ -605,6 +605,14 @@ static int nl_newlink(struct sock *s, const struct nlmsghdr *h)
 		return idx;
 	if (idx != 1)
 		l = link_find_locked(n->id, NULL, idx);
+	/* A name besides the index is a rename: not supported. */
+	if (tb[IFLA_IFNAME] && ifi->ifi_index) {
+		char name[16];
+
+		nl_str(tb[IFLA_IFNAME], name, sizeof(name));
+		if (strcmp(name, l ? l->name : "lo"))
+			return -EOPNOTSUPP;
+	}
 	if (tb[IFLA_NET_NS_PID] || tb[IFLA_NET_NS_FD]) {
 		if (!l)
 			return -EINVAL; /* lo stays in its namespace (NETIF_F_NETNS_LOCAL) */
