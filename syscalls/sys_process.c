@@ -619,8 +619,8 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
  * unshare(2): CLONE_FILES and CLONE_FS give the caller tables of its own; CLONE_SYSVSEM changes
  * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
  * are accepted for a single-threaded process, as Linux. CLONE_NEWNS gives a mount namespace of
- * the sentry's (CAP_SYS_ADMIN), CLONE_NEWUTS, CLONE_NEWIPC and CLONE_NEWUSER nsproxy.c's; PID,
- * network, cgroup and time namespaces are refused with EPERM.
+ * the sentry's (CAP_SYS_ADMIN), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET and CLONE_NEWUSER
+ * nsproxy.c's; PID, cgroup and time namespaces are refused with EPERM.
  */
 long sys_unshare(struct task *t, const struct syscall_args *args)
 {
@@ -643,7 +643,7 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
 		return -EINVAL;
 	/*
-	 * UTS, IPC and user namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * UTS, IPC, network and user namespaces are nsproxy.c's, mount namespaces the VFS's
 	 * (sentry/vfs/mount_user.c); the others are not made yet.
 	 */
 	if (flags & ns & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
@@ -684,7 +684,7 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 }
 
 /*
- * setns(2) on an opened /proc/PID/ns/{uts,user} or a pidfd (nstype: the CLONE_NEW* set to take),
+ * setns(2) on an opened /proc/PID/ns/{uts,ipc,net,user} or a pidfd (nstype: the CLONE_NEW* set to take),
  * with Linux's permission rules (nsproxy_setns). Other namespace types: EINVAL for now.
  */
 long sys_setns(struct task *t, const struct syscall_args *args)

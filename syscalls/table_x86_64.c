@@ -243,9 +243,11 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
-		       "sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other "
-		       "namespace flags: EPERM"),
+	PARTIAL(clone,
+		"CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
+		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET (a "
+		"loopback of its own, veth pairs IPv4 only) (in the sentry); other namespace "
+		"flags: EPERM"),
 	PARTIAL(clone3,
 		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
@@ -280,9 +282,11 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(unshare,
 		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree; CAP_SYS_ADMIN over the "
 		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
-		"CLONE_NEWUSER, all in the sentry; PID, network, cgroup, time: EPERM"),
-	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user} and pidfds (CLONE_NEWUTS, CLONE_NEWIPC, "
-		       "CLONE_NEWUSER); other types: EINVAL"),
+		"CLONE_NEWUSER, CLONE_NEWNET (a loopback of its own, lo down at first; veth pairs "
+		"IPv4 only), "
+		"all in the sentry; PID, cgroup, time: EPERM"),
+	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user,net} and pidfds (CLONE_NEWUTS, "
+		       "CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A task's UTS, IPC and user namespaces (nsproxy.h has the model). References: a task holds one
- * on its nsproxy (t->ns, NULL for the initial set); an nsproxy one on each namespace; a UTS or
- * IPC namespace one on its owning user namespace; a user namespace one on its parent. The
+ * A task's UTS, IPC, network and user namespaces (nsproxy.h has the model). References: a task holds one
+ * on its nsproxy (t->ns, NULL for the initial set); an nsproxy one on each namespace; a UTS,
+ * IPC or network namespace one on its owning user namespace; a user namespace one on its parent. The
  * initial set and its namespaces are never freed (the kernel's).
  *
  * Locks: t->res_lock guards t->ns against another task's read (task_get_nsproxy); a user
@@ -26,10 +26,17 @@
 #define CLONE_NEWUTS_ 0x04000000
 #define CLONE_NEWIPC_ 0x08000000
 #define CLONE_NEWUSER_ 0x10000000
+#define CLONE_NEWNET_ 0x40000000
 #define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_id = 1; /* atomic: identities of the namespaces the guest makes */
+
+struct net_ns net_ns_initial = {
+	.ref = { 1 },
+	.lo_up = true,
+	.lo_v4 = true,
+};
 
 static uint32_t new_id(void)
 {
@@ -69,8 +76,11 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	ns->user = user;
 	ns->uts = uts;
 	ns->ipc = ipc;
+	net_ns_initial.owner = user;
+	ns->net = &net_ns_initial;
+	net_ns_get(ns->net);
 	/* Each holds its owner and the set each namespace, as any set does. */
-	refcount_init(&user->ref, 3);
+	refcount_init(&user->ref, 4);
 	__atomic_store_n(&k->init_ns, ns, __ATOMIC_RELEASE);
 	nsproxy_install_sysctl();
 out:
@@ -161,6 +171,25 @@ void ipc_ns_put(struct ipc_ns *i)
 	}
 }
 
+void net_ns_get(struct net_ns *n)
+{
+	refcount_inc(&n->ref);
+}
+
+/* sentry/net/link.c (weak: procfs's unit tests link this file without it). */
+#pragma weak net_ns_exit
+
+void net_ns_put(struct net_ns *n)
+{
+	/* The initial one keeps its first reference: never freed. */
+	if (n && refcount_dec(&n->ref)) {
+		if (net_ns_exit)
+			net_ns_exit(n->id);
+		user_ns_put(n->owner);
+		free(n);
+	}
+}
+
 void nsproxy_get(struct nsproxy *ns)
 {
 	refcount_inc(&ns->ref);
@@ -171,6 +200,7 @@ void nsproxy_put(struct nsproxy *ns)
 	if (ns && refcount_dec(&ns->ref)) {
 		uts_ns_put(ns->uts);
 		ipc_ns_put(ns->ipc);
+		net_ns_put(ns->net);
 		user_ns_put(ns->user);
 		free(ns);
 	}
@@ -186,9 +216,11 @@ struct nsproxy *nsproxy_with_user(struct nsproxy *base, struct user_ns *u)
 	ns->user = u;
 	ns->uts = base->uts;
 	ns->ipc = base->ipc;
+	ns->net = base->net;
 	user_ns_get(u);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
+	net_ns_get(ns->net);
 	return ns;
 }
 
@@ -287,6 +319,20 @@ static struct ipc_ns *ipc_ns_new(struct user_ns *owner)
 	return i;
 }
 
+/* A new network namespace: lo down, no address (Linux's loopback_net_init). */
+static struct net_ns *net_ns_new(struct user_ns *owner)
+{
+	struct net_ns *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	refcount_init(&n->ref, 1);
+	n->id = new_id();
+	user_ns_get(owner);
+	n->owner = owner;
+	return n;
+}
+
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 {
 	struct nsproxy *old = task_nsproxy(p), *ns;
@@ -311,7 +357,7 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		ns->user = user;
 	}
 	/* The other namespaces are made by, and owned by, the (possibly new) user namespace. */
-	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_)) &&
+	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_ | CLONE_NEWNET_)) &&
 	    !nsproxy_ns_capable(
 		    (flags & CLONE_NEWUSER_) ? &(struct cred){ .cap_effective = CAP_ALL } : cred,
 		    user, user, CAP_SYS_ADMIN)) {
@@ -331,11 +377,19 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		ipc_ns_get(old->ipc);
 		ns->ipc = old->ipc;
 	}
-	if (!ns->uts || !ns->ipc) {
+	if (flags & CLONE_NEWNET_) {
+		ns->net = net_ns_new(user);
+	} else {
+		net_ns_get(old->net);
+		ns->net = old->net;
+	}
+	if (!ns->uts || !ns->ipc || !ns->net) {
 		if (ns->uts)
 			uts_ns_put(ns->uts);
 		if (ns->ipc)
 			ipc_ns_put(ns->ipc);
+		if (ns->net)
+			net_ns_put(ns->net);
 		user_ns_put(ns->user);
 		free(ns);
 		return ERR_PTR(-ENOMEM);
@@ -420,6 +474,11 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 	    (!nsproxy_ns_capable(&c, user, target->ipc->owner, CAP_SYS_ADMIN) ||
 	     !nsproxy_ns_capable(&c, user, user, CAP_SYS_ADMIN)))
 		return -EPERM;
+	/* Linux's netns_install: the same rule. */
+	if ((flags & CLONE_NEWNET_) &&
+	    (!nsproxy_ns_capable(&c, user, target->net->owner, CAP_SYS_ADMIN) ||
+	     !nsproxy_ns_capable(&c, user, user, CAP_SYS_ADMIN)))
+		return -EPERM;
 	ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
@@ -427,9 +486,11 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 	ns->user = user;
 	ns->uts = (flags & CLONE_NEWUTS_) ? target->uts : old->uts;
 	ns->ipc = (flags & CLONE_NEWIPC_) ? target->ipc : old->ipc;
+	ns->net = (flags & CLONE_NEWNET_) ? target->net : old->net;
 	user_ns_get(ns->user);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
+	net_ns_get(ns->net);
 	task_set_nsproxy(t, ns);
 	t->cred = c;
 	return 0;

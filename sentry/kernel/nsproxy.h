@@ -3,7 +3,7 @@
  * A task's namespaces (Linux's nsproxy plus the user namespace of its credentials): UTS, IPC and
  * user namespace objects, reference-counted, each with an identity (the inode number
  * /proc/PID/ns/X shows). fork and clone share the parent's set; unshare(2), clone(2) with
- * CLONE_NEWUTS, CLONE_NEWIPC or CLONE_NEWUSER and setns(2) give the task a new set. Every object
+ * CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET or CLONE_NEWUSER and setns(2) give the task a new set. Every object
  * lives in the sentry: no host namespace is made for a guest request.
  *
  * A task's t->ns is NULL until it first changes namespaces: it then uses the sandbox's initial
@@ -71,11 +71,30 @@ struct ipc_ns {
 	struct user_ns *owner; /* referenced */
 };
 
+/*
+ * A network namespace: the sentry's network stack (sentry/net) keeps one loopback per namespace
+ * (bind tables and abstract unix names are tagged with it, as the SysV objects are with their
+ * IPC namespace). Sockets hold a reference on the namespace they were made in; veth links
+ * (sentry/net/link.c) carry its id. Only the initial one (id 0, lo up) reaches the host
+ * network; a new one's lo starts down with no address.
+ */
+struct net_ns {
+	struct refcount ref;
+	uint32_t id; /* 0 for the initial one, else unique in the sandbox (proc_ids.c numbers it) */
+	struct user_ns *owner; /* referenced */
+	/* sentry/net's state of lo (atomic): up, and 127.0.0.1 assigned (lo was up once). */
+	bool lo_up, lo_v4;
+};
+
+/* The sandbox's initial network namespace (never freed; its owner is set by nsproxy_initial). */
+extern struct net_ns net_ns_initial;
+
 struct nsproxy {
 	struct refcount ref;
 	struct uts_ns *uts; /* each referenced */
 	struct ipc_ns *ipc;
 	struct user_ns *user;
+	struct net_ns *net;
 };
 
 /* The sandbox's initial set (made on first call; lives as long as the kernel). Borrowed. */
@@ -100,16 +119,21 @@ void uts_ns_get(struct uts_ns *u);
 void uts_ns_put(struct uts_ns *u);
 void ipc_ns_get(struct ipc_ns *i);
 void ipc_ns_put(struct ipc_ns *i);
+void net_ns_get(struct net_ns *n);
+void net_ns_put(struct net_ns *n);
+/* sentry/net/link.c: namespace id is gone (its links go with it). Any lock may be held. */
+void net_ns_exit(uint32_t id);
 
 /* The CLONE_NEW* flags this file handles. */
-#define NSPROXY_CLONE_FLAGS (0x04000000 /* UTS */ | 0x08000000 /* IPC */ | 0x10000000 /* USER */)
+#define NSPROXY_CLONE_FLAGS \
+	(0x04000000 /* UTS */ | 0x08000000 /* IPC */ | 0x10000000 /* USER */ | 0x40000000 /* NET */)
 
 /*
  * The set a child made by clone(2) with flags gets from p (new namespaces for the CLONE_NEW*
  * flags of NSPROXY_CLONE_FLAGS, else p's shared), and in *cred the child's credentials (a new
  * user namespace: the full capability set in it). Returns a new reference, or NULL for p's own
  * set unchanged (no flag), or an ERR_PTR: -EPERM (no CAP_SYS_ADMIN for a UTS/IPC namespace),
- * -ENOSPC (user namespaces nested too deep), -EPERM (the creator's ids unmapped), -ENOMEM.
+ * (or a net namespace), -ENOSPC (user namespaces nested too deep), -EPERM (the creator's ids unmapped), -ENOMEM.
  */
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred);
 

@@ -292,6 +292,7 @@ void host_accept_pending(struct sock *s)
 			close(fd);
 			return;
 		}
+		sock_set_net(c, s->net);
 		c->hostfd = fd;
 		c->watch = hostpoll_watch(fd);
 		c->host_connected = true;

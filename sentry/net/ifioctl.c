@@ -8,7 +8,10 @@
  *
  * lo can be taken down and up (SIOCSIFFLAGS here, RTM_NEWLINK in netlink.c), with
  * CAP_NET_ADMIN: while it is down, IPv4 loopback connections are unreachable, IPv4 datagrams
- * are lost and ::1 is gone, as on Linux (inet_loopback.c asks net_lo_up()).
+ * are lost and ::1 is gone, as on Linux (inet_loopback.c asks net_lo_up()). Each network
+ * namespace has its lo (struct net_ns): a socket's ioctls describe the one of the namespace it
+ * was made in, as Linux's sock_net. A new namespace's lo is down and has no address until it is
+ * first taken up.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -48,20 +51,32 @@ static const struct netif netifs[] = {
 
 #define NR_NETIFS ((int)(sizeof(netifs) / sizeof(netifs[0])))
 
-static bool lo_down; /* atomic: lo was taken down */
-
-bool net_lo_up(void)
+struct net_ns *task_net(struct task *t)
 {
-	return !__atomic_load_n(&lo_down, __ATOMIC_RELAXED);
+	return task_nsproxy(t)->net;
 }
 
-int net_lo_set_up(struct task *t, const char *name, int index, bool up)
+bool net_lo_up(struct net_ns *n)
 {
-	if (t && !cred_capable(&t->cred, CAP_NET_ADMIN))
+	return __atomic_load_n(&n->lo_up, __ATOMIC_RELAXED);
+}
+
+bool net_lo_v4(struct net_ns *n)
+{
+	return __atomic_load_n(&n->lo_v4, __ATOMIC_RELAXED);
+}
+
+int net_lo_set_up(struct task *t, struct net_ns *n, const char *name, int index, bool up)
+{
+	/* Linux's dev_change_flags callers: CAP_NET_ADMIN in the namespace's owner. */
+	if (t && !task_ns_capable(t, n->owner, CAP_NET_ADMIN))
 		return -EPERM;
 	if (name ? strcmp(name, "lo") != 0 : index != 1)
 		return -ENODEV;
-	__atomic_store_n(&lo_down, !up, __ATOMIC_RELAXED);
+	/* lo's first up gives it 127.0.0.1/8, which stays when it goes down again. */
+	if (up)
+		__atomic_store_n(&n->lo_v4, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->lo_up, up, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -90,7 +105,7 @@ static void put_inet(struct sockaddr *sa, const uint8_t a[4])
 }
 
 /* SIOCGIFCONF: one struct ifreq per IPv4 address, or the length needed when ifc_buf is NULL. */
-static long if_conf(struct task *t, uint64_t arg)
+static long if_conf(struct net_ns *n, struct task *t, uint64_t arg)
 {
 	struct ifconf ifc;
 	uint64_t buf;
@@ -100,7 +115,9 @@ static long if_conf(struct task *t, uint64_t arg)
 		return -EFAULT;
 	buf = (uint64_t)(uintptr_t)ifc.ifc_buf;
 	len = ifc.ifc_len;
-	if (!buf) {
+	if (!net_lo_v4(n)) {
+		done = 0; /* lo has no IPv4 address yet */
+	} else if (!buf) {
 		done = NR_NETIFS * (int)sizeof(struct ifreq);
 	} else {
 		for (int i = 0; i < NR_NETIFS && len - done >= (int)sizeof(struct ifreq); i++) {
@@ -127,15 +144,15 @@ long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg
 
 	switch (cmd) {
 	case SIOCGIFCONF:
-		return if_conf(t, arg);
+		return if_conf(s->net, t, arg);
 	case SIOCSIFFLAGS:
 		/* dev_ioctl: the capability before the name. */
-		if (!cred_capable(&t->cred, CAP_NET_ADMIN))
+		if (!task_ns_capable(t, s->net->owner, CAP_NET_ADMIN))
 			return -EPERM;
 		if (mm_copy_in(t->mm, &r, arg, sizeof(r)) != sizeof(r))
 			return -EFAULT;
 		r.ifr_name[IFNAMSIZ - 1] = '\0';
-		return net_lo_set_up(t, r.ifr_name, 0, r.ifr_flags & IFF_UP);
+		return net_lo_set_up(t, s->net, r.ifr_name, 0, r.ifr_flags & IFF_UP);
 	case SIOCGIFFLAGS:
 	case SIOCGIFADDR:
 	case SIOCGIFNETMASK:
@@ -166,10 +183,12 @@ long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg
 		nif = netif_by_name(r.ifr_name);
 		if (!nif)
 			return -ENODEV;
+		if (inet_query && !net_lo_v4(s->net))
+			return -EADDRNOTAVAIL; /* devinet_ioctl: no address on it */
 		switch (cmd) {
 		case SIOCGIFFLAGS:
 			r.ifr_flags = nif->flags;
-			if (net_lo_up())
+			if (net_lo_up(s->net))
 				r.ifr_flags |= IFF_UP | IFF_RUNNING;
 			break;
 		case SIOCGIFADDR:

@@ -133,7 +133,7 @@ static bool conflicts(const struct sock *s, const uint8_t a[16], uint16_t port)
 
 	memcpy(probe.lep.addr, a, 16);
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o == s || o->protocol != s->protocol || o->lep.port != port)
+		if (o == s || o->net != s->net || o->protocol != s->protocol || o->lep.port != port)
 			continue;
 		if (!covers(o, a) && !covers(&probe, o->lep.addr))
 			continue;
@@ -203,12 +203,24 @@ int inet_bind(struct sock *s, const void *addr, size_t len)
 		return ret == -EAFNOSUPPORT && s->family == AF_INET6 ? -EINVAL : ret;
 	if (s->family == AF_INET6 && is_mapped(ep.addr) && s->v6only)
 		return -EINVAL;
-	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr))
-		return -EADDRNOTAVAIL; /* the sandbox's only interface is lo */
-	/* Ports below net.ipv4.ip_unprivileged_port_start need CAP_NET_BIND_SERVICE (IPv6 too). */
+	if (!inet_is_any(ep.addr) && !inet_is_loopback(ep.addr)) {
+		/* lo's, or an address of a link of the namespace (link.c). */
+		bool mine;
+
+		pthread_mutex_lock(&net_lock);
+		mine = link_addr_assigned_locked(s->net->id, ep.addr, false);
+		pthread_mutex_unlock(&net_lock);
+		if (!mine)
+			return -EADDRNOTAVAIL;
+	}
+	/* ::1 is lo's only while lo is up (127/8 binds whatever lo's state, as Linux). */
+	if (!is_mapped(ep.addr) && !inet_is_any(ep.addr) && !net_lo_up(s->net))
+		return -EADDRNOTAVAIL;
+	/* Ports below net.ipv4.ip_unprivileged_port_start need CAP_NET_BIND_SERVICE (IPv6 too) in
+	 * the socket's network namespace's owner. */
 	t = task_current();
 	if (ep.port && ep.port < sysctl_get(SYSCTL_NET_IPV4_IP_UNPRIVILEGED_PORT_START, 0) && t &&
-	    !cred_capable(&t->cred, CAP_NET_BIND_SERVICE))
+	    !task_ns_capable(t, s->net->owner, CAP_NET_BIND_SERVICE))
 		return -EACCES;
 	if (s->family == AF_INET6 && !memcmp(ep.addr, v4_any, 16))
 		memcpy(ep.addr, v4_any, 16);
@@ -235,12 +247,13 @@ void inet_unbind_locked(struct sock *s)
 	}
 }
 
-struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep)
+struct sock *inet_lookup_proto_locked(uint32_t ns, int protocol, const struct inet_ep *ep)
 {
 	struct sock *o, *wild = NULL;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->protocol != protocol || o->lep.port != ep->port || o->closed)
+		if (o->net->id != ns || o->protocol != protocol || o->lep.port != ep->port ||
+		    o->closed)
 			continue;
 		if (protocol == IPPROTO_TCP && o->state != SOCK_LISTENING)
 			continue;
@@ -254,14 +267,34 @@ struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep)
 	return wild;
 }
 
-void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg)
+void inet_for_each_proto_locked(struct net_ns *n, int protocol,
+				void (*fn)(struct sock *s, void *arg), void *arg)
 {
 	struct sock *o;
 
 	list_for_each_entry(o, &inet_bound, bind_link) {
-		if (o->protocol == protocol)
+		if (o->net == n && o->protocol == protocol)
 			fn(o, arg);
 	}
+}
+
+/*
+ * What lo's state of s's namespace makes of traffic to loopback destination d: 1 when it goes
+ * on, 0 when an IPv4 datagram is sent and lost (lo down), else -errno: ::1 is gone while lo is
+ * down (EADDRNOTAVAIL); IPv4 loopback TCP (connect true: any connect) is unreachable while lo
+ * is down, and everything IPv4 while lo never was up (no local route yet).
+ */
+static int lo_down_verdict(const struct sock *s, const struct inet_ep *d, bool connect)
+{
+	if (!inet_is_loopback(d->addr) || net_lo_up(s->net))
+		return 1;
+	if (!is_mapped(d->addr))
+		return -EADDRNOTAVAIL;
+	if (!net_lo_v4(s->net))
+		return -ENETUNREACH;
+	if (connect && s->type == SOCK_STREAM)
+		return -ENETUNREACH;
+	return connect ? 1 : 0;
 }
 
 /* The source address the sandbox uses towards loopback destination d. */
@@ -277,13 +310,11 @@ static void loopback_source(const uint8_t d[16], uint8_t src[16])
 	}
 }
 
-/* Local endpoint for a connection to d: binds s if needed and fixes its address. */
-static int local_for(struct sock *s, const uint8_t d[16])
+/* Local endpoint for a connection from source address src: binds s if needed, fixes its address. */
+static int local_for(struct sock *s, const uint8_t src[16])
 {
-	uint8_t src[16];
 	int ret;
 
-	loopback_source(d, src);
 	if (!s->bound) {
 		ret = inet_autobind_locked(s, src);
 		if (ret < 0)
@@ -303,18 +334,20 @@ static struct inet_ep ep_for(int fam, const struct inet_ep *ep)
 	return r;
 }
 
-/* Connects TCP socket s to the listener at d (net_lock held). */
-static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_ep *d)
+/* Connects TCP socket s to the listener at d, from address src (net_lock held). */
+static int tcp_connect_locked(struct sock *s, struct sock *l, const struct inet_ep *d,
+			      const uint8_t src[16])
 {
 	struct sock *c;
 	int ret;
 
-	ret = local_for(s, d->addr);
+	ret = local_for(s, src);
 	if (ret < 0)
 		return ret;
 	c = sock_new(l->family, SOCK_STREAM, IPPROTO_TCP);
 	if (!c)
 		return -ENOMEM;
+	sock_set_net(c, l->net);
 	c->lep = ep_for(l->family, d);
 	c->pep = ep_for(l->family, &s->lep);
 	c->has_pep = true;
@@ -388,12 +421,38 @@ static int gateway_connect(struct sock *s, const struct inet_ep *d, bool nonbloc
 	return 0;
 }
 
+/*
+ * Whether traffic from s to d stays in the sandbox: 1 with *ns (the id of the namespace whose
+ * sockets receive it) and src (its source address); 0 when it leaves (the host, under the
+ * policy, or unreachable); -EHOSTUNREACH (a link's subnet, nobody there). Takes net_lock.
+ */
+static int inside_route(const struct sock *s, const struct inet_ep *d, uint32_t *ns,
+			uint8_t src[16])
+{
+	int ret = 1;
+
+	*ns = s->net->id;
+	if (inet_is_loopback(d->addr)) {
+		loopback_source(d->addr, src);
+		return 1;
+	}
+	pthread_mutex_lock(&net_lock);
+	if (link_addr_assigned_locked(s->net->id, d->addr, true))
+		memcpy(src, d->addr, 16); /* an address of its own: delivered in its namespace */
+	else
+		ret = link_route_locked(s->net->id, d->addr, ns, src);
+	pthread_mutex_unlock(&net_lock);
+	return ret;
+}
+
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock)
 {
 	const struct sockaddr *sa = addr;
 	struct inet_ep d;
 	struct sock *l;
-	int ret;
+	uint8_t src[16];
+	uint32_t dns;
+	int ret, inside;
 
 	if (len >= sizeof(sa_family_t) && sa->sa_family == AF_UNSPEC) {
 		if (s->type != SOCK_DGRAM)
@@ -417,17 +476,23 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		loopback_source(d.addr, d.addr);
 	}
 
-	/* lo down: ::1 is gone (EADDRNOTAVAIL), IPv4 loopback has no route for TCP. */
-	if (inet_is_loopback(d.addr) && !net_lo_up()) {
-		if (!is_mapped(d.addr))
-			return -EADDRNOTAVAIL;
-		if (s->type == SOCK_STREAM)
-			return -ENETUNREACH;
-	}
+	/* lo down: ::1 is gone (EADDRNOTAVAIL), IPv4 loopback has no route for TCP, nor for
+	 * anything while lo never was up (a new namespace's). */
+	ret = lo_down_verdict(s, &d, true);
+	if (ret <= 0)
+		return ret;
+	inside = inside_route(s, &d, &dns, src);
+	if (inside == -EHOSTUNREACH && s->type == SOCK_DGRAM)
+		inside = 1; /* a route there: UDP connects (its datagrams are lost) */
+	if (inside < 0)
+		return inside;
+	/* A new network namespace has its loopback and links only. */
+	if (s->net->id && !inside)
+		return net_lo_up(s->net) || is_mapped(d.addr) ? -ENETUNREACH : -EADDRNOTAVAIL;
 	if (s->type == SOCK_DGRAM) {
-		if (!inet_is_loopback(d.addr) && s->protocol == IPPROTO_UDPLITE)
+		if (!inside && s->protocol == IPPROTO_UDPLITE)
 			return -ENETUNREACH; /* no host sockets for UDP-Lite */
-		if (!inet_is_loopback(d.addr)) {
+		if (!inside) {
 			ret = egress_check(&d, "connect");
 			if (ret < 0)
 				return ret;
@@ -436,7 +501,7 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 				return ret;
 		}
 		pthread_mutex_lock(&net_lock);
-		ret = inet_is_loopback(d.addr) ? local_for(s, d.addr) : 0;
+		ret = inside ? local_for(s, src) : 0;
 		if (ret == 0) {
 			s->pep = ep_for(s->family, &d);
 			s->has_pep = true;
@@ -462,9 +527,9 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 		/* A refused non-blocking attempt: its error is in SO_ERROR; this one starts anew. */
 		s->nonblock_connect_pending = false;
 	}
-	l = inet_is_loopback(d.addr) ? inet_lookup_proto_locked(IPPROTO_TCP, &d) : NULL;
+	l = inside ? inet_lookup_proto_locked(dns, IPPROTO_TCP, &d) : NULL;
 	if (l) {
-		ret = tcp_connect_locked(s, l, &d);
+		ret = tcp_connect_locked(s, l, &d, src);
 		if (ret == 0 && nonblock) {
 			s->nonblock_connect_pending = true;
 			ret = -EINPROGRESS;
@@ -474,6 +539,18 @@ int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	}
 	pthread_mutex_unlock(&net_lock);
 
+	/* A new network namespace's loopback, or a link's address, has nothing there: refused. */
+	if (s->net->id || (inside && !inet_is_loopback(d.addr))) {
+		if (nonblock) {
+			pthread_mutex_lock(&net_lock);
+			s->so_error = ECONNREFUSED;
+			s->nonblock_connect_pending = true;
+			pthread_mutex_unlock(&net_lock);
+			waitq_wake_all(&s->wq);
+			return -EINPROGRESS;
+		}
+		return -ECONNREFUSED;
+	}
 	/* The gateway's address is the sentry's in every network mode, before any policy. */
 	if (gateway_addr(&d) && s->protocol == IPPROTO_TCP)
 		return gateway_connect(s, &d, nonblock);
@@ -527,9 +604,9 @@ static bool udplite_accepts(const struct sock *r, unsigned int cscov, size_t ule
 	return r->pcrlen != 0 && cscov >= r->pcrlen;
 }
 
-/* UDP (UDP-Lite) send of m to d, in the sentry (loopback). */
+/* UDP (UDP-Lite) send of m to d, in the sentry: to namespace dns's sockets, from src0. */
 static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
-			      const struct inet_ep *d)
+			      const struct inet_ep *d, uint32_t dns, const uint8_t src0[16])
 {
 	struct inet_ep src;
 	struct sock *r;
@@ -543,9 +620,9 @@ static ssize_t udp_send_local(struct sock *s, struct net_msg *m, size_t len,
 		goto out;
 	src = s->lep;
 	if (inet_is_any(src.addr))
-		loopback_source(d->addr, src.addr);
+		memcpy(src.addr, src0, 16);
 	ret = (ssize_t)len;
-	r = inet_lookup_proto_locked(s->protocol, d);
+	r = inet_lookup_proto_locked(dns, s->protocol, d);
 	if (r && r->has_pep && (memcmp(r->pep.addr, src.addr, 16) || r->pep.port != src.port))
 		r = NULL; /* a connected receiver takes only its peer's datagrams */
 	if (!r) {
@@ -596,6 +673,8 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 {
 	size_t len = 0;
 	struct inet_ep d;
+	uint8_t src[16];
+	uint32_t dns;
 	int ret;
 
 	for (int i = 0; i < m->iovcnt; i++)
@@ -660,10 +739,19 @@ ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags
 		return -ENETUNREACH;
 	if (__atomic_load_n(&s->snd_shut, __ATOMIC_RELAXED))
 		return -EPIPE; /* shut down for writing; no SIGPIPE for datagrams */
-	if (inet_is_loopback(d.addr) && !net_lo_up())
-		return is_mapped(d.addr) ? (ssize_t)len : -EADDRNOTAVAIL; /* lost on a down lo */
-	if (inet_is_loopback(d.addr))
-		return udp_send_local(s, m, len, &d);
+	ret = lo_down_verdict(s, &d, false);
+	if (ret < 0)
+		return ret;
+	if (ret == 0)
+		return (ssize_t)len; /* lost on a down lo */
+	ret = inside_route(s, &d, &dns, src);
+	if (ret == -EHOSTUNREACH)
+		return (ssize_t)len; /* nobody answers on the link: lost */
+	if (ret > 0)
+		return udp_send_local(s, m, len, &d, dns, src);
+	/* A new network namespace has its loopback and links only. */
+	if (s->net->id)
+		return net_lo_up(s->net) || is_mapped(d.addr) ? -ENETUNREACH : -EADDRNOTAVAIL;
 	if (s->protocol == IPPROTO_UDPLITE)
 		return -ENETUNREACH; /* no host sockets for UDP-Lite */
 	ret = egress_check(&d, "sendto");

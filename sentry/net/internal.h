@@ -13,6 +13,7 @@
 
 #include "common/list.h"
 #include "common/refcount.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/net/net.h"
 #include "sentry/vfs/fs.h"
@@ -68,6 +69,9 @@ struct sock {
 	struct vfs_node node; /* first: the file's anonymous S_IFSOCK node */
 	struct refcount ref; /* the file, a peer's pointer, a listener's accept queue */
 	int family, type, protocol;
+	/* The network namespace it was made in (referenced; fixed): its creator's at socket(2),
+	 * a listener's for an accepted socket, the initial one for a restored socket. */
+	struct net_ns *net;
 	struct waitq wq; /* woken on every change a reader, writer or poller may wait for */
 	uint64_t ino;
 	/* The inode's owner and permission bits (fchmod/fchown of the socket, as sockfs's):
@@ -153,8 +157,13 @@ struct sock {
 	bool gateway;
 };
 
-/* A socket with no file yet (one reference): accept's children. NULL when out of memory. */
+/*
+ * A socket with no file yet (one reference): accept's children. NULL when out of memory. It is
+ * in the initial network namespace until sock_set_net.
+ */
 struct sock *sock_new(int family, int type, int protocol);
+/* Moves s (not yet bound or connected) to network namespace n. */
+void sock_set_net(struct sock *s, struct net_ns *n);
 /*
  * The stream/seqpacket send of a connected socket (sock.c): flags has MSG_DONTWAIT for a
  * non-blocking file.
@@ -232,12 +241,16 @@ struct timespec *sock_deadline(uint64_t ns, struct timespec *ts);
 /* --- unix.c --- */
 int unix_bind(struct task *t, struct sock *s, const void *addr, size_t len);
 int unix_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
-/* Finds the socket bound at addr (a new reference) or an ERR_PTR (-ECONNREFUSED, -ENOENT...). */
-struct sock *unix_find(struct task *t, const void *addr, size_t len, int type);
+/*
+ * Finds the socket bound at addr (a new reference) or an ERR_PTR (-ECONNREFUSED, -ENOENT...):
+ * an abstract name in namespace n, a path anywhere.
+ */
+struct sock *unix_find(struct task *t, struct net_ns *n, const void *addr, size_t len, int type);
 /* Binds s to an autobind abstract name if it has no address (net_lock NOT held). */
 int unix_autobind(struct sock *s);
 void unix_unbind_locked(struct sock *s);
-void unix_for_each_locked(void (*fn)(struct sock *s, void *arg), void *arg);
+/* Calls fn for every bound unix socket of namespace n (net_lock held). */
+void unix_for_each_locked(struct net_ns *n, void (*fn)(struct sock *s, void *arg), void *arg);
 
 /* --- inet_loopback.c --- */
 
@@ -254,12 +267,13 @@ int inet_autobind_locked(struct sock *s, const uint8_t local[16]);
  * Finds a socket of protocol (IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE: each its own port
  * table) bound to ep that takes traffic for it (net_lock held, no reference).
  */
-struct sock *inet_lookup_proto_locked(int protocol, const struct inet_ep *ep);
+struct sock *inet_lookup_proto_locked(uint32_t ns, int protocol, const struct inet_ep *ep);
 void inet_unbind_locked(struct sock *s);
 int inet_connect(struct task *t, struct sock *s, const void *addr, size_t len, bool nonblock);
 ssize_t inet_sendto(struct task *t, struct sock *s, struct net_msg *m, int flags);
-/* Calls fn for every bound socket of protocol (net_lock held). */
-void inet_for_each_proto_locked(int protocol, void (*fn)(struct sock *s, void *arg), void *arg);
+/* Calls fn for every bound socket of protocol in namespace n (net_lock held). */
+void inet_for_each_proto_locked(struct net_ns *n, int protocol,
+				void (*fn)(struct sock *s, void *arg), void *arg);
 /* Sock endpoint of s (its bound address). */
 void inet_sock_ep(const struct sock *s, bool peer, struct inet_ep *ep);
 
@@ -298,6 +312,50 @@ bool gateway_addr(const struct inet_ep *ep);
  */
 int gateway_open(void);
 
+/* --- link.c: veth pairs (net_lock held for every *_locked call) --- */
+
+#define LINK_MAX_ADDRS 8
+
+/* One end of a veth pair, in the namespace whose id is ns_id. */
+struct net_link {
+	struct list_head link;
+	uint32_t ns_id;
+	int index; /* unique in the sandbox (lo is 1 in every namespace) */
+	char name[16];
+	bool up; /* IFF_UP */
+	bool was_up; /* up once: its qdisc is noqueue (noop before) */
+	uint8_t mac[6];
+	struct net_link *peer;
+	int naddr;
+	struct {
+		uint8_t a[4];
+		uint8_t prefix;
+	} addr[LINK_MAX_ADDRS]; /* IPv4 */
+};
+
+/* The link of namespace ns named name (or with index when name is NULL), or NULL. */
+struct net_link *link_find_locked(uint32_t ns, const char *name, int index);
+void link_for_each_locked(uint32_t ns, void (*fn)(struct net_link *l, void *arg), void *arg);
+/* A veth pair in ns. 0, -EEXIST (a name is taken), -EINVAL, -ENOMEM. */
+int link_veth_create_locked(uint32_t ns, const char *name, const char *peer_name);
+/* Deletes l with its peer. */
+void link_delete_locked(struct net_link *l);
+/* Moves l to namespace ns (down, without addresses, as Linux). 0 or -EEXIST (name taken). */
+int link_move_locked(struct net_link *l, uint32_t ns);
+/* Whether l is up and its peer too (IFF_LOWER_UP, IFF_RUNNING). */
+bool link_carrier(const struct net_link *l);
+int link_addr_add_locked(struct net_link *l, const uint8_t a[4], int prefix);
+int link_addr_del_locked(struct net_link *l, const uint8_t a[4]);
+/* Whether IPv4 address a (IPv4-mapped) is a link's of ns (of an up link when up). */
+bool link_addr_assigned_locked(uint32_t ns, const uint8_t a[16], bool up);
+/*
+ * Routes IPv4-mapped destination d from namespace ns over its links: 1 with *dst_ns (the
+ * namespace that holds d on the peer) and src (the address of the link towards it); 0 when no
+ * link's connected subnet has d; -EHOSTUNREACH when one has but nobody answers there (src and
+ * *dst_ns set all the same: a datagram socket connects, its datagrams are lost).
+ */
+int link_route_locked(uint32_t ns, const uint8_t d[16], uint32_t *dst_ns, uint8_t src[16]);
+
 /* --- netlink.c --- */
 bool netlink_family(int family);
 ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m);
@@ -314,12 +372,16 @@ uint32_t netlink_portid_locked(struct sock *s);
  * -ENOIOCTLCMD for another command.
  */
 long net_if_ioctl(struct sock *s, struct task *t, unsigned int cmd, uint64_t arg);
-/* Whether lo is up (it starts up). */
-bool net_lo_up(void);
+/* Whether lo of namespace n is up (the initial one's starts up, a new one's down). */
+bool net_lo_up(struct net_ns *n);
+/* Whether lo of n has 127.0.0.1/8 (it had, once it was up: Linux's inetdev on NETDEV_UP). */
+bool net_lo_v4(struct net_ns *n);
 /*
- * Takes lo (the interface named name, or with index when name is NULL) up or down for t.
- * Returns 0, -EPERM (t lacks CAP_NET_ADMIN) or -ENODEV.
+ * Takes lo of n (the interface named name, or with index when name is NULL) up or down for t.
+ * Returns 0, -EPERM (t lacks CAP_NET_ADMIN in n's owner) or -ENODEV.
  */
-int net_lo_set_up(struct task *t, const char *name, int index, bool up);
+int net_lo_set_up(struct task *t, struct net_ns *n, const char *name, int index, bool up);
+/* The network namespace of t (borrowed; t itself only). */
+struct net_ns *task_net(struct task *t);
 
 #endif

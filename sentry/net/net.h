@@ -180,9 +180,10 @@ ssize_t net_recvmsg(struct task *t, struct file *f, struct net_msg *m, int flags
 
 /*
  * Renders /proc/net/tcp, tcp6, udp, udp6, udplite, udplite6, unix or dev (name without the
- * directory) into buf as Linux formats it, at most size bytes (truncated there). Returns the
+ * directory) into buf as Linux formats it, at most size bytes (truncated there), for the network
+ * namespace of task t (/proc/PID/net), or of the reader when t is NULL (/proc/net). Returns the
  * full length the text would have (like snprintf), or -ENOENT for another name.
  */
-ssize_t net_proc_render(const char *name, char *buf, size_t size);
+ssize_t net_proc_render(struct task *t, const char *name, char *buf, size_t size);
 
 #endif

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "common/util.h"
+#include "sentry/kernel/current.h"
 #include "sentry/net/internal.h"
 
 struct out {
@@ -136,10 +137,18 @@ static void inet_header(struct out *o, bool v6, bool tcp)
 			   "retrnsmt   uid  timeout inode ref pointer drops");
 }
 
-ssize_t net_proc_render(const char *name, char *buf, size_t size)
+ssize_t net_proc_render(struct task *t, const char *name, char *buf, size_t size)
 {
 	struct out o = { buf, size, 0, 0 };
+	struct nsproxy *ns;
+	struct net_ns *n;
 	size_t i;
+
+	/* The task's network namespace (/proc/PID/net), else the reader's (/proc/net). */
+	if (!t)
+		t = task_current();
+	ns = t ? task_get_nsproxy(t) : NULL;
+	n = ns ? ns->net : &net_ns_initial;
 
 	for (i = 0; i < ARRAY_SIZE(inet_files); i++) {
 		if (!strcmp(name, inet_files[i].name))
@@ -151,12 +160,12 @@ ssize_t net_proc_render(const char *name, char *buf, size_t size)
 
 		inet_header(&o, w.v6, w.tcp);
 		pthread_mutex_lock(&net_lock);
-		inet_for_each_proto_locked(inet_files[i].protocol, inet_each, &w);
+		inet_for_each_proto_locked(n, inet_files[i].protocol, inet_each, &w);
 		pthread_mutex_unlock(&net_lock);
 	} else if (!strcmp(name, "unix")) {
 		out_printf(&o, "Num       RefCount Protocol Flags    Type St Inode Path\n");
 		pthread_mutex_lock(&net_lock);
-		unix_for_each_locked(unix_each, &o);
+		unix_for_each_locked(n, unix_each, &o);
 		pthread_mutex_unlock(&net_lock);
 	} else if (!strcmp(name, "dev")) {
 		out_printf(&o,
@@ -167,8 +176,12 @@ ssize_t net_proc_render(const char *name, char *buf, size_t size)
 			   "    lo:       0       0    0    0    0     0          0         0 "
 			   "       0       0    0    0    0     0       0          0\n");
 	} else {
+		if (ns)
+			nsproxy_put(ns);
 		return -ENOENT;
 	}
+	if (ns)
+		nsproxy_put(ns);
 	if (o.len < size)
 		buf[o.len] = '\0';
 	return (ssize_t)o.len;

@@ -72,7 +72,7 @@ void sock_put(struct sock *s)
  * procfs refers to net_proc_render weakly, which alone would not pull procnet.o out of this
  * static library: this reference does, wherever a socket can exist.
  */
-static ssize_t (*const keep_proc_render)(const char *, char *, size_t)
+static ssize_t (*const keep_proc_render)(struct task *, const char *, char *, size_t)
 	__attribute__((used)) = net_proc_render;
 
 bool file_is_socket(struct file *f)
@@ -392,6 +392,7 @@ static void sock_node_release(struct vfs_node *n)
 	 * its host socket: closed here. */
 	if (s->hostfd >= 0)
 		host_release(s);
+	net_ns_put(s->net);
 	free(s);
 }
 
@@ -432,12 +433,23 @@ static struct sock *sock_alloc(int family, int type, int protocol)
 	s->mcast_ttl = 1;
 	s->hostfd = -1;
 	s->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
+	s->net = &net_ns_initial;
+	net_ns_get(s->net);
 	return s;
 }
 
 struct sock *sock_new(int family, int type, int protocol)
 {
 	return sock_alloc(family, type, protocol);
+}
+
+void sock_set_net(struct sock *s, struct net_ns *n)
+{
+	struct net_ns *old = s->net;
+
+	net_ns_get(n);
+	s->net = n;
+	net_ns_put(old);
 }
 
 /* A file over s (takes a new reference on s). */
@@ -470,9 +482,11 @@ int sock_create(struct task *t, int family, int type, int protocol, int flags, s
 	struct sock *s = sock_alloc(family, type, protocol);
 	struct file *f;
 
-	(void)t;
 	if (!s)
 		return -ENOMEM;
+	/* The namespace of its creator, for its whole life (Linux's sock_net). */
+	if (t)
+		sock_set_net(s, task_net(t));
 	f = sock_file(s, flags);
 	sock_put(s); /* the file holds it now */
 	if (!f)
@@ -749,7 +763,7 @@ int net_listen(struct task *t, struct file *f, int backlog)
 		}
 	}
 	inbound = ret == 0 && is_inet(s) && s->protocol == IPPROTO_TCP && net_inbound() &&
-		  !inet_is_loopback(s->lep.addr);
+		  !s->net->id && !inet_is_loopback(s->lep.addr);
 	pthread_mutex_unlock(&net_lock);
 	/* --inbound: it listens on the host too (host.c). */
 	if (inbound)
@@ -1257,7 +1271,7 @@ static ssize_t unix_dgram_send(struct task *t, struct sock *s, struct net_msg *m
 	else
 		sock_task_cred(t, &c);
 	if (m->name && m->namelen) {
-		dst = unix_find(t, m->name, m->namelen, SOCK_DGRAM);
+		dst = unix_find(t, s->net, m->name, m->namelen, SOCK_DGRAM);
 		if (IS_ERR(dst))
 			return PTR_ERR(dst);
 	} else {

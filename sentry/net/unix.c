@@ -78,13 +78,16 @@ static bool name_equal(const struct sock *s, const void *addr, size_t len)
 	return s->addrlen == len && !memcmp(&s->addr, addr, len);
 }
 
-/* Finds the socket of type bound to an abstract name (net_lock held); names are per type. */
-static struct sock *find_abstract_locked(const void *addr, size_t len, int type)
+/*
+ * Finds the socket of type bound to an abstract name in network namespace n (net_lock held);
+ * names are per type and per network namespace, as Linux's (path names are the filesystem's).
+ */
+static struct sock *find_abstract_locked(struct net_ns *n, const void *addr, size_t len, int type)
 {
 	struct sock *s;
 
 	list_for_each_entry(s, &unix_bound, bind_link) {
-		if (s->bind_ino == 0 && s->type == type && name_equal(s, addr, len))
+		if (s->bind_ino == 0 && s->net == n && s->type == type && name_equal(s, addr, len))
 			return s;
 	}
 	return NULL;
@@ -133,7 +136,7 @@ static int autobind_locked(struct sock *s)
 		sun.sun_family = AF_UNIX;
 		snprintf(name, sizeof(name), "%05x", autobind_next++ & 0xfffff);
 		memcpy(sun.sun_path + 1, name, 5);
-		if (!find_abstract_locked(&sun, len, s->type)) {
+		if (!find_abstract_locked(s->net, &sun, len, s->type)) {
 			memcpy(&s->addr, &sun, len);
 			s->addrlen = (socklen_t)len;
 			s->bound = true;
@@ -169,7 +172,7 @@ int unix_bind(struct task *t, struct sock *s, const void *addr, size_t len)
 	pthread_mutex_lock(&net_lock);
 	ret = s->bound ? -EINVAL : 0;
 	if (ret == 0 && abstract) {
-		if (find_abstract_locked(addr, len, s->type)) {
+		if (find_abstract_locked(s->net, addr, len, s->type)) {
 			ret = -EADDRINUSE;
 		} else {
 			memcpy(&s->addr, addr, len);
@@ -227,7 +230,7 @@ void unix_unbind_locked(struct sock *s)
 	}
 }
 
-struct sock *unix_find(struct task *t, const void *addr, size_t len, int type)
+struct sock *unix_find(struct task *t, struct net_ns *n, const void *addr, size_t len, int type)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 	bool abstract;
@@ -248,7 +251,7 @@ struct sock *unix_find(struct task *t, const void *addr, size_t len, int type)
 			return ERR_PTR(ret);
 	}
 	pthread_mutex_lock(&net_lock);
-	s = abstract ? find_abstract_locked(addr, len, type) : find_ident_locked(dev, ino);
+	s = abstract ? find_abstract_locked(n, addr, len, type) : find_ident_locked(dev, ino);
 	if (s && s->type != type)
 		s = ERR_PTR(-EPROTOTYPE);
 	else if (!s || s->closed)
@@ -285,6 +288,7 @@ static int unix_stream_connect(struct task *t, struct sock *s, struct sock *l, b
 	c = sock_new(AF_UNIX, s->type, 0);
 	if (!c)
 		return -ENOMEM;
+	sock_set_net(c, s->net);
 	for (;;) {
 		struct waitq *wq = &l->wq;
 		long r;
@@ -357,7 +361,7 @@ int unix_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	}
 	if (len < sizeof(sa_family_t) || sa->sa_family != AF_UNIX)
 		return -EINVAL;
-	l = unix_find(t, addr, len, s->type);
+	l = unix_find(t, s->net, addr, len, s->type);
 	if (IS_ERR(l))
 		return (int)PTR_ERR(l);
 	if (s->passcred)
@@ -379,10 +383,11 @@ int unix_connect(struct task *t, struct sock *s, const void *addr, size_t len, b
 	return ret;
 }
 
-void unix_for_each_locked(void (*fn)(struct sock *s, void *arg), void *arg)
+void unix_for_each_locked(struct net_ns *n, void (*fn)(struct sock *s, void *arg), void *arg)
 {
 	struct sock *s;
 
 	list_for_each_entry(s, &unix_bound, bind_link)
-		fn(s, arg);
+		if (s->net == n)
+			fn(s, arg);
 }

@@ -384,7 +384,7 @@ static int save_task(struct state_save *s, struct task *t)
 	if (__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED) || t->pt)
 		return state_save_fail(s, -EOPNOTSUPP, "pid %d is traced (ptrace): not saved yet",
 				       t->tid);
-	if (t->ns && (t->ns->uts->id || t->ns->ipc->id || t->ns->user->id))
+	if (t->ns && (t->ns->uts->id || t->ns->ipc->id || t->ns->user->id || t->ns->net->id))
 		return state_save_fail(s, -EOPNOTSUPP,
 				       "pid %d: namespaces made by unshare/clone are not saved yet",
 				       t->tid);

@@ -1,9 +1,8 @@
 #!/bin/sh
-# UTS, IPC and user namespaces with real programs (issue 17): util-linux's unshare, nsenter,
-# ipcmk and ipcs, su. Each command's expected output is the same command's run on the host
-# (as root, in namespaces of its own where it would change the host), so husk is compared with
-# Linux. CLONE_NEWNET stays EPERM in husk for now: the unprivileged user+UTS check uses
-# `unshare -Uru` where the issue's example has -Urun.
+# UTS, IPC, network and user namespaces with real programs (issue 17): util-linux's unshare,
+# nsenter, ipcmk and ipcs, su, iproute2's ip. Each command's expected output is the same
+# command's run on the host (as root, in namespaces of its own where it would change the host),
+# so husk is compared with Linux.
 . "$(dirname "$0")/lib.sh"
 
 # native CMD: CMD's stdout on the host, in new UTS and IPC namespaces (it changes nothing).
@@ -41,6 +40,20 @@ compare "nobody: unshare -u without a user namespace is refused" \
 	"su nobody -s /bin/sh -c 'unshare -u true 2>/dev/null || echo refused'"
 compare "nsenter -t PID -u: the other process's hostname" \
 	'unshare -u sh -c "hostname other; exec sleep 60" & p=$!; while [ "$(cat /proc/$p/comm 2>/dev/null)" != sleep ]; do :; done; nsenter -t $p -u hostname; kill $p'
+compare "unshare -n ip addr: lo down, no address" 'unshare -n ip addr'
+compare "unshare -n: ip link set lo up; ip addr" "unshare -n sh -c 'ip link set lo up; ip addr'"
+compare "unshare -n: lo up then down again keeps 127.0.0.1" \
+	"unshare -n sh -c 'ip link set lo up; ip link set lo down; ip addr; ip -6 addr'"
+compare "nobody: unshare -Urun, lo up in its own network namespace" \
+	"su nobody -s /bin/sh -c 'unshare -Urun sh -c \"ip link set lo up && ip -o -4 addr; id -u\"'"
+compare "nobody: unshare -n without a user namespace is refused" \
+	"su nobody -s /bin/sh -c 'unshare -n true 2>/dev/null || echo refused'"
+compare "stat -L of ns/net: different after unshare -n, equal for a child" \
+	'a=$(stat -L -c %i /proc/self/ns/net); b=$(sh -c "stat -L -c %i /proc/\$\$/ns/net"); c=$(unshare -n sh -c "stat -L -c %i /proc/\$\$/ns/net"); [ "$a" = "$b" ] && [ "$a" != "$c" ] && echo ok'
+compare "unshare -n: /proc/net/tcp and /proc/self/net/unix of the new namespace are empty" \
+	'unshare -n sh -c "wc -l < /proc/net/tcp; wc -l < /proc/self/net/unix"'
+compare "veth pair between two network namespaces: addresses, routes, TCP and UDP over it" \
+	"sh $(cd "$(dirname "$0")" && pwd)/netns_veth_check.sh"
 compare "stat -L of ns files: equal when shared, different after unshare" \
 	'a=$(stat -L -c %i /proc/self/ns/uts); b=$(sh -c "stat -L -c %i /proc/\$\$/ns/uts"); c=$(unshare -u sh -c "stat -L -c %i /proc/\$\$/ns/uts"); [ "$a" = "$b" ] && [ "$a" != "$c" ] && echo ok'
 finish

@@ -49,8 +49,10 @@ expect_output "socketpair exchange" "pair ok" 0 -- \
 # iproute2 reads the sandbox's interfaces over netlink: lo alone, 127.0.0.1/8, the local route.
 IP=/usr/sbin/ip
 if [ -x "$IP" ]; then
+	# With its lifetimes (IFA_CACHEINFO), as Linux prints a permanent address.
 	expect_output "ip -4 -o addr in husk: lo 127.0.0.1/8" \
-		"1: lo    inet 127.0.0.1/8 scope host lo" 0 -- "$HUSK" do -- "$IP" -4 -o addr
+		"1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever" \
+		0 -- "$HUSK" do -- "$IP" -4 -o addr
 	expect_output "ip -o link in husk: lo alone, up" "1: lo: <LOOPBACK,UP,LOWER_UP>" 0 -- \
 		sh -c '"$1" do -- "$2" -o link | cut -d" " -f1-3' sh "$HUSK" "$IP"
 	expect_output "ip route show table all in husk: the local route of lo" \

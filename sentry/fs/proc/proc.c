@@ -527,41 +527,54 @@ static const struct pseudo_ent sys_net_ents[] = {
  * /proc/net/NAME: the sockets' texts of sentry/net, named by the entry. Weak: procfs's unit
  * tests link no sentry/net (the sentry does: sentry/net/sock.c refers to it strongly).
  */
-ssize_t net_proc_render(const char *name, char *buf, size_t size) __attribute__((weak));
+ssize_t net_proc_render(struct task *t, const char *name, char *buf, size_t size)
+	__attribute__((weak));
 
+/* /proc/net (the reader's network namespace) and /proc/PID/net (the task's). */
 static int gen_net(struct pseudo_node *n, FILE *out)
 {
+	struct task *t = NULL;
 	char small[4096];
 	ssize_t len;
 	char *big;
 
 	if (!net_proc_render)
 		return -ENOENT;
-	len = net_proc_render(n->ent->name, small, sizeof(small));
-	if (len < 0)
-		return (int)len;
-	if ((size_t)len < sizeof(small)) {
-		fwrite(small, 1, (size_t)len, out);
-		return 0;
+	if (n->pid) {
+		t = pseudo_node_task(n);
+		if (!t)
+			return -ESRCH;
+	}
+	len = net_proc_render(t, n->ent->name, small, sizeof(small));
+	if (len < 0 || (size_t)len < sizeof(small)) {
+		if (len >= 0)
+			fwrite(small, 1, (size_t)len, out);
+		task_put(t);
+		return len < 0 ? (int)len : 0;
 	}
 	/* More sockets than fit: render again into a buffer of the full size (plus growth). */
 	for (size_t size = (size_t)len + 4096;; size = (size_t)len + 4096) {
 		big = malloc(size);
-		if (!big)
+		if (!big) {
+			task_put(t);
 			return -ENOMEM;
-		len = net_proc_render(n->ent->name, big, size);
+		}
+		len = net_proc_render(t, n->ent->name, big, size);
 		if (len >= 0 && (size_t)len < size)
 			break;
 		free(big);
-		if (len < 0)
+		if (len < 0) {
+			task_put(t);
 			return (int)len;
+		}
 	}
+	task_put(t);
 	fwrite(big, 1, (size_t)len, out);
 	free(big);
 	return 0;
 }
 
-static const struct pseudo_ent net_ents[] = {
+const struct pseudo_ent proc_net_ents[] = {
 	REG("dev", 90, gen_net),
 	REG("tcp", 91, gen_net),
 	REG("tcp6", 92, gen_net),
@@ -708,7 +721,7 @@ static const struct pseudo_ent root_ents[] = {
 	REG("loadavg", 5, gen_loadavg),
 	REG("meminfo", 6, gen_meminfo),
 	{ .name = "mounts", .mode = S_IFLNK | 0777, .readlink = mounts_readlink, .id = 7 },
-	DIR("net", 14, net_ents),
+	DIR("net", 14, proc_net_ents),
 	{ .name = "self", .mode = S_IFLNK | 0777, .readlink = self_readlink, .id = 8 },
 	REG("stat", 9, gen_stat),
 	/* sysctls are not seq_files: lseek as on files of size 0. */

@@ -297,13 +297,24 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 }
 
 #define NS_TYPE_IPC 1
+#define NS_TYPE_NET 3
 #define NS_TYPE_USER 6
 #define NS_TYPE_UTS 7
 
-/* The identity (nsproxy.h) of ns's namespace of type (uts, ipc or user). */
+/* The identity (nsproxy.h) of ns's namespace of type (uts, ipc, net or user). */
 static uint32_t nsproxy_type_id(struct nsproxy *ns, int type)
 {
-	return type == NS_TYPE_UTS ? ns->uts->id : type == NS_TYPE_IPC ? ns->ipc->id : ns->user->id;
+	return type == NS_TYPE_UTS ? ns->uts->id :
+	       type == NS_TYPE_IPC ? ns->ipc->id :
+	       type == NS_TYPE_NET ? ns->net->id :
+				     ns->user->id;
+}
+
+/* Whether namespaces of type are nsproxy.c's (numbered by their id). */
+static bool nsproxy_type(int type)
+{
+	return type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER ||
+	       type == NS_TYPE_NET;
 }
 
 /*
@@ -331,7 +342,7 @@ static uint32_t node_ns_ino(struct pseudo_node *n, int type)
 	uint32_t ino = proc_ns_ino(k, type), c = 0;
 	struct task *t;
 
-	if (type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER) {
+	if (nsproxy_type(type)) {
 		struct nsproxy *ns;
 
 		t = pseudo_node_task(n);
@@ -537,6 +548,7 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 		return ns_install_user(f, t,
 				       type == NS_TYPE_UTS ? ns->uts->owner :
 				       type == NS_TYPE_IPC ? ns->ipc->owner :
+				       type == NS_TYPE_NET ? ns->net->owner :
 							     nsproxy_initial(t->k)->user);
 	default:
 		return -ENOTTY;
@@ -554,7 +566,7 @@ static uint32_t ns_file_ino(struct file *f, int type)
 {
 	struct pseudo_node *n = pseudo_node_of(f->node);
 
-	if (f->priv && (type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER))
+	if (f->priv && nsproxy_type(type))
 		return ns_ino_of(proc_ns_ino(pseudo_fs_of(n)->k, type),
 				 nsproxy_type_id(f->priv, type));
 	return node_ns_ino(n, type);

@@ -59,7 +59,10 @@ int proc_gen_oom_score(struct pseudo_node *n, FILE *out);
 ssize_t proc_write_oom_score_adj(struct pseudo_node *n, const char *buf, size_t len);
 ssize_t proc_write_oom_adj(struct pseudo_node *n, const char *buf, size_t len);
 
-/* The entries, with ids o..o + 6, as Linux's modes. */
+/* /proc/net's files (proc.c): under /proc/PID they show the task's network namespace. */
+extern const struct pseudo_ent proc_net_ents[];
+
+/* The entries, with ids o..o + 7, as Linux's modes. */
 #define PROC_IDS_RW(nm, id_, g, w)                                                    \
 	{                                                                             \
 		.name = nm, .mode = S_IFREG | 0644, .gen = g, .write = w, .id = (id_) \
@@ -72,6 +75,7 @@ ssize_t proc_write_oom_adj(struct pseudo_node *n, const char *buf, size_t len);
 		PROC_IDS_RW("oom_score_adj", (o) + 4, proc_gen_oom_score_adj,             \
 			    proc_write_oom_score_adj),                                    \
 		PROC_IDS_RW("oom_adj", (o) + 5, proc_gen_oom_adj, proc_write_oom_adj),    \
-		PSEUDO_REG("oom_score", (o) + 6, proc_gen_oom_score)
+		PSEUDO_REG("oom_score", (o) + 6, proc_gen_oom_score),                     \
+		PSEUDO_DIR("net", (o) + 7, proc_net_ents, 0555)
 
 #endif
