@@ -16,10 +16,19 @@
 #include "common/err.h"
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/mount_user.h"
+
+/* nsproxy.c (weak: the VFS's unit tests link without the kernel's namespaces; none of them
+ * reaches these calls). */
+#pragma weak nsproxy_initial
+#pragma weak task_nsproxy
+#pragma weak task_ns_capable
+#pragma weak user_ns_get
+#pragma weak user_ns_put
 
 static uint32_t next_ns_index;
 
@@ -250,6 +259,31 @@ static bool in_task_tree(struct task *t, struct vfs_mount *m)
 	return ok;
 }
 
+/* --- who may mount --- */
+
+struct user_ns *vfs_mnt_ns_owner(struct task *t)
+{
+	struct vfs_mnt_ns *ns = t->fs ? t->fs->mnt_ns : NULL;
+
+	return ns ? ns->owner : nsproxy_initial(t->k)->user;
+}
+
+bool vfs_may_mount(struct task *t)
+{
+	return task_ns_capable(t, vfs_mnt_ns_owner(t), CAP_SYS_ADMIN);
+}
+
+/* Whether m has a locked submount on node or below it (mount lock held). */
+static bool has_locked_children(struct vfs_mount *m, struct vfs_node *node)
+{
+	struct vfs_mount *c;
+
+	list_for_each_entry(c, &m->children, sibling)
+		if ((c->locks & VFS_MNT_LOCKED) && node_below(c->mountpoint, node))
+			return true;
+	return false;
+}
+
 /* --- chroot --- */
 
 int vfs_chroot(struct task *t, const char *path)
@@ -266,7 +300,8 @@ int vfs_chroot(struct task *t, const char *path)
 	err = vfs_path_permission(t, &p, VFS_MAY_EXEC);
 	if (err < 0)
 		goto out_put;
-	if (!cred_capable(&t->cred, CAP_SYS_CHROOT)) {
+	/* Linux: CAP_SYS_CHROOT in the caller's own user namespace. */
+	if (!task_ns_capable(t, task_nsproxy(t)->user, CAP_SYS_CHROOT)) {
 		err = -EPERM;
 		goto out_put;
 	}
@@ -393,8 +428,19 @@ static int node_fs_path(struct vfs_node *from, struct vfs_node *node, const char
 	return n < (int)size ? 0 : -ENAMETOOLONG;
 }
 
+/*
+ * How a copy relates to its original (Linux's CL_* flags): COPY_PEERS keeps the propagation
+ * (a shared mount's copy is its peer, a slave's a slave of the same master: binds, copies of a
+ * namespace in the same user namespace); COPY_TO_SLAVE makes a shared mount's copy its slave
+ * (CL_SHARED_TO_SLAVE: a namespace copied into a less privileged user namespace); COPY_SLAVE
+ * makes every copy of a shared mount its slave and of another mount private (propagation to a
+ * slave).
+ */
+enum copy_mode { COPY_PEERS, COPY_TO_SLAVE, COPY_SLAVE };
+
 /* A copy of m showing node (a node of m's filesystem), detached: a bind of (m, node). */
-static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node, bool keep_peer)
+static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
+				     enum copy_mode mode)
 {
 	struct vfs_mount *c = vfs_mount_create(m->fs, node, m->flags);
 	char *root;
@@ -427,10 +473,21 @@ static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
 		}
 		free(root);
 	}
-	if (keep_peer && m->propagation == MS_SHARED && peer_join(m->peer_group)) {
-		c->propagation = MS_SHARED;
-		c->peer_group = m->peer_group;
-	} else if (keep_peer && m->propagation == MS_SLAVE) {
+	/* Linux's clone_mnt keeps the lock flags; a bind's top loses VFS_MNT_LOCKED later. */
+	c->locks = m->locks;
+	if (mode == COPY_PEERS) {
+		if (m->propagation == MS_SHARED && peer_join(m->peer_group)) {
+			c->propagation = MS_SHARED;
+			c->peer_group = m->peer_group;
+			c->master = m->master;
+		} else if (m->master) {
+			c->propagation = MS_SLAVE;
+			c->master = m->master;
+		}
+	} else if (m->propagation == MS_SHARED) {
+		c->propagation = MS_SLAVE;
+		c->master = m->peer_group;
+	} else if (mode == COPY_TO_SLAVE && m->master) {
 		c->propagation = MS_SLAVE;
 		c->master = m->master;
 	}
@@ -456,7 +513,8 @@ static void attach_locked(struct vfs_mount *c, struct vfs_mount *parent, struct 
  * Returns the top (one reference) or ERR_PTR(-errno); *map receives old/new pairs if asked.
  */
 static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node, bool rec,
-				   bool keep_peer, struct mount_vec *olds, struct mount_vec *news)
+				   enum copy_mode mode, struct mount_vec *olds,
+				   struct mount_vec *news)
 {
 	struct mount_vec old = { 0 }, made = { 0 };
 	struct vfs_mount *top;
@@ -464,7 +522,7 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 
 	if (mount_room(1) < 0)
 		return ERR_PTR(-ENOSPC);
-	top = clone_mount(src, node, keep_peer);
+	top = clone_mount(src, node, mode);
 	if (!top)
 		return ERR_PTR(-ENOMEM);
 	if (vec_push(&old, src) < 0 || vec_push(&made, top) < 0) {
@@ -482,15 +540,23 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 
 			for (pi = 0; pi < old.n && old.v[pi] != m->parent; pi++)
 				;
-			if (pi == old.n || m->propagation == MS_UNBINDABLE)
+			if (pi == old.n)
 				continue;
 			if (pi == 0 && !node_below(m->mountpoint, node))
 				continue;
+			if (m->propagation == MS_UNBINDABLE) {
+				/* Leaving a locked mount out would reveal what it covers (Linux). */
+				if (m->locks & VFS_MNT_LOCKED) {
+					err = -EPERM;
+					break;
+				}
+				continue;
+			}
 			if (mount_room(1) < 0) {
 				err = -ENOSPC;
 				break;
 			}
-			c = clone_mount(m, m->root, keep_peer);
+			c = clone_mount(m, m->root, mode);
 			if (!c) {
 				err = -ENOMEM;
 				break;
@@ -519,6 +585,17 @@ out:
 	return top;
 }
 
+/* Whether src's mount has locked submounts at or below src's node. */
+static bool src_has_locked(const struct vfs_path *src)
+{
+	bool r;
+
+	vfs_mount_read_lock();
+	r = has_locked_children(src->mnt, src->node);
+	vfs_mount_read_unlock();
+	return r;
+}
+
 int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
 {
 	struct vfs_mount *top;
@@ -531,10 +608,15 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 	/* Linux's graft_tree: a directory on a non-directory or the reverse is ENOTDIR. */
 	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(src->node))
 		return -ENOTDIR;
+	/* Linux's __do_loopback: a bind alone of a mount with locked submounts would show what
+	 * they cover. */
+	if (!rec && src_has_locked(src))
+		return -EINVAL;
 	/* Binds of shared mounts are their peers, of slaves slaves of the same master. */
-	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
+	top = copy_tree(src->mnt, src->node, rec, COPY_PEERS, NULL, NULL);
 	if (IS_ERR(top))
 		return (int)PTR_ERR(top);
+	top->locks &= ~VFS_MNT_LOCKED;
 	err = attach_new(top, at);
 	if (err < 0)
 		drop_tree(top);
@@ -551,9 +633,13 @@ struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *sr
 		return ERR_PTR(-EINVAL);
 	if (src->mnt->propagation == MS_UNBINDABLE)
 		return ERR_PTR(-EINVAL);
-	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
-	if (!IS_ERR(top))
+	if (!rec && src_has_locked(src))
+		return ERR_PTR(-EINVAL);
+	top = copy_tree(src->mnt, src->node, rec, COPY_PEERS, NULL, NULL);
+	if (!IS_ERR(top)) {
 		top->anon_tree = true;
+		top->locks &= ~VFS_MNT_LOCKED;
+	}
 	return top;
 }
 
@@ -604,12 +690,56 @@ static bool is_mount_root(const struct vfs_path *p)
 	return p->node == p->mnt->root;
 }
 
+/* The mount's atime choice: MS_NOATIME, MS_STRICTATIME or MS_RELATIME (the label's word). */
+static int mount_atime(struct vfs_mount *m)
+{
+	const char *w = m->label ? m->label->atime : NULL;
+
+	if (w && !strcmp(w, "noatime"))
+		return MS_NOATIME;
+	if (w && !*w)
+		return MS_STRICTATIME;
+	return MS_RELATIME;
+}
+
+/* Linux's can_change_locked_flags: a remount to flags keeps every locked flag of m. */
+static bool can_change_locked_flags(struct vfs_mount *m, int flags)
+{
+	int l = m->locks;
+
+	if ((l & VFS_MNT_LOCK_READONLY) && !(flags & MS_RDONLY))
+		return false;
+	if ((l & VFS_MNT_LOCK_NODEV) && !(flags & MS_NODEV))
+		return false;
+	if ((l & VFS_MNT_LOCK_NOSUID) && !(flags & MS_NOSUID))
+		return false;
+	if ((l & VFS_MNT_LOCK_NOEXEC) && !(flags & MS_NOEXEC))
+		return false;
+	/* Without an atime flag a remount keeps the mount's (Linux's path_mount). */
+	if ((l & VFS_MNT_LOCK_ATIME) && (flags & (MS_NOATIME | MS_STRICTATIME | MS_RELATIME))) {
+		int want = (flags & MS_NOATIME)	    ? MS_NOATIME :
+			   (flags & MS_STRICTATIME) ? MS_STRICTATIME :
+						      MS_RELATIME;
+
+		if (want != mount_atime(m))
+			return false;
+	}
+	return true;
+}
+
 int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind)
 {
 	struct vfs_mount *m = p->mnt;
 
 	if (!is_mount_root(p) || !in_task_tree(t, m))
 		return -EINVAL;
+	if (!can_change_locked_flags(m, flags))
+		return -EPERM;
+	/* Reconfiguring the filesystem itself: CAP_SYS_ADMIN over its user namespace. */
+	if (!bind &&
+	    !task_ns_capable(t, m->fs->user_ns ? m->fs->user_ns : nsproxy_initial(t->k)->user,
+			     CAP_SYS_ADMIN))
+		return -EPERM;
 	vfs_mount_set_flags(m, flags & VFS_MNT_FLAGS);
 	/* Without MS_BIND the superblock's read-only flag changes too (the label's). */
 	if (!bind && m->label)
@@ -633,6 +763,7 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 			struct vfs_mount *m = v.v[i];
 
 			if (type == MS_SHARED) {
+				/* A slave made shared stays a slave too (shared:N master:M). */
 				if (m->propagation != MS_SHARED) {
 					m->peer_group = peer_join(0);
 					if (!m->peer_group) {
@@ -640,12 +771,12 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 						break;
 					}
 				}
-				m->master = 0;
 			} else if (type == MS_SLAVE) {
-				/* Its peers become its master; with none, it is private (Linux). */
+				/* Its peers become its master; with none, its own master stays, and
+				 * without one it is private (Linux's do_make_slave). */
 				if (m->propagation == MS_SHARED) {
-					m->master =
-						peer_members(m->peer_group) > 1 ? m->peer_group : 0;
+					if (peer_members(m->peer_group) > 1)
+						m->master = m->peer_group;
 					make_unshared(m);
 					if (!m->master) {
 						m->propagation = 0;
@@ -673,6 +804,8 @@ int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_
 	int err = 0;
 
 	if (!is_mount_root(src) || !in_task_tree(t, m) || !in_task_tree(t, at->mnt))
+		return -EINVAL;
+	if (m->locks & VFS_MNT_LOCKED)
 		return -EINVAL;
 	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(m->root))
 		return -EINVAL; /* Linux's do_move_mount */
@@ -710,6 +843,11 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
 
 	if (!is_mount_root(p) || !in_task_tree(t, m))
 		return -EINVAL;
+	/* Linux's can_umount: a locked mount stays (what it covers stays hidden), even lazily. */
+	if (m->locks & VFS_MNT_LOCKED)
+		return -EINVAL;
+	if ((flags & MNT_FORCE) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return -EPERM;
 	vfs_task_root(t, &root);
 	if (flags & MNT_EXPIRE) {
 		/* Expiry marks are not kept: every mount counts as in use since the last call. */
@@ -774,6 +912,8 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 		err = -EBUSY;
 	else if (root.node != rm->root || new_root->node != nm->root || !nm->parent)
 		err = -EINVAL; /* not mountpoints, or new_root not attached */
+	else if (nm->locks & VFS_MNT_LOCKED)
+		err = -EINVAL; /* it would uncover what it hides */
 	else if (!rm->parent && !fs_ns_owns(t->fs, rm))
 		err = -EINVAL; /* the sandbox's own root is its tree's top, as Linux's rootfs */
 	else if (!path_below(om, put_old->node, nm, nm->root))
@@ -797,6 +937,11 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 		list_del(&rm->sibling);
 		__atomic_sub_fetch(&root_mp->mounts, 1, __ATOMIC_RELEASE);
 		__atomic_sub_fetch(&root_mp->fs->mounted_on, 1, __ATOMIC_RELEASE);
+	}
+	/* Linux: the old root's lock goes to the new root, which takes its place. */
+	if (rm->locks & VFS_MNT_LOCKED) {
+		nm->locks |= VFS_MNT_LOCKED;
+		rm->locks &= ~VFS_MNT_LOCKED;
 	}
 	/* rm's old reference (the tree's, or the namespace's for a top) is replaced here. */
 	attach_locked(rm, om, put_old->node);
@@ -860,6 +1005,7 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 	vfs_mount_write_unlock();
 	vec_put(&drop);
 	vfs_mount_put(ns->root);
+	user_ns_put(ns->owner);
 	free(ns);
 }
 
@@ -877,30 +1023,63 @@ static void move_path(struct vfs_path *p, const struct mount_vec *olds,
 	}
 }
 
-int vfs_mnt_ns_unshare(struct fs_context *fs)
+/*
+ * Linux's lock_mnt_tree: every mount of a copy made for a less privileged user namespace keeps
+ * its flags, and all but the top are locked to their parents (mount lock held).
+ */
+static void lock_tree(struct vfs_mount *top)
+{
+	for (struct vfs_mount *m = top; m; m = vfs_mount_next_below(m, top)) {
+		int l = VFS_MNT_LOCK_ATIME;
+
+		if (m->flags & MS_RDONLY)
+			l |= VFS_MNT_LOCK_READONLY;
+		if (m->flags & MS_NODEV)
+			l |= VFS_MNT_LOCK_NODEV;
+		if (m->flags & MS_NOSUID)
+			l |= VFS_MNT_LOCK_NOSUID;
+		if (m->flags & MS_NOEXEC)
+			l |= VFS_MNT_LOCK_NOEXEC;
+		if (m != top)
+			l |= VFS_MNT_LOCKED;
+		m->locks |= l;
+	}
+}
+
+int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
 {
 	struct mount_vec olds = { 0 }, news = { 0 };
 	struct vfs_mnt_ns *ns = calloc(1, sizeof(*ns)), *old_ns;
 	struct vfs_mount *top, *copy;
 	struct vfs_path root;
 	uint32_t idx;
+	bool less;
 
 	if (!ns)
 		return -ENOMEM;
+	/* Into a user namespace other than the old namespace's owner (Linux's copy_mnt_ns). */
+	less = fs->mnt_ns ? fs->mnt_ns->owner != owner : owner->level != 0;
 	fs_context_get_root(fs, &root);
 	vfs_mount_read_lock();
 	top = tree_top(root.mnt);
 	vfs_mount_get(top);
 	vfs_mount_read_unlock();
 	vfs_path_put(&root);
-	/* Every mount copied, peers kept (Linux's copy_mnt_ns in the same user namespace). */
-	copy = copy_tree(top, top->root, true, true, &olds, &news);
+	/* Every mount copied, peers kept, or for a less privileged owner made slaves. */
+	copy = copy_tree(top, top->root, true, less ? COPY_TO_SLAVE : COPY_PEERS, &olds, &news);
 	vfs_mount_put(top);
 	if (IS_ERR(copy)) {
 		free(ns);
 		return (int)PTR_ERR(copy);
 	}
+	if (less) {
+		vfs_mount_write_lock();
+		lock_tree(copy);
+		vfs_mount_write_unlock();
+	}
 	refcount_init(&ns->ref, 1);
+	user_ns_get(owner);
+	ns->owner = owner;
 	idx = __atomic_fetch_add(&next_ns_index, 1, __ATOMIC_RELAXED);
 	/* In Linux's range of namespace inodes, the mnt slot (2) of a 16-apart block. */
 	ns->ino = 0xF0000000u + ((0x80000u + idx) & 0xFFFFFu) * 16u + 2u;
