@@ -370,6 +370,7 @@ struct vfs_mount {
 	struct vfs_mnt_ns *ns; /* not referenced: the namespace whose top this mount is, or NULL */
 	bool anon_tree; /* the top of a tree open_tree/fsmount made, not attached yet */
 	int locks; /* VFS_MNT_LOCKED, VFS_MNT_LOCK_* (mount_user.h); written under the mount lock */
+	struct list_head all; /* in mount.c's list of every mount (vfs_mount_each_existing) */
 };
 
 /*

@@ -30,6 +30,13 @@
 #pragma weak user_ns_get
 #pragma weak user_ns_put
 
+/*
+ * Guest changes of the mount tree are serialised by the op lock (Linux's namespace_sem), so
+ * that the peer groups and slaves a propagation reads stay as they are while it copies. It is
+ * taken first, before any other lock of the VFS.
+ */
+static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static uint32_t next_ns_index;
 
 /*
@@ -368,14 +375,28 @@ static void label_set_atime(struct vfs_mount_label *l, int flags)
 	l->atime = strdup(w);
 }
 
-/* Attaches m at p (a guest's new mount): the mountpoint's type rules, then the tree. */
+static int propagate_new(struct vfs_mount *dest, struct vfs_node *mp, struct vfs_mount *src);
+static void lock_tree(struct vfs_mount *top);
+
+/*
+ * Attaches m (a new tree's top) at p (a guest's new mount): the mountpoint's type rules, then
+ * the tree, then copies on the mounts p's mount propagates to. Op lock held.
+ */
 static int attach_new(struct vfs_mount *m, const struct vfs_path *p)
 {
-	return vfs_mount_attach(m, p);
+	int err;
+
+	vfs_mount_write_lock();
+	m->anon_tree = false;
+	vfs_mount_write_unlock();
+	err = vfs_mount_attach(m, p);
+	if (err == 0)
+		err = propagate_new(p->mnt, p->node, m);
+	return err;
 }
 
-int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
-		  const char *source, const char *fstype, const char *super_opts)
+static int mount_new_locked(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
+			    const char *source, const char *fstype, const char *super_opts)
 {
 	struct vfs_mount *m;
 	int err;
@@ -396,6 +417,17 @@ int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, 
 	err = attach_new(m, at);
 	vfs_mount_put(m);
 	return err;
+}
+
+int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
+		  const char *source, const char *fstype, const char *super_opts)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_new_locked(t, at, fs, flags, source, fstype, super_opts);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 /* The path of node inside its filesystem below from ("/a/b"), after prefix. */
@@ -525,6 +557,8 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 	top = clone_mount(src, node, mode);
 	if (!top)
 		return ERR_PTR(-ENOMEM);
+	/* Not a tree propagation reaches until attached (anon_tree: being built). */
+	top->anon_tree = true;
 	if (vec_push(&old, src) < 0 || vec_push(&made, top) < 0) {
 		err = -ENOMEM;
 		goto out;
@@ -596,7 +630,8 @@ static bool src_has_locked(const struct vfs_path *src)
 	return r;
 }
 
-int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
+static int mount_bind_locked(struct task *t, const struct vfs_path *src, const struct vfs_path *at,
+			     bool rec)
 {
 	struct vfs_mount *top;
 	int err;
@@ -625,7 +660,18 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 	return err;
 }
 
-struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec)
+int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_bind_locked(t, src, at, rec);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+static struct vfs_mount *mount_clone_tree_locked(struct task *t, const struct vfs_path *src,
+						 bool rec)
 {
 	struct vfs_mount *top;
 
@@ -641,6 +687,16 @@ struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *sr
 		top->locks &= ~VFS_MNT_LOCKED;
 	}
 	return top;
+}
+
+struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec)
+{
+	struct vfs_mount *r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_clone_tree_locked(t, src, rec);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
@@ -661,7 +717,7 @@ struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *s
 	return m;
 }
 
-int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
+static int mount_attach_tree_locked(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
 {
 	int err;
 
@@ -674,12 +730,240 @@ int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_
 		vfs_mount_write_unlock();
 		return -EINVAL;
 	}
-	m->anon_tree = false;
 	vfs_mount_write_unlock();
-	err = vfs_mount_attach(m, at);
-	if (err < 0)
+	err = attach_new(m, at);
+	if (err < 0 && !m->parent)
 		m->anon_tree = true;
 	return err;
+}
+
+int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_attach_tree_locked(t, m, at);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+/* --- propagation (Linux's fs/pnode.c, reduced) --- */
+
+/* Whether m is in a tree that propagation reaches: attached, not being built (mount lock). */
+static bool prop_live(struct vfs_mount *m)
+{
+	struct vfs_mount *top;
+
+	if (m->detached)
+		return false;
+	top = tree_top(m);
+	return !top->detached && !top->anon_tree;
+}
+
+static void collect_propagating(struct vfs_mount *m, void *arg)
+{
+	if ((m->propagation == MS_SHARED || m->master) && prop_live(m))
+		vec_push(arg, m);
+}
+
+/* The owner of m's tree (mount lock held): NULL for the sandbox's (the initial user ns). */
+static struct user_ns *tree_owner(struct vfs_mount *m)
+{
+	struct vfs_mount *top = tree_top(m);
+
+	return top->ns && top->ns->owner->level ? top->ns->owner : NULL;
+}
+
+static bool vec_has(const struct mount_vec *v, struct vfs_mount *m)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->v[i] == m)
+			return true;
+	return false;
+}
+
+/* Every mount of the tree below top becomes shared, a new peer group each (mount lock held). */
+static int make_tree_shared(struct vfs_mount *top)
+{
+	for (struct vfs_mount *m = top; m; m = vfs_mount_next_below(m, top)) {
+		if (m->propagation == MS_SHARED)
+			continue;
+		m->peer_group = peer_join(0);
+		if (!m->peer_group)
+			return -ENOMEM;
+		m->propagation = MS_SHARED;
+	}
+	return 0;
+}
+
+/* One step of a propagation: the copy of tree tmpl that a group's mounts receive. */
+struct prop_step {
+	uint64_t group;
+	struct vfs_mount *tmpl; /* referenced */
+	struct vfs_mount *skip; /* the group's mount that has tmpl already */
+};
+
+/*
+ * After src, a new tree, was attached at (dest, mp): copies of it on every mount dest
+ * propagates to (Linux's propagate_mnt): dest's peers get peers of src, the slaves of dest's
+ * group slaves of it, and a slave that is shared passes its copy on to its own peers and
+ * slaves. A mount whose root does not contain mp gets none. Copies into a tree of another user
+ * namespace are locked but for their top. src's mounts become shared first, as Linux's
+ * attach_recursive_mnt. Op lock held. 0 or -errno (copies made so far stay).
+ */
+static int propagate_new(struct vfs_mount *dest, struct vfs_node *mp, struct vfs_mount *src)
+{
+	struct mount_vec live = { 0 }, mine = { 0 };
+	struct prop_step *steps = NULL;
+	size_t nsteps = 0, cap = 0;
+	struct user_ns *owner;
+	int err;
+
+	vfs_mount_write_lock();
+	if (dest->propagation != MS_SHARED) {
+		vfs_mount_write_unlock();
+		return 0;
+	}
+	err = make_tree_shared(src);
+	if (err == 0)
+		err = collect(src, &mine);
+	if (err == 0)
+		vfs_mount_each_existing(collect_propagating, &live);
+	owner = tree_owner(dest);
+	vfs_mount_write_unlock();
+	steps = malloc(sizeof(*steps) * 4);
+	cap = 4;
+	if (!steps)
+		err = -ENOMEM;
+	if (err == 0) {
+		vfs_mount_get(src);
+		steps[nsteps++] = (struct prop_step){ dest->peer_group, src, dest };
+	}
+	for (size_t si = 0; err == 0 && si < nsteps; si++) {
+		struct prop_step st = steps[si];
+
+		for (size_t i = 0; err == 0 && i < live.n; i++) {
+			struct vfs_mount *q = live.v[i], *copy;
+			struct vfs_path at = { .mnt = q, .node = mp };
+			bool peer = q->propagation == MS_SHARED && q->peer_group == st.group;
+			bool locked_copy;
+
+			if (q == st.skip || vec_has(&mine, q) || (!peer && q->master != st.group))
+				continue;
+			if (!node_below(mp, q->root))
+				continue; /* mp is not visible in q */
+			copy = copy_tree(st.tmpl, st.tmpl->root, true,
+					 peer ? COPY_PEERS : COPY_SLAVE, NULL, NULL);
+			if (IS_ERR(copy)) {
+				err = (int)PTR_ERR(copy);
+				break;
+			}
+			vfs_mount_write_lock();
+			locked_copy = tree_owner(q) != owner;
+			if (locked_copy) {
+				lock_tree(copy);
+				copy->locks &= ~VFS_MNT_LOCKED;
+			}
+			/* A slave that is shared passes the copy on to its peers and slaves. */
+			if (!peer && q->propagation == MS_SHARED)
+				err = make_tree_shared(copy);
+			copy->anon_tree = false;
+			vfs_mount_write_unlock();
+			if (err == 0)
+				err = vfs_mount_attach(copy, &at);
+			if (err < 0) {
+				drop_tree(copy);
+				break;
+			}
+			if (!peer && q->propagation == MS_SHARED) {
+				bool seen = false;
+
+				for (size_t k = 0; k < nsteps; k++)
+					seen |= steps[k].group == q->peer_group;
+				if (!seen && nsteps == cap) {
+					struct prop_step *nv =
+						realloc(steps, sizeof(*nv) * cap * 2);
+
+					if (!nv) {
+						err = -ENOMEM;
+						vfs_mount_put(copy);
+						break;
+					}
+					steps = nv;
+					cap *= 2;
+				}
+				if (!seen) {
+					steps[nsteps++] =
+						(struct prop_step){ q->peer_group, copy, q };
+					continue; /* the step holds the copy's reference */
+				}
+			}
+			vfs_mount_put(copy);
+		}
+	}
+	for (size_t i = 0; i < nsteps; i++)
+		vfs_mount_put(steps[i].tmpl);
+	free(steps);
+	vec_put(&live);
+	vec_put(&mine);
+	return err;
+}
+
+/*
+ * Linux's propagate_umount, reduced: after m left (parent, mp), the mounts at mp of every mount
+ * parent propagates to that show the same (filesystem, root) go too, when they are not locked
+ * and have no submounts (or with MNT_DETACH, with theirs). Op and mount (write) locks held.
+ */
+static void propagate_umount(struct vfs_mount *parent, struct vfs_node *mp, struct vfs_mount *m,
+			     int flags, struct mount_vec *drop)
+{
+	struct mount_vec live = { 0 };
+	uint64_t *groups;
+	size_t ng = 0, gcap = 8;
+
+	if (parent->propagation != MS_SHARED)
+		return;
+	groups = malloc(sizeof(*groups) * gcap);
+	if (!groups)
+		return;
+	groups[ng++] = parent->peer_group;
+	vfs_mount_each_existing(collect_propagating, &live);
+	for (size_t gi = 0; gi < ng; gi++) {
+		for (size_t i = 0; i < live.n; i++) {
+			struct vfs_mount *q = live.v[i], *c, *found = NULL;
+			bool peer = q->propagation == MS_SHARED && q->peer_group == groups[gi];
+
+			if (q == parent || q->detached || (!peer && q->master != groups[gi]))
+				continue;
+			if (!peer && q->propagation == MS_SHARED) {
+				bool seen = false;
+
+				for (size_t k = 0; k < ng; k++)
+					seen |= groups[k] == q->peer_group;
+				if (!seen && ng == gcap) {
+					uint64_t *nv = realloc(groups, sizeof(*nv) * gcap * 2);
+
+					if (nv) {
+						groups = nv;
+						gcap *= 2;
+					}
+				}
+				if (!seen && ng < gcap)
+					groups[ng++] = q->peer_group;
+			}
+			list_for_each_entry(c, &q->children, sibling)
+				if (c->mountpoint == mp)
+					found = c;
+			if (!found || found->fs != m->fs || found->root != m->root ||
+			    (found->locks & VFS_MNT_LOCKED))
+				continue;
+			if (!(flags & MNT_DETACH) && !list_empty(&found->children))
+				continue;
+			umount_tree_locked(found, drop);
+		}
+	}
+	free(groups);
+	vec_put(&live);
 }
 
 /* --- changes to mounts --- */
@@ -749,7 +1033,7 @@ int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool 
 	return 0;
 }
 
-int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec)
+static int mount_change_type_locked(struct task *t, const struct vfs_path *p, int type, bool rec)
 {
 	struct mount_vec v = { 0 };
 	int err;
@@ -797,7 +1081,17 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 	return err;
 }
 
-int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
+int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_change_type_locked(t, p, type, rec);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+static int mount_move_locked(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
 {
 	struct vfs_mount *m = src->mnt, *old_parent;
 	struct vfs_node *old_mp;
@@ -834,7 +1128,17 @@ int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_
 	return 0;
 }
 
-int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
+int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_move_locked(t, src, at);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+static int umount_locked(struct task *t, const struct vfs_path *p, int flags)
 {
 	struct vfs_mount *m = p->mnt;
 	struct vfs_path root;
@@ -868,12 +1172,28 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
 		if (!list_empty(&m->children) || refcount_read(&m->ref) > 2)
 			err = -EBUSY;
 	}
-	if (err == 0)
+	if (err == 0) {
+		struct vfs_mount *parent = m->parent;
+		struct vfs_node *mp = m->mountpoint;
+
+		/* m keeps its parent and mountpoint references until freed: drop holds it. */
 		umount_tree_locked(m, &drop);
+		propagate_umount(parent, mp, m, flags, &drop);
+	}
 	vfs_mount_write_unlock();
 	vec_put(&drop);
 	vfs_path_put(&root);
 	return err;
+}
+
+int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = umount_locked(t, p, flags);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 /* --- pivot_root --- */
@@ -889,7 +1209,8 @@ static bool fs_ns_owns(struct fs_context *fs, struct vfs_mount *top)
 	return fs->mnt_ns && fs->mnt_ns->root == top;
 }
 
-int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old)
+static int pivot_root_locked(struct task *t, const struct vfs_path *new_root,
+			     const struct vfs_path *put_old)
 {
 	struct vfs_mount *nm = new_root->mnt, *om = put_old->mnt, *rm, *top;
 	struct vfs_mount *ex_parent = NULL, *root_parent = NULL;
@@ -979,6 +1300,16 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 	return 0;
 }
 
+int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = pivot_root_locked(t, new_root, put_old);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
 /* --- mount namespaces --- */
 
 void vfs_mnt_ns_get(struct vfs_mnt_ns *ns)
@@ -1046,7 +1377,7 @@ static void lock_tree(struct vfs_mount *top)
 	}
 }
 
-int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
+static int mnt_ns_unshare_locked(struct fs_context *fs, struct user_ns *owner)
 {
 	struct mount_vec olds = { 0 }, news = { 0 };
 	struct vfs_mnt_ns *ns = calloc(1, sizeof(*ns)), *old_ns;
@@ -1072,11 +1403,11 @@ int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
 		free(ns);
 		return (int)PTR_ERR(copy);
 	}
-	if (less) {
-		vfs_mount_write_lock();
+	vfs_mount_write_lock();
+	if (less)
 		lock_tree(copy);
-		vfs_mount_write_unlock();
-	}
+	copy->anon_tree = false;
+	vfs_mount_write_unlock();
 	refcount_init(&ns->ref, 1);
 	user_ns_get(owner);
 	ns->owner = owner;
@@ -1095,6 +1426,16 @@ int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
 	vec_put(&news);
 	vfs_mnt_ns_put(old_ns);
 	return 0;
+}
+
+int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mnt_ns_unshare_locked(fs, owner);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 uint64_t vfs_mnt_ns_ino(struct task *t)

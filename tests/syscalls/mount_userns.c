@@ -311,7 +311,7 @@ static void body(void)
 	CHECK_RET(rmdir(at("a")), 0);
 	mountns_child(filesystems, "filesystems");
 	mountns_child(locked, "locked mounts");
-	/* propagation(); */
+	propagation();
 	CHECK(!mounted(at("a")) && !mounted(at("d")), "a child's mount shows here");
 	CHECK_RET(umount2(at("sh"), 0), 0);
 	CHECK_RET(umount2(at("ro"), 0), 0);
