@@ -243,9 +243,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* processes: sys_process.c */
 	FULL(fork),
 	FULL(vfork),
-	PARTIAL(clone, "CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
-		       "sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other "
-		       "namespace flags: EPERM"),
+	PARTIAL(clone,
+		"CLONE_NEWNS (a mount namespace of the sentry's, owned by the child's user "
+		"namespace: locked mounts as Linux), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other "
+		"namespace flags: EPERM"),
 	PARTIAL(clone3,
 		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
@@ -263,8 +264,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(chroot),
 	PARTIAL(mount,
 		"tmpfs, proc, sysfs, devpts, mqueue, binds (MS_REC), remount, MS_MOVE, "
-		"propagation types recorded (shown in mountinfo; mounts are not propagated); "
-		"other types ENODEV"),
+		"propagation to peers and slaves; in user namespaces Linux's rules and locked "
+		"mounts (proc and sysfs: the mount namespace's owner stands for the pid/net "
+		"namespace's); other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
@@ -278,8 +280,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),
 	PARTIAL(unshare,
-		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree; CAP_SYS_ADMIN over the "
-		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
+		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree, owned by the caller's "
+		"user namespace), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
 		"CLONE_NEWUSER, all in the sentry; PID, network, cgroup, time: EPERM"),
 	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user} and pidfds (CLONE_NEWUTS, CLONE_NEWIPC, "
 		       "CLONE_NEWUSER); other types: EINVAL"),
