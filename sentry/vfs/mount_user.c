@@ -1324,7 +1324,9 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 
 	if (!ns || !refcount_dec(&ns->ref))
 		return;
-	/* The namespace's mounts go with it (Linux's put_mnt_ns: umount_tree of the whole tree). */
+	/* The namespace's mounts go with it (Linux's put_mnt_ns: umount_tree of the whole tree),
+	 * not while a propagation copies onto them. */
+	pthread_mutex_lock(&op_lock);
 	vfs_mount_write_lock();
 	while (!list_empty(&ns->root->children)) {
 		c = list_first_entry(&ns->root->children, struct vfs_mount, sibling);
@@ -1334,6 +1336,7 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 	ns->root->ns = NULL;
 	make_unshared(ns->root);
 	vfs_mount_write_unlock();
+	pthread_mutex_unlock(&op_lock);
 	vec_put(&drop);
 	vfs_mount_put(ns->root);
 	user_ns_put(ns->owner);
@@ -1377,7 +1380,8 @@ static void lock_tree(struct vfs_mount *top)
 	}
 }
 
-static int mnt_ns_unshare_locked(struct fs_context *fs, struct user_ns *owner)
+static int mnt_ns_unshare_locked(struct fs_context *fs, struct user_ns *owner,
+				 struct vfs_mnt_ns **old_nsp)
 {
 	struct mount_vec olds = { 0 }, news = { 0 };
 	struct vfs_mnt_ns *ns = calloc(1, sizeof(*ns)), *old_ns;
@@ -1424,17 +1428,19 @@ static int mnt_ns_unshare_locked(struct fs_context *fs, struct user_ns *owner)
 	pthread_mutex_unlock(&fs->lock);
 	vec_put(&olds);
 	vec_put(&news);
-	vfs_mnt_ns_put(old_ns);
+	*old_nsp = old_ns; /* put by the caller, without the op lock */
 	return 0;
 }
 
 int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
 {
+	struct vfs_mnt_ns *old_ns = NULL;
 	int r;
 
 	pthread_mutex_lock(&op_lock);
-	r = mnt_ns_unshare_locked(fs, owner);
+	r = mnt_ns_unshare_locked(fs, owner, &old_ns);
 	pthread_mutex_unlock(&op_lock);
+	vfs_mnt_ns_put(old_ns);
 	return r;
 }
 

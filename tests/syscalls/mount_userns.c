@@ -214,6 +214,51 @@ static void locked(void)
 	CHECK_ERR(umount2(at("under"), MNT_DETACH), EINVAL);
 }
 
+/* clone(CLONE_NEWUSER | CLONE_NEWNS): the child owns its mount namespace, maps or not. */
+static void clone_child(void)
+{
+	long pid;
+	int st;
+
+	if (!become_nobody())
+		return;
+	fflush(stdout);
+	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		bad |= mount("x", at("a"), "tmpfs", 0, NULL) != 0;
+		bad |= (umount2(at("under"), MNT_DETACH) != -1 || errno != EINVAL) << 2;
+		bad |= (umount2(at("a"), 0) != 0) << 3;
+		_exit(bad);
+	}
+	CHECK(pid > 0, "clone: %s", strerror(errno));
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "clone child status %#x", st);
+}
+
+/* runc's pivot_root(".", ".") and a lazy umount of the old root, in a user namespace. */
+static void pivot(void)
+{
+	struct stat before, after;
+
+	if (!become_nobody() || !enter_userns(CLONE_NEWNS))
+		return;
+	CHECK_RET(mkdir(at("nr"), 0755), 0);
+	CHECK_RET(mount("nr", at("nr"), "tmpfs", 0, NULL), 0);
+	CHECK_RET(touch(at("nr/inside")), 0);
+	CHECK_RET(stat(at("nr"), &before), 0);
+	CHECK_RET(chdir(at("nr")), 0);
+	CHECK_RET(syscall(SYS_pivot_root, ".", "."), 0);
+	CHECK_RET(umount2(".", MNT_DETACH), 0);
+	CHECK_RET(chdir("/"), 0);
+	CHECK_RET(stat("/", &after), 0);
+	CHECK(before.st_dev == after.st_dev && before.st_ino == after.st_ino,
+	      "/ is not the new root");
+	CHECK_RET(access("/inside", F_OK), 0);
+	CHECK_ERR(access("/proc/self", F_OK), ENOENT);
+}
+
 /*
  * Propagation: sh (shared outside) is copied in as a slave: a mount outside under it shows
  * inside, one inside does not show outside. Inside, peers and a slave made there.
@@ -311,6 +356,8 @@ static void body(void)
 	CHECK_RET(rmdir(at("a")), 0);
 	mountns_child(filesystems, "filesystems");
 	mountns_child(locked, "locked mounts");
+	mountns_child(clone_child, "clone");
+	mountns_child(pivot, "pivot_root");
 	propagation();
 	CHECK(!mounted(at("a")) && !mounted(at("d")), "a child's mount shows here");
 	CHECK_RET(umount2(at("sh"), 0), 0);
