@@ -214,7 +214,8 @@ static void locked(void)
 	CHECK_ERR(umount2(at("under"), MNT_DETACH), EINVAL);
 }
 
-/* clone(CLONE_NEWUSER | CLONE_NEWNS): the child owns its mount namespace, maps or not. */
+/* clone(CLONE_NEWUSER | CLONE_NEWNS): the child owns its mount namespace, maps or not (a
+ * file it makes without: EOVERFLOW). */
 static void clone_child(void)
 {
 	long pid;
@@ -228,6 +229,8 @@ static void clone_child(void)
 		int bad = 0;
 
 		bad |= mount("x", at("a"), "tmpfs", 0, NULL) != 0;
+		/* No uid_map yet: the creator's ids have none in the tmpfs's namespace. */
+		bad |= (touch(at("a/f")) != -1 || errno != EOVERFLOW) << 1;
 		bad |= (umount2(at("under"), MNT_DETACH) != -1 || errno != EINVAL) << 2;
 		bad |= (umount2(at("a"), 0) != 0) << 3;
 		_exit(bad);
