@@ -317,6 +317,11 @@ static void propagation(void)
 		/* umount propagates to the peers and the slave. */
 		CHECK_RET(umount2(at("p2/x"), 0), 0);
 		CHECK(!mounted(at("p1/x")) && !mounted(at("p3/x")), "umount did not propagate");
+		/* A slave made shared is both. */
+		CHECK_RET(mount(NULL, at("sh"), NULL, MS_SHARED, NULL), 0);
+		CHECK(mountinfo_line(at("sh"), line, sizeof(line)) && strstr(line, " shared:") &&
+			      strstr(line, " master:"),
+		      "not shared and slave: %s", line);
 		step(to_child[0], to_parent[1]); /* the parent looks */
 		fflush(stdout);
 		_exit(checks_failed ? 1 : 0);
