@@ -1125,7 +1125,8 @@ static int mount_move_locked(struct task *t, const struct vfs_path *src, const s
 	vfs_mount_write_unlock();
 	vfs_mount_put(old_parent);
 	vfs_node_put(old_mp);
-	return 0;
+	/* Under a shared mount the moved tree propagates as a new one (attach_recursive_mnt). */
+	return propagate_new(at->mnt, at->node, m);
 }
 
 int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at)

@@ -309,6 +309,14 @@ static void propagation(void)
 		/* Under a shared mount a new mount is shared itself. */
 		CHECK(mountinfo_line(at("p2/x"), line, sizeof(line)) && strstr(line, " shared:"),
 		      "line %s", line);
+		/* A mount moved under a shared one propagates too. */
+		CHECK_RET(mkdir(at("p1/w"), 0755), 0);
+		CHECK_RET(mkdir(at("mv"), 0755), 0);
+		CHECK_RET(mount("mv", at("mv"), "tmpfs", 0, NULL), 0);
+		CHECK_RET(touch(at("mv/f")), 0);
+		CHECK_RET(mount(at("mv"), at("p1/w"), NULL, MS_MOVE, NULL), 0);
+		CHECK_RET(access(at("p2/w/f"), F_OK), 0);
+		CHECK_RET(access(at("p3/w/f"), F_OK), 0);
 		/* From the slave nothing goes back. */
 		CHECK_RET(mount("y", at("p3/y"), "tmpfs", 0, NULL), 0);
 		CHECK_RET(touch(at("p3/y/f")), 0);
