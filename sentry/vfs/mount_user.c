@@ -523,7 +523,7 @@ static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
 		c->propagation = MS_SLAVE;
 		c->master = m->master;
 	}
-	return c;
+	return c; /* an unbindable mount's copy (a namespace's) is private, as Linux shows */
 }
 
 /* Attaches c on (parent, mountpoint) in the tree (mount lock held for writing). */
@@ -541,7 +541,8 @@ static void attach_locked(struct vfs_mount *c, struct vfs_mount *parent, struct 
 
 /*
  * Copies the tree below (src, node) (the mounts of src under node with rec; src alone
- * without) as a detached tree whose top shows node. Unbindable submounts are left out.
+ * without) as a detached tree whose top shows node. Unbindable submounts are left out but by a
+ * namespace copy (olds asked).
  * Returns the top (one reference) or ERR_PTR(-errno); *map receives old/new pairs if asked.
  */
 static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node, bool rec,
@@ -578,7 +579,9 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 				continue;
 			if (pi == 0 && !node_below(m->mountpoint, node))
 				continue;
-			if (m->propagation == MS_UNBINDABLE) {
+			/* A namespace copy (olds asked) takes unbindable mounts too (Linux's
+			 * CL_COPY_UNBINDABLE); binds leave them out. */
+			if (m->propagation == MS_UNBINDABLE && !olds) {
 				/* Leaving a locked mount out would reveal what it covers (Linux). */
 				if (m->locks & VFS_MNT_LOCKED) {
 					err = -EPERM;

@@ -209,7 +209,11 @@ static void locked(void)
 	CHECK_RET(access(at("under/cover"), F_OK), 0);
 	/* A further namespace of the same user namespace locks nothing more. */
 	CHECK_RET(mount("x", at("d"), "tmpfs", 0, NULL), 0);
+	CHECK_RET(mount(NULL, at("d"), NULL, MS_UNBINDABLE, NULL), 0);
 	CHECK_RET(unshare(CLONE_NEWNS), 0);
+	/* A namespace copy takes unbindable mounts too (private copies). */
+	CHECK(mountinfo_line(at("d"), line, sizeof(line)) && !strstr(line, " unbindable "),
+	      "line %s", line);
 	CHECK_RET(umount2(at("d"), 0), 0);
 	CHECK_ERR(umount2(at("under"), MNT_DETACH), EINVAL);
 }
