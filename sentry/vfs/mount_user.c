@@ -915,20 +915,23 @@ static int propagate_new(struct vfs_mount *dest, struct vfs_node *mp, struct vfs
 /*
  * Linux's propagate_umount, reduced: after m left (parent, mp), the mounts at mp of every mount
  * parent propagates to that show the same (filesystem, root) go too, when they are not locked
- * and have no submounts (or with MNT_DETACH, with theirs). Op and mount (write) locks held.
+ * and have no submounts (or with MNT_DETACH, with theirs). With drop NULL, only Linux's
+ * propagate_mount_busy: -EBUSY when one of them without submounts is in use (a cwd, an open
+ * file), else 0. Op and mount (write) locks held.
  */
-static void propagate_umount(struct vfs_mount *parent, struct vfs_node *mp, struct vfs_mount *m,
-			     int flags, struct mount_vec *drop)
+static int propagate_umount(struct vfs_mount *parent, struct vfs_node *mp, struct vfs_mount *m,
+			    int flags, struct mount_vec *drop)
 {
 	struct mount_vec live = { 0 };
 	uint64_t *groups;
 	size_t ng = 0, gcap = 8;
+	int err = 0;
 
 	if (parent->propagation != MS_SHARED)
-		return;
+		return 0;
 	groups = malloc(sizeof(*groups) * gcap);
 	if (!groups)
-		return;
+		return drop ? 0 : -ENOMEM;
 	groups[ng++] = parent->peer_group;
 	vfs_mount_each_existing(collect_propagating, &live);
 	for (size_t gi = 0; gi < ng; gi++) {
@@ -962,11 +965,18 @@ static void propagate_umount(struct vfs_mount *parent, struct vfs_node *mp, stru
 				continue;
 			if (!(flags & MNT_DETACH) && !list_empty(&found->children))
 				continue;
+			if (!drop) {
+				/* References beyond the tree's (and live's, when it is shared). */
+				if (refcount_read(&found->ref) > 1 + vec_has(&live, found))
+					err = -EBUSY;
+				continue;
+			}
 			umount_tree_locked(found, drop);
 		}
 	}
 	free(groups);
 	vec_put(&live);
+	return err;
 }
 
 /* --- changes to mounts --- */
@@ -1175,6 +1185,8 @@ static int umount_locked(struct task *t, const struct vfs_path *p, int flags)
 		 * an open file). */
 		if (!list_empty(&m->children) || refcount_read(&m->ref) > 2)
 			err = -EBUSY;
+		else
+			err = propagate_umount(m->parent, m->mountpoint, m, flags, NULL);
 	}
 	if (err == 0) {
 		struct vfs_mount *parent = m->parent;

@@ -326,6 +326,14 @@ static void propagation(void)
 		CHECK_RET(touch(at("p3/y/f")), 0);
 		CHECK_ERR(access(at("p1/y/f"), F_OK), ENOENT);
 		CHECK(!mounted(at("p2/y")), "a slave's mount reached its master");
+		/* A copy in use makes the umount busy (not lazily). */
+		CHECK_RET(mkdir(at("p1/z"), 0755), 0);
+		CHECK_RET(mount("z", at("p1/z"), "tmpfs", 0, NULL), 0);
+		CHECK_RET(chdir(at("p3/z")), 0);
+		CHECK_ERR(umount2(at("p1/z"), 0), EBUSY);
+		CHECK_RET(chdir("/"), 0);
+		CHECK_RET(umount2(at("p1/z"), 0), 0);
+		CHECK(!mounted(at("p2/z")) && !mounted(at("p3/z")), "umount did not propagate");
 		/* umount propagates to the peers and the slave. */
 		CHECK_RET(umount2(at("p2/x"), 0), 0);
 		CHECK(!mounted(at("p1/x")) && !mounted(at("p3/x")), "umount did not propagate");
