@@ -21,6 +21,7 @@
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
@@ -120,8 +121,9 @@ static int parse_u32(const char *s, int base, uint32_t *out)
 static struct vfs_fs *make_tmpfs(struct task *t, char *data, char *opts, size_t optsz)
 {
 	uint64_t size = 0;
-	uint32_t mode = 01777, uid = 0, gid = 0;
-	bool has_size = false, has_uid = false, has_gid = false, has_mode = false;
+	/* Linux's shmem: the root is the mounter's (fsuid, fsgid) unless uid=/gid= say. */
+	uint32_t mode = 01777, uid = t->cred.fsuid, gid = t->cred.fsgid;
+	bool has_size = false, has_mode = false;
 	char *save = NULL, *w;
 	struct vfs_fs *fs;
 	size_t n = 0;
@@ -140,11 +142,14 @@ static struct vfs_fs *make_tmpfs(struct task *t, char *data, char *opts, size_t 
 			mode &= 07777;
 			has_mode = true;
 		} else if (!strcmp(w, "uid") && v) {
+			/* An id of the caller's user namespace (EINVAL when unmapped). */
 			err = parse_u32(v, 10, &uid);
-			has_uid = true;
+			if (err == 0 && !task_uid_from(t, uid, &uid))
+				err = -EINVAL;
 		} else if (!strcmp(w, "gid") && v) {
 			err = parse_u32(v, 10, &gid);
-			has_gid = true;
+			if (err == 0 && !task_gid_from(t, gid, &gid))
+				err = -EINVAL;
 		} else if ((!strcmp(w, "nr_inodes") || !strcmp(w, "huge") || !strcmp(w, "mpol")) &&
 			   v) {
 			/* Accepted, not enforced. */
@@ -162,9 +167,10 @@ static struct vfs_fs *make_tmpfs(struct task *t, char *data, char *opts, size_t 
 		n += (size_t)snprintf(opts + n, optsz - n, ",size=%" PRIu64 "k", size / 1024);
 	if (has_mode && mode != 01777)
 		n += (size_t)snprintf(opts + n, optsz - n, ",mode=%03o", mode);
-	if (has_uid && uid)
+	/* Shown as the sandbox's ids (Linux: the initial namespace's), when not root's. */
+	if (uid)
 		n += (size_t)snprintf(opts + n, optsz - n, ",uid=%u", uid);
-	if (has_gid && gid)
+	if (gid)
 		n += (size_t)snprintf(opts + n, optsz - n, ",gid=%u", gid);
 	if (n)
 		memmove(opts, opts + 1, n);
@@ -192,11 +198,81 @@ static int check_options(char *data, const char *const *own, size_t nown)
 }
 
 /*
- * The filesystem of a new mount of type, or ERR_PTR: -ENODEV for a type the sentry does not
- * have. opts receives the superblock options mountinfo shows.
+ * The user namespace that owns what a proc mount shows (Linux: the caller's active pid
+ * namespace's owner). Pid namespaces are not in this tree yet: the owner of the caller's mount
+ * namespace stands for it, when it is the caller's own user namespace (so `unshare -Urm` may
+ * mount proc, which Linux allows only with a pid namespace of the user namespace's own).
  */
-static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char *opts,
-			      size_t optsz)
+static struct user_ns *proc_owner(struct task *t)
+{
+	struct user_ns *u = vfs_mnt_ns_owner(t);
+
+	return u == task_nsproxy(t)->user ? u : nsproxy_initial(t->k)->user;
+}
+
+/* sysfs's: the owner of the caller's network namespace, as Linux. */
+static struct user_ns *sysfs_owner(struct task *t)
+{
+	return task_nsproxy(t)->net->owner;
+}
+
+/*
+ * Linux's mount_capable: the user namespace a new filesystem of type belongs to, in which the
+ * caller needs CAP_SYS_ADMIN (Linux's FS_USERNS_MOUNT types: tmpfs, devpts, the caller's own;
+ * mqueue, its IPC namespace's; proc and sysfs, above), or ERR_PTR(-EPERM). Other types need
+ * CAP_SYS_ADMIN over the sandbox.
+ */
+static struct user_ns *mount_capable(struct task *t, const char *type)
+{
+	struct user_ns *u = NULL;
+
+	if (!strcmp(type, "tmpfs") || !strcmp(type, "devpts"))
+		u = task_nsproxy(t)->user;
+	else if (!strcmp(type, "mqueue"))
+		u = task_nsproxy(t)->ipc->owner;
+	else if (!strcmp(type, "proc"))
+		u = proc_owner(t);
+	else if (!strcmp(type, "sysfs"))
+		u = sysfs_owner(t);
+	if (u && task_ns_capable(t, u, CAP_SYS_ADMIN))
+		return u;
+	if (cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return nsproxy_initial(t->k)->user;
+	return ERR_PTR(-EPERM);
+}
+
+/*
+ * Linux filesystems the sentry does not have that a user namespace may not mount: from inside
+ * one they are EPERM, as Linux answers (the type exists there), not ENODEV.
+ */
+static bool linux_privileged_type(const char *type)
+{
+	static const char *const names[] = {
+		"ext2",	      "ext3",	   "ext4",    "xfs",	  "btrfs",    "vfat",	 "msdos",
+		"exfat",      "ntfs3",	   "iso9660", "udf",	  "squashfs", "erofs",	 "f2fs",
+		"nfs",	      "nfs4",	   "cifs",    "smb3",	  "9p",	      "debugfs", "tracefs",
+		"securityfs", "hugetlbfs", "pstore",  "configfs", "efivarfs", "autofs",	 "fuseblk",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(type, names[i]))
+			return true;
+	return false;
+}
+
+/* Sets fs's user namespace (Linux's s_user_ns) to u, unless it is the sandbox's. */
+static struct vfs_fs *fs_owned(struct vfs_fs *fs, struct user_ns *u)
+{
+	if (!IS_ERR(fs) && u && u->level) {
+		user_ns_get(u);
+		fs->user_ns = u;
+	}
+	return fs;
+}
+
+/* A new proc, sysfs, devpts or mqueue filesystem; ERR_PTR(-ENODEV) for another type. */
+static struct vfs_fs *make_pseudo_fs(struct task *t, const char *type, char *data, char *opts,
+				     size_t optsz)
 {
 	static const char *const proc_opts[] = { "hidepid", "gid", "subset" };
 	static const char *const devpts_opts[] = { "gid", "mode",	 "ptmxmode",
@@ -204,9 +280,6 @@ static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char
 	struct vfs_fs *fs;
 	int err = 0;
 
-	opts[0] = '\0';
-	if (!strcmp(type, "tmpfs"))
-		return make_tmpfs(t, data, opts, optsz);
 	if (!strcmp(type, "proc")) {
 		err = check_options(data, proc_opts, ARRAY_SIZE(proc_opts));
 		fs = err < 0 ? NULL : procfs_create(t->k);
@@ -228,6 +301,33 @@ static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char
 	return fs ? fs : ERR_PTR(-ENOMEM);
 }
 
+/*
+ * The filesystem of a new mount of type, or ERR_PTR: -ENODEV for a type the sentry does not
+ * have, -EINVAL for bad options, -EPERM when the caller may not mount it (mount_capable;
+ * Linux parses the options first). opts receives the superblock options mountinfo shows.
+ */
+static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char *opts,
+			      size_t optsz)
+{
+	struct user_ns *u = NULL;
+
+	if (!cred_capable(&t->cred, CAP_SYS_ADMIN) && linux_privileged_type(type))
+		return ERR_PTR(-EPERM);
+	opts[0] = '\0';
+	if (!strcmp(type, "tmpfs")) {
+		u = mount_capable(t, type);
+		if (IS_ERR(u))
+			return ERR_PTR(PTR_ERR(u));
+		return fs_owned(make_tmpfs(t, data, opts, optsz), u);
+	}
+	if (!strcmp(type, "proc") || !strcmp(type, "sysfs") || !strcmp(type, "devpts") ||
+	    !strcmp(type, "mqueue")) {
+		u = mount_capable(t, type);
+		if (IS_ERR(u))
+			return ERR_PTR(PTR_ERR(u));
+	}
+	return fs_owned(make_pseudo_fs(t, type, data, opts, optsz), u);
+}
 /* mount(2) with the strings copied in and the target resolved (Linux's path_mount). */
 static long do_mount(struct task *t, const char *source, const struct vfs_path *at,
 		     const char *type, unsigned long flags, char *data)
@@ -238,7 +338,7 @@ static long do_mount(struct task *t, const char *source, const struct vfs_path *
 		flags &= ~0xffff0000UL;
 	if (flags & MS_NOUSER)
 		return -EINVAL;
-	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if (!vfs_may_mount(t))
 		return -EPERM;
 	mflags = mnt_flags_of(flags);
 	if ((flags & (MS_REMOUNT | MS_BIND)) == (MS_REMOUNT | MS_BIND))
@@ -346,7 +446,7 @@ long sys_umount2(struct task *t, const struct syscall_args *args)
 		return r;
 	/* Linux's LOOKUP_MOUNTPOINT: the top mount at the last name, "." included. */
 	vfs_path_follow_mounts(&p);
-	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if (!vfs_may_mount(t))
 		r = -EPERM;
 	else
 		r = vfs_umount(t, &p, flags);
@@ -361,7 +461,7 @@ long sys_pivot_root(struct task *t, const struct syscall_args *args)
 	struct vfs_path np, op;
 	long r;
 
-	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if (!vfs_may_mount(t))
 		return -EPERM;
 	nr = copy_path_arg(t, args->a[0]);
 	if (IS_ERR(nr))
@@ -459,7 +559,7 @@ long sys_open_tree(struct task *t, const struct syscall_args *args)
 		return -EINVAL;
 	if ((flags & (LINUX_AT_RECURSIVE | LINUX_OPEN_TREE_CLONE)) == LINUX_AT_RECURSIVE)
 		return -EINVAL;
-	if ((flags & LINUX_OPEN_TREE_CLONE) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if ((flags & LINUX_OPEN_TREE_CLONE) && !vfs_may_mount(t))
 		return -EPERM;
 	r = lookup_at_arg(t, dfd, args->a[1], flags & AT_EMPTY_PATH, !(flags & AT_SYMLINK_NOFOLLOW),
 			  &p);
@@ -490,7 +590,7 @@ long sys_move_mount(struct task *t, const struct syscall_args *args)
 				    LINUX_MOVE_MOUNT_F_EMPTY_PATH | LINUX_MOVE_MOUNT_T_SYMLINKS |
 				    LINUX_MOVE_MOUNT_T_AUTOMOUNTS | LINUX_MOVE_MOUNT_T_EMPTY_PATH))
 		return -EINVAL;
-	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if (!vfs_may_mount(t))
 		return -EPERM;
 	r = lookup_at_arg(t, (int)args->a[0], args->a[1], flags & LINUX_MOVE_MOUNT_F_EMPTY_PATH,
 			  flags & LINUX_MOVE_MOUNT_F_SYMLINKS, &from);
@@ -554,7 +654,7 @@ long sys_fsopen(struct task *t, const struct syscall_args *args)
 	bool ok = false;
 	long r;
 
-	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if (!vfs_may_mount(t))
 		return -EPERM;
 	if (flags & ~LINUX_FSOPEN_CLOEXEC)
 		return -EINVAL;
@@ -671,10 +771,6 @@ long sys_fsconfig(struct task *t, const struct syscall_args *args)
 			r = -EBUSY;
 			break;
 		}
-		if (!cred_capable(&t->cred, CAP_SYS_ADMIN)) {
-			r = -EPERM;
-			break;
-		}
 		memcpy(data, c->data, c->len + 1);
 		fs = make_fs(t, c->type, c->len ? data : NULL, c->opts, sizeof(c->opts));
 		if (IS_ERR(fs))
@@ -713,7 +809,7 @@ long sys_fsmount(struct task *t, const struct syscall_args *args)
 	int mflags = 0;
 	long r;
 
-	if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if (!vfs_may_mount(t))
 		return -EPERM;
 	if ((flags & ~LINUX_FSMOUNT_CLOEXEC) || (attr & ~known))
 		return -EINVAL;

@@ -619,8 +619,9 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
  * unshare(2): CLONE_FILES and CLONE_FS give the caller tables of its own; CLONE_SYSVSEM changes
  * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
  * are accepted for a single-threaded process, as Linux. CLONE_NEWNS gives a mount namespace of
- * the sentry's (CAP_SYS_ADMIN), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET and CLONE_NEWUSER
- * nsproxy.c's; PID, cgroup and time namespaces are refused with EPERM.
+ * the sentry's (CAP_SYS_ADMIN in the caller's user namespace, which owns it), CLONE_NEWUTS,
+ * CLONE_NEWIPC, CLONE_NEWNET and CLONE_NEWUSER nsproxy.c's; PID, cgroup and time namespaces are
+ * refused with EPERM.
  */
 long sys_unshare(struct task *t, const struct syscall_args *args)
 {
@@ -650,11 +651,12 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 		return -EPERM;
 	if (flags & CLONE_NEWNS) {
 		/*
-		 * CAP_SYS_ADMIN over the sandbox (mount namespaces are not owned by a user
-		 * namespace yet: no locked mounts); implies CLONE_FS. Checked before anything
-		 * is unshared.
+		 * CAP_SYS_ADMIN in the caller's user namespace, or in the one this call makes
+		 * (which the caller owns with every capability); implies CLONE_FS. Checked
+		 * before anything is unshared.
 		 */
-		if (!cred_capable(&t->cred, CAP_SYS_ADMIN))
+		if (!(flags & CLONE_NEWUSER) &&
+		    !task_ns_capable(t, task_nsproxy(t)->user, CAP_SYS_ADMIN))
 			return -EPERM;
 		flags |= CLONE_FS;
 	}
@@ -669,7 +671,7 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 		fs_context_put(task_set_fs(t, fs));
 	}
 	if (flags & CLONE_NEWNS) {
-		err = vfs_mnt_ns_unshare(t->fs);
+		err = vfs_mnt_ns_unshare(t->fs, task_nsproxy(t)->user);
 		if (err < 0)
 			return err;
 	}

@@ -244,10 +244,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(fork),
 	FULL(vfork),
 	PARTIAL(clone,
-		"CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
-		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET (a "
-		"loopback of its own, veth pairs IPv4 only) (in the sentry); other namespace "
-		"flags: EPERM"),
+		"CLONE_NEWNS (a mount namespace of the sentry's, owned by the child's user "
+		"namespace: locked mounts as Linux), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, "
+		"CLONE_NEWNET (a loopback of its own, veth pairs IPv4 only) (in the sentry); other "
+		"namespace flags: EPERM"),
 	PARTIAL(clone3,
 		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
 	FULL(execve),
@@ -265,8 +265,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(chroot),
 	PARTIAL(mount,
 		"tmpfs, proc, sysfs, devpts, mqueue, binds (MS_REC), remount, MS_MOVE, "
-		"propagation types recorded (shown in mountinfo; mounts are not propagated); "
-		"other types ENODEV"),
+		"propagation to peers and slaves; in user namespaces Linux's rules and locked "
+		"mounts (proc and sysfs: the mount namespace's owner stands for the pid/net "
+		"namespace's); other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
@@ -280,11 +281,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),
 	PARTIAL(unshare,
-		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree; CAP_SYS_ADMIN over the "
-		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
+		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree, owned by the caller's "
+		"user namespace), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
 		"CLONE_NEWUSER, CLONE_NEWNET (a loopback of its own, lo down at first; veth pairs "
-		"IPv4 only), "
-		"all in the sentry; PID, cgroup, time: EPERM"),
+		"IPv4 only), all in the sentry; PID, cgroup, time: EPERM"),
 	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user,net} and pidfds (CLONE_NEWUTS, "
 		       "CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "

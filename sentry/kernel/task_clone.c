@@ -129,10 +129,12 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 	if (f & CLONE_NS_FLAGS & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
 		return -EPERM;
 	/*
-	 * A mount namespace needs CAP_SYS_ADMIN over the sandbox: mount namespaces are not owned
-	 * by a user namespace yet (no locked mounts), so a nested user namespace's root makes none.
+	 * A mount namespace needs CAP_SYS_ADMIN in the caller's user namespace, or in the one the
+	 * same clone makes (the child has every capability there).
 	 */
-	if ((f & CLONE_NEWNS) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
+	if ((f & CLONE_NEWNS) && !(f & CLONE_NEWUSER) &&
+	    !nsproxy_ns_capable(&t->cred, t->ns ? t->ns->user : nsproxy_initial(t->k)->user,
+				t->ns ? t->ns->user : nsproxy_initial(t->k)->user, CAP_SYS_ADMIN))
 		return -EPERM;
 	return 0;
 }
@@ -488,7 +490,8 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 		c->fs = p->fs;
 	} else {
 		c->fs = fs_context_copy(p->fs);
-		if (c->fs && (a->flags & CLONE_NEWNS) && vfs_mnt_ns_unshare(c->fs) < 0) {
+		if (c->fs && (a->flags & CLONE_NEWNS) &&
+		    vfs_mnt_ns_unshare(c->fs, task_nsproxy(c)->user) < 0) {
 			fs_context_put(c->fs);
 			c->fs = NULL;
 		}

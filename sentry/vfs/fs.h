@@ -20,6 +20,7 @@
 #include "sentry/vfs/vfs.h"
 
 struct cred;
+struct user_ns;
 struct linux_statfs;
 
 #define VFS_NAME_MAX 255
@@ -80,6 +81,9 @@ struct vfs_fs {
 	uint64_t dev; /* st_dev of its nodes, from vfs_alloc_anon_dev() */
 	struct vfs_node *root; /* referenced */
 	int mounted_on; /* mounts whose mountpoint is a node of this fs; atomic, for same_node */
+	/* Linux's s_user_ns: the user namespace a guest's mount(2) made it in (referenced, put by
+	 * vfs_fs_put), or NULL for the sandbox's initial one. */
+	struct user_ns *user_ns;
 };
 
 /* Initialises the common part with one reference; root is set by the filesystem. */
@@ -365,6 +369,8 @@ struct vfs_mount {
 	bool detached; /* umounted: out of every tree; parent and mountpoint kept until freed */
 	struct vfs_mnt_ns *ns; /* not referenced: the namespace whose top this mount is, or NULL */
 	bool anon_tree; /* the top of a tree open_tree/fsmount made, not attached yet */
+	int locks; /* VFS_MNT_LOCKED, VFS_MNT_LOCK_* (mount_user.h); written under the mount lock */
+	struct list_head all; /* in mount.c's list of every mount (vfs_mount_each_existing) */
 };
 
 /*
@@ -376,6 +382,7 @@ struct vfs_mnt_ns {
 	struct refcount ref;
 	uint64_t ino; /* the identity /proc/PID/ns/mnt shows */
 	struct vfs_mount *root; /* referenced: the top of the tree; changed by pivot_root */
+	struct user_ns *owner; /* referenced: the creator's user namespace (Linux's user_ns) */
 };
 
 /*

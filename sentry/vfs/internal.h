@@ -40,6 +40,13 @@ void vfs_mount_write_unlock(void);
  */
 struct vfs_mount *vfs_mount_next_below(struct vfs_mount *m, struct vfs_mount *top);
 
+/*
+ * Calls fn(m, arg) for every mount that exists (made and not yet freed) under a leaf lock of
+ * the list's own: fn may look at m and take a reference only on a mount its tree holds (an
+ * attached one, the mount lock held by the caller). For propagation (mount_user.c).
+ */
+void vfs_mount_each_existing(void (*fn)(struct vfs_mount *m, void *arg), void *arg);
+
 /* How many mounts exist (made and not yet freed), for mount_user.c's limit. */
 long vfs_mount_count(void);
 

@@ -22,6 +22,19 @@
 static pthread_rwlock_t mount_lock = PTHREAD_RWLOCK_INITIALIZER;
 static uint64_t next_mount_id = 1;
 static long mounts_alive; /* atomic: mounts made and not yet freed */
+/* Every mount made and not yet freed (vfs_mount.all); the all lock is a leaf. */
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head all_mounts = LIST_HEAD_INIT(all_mounts);
+
+void vfs_mount_each_existing(void (*fn)(struct vfs_mount *m, void *arg), void *arg)
+{
+	struct vfs_mount *m;
+
+	pthread_mutex_lock(&all_lock);
+	list_for_each_entry(m, &all_mounts, all)
+		fn(m, arg);
+	pthread_mutex_unlock(&all_lock);
+}
 
 long vfs_mount_count(void)
 {
@@ -104,6 +117,9 @@ struct vfs_mount *vfs_mount_create(struct vfs_fs *fs, struct vfs_node *root, int
 	vfs_node_get(root);
 	list_init(&m->children);
 	list_init(&m->sibling);
+	pthread_mutex_lock(&all_lock);
+	list_add_tail(&m->all, &all_mounts);
+	pthread_mutex_unlock(&all_lock);
 	return m;
 }
 
@@ -117,6 +133,9 @@ void vfs_mount_put(struct vfs_mount *m)
 	if (!m || !refcount_dec(&m->ref))
 		return;
 	/* Only a detached mount can get here: the tree holds a reference on attached ones. */
+	pthread_mutex_lock(&all_lock);
+	list_del(&m->all);
+	pthread_mutex_unlock(&all_lock);
 	vfs_node_put(m->root);
 	vfs_fs_put(m->fs);
 	vfs_node_put(m->mountpoint);

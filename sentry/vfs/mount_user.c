@@ -16,10 +16,26 @@
 #include "common/err.h"
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/internal.h"
 #include "sentry/vfs/mount_user.h"
+
+/* nsproxy.c (weak: the VFS's unit tests link without the kernel's namespaces; none of them
+ * reaches these calls). */
+#pragma weak nsproxy_initial
+#pragma weak task_nsproxy
+#pragma weak task_ns_capable
+#pragma weak user_ns_get
+#pragma weak user_ns_put
+
+/*
+ * Guest changes of the mount tree are serialised by the op lock (Linux's namespace_sem), so
+ * that the peer groups and slaves a propagation reads stay as they are while it copies. It is
+ * taken first, before any other lock of the VFS.
+ */
+static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint32_t next_ns_index;
 
@@ -250,6 +266,31 @@ static bool in_task_tree(struct task *t, struct vfs_mount *m)
 	return ok;
 }
 
+/* --- who may mount --- */
+
+struct user_ns *vfs_mnt_ns_owner(struct task *t)
+{
+	struct vfs_mnt_ns *ns = t->fs ? t->fs->mnt_ns : NULL;
+
+	return ns ? ns->owner : nsproxy_initial(t->k)->user;
+}
+
+bool vfs_may_mount(struct task *t)
+{
+	return task_ns_capable(t, vfs_mnt_ns_owner(t), CAP_SYS_ADMIN);
+}
+
+/* Whether m has a locked submount on node or below it (mount lock held). */
+static bool has_locked_children(struct vfs_mount *m, struct vfs_node *node)
+{
+	struct vfs_mount *c;
+
+	list_for_each_entry(c, &m->children, sibling)
+		if ((c->locks & VFS_MNT_LOCKED) && node_below(c->mountpoint, node))
+			return true;
+	return false;
+}
+
 /* --- chroot --- */
 
 int vfs_chroot(struct task *t, const char *path)
@@ -266,7 +307,8 @@ int vfs_chroot(struct task *t, const char *path)
 	err = vfs_path_permission(t, &p, VFS_MAY_EXEC);
 	if (err < 0)
 		goto out_put;
-	if (!cred_capable(&t->cred, CAP_SYS_CHROOT)) {
+	/* Linux: CAP_SYS_CHROOT in the caller's own user namespace. */
+	if (!task_ns_capable(t, task_nsproxy(t)->user, CAP_SYS_CHROOT)) {
 		err = -EPERM;
 		goto out_put;
 	}
@@ -333,14 +375,28 @@ static void label_set_atime(struct vfs_mount_label *l, int flags)
 	l->atime = strdup(w);
 }
 
-/* Attaches m at p (a guest's new mount): the mountpoint's type rules, then the tree. */
+static int propagate_new(struct vfs_mount *dest, struct vfs_node *mp, struct vfs_mount *src);
+static void lock_tree(struct vfs_mount *top);
+
+/*
+ * Attaches m (a new tree's top) at p (a guest's new mount): the mountpoint's type rules, then
+ * the tree, then copies on the mounts p's mount propagates to. Op lock held.
+ */
 static int attach_new(struct vfs_mount *m, const struct vfs_path *p)
 {
-	return vfs_mount_attach(m, p);
+	int err;
+
+	vfs_mount_write_lock();
+	m->anon_tree = false;
+	vfs_mount_write_unlock();
+	err = vfs_mount_attach(m, p);
+	if (err == 0)
+		err = propagate_new(p->mnt, p->node, m);
+	return err;
 }
 
-int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
-		  const char *source, const char *fstype, const char *super_opts)
+static int mount_new_locked(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
+			    const char *source, const char *fstype, const char *super_opts)
 {
 	struct vfs_mount *m;
 	int err;
@@ -361,6 +417,17 @@ int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, 
 	err = attach_new(m, at);
 	vfs_mount_put(m);
 	return err;
+}
+
+int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
+		  const char *source, const char *fstype, const char *super_opts)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_new_locked(t, at, fs, flags, source, fstype, super_opts);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 /* The path of node inside its filesystem below from ("/a/b"), after prefix. */
@@ -393,8 +460,19 @@ static int node_fs_path(struct vfs_node *from, struct vfs_node *node, const char
 	return n < (int)size ? 0 : -ENAMETOOLONG;
 }
 
+/*
+ * How a copy relates to its original (Linux's CL_* flags): COPY_PEERS keeps the propagation
+ * (a shared mount's copy is its peer, a slave's a slave of the same master: binds, copies of a
+ * namespace in the same user namespace); COPY_TO_SLAVE makes a shared mount's copy its slave
+ * (CL_SHARED_TO_SLAVE: a namespace copied into a less privileged user namespace); COPY_SLAVE
+ * makes every copy of a shared mount its slave and of another mount private (propagation to a
+ * slave).
+ */
+enum copy_mode { COPY_PEERS, COPY_TO_SLAVE, COPY_SLAVE };
+
 /* A copy of m showing node (a node of m's filesystem), detached: a bind of (m, node). */
-static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node, bool keep_peer)
+static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
+				     enum copy_mode mode)
 {
 	struct vfs_mount *c = vfs_mount_create(m->fs, node, m->flags);
 	char *root;
@@ -427,14 +505,25 @@ static struct vfs_mount *clone_mount(struct vfs_mount *m, struct vfs_node *node,
 		}
 		free(root);
 	}
-	if (keep_peer && m->propagation == MS_SHARED && peer_join(m->peer_group)) {
-		c->propagation = MS_SHARED;
-		c->peer_group = m->peer_group;
-	} else if (keep_peer && m->propagation == MS_SLAVE) {
+	/* Linux's clone_mnt keeps the lock flags; a bind's top loses VFS_MNT_LOCKED later. */
+	c->locks = m->locks;
+	if (mode == COPY_PEERS) {
+		if (m->propagation == MS_SHARED && peer_join(m->peer_group)) {
+			c->propagation = MS_SHARED;
+			c->peer_group = m->peer_group;
+			c->master = m->master;
+		} else if (m->master) {
+			c->propagation = MS_SLAVE;
+			c->master = m->master;
+		}
+	} else if (m->propagation == MS_SHARED) {
+		c->propagation = MS_SLAVE;
+		c->master = m->peer_group;
+	} else if (mode == COPY_TO_SLAVE && m->master) {
 		c->propagation = MS_SLAVE;
 		c->master = m->master;
 	}
-	return c;
+	return c; /* an unbindable mount's copy (a namespace's) is private, as Linux shows */
 }
 
 /* Attaches c on (parent, mountpoint) in the tree (mount lock held for writing). */
@@ -452,11 +541,13 @@ static void attach_locked(struct vfs_mount *c, struct vfs_mount *parent, struct 
 
 /*
  * Copies the tree below (src, node) (the mounts of src under node with rec; src alone
- * without) as a detached tree whose top shows node. Unbindable submounts are left out.
+ * without) as a detached tree whose top shows node. Unbindable submounts are left out but by a
+ * namespace copy (olds asked).
  * Returns the top (one reference) or ERR_PTR(-errno); *map receives old/new pairs if asked.
  */
 static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node, bool rec,
-				   bool keep_peer, struct mount_vec *olds, struct mount_vec *news)
+				   enum copy_mode mode, struct mount_vec *olds,
+				   struct mount_vec *news)
 {
 	struct mount_vec old = { 0 }, made = { 0 };
 	struct vfs_mount *top;
@@ -464,9 +555,11 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 
 	if (mount_room(1) < 0)
 		return ERR_PTR(-ENOSPC);
-	top = clone_mount(src, node, keep_peer);
+	top = clone_mount(src, node, mode);
 	if (!top)
 		return ERR_PTR(-ENOMEM);
+	/* Not a tree propagation reaches until attached (anon_tree: being built). */
+	top->anon_tree = true;
 	if (vec_push(&old, src) < 0 || vec_push(&made, top) < 0) {
 		err = -ENOMEM;
 		goto out;
@@ -482,15 +575,25 @@ static struct vfs_mount *copy_tree(struct vfs_mount *src, struct vfs_node *node,
 
 			for (pi = 0; pi < old.n && old.v[pi] != m->parent; pi++)
 				;
-			if (pi == old.n || m->propagation == MS_UNBINDABLE)
+			if (pi == old.n)
 				continue;
 			if (pi == 0 && !node_below(m->mountpoint, node))
 				continue;
+			/* A namespace copy (olds asked) takes unbindable mounts too (Linux's
+			 * CL_COPY_UNBINDABLE); binds leave them out. */
+			if (m->propagation == MS_UNBINDABLE && !olds) {
+				/* Leaving a locked mount out would reveal what it covers (Linux). */
+				if (m->locks & VFS_MNT_LOCKED) {
+					err = -EPERM;
+					break;
+				}
+				continue;
+			}
 			if (mount_room(1) < 0) {
 				err = -ENOSPC;
 				break;
 			}
-			c = clone_mount(m, m->root, keep_peer);
+			c = clone_mount(m, m->root, mode);
 			if (!c) {
 				err = -ENOMEM;
 				break;
@@ -519,7 +622,19 @@ out:
 	return top;
 }
 
-int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
+/* Whether src's mount has locked submounts at or below src's node. */
+static bool src_has_locked(const struct vfs_path *src)
+{
+	bool r;
+
+	vfs_mount_read_lock();
+	r = has_locked_children(src->mnt, src->node);
+	vfs_mount_read_unlock();
+	return r;
+}
+
+static int mount_bind_locked(struct task *t, const struct vfs_path *src, const struct vfs_path *at,
+			     bool rec)
 {
 	struct vfs_mount *top;
 	int err;
@@ -531,10 +646,15 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 	/* Linux's graft_tree: a directory on a non-directory or the reverse is ENOTDIR. */
 	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(src->node))
 		return -ENOTDIR;
+	/* Linux's __do_loopback: a bind alone of a mount with locked submounts would show what
+	 * they cover. */
+	if (!rec && src_has_locked(src))
+		return -EINVAL;
 	/* Binds of shared mounts are their peers, of slaves slaves of the same master. */
-	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
+	top = copy_tree(src->mnt, src->node, rec, COPY_PEERS, NULL, NULL);
 	if (IS_ERR(top))
 		return (int)PTR_ERR(top);
+	top->locks &= ~VFS_MNT_LOCKED;
 	err = attach_new(top, at);
 	if (err < 0)
 		drop_tree(top);
@@ -543,7 +663,18 @@ int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_
 	return err;
 }
 
-struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec)
+int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_bind_locked(t, src, at, rec);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+static struct vfs_mount *mount_clone_tree_locked(struct task *t, const struct vfs_path *src,
+						 bool rec)
 {
 	struct vfs_mount *top;
 
@@ -551,10 +682,24 @@ struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *sr
 		return ERR_PTR(-EINVAL);
 	if (src->mnt->propagation == MS_UNBINDABLE)
 		return ERR_PTR(-EINVAL);
-	top = copy_tree(src->mnt, src->node, rec, true, NULL, NULL);
-	if (!IS_ERR(top))
+	if (!rec && src_has_locked(src))
+		return ERR_PTR(-EINVAL);
+	top = copy_tree(src->mnt, src->node, rec, COPY_PEERS, NULL, NULL);
+	if (!IS_ERR(top)) {
 		top->anon_tree = true;
+		top->locks &= ~VFS_MNT_LOCKED;
+	}
 	return top;
+}
+
+struct vfs_mount *vfs_mount_clone_tree(struct task *t, const struct vfs_path *src, bool rec)
+{
+	struct vfs_mount *r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_clone_tree_locked(t, src, rec);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *source,
@@ -575,7 +720,7 @@ struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *s
 	return m;
 }
 
-int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
+static int mount_attach_tree_locked(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
 {
 	int err;
 
@@ -588,11 +733,249 @@ int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_
 		vfs_mount_write_unlock();
 		return -EINVAL;
 	}
-	m->anon_tree = false;
 	vfs_mount_write_unlock();
-	err = vfs_mount_attach(m, at);
-	if (err < 0)
+	err = attach_new(m, at);
+	if (err < 0 && !m->parent)
 		m->anon_tree = true;
+	return err;
+}
+
+int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_attach_tree_locked(t, m, at);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+/* --- propagation (Linux's fs/pnode.c, reduced) --- */
+
+/* Whether m is in a tree that propagation reaches: attached, not being built (mount lock). */
+static bool prop_live(struct vfs_mount *m)
+{
+	struct vfs_mount *top;
+
+	if (m->detached)
+		return false;
+	top = tree_top(m);
+	return !top->detached && !top->anon_tree;
+}
+
+static void collect_propagating(struct vfs_mount *m, void *arg)
+{
+	if ((m->propagation == MS_SHARED || m->master) && prop_live(m))
+		vec_push(arg, m);
+}
+
+/* The owner of m's tree (mount lock held): NULL for the sandbox's (the initial user ns). */
+static struct user_ns *tree_owner(struct vfs_mount *m)
+{
+	struct vfs_mount *top = tree_top(m);
+
+	return top->ns && top->ns->owner->level ? top->ns->owner : NULL;
+}
+
+static bool vec_has(const struct mount_vec *v, struct vfs_mount *m)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->v[i] == m)
+			return true;
+	return false;
+}
+
+/* Every mount of the tree below top becomes shared, a new peer group each (mount lock held). */
+static int make_tree_shared(struct vfs_mount *top)
+{
+	for (struct vfs_mount *m = top; m; m = vfs_mount_next_below(m, top)) {
+		if (m->propagation == MS_SHARED)
+			continue;
+		m->peer_group = peer_join(0);
+		if (!m->peer_group)
+			return -ENOMEM;
+		m->propagation = MS_SHARED;
+	}
+	return 0;
+}
+
+/* One step of a propagation: the copy of tree tmpl that a group's mounts receive. */
+struct prop_step {
+	uint64_t group;
+	struct vfs_mount *tmpl; /* referenced */
+	struct vfs_mount *skip; /* the group's mount that has tmpl already */
+};
+
+/*
+ * After src, a new tree, was attached at (dest, mp): copies of it on every mount dest
+ * propagates to (Linux's propagate_mnt): dest's peers get peers of src, the slaves of dest's
+ * group slaves of it, and a slave that is shared passes its copy on to its own peers and
+ * slaves. A mount whose root does not contain mp gets none. Copies into a tree of another user
+ * namespace are locked but for their top. src's mounts become shared first, as Linux's
+ * attach_recursive_mnt. Op lock held. 0 or -errno (copies made so far stay).
+ */
+static int propagate_new(struct vfs_mount *dest, struct vfs_node *mp, struct vfs_mount *src)
+{
+	struct mount_vec live = { 0 }, mine = { 0 };
+	struct prop_step *steps = NULL;
+	size_t nsteps = 0, cap = 0;
+	struct user_ns *owner;
+	int err;
+
+	vfs_mount_write_lock();
+	if (dest->propagation != MS_SHARED) {
+		vfs_mount_write_unlock();
+		return 0;
+	}
+	err = make_tree_shared(src);
+	if (err == 0)
+		err = collect(src, &mine);
+	if (err == 0)
+		vfs_mount_each_existing(collect_propagating, &live);
+	owner = tree_owner(dest);
+	vfs_mount_write_unlock();
+	steps = malloc(sizeof(*steps) * 4);
+	cap = 4;
+	if (!steps)
+		err = -ENOMEM;
+	if (err == 0) {
+		vfs_mount_get(src);
+		steps[nsteps++] = (struct prop_step){ dest->peer_group, src, dest };
+	}
+	for (size_t si = 0; err == 0 && si < nsteps; si++) {
+		struct prop_step st = steps[si];
+
+		for (size_t i = 0; err == 0 && i < live.n; i++) {
+			struct vfs_mount *q = live.v[i], *copy;
+			struct vfs_path at = { .mnt = q, .node = mp };
+			bool peer = q->propagation == MS_SHARED && q->peer_group == st.group;
+			bool locked_copy;
+
+			if (q == st.skip || vec_has(&mine, q) || (!peer && q->master != st.group))
+				continue;
+			if (!node_below(mp, q->root))
+				continue; /* mp is not visible in q */
+			copy = copy_tree(st.tmpl, st.tmpl->root, true,
+					 peer ? COPY_PEERS : COPY_SLAVE, NULL, NULL);
+			if (IS_ERR(copy)) {
+				err = (int)PTR_ERR(copy);
+				break;
+			}
+			vfs_mount_write_lock();
+			locked_copy = tree_owner(q) != owner;
+			if (locked_copy) {
+				lock_tree(copy);
+				copy->locks &= ~VFS_MNT_LOCKED;
+			}
+			/* A slave that is shared passes the copy on to its peers and slaves. */
+			if (!peer && q->propagation == MS_SHARED)
+				err = make_tree_shared(copy);
+			copy->anon_tree = false;
+			vfs_mount_write_unlock();
+			if (err == 0)
+				err = vfs_mount_attach(copy, &at);
+			if (err < 0) {
+				drop_tree(copy);
+				break;
+			}
+			if (!peer && q->propagation == MS_SHARED) {
+				bool seen = false;
+
+				for (size_t k = 0; k < nsteps; k++)
+					seen |= steps[k].group == q->peer_group;
+				if (!seen && nsteps == cap) {
+					struct prop_step *nv =
+						realloc(steps, sizeof(*nv) * cap * 2);
+
+					if (!nv) {
+						err = -ENOMEM;
+						vfs_mount_put(copy);
+						break;
+					}
+					steps = nv;
+					cap *= 2;
+				}
+				if (!seen) {
+					steps[nsteps++] =
+						(struct prop_step){ q->peer_group, copy, q };
+					continue; /* the step holds the copy's reference */
+				}
+			}
+			vfs_mount_put(copy);
+		}
+	}
+	for (size_t i = 0; i < nsteps; i++)
+		vfs_mount_put(steps[i].tmpl);
+	free(steps);
+	vec_put(&live);
+	vec_put(&mine);
+	return err;
+}
+
+/*
+ * Linux's propagate_umount, reduced: after m left (parent, mp), the mounts at mp of every mount
+ * parent propagates to that show the same (filesystem, root) go too, when they are not locked
+ * and have no submounts (or with MNT_DETACH, with theirs). With drop NULL, only Linux's
+ * propagate_mount_busy: -EBUSY when one of them without submounts is in use (a cwd, an open
+ * file), else 0. Op and mount (write) locks held.
+ */
+static int propagate_umount(struct vfs_mount *parent, struct vfs_node *mp, struct vfs_mount *m,
+			    int flags, struct mount_vec *drop)
+{
+	struct mount_vec live = { 0 };
+	uint64_t *groups;
+	size_t ng = 0, gcap = 8;
+	int err = 0;
+
+	if (parent->propagation != MS_SHARED)
+		return 0;
+	groups = malloc(sizeof(*groups) * gcap);
+	if (!groups)
+		return drop ? 0 : -ENOMEM;
+	groups[ng++] = parent->peer_group;
+	vfs_mount_each_existing(collect_propagating, &live);
+	for (size_t gi = 0; gi < ng; gi++) {
+		for (size_t i = 0; i < live.n; i++) {
+			struct vfs_mount *q = live.v[i], *c, *found = NULL;
+			bool peer = q->propagation == MS_SHARED && q->peer_group == groups[gi];
+
+			if (q == parent || q->detached || (!peer && q->master != groups[gi]))
+				continue;
+			if (!peer && q->propagation == MS_SHARED) {
+				bool seen = false;
+
+				for (size_t k = 0; k < ng; k++)
+					seen |= groups[k] == q->peer_group;
+				if (!seen && ng == gcap) {
+					uint64_t *nv = realloc(groups, sizeof(*nv) * gcap * 2);
+
+					if (nv) {
+						groups = nv;
+						gcap *= 2;
+					}
+				}
+				if (!seen && ng < gcap)
+					groups[ng++] = q->peer_group;
+			}
+			list_for_each_entry(c, &q->children, sibling)
+				if (c->mountpoint == mp)
+					found = c;
+			if (!found || found->fs != m->fs || found->root != m->root ||
+			    (found->locks & VFS_MNT_LOCKED))
+				continue;
+			if (!(flags & MNT_DETACH) && !list_empty(&found->children))
+				continue;
+			if (!drop) {
+				/* References beyond the tree's (and live's, when it is shared). */
+				if (refcount_read(&found->ref) > 1 + vec_has(&live, found))
+					err = -EBUSY;
+				continue;
+			}
+			umount_tree_locked(found, drop);
+		}
+	}
+	free(groups);
+	vec_put(&live);
 	return err;
 }
 
@@ -604,12 +987,56 @@ static bool is_mount_root(const struct vfs_path *p)
 	return p->node == p->mnt->root;
 }
 
+/* The mount's atime choice: MS_NOATIME, MS_STRICTATIME or MS_RELATIME (the label's word). */
+static int mount_atime(struct vfs_mount *m)
+{
+	const char *w = m->label ? m->label->atime : NULL;
+
+	if (w && !strcmp(w, "noatime"))
+		return MS_NOATIME;
+	if (w && !*w)
+		return MS_STRICTATIME;
+	return MS_RELATIME;
+}
+
+/* Linux's can_change_locked_flags: a remount to flags keeps every locked flag of m. */
+static bool can_change_locked_flags(struct vfs_mount *m, int flags)
+{
+	int l = m->locks;
+
+	if ((l & VFS_MNT_LOCK_READONLY) && !(flags & MS_RDONLY))
+		return false;
+	if ((l & VFS_MNT_LOCK_NODEV) && !(flags & MS_NODEV))
+		return false;
+	if ((l & VFS_MNT_LOCK_NOSUID) && !(flags & MS_NOSUID))
+		return false;
+	if ((l & VFS_MNT_LOCK_NOEXEC) && !(flags & MS_NOEXEC))
+		return false;
+	/* Without an atime flag a remount keeps the mount's (Linux's path_mount). */
+	if ((l & VFS_MNT_LOCK_ATIME) && (flags & (MS_NOATIME | MS_STRICTATIME | MS_RELATIME))) {
+		int want = (flags & MS_NOATIME)	    ? MS_NOATIME :
+			   (flags & MS_STRICTATIME) ? MS_STRICTATIME :
+						      MS_RELATIME;
+
+		if (want != mount_atime(m))
+			return false;
+	}
+	return true;
+}
+
 int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind)
 {
 	struct vfs_mount *m = p->mnt;
 
 	if (!is_mount_root(p) || !in_task_tree(t, m))
 		return -EINVAL;
+	if (!can_change_locked_flags(m, flags))
+		return -EPERM;
+	/* Reconfiguring the filesystem itself: CAP_SYS_ADMIN over its user namespace. */
+	if (!bind &&
+	    !task_ns_capable(t, m->fs->user_ns ? m->fs->user_ns : nsproxy_initial(t->k)->user,
+			     CAP_SYS_ADMIN))
+		return -EPERM;
 	vfs_mount_set_flags(m, flags & VFS_MNT_FLAGS);
 	/* Without MS_BIND the superblock's read-only flag changes too (the label's). */
 	if (!bind && m->label)
@@ -619,7 +1046,7 @@ int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool 
 	return 0;
 }
 
-int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec)
+static int mount_change_type_locked(struct task *t, const struct vfs_path *p, int type, bool rec)
 {
 	struct mount_vec v = { 0 };
 	int err;
@@ -633,6 +1060,7 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 			struct vfs_mount *m = v.v[i];
 
 			if (type == MS_SHARED) {
+				/* A slave made shared stays a slave too (shared:N master:M). */
 				if (m->propagation != MS_SHARED) {
 					m->peer_group = peer_join(0);
 					if (!m->peer_group) {
@@ -640,12 +1068,12 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 						break;
 					}
 				}
-				m->master = 0;
 			} else if (type == MS_SLAVE) {
-				/* Its peers become its master; with none, it is private (Linux). */
+				/* Its peers become its master; with none, its own master stays, and
+				 * without one it is private (Linux's do_make_slave). */
 				if (m->propagation == MS_SHARED) {
-					m->master =
-						peer_members(m->peer_group) > 1 ? m->peer_group : 0;
+					if (peer_members(m->peer_group) > 1)
+						m->master = m->peer_group;
 					make_unshared(m);
 					if (!m->master) {
 						m->propagation = 0;
@@ -666,13 +1094,25 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 	return err;
 }
 
-int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
+int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_change_type_locked(t, p, type, rec);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+static int mount_move_locked(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
 {
 	struct vfs_mount *m = src->mnt, *old_parent;
 	struct vfs_node *old_mp;
 	int err = 0;
 
 	if (!is_mount_root(src) || !in_task_tree(t, m) || !in_task_tree(t, at->mnt))
+		return -EINVAL;
+	if (m->locks & VFS_MNT_LOCKED)
 		return -EINVAL;
 	if (vfs_node_is_dir(at->node) != vfs_node_is_dir(m->root))
 		return -EINVAL; /* Linux's do_move_mount */
@@ -698,10 +1138,21 @@ int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_
 	vfs_mount_write_unlock();
 	vfs_mount_put(old_parent);
 	vfs_node_put(old_mp);
-	return 0;
+	/* Under a shared mount the moved tree propagates as a new one (attach_recursive_mnt). */
+	return propagate_new(at->mnt, at->node, m);
 }
 
-int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
+int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_move_locked(t, src, at);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+static int umount_locked(struct task *t, const struct vfs_path *p, int flags)
 {
 	struct vfs_mount *m = p->mnt;
 	struct vfs_path root;
@@ -710,6 +1161,11 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
 
 	if (!is_mount_root(p) || !in_task_tree(t, m))
 		return -EINVAL;
+	/* Linux's can_umount: a locked mount stays (what it covers stays hidden), even lazily. */
+	if (m->locks & VFS_MNT_LOCKED)
+		return -EINVAL;
+	if ((flags & MNT_FORCE) && !cred_capable(&t->cred, CAP_SYS_ADMIN))
+		return -EPERM;
 	vfs_task_root(t, &root);
 	if (flags & MNT_EXPIRE) {
 		/* Expiry marks are not kept: every mount counts as in use since the last call. */
@@ -729,13 +1185,31 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
 		 * an open file). */
 		if (!list_empty(&m->children) || refcount_read(&m->ref) > 2)
 			err = -EBUSY;
+		else
+			err = propagate_umount(m->parent, m->mountpoint, m, flags, NULL);
 	}
-	if (err == 0)
+	if (err == 0) {
+		struct vfs_mount *parent = m->parent;
+		struct vfs_node *mp = m->mountpoint;
+
+		/* m keeps its parent and mountpoint references until freed: drop holds it. */
 		umount_tree_locked(m, &drop);
+		propagate_umount(parent, mp, m, flags, &drop);
+	}
 	vfs_mount_write_unlock();
 	vec_put(&drop);
 	vfs_path_put(&root);
 	return err;
+}
+
+int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = umount_locked(t, p, flags);
+	pthread_mutex_unlock(&op_lock);
+	return r;
 }
 
 /* --- pivot_root --- */
@@ -751,7 +1225,8 @@ static bool fs_ns_owns(struct fs_context *fs, struct vfs_mount *top)
 	return fs->mnt_ns && fs->mnt_ns->root == top;
 }
 
-int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old)
+static int pivot_root_locked(struct task *t, const struct vfs_path *new_root,
+			     const struct vfs_path *put_old)
 {
 	struct vfs_mount *nm = new_root->mnt, *om = put_old->mnt, *rm, *top;
 	struct vfs_mount *ex_parent = NULL, *root_parent = NULL;
@@ -774,6 +1249,8 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 		err = -EBUSY;
 	else if (root.node != rm->root || new_root->node != nm->root || !nm->parent)
 		err = -EINVAL; /* not mountpoints, or new_root not attached */
+	else if (nm->locks & VFS_MNT_LOCKED)
+		err = -EINVAL; /* it would uncover what it hides */
 	else if (!rm->parent && !fs_ns_owns(t->fs, rm))
 		err = -EINVAL; /* the sandbox's own root is its tree's top, as Linux's rootfs */
 	else if (!path_below(om, put_old->node, nm, nm->root))
@@ -797,6 +1274,11 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 		list_del(&rm->sibling);
 		__atomic_sub_fetch(&root_mp->mounts, 1, __ATOMIC_RELEASE);
 		__atomic_sub_fetch(&root_mp->fs->mounted_on, 1, __ATOMIC_RELEASE);
+	}
+	/* Linux: the old root's lock goes to the new root, which takes its place. */
+	if (rm->locks & VFS_MNT_LOCKED) {
+		nm->locks |= VFS_MNT_LOCKED;
+		rm->locks &= ~VFS_MNT_LOCKED;
 	}
 	/* rm's old reference (the tree's, or the namespace's for a top) is replaced here. */
 	attach_locked(rm, om, put_old->node);
@@ -834,6 +1316,16 @@ int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct
 	return 0;
 }
 
+int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = pivot_root_locked(t, new_root, put_old);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
 /* --- mount namespaces --- */
 
 void vfs_mnt_ns_get(struct vfs_mnt_ns *ns)
@@ -848,7 +1340,9 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 
 	if (!ns || !refcount_dec(&ns->ref))
 		return;
-	/* The namespace's mounts go with it (Linux's put_mnt_ns: umount_tree of the whole tree). */
+	/* The namespace's mounts go with it (Linux's put_mnt_ns: umount_tree of the whole tree),
+	 * not while a propagation copies onto them. */
+	pthread_mutex_lock(&op_lock);
 	vfs_mount_write_lock();
 	while (!list_empty(&ns->root->children)) {
 		c = list_first_entry(&ns->root->children, struct vfs_mount, sibling);
@@ -858,8 +1352,10 @@ void vfs_mnt_ns_put(struct vfs_mnt_ns *ns)
 	ns->root->ns = NULL;
 	make_unshared(ns->root);
 	vfs_mount_write_unlock();
+	pthread_mutex_unlock(&op_lock);
 	vec_put(&drop);
 	vfs_mount_put(ns->root);
+	user_ns_put(ns->owner);
 	free(ns);
 }
 
@@ -877,30 +1373,64 @@ static void move_path(struct vfs_path *p, const struct mount_vec *olds,
 	}
 }
 
-int vfs_mnt_ns_unshare(struct fs_context *fs)
+/*
+ * Linux's lock_mnt_tree: every mount of a copy made for a less privileged user namespace keeps
+ * its flags, and all but the top are locked to their parents (mount lock held).
+ */
+static void lock_tree(struct vfs_mount *top)
+{
+	for (struct vfs_mount *m = top; m; m = vfs_mount_next_below(m, top)) {
+		int l = VFS_MNT_LOCK_ATIME;
+
+		if (m->flags & MS_RDONLY)
+			l |= VFS_MNT_LOCK_READONLY;
+		if (m->flags & MS_NODEV)
+			l |= VFS_MNT_LOCK_NODEV;
+		if (m->flags & MS_NOSUID)
+			l |= VFS_MNT_LOCK_NOSUID;
+		if (m->flags & MS_NOEXEC)
+			l |= VFS_MNT_LOCK_NOEXEC;
+		if (m != top)
+			l |= VFS_MNT_LOCKED;
+		m->locks |= l;
+	}
+}
+
+static int mnt_ns_unshare_locked(struct fs_context *fs, struct user_ns *owner,
+				 struct vfs_mnt_ns **old_nsp)
 {
 	struct mount_vec olds = { 0 }, news = { 0 };
 	struct vfs_mnt_ns *ns = calloc(1, sizeof(*ns)), *old_ns;
 	struct vfs_mount *top, *copy;
 	struct vfs_path root;
 	uint32_t idx;
+	bool less;
 
 	if (!ns)
 		return -ENOMEM;
+	/* Into a user namespace other than the old namespace's owner (Linux's copy_mnt_ns). */
+	less = fs->mnt_ns ? fs->mnt_ns->owner != owner : owner->level != 0;
 	fs_context_get_root(fs, &root);
 	vfs_mount_read_lock();
 	top = tree_top(root.mnt);
 	vfs_mount_get(top);
 	vfs_mount_read_unlock();
 	vfs_path_put(&root);
-	/* Every mount copied, peers kept (Linux's copy_mnt_ns in the same user namespace). */
-	copy = copy_tree(top, top->root, true, true, &olds, &news);
+	/* Every mount copied, peers kept, or for a less privileged owner made slaves. */
+	copy = copy_tree(top, top->root, true, less ? COPY_TO_SLAVE : COPY_PEERS, &olds, &news);
 	vfs_mount_put(top);
 	if (IS_ERR(copy)) {
 		free(ns);
 		return (int)PTR_ERR(copy);
 	}
+	vfs_mount_write_lock();
+	if (less)
+		lock_tree(copy);
+	copy->anon_tree = false;
+	vfs_mount_write_unlock();
 	refcount_init(&ns->ref, 1);
+	user_ns_get(owner);
+	ns->owner = owner;
 	idx = __atomic_fetch_add(&next_ns_index, 1, __ATOMIC_RELAXED);
 	/* In Linux's range of namespace inodes, the mnt slot (2) of a 16-apart block. */
 	ns->ino = 0xF0000000u + ((0x80000u + idx) & 0xFFFFFu) * 16u + 2u;
@@ -914,8 +1444,20 @@ int vfs_mnt_ns_unshare(struct fs_context *fs)
 	pthread_mutex_unlock(&fs->lock);
 	vec_put(&olds);
 	vec_put(&news);
-	vfs_mnt_ns_put(old_ns);
+	*old_nsp = old_ns; /* put by the caller, without the op lock */
 	return 0;
+}
+
+int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
+{
+	struct vfs_mnt_ns *old_ns = NULL;
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mnt_ns_unshare_locked(fs, owner, &old_ns);
+	pthread_mutex_unlock(&op_lock);
+	vfs_mnt_ns_put(old_ns);
+	return r;
 }
 
 uint64_t vfs_mnt_ns_ino(struct task *t)

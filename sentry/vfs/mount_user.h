@@ -15,9 +15,31 @@ struct task;
 struct vfs_fs;
 struct vfs_mnt_ns;
 struct vfs_path;
+struct user_ns;
 
 /* The per-mount flags a guest may set. */
 #define VFS_MNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+/*
+ * Locked mounts (vfs_mount.locks; Linux's MNT_LOCKED and MNT_LOCK_*): a mount namespace copied
+ * into a less privileged user namespace locks its mounts. VFS_MNT_LOCKED (every mount but the
+ * copy's top): not unmounted nor moved alone, so that what it covers stays hidden; the LOCK_*
+ * flags: the flag (the atime choice) may not be cleared (changed) by a remount.
+ */
+#define VFS_MNT_LOCKED 0x01
+#define VFS_MNT_LOCK_READONLY 0x02
+#define VFS_MNT_LOCK_NOSUID 0x04
+#define VFS_MNT_LOCK_NODEV 0x08
+#define VFS_MNT_LOCK_NOEXEC 0x10
+#define VFS_MNT_LOCK_ATIME 0x20
+
+/*
+ * The user namespace owning t's mount namespace (its fs context's; the sandbox's initial one for
+ * the sandbox's own tree), borrowed: t itself only (its fs context's namespace never changes).
+ */
+struct user_ns *vfs_mnt_ns_owner(struct task *t);
+/* Linux's may_mount: CAP_SYS_ADMIN in the user namespace owning t's mount namespace. */
+bool vfs_may_mount(struct task *t);
 
 /*
  * chroot(2) of t's process (its fs context) to path: -ENOTDIR, -EACCES (search), walk errors,
@@ -46,7 +68,10 @@ struct vfs_mount *vfs_mount_detached(struct vfs_fs *fs, int flags, const char *s
 				     const char *fstype, const char *super_opts);
 /* move_mount(2) of a detached tree top m onto at. 0, -EINVAL (m attached already), -ENOTDIR. */
 int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_path *at);
-/* MS_REMOUNT (bind: MS_REMOUNT|MS_BIND) of the mount whose root is p. 0 or -EINVAL. */
+/*
+ * MS_REMOUNT (bind: MS_REMOUNT|MS_BIND) of the mount whose root is p. 0, -EINVAL, or -EPERM
+ * (a locked flag cleared; without MS_BIND, no CAP_SYS_ADMIN over the filesystem's user ns).
+ */
 int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind);
 /* MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE (type), with rec for the submounts. */
 int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec);
@@ -54,7 +79,8 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at);
 /*
  * umount2(2) of the mount whose root is p (MNT_DETACH, MNT_EXPIRE, MNT_FORCE in flags).
- * Returns 0, -EINVAL (not a mount root, not in t's tree, the tree's top), -EBUSY (without
+ * Returns 0, -EINVAL (not a mount root, not in t's tree, locked, the tree's top), -EPERM
+ * (MNT_FORCE without CAP_SYS_ADMIN over the sandbox), -EBUSY (without
  * MNT_DETACH: submounts, a cwd, root or open file in it; t's root), -EAGAIN (MNT_EXPIRE).
  */
 int vfs_umount(struct task *t, const struct vfs_path *p, int flags);
@@ -62,10 +88,13 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags);
 int vfs_pivot_root(struct task *t, const struct vfs_path *new_root, const struct vfs_path *put_old);
 
 /*
- * Gives fs (private to the caller: unshare or clone with CLONE_NEWNS) a new mount namespace: a
- * copy of the whole tree its root is in, its root and cwd moved onto the copies. 0 or -ENOMEM.
+ * Gives fs (private to the caller: unshare or clone with CLONE_NEWNS) a new mount namespace
+ * owned by user namespace owner (the caller's, after a CLONE_NEWUSER of the same call): a copy
+ * of the whole tree its root is in, its root and cwd moved onto the copies. A copy into a user
+ * namespace other than the old namespace's owner (a less privileged one) locks the copied
+ * mounts and makes shared mounts slaves of their originals, as Linux. 0 or -ENOMEM/-ENOSPC.
  */
-int vfs_mnt_ns_unshare(struct fs_context *fs);
+int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner);
 void vfs_mnt_ns_get(struct vfs_mnt_ns *ns);
 void vfs_mnt_ns_put(struct vfs_mnt_ns *ns);
 /*

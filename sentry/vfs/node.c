@@ -6,8 +6,12 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/notify.h"
+
+/* nsproxy.c (weak: unit tests link the VFS without it; they make no guest-owned fs). */
+#pragma weak user_ns_put
 
 void vfs_fs_init(struct vfs_fs *fs, const struct vfs_fs_ops *ops, const char *type)
 {
@@ -16,6 +20,7 @@ void vfs_fs_init(struct vfs_fs *fs, const struct vfs_fs_ops *ops, const char *ty
 	fs->type = type;
 	fs->dev = vfs_alloc_anon_dev();
 	fs->root = NULL;
+	fs->user_ns = NULL;
 }
 
 void vfs_fs_get(struct vfs_fs *fs)
@@ -25,8 +30,11 @@ void vfs_fs_get(struct vfs_fs *fs)
 
 void vfs_fs_put(struct vfs_fs *fs)
 {
-	if (fs && refcount_dec(&fs->ref))
+	if (fs && refcount_dec(&fs->ref)) {
+		if (fs->user_ns)
+			user_ns_put(fs->user_ns);
 		fs->ops->release(fs);
+	}
 }
 
 uint64_t vfs_alloc_anon_dev(void)

@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "common/err.h"
 #include "sentry/kernel/current.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/fs/dev/dev.h"
@@ -108,6 +109,12 @@ int vfs_may_create(const struct cred *cred, const struct vfs_path *dir, uint32_t
 
 	if (vfs_mount_readonly(dir->mnt))
 		return -EROFS;
+	/* Linux's fsuidgid_has_mapping: the new node's owner must have an id in the user
+	 * namespace of the filesystem (a guest's mount in a user namespace). */
+	if (dir->mnt->fs->user_ns &&
+	    (!user_ns_kid_mapped(dir->mnt->fs->user_ns, false, cred->fsuid) ||
+	     !user_ns_kid_mapped(dir->mnt->fs->user_ns, true, cred->fsgid)))
+		return -EOVERFLOW;
 	err = vfs_node_getattr(dir->node, &da);
 	if (err < 0)
 		return err;

@@ -76,6 +76,24 @@ print(l.mount(b"x", b"/mnt", b"nosuchfs", 0, None), os.strerror(ctypes.get_errno
 # from / binds the guest's own root.
 same "a bind of /../../.. is a bind of the guest's /" -- \
 	unshare -m sh -c 'mount --bind /../../.. /mnt && test "$(stat -c %d:%i /mnt)" = "$(stat -c %d:%i /)" && echo same-root'
+# Mounts in user namespaces (issue 17): unshare -Urm as root and as an unprivileged user, the
+# mounts copied in locked (umount EINVAL: "not mounted"; nosuid not cleared: EPERM), ext4 EPERM,
+# and propagation between peers made inside.
+same "unshare -Urm: a tmpfs on /mnt, a file in it" -- \
+	unshare -Urm sh -c 'mount -t tmpfs x /mnt && touch /mnt/f && ls /mnt'
+same "unshare -Urm as uid 65534: tmpfs owned by root inside, ext4 refused" -- \
+	setpriv --reuid=65534 --regid=65534 --clear-groups unshare -Urm sh -c 'mount -t tmpfs x /mnt &&
+		touch /mnt/f && ls -ln /mnt | tail -1 | cut -d" " -f3,4;
+		mount -t ext4 none /mnt 2>&1 | grep -o "permission denied"'
+same "unshare -Urm: the copied mounts are locked" -- \
+	unshare -m sh -c 'mount -t tmpfs -o nosuid x /mnt && touch /mnt/under && mkdir /mnt/d &&
+		mount -t tmpfs y /mnt/d && unshare -Urm sh -c "umount /mnt/d 2>/dev/null; echo \$?;
+		umount -l /mnt/d 2>/dev/null; echo \$?; mount -o remount,bind,suid /mnt 2>&1 |
+		grep -o \"permission denied\"; mount -o remount,bind,nosuid,noexec /mnt && echo noexec-added"'
+same "unshare -Urm: mount --make-rshared, a mount propagates to a bind" -- \
+	unshare -Urm sh -c 'mount --make-rshared / && d=$(mktemp -d) && mount -t tmpfs p $d &&
+		mkdir $d/a $d/b && mount --bind $d/a $d/b && mount -t tmpfs in $d/a && touch $d/a/f &&
+		ls $d/b && grep -c " $d/" /proc/self/mountinfo && umount $d/b/ && ls $d/a; umount -l $d; rmdir $d'
 # umount of /: Linux would remount the caller's root read-only (the host's root natively:
 # never run here); husk answers EBUSY. Husk only.
 expect_output "umount / is refused" "busy

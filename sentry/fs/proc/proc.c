@@ -909,9 +909,10 @@ static void mount_print(struct mounts_ctx *c, struct vfs_mount *m)
 		/* Linux's optional fields: shared:N, master:N, unbindable. */
 		if (m->propagation == MS_SHARED)
 			fprintf(c->out, " shared:%" PRIu64, m->peer_group);
-		else if (m->propagation == MS_SLAVE)
+		/* A shared mount may be a slave too: "shared:N master:M", as Linux. */
+		if ((m->propagation == MS_SHARED || m->propagation == MS_SLAVE) && m->master)
 			fprintf(c->out, " master:%" PRIu64, m->master);
-		else if (m->propagation == MS_UNBINDABLE)
+		if (m->propagation == MS_UNBINDABLE)
 			fprintf(c->out, " unbindable");
 		fprintf(c->out, " - %s ", type);
 		put_mangled(c->out, source);
