@@ -242,7 +242,8 @@ static void files_handles(void)
 
 	h.bytes = sizeof(h.f);
 	if (syscall(SYS_name_to_handle_at, AT_FDCWD, "/vol/plain", &h, &mount_id, 0) != 0) {
-		result(1, "name_to_handle_at on the volume: %s (no handles to forge)", strerror(errno));
+		result(1, "name_to_handle_at on the volume: %s (no handles to forge)",
+		       strerror(errno));
 		return;
 	}
 	int mfd = open("/vol", O_RDONLY | O_DIRECTORY);
@@ -270,8 +271,8 @@ static void files_handles(void)
 		close(fd);
 	}
 	close(mfd);
-	result(leaks == 0, "open_by_handle_at over 129 forged handles: %d opened, %d the secret", opens,
-	       leaks);
+	result(leaks == 0, "open_by_handle_at over 129 forged handles: %d opened, %d the secret",
+	       opens, leaks);
 }
 
 /* --- processes --- */
@@ -289,7 +290,8 @@ static void procs(pid_t host_pid)
 	long r;
 
 	r = kill(host_pid, 0) == 0 ? 0 : -errno;
-	result(r != 0, "kill(host pid %d, 0): %s", (int)host_pid, r ? strerror((int)-r) : "ALLOWED");
+	result(r != 0, "kill(host pid %d, 0): %s", (int)host_pid,
+	       r ? strerror((int)-r) : "ALLOWED");
 	r = ptrace(PTRACE_ATTACH, host_pid, 0, 0) == 0 ? 0 : -errno;
 	result(r != 0, "ptrace attach to the host pid: %s", r ? strerror((int)-r) : "ALLOWED");
 	r = syscall(SYS_process_vm_readv, host_pid, &local, 1, &remote, 1, 0) >= 0 ? 0 : -errno;
@@ -368,8 +370,10 @@ static long sysenter_getpid(void)
 {
 	long ret;
 
-	__asm__ volatile("mov %%rsp, %%rbp\n\tsysenter" : "=a"(ret) : "a"(20L) : "rbp", "rcx",
-			 "r11", "memory");
+	__asm__ volatile("mov %%rsp, %%rbp\n\tsysenter"
+			 : "=a"(ret)
+			 : "a"(20L)
+			 : "rbp", "rcx", "r11", "memory");
 	return ret;
 }
 
@@ -418,7 +422,8 @@ static void host_calls(void)
 		if (sig)
 			result(ok, "%s: the child died of signal %d", probes[i].name, sig);
 		else
-			result(ok, "%s: returned %ld (the guest's answer, not a host pid)", probes[i].name, v);
+			result(ok, "%s: returned %ld (the guest's answer, not a host pid)",
+			       probes[i].name, v);
 	}
 	long v;
 	int sig;
@@ -460,8 +465,8 @@ static int try_connect(int family, const char *addr, int port, int type, int fas
 	if (type == SOCK_DGRAM)
 		r = (int)sendto(fd, "x", 1, 0, (struct sockaddr *)&sa, len);
 	else if (fastopen)
-		r = (int)sendto(fd, "GET / HTTP/1.0\r\n\r\n", 18, MSG_FASTOPEN, (struct sockaddr *)&sa,
-				len);
+		r = (int)sendto(fd, "GET / HTTP/1.0\r\n\r\n", 18, MSG_FASTOPEN,
+				(struct sockaddr *)&sa, len);
 	else
 		r = connect(fd, (struct sockaddr *)&sa, len);
 	e = errno;
@@ -489,7 +494,9 @@ static void net(int host_mode)
 	};
 
 	for (size_t i = 0; i < sizeof(metadata) / sizeof(metadata[0]); i++) {
-		static const int types[][2] = { { SOCK_STREAM, 0 }, { SOCK_DGRAM, 0 }, { SOCK_STREAM, 1 } };
+		static const int types[][2] = { { SOCK_STREAM, 0 },
+						{ SOCK_DGRAM, 0 },
+						{ SOCK_STREAM, 1 } };
 		static const char *const tn[] = { "TCP connect", "UDP sendto", "TCP Fast Open" };
 
 		for (int k = 0; k < 3; k++) {

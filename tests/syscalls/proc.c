@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -577,7 +579,17 @@ static void check_task_links(void)
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	close(p[0]);
-	CHECK_RET(stat("/proc/self/task", &st), 0);
+	/* A joined thread may still be on its way out of the thread group (its tid is cleared
+	 * before it is released, on Linux too): wait for the count to come back down. */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		CHECK_RET(stat("/proc/self/task", &st), 0);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (st.st_nlink == 3 || now.tv_sec - t0.tv_sec > 60)
+			break;
+		sched_yield();
+	} while (1);
 	CHECK(st.st_nlink == 3, "/proc/self/task nlink %lu after the joins",
 	      (unsigned long)st.st_nlink);
 }
