@@ -5,6 +5,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/rseq.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -125,14 +126,14 @@ long sys_exit_group(struct task *t, const struct syscall_args *args)
 	return 0;
 }
 
-/* getpid(2): the pid in the sandbox's pid namespace. */
+/* getpid(2): the pid in the caller's pid namespace. */
 long sys_getpid(struct task *t, const struct syscall_args *args)
 {
-	return task_pid(t);
+	return t->tg->pidns ? task_vpid(t, t->tg) : task_pid(t);
 }
 
 /* gettid(2) */
 long sys_gettid(struct task *t, const struct syscall_args *args)
 {
-	return t->tid;
+	return t->tg->pidns ? task_vtid(t, t) : t->tid;
 }

@@ -26,6 +26,7 @@
 #define CLONE_NEWUTS_ 0x04000000
 #define CLONE_NEWIPC_ 0x08000000
 #define CLONE_NEWUSER_ 0x10000000
+#define CLONE_NEWPID_ 0x20000000
 #define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,6 +43,7 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	struct user_ns *user;
 	struct uts_ns *uts;
 	struct ipc_ns *ipc;
+	struct pid_ns *pid;
 
 	if (ns)
 		return ns;
@@ -53,7 +55,8 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	user = calloc(1, sizeof(*user));
 	uts = calloc(1, sizeof(*uts));
 	ipc = calloc(1, sizeof(*ipc));
-	if (!ns || !user || !uts || !ipc)
+	pid = calloc(1, sizeof(*pid));
+	if (!ns || !user || !uts || !ipc || !pid)
 		abort(); /* start-up: the sandbox cannot run without it */
 	pthread_mutex_init(&user->lock, NULL);
 	user->uid_map_set = user->gid_map_set = true; /* the identity */
@@ -65,12 +68,15 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	uts->lock = &k->lock;
 	refcount_init(&ipc->ref, 1);
 	ipc->owner = user;
+	refcount_init(&pid->ref, 1);
+	pid->owner = user;
 	refcount_init(&ns->ref, 1);
 	ns->user = user;
 	ns->uts = uts;
 	ns->ipc = ipc;
+	ns->pid = pid;
 	/* Each holds its owner and the set each namespace, as any set does. */
-	refcount_init(&user->ref, 3);
+	refcount_init(&user->ref, 4);
 	__atomic_store_n(&k->init_ns, ns, __ATOMIC_RELEASE);
 	nsproxy_install_sysctl();
 out:
@@ -161,6 +167,27 @@ void ipc_ns_put(struct ipc_ns *i)
 	}
 }
 
+void pid_ns_get(struct pid_ns *p)
+{
+	refcount_inc(&p->ref);
+}
+
+void pid_ns_put(struct pid_ns *p)
+{
+	while (p && refcount_dec(&p->ref)) {
+		struct pid_ns *parent = p->parent;
+
+		user_ns_put(p->owner);
+		free(p);
+		p = parent;
+	}
+}
+
+struct pid_ns *task_active_pid_ns(struct task *t)
+{
+	return t->tg && t->tg->pidns ? t->tg->pidns : nsproxy_initial(t->k)->pid;
+}
+
 void nsproxy_get(struct nsproxy *ns)
 {
 	refcount_inc(&ns->ref);
@@ -171,6 +198,7 @@ void nsproxy_put(struct nsproxy *ns)
 	if (ns && refcount_dec(&ns->ref)) {
 		uts_ns_put(ns->uts);
 		ipc_ns_put(ns->ipc);
+		pid_ns_put(ns->pid);
 		user_ns_put(ns->user);
 		free(ns);
 	}
@@ -186,9 +214,11 @@ struct nsproxy *nsproxy_with_user(struct nsproxy *base, struct user_ns *u)
 	ns->user = u;
 	ns->uts = base->uts;
 	ns->ipc = base->ipc;
+	ns->pid = base->pid;
 	user_ns_get(u);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
+	pid_ns_get(ns->pid);
 	return ns;
 }
 
@@ -287,6 +317,22 @@ static struct ipc_ns *ipc_ns_new(struct user_ns *owner)
 	return i;
 }
 
+static struct pid_ns *pid_ns_new(struct pid_ns *parent, struct user_ns *owner)
+{
+	struct pid_ns *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	refcount_init(&n->ref, 1);
+	n->id = new_id();
+	pid_ns_get(parent);
+	n->parent = parent;
+	n->level = parent->level + 1;
+	user_ns_get(owner);
+	n->owner = owner;
+	return n;
+}
+
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 {
 	struct nsproxy *old = task_nsproxy(p), *ns;
@@ -295,6 +341,13 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 	flags &= NSPROXY_CLONE_FLAGS;
 	if (!flags)
 		return NULL;
+	/* Linux's copy_pid_ns: from the active namespace only, at most 32 deep. */
+	if (flags & CLONE_NEWPID_) {
+		if (old->pid != task_active_pid_ns(p))
+			return ERR_PTR(-EINVAL);
+		if (old->pid->level >= PID_NS_MAX_LEVEL)
+			return ERR_PTR(-ENOSPC);
+	}
 	ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return ERR_PTR(-ENOMEM);
@@ -311,7 +364,7 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		ns->user = user;
 	}
 	/* The other namespaces are made by, and owned by, the (possibly new) user namespace. */
-	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_)) &&
+	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_ | CLONE_NEWPID_)) &&
 	    !nsproxy_ns_capable(
 		    (flags & CLONE_NEWUSER_) ? &(struct cred){ .cap_effective = CAP_ALL } : cred,
 		    user, user, CAP_SYS_ADMIN)) {
@@ -331,11 +384,19 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		ipc_ns_get(old->ipc);
 		ns->ipc = old->ipc;
 	}
-	if (!ns->uts || !ns->ipc) {
+	if (flags & CLONE_NEWPID_) {
+		ns->pid = pid_ns_new(old->pid, user);
+	} else {
+		pid_ns_get(old->pid);
+		ns->pid = old->pid;
+	}
+	if (!ns->uts || !ns->ipc || !ns->pid) {
 		if (ns->uts)
 			uts_ns_put(ns->uts);
 		if (ns->ipc)
 			ipc_ns_put(ns->ipc);
+		if (ns->pid)
+			pid_ns_put(ns->pid);
 		user_ns_put(ns->user);
 		free(ns);
 		return ERR_PTR(-ENOMEM);
@@ -393,6 +454,19 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 
 	if (!(flags & NSPROXY_CLONE_FLAGS) || (flags & ~(uint64_t)NSPROXY_CLONE_FLAGS))
 		return -EINVAL;
+	if (flags & CLONE_NEWPID_) {
+		/* Linux's pidns_install: a descendant of the active namespace (or it), with
+		 * CAP_SYS_ADMIN in its owner and in the caller's user namespace. */
+		struct pid_ns *a = task_active_pid_ns(t), *d = target->pid;
+
+		while (d && d->level > a->level)
+			d = d->parent;
+		if (d != a)
+			return -EINVAL;
+		if (!task_ns_capable(t, target->pid->owner, CAP_SYS_ADMIN) ||
+		    !task_ns_capable(t, old->user, CAP_SYS_ADMIN))
+			return -EPERM;
+	}
 	if (flags & CLONE_NEWUSER_) {
 		struct user_ns *u = target->user;
 
@@ -427,9 +501,11 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 	ns->user = user;
 	ns->uts = (flags & CLONE_NEWUTS_) ? target->uts : old->uts;
 	ns->ipc = (flags & CLONE_NEWIPC_) ? target->ipc : old->ipc;
+	ns->pid = (flags & CLONE_NEWPID_) ? target->pid : old->pid;
 	user_ns_get(ns->user);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
+	pid_ns_get(ns->pid);
 	task_set_nsproxy(t, ns);
 	t->cred = c;
 	return 0;
