@@ -548,10 +548,10 @@ long sys_pidfd_open(struct task *t, const struct syscall_args *args)
 	if (pid <= 0)
 		return -EINVAL;
 	pthread_mutex_lock(&t->k->tree_lock);
-	o = pid_lookup(t->k, pid);
+	o = pid_ns_lookup(t->k, t->tg->pidns, pid);
 	if (!o || o->tg->reaped) {
 		ret = -ESRCH;
-	} else if (!(flags & PIDFD_THREAD_FLAG) && o->tg->pid != pid) {
+	} else if (!(flags & PIDFD_THREAD_FLAG) && pid_ns_tg_nr(o->tg, t->tg->pidns) != pid) {
 		ret = -ENOENT; /* not a process: Linux 6.9+ */
 	} else {
 		tg = o->tg;
@@ -648,8 +648,9 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
  * unshare(2): CLONE_FILES and CLONE_FS give the caller tables of its own; CLONE_SYSVSEM changes
  * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
  * are accepted for a single-threaded process, as Linux. CLONE_NEWNS gives a mount namespace of
- * the sentry's (CAP_SYS_ADMIN), CLONE_NEWUTS, CLONE_NEWIPC and CLONE_NEWUSER nsproxy.c's; PID,
- * network, cgroup and time namespaces are refused with EPERM.
+ * the sentry's (CAP_SYS_ADMIN), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER and CLONE_NEWPID (the
+ * caller's pid_for_children) nsproxy.c's; network, cgroup and time namespaces are refused with
+ * EPERM.
  */
 long sys_unshare(struct task *t, const struct syscall_args *args)
 {
@@ -672,7 +673,7 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
 		return -EINVAL;
 	/*
-	 * UTS, IPC and user namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * UTS, IPC, user and pid namespaces are nsproxy.c's, mount namespaces the VFS's
 	 * (sentry/vfs/mount_user.c); the others are not made yet.
 	 */
 	if (flags & ns & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
@@ -713,8 +714,9 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 }
 
 /*
- * setns(2) on an opened /proc/PID/ns/{uts,user} or a pidfd (nstype: the CLONE_NEW* set to take),
- * with Linux's permission rules (nsproxy_setns). Other namespace types: EINVAL for now.
+ * setns(2) on an opened /proc/PID/ns/{uts,ipc,user,pid} or a pidfd (nstype: the CLONE_NEW* set
+ * to take), with Linux's permission rules (nsproxy_setns; CLONE_NEWPID sets pid_for_children).
+ * Other namespace types: EINVAL for now.
  */
 long sys_setns(struct task *t, const struct syscall_args *args)
 {
@@ -749,8 +751,9 @@ long sys_setns(struct task *t, const struct syscall_args *args)
 	}
 	pthread_mutex_lock(&tg->lock);
 	if (tg->leader && tg->state == TG_RUNNING) {
-		ns = task_get_nsproxy(tg->leader);
-		ret = 0;
+		/* A pidfd's pid namespace is the process's own (Linux's nsset from a task). */
+		ns = task_get_nsproxy_active(tg->leader);
+		ret = ns ? 0 : -ENOMEM;
 	} else {
 		ret = -ESRCH;
 	}

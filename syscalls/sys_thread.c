@@ -80,7 +80,7 @@ long sys_get_robust_list(struct task *t, const struct syscall_args *args)
 		int err;
 
 		pthread_mutex_lock(&t->k->tree_lock);
-		target = pid > 0 ? pid_lookup(t->k, pid) : NULL;
+		target = pid > 0 ? pid_ns_lookup(t->k, t->tg->pidns, pid) : NULL;
 		if (target)
 			task_get(target);
 		pthread_mutex_unlock(&t->k->tree_lock);

@@ -244,10 +244,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(fork),
 	FULL(vfork),
 	PARTIAL(clone, "CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
-		       "sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other "
+		       "sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID (nested "
+		       "numbering, init semantics, /proc per pid namespace; in the sentry); other "
 		       "namespace flags: EPERM"),
 	PARTIAL(clone3,
-		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level (the "
+		"sandbox's numbers)"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -280,9 +282,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(unshare,
 		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree; CAP_SYS_ADMIN over the "
 		"sandbox), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
-		"CLONE_NEWUSER, all in the sentry; PID, network, cgroup, time: EPERM"),
-	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user} and pidfds (CLONE_NEWUTS, CLONE_NEWIPC, "
-		       "CLONE_NEWUSER); other types: EINVAL"),
+		"CLONE_NEWUSER, CLONE_NEWPID (the caller's pid_for_children), all in the sentry; "
+		"network, cgroup, time: EPERM"),
+	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user,pid} and pidfds (CLONE_NEWUTS, CLONE_NEWIPC, "
+		       "CLONE_NEWUSER, CLONE_NEWPID); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

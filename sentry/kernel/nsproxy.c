@@ -188,6 +188,22 @@ struct pid_ns *task_active_pid_ns(struct task *t)
 	return t->tg && t->tg->pidns ? t->tg->pidns : nsproxy_initial(t->k)->pid;
 }
 
+struct nsproxy *task_get_nsproxy_active(struct task *t)
+{
+	struct nsproxy *ns = task_get_nsproxy(t), *own;
+
+	if (ns->pid == task_active_pid_ns(t))
+		return ns;
+	own = nsproxy_with_user(ns, ns->user);
+	if (own) {
+		pid_ns_put(own->pid);
+		own->pid = task_active_pid_ns(t);
+		pid_ns_get(own->pid);
+	}
+	nsproxy_put(ns);
+	return own;
+}
+
 void nsproxy_get(struct nsproxy *ns)
 {
 	refcount_inc(&ns->ref);

@@ -129,6 +129,11 @@ void pid_ns_put(struct pid_ns *p);
 
 /* The pid namespace t's process is in (its active one), borrowed: the initial one's if none. */
 struct pid_ns *task_active_pid_ns(struct task *t);
+/*
+ * t's namespaces with its active pid namespace as the pid member (what /proc/PID/ns/pid and a
+ * pidfd give setns), a new reference, or NULL (no memory).
+ */
+struct nsproxy *task_get_nsproxy_active(struct task *t);
 
 /* The CLONE_NEW* flags this file handles. */
 #define NSPROXY_CLONE_FLAGS \

@@ -1,5 +1,5 @@
 #!/bin/sh
-# UTS, IPC and user namespaces with real programs (issue 17): util-linux's unshare, nsenter,
+# UTS, IPC, user and pid namespaces with real programs (issue 17): util-linux's unshare, nsenter,
 # ipcmk and ipcs, su. Each command's expected output is the same command's run on the host
 # (as root, in namespaces of its own where it would change the host), so husk is compared with
 # Linux. CLONE_NEWNET stays EPERM in husk for now: the unprivileged user+UTS check uses
@@ -41,6 +41,14 @@ compare "nobody: unshare -u without a user namespace is refused" \
 	"su nobody -s /bin/sh -c 'unshare -u true 2>/dev/null || echo refused'"
 compare "nsenter -t PID -u: the other process's hostname" \
 	'unshare -u sh -c "hostname other; exec sleep 60" & p=$!; while [ "$(cat /proc/$p/comm 2>/dev/null)" != sleep ]; do :; done; nsenter -t $p -u hostname; kill $p'
+compare "unshare -fp --mount-proc ps -o pid,comm: pid 1 and its own processes only" \
+	'unshare -fp --mount-proc ps -o pid,comm'
+compare "unshare -mpf --mount-proc: a tmpfs on /mnt, then ps" \
+	"unshare -mpf --mount-proc sh -c 'mount -t tmpfs x /mnt && ps'"
+compare "unshare -fp: \$\$ is 1, the parent outside is 0" \
+	'unshare -fp sh -c "echo \$\$ \$PPID; sh -c \"echo \\\$\\\$ \\\$PPID\""'
+compare "nobody: unshare -Urpf, pid 1 in a pid namespace of its user namespace" \
+	"su nobody -s /bin/sh -c 'unshare -Urpf sh -c \"echo \\\$\\\$ \\\$PPID; id -u\"'"
 compare "stat -L of ns files: equal when shared, different after unshare" \
 	'a=$(stat -L -c %i /proc/self/ns/uts); b=$(sh -c "stat -L -c %i /proc/\$\$/ns/uts"); c=$(unshare -u sh -c "stat -L -c %i /proc/\$\$/ns/uts"); [ "$a" = "$b" ] && [ "$a" != "$c" ] && echo ok'
 finish

@@ -609,22 +609,11 @@ static struct file *ns_target_open(struct pseudo_node *n, int flags)
 	}
 	if (!t)
 		return ERR_PTR(-ENOENT);
-	ns = task_get_nsproxy(t);
 	/* /proc/PID/ns/pid is the process's own pid namespace, not its pid_for_children. */
-	if (!ns_is_for_children(n) && ns->pid != task_active_pid_ns(t)) {
-		struct nsproxy *own = nsproxy_with_user(ns, ns->user);
-
-		if (own) {
-			pid_ns_put(own->pid);
-			own->pid = task_active_pid_ns(t);
-			pid_ns_get(own->pid);
-		}
-		nsproxy_put(ns);
-		ns = own;
-		if (!ns) {
-			task_put(t);
-			return ERR_PTR(-ENOMEM);
-		}
+	ns = ns_is_for_children(n) ? task_get_nsproxy(t) : task_get_nsproxy_active(t);
+	if (!ns) {
+		task_put(t);
+		return ERR_PTR(-ENOMEM);
 	}
 	task_put(t);
 	f = file_alloc(&ns_fops, flags, ns);
