@@ -384,8 +384,20 @@ static int across_init(pid_t outer_parent, int rfd, int wfd)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	/* An outer pid is not visible here (unless the number happens to be one of ours). */
-	if (outer_parent > 10 && !(kill(outer_parent, 0) == -1 && errno == ESRCH))
+	/* An outer pid is not visible here (only 1 is ours yet). */
+	if (outer_parent > 1 && !(kill(outer_parent, 0) == -1 && errno == ESRCH))
+		r |= 1;
+	/* Nor to the other calls that take a pid. */
+	if (outer_parent > 1) {
+		struct sched_param sp;
+
+		if (!(sched_getparam(outer_parent, &sp) == -1 && errno == ESRCH) ||
+		    !(getpgid(outer_parent) == -1 && errno == ESRCH) ||
+		    !(syscall(SYS_pidfd_open, outer_parent, 0) == -1 && errno == ESRCH))
+			r |= 1;
+	}
+	/* Its own numbers work with them. */
+	if (getpgid(1) < 0 || syscall(SYS_tgkill, 1, 1, 0) != 0)
 		r |= 1;
 	/* A child inside: SIGTERM and SIGKILL to init without a handler are dropped; SIGUSR1
 	 * (handled) arrives with the child's pid. */
@@ -422,7 +434,7 @@ static int across_init(pid_t outer_parent, int rfd, int wfd)
 static int across(void)
 {
 	int down[2], up[2], st;
-	pid_t c;
+	pid_t c, me = getpid();
 	char x;
 
 	CHECK_OK(pipe(down));
@@ -432,12 +444,11 @@ static int across(void)
 	if (c == 0) {
 		close(down[1]);
 		close(up[0]);
-		_exit(across_init(getppid() ? getppid() : 0, down[0], up[1]));
+		_exit(across_init(me, down[0], up[1]));
 	}
 	close(down[0]);
 	close(up[1]);
-	/* The init's child exited: init's child is ours to see by its outer pid? No: ours to
-	 * signal only while it lives. Wait for init's "ready". */
+	/* Init's checks inside are done when it says "ready". */
 	CHECK(read(up[0], &x, 1) == 1 && x == 'r', "init ready: %c", x);
 	CHECK_OK(kill(c, SIGUSR1));
 	CHECK(read(up[0], &x, 1) == 1 && x == 'k', "init got SIGUSR1: %c", x);
