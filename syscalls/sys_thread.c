@@ -52,7 +52,7 @@ long sys_arch_prctl(struct task *t, const struct syscall_args *args)
 long sys_set_tid_address(struct task *t, const struct syscall_args *args)
 {
 	t->clear_child_tid = args->a[0];
-	return t->tid;
+	return task_own_tid(t); /* in its own pid namespace: glibc keeps it as the thread's tid */
 }
 
 /* set_robust_list(2): recorded; walked at thread exit (futex_exit_cleanup). */

@@ -252,8 +252,13 @@ static int ns_member_fn(struct task *t, void *arg)
 {
 	struct ns_member *m = arg;
 
-	/* A zombie is not waited for: its parent may be outside and waiting for init. */
+	/*
+	 * A zombie is not waited for: its parent may be outside and waiting for init. Nor is a
+	 * traced task: its tracer may be init itself, which detaches its tracees only after
+	 * this wait (task_exit_thread), and a killed tracee ends once detached.
+	 */
 	return t->tg != m->init && t->tg->state == TG_RUNNING &&
+	       !__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE) &&
 	       pid_ns_is_ancestor(m->ns, t->tg->pidns);
 }
 

@@ -17,11 +17,26 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-struct kernel;
-struct pid_ns;
-struct task;
-struct thread_group;
+#include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/task.h"
+
+/*
+ * t's tid and pid in its own pid namespace (Linux's task_pid_vnr and task_tgid_vnr for t
+ * itself): what it is told and what it writes in futex words. Inline: no lock (set at link,
+ * never changed but by exec's de-threading, on t's own thread).
+ */
+static inline int32_t task_own_tid(const struct task *t)
+{
+	return t->tg && t->tg->pidns ? t->ns_nr[t->tg->pidns->level] : t->tid;
+}
+
+static inline int32_t task_own_pid(const struct task *t)
+{
+	return t->tg->pidns && t->tg->leader ? t->tg->leader->ns_nr[t->tg->pidns->level] :
+					       t->tg->pid;
+}
 
 /* Whether outer is inner or one of its ancestors (NULL: the initial namespace). */
 bool pid_ns_is_ancestor(const struct pid_ns *outer, const struct pid_ns *inner);
@@ -47,7 +62,8 @@ void pid_ns_task_gone(void);
 bool pid_ns_dying(const struct pid_ns *ns);
 /*
  * Linux's zap_pid_ns_processes, the waiting half: init (the ending pid 1 of ns) waits until no
- * other live process of ns or of a namespace below it is left (zombies are not waited for) (k->tree_lock held; it is
+ * other live process of ns or of a namespace below it is left (zombies and traced tasks are not
+ * waited for) (k->tree_lock held; it is
  * released while waiting).
  */
 void pid_ns_wait_empty(struct kernel *k, struct pid_ns *ns, struct thread_group *init);

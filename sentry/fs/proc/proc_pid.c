@@ -328,6 +328,7 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	struct mm *mm;
 	const char *sname;
 	uint64_t sigpnd, shdpnd, sigign = 0, sigcgt = 0, rss = 0, hwm_kb = 0;
+	int32_t tracer;
 	int nthreads;
 	unsigned int umask = 022, ncpu = proc_ncpus();
 	char state;
@@ -371,13 +372,19 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	}
 	pthread_mutex_unlock(&tg->sighand->lock);
 
+	/* As the proc's pid namespace sees the tracer (0 outside it). */
+	tracer = ptrace_tracer_pid(t);
+	if (pseudo_fs_of(n)->pidns) {
+		pthread_mutex_lock(&t->k->tree_lock);
+		tracer = pid_ns_nr_of(t->k, tracer, pseudo_fs_of(n)->pidns);
+		pthread_mutex_unlock(&t->k->tree_lock);
+	}
 	fprintf(out,
 		"Name:\t%s\nUmask:\t%04o\nState:\t%c (%s)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\n"
 		"PPid:\t%d\nTracerPid:\t%d\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n"
 		"FDSize:\t%d\nGroups:\t",
 		t->comm, umask, state, sname, (int)ids.pid, (int)ids.tid, (int)ids.ppid,
-		(int)ptrace_tracer_pid(t), c.uid, c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid,
-		c.fsgid, 64);
+		(int)tracer, c.uid, c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid, c.fsgid, 64);
 	for (int i = 0; i < c.ngroups && i < 32; i++)
 		fprintf(out, "%u ", c.groups[i]);
 	fputc('\n', out);
