@@ -255,7 +255,11 @@ static void check_orphaned_pgrp(struct kernel *k, int32_t pgid, int32_t sid,
 		pid_for_each_tg(k, pgrp_hup_fn, &s);
 }
 
-/* The nearest live subreaper above tg, else pid 1's process (NULL when tg is pid 1). */
+/*
+ * The nearest live subreaper above tg in its pid namespace, else that namespace's pid 1 (the
+ * sandbox's pid 1 for the sandbox's namespace); NULL when tg is the sandbox's pid 1 or its
+ * namespace is ending.
+ */
 static struct thread_group *find_reaper(struct thread_group *tg)
 {
 	struct thread_group *p;
@@ -269,8 +273,9 @@ static struct thread_group *find_reaper(struct thread_group *tg)
 		return NULL;
 	for (p = tg->parent; p; p = p->parent) {
 		/* Subreapers are looked for inside the namespace only, up to its pid 1. */
-		if (tg->pidns && p == tg->pidns->reaper)
-			return p;
+		if (tg->pidns &&
+		    (p == tg->pidns->reaper || !pid_ns_is_ancestor(tg->pidns, p->pidns)))
+			break;
 		if (p->subreaper && p->state == TG_RUNNING && !p->exiting)
 			return p;
 	}
@@ -341,7 +346,6 @@ static int kill_tg_fn(struct thread_group *tg, void *arg)
 	return 0;
 }
 
-/* The process of t (its leader, last out) ends: zombie, re-parenting, notification. */
 struct pid_ns_kill {
 	struct pid_ns *ns;
 	struct thread_group *init;
@@ -357,6 +361,7 @@ static int kill_ns_fn(struct thread_group *tg, void *arg)
 	return kill_tg_fn(tg, NULL);
 }
 
+/* The process of t (its leader, last out) ends: zombie, re-parenting, notification. */
 static void process_exit(struct task *t)
 {
 	struct thread_group *tg = t->tg;
