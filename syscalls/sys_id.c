@@ -16,6 +16,7 @@
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "syscalls/handlers.h"
@@ -318,7 +319,7 @@ long sys_capget(struct task *t, const struct syscall_args *args)
 	if (h.pid < 0)
 		return -EINVAL;
 	if (h.pid && h.pid != t->tid) {
-		struct task *o = kernel_find_task(t->k, h.pid);
+		struct task *o = task_find_vtask(t, h.pid);
 
 		if (!o)
 			return -ESRCH;

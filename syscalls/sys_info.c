@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
 #include "sentry/mm/mm.h"
@@ -90,6 +91,8 @@ static int copy_in_all(struct task *t, void *dst, uint64_t addr, size_t len)
 /* True when pid names the calling process (0, its pid, or its own tid). */
 static bool pid_is_self(struct task *t, int32_t pid)
 {
+	if (t->tg->pidns) /* the caller's numbers, in its pid namespace */
+		return pid == 0 || pid == task_own_pid(t) || pid == task_own_tid(t);
 	return pid == 0 || pid == task_pid(t) || pid == t->tid;
 }
 

@@ -8,6 +8,7 @@
 
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "syscalls/handlers.h"
 
@@ -113,7 +114,7 @@ static long ioprio_walk(struct ioprio_walk *w)
 	w->ret = -ESRCH;
 	switch (w->which) {
 	case IOPRIO_WHO_PROCESS:
-		p = w->who ? kernel_find_task(w->t->k, (int32_t)w->who) : w->t;
+		p = w->who ? task_find_vtask(w->t, (int32_t)w->who) : w->t;
 		if (!p)
 			return -ESRCH;
 		if (!w->set)

@@ -197,17 +197,11 @@ static int check_options(char *data, const char *const *own, size_t nown)
 	return 0;
 }
 
-/*
- * The user namespace that owns what a proc mount shows (Linux: the caller's active pid
- * namespace's owner). Pid namespaces are not in this tree yet: the owner of the caller's mount
- * namespace stands for it, when it is the caller's own user namespace (so `unshare -Urm` may
- * mount proc, which Linux allows only with a pid namespace of the user namespace's own).
- */
+/* The user namespace that owns what a proc mount shows: the owner of the caller's active pid
+ * namespace, as Linux (so `unshare -Urm` alone may not mount proc; `unshare -Urpm` may). */
 static struct user_ns *proc_owner(struct task *t)
 {
-	struct user_ns *u = vfs_mnt_ns_owner(t);
-
-	return u == task_nsproxy(t)->user ? u : nsproxy_initial(t->k)->user;
+	return task_active_pid_ns(t)->owner;
 }
 
 /* sysfs's: the owner of the caller's network namespace, as Linux. */

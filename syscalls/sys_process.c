@@ -20,6 +20,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/cred.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
@@ -213,6 +214,8 @@ long sys_wait4(struct task *t, const struct syscall_args *args)
 		which = P_PGID;
 		id = -pid;
 	}
+	if (t->tg->pidns && pid != 0 && pid != -1)
+		id = task_global_nr(t, id) ?: -1; /* the caller's number; -1: none, ECHILD */
 	ret = task_wait_child(t, which, id, options | WEXITED, &r);
 	if (ret <= 0)
 		return ret;
@@ -254,12 +257,17 @@ long sys_waitid(struct task *t, const struct syscall_args *args)
 	case P_PID:
 		if (id <= 0)
 			return -EINVAL;
+		if (t->tg->pidns)
+			id = task_global_nr(t, id) ?:
+						     -1; /* the caller's number; -1: none, ECHILD */
 		break;
 	case P_PGID:
 		if (id < 0)
 			return -EINVAL;
 		if (id == 0)
 			id = t->tg->pgid;
+		else if (t->tg->pidns)
+			id = task_global_nr(t, id) ?: -1;
 		break;
 	case P_PIDFD: {
 		struct thread_group *tg;
@@ -341,7 +349,7 @@ long sys_setsid(struct task *t, const struct syscall_args *args)
 	} else {
 		tg->sid = tg->pid;
 		tg->pgid = tg->pid;
-		ret = tg->pid;
+		ret = pid_ns_tg_nr(tg, tg->pidns);
 	}
 	pthread_mutex_unlock(&k->tree_lock);
 	return ret;
@@ -356,6 +364,19 @@ long sys_setpgid(struct task *t, const struct syscall_args *args)
 	struct task *pt;
 	long ret;
 
+	if (me->pidns && pid > 0) {
+		/* The caller's numbers, as the sandbox's. */
+		pid = task_global_nr(t, pid);
+		if (!pid)
+			return -ESRCH;
+	}
+	if (me->pidns && pgid > 0) {
+		int32_t g = task_global_nr(t, pgid);
+
+		if (!g)
+			return -EPERM; /* no such group in the caller's namespace */
+		pgid = g;
+	}
 	if (!pid)
 		pid = me->pid;
 	if (!pgid)
@@ -401,7 +422,7 @@ static struct thread_group *find_tg_of(struct task *t, int32_t tid)
 
 	if (tid == 0)
 		return t->tg;
-	o = pid_lookup(t->k, tid);
+	o = pid_ns_lookup(t->k, t->tg->pidns, tid);
 	return o && !o->tg->reaped ? o->tg : NULL;
 }
 
@@ -416,7 +437,7 @@ long sys_getpgid(struct task *t, const struct syscall_args *args)
 		return -ESRCH;
 	pthread_mutex_lock(&t->k->tree_lock);
 	tg = find_tg_of(t, pid);
-	ret = tg ? tg->pgid : -ESRCH;
+	ret = tg ? pid_ns_nr_of(t->k, tg->pgid, t->tg->pidns) : -ESRCH;
 	pthread_mutex_unlock(&t->k->tree_lock);
 	return ret;
 }
@@ -432,7 +453,7 @@ long sys_getsid(struct task *t, const struct syscall_args *args)
 		return -ESRCH;
 	pthread_mutex_lock(&t->k->tree_lock);
 	tg = find_tg_of(t, pid);
-	ret = tg ? tg->sid : -ESRCH;
+	ret = tg ? pid_ns_nr_of(t->k, tg->sid, t->tg->pidns) : -ESRCH;
 	pthread_mutex_unlock(&t->k->tree_lock);
 	return ret;
 }
@@ -443,7 +464,7 @@ long sys_getpgrp(struct task *t, const struct syscall_args *args)
 	long ret;
 
 	pthread_mutex_lock(&t->k->tree_lock);
-	ret = t->tg->pgid;
+	ret = pid_ns_nr_of(t->k, t->tg->pgid, t->tg->pidns);
 	pthread_mutex_unlock(&t->k->tree_lock);
 	return ret;
 }
@@ -451,7 +472,15 @@ long sys_getpgrp(struct task *t, const struct syscall_args *args)
 /* getppid(2): 0 for pid 1 (and for orphans of an ending sandbox), as in a pid namespace. */
 long sys_getppid(struct task *t, const struct syscall_args *args)
 {
-	return __atomic_load_n(&t->tg->ppid, __ATOMIC_RELAXED);
+	long ret;
+
+	if (!t->tg->pidns)
+		return __atomic_load_n(&t->tg->ppid, __ATOMIC_RELAXED);
+	/* In a nested pid namespace: 0 when the parent is outside it. */
+	pthread_mutex_lock(&t->k->tree_lock);
+	ret = t->tg->parent ? pid_ns_tg_nr(t->tg->parent, t->tg->pidns) : 0;
+	pthread_mutex_unlock(&t->k->tree_lock);
+	return ret;
 }
 
 /*
@@ -519,10 +548,10 @@ long sys_pidfd_open(struct task *t, const struct syscall_args *args)
 	if (pid <= 0)
 		return -EINVAL;
 	pthread_mutex_lock(&t->k->tree_lock);
-	o = pid_lookup(t->k, pid);
+	o = pid_ns_lookup(t->k, t->tg->pidns, pid);
 	if (!o || o->tg->reaped) {
 		ret = -ESRCH;
-	} else if (!(flags & PIDFD_THREAD_FLAG) && o->tg->pid != pid) {
+	} else if (!(flags & PIDFD_THREAD_FLAG) && pid_ns_tg_nr(o->tg, t->tg->pidns) != pid) {
 		ret = -ENOENT; /* not a process: Linux 6.9+ */
 	} else {
 		tg = o->tg;
@@ -620,8 +649,8 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
  * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
  * are accepted for a single-threaded process, as Linux. CLONE_NEWNS gives a mount namespace of
  * the sentry's (CAP_SYS_ADMIN in the caller's user namespace, which owns it), CLONE_NEWUTS,
- * CLONE_NEWIPC, CLONE_NEWNET and CLONE_NEWUSER nsproxy.c's; PID, cgroup and time namespaces are
- * refused with EPERM.
+ * CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER and CLONE_NEWPID (the caller's pid_for_children)
+ * nsproxy.c's; cgroup and time namespaces are refused with EPERM.
  */
 long sys_unshare(struct task *t, const struct syscall_args *args)
 {
@@ -644,7 +673,7 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
 		return -EINVAL;
 	/*
-	 * UTS, IPC, network and user namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * UTS, IPC, network, user and pid namespaces are nsproxy.c's, mount namespaces the VFS's
 	 * (sentry/vfs/mount_user.c); the others are not made yet.
 	 */
 	if (flags & ns & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
@@ -686,8 +715,9 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 }
 
 /*
- * setns(2) on an opened /proc/PID/ns/{uts,ipc,net,user} or a pidfd (nstype: the CLONE_NEW* set to take),
- * with Linux's permission rules (nsproxy_setns). Other namespace types: EINVAL for now.
+ * setns(2) on an opened /proc/PID/ns/{uts,ipc,net,user,pid} or a pidfd (nstype: the CLONE_NEW*
+ * set to take), with Linux's permission rules (nsproxy_setns; CLONE_NEWPID sets
+ * pid_for_children). Other namespace types: EINVAL for now.
  */
 long sys_setns(struct task *t, const struct syscall_args *args)
 {
@@ -722,8 +752,9 @@ long sys_setns(struct task *t, const struct syscall_args *args)
 	}
 	pthread_mutex_lock(&tg->lock);
 	if (tg->leader && tg->state == TG_RUNNING) {
-		ns = task_get_nsproxy(tg->leader);
-		ret = 0;
+		/* A pidfd's pid namespace is the process's own (Linux's nsset from a task). */
+		ns = task_get_nsproxy_active(tg->leader);
+		ret = ns ? 0 : -ENOMEM;
 	} else {
 		ret = -ESRCH;
 	}

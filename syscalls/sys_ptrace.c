@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "syscalls/handlers.h"
@@ -78,7 +79,7 @@ static long vm_rw(struct task *t, const struct syscall_args *args, bool write)
 		ret = get_iovecs(t, args->a[3], nr, &rv);
 	if (ret < 0)
 		goto out_free;
-	target = kernel_find_task(t->k, (int32_t)args->a[0]);
+	target = task_find_vtask(t, (int32_t)args->a[0]);
 	if (!target) {
 		ret = -ESRCH;
 		goto out_free;

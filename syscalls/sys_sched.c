@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/time/vtime.h"
@@ -49,7 +50,7 @@ static int check_pid(struct task *t, int32_t pid)
 		return -EINVAL;
 	if (pid == 0 || pid == t->tid)
 		return 0;
-	o = kernel_find_task(t->k, pid);
+	o = task_find_vtask(t, pid);
 	if (!o)
 		return -ESRCH;
 	task_put(o);
@@ -83,7 +84,7 @@ static struct task *sched_target(struct task *t, int32_t pid)
 		task_get(t);
 		return t;
 	}
-	return kernel_find_task(t->k, pid);
+	return task_find_vtask(t, pid);
 }
 
 static bool rt_policy(uint32_t policy)
@@ -366,7 +367,7 @@ static struct task *affinity_target(struct task *t, int32_t pid, bool set, int *
 		task_get(t);
 		return t;
 	}
-	o = kernel_find_task(t->k, pid);
+	o = task_find_vtask(t, pid);
 	if (!o)
 		return NULL;
 	if (set && t->cred.euid != o->cred.euid && t->cred.euid != o->cred.uid &&

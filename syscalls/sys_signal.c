@@ -17,6 +17,8 @@
 #include "include/abi/linux/signal.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
@@ -310,7 +312,7 @@ static int kill_permitted(struct task *t, struct thread_group *tg, int sig,
 	const struct cred *c = &t->cred, *tc;
 
 	/* A pod member with a pid namespace of its own reaches its own processes only. */
-	if (!pid_visible(t->tg, tg))
+	if (!pid_visible(t->tg, tg) || !task_sees_tg(t, tg))
 		return -ESRCH;
 	/* Only signals from user space are checked (si_code <= 0 or SI_USER). */
 	if (info && info->si_code > 0 && info->si_code != LINUX_SI_USER)
@@ -326,6 +328,27 @@ static int kill_permitted(struct task *t, struct thread_group *tg, int sig,
 	return -EPERM;
 }
 
+/*
+ * Sends to tg (t: one of its threads, or NULL) from t, as Linux's send_signal_locked: from an
+ * ancestor pid namespace the signal has si_pid 0 and may kill or stop a namespace's init.
+ */
+static int send_from(struct task *t, struct thread_group *tg, struct task *to, int sig,
+		     const struct linux_siginfo *info)
+{
+	struct linux_siginfo copy;
+
+	if (t->tg->pidns == tg->pidns || !tg->pidns)
+		return signal_send(tg, to, sig, info, 0);
+	if (pid_ns_is_ancestor(tg->pidns, t->tg->pidns))
+		return signal_send(tg, to, sig, info, 0); /* from inside */
+	if (info && info->si_code <= 0) {
+		copy = *info;
+		copy.kill.pid = 0;
+		info = &copy;
+	}
+	return signal_send(tg, to, sig, info, SIGSEND_FROM_OUTSIDE);
+}
+
 /* Checks and sends one process-directed signal (sig 0: checks only). */
 static int send_checked(struct task *t, struct thread_group *tg, int sig,
 			const struct linux_siginfo *info)
@@ -334,13 +357,13 @@ static int send_checked(struct task *t, struct thread_group *tg, int sig,
 
 	if (ret < 0 || sig == 0)
 		return ret;
-	return signal_send(tg, NULL, sig, info, 0);
+	return send_from(t, tg, NULL, sig, info);
 }
 
 /* The process whose pid (or any thread's tid) is pid, with a reference, or NULL. */
 static struct thread_group *find_process(struct task *t, int32_t pid)
 {
-	struct task *u = kernel_find_task(t->k, pid);
+	struct task *u = task_find_vtask(t, pid);
 	struct thread_group *tg = NULL;
 
 	if (!u)
@@ -367,9 +390,12 @@ static int kill_one(struct thread_group *tg, void *arg)
 	struct kill_many *km = arg;
 	long ret;
 
-	if (tg->reaped)
+	if (tg->reaped || !task_sees_tg(km->t, tg))
 		return 0;
-	if (km->pgid ? tg->pgid != km->pgid : (tg->pid <= 1 || tg == km->t->tg))
+	/* kill(-1) spares the caller's pid namespace's init too. */
+	if (km->pgid ? tg->pgid != km->pgid :
+		       (tg->pid <= 1 || tg == km->t->tg ||
+			(km->t->tg->pidns && km->t->tg->pidns->reaper == tg)))
 		return 0;
 	ret = send_checked(km->t, tg, km->sig, km->info);
 	km->count++;
@@ -417,7 +443,8 @@ static long kill_pid(struct task *t, int32_t pid, int sig, const struct linux_si
 		return kill_many(t, t->tg->pgid, sig, info);
 	if (pid == INT32_MIN)
 		return -ESRCH;
-	return kill_many(t, -pid, sig, info);
+	pid = task_global_nr(t, -pid); /* the caller's number of the group */
+	return pid ? kill_many(t, pid, sig, info) : -ESRCH;
 }
 
 /* kill(2) */
@@ -437,18 +464,18 @@ long sys_kill(struct task *t, const struct syscall_args *args)
 static long send_to_thread(struct task *t, int32_t tgid, int32_t tid, int sig,
 			   const struct linux_siginfo *info)
 {
-	struct task *u = kernel_find_task(t->k, tid);
+	struct task *u = task_find_vtask(t, tid);
 	long ret;
 
 	if (!u)
 		return -ESRCH;
-	if ((tgid > 0 && u->tg->pid != tgid) || u->exiting) {
+	if ((tgid > 0 && task_vpid(t, u->tg) != tgid) || u->exiting) {
 		task_put(u);
 		return -ESRCH;
 	}
 	ret = kill_permitted(t, u->tg, sig, info);
 	if (ret == 0 && sig != 0)
-		ret = signal_send(u->tg, u, sig, info, 0);
+		ret = send_from(t, u->tg, u, sig, info);
 	task_put(u);
 	return ret;
 }

@@ -5,6 +5,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/rseq.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
@@ -51,7 +52,7 @@ long sys_arch_prctl(struct task *t, const struct syscall_args *args)
 long sys_set_tid_address(struct task *t, const struct syscall_args *args)
 {
 	t->clear_child_tid = args->a[0];
-	return t->tid;
+	return task_own_tid(t); /* in its own pid namespace: glibc keeps it as the thread's tid */
 }
 
 /* set_robust_list(2): recorded; walked at thread exit (futex_exit_cleanup). */
@@ -79,7 +80,7 @@ long sys_get_robust_list(struct task *t, const struct syscall_args *args)
 		int err;
 
 		pthread_mutex_lock(&t->k->tree_lock);
-		target = pid > 0 ? pid_lookup(t->k, pid) : NULL;
+		target = pid > 0 ? pid_ns_lookup(t->k, t->tg->pidns, pid) : NULL;
 		if (target)
 			task_get(target);
 		pthread_mutex_unlock(&t->k->tree_lock);
@@ -125,14 +126,14 @@ long sys_exit_group(struct task *t, const struct syscall_args *args)
 	return 0;
 }
 
-/* getpid(2): the pid in the sandbox's pid namespace. */
+/* getpid(2): the pid in the caller's pid namespace. */
 long sys_getpid(struct task *t, const struct syscall_args *args)
 {
-	return task_pid(t);
+	return t->tg->pidns ? task_vpid(t, t->tg) : task_pid(t);
 }
 
 /* gettid(2) */
 long sys_gettid(struct task *t, const struct syscall_args *args)
 {
-	return t->tid;
+	return t->tg->pidns ? task_vtid(t, t) : t->tid;
 }

@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -116,7 +117,7 @@ static void cpu_clock_lookup(struct task *t, int32_t id, struct guest_clock *c)
 		pid = 0;
 	if (pid != 0) {
 		/* A thread of the caller's process, or any process (by its leader's pid). */
-		struct task *o = kernel_find_task(t->k, pid);
+		struct task *o = task_find_vtask(t, pid);
 		bool ok = o && (perthread ? o->tg == t->tg : o->tid == task_pid(o));
 
 		if (o)
@@ -149,7 +150,7 @@ static int64_t guest_cpu_clock_ns(struct task *t, const struct guest_clock *c)
 	struct cputime ct;
 
 	if (c->cpu_id) {
-		o = kernel_find_task(t->k, c->cpu_id);
+		o = task_find_vtask(t, c->cpu_id);
 		if (!o)
 			return -EINVAL;
 	}

@@ -12,6 +12,7 @@
 
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
 #include "sentry/mm/mm.h"
@@ -158,7 +159,7 @@ static int timer_clock(struct task *t, int32_t id, struct task **cpu_task)
 			return -EINVAL;
 		if (!perthread)
 			return pid == 0 || pid == task_pid(t) ? TIMER_CLOCK_PROCESS_CPU : -EINVAL;
-		o = pid == 0 ? (task_get(t), t) : kernel_find_task(t->k, pid);
+		o = pid == 0 ? (task_get(t), t) : task_find_vtask(t, pid);
 		if (!o || o->tg != t->tg) {
 			if (o)
 				task_put(o);
@@ -212,7 +213,7 @@ static long timer_create_on(struct task *t, const struct syscall_args *args, int
 	notify = ev.notify;
 	switch (notify) {
 	case LINUX_SIGEV_THREAD_ID:
-		target = kernel_find_task(t->k, ev.tid);
+		target = task_find_vtask(t, ev.tid);
 		if (!target || target->tg != t->tg) {
 			if (target)
 				task_put(target);

@@ -246,10 +246,12 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(clone,
 		"CLONE_NEWNS (a mount namespace of the sentry's, owned by the child's user "
 		"namespace: locked mounts as Linux), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, "
-		"CLONE_NEWNET (a loopback of its own, veth pairs IPv4 only) (in the sentry); other "
+		"CLONE_NEWNET (a loopback of its own, veth pairs IPv4 only), CLONE_NEWPID (nested "
+		"numbering, init semantics, /proc per pid namespace) (in the sentry); other "
 		"namespace flags: EPERM"),
 	PARTIAL(clone3,
-		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level (the "
+		"sandbox's numbers)"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -284,9 +286,11 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree, owned by the caller's "
 		"user namespace), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
 		"CLONE_NEWUSER, CLONE_NEWNET (a loopback of its own, lo down at first; veth pairs "
-		"IPv4 only), all in the sentry; PID, cgroup, time: EPERM"),
-	PARTIAL(setns, "/proc/PID/ns/{uts,ipc,user,net} and pidfds (CLONE_NEWUTS, "
-		       "CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET); other types: EINVAL"),
+		"IPv4 only), CLONE_NEWPID (the caller's pid_for_children), all in the sentry; cgroup, "
+		"time: EPERM"),
+	PARTIAL(setns,
+		"/proc/PID/ns/{uts,ipc,user,net,pid} and pidfds (CLONE_NEWUTS, "
+		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

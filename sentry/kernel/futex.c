@@ -19,6 +19,7 @@
 #include "common/list.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -582,6 +583,10 @@ long futex_waitv(struct task *t, const struct futex_waitv_req *reqs, int n,
  * handing over in FIFO order is what Linux's order by priority comes to.
  */
 
+/* pidns.c (weak: the futex unit test links this file alone; its tasks are all in the
+ * sandbox's pid namespace). */
+#pragma weak pid_ns_lookup
+
 /* Whether the task with tid is alive as far as PI futexes go (tree_lock taken). */
 static bool pi_owner_alive(struct task *t, int32_t tid)
 {
@@ -589,7 +594,8 @@ static bool pi_owner_alive(struct task *t, int32_t tid)
 	bool alive;
 
 	pthread_mutex_lock(&t->k->tree_lock);
-	o = pid_lookup(t->k, tid);
+	/* The tid is the caller's pid namespace's (Linux's find_task_by_vpid). */
+	o = t->tg->pidns ? pid_ns_lookup(t->k, t->tg->pidns, tid) : pid_lookup(t->k, tid);
 	alive = o && !__atomic_load_n(&o->futex_exited, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&t->k->tree_lock);
 	return alive;
@@ -653,10 +659,10 @@ static long pi_lock(struct task *t, uint64_t uaddr, bool private, const struct t
 		pthread_mutex_lock(&b->lock);
 		cur = __atomic_load_n(word.p, __ATOMIC_SEQ_CST);
 		owner = (int32_t)(cur & FUTEX_TID_MASK);
-		if (owner == t->tid) {
+		if (owner == task_own_tid(t)) {
 			ret = -EDEADLK;
 		} else if (owner == 0 || (retrying && !pi_owner_alive(t, owner))) {
-			next = (uint32_t)t->tid | (cur & FUTEX_OWNER_DIED) |
+			next = (uint32_t)task_own_tid(t) | (cur & FUTEX_OWNER_DIED) |
 			       (pi_has_waiters(b, &w.key, NULL) ? FUTEX_WAITERS : 0);
 			/* Taken over from an owner that exited: FUTEX_WAITERS and FUTEX_OWNER_DIED,
 			 * as Linux's fixup of an owner-less lock leaves the word. */
@@ -666,7 +672,7 @@ static long pi_lock(struct task *t, uint64_t uaddr, bool private, const struct t
 							 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 				ret = 1; /* changed meanwhile: again */
 			} else {
-				pi_set_owner(b, &w.key, t->tid);
+				pi_set_owner(b, &w.key, task_own_tid(t));
 				ret = 0;
 			}
 		} else if (!(cur & FUTEX_WAITERS) &&
@@ -728,7 +734,7 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 		b = bucket_of(&key);
 		pthread_mutex_lock(&b->lock);
 		cur = __atomic_load_n(word.p, __ATOMIC_SEQ_CST);
-		if ((int32_t)(cur & FUTEX_TID_MASK) != t->tid) {
+		if ((int32_t)(cur & FUTEX_TID_MASK) != task_own_tid(t)) {
 			pthread_mutex_unlock(&b->lock);
 			word_put(t, &word);
 			return -EPERM;
@@ -740,7 +746,7 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 			}
 		}
 		/* Handed over, the word keeps FUTEX_WAITERS (as Linux) and loses OWNER_DIED. */
-		next = next_owner ? (uint32_t)next_owner->t->tid | FUTEX_WAITERS : 0;
+		next = next_owner ? (uint32_t)task_own_tid(next_owner->t) | FUTEX_WAITERS : 0;
 		if (!__atomic_compare_exchange_n(word.p, &cur, next, false, __ATOMIC_SEQ_CST,
 						 __ATOMIC_SEQ_CST)) {
 			pthread_mutex_unlock(&b->lock);
@@ -748,7 +754,7 @@ long futex_unlock_pi(struct task *t, uint64_t uaddr, bool private)
 			continue;
 		}
 		if (next_owner) {
-			pi_set_owner(b, &key, next_owner->t->tid);
+			pi_set_owner(b, &key, task_own_tid(next_owner->t));
 			next_owner->acquired = true;
 			wake_waiter(next_owner);
 		}
@@ -844,7 +850,7 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 			first = false;
 			/* The first waiter takes the lock at once if it is free. */
 			if (owner == 0) {
-				next = (uint32_t)w->t->tid | (cur & FUTEX_OWNER_DIED) |
+				next = (uint32_t)task_own_tid(w->t) | (cur & FUTEX_OWNER_DIED) |
 				       (nr_requeue || pi_has_waiters(b2, &k2, NULL) ?
 						FUTEX_WAITERS :
 						0);
@@ -854,13 +860,13 @@ long futex_cmp_requeue_pi(struct task *t, uint64_t uaddr, uint64_t uaddr2, bool 
 					ret = -EAGAIN;
 					break;
 				}
-				pi_set_owner(b2, &k2, w->t->tid);
+				pi_set_owner(b2, &k2, task_own_tid(w->t));
 				w->acquired = true;
 				wake_waiter(w);
 				woken++;
 				continue;
 			}
-			if (owner == w->t->tid) {
+			if (owner == task_own_tid(w->t)) {
 				ret = -EDEADLK;
 				break;
 			}
@@ -910,7 +916,7 @@ static void pi_owner_wake(struct task *t, bool exiting)
 
 		pthread_mutex_lock(&buckets[i].lock);
 		list_for_each_entry_safe(w, tmp, &buckets[i].waiters, link)
-			if (w->pi && w->owner == t->tid)
+			if (w->pi && w->owner == task_own_tid(t))
 				wake_waiter(w);
 		pthread_mutex_unlock(&buckets[i].lock);
 	}
@@ -938,7 +944,7 @@ static int robust_release(struct task *t, uint64_t uaddr, bool pi, bool pending)
 			futex_wake(t, uaddr, 1);
 			return 0;
 		}
-		if ((cur & FUTEX_TID_MASK) != (uint32_t)t->tid) {
+		if ((cur & FUTEX_TID_MASK) != (uint32_t)task_own_tid(t)) {
 			word_put(t, &word);
 			return 0;
 		}

@@ -27,6 +27,7 @@
 #define CLONE_NEWIPC_ 0x08000000
 #define CLONE_NEWUSER_ 0x10000000
 #define CLONE_NEWNET_ 0x40000000
+#define CLONE_NEWPID_ 0x20000000
 #define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,6 +50,7 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	struct user_ns *user;
 	struct uts_ns *uts;
 	struct ipc_ns *ipc;
+	struct pid_ns *pid;
 
 	if (ns)
 		return ns;
@@ -60,7 +62,8 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	user = calloc(1, sizeof(*user));
 	uts = calloc(1, sizeof(*uts));
 	ipc = calloc(1, sizeof(*ipc));
-	if (!ns || !user || !uts || !ipc)
+	pid = calloc(1, sizeof(*pid));
+	if (!ns || !user || !uts || !ipc || !pid)
 		abort(); /* start-up: the sandbox cannot run without it */
 	pthread_mutex_init(&user->lock, NULL);
 	user->uid_map_set = user->gid_map_set = true; /* the identity */
@@ -72,6 +75,8 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	uts->lock = &k->lock;
 	refcount_init(&ipc->ref, 1);
 	ipc->owner = user;
+	refcount_init(&pid->ref, 1);
+	pid->owner = user;
 	refcount_init(&ns->ref, 1);
 	ns->user = user;
 	ns->uts = uts;
@@ -79,8 +84,10 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	net_ns_initial.owner = user;
 	ns->net = &net_ns_initial;
 	net_ns_get(ns->net);
-	/* Each holds its owner and the set each namespace, as any set does. */
-	refcount_init(&user->ref, 4);
+	ns->pid = pid;
+	/* The set, the UTS, IPC, network and pid namespaces each hold their owner, and one more
+	 * keeps it for good (the initial set is never freed). */
+	refcount_init(&user->ref, 6);
 	__atomic_store_n(&k->init_ns, ns, __ATOMIC_RELEASE);
 	nsproxy_install_sysctl();
 out:
@@ -190,6 +197,43 @@ void net_ns_put(struct net_ns *n)
 	}
 }
 
+void pid_ns_get(struct pid_ns *p)
+{
+	refcount_inc(&p->ref);
+}
+
+void pid_ns_put(struct pid_ns *p)
+{
+	while (p && refcount_dec(&p->ref)) {
+		struct pid_ns *parent = p->parent;
+
+		user_ns_put(p->owner);
+		free(p);
+		p = parent;
+	}
+}
+
+struct pid_ns *task_active_pid_ns(struct task *t)
+{
+	return t->tg && t->tg->pidns ? t->tg->pidns : nsproxy_initial(t->k)->pid;
+}
+
+struct nsproxy *task_get_nsproxy_active(struct task *t)
+{
+	struct nsproxy *ns = task_get_nsproxy(t), *own;
+
+	if (ns->pid == task_active_pid_ns(t))
+		return ns;
+	own = nsproxy_with_user(ns, ns->user);
+	if (own) {
+		pid_ns_put(own->pid);
+		own->pid = task_active_pid_ns(t);
+		pid_ns_get(own->pid);
+	}
+	nsproxy_put(ns);
+	return own;
+}
+
 void nsproxy_get(struct nsproxy *ns)
 {
 	refcount_inc(&ns->ref);
@@ -201,6 +245,7 @@ void nsproxy_put(struct nsproxy *ns)
 		uts_ns_put(ns->uts);
 		ipc_ns_put(ns->ipc);
 		net_ns_put(ns->net);
+		pid_ns_put(ns->pid);
 		user_ns_put(ns->user);
 		free(ns);
 	}
@@ -217,10 +262,12 @@ struct nsproxy *nsproxy_with_user(struct nsproxy *base, struct user_ns *u)
 	ns->uts = base->uts;
 	ns->ipc = base->ipc;
 	ns->net = base->net;
+	ns->pid = base->pid;
 	user_ns_get(u);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
 	net_ns_get(ns->net);
+	pid_ns_get(ns->pid);
 	return ns;
 }
 
@@ -333,6 +380,22 @@ static struct net_ns *net_ns_new(struct user_ns *owner)
 	return n;
 }
 
+static struct pid_ns *pid_ns_new(struct pid_ns *parent, struct user_ns *owner)
+{
+	struct pid_ns *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	refcount_init(&n->ref, 1);
+	n->id = new_id();
+	pid_ns_get(parent);
+	n->parent = parent;
+	n->level = parent->level + 1;
+	user_ns_get(owner);
+	n->owner = owner;
+	return n;
+}
+
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 {
 	struct nsproxy *old = task_nsproxy(p), *ns;
@@ -341,6 +404,13 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 	flags &= NSPROXY_CLONE_FLAGS;
 	if (!flags)
 		return NULL;
+	/* Linux's copy_pid_ns: from the active namespace only, at most 32 deep. */
+	if (flags & CLONE_NEWPID_) {
+		if (old->pid != task_active_pid_ns(p))
+			return ERR_PTR(-EINVAL);
+		if (old->pid->level >= PID_NS_MAX_LEVEL)
+			return ERR_PTR(-ENOSPC);
+	}
 	ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return ERR_PTR(-ENOMEM);
@@ -357,7 +427,7 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		ns->user = user;
 	}
 	/* The other namespaces are made by, and owned by, the (possibly new) user namespace. */
-	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_ | CLONE_NEWNET_)) &&
+	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_ | CLONE_NEWNET_ | CLONE_NEWPID_)) &&
 	    !nsproxy_ns_capable(
 		    (flags & CLONE_NEWUSER_) ? &(struct cred){ .cap_effective = CAP_ALL } : cred,
 		    user, user, CAP_SYS_ADMIN)) {
@@ -383,13 +453,21 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		net_ns_get(old->net);
 		ns->net = old->net;
 	}
-	if (!ns->uts || !ns->ipc || !ns->net) {
+	if (flags & CLONE_NEWPID_) {
+		ns->pid = pid_ns_new(old->pid, user);
+	} else {
+		pid_ns_get(old->pid);
+		ns->pid = old->pid;
+	}
+	if (!ns->uts || !ns->ipc || !ns->net || !ns->pid) {
 		if (ns->uts)
 			uts_ns_put(ns->uts);
 		if (ns->ipc)
 			ipc_ns_put(ns->ipc);
 		if (ns->net)
 			net_ns_put(ns->net);
+		if (ns->pid)
+			pid_ns_put(ns->pid);
 		user_ns_put(ns->user);
 		free(ns);
 		return ERR_PTR(-ENOMEM);
@@ -447,6 +525,19 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 
 	if (!(flags & NSPROXY_CLONE_FLAGS) || (flags & ~(uint64_t)NSPROXY_CLONE_FLAGS))
 		return -EINVAL;
+	if (flags & CLONE_NEWPID_) {
+		/* Linux's pidns_install: a descendant of the active namespace (or it), with
+		 * CAP_SYS_ADMIN in its owner and in the caller's user namespace. */
+		struct pid_ns *a = task_active_pid_ns(t), *d = target->pid;
+
+		while (d && d->level > a->level)
+			d = d->parent;
+		if (d != a)
+			return -EINVAL;
+		if (!task_ns_capable(t, target->pid->owner, CAP_SYS_ADMIN) ||
+		    !task_ns_capable(t, old->user, CAP_SYS_ADMIN))
+			return -EPERM;
+	}
 	if (flags & CLONE_NEWUSER_) {
 		struct user_ns *u = target->user;
 
@@ -487,10 +578,12 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 	ns->uts = (flags & CLONE_NEWUTS_) ? target->uts : old->uts;
 	ns->ipc = (flags & CLONE_NEWIPC_) ? target->ipc : old->ipc;
 	ns->net = (flags & CLONE_NEWNET_) ? target->net : old->net;
+	ns->pid = (flags & CLONE_NEWPID_) ? target->pid : old->pid;
 	user_ns_get(ns->user);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
 	net_ns_get(ns->net);
+	pid_ns_get(ns->pid);
 	task_set_nsproxy(t, ns);
 	t->cred = c;
 	return 0;

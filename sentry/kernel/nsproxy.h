@@ -89,12 +89,36 @@ struct net_ns {
 /* The sandbox's initial network namespace (never freed; its owner is set by nsproxy_initial). */
 extern struct net_ns net_ns_initial;
 
+/* Linux's MAX_PID_NS_LEVEL: pid namespaces nest at most this deep (the initial one is 0). */
+#define PID_NS_MAX_LEVEL 32
+
+struct thread_group;
+
+/*
+ * A pid namespace (man 7 pid_namespaces; numbering and lookups in pidns.c). A process is in
+ * one (thread_group.pidns, its active namespace) and has a number in it and in each ancestor:
+ * the sandbox's initial one (level 0) numbers it by task.tid, a nested one of level L by
+ * task.ns_nr[L].
+ */
+struct pid_ns {
+	struct refcount ref;
+	uint32_t id; /* 0 for the initial one, else unique in the sandbox (proc_ids.c numbers it) */
+	struct pid_ns *parent; /* referenced; NULL for the initial one */
+	int level; /* 0 for the initial one */
+	struct user_ns *owner; /* referenced */
+	/* k->tree_lock: */
+	int32_t last_nr; /* the last number given (0: none yet, the first is 1) */
+	struct thread_group *reaper; /* its pid 1 while that lives (not referenced) */
+	bool dead; /* its pid 1 ended: no process may enter any more (fork: ENOMEM) */
+};
+
 struct nsproxy {
 	struct refcount ref;
 	struct uts_ns *uts; /* each referenced */
 	struct ipc_ns *ipc;
 	struct user_ns *user;
 	struct net_ns *net;
+	struct pid_ns *pid; /* pid_for_children: where the task's new processes go */
 };
 
 /* The sandbox's initial set (made on first call; lives as long as the kernel). Borrowed. */
@@ -123,17 +147,30 @@ void net_ns_get(struct net_ns *n);
 void net_ns_put(struct net_ns *n);
 /* sentry/net/link.c: namespace id is gone (its links go with it). Any lock may be held. */
 void net_ns_exit(uint32_t id);
+void pid_ns_get(struct pid_ns *p);
+void pid_ns_put(struct pid_ns *p);
+
+/* The pid namespace t's process is in (its active one), borrowed: the initial one's if none. */
+struct pid_ns *task_active_pid_ns(struct task *t);
+/*
+ * t's namespaces with its active pid namespace as the pid member (what /proc/PID/ns/pid and a
+ * pidfd give setns), a new reference, or NULL (no memory).
+ */
+struct nsproxy *task_get_nsproxy_active(struct task *t);
 
 /* The CLONE_NEW* flags this file handles. */
-#define NSPROXY_CLONE_FLAGS \
-	(0x04000000 /* UTS */ | 0x08000000 /* IPC */ | 0x10000000 /* USER */ | 0x40000000 /* NET */)
+#define NSPROXY_CLONE_FLAGS                                                    \
+	(0x04000000 /* UTS */ | 0x08000000 /* IPC */ | 0x10000000 /* USER */ | \
+	 0x20000000 /* PID */ | 0x40000000 /* NET */)
 
 /*
  * The set a child made by clone(2) with flags gets from p (new namespaces for the CLONE_NEW*
  * flags of NSPROXY_CLONE_FLAGS, else p's shared), and in *cred the child's credentials (a new
  * user namespace: the full capability set in it). Returns a new reference, or NULL for p's own
  * set unchanged (no flag), or an ERR_PTR: -EPERM (no CAP_SYS_ADMIN for a UTS/IPC namespace),
- * (or a net namespace), -ENOSPC (user namespaces nested too deep), -EPERM (the creator's ids unmapped), -ENOMEM.
+ * (or a net namespace), -ENOSPC (user or pid namespaces nested too deep), -EPERM (the creator's
+ * ids unmapped), -EINVAL (CLONE_NEWPID after an unshare(CLONE_NEWPID) not yet entered), -ENOMEM.
+ * CLONE_NEWPID makes a child of p's active pid namespace the new set's pid_for_children.
  */
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred);
 

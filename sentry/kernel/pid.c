@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 
 #define PID_BUCKETS 1024
@@ -129,11 +130,15 @@ void pid_insert(struct kernel *k, struct task *t)
 
 void pid_remove(struct kernel *k, struct task *t)
 {
+	bool nested = t->tg && t->tg->pidns;
+
 	list_del(&t->pid_link);
 	list_init(&t->pid_link);
 	k->nr_tasks--;
 	count_container(t, -1);
 	task_put(t);
+	if (nested)
+		pid_ns_task_gone(); /* an ending namespace's pid 1 may wait for it */
 }
 
 bool pid_container_full(struct kernel *k, int32_t container)
@@ -177,6 +182,23 @@ int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *a
 			if (t->tid != t->tg->pid)
 				continue;
 			ret = fn(t->tg, arg);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int pid_for_each_task(struct kernel *k, int (*fn)(struct task *t, void *arg), void *arg)
+{
+	struct task *t;
+	int ret;
+
+	if (!k->pids)
+		return 0;
+	for (int i = 0; i < PID_BUCKETS; i++) {
+		list_for_each_entry(t, &table(k)->buckets[i], pid_link) {
+			ret = fn(t, arg);
 			if (ret)
 				return ret;
 		}

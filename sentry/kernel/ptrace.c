@@ -27,6 +27,7 @@
 #include "include/abi/linux/signal.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -234,7 +235,7 @@ static void notify_tracer(struct task *t, struct task *tracer, int code)
 		memset(&info, 0, sizeof(info));
 		info.si_signo = LINUX_SIGCHLD;
 		info.si_code = LINUX_CLD_TRAPPED;
-		info.chld.pid = t->tid;
+		info.chld.pid = pid_ns_task_nr(t, ttg->pidns);
 		info.chld.uid = t->cred.uid;
 		info.chld.status = code & 0x7f;
 		signal_send_tg(ttg, LINUX_SIGCHLD, &info);
@@ -590,6 +591,10 @@ void ptrace_exec(struct task *t, int32_t old_tid)
 	pthread_mutex_lock(&t->k->tree_lock);
 	options = pt->options;
 	seized = pt->seized;
+	/* The former tid as the tracer's pid namespace sees it (in a nested one: the thread's
+	 * current number there, which is the old one unless a non-leader exec'd). */
+	if (pt->tracer && pt->tracer->tg->pidns)
+		old_tid = pid_ns_task_nr(t, pt->tracer->tg->pidns);
 	pthread_mutex_unlock(&t->k->tree_lock);
 	t->regs.rax = 0;
 	if (options & (1u << PT_EVENT_EXEC)) {
@@ -691,7 +696,7 @@ void ptrace_exit_thread(struct task *t)
 			memset(&info, 0, sizeof(info));
 			info.si_signo = LINUX_SIGCHLD;
 			info.si_code = code;
-			info.chld.pid = t->tid;
+			info.chld.pid = pid_ns_task_nr(t, tracer->tg->pidns);
 			info.chld.uid = t->cred.uid;
 			info.chld.status = st;
 			signal_send_tg(tracer->tg, LINUX_SIGCHLD, &info);
@@ -776,7 +781,7 @@ long ptrace_wait_scan(struct task *t, int which, int32_t id, int options,
 	if (!c)
 		return 0;
 	ct = c->task;
-	r->pid = ct->tid;
+	r->pid = pid_ns_task_nr(ct, tg->pidns); /* the tracer's number for it */
 	r->uid = ct->cred.uid;
 	if (c->exited) {
 		r->status = c->exit_status;
@@ -1265,7 +1270,7 @@ long ptrace_request(struct task *t, long request, int32_t pid, uint64_t addr, ui
 		return ptrace_traceme(t);
 	if (pid <= 0)
 		return -ESRCH;
-	c = kernel_find_task(k, pid);
+	c = task_find_vtask(t, pid); /* the caller's pid namespace's number */
 	if (!c)
 		return -ESRCH;
 	switch (request) {

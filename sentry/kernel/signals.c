@@ -22,6 +22,7 @@
 #include "include/abi/linux/errno.h"
 #include "include/abi/linux/signal.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
@@ -109,10 +110,15 @@ uint64_t signal_pending_set(struct task *t)
 	return load_set(&t->pending) | load_set(&t->tg->shared_pending);
 }
 
-/* Linux's SIGNAL_UNKILLABLE: pid 1 of the sandbox, unless a forced fault lifted it. */
+/*
+ * Linux's SIGNAL_UNKILLABLE: pid 1 of the sandbox or of a nested pid namespace, unless a forced
+ * fault lifted it.
+ */
 static bool tg_unkillable(const struct thread_group *tg)
 {
-	return tg->pid == 1 && !tg->sig_killable_init;
+	return (tg->pid == 1 ||
+		(tg->pidns && __atomic_load_n(&tg->pidns->reaper, __ATOMIC_RELAXED) == tg)) &&
+	       !tg->sig_killable_init;
 }
 
 struct waitq *signal_waitq(struct task *t)
@@ -134,7 +140,11 @@ void signal_info_from(struct linux_siginfo *info, int sig, int code, const struc
 	info->si_signo = sig;
 	info->si_code = code;
 	if (sender) {
-		info->kill.pid = task_pid(sender);
+		/* Its pid in its own pid namespace (Linux's task_tgid_vnr): a sender in an
+		 * ancestor of the receiver's is made 0 by the send (sys_signal.c). */
+		info->kill.pid = sender->tg->pidns && sender->tg->leader ?
+					 sender->tg->leader->ns_nr[sender->tg->pidns->level] :
+					 task_pid(sender);
 		info->kill.uid = sender->cred.uid;
 	}
 }

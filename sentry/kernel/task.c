@@ -67,6 +67,7 @@ void tg_put(struct thread_group *tg)
 		free(tg->sighand);
 	}
 	sigpending_free(&tg->shared_pending);
+	pid_ns_put(tg->pidns);
 	pthread_mutex_destroy(&tg->lock);
 	pthread_cond_destroy(&tg->threads_cond);
 	free(tg);

@@ -171,6 +171,10 @@ struct thread_group {
 	 * privileged writer set). Copied by fork, kept by exec. Atomics (oom.c writes them).
 	 */
 	int oom_score_adj, oom_score_adj_min;
+
+	/* Its pid namespace (nsproxy.h, pidns.c): referenced, NULL for the sandbox's initial
+	 * one. Set before it is linked, never changed. */
+	struct pid_ns *pidns;
 };
 
 /* See sentry/kernel/waitq.h. */
@@ -295,6 +299,9 @@ struct task {
 	int nr_restore_threads;
 	/* Set by the task around a wait that parks cleanly when frozen (a group stop). */
 	bool wait_parks_clean;
+	/* Its number in each nested pid namespace of its process (pidns.c): ns_nr[L] in the one
+	 * of level L (1..tg->pidns->level); level 0 is tid. Set when linked (k->tree_lock). */
+	int32_t ns_nr[33];
 };
 
 #define TASK_PARKED_CLEAN 1 /* before guest code, or in a group stop: saveable */
@@ -502,6 +509,8 @@ void pid_remove(struct kernel *k, struct task *t);
 struct task *pid_lookup(struct kernel *k, int32_t tid);
 /* Calls fn for each process (leader entries), stopping at a non-zero return. */
 int pid_for_each_tg(struct kernel *k, int (*fn)(struct thread_group *tg, void *arg), void *arg);
+/* Calls fn on every task of the table (threads too) until it returns non-zero; returns that. */
+int pid_for_each_task(struct kernel *k, int (*fn)(struct task *t, void *arg), void *arg);
 
 /*
  * Pod members with a pid namespace of their own (sentry/control/container.c): their processes

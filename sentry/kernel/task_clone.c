@@ -29,6 +29,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/task.h"
@@ -107,7 +108,8 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 	if ((f & CLONE_SIGHAND) && !(f & CLONE_VM))
 		return -EINVAL;
 	/* init is unkillable by its children's means: it may not make siblings of them. */
-	if ((f & CLONE_PARENT) && t->tg->is_init)
+	if ((f & CLONE_PARENT) &&
+	    (t->tg->is_init || (t->tg->pidns && t->tg->pidns->reaper == t->tg)))
 		return -EINVAL;
 	if ((f & CLONE_THREAD) && (f & (CLONE_NEWUSER | CLONE_NEWPID)))
 		return -EINVAL;
@@ -123,7 +125,7 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 	if ((f & CLONE_SETTLS) && a->tls >= TASK_SIZE_MAX)
 		return -EPERM;
 	/*
-	 * UTS, IPC, network and user namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * UTS, IPC, network, user and pid namespaces are nsproxy.c's, mount namespaces the VFS's
 	 * (sentry/vfs/mount_user.c); the others are not made yet.
 	 */
 	if (f & CLONE_NS_FLAGS & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
@@ -171,7 +173,8 @@ static void *task_thread_main(void *arg)
 		task_exit_group(t, SIGKILL);
 	} else {
 		if (t->set_child_tid) {
-			uint32_t tid = (uint32_t)t->tid;
+			/* Its tid in its own pid namespace. */
+			uint32_t tid = (uint32_t)pid_ns_task_nr(t, t->tg->pidns);
 
 			/* In the child's memory, as Linux's schedule_tail: a fault is ignored. */
 			(void)mm_copy_out(t->mm, t->set_child_tid, &tid, sizeof(tid));
@@ -299,6 +302,7 @@ static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 {
 	struct kernel *k = p->k;
 	struct thread_group *ptg = p->tg, *parent;
+	struct pid_ns *pidns = (a->flags & CLONE_THREAD) ? ptg->pidns : tg->pidns;
 	int32_t tid;
 	int ret = 0;
 
@@ -318,6 +322,12 @@ static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 	if (tid < 0) {
 		ret = tid;
 		goto out_unlock;
+	}
+	/* Its numbers in the nested pid namespaces its process is in (none: the sandbox's). */
+	if (pidns) {
+		ret = pid_ns_alloc(k, c, (a->flags & CLONE_THREAD) ? NULL : tg, pidns);
+		if (ret < 0)
+			goto out_unlock;
 	}
 	pthread_mutex_lock(&ptg->lock);
 	if (ptg->exiting || p->exiting) {
@@ -453,6 +463,11 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 		nsproxy_get(p->ns);
 		c->ns = p->ns;
 	}
+	/* Linux's copy_process: a thread stays in its process's pid namespace. */
+	if ((a->flags & CLONE_THREAD) && task_nsproxy(c)->pid != task_active_pid_ns(p)) {
+		task_put(c);
+		return -EINVAL;
+	}
 	ret = copy_fpstate(c, p);
 	if (ret < 0) {
 		task_put(c);
@@ -506,6 +521,11 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 			ret = -ENOMEM;
 			goto out_release;
 		}
+		/* A new process goes to the creator's pid_for_children. */
+		if (task_nsproxy(c)->pid->level) {
+			tg->pidns = task_nsproxy(c)->pid;
+			pid_ns_get(tg->pidns);
+		}
 	}
 	if (a->flags & CLONE_VFORK) {
 		vd = calloc(1, sizeof(*vd));
@@ -526,7 +546,7 @@ long task_clone(struct task *p, const struct task_clone_args *a)
 		goto out_free_vfork;
 	}
 	tg = NULL; /* c owns it now */
-	tid = c->tid;
+	tid = task_vtid(p, c); /* as the creator's pid namespace sees it */
 	/* An inherited RLIMIT_CPU counts the new process's own time. */
 	if (!(a->flags & CLONE_THREAD))
 		timer_rlimit_cpu(c->tg);

@@ -175,6 +175,7 @@ static int task_dethread(struct task *t)
 		pid_remove(k, t);
 		pthread_mutex_lock(&tg->lock);
 		t->tid = tg->pid;
+		memcpy(t->ns_nr, tg->leader->ns_nr, sizeof(t->ns_nr));
 		tg->leader = t;
 		pthread_mutex_unlock(&tg->lock);
 		pid_insert(k, t);

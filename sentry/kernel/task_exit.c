@@ -33,6 +33,8 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/timer.h"
 #include "sentry/kernel/waitq.h"
@@ -126,7 +128,8 @@ static void fill_chld_info(uint8_t buf[128], struct thread_group *c, int code, i
 	memset(buf, 0, 128);
 	si->signo = SIGCHLD;
 	si->code = code;
-	si->pid = c->pid;
+	/* As the parent's pid namespace sees it. */
+	si->pid = c->parent ? pid_ns_tg_nr(c, c->parent->pidns) : c->pid;
 	si->uid = c->leader ? c->leader->cred.uid : 0;
 	si->status = status;
 	si->utime = (int64_t)((c->utime_ns + c->cutime_ns) / NSEC_PER_TICK);
@@ -252,7 +255,11 @@ static void check_orphaned_pgrp(struct kernel *k, int32_t pgid, int32_t sid,
 		pid_for_each_tg(k, pgrp_hup_fn, &s);
 }
 
-/* The nearest live subreaper above tg, else pid 1's process (NULL when tg is pid 1). */
+/*
+ * The nearest live subreaper above tg in its pid namespace, else that namespace's pid 1 (the
+ * sandbox's pid 1 for the sandbox's namespace); NULL when tg is the sandbox's pid 1 or its
+ * namespace is ending.
+ */
 static struct thread_group *find_reaper(struct thread_group *tg)
 {
 	struct thread_group *p;
@@ -260,10 +267,20 @@ static struct thread_group *find_reaper(struct thread_group *tg)
 
 	if (tg->is_init)
 		return NULL;
+	/* A pid namespace whose pid 1 ended: its processes are being killed, and go unwaited
+	 * (Linux's zap_pid_ns_processes reaps them). */
+	if (pid_ns_dying(tg->pidns))
+		return NULL;
 	for (p = tg->parent; p; p = p->parent) {
+		/* Subreapers are looked for inside the namespace only, up to its pid 1. */
+		if (tg->pidns &&
+		    (p == tg->pidns->reaper || !pid_ns_is_ancestor(tg->pidns, p->pidns)))
+			break;
 		if (p->subreaper && p->state == TG_RUNNING && !p->exiting)
 			return p;
 	}
+	if (tg->pidns && tg->pidns->reaper)
+		return tg->pidns->reaper;
 	init = pid_lookup(tg->k, 1);
 	return init ? init->tg : NULL;
 }
@@ -329,6 +346,21 @@ static int kill_tg_fn(struct thread_group *tg, void *arg)
 	return 0;
 }
 
+struct pid_ns_kill {
+	struct pid_ns *ns;
+	struct thread_group *init;
+};
+
+/* Kills a process of an ending pid namespace (tree_lock held). */
+static int kill_ns_fn(struct thread_group *tg, void *arg)
+{
+	struct pid_ns_kill *nk = arg;
+
+	if (tg == nk->init || !pid_ns_is_ancestor(nk->ns, tg->pidns))
+		return 0;
+	return kill_tg_fn(tg, NULL);
+}
+
 /* The process of t (its leader, last out) ends: zombie, re-parenting, notification. */
 static void process_exit(struct task *t)
 {
@@ -341,6 +373,18 @@ static void process_exit(struct task *t)
 	pthread_mutex_lock(&k->tree_lock);
 	if (tg->is_init)
 		pid_for_each_tg(k, kill_tg_fn, tg);
+	if (tg->pidns && tg->pidns->reaper == tg) {
+		/* A pid namespace's pid 1: the namespace ends, every other process of it is
+		 * killed, and its parent hears of it once they are gone (Linux's
+		 * zap_pid_ns_processes). */
+		struct pid_ns_kill nk = { .ns = tg->pidns, .init = tg };
+
+		tg->pidns->dead = true;
+		pid_for_each_tg(k, kill_ns_fn, &nk);
+		reparent_children(tg, &b);
+		pid_ns_wait_empty(k, tg->pidns, tg);
+		tg->pidns->reaper = NULL;
+	}
 	pthread_mutex_lock(&tg->lock);
 	if (!tg->group_exit)
 		tg->exit_status = t->exit_code;
@@ -352,6 +396,8 @@ static void process_exit(struct task *t)
 	pthread_mutex_lock(&tg->lock);
 	tg->state = TG_ZOMBIE;
 	pthread_mutex_unlock(&tg->lock);
+	if (tg->pidns)
+		pid_ns_task_gone(); /* its namespace's ending pid 1 may wait for it */
 	/* A traced leader's process waits for its tracer before its real parent hears of it. */
 	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_ACQUIRE)) && ptrace_holds_zombie(tg)) {
 		tg->ptrace_held = true;
@@ -498,6 +544,7 @@ static bool wait_scan(struct wait_ctx *w)
 	struct thread_group *tg = w->t->tg, *c, *n;
 	struct task_wait_result *r = w->res;
 	bool any = false;
+	int32_t vpid;
 
 	/* Tracees first: their ptrace-stops and exits (ptrace.c). */
 	w->ret = ptrace_wait_scan(w->t, w->which, w->id, w->options, r, &any);
@@ -507,7 +554,8 @@ static bool wait_scan(struct wait_ctx *w)
 		if (!wait_matches(w, c))
 			continue;
 		any = true;
-		r->pid = c->pid;
+		vpid = pid_ns_tg_nr(c, tg->pidns); /* the caller's number for it */
+		r->pid = vpid;
 		r->uid = c->leader ? c->leader->cred.uid : 0;
 		r->utime_ns = c->utime_ns + c->cutime_ns;
 		r->stime_ns = c->stime_ns + c->cstime_ns;
@@ -515,7 +563,7 @@ static bool wait_scan(struct wait_ctx *w)
 		if (c->state == TG_ZOMBIE && (w->options & WEXITED) && !c->ptrace_held) {
 			r->status = c->exit_status;
 			decode_exit(c->exit_status, &r->cld_code, &r->cld_status);
-			w->ret = c->pid;
+			w->ret = vpid;
 			if (!(w->options & WNOWAIT))
 				tg_reap(c);
 			return true;
@@ -530,7 +578,7 @@ static bool wait_scan(struct wait_ctx *w)
 			if (!(w->options & WNOWAIT))
 				c->report_stop = false;
 			pthread_mutex_unlock(&c->lock);
-			w->ret = c->pid;
+			w->ret = vpid;
 			return true;
 		}
 		if ((w->options & WCONTINUED) && c->report_continue) {
@@ -540,7 +588,7 @@ static bool wait_scan(struct wait_ctx *w)
 			if (!(w->options & WNOWAIT))
 				c->report_continue = false;
 			pthread_mutex_unlock(&c->lock);
-			w->ret = c->pid;
+			w->ret = vpid;
 			return true;
 		}
 		pthread_mutex_unlock(&c->lock);

@@ -1,6 +1,6 @@
 #!/bin/sh
-# UTS, IPC, network and user namespaces with real programs (issue 17): util-linux's unshare,
-# nsenter, ipcmk and ipcs, su, iproute2's ip. Each command's expected output is the same
+# UTS, IPC, network, user and pid namespaces with real programs (issue 17): util-linux's
+# unshare, nsenter, ipcmk and ipcs, su, iproute2's ip. Each command's expected output is the same
 # command's run on the host (as root, in namespaces of its own where it would change the host),
 # so husk is compared with Linux.
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +54,14 @@ compare "unshare -n: /proc/net/tcp and /proc/self/net/unix of the new namespace 
 	'unshare -n sh -c "wc -l < /proc/net/tcp; wc -l < /proc/self/net/unix"'
 compare "veth pair between two network namespaces: addresses, routes, TCP and UDP over it" \
 	"sh $(cd "$(dirname "$0")" && pwd)/netns_veth_check.sh"
+compare "unshare -fp --mount-proc ps -o pid,comm: pid 1 and its own processes only" \
+	'unshare -fp --mount-proc ps -o pid,comm'
+compare "unshare -mpf --mount-proc: a tmpfs on /mnt, then ps" \
+	"unshare -mpf --mount-proc sh -c 'mount -t tmpfs x /mnt && ps'"
+compare "unshare -fp: \$\$ is 1, the parent outside is 0" \
+	'unshare -fp sh -c "echo \$\$ \$PPID; sh -c \"echo \\\$\\\$ \\\$PPID\""'
+compare "nobody: unshare -Urpf, pid 1 in a pid namespace of its user namespace" \
+	"su nobody -s /bin/sh -c 'unshare -Urpf sh -c \"echo \\\$\\\$ \\\$PPID; id -u\"'"
 compare "stat -L of ns files: equal when shared, different after unshare" \
 	'a=$(stat -L -c %i /proc/self/ns/uts); b=$(sh -c "stat -L -c %i /proc/\$\$/ns/uts"); c=$(unshare -u sh -c "stat -L -c %i /proc/\$\$/ns/uts"); [ "$a" = "$b" ] && [ "$a" != "$c" ] && echo ok'
 finish

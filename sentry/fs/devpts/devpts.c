@@ -48,6 +48,7 @@
 #include "sentry/kernel/jobids.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
 #include "sentry/mm/mm.h"
@@ -1153,6 +1154,7 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 		pthread_mutex_lock(&tty->lock);
 		v = tty->pgrp;
 		pthread_mutex_unlock(&tty->lock);
+		v = task_vnr(t, v); /* the caller's pid namespace's number (0: outside it) */
 		return copy_out(t, arg, &v, sizeof(v));
 	case TIOCSPGRP: {
 		struct pgrp_find pf = { 0 };
@@ -1165,6 +1167,9 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 			return err;
 		if (v < 0)
 			return -EINVAL;
+		/* The caller's number, as the sandbox's (none in its namespace: ESRCH). */
+		if (v > 0 && !(v = task_global_nr(t, v)))
+			return -ESRCH;
 		err = job_control(tty, t, SIGTTOU, false);
 		if (err < 0)
 			return err;
@@ -1187,6 +1192,7 @@ static long tty_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t
 		pthread_mutex_lock(&tty->lock);
 		v = tty->session;
 		pthread_mutex_unlock(&tty->lock);
+		v = task_vnr(t, v);
 		return copy_out(t, arg, &v, sizeof(v));
 	case TIOCGDEV:
 		v = (int32_t)vfs_mkdev(master ? PTMX_MAJOR : PTS_MAJOR,

@@ -30,6 +30,8 @@
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/ipc.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/sysctl.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/net.h"
@@ -85,25 +87,49 @@ static uint64_t uptime_ns(struct kernel *k)
 
 /* --- self and thread-self --- */
 
+/* t's pid and tid in the pid namespace of the proc instance of n (0: not visible there). */
+static void nrs_in(struct pseudo_node *n, struct task *t, int32_t *pid, int32_t *tid)
+{
+	struct pid_ns *ns = pseudo_fs_of(n)->pidns;
+
+	if (!ns) {
+		*pid = task_pid(t);
+		*tid = t->tid;
+		return;
+	}
+	pthread_mutex_lock(&t->k->tree_lock);
+	*pid = pid_ns_tg_nr(t->tg, ns);
+	*tid = pid_ns_task_nr(t, ns);
+	pthread_mutex_unlock(&t->k->tree_lock);
+}
+
 static ssize_t self_readlink(struct pseudo_node *n, char *buf, size_t len)
 {
 	struct task *t = task_current();
+	int32_t pid, tid;
 	char s[32];
 
 	if (!t)
 		return -ENOENT;
-	snprintf(s, sizeof(s), "%d", (int)task_pid(t));
+	nrs_in(n, t, &pid, &tid);
+	if (!pid)
+		return -ENOENT; /* a reader outside the namespace of this proc */
+	snprintf(s, sizeof(s), "%d", (int)pid);
 	return pseudo_copy_link(s, buf, len);
 }
 
 static ssize_t thread_self_readlink(struct pseudo_node *n, char *buf, size_t len)
 {
 	struct task *t = task_current();
+	int32_t pid, tid;
 	char s[48];
 
 	if (!t)
 		return -ENOENT;
-	snprintf(s, sizeof(s), "%d/task/%d", (int)task_pid(t), (int)t->tid);
+	nrs_in(n, t, &pid, &tid);
+	if (!pid)
+		return -ENOENT;
+	snprintf(s, sizeof(s), "%d/task/%d", (int)pid, (int)tid);
 	return pseudo_copy_link(s, buf, len);
 }
 
@@ -621,16 +647,22 @@ struct tg_list {
 	int32_t *pids;
 	size_t n, cap;
 	struct thread_group *viewer; /* the reader's process, or NULL */
+	struct pid_ns *ns; /* the proc instance's pid namespace (NULL: the sandbox's) */
 };
 
 static int collect_tg(struct thread_group *tg, void *arg)
 {
 	struct tg_list *l = arg;
+	int32_t nr;
 
 	if (tg->state == TG_DEAD || tg->reaped)
 		return 0;
 	/* A pod member with a pid namespace of its own lists its own processes only. */
 	if (!pid_visible(l->viewer, tg))
+		return 0;
+	/* A proc mounted in a nested pid namespace lists that namespace's, by its numbers. */
+	nr = l->ns ? pid_ns_tg_nr(tg, l->ns) : tg->pid;
+	if (!nr)
 		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
@@ -641,7 +673,7 @@ static int collect_tg(struct thread_group *tg, void *arg)
 		l->pids = p;
 		l->cap = cap;
 	}
-	l->pids[l->n++] = tg->pid;
+	l->pids[l->n++] = nr;
 	return 0;
 }
 
@@ -662,6 +694,14 @@ static struct vfs_node *root_dyn_lookup(struct pseudo_node *dir, const char *nam
 	if (id <= 0 || !k)
 		return ERR_PTR(-ENOENT);
 	/* /proc/TID of any thread works, as in Linux (listed are processes only). */
+	if (pseudo_fs_of(dir)->pidns) {
+		pthread_mutex_lock(&k->tree_lock);
+		t = pid_ns_lookup(k, pseudo_fs_of(dir)->pidns, (int32_t)id);
+		id = t ? t->tid : 0;
+		pthread_mutex_unlock(&k->tree_lock);
+		if (!id)
+			return ERR_PTR(-ENOENT);
+	}
 	t = kernel_find_task(k, (int32_t)id);
 	if (!t)
 		return ERR_PTR(-ENOENT);
@@ -670,6 +710,7 @@ static struct vfs_node *root_dyn_lookup(struct pseudo_node *dir, const char *nam
 		return ERR_PTR(-ENOENT);
 	}
 	pid = task_pid(t);
+	id = t->tid; /* nodes keep the sandbox's numbers */
 	task_put(t);
 	return pseudo_node_new_at(dir, &proc_pid_dir_ent, name, pid, (int32_t)id, -1);
 }
@@ -678,7 +719,8 @@ static int root_dyn_iterate(struct pseudo_node *dir, int64_t *idx, struct dir_em
 			    int64_t base)
 {
 	struct kernel *k = pseudo_fs_of(dir)->k;
-	struct tg_list l = { .viewer = task_current() ? task_current()->tg : NULL };
+	struct tg_list l = { .viewer = task_current() ? task_current()->tg : NULL,
+			     .ns = pseudo_fs_of(dir)->pidns };
 	int err;
 
 	if (!k || !k->pids)
@@ -764,6 +806,11 @@ struct vfs_fs *procfs_create(struct kernel *k)
 	if (pseudo_fs_init(fs, k, "proc", PROC_SUPER_MAGIC, &root_ent) < 0) {
 		free(fs);
 		return NULL;
+	}
+	/* The mounter's pid namespace (Linux's proc_fill_super: the active one). */
+	if (k && task_current() && task_active_pid_ns(task_current())->level) {
+		fs->pidns = task_active_pid_ns(task_current());
+		pid_ns_get(fs->pidns);
 	}
 	return &fs->base;
 }

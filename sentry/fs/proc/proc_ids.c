@@ -298,6 +298,7 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 
 #define NS_TYPE_IPC 1
 #define NS_TYPE_NET 3
+#define NS_TYPE_PID 4
 #define NS_TYPE_USER 6
 #define NS_TYPE_UTS 7
 
@@ -329,6 +330,15 @@ static uint32_t ns_ino_of(uint32_t ino, uint32_t id)
 	       ((ino - 0xF0000000u) & 15u);
 }
 
+/* The ids of pid_for_children's link and target (its type is pid's). */
+#define NS_PIDC_TARGET_ID (PROC_IDS_ENT_ID + 38)
+#define NS_PIDC_LINK_ID (PROC_IDS_ENT_ID + 44)
+
+static bool ns_is_for_children(const struct pseudo_node *n)
+{
+	return n->ent->id == NS_PIDC_TARGET_ID || n->ent->id == NS_PIDC_LINK_ID;
+}
+
 /*
  * The namespace of type that n's process is in: a pod member (sentry/control/container.c) has a
  * mount namespace of its own, and a pid namespace of its own with --private-pids; every other
@@ -357,6 +367,17 @@ static uint32_t node_ns_ino(struct pseudo_node *n, int type)
 	if (strcmp(ns_types[type], "mnt") && strcmp(ns_types[type], "pid"))
 		return ino;
 	t = pseudo_node_task(n);
+	/* A pid namespace the guest made: the process's (pid), or its pid_for_children. */
+	if (t && type == NS_TYPE_PID) {
+		struct nsproxy *ns = task_get_nsproxy(t);
+		uint32_t id = ns_is_for_children(n) ? ns->pid->id : task_active_pid_ns(t)->id;
+
+		nsproxy_put(ns);
+		if (id) {
+			task_put(t);
+			return ns_ino_of(ino, id);
+		}
+	}
 	/* A mount namespace the guest made (unshare/clone CLONE_NEWNS): its own number. */
 	if (t && !strcmp(ns_types[type], "mnt") && vfs_mnt_ns_ino) {
 		uint64_t m = vfs_mnt_ns_ino(t);
@@ -455,7 +476,6 @@ static const long ns_clone_flags[PROC_NS_NTYPES] = {
 	0x10000000, /* CLONE_NEWUSER */
 	0x04000000, /* CLONE_NEWUTS */
 };
-#define NS_TYPE_PID 4
 
 static const struct pseudo_ent ns_user_target;
 static int ns_target_type(struct file *f);
@@ -549,6 +569,7 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 				       type == NS_TYPE_UTS ? ns->uts->owner :
 				       type == NS_TYPE_IPC ? ns->ipc->owner :
 				       type == NS_TYPE_NET ? ns->net->owner :
+				       type == NS_TYPE_PID ? ns->pid->owner :
 							     nsproxy_initial(t->k)->user);
 	default:
 		return -ENOTTY;
@@ -600,7 +621,12 @@ static struct file *ns_target_open(struct pseudo_node *n, int flags)
 	}
 	if (!t)
 		return ERR_PTR(-ENOENT);
-	ns = task_get_nsproxy(t);
+	/* /proc/PID/ns/pid is the process's own pid namespace, not its pid_for_children. */
+	ns = ns_is_for_children(n) ? task_get_nsproxy(t) : task_get_nsproxy_active(t);
+	if (!ns) {
+		task_put(t);
+		return ERR_PTR(-ENOMEM);
+	}
 	task_put(t);
 	f = file_alloc(&ns_fops, flags, ns);
 	if (!f)
@@ -689,6 +715,25 @@ NS_FUNCS(ipc, 1)
 NS_FUNCS(mnt, 2)
 NS_FUNCS(net, 3)
 NS_FUNCS(pid, 4)
+
+/* pid_for_children: pid's type, with ids of its own (ns_is_for_children). */
+static const struct pseudo_ent ns_pidc_target = {
+	.name = "pid_for_children",
+	.mode = S_IFREG | 0444,
+	.open = ns_target_open,
+	.getattr = ns_pid_target_getattr,
+	.id = NS_PIDC_TARGET_ID,
+};
+
+static ssize_t ns_pidc_readlink(struct pseudo_node *n, char *buf, size_t len)
+{
+	return ns_readlink(n, NS_TYPE_PID, buf, len);
+}
+
+static int ns_pidc_get_link(struct pseudo_node *n, struct vfs_path *out)
+{
+	return ns_get_link(n, &ns_pidc_target, out);
+}
 NS_FUNCS(time, 5)
 NS_FUNCS(user, 6)
 NS_FUNCS(uts, 7)
@@ -705,7 +750,7 @@ const struct pseudo_ent proc_ns_ents[] = {
 	NS_LNK("uts", uts, 1),
 	NS_LNK("ipc", ipc, 2),
 	NS_LNK("pid", pid, 3),
-	NS_LNK("pid_for_children", pid, 4),
+	NS_LNK("pid_for_children", pidc, 4),
 	NS_LNK("user", user, 5),
 	NS_LNK("mnt", mnt, 6),
 	NS_LNK("cgroup", cgroup, 7),
@@ -730,6 +775,8 @@ static int ns_target_type(struct file *f)
 	for (int i = 0; i < PROC_NS_NTYPES; i++)
 		if (n->ent == ns_targets[i])
 			return i;
+	if (n->ent == &ns_pidc_target)
+		return NS_TYPE_PID;
 	return -1;
 }
 

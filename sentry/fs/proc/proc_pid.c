@@ -27,6 +27,8 @@
 #include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/nsproxy.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
@@ -153,18 +155,57 @@ static char task_state(struct task *t, const char **name)
 }
 
 struct tree_ids {
-	int32_t ppid, pgid, sid;
+	int32_t pid, tid, ppid, pgid, sid; /* in the proc instance's pid namespace */
+	/* NStgid, NSpid, NSpgid, NSsid: from that namespace's level down to the task's own */
+	int nlevels;
+	int32_t ns_tgid[PID_NS_MAX_LEVEL + 1], ns_pid[PID_NS_MAX_LEVEL + 1];
+	int32_t ns_pgid[PID_NS_MAX_LEVEL + 1], ns_sid[PID_NS_MAX_LEVEL + 1];
 };
 
-static void tree_ids(struct task *t, struct tree_ids *ids)
+/* t's ids as the pid namespace of n's proc instance sees them. */
+static void tree_ids(struct pseudo_node *n, struct task *t, struct tree_ids *ids)
 {
+	struct pid_ns *ns = pseudo_fs_of(n)->pidns, *own;
 	struct kernel *k = t->k;
+	int from, to;
 
 	pthread_mutex_lock(&k->tree_lock);
-	ids->ppid = t->tg->ppid;
-	ids->pgid = t->tg->pgid;
-	ids->sid = t->tg->sid;
+	if (!ns) {
+		ids->pid = t->tg->pid;
+		ids->tid = t->tid;
+		ids->ppid = t->tg->ppid;
+		ids->pgid = t->tg->pgid;
+		ids->sid = t->tg->sid;
+	} else {
+		ids->pid = pid_ns_tg_nr(t->tg, ns);
+		ids->tid = pid_ns_task_nr(t, ns);
+		ids->ppid = t->tg->parent ? pid_ns_tg_nr(t->tg->parent, ns) : 0;
+		ids->pgid = pid_ns_nr_of(k, t->tg->pgid, ns);
+		ids->sid = pid_ns_nr_of(k, t->tg->sid, ns);
+	}
+	/* One column per level, from the proc's down to the task's (Linux's NSpid). */
+	from = ns ? ns->level : 0;
+	to = t->tg->pidns ? t->tg->pidns->level : 0;
+	ids->nlevels = 0;
+	for (int l = from; l <= to && ids->pid; l++) {
+		own = t->tg->pidns;
+		while (own && own->level > l)
+			own = own->parent;
+		ids->ns_tgid[ids->nlevels] = pid_ns_tg_nr(t->tg, own);
+		ids->ns_pid[ids->nlevels] = pid_ns_task_nr(t, own);
+		ids->ns_pgid[ids->nlevels] = pid_ns_nr_of(k, t->tg->pgid, own);
+		ids->ns_sid[ids->nlevels] = pid_ns_nr_of(k, t->tg->sid, own);
+		ids->nlevels++;
+	}
 	pthread_mutex_unlock(&k->tree_lock);
+}
+
+static void print_ns_ids(FILE *out, const char *name, const int32_t *v, int n)
+{
+	fprintf(out, "%s:", name);
+	for (int i = 0; i < n; i++)
+		fprintf(out, "\t%d", (int)v[i]);
+	fputc('\n', out);
 }
 
 static int gen_stat(struct pseudo_node *n, FILE *out)
@@ -184,7 +225,7 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 
 	NODE_TASK(t, n);
 	tg = t->tg;
-	tree_ids(t, &ids);
+	tree_ids(n, t, &ids);
 	state = task_state(t, &sname);
 	mm = task_mm(t);
 	if (mm) {
@@ -226,7 +267,7 @@ static int gen_stat(struct pseudo_node *n, FILE *out)
 
 	/* Fields 1-22: ids, state, terminal, faults, times, scheduling, start time. */
 	fprintf(out, "%d (%s) %c %d %d %d %d %d %u 0 0 0 0 %llu %llu %llu %llu 20 0 %d 0 %llu ",
-		(int)n->tid, t->comm, state, (int)ids.ppid, (int)ids.pgid, (int)ids.sid,
+		(int)ids.tid, t->comm, state, (int)ids.ppid, (int)ids.pgid, (int)ids.sid,
 		(int)tty_nr, (int)tpgid, 0x400000u /* PF_RANDOMIZE */, proc_ticks(utime),
 		proc_ticks(stime), proc_ticks(cutime), proc_ticks(cstime), nthreads,
 		proc_ticks(start));
@@ -287,13 +328,14 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	struct mm *mm;
 	const char *sname;
 	uint64_t sigpnd, shdpnd, sigign = 0, sigcgt = 0, rss = 0, hwm_kb = 0;
+	int32_t tracer;
 	int nthreads;
 	unsigned int umask = 022, ncpu = proc_ncpus();
 	char state;
 
 	NODE_TASK(t, n);
 	tg = t->tg;
-	tree_ids(t, &ids);
+	tree_ids(n, t, &ids);
 	state = task_state(t, &sname);
 	c = t->cred;
 	fs = task_get_fs(t);
@@ -330,17 +372,27 @@ static int gen_status(struct pseudo_node *n, FILE *out)
 	}
 	pthread_mutex_unlock(&tg->sighand->lock);
 
+	/* As the proc's pid namespace sees the tracer (0 outside it). */
+	tracer = ptrace_tracer_pid(t);
+	if (pseudo_fs_of(n)->pidns) {
+		pthread_mutex_lock(&t->k->tree_lock);
+		tracer = pid_ns_nr_of(t->k, tracer, pseudo_fs_of(n)->pidns);
+		pthread_mutex_unlock(&t->k->tree_lock);
+	}
 	fprintf(out,
 		"Name:\t%s\nUmask:\t%04o\nState:\t%c (%s)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\n"
 		"PPid:\t%d\nTracerPid:\t%d\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n"
 		"FDSize:\t%d\nGroups:\t",
-		t->comm, umask, state, sname, (int)n->pid, (int)n->tid, (int)ids.ppid,
-		(int)ptrace_tracer_pid(t), c.uid, c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid,
-		c.fsgid, 64);
+		t->comm, umask, state, sname, (int)ids.pid, (int)ids.tid, (int)ids.ppid,
+		(int)tracer, c.uid, c.euid, c.suid, c.fsuid, c.gid, c.egid, c.sgid, c.fsgid, 64);
 	for (int i = 0; i < c.ngroups && i < 32; i++)
 		fprintf(out, "%u ", c.groups[i]);
-	fprintf(out, "\nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\nKthread:\t0\n",
-		(int)n->pid, (int)n->tid, (int)ids.pgid, (int)ids.sid);
+	fputc('\n', out);
+	print_ns_ids(out, "NStgid", ids.ns_tgid, ids.nlevels);
+	print_ns_ids(out, "NSpid", ids.ns_pid, ids.nlevels);
+	print_ns_ids(out, "NSpgid", ids.ns_pgid, ids.nlevels);
+	print_ns_ids(out, "NSsid", ids.ns_sid, ids.nlevels);
+	fprintf(out, "Kthread:\t0\n");
 	if (mm) {
 		print_kb(out, "VmPeak", s.size);
 		print_kb(out, "VmSize", s.size);
@@ -1092,6 +1144,17 @@ static struct vfs_node *task_dyn_lookup(struct pseudo_node *dir, const char *nam
 
 	if (tid <= 0)
 		return ERR_PTR(-ENOENT);
+	if (pseudo_fs_of(dir)->pidns) {
+		/* The name is the proc's pid namespace's number: the node keeps the tid. */
+		struct kernel *k = pseudo_fs_of(dir)->k;
+
+		pthread_mutex_lock(&k->tree_lock);
+		t = pid_ns_lookup(k, pseudo_fs_of(dir)->pidns, (int32_t)tid);
+		tid = t ? t->tid : 0;
+		pthread_mutex_unlock(&k->tree_lock);
+		if (!tid)
+			return ERR_PTR(-ENOENT);
+	}
 	t = kernel_find_task(pseudo_fs_of(dir)->k, (int32_t)tid);
 	if (!t)
 		return ERR_PTR(-ENOENT);
@@ -1107,16 +1170,21 @@ static int task_dyn_iterate(struct pseudo_node *dir, int64_t *idx, struct dir_em
 {
 	struct task *t = pseudo_node_task(dir), *it;
 	struct thread_group *tg;
+	struct pid_ns *ns;
 	int32_t tids[256];
 	size_t n = 0;
 
 	if (!t)
 		return 0;
 	tg = t->tg;
+	ns = pseudo_fs_of(dir)->pidns;
 	pthread_mutex_lock(&tg->lock);
 	list_for_each_entry(it, &tg->tasks, tg_link) {
-		if (n < ARRAY_SIZE(tids) && it->tid >= *idx)
-			tids[n++] = it->tid;
+		/* Named by the proc's pid namespace's numbers (set when linked, then fixed). */
+		int32_t nr = ns ? it->ns_nr[ns->level] : it->tid;
+
+		if (n < ARRAY_SIZE(tids) && nr >= *idx)
+			tids[n++] = nr;
 	}
 	pthread_mutex_unlock(&tg->lock);
 	task_put(t);

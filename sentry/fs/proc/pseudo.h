@@ -67,6 +67,8 @@ struct pseudo_ent {
 };
 
 /* A pseudo filesystem instance (procfs or sysfs). */
+struct pid_ns;
+
 struct pseudo_fs {
 	struct vfs_fs base;
 	struct kernel *k; /* not owned: outlives the mounts */
@@ -77,6 +79,12 @@ struct pseudo_fs {
 	 * magic links that lead to nodes of this filesystem. NULL before it is mounted.
 	 */
 	struct vfs_mount *mnt;
+	/*
+	 * proc: the pid namespace of the mounter (its active one when it mounted), whose numbers
+	 * the pid directories, self and the ids inside use. Referenced; NULL for the sandbox's
+	 * initial one (its numbers are the tids). Nodes keep the sandbox's numbers (pid, tid).
+	 */
+	struct pid_ns *pidns;
 };
 
 struct pseudo_node {

@@ -10,6 +10,7 @@
 #include "include/abi/linux/errno.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/waitq.h"
@@ -117,4 +118,30 @@ bool ptrace_runs_in_group_stop(struct task *t)
 int ptrace_signal(struct task *t, int sig, struct linux_siginfo *info)
 {
 	return sig;
+}
+
+/* Pid namespaces (sentry/kernel/pidns.c): the harness's task is in the initial one. */
+bool pid_ns_is_ancestor(const struct pid_ns *outer, const struct pid_ns *inner)
+{
+	return true;
+}
+
+bool task_sees_tg(struct task *viewer, const struct thread_group *tg)
+{
+	return true;
+}
+
+struct task *task_find_vtask(struct task *viewer, int32_t nr)
+{
+	return kernel_find_task(viewer->k, nr);
+}
+
+int32_t task_vpid(struct task *viewer, struct thread_group *tg)
+{
+	return tg->pid;
+}
+
+int32_t task_global_nr(struct task *viewer, int32_t nr)
+{
+	return nr;
 }

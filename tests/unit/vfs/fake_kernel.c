@@ -8,6 +8,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/signals.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/kernel/task.h"
 #include "sentry/time/vtime.h"
 
@@ -68,4 +69,35 @@ int ptrace_may_access(struct task *caller, struct task *target)
 uint64_t vtime_host_to_guest_mono(uint64_t host_ns)
 {
 	return host_ns;
+}
+
+/* Pid namespaces (sentry/kernel/pidns.c): the harness has the initial one only. */
+int32_t pid_ns_task_nr(const struct task *t, const struct pid_ns *ns)
+{
+	return t->tid;
+}
+
+int32_t pid_ns_tg_nr(const struct thread_group *tg, const struct pid_ns *ns)
+{
+	return tg->pid;
+}
+
+int32_t pid_ns_nr_of(struct kernel *k, int32_t global, const struct pid_ns *ns)
+{
+	return global;
+}
+
+struct task *pid_ns_lookup(struct kernel *k, const struct pid_ns *ns, int32_t nr)
+{
+	return NULL;
+}
+
+int32_t task_vnr(struct task *viewer, int32_t global)
+{
+	return global;
+}
+
+int32_t task_global_nr(struct task *viewer, int32_t nr)
+{
+	return nr;
 }
