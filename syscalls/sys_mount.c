@@ -15,6 +15,7 @@
 
 #include "common/err.h"
 #include "common/util.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/mqueue/mqueue.h"
 #include "sentry/fs/proc/proc.h"
@@ -191,6 +192,32 @@ static int check_options(char *data, const char *const *own, size_t nown)
 	return 0;
 }
 
+/* cgroup2's options: Linux's, accepted; the ones it shows go to opts. */
+static const char *const cgroup2_opts_ok[] = { "nsdelegate", "memory_recursiveprot",
+					       "memory_localevents", "favordynmods",
+					       "memory_hugetlb_accounting" };
+
+static void cgroup2_opts(const char *data, char *opts, size_t optsz)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; data && i < ARRAY_SIZE(cgroup2_opts_ok); i++) {
+		const char *o = cgroup2_opts_ok[i], *p = data;
+		size_t n = strlen(o);
+
+		for (; (p = strstr(p, o)); p += n) {
+			if ((p == data || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) {
+				int w = snprintf(opts + off, optsz - off, "%s%s", off ? "," : "",
+						 o);
+
+				if (w > 0 && (size_t)w < optsz - off)
+					off += (size_t)w;
+				break;
+			}
+		}
+	}
+}
+
 /*
  * The filesystem of a new mount of type, or ERR_PTR: -ENODEV for a type the sentry does not
  * have. opts receives the superblock options mountinfo shows.
@@ -217,6 +244,10 @@ static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char
 		err = check_options(data, devpts_opts, ARRAY_SIZE(devpts_opts));
 		fs = err < 0 ? NULL : devpts_create();
 		snprintf(opts, optsz, "mode=600,ptmxmode=000");
+	} else if (!strcmp(type, "cgroup2")) {
+		cgroup2_opts(data, opts, optsz);
+		err = check_options(data, cgroup2_opts_ok, ARRAY_SIZE(cgroup2_opts_ok));
+		fs = err < 0 ? NULL : cgroupfs_create(t->k);
 	} else if (!strcmp(type, "mqueue")) {
 		err = check_options(data, NULL, 0);
 		fs = err < 0 ? NULL : mqueuefs_create();
@@ -286,7 +317,7 @@ static long do_mount(struct task *t, const char *source, const struct vfs_path *
 	}
 }
 
-/* mount(2): the sentry's filesystems only (tmpfs, proc, sysfs, devpts, mqueue; binds). */
+/* mount(2): the sentry's filesystems only (tmpfs, proc, sysfs, devpts, mqueue, cgroup2; binds). */
 long sys_mount(struct task *t, const struct syscall_args *args)
 {
 	char *type = NULL, *source = NULL, *data = NULL, *target;
@@ -546,7 +577,9 @@ static const struct file_ops fs_ctx_ops = {
 /* fsopen(2): the sentry's filesystems (tmpfs, proc, sysfs, devpts, mqueue). */
 long sys_fsopen(struct task *t, const struct syscall_args *args)
 {
-	static const char *const known[] = { "tmpfs", "proc", "sysfs", "devpts", "mqueue" };
+	static const char *const known[] = {
+		"tmpfs", "proc", "sysfs", "devpts", "mqueue", "cgroup2"
+	};
 	unsigned int flags = (unsigned int)args->a[1];
 	struct fs_ctx *c;
 	struct file *f;

@@ -246,8 +246,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(clone, "CLONE_NEWNS (a mount namespace of the sentry's, CAP_SYS_ADMIN over the "
 		       "sandbox), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER (in the sentry); other "
 		       "namespace flags: EPERM"),
-	PARTIAL(clone3,
-		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level"),
+	PARTIAL(clone3, "namespace flags as clone; CLONE_INTO_CGROUP with the sentry's cgroup2; "
+			"set_tid of one level"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -262,7 +262,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* mounts and chroot: sys_mount.c (the sentry's own mount tree; nothing reaches the host) */
 	FULL(chroot),
 	PARTIAL(mount,
-		"tmpfs, proc, sysfs, devpts, mqueue, binds (MS_REC), remount, MS_MOVE, "
+		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2 (the sandbox's own hierarchy: "
+		"pids.max enforced, memory/cpu/io limits kept, not enforced), binds (MS_REC), "
+		"remount, MS_MOVE, "
 		"propagation types recorded (shown in mountinfo; mounts are not propagated); "
 		"other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
@@ -273,7 +275,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			   "recursive; attributes of open_tree_attr not supported"),
 	PARTIAL(move_mount, "attaches open_tree/fsmount trees or moves mounts; no "
 			    "MOVE_MOUNT_SET_GROUP or BENEATH (EINVAL)"),
-	PARTIAL(fsopen, "tmpfs, proc, sysfs, devpts, mqueue; reading messages gives ENODATA"),
+	PARTIAL(fsopen,
+		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2; reading messages gives ENODATA"),
 	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),

@@ -1,0 +1,1434 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cgroup2 filesystem (cgroup.h): a directory per cgroup of the sandbox's hierarchy with
+ * Linux's interface files. Nodes are made at each lookup and hold their cgroup; a file's
+ * contents are generated when it is opened (one snapshot per open, as kernfs's seq_file) and
+ * each write(2) is one command, as on Linux.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "include/abi/linux/stat.h"
+#include "sentry/fs/cgroup/internal.h"
+#include "sentry/fs/proc/proc.h"
+#include "sentry/kernel/cputime.h"
+#include "sentry/kernel/current.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signals.h"
+#include "sentry/kernel/task.h"
+#include "sentry/mm/mm.h"
+#include "sentry/vfs/fs.h"
+
+#define CGF_ROOT 0x1 /* shown in the root cgroup */
+#define CGF_CHILD 0x2 /* shown in the others */
+#define CGF_BOTH (CGF_ROOT | CGF_CHILD)
+
+struct cgfs {
+	struct vfs_fs base;
+	struct kernel *k; /* not owned */
+};
+
+struct cg_file {
+	const char *name;
+	int ctrl; /* CG_*, or -1 for the core files */
+	uint32_t mode; /* permission bits */
+	unsigned int where; /* CGF_* */
+	int (*gen)(struct kernel *k, struct cgroup *cg, FILE *out);
+	/* One write(2) of buf (NUL-terminated, len bytes). Returns 0 or -errno. */
+	int (*write)(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len);
+};
+
+struct cgfs_node {
+	struct vfs_node base;
+	struct cgroup *cg; /* referenced */
+	const struct cg_file *file; /* NULL for the directory */
+};
+
+static struct cgfs_node *cgn(struct vfs_node *n)
+{
+	return container_of(n, struct cgfs_node, base);
+}
+
+static struct kernel *node_k(struct vfs_node *n)
+{
+	return container_of(n->fs, struct cgfs, base)->k;
+}
+
+/* --- values --- */
+
+static void print_max_u64(FILE *out, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		fputs("max\n", out);
+	else
+		fprintf(out, "%" PRIu64 "\n", v);
+}
+
+static void print_max_i64(FILE *out, int64_t v)
+{
+	if (v < 0)
+		fputs("max\n", out);
+	else
+		fprintf(out, "%" PRId64 "\n", v);
+}
+
+/* Strips surrounding blanks and newlines in place. */
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t' || *s == '\n')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+/* "max" or a decimal number (with a K/M/G/T suffix when suffix): Linux's memparse. */
+static int parse_max(char *buf, bool suffix, uint64_t *v)
+{
+	char *s = trim(buf), *end;
+	unsigned long long n;
+
+	if (!strcmp(s, "max")) {
+		*v = UINT64_MAX;
+		return 0;
+	}
+	if (!*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (suffix && *end) {
+		int shift = 0;
+
+		switch (*end) {
+		case 'k':
+		case 'K':
+			shift = 10;
+			break;
+		case 'm':
+		case 'M':
+			shift = 20;
+			break;
+		case 'g':
+		case 'G':
+			shift = 30;
+			break;
+		case 't':
+		case 'T':
+			shift = 40;
+			break;
+		default:
+			return -EINVAL;
+		}
+		n <<= shift;
+		end++;
+	}
+	if (*end)
+		return -EINVAL;
+	*v = n;
+	return 0;
+}
+
+static int gen_controllers(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	unsigned int mask;
+	bool first = true;
+
+	pthread_mutex_lock(&cgroup_lock);
+	mask = cg->parent ? cg->parent->subtree_control : CG_ALL;
+	pthread_mutex_unlock(&cgroup_lock);
+	for (int i = 0; i < CG_NR; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		fprintf(out, "%s%s", first ? "" : " ", cgroup_ctrl_names[i]);
+		first = false;
+	}
+	if (!first)
+		fputc('\n', out); /* an empty list is an empty file, as Linux's */
+	return 0;
+}
+
+static int gen_subtree_control(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	unsigned int mask;
+	bool first = true;
+
+	pthread_mutex_lock(&cgroup_lock);
+	mask = cg->subtree_control;
+	pthread_mutex_unlock(&cgroup_lock);
+	for (int i = 0; i < CG_NR; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		fprintf(out, "%s%s", first ? "" : " ", cgroup_ctrl_names[i]);
+		first = false;
+	}
+	if (!first)
+		fputc('\n', out); /* an empty list is an empty file, as Linux's */
+	return 0;
+}
+
+/* "+memory -pids": Linux's cgroup_subtree_control_write. */
+static int write_subtree_control(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+				 size_t len)
+{
+	unsigned int enable = 0, disable = 0, avail;
+	char *save = NULL, *w;
+	struct cgroup *c;
+	int procs, ret = 0;
+
+	for (w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+		int i;
+
+		for (i = 0; i < CG_NR; i++)
+			if (!strcmp(w + 1, cgroup_ctrl_names[i]))
+				break;
+		if (i == CG_NR || (w[0] != '+' && w[0] != '-'))
+			return -EINVAL;
+		if (w[0] == '+') {
+			enable |= 1u << i;
+			disable &= ~(1u << i);
+		} else {
+			disable |= 1u << i;
+			enable &= ~(1u << i);
+		}
+	}
+	pthread_mutex_lock(&k->tree_lock);
+	cgroup_count_locked(k, cg, &procs, NULL);
+	pthread_mutex_lock(&cgroup_lock);
+	avail = cg->parent ? cg->parent->subtree_control : CG_ALL;
+	if (cg->removed) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	if (enable & ~avail) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	enable &= ~cg->subtree_control;
+	disable &= cg->subtree_control;
+	if (disable) {
+		list_for_each_entry(c, &cg->children, sibling) {
+			if (c->subtree_control & disable) {
+				ret = -EBUSY;
+				goto out_unlock;
+			}
+		}
+	}
+	if (enable && cg->parent) {
+		/* No internal processes: only processes in the subtree's leaves (own ones here). */
+		int child_procs = 0, p;
+
+		list_for_each_entry(c, &cg->children, sibling) {
+			pthread_mutex_unlock(&cgroup_lock);
+			cgroup_count_locked(k, c, &p, NULL);
+			pthread_mutex_lock(&cgroup_lock);
+			child_procs += p;
+		}
+		if (procs > child_procs) {
+			ret = -EBUSY;
+			goto out_unlock;
+		}
+	}
+	cg->subtree_control = (cg->subtree_control | enable) & ~disable;
+out_unlock:
+	pthread_mutex_unlock(&cgroup_lock);
+	pthread_mutex_unlock(&k->tree_lock);
+	return ret;
+}
+
+struct pid_list {
+	int32_t *v;
+	size_t n, cap;
+	struct cgroup *cg;
+	bool threads;
+};
+
+static int collect_fn(struct thread_group *tg, void *arg)
+{
+	struct pid_list *l = arg;
+	struct task *t;
+
+	if (__atomic_load_n(&tg->state, __ATOMIC_RELAXED) != TG_RUNNING ||
+	    cgroup_of_tg(tg) != l->cg)
+		return 0;
+	if (!l->threads) {
+		if (l->n < l->cap)
+			l->v[l->n++] = tg->pid;
+		return 0;
+	}
+	pthread_mutex_lock(&tg->lock);
+	list_for_each_entry(t, &tg->tasks, tg_link) {
+		if (l->n < l->cap)
+			l->v[l->n++] = t->tid;
+	}
+	pthread_mutex_unlock(&tg->lock);
+	return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int gen_ids(struct kernel *k, struct cgroup *cg, FILE *out, bool threads)
+{
+	struct pid_list l = { .cg = cg, .threads = threads };
+
+	pthread_mutex_lock(&k->tree_lock);
+	l.cap = (size_t)k->nr_tasks + 1;
+	l.v = calloc(l.cap, sizeof(*l.v));
+	if (l.v)
+		pid_for_each_tg(k, collect_fn, &l);
+	pthread_mutex_unlock(&k->tree_lock);
+	if (!l.v)
+		return -ENOMEM;
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_pid);
+	for (size_t i = 0; i < l.n; i++)
+		fprintf(out, "%d\n", l.v[i]);
+	free(l.v);
+	return 0;
+}
+
+static int gen_procs(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_ids(k, cg, out, false);
+}
+
+static int gen_threads(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_ids(k, cg, out, true);
+}
+
+/*
+ * Whether t may write the cgroup.procs of cg: Linux checks write access to it (the file is
+ * its cgroup's creator's, 0644); root in the sandbox can.
+ */
+static bool may_write_procs(struct task *t, struct cgroup *cg)
+{
+	struct vfs_attr a = { .mode = S_IFREG | 0644, .uid = cg->uid, .gid = cg->gid };
+
+	return cred_capable(&t->cred, CAP_SYS_ADMIN) ||
+	       vfs_permission(&t->cred, &a, VFS_MAY_WRITE) == 0;
+}
+
+/* Whether t may move tg into dst: write access to both cgroup.procs (dst's, the common
+ * ancestor's). 0 or -EACCES. */
+static int may_move(struct task *t, struct thread_group *tg, struct cgroup *dst)
+{
+	struct kernel *k = t->k;
+	struct cgroup *src, *common;
+	int ret = 0;
+
+	pthread_mutex_lock(&k->tree_lock);
+	src = cgroup_of_tg(tg);
+	cgroup_get(src);
+	pthread_mutex_unlock(&k->tree_lock);
+	for (common = src; common && !cgroup_is_descendant(dst, common); common = common->parent)
+		;
+	if (!may_write_procs(t, dst) || (common && !may_write_procs(t, common)))
+		ret = -EACCES;
+	cgroup_put(src);
+	return ret;
+}
+
+/* Moves the process of pid (0: t's) into cg: cgroup.procs and cgroup.threads writes. */
+static int write_procs(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	char *s = trim(buf), *end;
+	struct thread_group *tg;
+	struct task *p;
+	long pid;
+	int ret;
+
+	errno = 0;
+	pid = strtol(s, &end, 10);
+	if (!*s || *end || errno || pid < 0 || pid > INT32_MAX)
+		return -EINVAL;
+	p = pid ? kernel_find_task(k, (int32_t)pid) : (task_get(t), t);
+	if (!p)
+		return -ESRCH;
+	tg = p->tg;
+	tg_get(tg);
+	task_put(p);
+	ret = may_move(t, tg, cg);
+	if (ret == 0)
+		ret = cgroup_move(k, tg, cg);
+	tg_put(tg);
+	return ret;
+}
+
+static int write_threads(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	/* Domain cgroups only: a thread moves with its process, as cgroup.procs. */
+	return write_procs(k, cg, t, buf, len);
+}
+
+static int gen_type(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	fputs("domain\n", out);
+	return 0;
+}
+
+static int write_type(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	/* Threaded cgroups are not kept: only "domain" is accepted. */
+	return strcmp(trim(buf), "domain") ? -EOPNOTSUPP : 0;
+}
+
+static int gen_events(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	int procs;
+
+	pthread_mutex_lock(&k->tree_lock);
+	cgroup_count_locked(k, cg, &procs, NULL);
+	pthread_mutex_unlock(&k->tree_lock);
+	fprintf(out, "populated %d\nfrozen 0\n", procs > 0);
+	return 0;
+}
+
+static int gen_freeze(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "%d\n", cg->freeze);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int write_freeze(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	char *s = trim(buf);
+
+	if (strcmp(s, "0") && strcmp(s, "1"))
+		return -EINVAL;
+	pthread_mutex_lock(&cgroup_lock);
+	cg->freeze = s[0] == '1';
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int64_t *limit_field(struct cgroup *cg, bool depth)
+{
+	return depth ? &cg->max_depth : &cg->max_descendants;
+}
+
+static int gen_limit(struct cgroup *cg, FILE *out, bool depth)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	print_max_i64(out, *limit_field(cg, depth));
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int write_limit(struct cgroup *cg, char *buf, bool depth)
+{
+	uint64_t v;
+	int r = parse_max(buf, false, &v);
+
+	if (r < 0)
+		return r;
+	if (v != UINT64_MAX && v > INT32_MAX)
+		return -ERANGE;
+	pthread_mutex_lock(&cgroup_lock);
+	*limit_field(cg, depth) = v == UINT64_MAX ? -1 : (int64_t)v;
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int gen_max_depth(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_limit(cg, out, true);
+}
+
+static int write_max_depth(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			   size_t len)
+{
+	return write_limit(cg, buf, true);
+}
+
+static int gen_max_desc(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_limit(cg, out, false);
+}
+
+static int write_max_desc(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			  size_t len)
+{
+	return write_limit(cg, buf, false);
+}
+
+static int count_descendants(struct cgroup *cg)
+{
+	struct cgroup *c;
+	int n = 0;
+
+	list_for_each_entry(c, &cg->children, sibling)
+		n += 1 + count_descendants(c);
+	return n;
+}
+
+static int gen_stat(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "nr_descendants %d\nnr_dying_descendants 0\n", count_descendants(cg));
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+struct tg_list {
+	struct thread_group **v;
+	size_t n, cap;
+	struct cgroup *cg;
+};
+
+static int collect_tg_fn(struct thread_group *tg, void *arg)
+{
+	struct tg_list *l = arg;
+
+	if (__atomic_load_n(&tg->state, __ATOMIC_RELAXED) != TG_RUNNING ||
+	    !cgroup_is_descendant(cgroup_of_tg(tg), l->cg) || l->n >= l->cap)
+		return 0;
+	tg_get(tg);
+	l->v[l->n++] = tg;
+	return 0;
+}
+
+/* The live processes of cg's subtree, referenced (tg_list_free puts them). -ENOMEM. */
+static int tg_list_collect(struct kernel *k, struct cgroup *cg, struct tg_list *l)
+{
+	*l = (struct tg_list){ .cg = cg };
+	pthread_mutex_lock(&k->tree_lock);
+	l->cap = (size_t)k->nr_tasks + 1;
+	l->v = calloc(l->cap, sizeof(*l->v));
+	if (l->v)
+		pid_for_each_tg(k, collect_tg_fn, l);
+	pthread_mutex_unlock(&k->tree_lock);
+	return l->v ? 0 : -ENOMEM;
+}
+
+static void tg_list_free(struct tg_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		tg_put(l->v[i]);
+	free(l->v);
+}
+
+static int write_kill(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	struct tg_list l;
+	int ret;
+
+	if (strcmp(trim(buf), "1"))
+		return -ERANGE;
+	ret = tg_list_collect(k, cg, &l);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < l.n; i++)
+		signal_send_tg(l.v[i], 9 /* SIGKILL */, NULL);
+	tg_list_free(&l);
+	return 0;
+}
+
+static int gen_cpu_stat(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	uint64_t user = 0, sys = 0;
+
+	if (!cg->parent) {
+		struct cputime c = cputime_kernel(k);
+
+		user = c.utime;
+		sys = c.stime;
+	} else {
+		struct tg_list l;
+		int ret = tg_list_collect(k, cg, &l);
+
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < l.n; i++) {
+			struct cputime c = cputime_tg(l.v[i]);
+
+			user += c.utime;
+			sys += c.stime;
+		}
+		tg_list_free(&l);
+	}
+	fprintf(out, "usage_usec %" PRIu64 "\nuser_usec %" PRIu64 "\nsystem_usec %" PRIu64 "\n",
+		(user + sys) / 1000, user / 1000, sys / 1000);
+	fputs("nr_periods 0\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n", out);
+	return 0;
+}
+
+/* Resident bytes of the subtree's processes (each address space once). */
+static int memory_current(struct kernel *k, struct cgroup *cg, uint64_t *bytes)
+{
+	struct tg_list l;
+	struct mm **mms;
+	size_t n = 0;
+	int ret = tg_list_collect(k, cg, &l);
+
+	*bytes = 0;
+	if (ret < 0)
+		return ret;
+	mms = calloc(l.n + 1, sizeof(*mms));
+	if (!mms) {
+		tg_list_free(&l);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		struct task *leader;
+		struct mm *mm = NULL;
+		bool seen = false;
+
+		pthread_mutex_lock(&k->tree_lock);
+		leader = l.v[i]->leader;
+		if (leader)
+			task_get(leader);
+		pthread_mutex_unlock(&k->tree_lock);
+		if (leader) {
+			mm = task_get_mm(leader);
+			task_put(leader);
+		}
+		if (!mm)
+			continue;
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = mms[j] == mm;
+		if (seen) {
+			mm_put(mm);
+			continue;
+		}
+		mms[n++] = mm;
+		*bytes += mm_rss_pages(mm) * 4096;
+	}
+	for (size_t j = 0; j < n; j++)
+		mm_put(mms[j]);
+	free(mms);
+	tg_list_free(&l);
+	return 0;
+}
+
+static int gen_memory_current(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	uint64_t b;
+	int ret = memory_current(k, cg, &b);
+
+	if (ret == 0)
+		fprintf(out, "%" PRIu64 "\n", b);
+	return ret;
+}
+
+static int gen_memory_stat(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	uint64_t b;
+	int ret = memory_current(k, cg, &b);
+
+	if (ret == 0)
+		fprintf(out,
+			"anon %" PRIu64 "\nfile 0\nkernel 0\nkernel_stack 0\npagetables 0\n"
+			"sock 0\nshmem 0\nfile_mapped 0\nfile_dirty 0\nfile_writeback 0\n",
+			b);
+	return ret;
+}
+
+static int gen_memory_events(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	fputs("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n", out);
+	return 0;
+}
+
+/* memory.max and friends: bytes, rounded down to pages as Linux's page_counter, or "max". */
+static uint64_t *mem_field(struct cgroup *cg, const char *name)
+{
+	if (!strcmp(name, "memory.max"))
+		return &cg->mem_max;
+	if (!strcmp(name, "memory.high"))
+		return &cg->mem_high;
+	if (!strcmp(name, "memory.low"))
+		return &cg->mem_low;
+	if (!strcmp(name, "memory.min"))
+		return &cg->mem_min;
+	return &cg->swap_max;
+}
+
+#define MEM_FILE(fname, suffix)                                                                   \
+	static int gen_##suffix(struct kernel *k, struct cgroup *cg, FILE *out)                   \
+	{                                                                                         \
+		pthread_mutex_lock(&cgroup_lock);                                                 \
+		print_max_u64(out, *mem_field(cg, fname));                                        \
+		pthread_mutex_unlock(&cgroup_lock);                                               \
+		return 0;                                                                         \
+	}                                                                                         \
+	static int write_##suffix(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, \
+				  size_t len)                                                     \
+	{                                                                                         \
+		uint64_t v;                                                                       \
+		int r = parse_max(buf, true, &v);                                                 \
+                                                                                                  \
+		if (r < 0)                                                                        \
+			return r;                                                                 \
+		if (v != UINT64_MAX)                                                              \
+			v &= ~(uint64_t)4095;                                                     \
+		pthread_mutex_lock(&cgroup_lock);                                                 \
+		*mem_field(cg, fname) = v;                                                        \
+		pthread_mutex_unlock(&cgroup_lock);                                               \
+		return 0;                                                                         \
+	}
+
+MEM_FILE("memory.max", mem_max)
+MEM_FILE("memory.high", mem_high)
+MEM_FILE("memory.low", mem_low)
+MEM_FILE("memory.min", mem_min)
+MEM_FILE("memory.swap.max", swap_max)
+
+static int gen_zero(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	fputs("0\n", out);
+	return 0;
+}
+
+static int gen_pids_current(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	int tasks;
+
+	pthread_mutex_lock(&k->tree_lock);
+	cgroup_count_locked(k, cg, NULL, &tasks);
+	pthread_mutex_unlock(&k->tree_lock);
+	fprintf(out, "%d\n", tasks);
+	return 0;
+}
+
+static int gen_pids_max(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	print_max_i64(out, cg->pids_max);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int write_pids_max(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			  size_t len)
+{
+	uint64_t v;
+	int r = parse_max(buf, false, &v);
+
+	if (r < 0)
+		return r;
+	if (v != UINT64_MAX && v > INT32_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&cgroup_lock);
+	cg->pids_max = v == UINT64_MAX ? -1 : (int64_t)v;
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int gen_pids_events(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "max %" PRIu64 "\n", cg->pids_events_max);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int gen_cpu_max(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "%s\n", cg->cpu_max);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+/* "$MAX [$PERIOD]": MAX "max" or a quota of 1000 us or more, PERIOD 1000..1000000 us. */
+static int write_cpu_max(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	char quota[24], *save = NULL, *q, *p;
+	unsigned long long period, v;
+	char *end;
+
+	q = strtok_r(buf, " \t\n", &save);
+	p = strtok_r(NULL, " \t\n", &save);
+	if (!q || strtok_r(NULL, " \t\n", &save))
+		return -EINVAL;
+	pthread_mutex_lock(&cgroup_lock);
+	period = strtoull(strchr(cg->cpu_max, ' ') + 1, NULL, 10);
+	pthread_mutex_unlock(&cgroup_lock);
+	if (p) {
+		period = strtoull(p, &end, 10);
+		if (*end || !*p)
+			return -EINVAL;
+	}
+	if (period < 1000 || period > 1000000)
+		return -EINVAL;
+	if (strcmp(q, "max")) {
+		v = strtoull(q, &end, 10);
+		if (*end || !*q || *q == '-')
+			return -EINVAL;
+		if (v < 1000)
+			return -EINVAL;
+		snprintf(quota, sizeof(quota), "%llu", v);
+	} else {
+		snprintf(quota, sizeof(quota), "max");
+	}
+	pthread_mutex_lock(&cgroup_lock);
+	snprintf(cg->cpu_max, sizeof(cg->cpu_max), "%s %llu", quota, period);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int gen_cpu_weight(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "%u\n", cg->cpu_weight);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int parse_weight(char *s, unsigned int *w)
+{
+	char *end;
+	unsigned long v;
+
+	s = trim(s);
+	if (!*s || *s == '-')
+		return -EINVAL;
+	v = strtoul(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (v < 1 || v > 10000)
+		return -ERANGE;
+	*w = (unsigned int)v;
+	return 0;
+}
+
+static int write_cpu_weight(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			    size_t len)
+{
+	unsigned int w;
+	int r = parse_weight(buf, &w);
+
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&cgroup_lock);
+	cg->cpu_weight = w;
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int gen_io_weight(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "default %u\n", cg->io_weight);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int write_io_weight(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			   size_t len)
+{
+	char *s = trim(buf);
+	unsigned int w;
+	int r;
+
+	if (!strncmp(s, "default", 7))
+		s += 7;
+	r = parse_weight(s, &w);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&cgroup_lock);
+	cg->io_weight = w;
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+/* io.max, cpuset.cpus, cpuset.mems: the last value written, kept as it was written. */
+static char *str_field(struct cgroup *cg, int which, size_t *size)
+{
+	switch (which) {
+	case 0:
+		*size = sizeof(cg->io_max);
+		return cg->io_max;
+	case 1:
+		*size = sizeof(cg->cpuset_cpus);
+		return cg->cpuset_cpus;
+	default:
+		*size = sizeof(cg->cpuset_mems);
+		return cg->cpuset_mems;
+	}
+}
+
+static int gen_str(struct cgroup *cg, int which, FILE *out)
+{
+	size_t size;
+	char *s;
+
+	pthread_mutex_lock(&cgroup_lock);
+	s = str_field(cg, which, &size);
+	if (*s || which != 0)
+		fprintf(out, "%s\n", s);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int write_str(struct cgroup *cg, int which, char *buf)
+{
+	char *s = trim(buf);
+	size_t size;
+	char *f;
+
+	if (which != 0) {
+		/* A cpu or node list: digits, commas and ranges. */
+		for (char *c = s; *c; c++)
+			if (!strchr("0123456789,-", *c))
+				return -EINVAL;
+	}
+	pthread_mutex_lock(&cgroup_lock);
+	f = str_field(cg, which, &size);
+	if (strlen(s) >= size) {
+		pthread_mutex_unlock(&cgroup_lock);
+		return -E2BIG;
+	}
+	snprintf(f, size, "%s", s);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int gen_io_max(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_str(cg, 0, out);
+}
+
+static int write_io_max(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	/* "MAJ:MIN key=value...": a device first. */
+	unsigned int maj, min;
+
+	if (sscanf(trim(buf), "%u:%u", &maj, &min) != 2)
+		return -EINVAL;
+	return write_str(cg, 0, buf);
+}
+
+static int gen_cpus(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_str(cg, 1, out);
+}
+
+static int write_cpus(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	return write_str(cg, 1, buf);
+}
+
+static int gen_mems(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	return gen_str(cg, 2, out);
+}
+
+static int write_mems(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	return write_str(cg, 2, buf);
+}
+
+static int gen_cpus_effective(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	unsigned int n = proc_ncpus();
+
+	if (n > 1)
+		fprintf(out, "0-%u\n", n - 1);
+	else
+		fputs("0\n", out);
+	return 0;
+}
+
+static int gen_mems_effective(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	fputs("0\n", out);
+	return 0;
+}
+
+/* Linux's files, sorted by name as a listing shows them. */
+static const struct cg_file cg_files[] = {
+	{ "cgroup.controllers", -1, 0444, CGF_BOTH, gen_controllers, NULL },
+	{ "cgroup.events", -1, 0444, CGF_CHILD, gen_events, NULL },
+	{ "cgroup.freeze", -1, 0644, CGF_CHILD, gen_freeze, write_freeze },
+	{ "cgroup.kill", -1, 0200, CGF_CHILD, NULL, write_kill },
+	{ "cgroup.max.depth", -1, 0644, CGF_BOTH, gen_max_depth, write_max_depth },
+	{ "cgroup.max.descendants", -1, 0644, CGF_BOTH, gen_max_desc, write_max_desc },
+	{ "cgroup.procs", -1, 0644, CGF_BOTH, gen_procs, write_procs },
+	{ "cgroup.stat", -1, 0444, CGF_BOTH, gen_stat, NULL },
+	{ "cgroup.subtree_control", -1, 0644, CGF_BOTH, gen_subtree_control,
+	  write_subtree_control },
+	{ "cgroup.threads", -1, 0644, CGF_BOTH, gen_threads, write_threads },
+	{ "cgroup.type", -1, 0644, CGF_CHILD, gen_type, write_type },
+	{ "cpu.max", CG_CPU, 0644, CGF_CHILD, gen_cpu_max, write_cpu_max },
+	{ "cpu.stat", -1, 0444, CGF_BOTH, gen_cpu_stat, NULL },
+	{ "cpu.weight", CG_CPU, 0644, CGF_CHILD, gen_cpu_weight, write_cpu_weight },
+	{ "cpuset.cpus", CG_CPUSET, 0644, CGF_CHILD, gen_cpus, write_cpus },
+	{ "cpuset.cpus.effective", CG_CPUSET, 0444, CGF_BOTH, gen_cpus_effective, NULL },
+	{ "cpuset.mems", CG_CPUSET, 0644, CGF_CHILD, gen_mems, write_mems },
+	{ "cpuset.mems.effective", CG_CPUSET, 0444, CGF_BOTH, gen_mems_effective, NULL },
+	{ "io.max", CG_IO, 0644, CGF_CHILD, gen_io_max, write_io_max },
+	{ "io.weight", CG_IO, 0644, CGF_CHILD, gen_io_weight, write_io_weight },
+	{ "memory.current", CG_MEMORY, 0444, CGF_CHILD, gen_memory_current, NULL },
+	{ "memory.events", CG_MEMORY, 0444, CGF_CHILD, gen_memory_events, NULL },
+	{ "memory.high", CG_MEMORY, 0644, CGF_CHILD, gen_mem_high, write_mem_high },
+	{ "memory.low", CG_MEMORY, 0644, CGF_CHILD, gen_mem_low, write_mem_low },
+	{ "memory.max", CG_MEMORY, 0644, CGF_CHILD, gen_mem_max, write_mem_max },
+	{ "memory.min", CG_MEMORY, 0644, CGF_CHILD, gen_mem_min, write_mem_min },
+	{ "memory.stat", CG_MEMORY, 0444, CGF_BOTH, gen_memory_stat, NULL },
+	{ "memory.swap.current", CG_MEMORY, 0444, CGF_CHILD, gen_zero, NULL },
+	{ "memory.swap.max", CG_MEMORY, 0644, CGF_CHILD, gen_swap_max, write_swap_max },
+	{ "pids.current", CG_PIDS, 0444, CGF_CHILD, gen_pids_current, NULL },
+	{ "pids.events", CG_PIDS, 0444, CGF_CHILD, gen_pids_events, NULL },
+	{ "pids.max", CG_PIDS, 0644, CGF_CHILD, gen_pids_max, write_pids_max },
+};
+
+/* Whether cg shows file f: the root its CGF_ROOT files, the others theirs when enabled. */
+static bool file_shown(struct cgroup *cg, const struct cg_file *f)
+{
+	bool shown;
+
+	if (!cg->parent)
+		return f->where & CGF_ROOT;
+	if (!(f->where & CGF_CHILD))
+		return false;
+	if (f->ctrl < 0)
+		return true;
+	pthread_mutex_lock(&cgroup_lock);
+	shown = cg->parent->subtree_control & (1u << f->ctrl);
+	pthread_mutex_unlock(&cgroup_lock);
+	return shown;
+}
+
+/* --- nodes --- */
+
+static const struct vfs_node_ops cgfs_node_ops;
+
+static struct vfs_node *node_new(struct vfs_node *parent, struct vfs_fs *fs, const char *name,
+				 struct cgroup *cg, const struct cg_file *file)
+{
+	struct cgfs_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return ERR_PTR(-ENOMEM);
+	if (vfs_node_init(&n->base, &cgfs_node_ops, fs, parent, name, file ? S_IFREG : S_IFDIR) <
+	    0) {
+		free(n);
+		return ERR_PTR(-ENOMEM);
+	}
+	cgroup_get(cg);
+	n->cg = cg;
+	n->file = file;
+	return &n->base;
+}
+
+static struct vfs_node *cgfs_lookup(struct vfs_node *dir, const char *name)
+{
+	struct cgroup *cg = cgn(dir)->cg, *c, *found = NULL;
+	struct vfs_node *n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cg_files); i++)
+		if (!strcmp(cg_files[i].name, name))
+			return file_shown(cg, &cg_files[i]) ?
+				       node_new(dir, dir->fs, name, cg, &cg_files[i]) :
+				       ERR_PTR(-ENOENT);
+	pthread_mutex_lock(&cgroup_lock);
+	if (!cg->removed) {
+		list_for_each_entry(c, &cg->children, sibling) {
+			if (!strcmp(c->name, name)) {
+				found = c;
+				cgroup_get(found);
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&cgroup_lock);
+	if (!found)
+		return ERR_PTR(-ENOENT);
+	n = node_new(dir, dir->fs, name, found, NULL);
+	cgroup_put(found);
+	return n;
+}
+
+static uint64_t node_ino(struct cgroup *cg, const struct cg_file *f)
+{
+	return (cg->ino << 8) | (f ? (uint64_t)(f - cg_files) + 1 : 0);
+}
+
+static int cgfs_getattr(struct vfs_node *vn, struct vfs_attr *attr)
+{
+	struct cgfs_node *n = cgn(vn);
+	struct cgroup *cg = n->cg;
+	int nchildren = 0;
+	struct cgroup *c;
+
+	if (!n->file) {
+		pthread_mutex_lock(&cgroup_lock);
+		list_for_each_entry(c, &cg->children, sibling)
+			nchildren++;
+		pthread_mutex_unlock(&cgroup_lock);
+	}
+	*attr = (struct vfs_attr){
+		.dev = vn->fs->dev,
+		.ino = node_ino(cg, n->file),
+		.nlink = n->file ? 1 : 2 + (uint32_t)nchildren,
+		.mode = n->file ? S_IFREG | n->file->mode : S_IFDIR | (cg->parent ? 0755 : 0555),
+		.uid = cg->uid,
+		.gid = cg->gid,
+		.blksize = 4096,
+		.atime = cg->ctime,
+		.mtime = cg->ctime,
+		.ctime = cg->ctime,
+	};
+	return 0;
+}
+
+static int cgfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter *e)
+{
+	struct cgroup *cg = cgn(dir)->cg;
+	int64_t nfiles = (int64_t)ARRAY_SIZE(cg_files);
+
+	/* Positions: 0 ".", 1 "..", 2 + i file i, 2 + nfiles + j the j-th child cgroup. */
+	for (; *pos >= 0; (*pos)++) {
+		bool ok = true;
+
+		if (*pos < 2) {
+			ok = e->emit(e, *pos ? ".." : ".", (size_t)*pos + 1, cg->ino << 8, DT_DIR,
+				     *pos + 1);
+		} else if (*pos < 2 + nfiles) {
+			const struct cg_file *f = &cg_files[*pos - 2];
+
+			if (file_shown(cg, f))
+				ok = e->emit(e, f->name, strlen(f->name), node_ino(cg, f), DT_REG,
+					     *pos + 1);
+		} else {
+			int64_t j = *pos - 2 - nfiles, i = 0;
+			char name[VFS_NAME_MAX + 1];
+			uint64_t ino = 0;
+			struct cgroup *c;
+
+			name[0] = '\0';
+			pthread_mutex_lock(&cgroup_lock);
+			list_for_each_entry(c, &cg->children, sibling) {
+				if (i++ == j) {
+					snprintf(name, sizeof(name), "%s", c->name);
+					ino = c->ino << 8;
+					break;
+				}
+			}
+			pthread_mutex_unlock(&cgroup_lock);
+			if (!name[0])
+				break;
+			ok = e->emit(e, name, strlen(name), ino, DT_DIR, *pos + 1);
+		}
+		if (!ok)
+			break;
+	}
+	return 0;
+}
+
+static int cgfs_mkdir(struct vfs_node *dir, const char *name, const struct vfs_create_args *a,
+		      struct vfs_node **out)
+{
+	struct cgroup *parent = cgn(dir)->cg, *cg, *p;
+	struct vfs_node *n;
+	int depth = 0, ret = 0;
+
+	if (!S_ISDIR(a->mode))
+		return -EPERM;
+	for (size_t i = 0; i < ARRAY_SIZE(cg_files); i++)
+		if (!strcmp(cg_files[i].name, name))
+			return -EEXIST;
+	cg = calloc(1, sizeof(*cg));
+	if (!cg || !(cg->name = strdup(name))) {
+		free(cg);
+		return -ENOMEM;
+	}
+	cgroup_defaults(cg);
+	cg->uid = a->uid;
+	cg->gid = a->gid;
+	pthread_mutex_lock(&cgroup_lock);
+	if (parent->removed) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	list_for_each_entry(p, &parent->children, sibling) {
+		if (!strcmp(p->name, name)) {
+			ret = -EEXIST;
+			goto out_unlock;
+		}
+	}
+	/* Linux's cgroup.max.depth and cgroup.max.descendants of every ancestor: EAGAIN. */
+	for (p = parent; p; p = p->parent, depth++) {
+		if ((p->max_depth >= 0 && depth + 1 > p->max_depth) ||
+		    (p->max_descendants >= 0 && count_descendants(p) >= p->max_descendants)) {
+			ret = -EAGAIN;
+			goto out_unlock;
+		}
+	}
+	cg->ino = cgroup_alloc_ino_locked();
+	cgroup_get(parent);
+	cg->parent = parent;
+	list_add_tail(&cg->sibling, &parent->children); /* the list's reference */
+out_unlock:
+	pthread_mutex_unlock(&cgroup_lock);
+	if (ret < 0) {
+		cgroup_put(cg);
+		return ret;
+	}
+	n = node_new(dir, dir->fs, name, cg, NULL);
+	if (IS_ERR(n))
+		return (int)PTR_ERR(n);
+	*out = n;
+	return 0;
+}
+
+static int cgfs_rmdir(struct vfs_node *dir, const char *name, struct vfs_node *child)
+{
+	struct kernel *k = node_k(dir);
+	struct cgroup *cg = cgn(child)->cg;
+	int procs, ret = 0;
+
+	if (cgn(child)->file)
+		return -ENOTDIR;
+	pthread_mutex_lock(&k->tree_lock);
+	cgroup_count_locked(k, cg, &procs, NULL);
+	pthread_mutex_lock(&cgroup_lock);
+	if (cg->removed)
+		ret = -ENOENT;
+	else if (procs || !list_empty(&cg->children))
+		ret = -EBUSY;
+	else {
+		cg->removed = true;
+		list_del(&cg->sibling);
+		list_init(&cg->sibling);
+	}
+	pthread_mutex_unlock(&cgroup_lock);
+	pthread_mutex_unlock(&k->tree_lock);
+	if (ret == 0)
+		cgroup_put(cg); /* the list's reference */
+	return ret;
+}
+
+static int cgfs_unlink(struct vfs_node *dir, const char *name, struct vfs_node *child)
+{
+	return -EPERM;
+}
+
+static int cgfs_statfs(struct vfs_node *n, struct linux_statfs *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->f_type = CGROUP2_SUPER_MAGIC;
+	st->f_bsize = 4096;
+	st->f_frsize = 4096;
+	st->f_namelen = 255;
+	return 0;
+}
+
+static void cgfs_release_node(struct vfs_node *vn)
+{
+	struct cgfs_node *n = cgn(vn);
+
+	cgroup_put(n->cg);
+	free(n);
+}
+
+/* --- open files --- */
+
+struct cg_open {
+	char *data;
+	size_t len;
+	bool unreadable; /* a write-only file (cgroup.kill): reads are EINVAL */
+};
+
+static ssize_t cgf_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	struct cg_open *b = f->priv;
+	size_t done = 0;
+
+	if (*pos < 0 || b->unreadable)
+		return -EINVAL;
+	for (int i = 0; i < iovcnt && (size_t)*pos < b->len; i++) {
+		size_t n = MIN(iov[i].iov_len, b->len - (size_t)*pos);
+
+		memcpy(iov[i].iov_base, b->data + *pos, n);
+		*pos += (int64_t)n;
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t cgf_write(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
+{
+	struct cgfs_node *n = cgn(f->node);
+	struct task *t = task_current();
+	size_t total = 0, off = 0;
+	char *buf;
+	int ret;
+
+	if (!n->file->write || !t)
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (total > 4096)
+		return -E2BIG;
+	buf = malloc(total + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	buf[total] = '\0';
+	ret = n->file->write(node_k(f->node), n->cg, t, buf, total);
+	free(buf);
+	if (ret < 0)
+		return ret;
+	if (pos)
+		*pos += (int64_t)total;
+	return (ssize_t)total;
+}
+
+static int64_t cgf_llseek(struct file *f, int64_t off, int whence)
+{
+	return vfs_generic_llseek(f, off, whence, 0);
+}
+
+static void cgf_release(struct file *f)
+{
+	struct cg_open *b = f->priv;
+
+	free(b->data);
+	free(b);
+}
+
+static const struct file_ops cgf_fops = {
+	.read = cgf_read,
+	.write = cgf_write,
+	.llseek = cgf_llseek,
+	.release = cgf_release,
+};
+
+static struct file *cgfs_open(struct vfs_node *vn, int flags)
+{
+	struct cgfs_node *n = cgn(vn);
+	struct cg_open *b;
+	struct file *f;
+	int err = 0;
+
+	if (!n->file)
+		return ERR_PTR(-EISDIR);
+	/*
+	 * As kernfs's cgroup files: every open works (the permission bits decide); a write of a
+	 * file with no write method and a read of one with nothing to read are EINVAL.
+	 */
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return ERR_PTR(-ENOMEM);
+	b->unreadable = !n->file->gen;
+	if ((flags & O_ACCMODE) != O_WRONLY && n->file->gen) {
+		FILE *out = open_memstream(&b->data, &b->len);
+
+		if (!out) {
+			free(b);
+			return ERR_PTR(-ENOMEM);
+		}
+		err = n->file->gen(node_k(vn), n->cg, out);
+		if (fclose(out) != 0 && err == 0)
+			err = -ENOMEM;
+		if (err < 0) {
+			free(b->data);
+			free(b);
+			return ERR_PTR(err);
+		}
+	}
+	f = file_alloc(&cgf_fops, flags, b);
+	if (!f) {
+		free(b->data);
+		free(b);
+		return ERR_PTR(-ENOMEM);
+	}
+	return f;
+}
+
+static const struct vfs_node_ops cgfs_node_ops = {
+	.lookup = cgfs_lookup,
+	.getattr = cgfs_getattr,
+	.open = cgfs_open,
+	.iterate = cgfs_iterate,
+	.create = cgfs_mkdir,
+	.unlink = cgfs_unlink,
+	.rmdir = cgfs_rmdir,
+	.statfs = cgfs_statfs,
+	.release = cgfs_release_node,
+};
+
+/* --- instances --- */
+
+struct cgroup *cgroup_clone_into(struct task *t, struct file *f)
+{
+	struct cgroup *cg;
+	int ret;
+
+	if (!f->node || f->node->ops != &cgfs_node_ops || cgn(f->node)->file)
+		return ERR_PTR(-EBADF);
+	cg = cgn(f->node)->cg;
+	ret = may_move(t, t->tg, cg);
+	pthread_mutex_lock(&cgroup_lock);
+	if (ret == 0 && cg->removed)
+		ret = -ENOENT;
+	else if (ret == 0 && cg->parent && cg->subtree_control)
+		ret = -EBUSY; /* no internal processes */
+	pthread_mutex_unlock(&cgroup_lock);
+	if (ret < 0)
+		return ERR_PTR(ret);
+	cgroup_get(cg);
+	return cg;
+}
+
+static bool cgfs_same_node(struct vfs_node *a, struct vfs_node *b)
+{
+	return cgn(a)->cg == cgn(b)->cg && cgn(a)->file == cgn(b)->file;
+}
+
+static void cgfs_release(struct vfs_fs *vfs)
+{
+	struct cgfs *fs = container_of(vfs, struct cgfs, base);
+
+	vfs_node_put(fs->base.root);
+	free(fs);
+}
+
+static const struct vfs_fs_ops cgfs_fs_ops = {
+	.release = cgfs_release,
+	.same_node = cgfs_same_node,
+};
+
+struct vfs_fs *cgroupfs_create(struct kernel *k)
+{
+	struct cgfs *fs = calloc(1, sizeof(*fs));
+	struct vfs_node *root;
+
+	if (!fs)
+		return NULL;
+	vfs_fs_init(&fs->base, &cgfs_fs_ops, "cgroup2");
+	fs->k = k;
+	root = node_new(NULL, &fs->base, "", cgroup_root(), NULL);
+	if (IS_ERR(root)) {
+		free(fs);
+		return NULL;
+	}
+	fs->base.root = root;
+	return &fs->base;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What cgroup.c and cgroupfs.c share: struct cgroup and the hierarchy's lock. */
+#ifndef HUSK_SENTRY_FS_CGROUP_INTERNAL_H
+#define HUSK_SENTRY_FS_CGROUP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/list.h"
+#include "common/refcount.h"
+#include "sentry/fs/cgroup/cgroup.h"
+
+/* Controllers, in Linux's order of cgroup.controllers. */
+enum { CG_CPUSET, CG_CPU, CG_IO, CG_MEMORY, CG_PIDS, CG_NR };
+#define CG_ALL ((1u << CG_NR) - 1)
+extern const char *const cgroup_ctrl_names[CG_NR];
+
+/* The tree of cgroups and every value below; after k->tree_lock. */
+extern pthread_mutex_t cgroup_lock;
+
+struct cgroup {
+	struct refcount ref; /* the parent's children list, thread groups, nodes, children */
+	struct cgroup *parent; /* referenced; NULL for the root */
+	char *name; /* owned; fixed */
+	uint64_t ino; /* fixed */
+	uint32_t uid, gid; /* the creator's; fixed */
+	struct timespec ctime;
+	/* cgroup_lock: */
+	struct list_head children; /* of cgroup.sibling */
+	struct list_head sibling;
+	bool removed; /* rmdir'ed: out of the tree */
+	unsigned int subtree_control; /* 1 << CG_* */
+	int64_t max_depth, max_descendants; /* -1: max */
+	int64_t pids_max; /* -1: max; enforced at fork (cgroup_can_fork) */
+	uint64_t pids_events_max;
+	uint64_t mem_max, mem_high, mem_low, mem_min, swap_max; /* kept; UINT64_MAX: max */
+	char cpu_max[48];
+	unsigned int cpu_weight, io_weight;
+	char io_max[256], cpuset_cpus[64], cpuset_mems[64];
+	int freeze; /* kept, not enforced */
+};
+
+/* Initialises a new cgroup's reference, lists and default values. */
+void cgroup_defaults(struct cgroup *cg);
+/* A new cgroup's inode number. cgroup_lock held. */
+uint64_t cgroup_alloc_ino_locked(void);
+/* tg's cgroup (never NULL). k->tree_lock held. */
+struct cgroup *cgroup_of_tg(struct thread_group *tg);
+/* Whether cg is of or below it. Parents are fixed: no lock needed. */
+bool cgroup_is_descendant(struct cgroup *cg, struct cgroup *of);
+/* cg's path ("/a/b") into buf; takes cgroup_lock. Returns its length or -ENAMETOOLONG. */
+int cgroup_path(struct cgroup *cg, char *buf, size_t len);
+/* Live processes and tasks of cg's subtree. k->tree_lock held. */
+void cgroup_count_locked(struct kernel *k, struct cgroup *cg, int *procs, int *tasks);
+/*
+ * Moves process tg into dst (takes k->tree_lock, then cgroup_lock). Returns 0, -ESRCH (it
+ * has exited), -ENODEV (dst removed) or -EBUSY (dst has controllers on for its children).
+ */
+int cgroup_move(struct kernel *k, struct thread_group *tg, struct cgroup *dst);
+
+#endif
