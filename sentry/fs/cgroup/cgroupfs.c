@@ -25,12 +25,18 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/mm/memfile.h"
 #include "sentry/mm/mm.h"
 #include "sentry/vfs/fs.h"
 
 #define CGF_ROOT 0x1 /* shown in the root cgroup */
 #define CGF_CHILD 0x2 /* shown in the others */
 #define CGF_BOTH (CGF_ROOT | CGF_CHILD)
+/*
+ * Also in the root, read-only there, with the sandbox's own figures: what a container's
+ * /sys/fs/cgroup shows of its cgroup on a cgroup v2 host (the view sentry/fs/sys had).
+ */
+#define CGF_SANDBOX (CGF_BOTH | 0x4)
 
 struct cgfs {
 	struct vfs_fs base;
@@ -624,7 +630,13 @@ static int memory_current(struct kernel *k, struct cgroup *cg, uint64_t *bytes)
 static int gen_memory_current(struct kernel *k, struct cgroup *cg, FILE *out)
 {
 	uint64_t b;
-	int ret = memory_current(k, cg, &b);
+	int ret;
+
+	if (!cg->parent) {
+		fprintf(out, "%" PRIu64 "\n", memfile_usage(&k->mf));
+		return 0;
+	}
+	ret = memory_current(k, cg, &b);
 
 	if (ret == 0)
 		fprintf(out, "%" PRIu64 "\n", b);
@@ -646,8 +658,45 @@ static int gen_memory_stat(struct kernel *k, struct cgroup *cg, FILE *out)
 
 static int gen_memory_events(struct kernel *k, struct cgroup *cg, FILE *out)
 {
+	struct memfile *mf = &k->mf;
+
+	if (!cg->parent) {
+		/* The sandbox's: its memory limit's events (sentry/kernel/oom.c). */
+		fprintf(out,
+			"low 0\nhigh 0\nmax %" PRIu64 "\noom %" PRIu64 "\noom_kill %" PRIu64
+			"\noom_group_kill 0\n",
+			__atomic_load_n(&mf->events_max, __ATOMIC_RELAXED),
+			__atomic_load_n(&mf->events_oom, __ATOMIC_RELAXED),
+			__atomic_load_n(&mf->events_oom_kill, __ATOMIC_RELAXED));
+		return 0;
+	}
 	fputs("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n", out);
 	return 0;
+}
+
+static int gen_memory_peak(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	struct memfile *mf = &k->mf;
+
+	memfile_usage(mf); /* updates the peak */
+	fprintf(out, "%" PRIu64 "\n", __atomic_load_n(&mf->peak, __ATOMIC_RELAXED));
+	return 0;
+}
+
+/* The root's memory.max: the sandbox's limit; its swap.max 0 (the sentry has no swap). */
+static bool root_mem_value(struct kernel *k, struct cgroup *cg, const char *name, FILE *out)
+{
+	uint64_t lim;
+
+	if (cg->parent)
+		return false;
+	if (!strcmp(name, "memory.max")) {
+		lim = __atomic_load_n(&k->mf.limit, __ATOMIC_RELAXED);
+		print_max_u64(out, lim ? lim : UINT64_MAX);
+	} else {
+		fputs("0\n", out);
+	}
+	return true;
 }
 
 /* memory.max and friends: bytes, rounded down to pages as Linux's page_counter, or "max". */
@@ -667,6 +716,8 @@ static uint64_t *mem_field(struct cgroup *cg, const char *name)
 #define MEM_FILE(fname, suffix)                                                                   \
 	static int gen_##suffix(struct kernel *k, struct cgroup *cg, FILE *out)                   \
 	{                                                                                         \
+		if (root_mem_value(k, cg, fname, out))                                            \
+			return 0;                                                                 \
 		pthread_mutex_lock(&cgroup_lock);                                                 \
 		print_max_u64(out, *mem_field(cg, fname));                                        \
 		pthread_mutex_unlock(&cgroup_lock);                                               \
@@ -713,6 +764,16 @@ static int gen_pids_current(struct kernel *k, struct cgroup *cg, FILE *out)
 
 static int gen_pids_max(struct kernel *k, struct cgroup *cg, FILE *out)
 {
+	if (!cg->parent) {
+		/* The sandbox's pids limit (OCI linux.resources.pids.limit, task_clone.c). */
+		int max;
+
+		pthread_mutex_lock(&k->tree_lock);
+		max = k->pids_limit;
+		pthread_mutex_unlock(&k->tree_lock);
+		print_max_i64(out, max > 0 ? max : -1);
+		return 0;
+	}
 	pthread_mutex_lock(&cgroup_lock);
 	print_max_i64(out, cg->pids_max);
 	pthread_mutex_unlock(&cgroup_lock);
@@ -971,7 +1032,7 @@ static const struct cg_file cg_files[] = {
 	  write_subtree_control },
 	{ "cgroup.threads", -1, 0644, CGF_BOTH, gen_threads, write_threads },
 	{ "cgroup.type", -1, 0644, CGF_CHILD, gen_type, write_type },
-	{ "cpu.max", CG_CPU, 0644, CGF_CHILD, gen_cpu_max, write_cpu_max },
+	{ "cpu.max", CG_CPU, 0644, CGF_SANDBOX, gen_cpu_max, write_cpu_max },
 	{ "cpu.stat", -1, 0444, CGF_BOTH, gen_cpu_stat, NULL },
 	{ "cpu.weight", CG_CPU, 0644, CGF_CHILD, gen_cpu_weight, write_cpu_weight },
 	{ "cpuset.cpus", CG_CPUSET, 0644, CGF_CHILD, gen_cpus, write_cpus },
@@ -980,19 +1041,28 @@ static const struct cg_file cg_files[] = {
 	{ "cpuset.mems.effective", CG_CPUSET, 0444, CGF_BOTH, gen_mems_effective, NULL },
 	{ "io.max", CG_IO, 0644, CGF_CHILD, gen_io_max, write_io_max },
 	{ "io.weight", CG_IO, 0644, CGF_CHILD, gen_io_weight, write_io_weight },
-	{ "memory.current", CG_MEMORY, 0444, CGF_CHILD, gen_memory_current, NULL },
-	{ "memory.events", CG_MEMORY, 0444, CGF_CHILD, gen_memory_events, NULL },
+	{ "memory.current", CG_MEMORY, 0444, CGF_SANDBOX, gen_memory_current, NULL },
+	{ "memory.events", CG_MEMORY, 0444, CGF_SANDBOX, gen_memory_events, NULL },
 	{ "memory.high", CG_MEMORY, 0644, CGF_CHILD, gen_mem_high, write_mem_high },
 	{ "memory.low", CG_MEMORY, 0644, CGF_CHILD, gen_mem_low, write_mem_low },
-	{ "memory.max", CG_MEMORY, 0644, CGF_CHILD, gen_mem_max, write_mem_max },
+	{ "memory.max", CG_MEMORY, 0644, CGF_SANDBOX, gen_mem_max, write_mem_max },
+	{ "memory.peak", CG_MEMORY, 0444, CGF_ROOT, gen_memory_peak, NULL },
 	{ "memory.min", CG_MEMORY, 0644, CGF_CHILD, gen_mem_min, write_mem_min },
 	{ "memory.stat", CG_MEMORY, 0444, CGF_BOTH, gen_memory_stat, NULL },
-	{ "memory.swap.current", CG_MEMORY, 0444, CGF_CHILD, gen_zero, NULL },
-	{ "memory.swap.max", CG_MEMORY, 0644, CGF_CHILD, gen_swap_max, write_swap_max },
-	{ "pids.current", CG_PIDS, 0444, CGF_CHILD, gen_pids_current, NULL },
+	{ "memory.swap.current", CG_MEMORY, 0444, CGF_SANDBOX, gen_zero, NULL },
+	{ "memory.swap.max", CG_MEMORY, 0644, CGF_SANDBOX, gen_swap_max, write_swap_max },
+	{ "pids.current", CG_PIDS, 0444, CGF_SANDBOX, gen_pids_current, NULL },
 	{ "pids.events", CG_PIDS, 0444, CGF_CHILD, gen_pids_events, NULL },
-	{ "pids.max", CG_PIDS, 0644, CGF_CHILD, gen_pids_max, write_pids_max },
+	{ "pids.max", CG_PIDS, 0644, CGF_SANDBOX, gen_pids_max, write_pids_max },
 };
+
+/* f's write method in cg: none for the sandbox's figures in the root. */
+static int (*file_writer(struct cgroup *cg, const struct cg_file *f))(struct kernel *,
+								      struct cgroup *,
+								      struct task *, char *, size_t)
+{
+	return !cg->parent && (f->where & 0x4) ? NULL : f->write;
+}
 
 /* Whether cg shows file f: the root its CGF_ROOT files, the others theirs when enabled. */
 static bool file_shown(struct cgroup *cg, const struct cg_file *f)
@@ -1083,7 +1153,9 @@ static int cgfs_getattr(struct vfs_node *vn, struct vfs_attr *attr)
 		.dev = vn->fs->dev,
 		.ino = node_ino(cg, n->file),
 		.nlink = n->file ? 1 : 2 + (uint32_t)nchildren,
-		.mode = n->file ? S_IFREG | n->file->mode : S_IFDIR | (cg->parent ? 0755 : 0555),
+		.mode = !n->file		 ? S_IFDIR | (cg->parent ? 0755 : 0555) :
+			file_writer(cg, n->file) ? S_IFREG | n->file->mode :
+						   S_IFREG | (n->file->mode & 0444),
 		.uid = cg->uid,
 		.gid = cg->gid,
 		.blksize = 4096,
@@ -1277,7 +1349,7 @@ static ssize_t cgf_write(struct file *f, const struct iovec *iov, int iovcnt, in
 	char *buf;
 	int ret;
 
-	if (!n->file->write || !t)
+	if (!file_writer(n->cg, n->file) || !t)
 		return -EINVAL;
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
