@@ -237,10 +237,9 @@ static int write_subtree_control(struct kernel *k, struct cgroup *cg, struct tas
 		/* No internal processes: only processes in the subtree's leaves (own ones here). */
 		int child_procs = 0, p;
 
+		/* cgroup_count_locked takes no cgroup_lock: parents are fixed. */
 		list_for_each_entry(c, &cg->children, sibling) {
-			pthread_mutex_unlock(&cgroup_lock);
 			cgroup_count_locked(k, c, &p, NULL);
-			pthread_mutex_lock(&cgroup_lock);
 			child_procs += p;
 		}
 		if (procs > child_procs) {
