@@ -83,7 +83,7 @@ struct clone3_args {
 	uint64_t set_tid, set_tid_size, cgroup;
 };
 
-/* clone3(2): set_tid of one level only; CLONE_INTO_CGROUP takes the sentry's cgroup2 directories. */
+/* clone3(2): set_tid of one level only; CLONE_INTO_CGROUP with a cgroup2 directory fd. */
 long sys_clone3(struct task *t, const struct syscall_args *args)
 {
 	uint64_t uargs = args->a[0], size = args->a[1];
