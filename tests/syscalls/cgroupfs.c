@@ -149,6 +149,9 @@ static void check_mount(void)
 	CHECK_ERR(access(cpath(CG, "cgroup.type"), F_OK), ENOENT);
 	CHECK_ERR(access(cpath(CG, "cgroup.events"), F_OK), ENOENT);
 	CHECK_ERR(access(cpath(CG, "cgroup.kill"), F_OK), ENOENT);
+	char p[256];
+	CHECK(readf(cpath(CG, "cpu.pressure"), p, sizeof(p)) > 0 && !strncmp(p, "some avg10=", 11),
+	      "cpu.pressure %s", p);
 	/* The root's cgroup.procs holds this process (natively, among every other). */
 	char *procs = malloc(1 << 20);
 	snprintf(f, sizeof(f), "%d\n", getpid());
@@ -344,8 +347,14 @@ static void body(void)
 	check_clone_into();
 	check_move();
 	check_pids();
+	int dfd = open(C, O_RDONLY | O_DIRECTORY);
+	CHECK(dfd >= 0 && faccessat(dfd, "cgroup.procs", F_OK, 0) == 0, "open %s", C);
 	CHECK_RET(rmdir(C), 0);
 	CHECK_ERR(access(C, F_OK), ENOENT);
+	/* A removed cgroup's open directory has no files left. */
+	CHECK_ERR(faccessat(dfd, "cgroup.procs", F_OK, 0), ENOENT);
+	CHECK_ERR(mkdirat(dfd, "x", 0755), ENOENT);
+	close(dfd);
 }
 
 int main(void)

@@ -744,6 +744,41 @@ MEM_FILE("memory.low", mem_low)
 MEM_FILE("memory.min", mem_min)
 MEM_FILE("memory.swap.max", swap_max)
 
+/* cgroup.pressure (PSI on: 1) and memory.oom.group (kept, not enforced): 0 or 1. */
+static int gen_one(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	fputs("1\n", out);
+	return 0;
+}
+
+static int write_one(struct kernel *k, struct cgroup *cg, struct task *t, char *buf, size_t len)
+{
+	char *s = trim(buf);
+
+	return strcmp(s, "0") && strcmp(s, "1") ? -ERANGE : 0;
+}
+
+static int gen_oom_group(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	pthread_mutex_lock(&cgroup_lock);
+	fprintf(out, "%d\n", cg->oom_group);
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
+static int write_oom_group(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			   size_t len)
+{
+	char *s = trim(buf);
+
+	if (strcmp(s, "0") && strcmp(s, "1"))
+		return -EINVAL;
+	pthread_mutex_lock(&cgroup_lock);
+	cg->oom_group = s[0] == '1';
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0;
+}
+
 static int gen_zero(struct kernel *k, struct cgroup *cg, FILE *out)
 {
 	fputs("0\n", out);
@@ -1017,6 +1052,15 @@ static int gen_mems_effective(struct kernel *k, struct cgroup *cg, FILE *out)
 	return 0;
 }
 
+/* Pressure stall information: nothing stalls on the sentry's accounting (no PSI). */
+static int gen_pressure(struct kernel *k, struct cgroup *cg, FILE *out)
+{
+	fputs("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	      "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+	      out);
+	return 0;
+}
+
 /* Linux's files, sorted by name as a listing shows them. */
 static const struct cg_file cg_files[] = {
 	{ "cgroup.controllers", -1, 0444, CGF_BOTH, gen_controllers, NULL },
@@ -1025,6 +1069,7 @@ static const struct cg_file cg_files[] = {
 	{ "cgroup.kill", -1, 0200, CGF_CHILD, NULL, write_kill },
 	{ "cgroup.max.depth", -1, 0644, CGF_BOTH, gen_max_depth, write_max_depth },
 	{ "cgroup.max.descendants", -1, 0644, CGF_BOTH, gen_max_desc, write_max_desc },
+	{ "cgroup.pressure", -1, 0644, CGF_BOTH, gen_one, write_one },
 	{ "cgroup.procs", -1, 0644, CGF_BOTH, gen_procs, write_procs },
 	{ "cgroup.stat", -1, 0444, CGF_BOTH, gen_stat, NULL },
 	{ "cgroup.subtree_control", -1, 0644, CGF_BOTH, gen_subtree_control,
@@ -1032,6 +1077,7 @@ static const struct cg_file cg_files[] = {
 	{ "cgroup.threads", -1, 0644, CGF_BOTH, gen_threads, write_threads },
 	{ "cgroup.type", -1, 0644, CGF_CHILD, gen_type, write_type },
 	{ "cpu.max", CG_CPU, 0644, CGF_SANDBOX, gen_cpu_max, write_cpu_max },
+	{ "cpu.pressure", -1, 0444, CGF_BOTH, gen_pressure, NULL },
 	{ "cpu.stat", -1, 0444, CGF_BOTH, gen_cpu_stat, NULL },
 	{ "cpu.weight", CG_CPU, 0644, CGF_CHILD, gen_cpu_weight, write_cpu_weight },
 	{ "cpuset.cpus", CG_CPUSET, 0644, CGF_CHILD, gen_cpus, write_cpus },
@@ -1039,13 +1085,16 @@ static const struct cg_file cg_files[] = {
 	{ "cpuset.mems", CG_CPUSET, 0644, CGF_CHILD, gen_mems, write_mems },
 	{ "cpuset.mems.effective", CG_CPUSET, 0444, CGF_BOTH, gen_mems_effective, NULL },
 	{ "io.max", CG_IO, 0644, CGF_CHILD, gen_io_max, write_io_max },
+	{ "io.pressure", -1, 0444, CGF_BOTH, gen_pressure, NULL },
 	{ "io.weight", CG_IO, 0644, CGF_CHILD, gen_io_weight, write_io_weight },
 	{ "memory.current", CG_MEMORY, 0444, CGF_SANDBOX, gen_memory_current, NULL },
 	{ "memory.events", CG_MEMORY, 0444, CGF_SANDBOX, gen_memory_events, NULL },
 	{ "memory.high", CG_MEMORY, 0644, CGF_CHILD, gen_mem_high, write_mem_high },
 	{ "memory.low", CG_MEMORY, 0644, CGF_CHILD, gen_mem_low, write_mem_low },
 	{ "memory.max", CG_MEMORY, 0644, CGF_SANDBOX, gen_mem_max, write_mem_max },
+	{ "memory.oom.group", CG_MEMORY, 0644, CGF_CHILD, gen_oom_group, write_oom_group },
 	{ "memory.peak", CG_MEMORY, 0444, CGF_ROOT, gen_memory_peak, NULL },
+	{ "memory.pressure", -1, 0444, CGF_BOTH, gen_pressure, NULL },
 	{ "memory.min", CG_MEMORY, 0644, CGF_CHILD, gen_mem_min, write_mem_min },
 	{ "memory.stat", CG_MEMORY, 0444, CGF_BOTH, gen_memory_stat, NULL },
 	{ "memory.swap.current", CG_MEMORY, 0444, CGF_SANDBOX, gen_zero, NULL },
@@ -1054,6 +1103,16 @@ static const struct cg_file cg_files[] = {
 	{ "pids.events", CG_PIDS, 0444, CGF_CHILD, gen_pids_events, NULL },
 	{ "pids.max", CG_PIDS, 0644, CGF_SANDBOX, gen_pids_max, write_pids_max },
 };
+
+static bool cgroup_removed(struct cgroup *cg)
+{
+	bool removed;
+
+	pthread_mutex_lock(&cgroup_lock);
+	removed = cg->removed;
+	pthread_mutex_unlock(&cgroup_lock);
+	return removed;
+}
 
 /* f's write method in cg: none for the sandbox's figures in the root. */
 static int (*file_writer(struct cgroup *cg, const struct cg_file *f))(struct kernel *,
@@ -1107,6 +1166,9 @@ static struct vfs_node *cgfs_lookup(struct vfs_node *dir, const char *name)
 	struct cgroup *cg = cgn(dir)->cg, *c, *found = NULL;
 	struct vfs_node *n;
 
+	/* A removed cgroup's directory (still open) is empty, as Linux's. */
+	if (cgroup_removed(cg))
+		return ERR_PTR(-ENOENT);
 	for (size_t i = 0; i < ARRAY_SIZE(cg_files); i++)
 		if (!strcmp(cg_files[i].name, name))
 			return file_shown(cg, &cg_files[i]) ?
@@ -1180,7 +1242,7 @@ static int cgfs_iterate(struct vfs_node *dir, int64_t *pos, struct dir_emitter *
 		} else if (*pos < 2 + nfiles) {
 			const struct cg_file *f = &cg_files[*pos - 2];
 
-			if (file_shown(cg, f))
+			if (file_shown(cg, f) && !cgroup_removed(cg))
 				ok = e->emit(e, f->name, strlen(f->name), node_ino(cg, f), DT_REG,
 					     *pos + 1);
 		} else {

@@ -40,6 +40,7 @@ struct cgroup {
 	unsigned int cpu_weight, io_weight;
 	char io_max[256], cpuset_cpus[64], cpuset_mems[64];
 	int freeze; /* kept, not enforced */
+	int oom_group; /* memory.oom.group: kept, not enforced */
 };
 
 /* Initialises a new cgroup's reference, lists and default values. */
