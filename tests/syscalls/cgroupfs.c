@@ -289,6 +289,65 @@ static void check_clone_into(void)
 	close(fd);
 }
 
+/* As uid 1000 in a forked child: writes s to path; 0 or the errno. */
+static int write_as_user(const char *path, const char *s)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0)
+			_exit(100);
+		_exit(writef(path, s) < 0 ? errno : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/*
+ * Delegation: a user given (chown) the cgroup.procs of C, C/a and C/b moves a process between
+ * C/a and C/b, but not into C from the root (the common ancestor's cgroup.procs is root's).
+ */
+static void check_delegation(void)
+{
+	char a[320], b[320], want[32], buf[64];
+	struct waiter w;
+	struct stat st;
+
+	snprintf(a, sizeof(a), "%s/a", C);
+	snprintf(b, sizeof(b), "%s/b", C);
+	CHECK_RET(mkdir(a, 0755), 0);
+	CHECK_RET(mkdir(b, 0755), 0);
+	CHECK_RET(chown(cpath(C, "cgroup.procs"), 1000, 1000), 0);
+	CHECK_RET(chown(cpath(a, "cgroup.procs"), 1000, 1000), 0);
+	CHECK_RET(chown(cpath(b, "cgroup.procs"), 1000, 1000), 0);
+	CHECK(stat(cpath(a, "cgroup.procs"), &st) == 0 && st.st_uid == 1000 && st.st_gid == 1000 &&
+		      (st.st_mode & 07777) == 0644,
+	      "chown: %u:%u %o", st.st_uid, st.st_gid, st.st_mode);
+	CHECK(stat(cpath(a, "cgroup.type"), &st) == 0 && st.st_uid == 0, "cgroup.type's owner %u",
+	      st.st_uid);
+	CHECK_RET(chmod(cpath(a, "cgroup.type"), 0600), 0);
+	CHECK(stat(cpath(a, "cgroup.type"), &st) == 0 && (st.st_mode & 07777) == 0600, "chmod: %o",
+	      st.st_mode);
+	waiter_start(&w);
+	snprintf(want, sizeof(want), "%d", w.pid);
+	CHECK_RET(write_as_user(cpath(C, "cgroup.procs"), want), EACCES);
+	CHECK_RET(writef(cpath(a, "cgroup.procs"), want), 0);
+	CHECK_RET(write_as_user(cpath(b, "cgroup.procs"), want), 0);
+	strcat(want, "\n");
+	CHECK(readf(cpath(b, "cgroup.procs"), buf, sizeof(buf)) > 0 && !strcmp(buf, want),
+	      "b's cgroup.procs '%s'", buf);
+	/* Not given a's: the move back is refused. */
+	CHECK_RET(chown(cpath(a, "cgroup.procs"), 0, 0), 0);
+	CHECK_RET(write_as_user(cpath(a, "cgroup.procs"), want), EACCES);
+	waiter_stop(&w);
+	CHECK_RET(rmdir(a), 0);
+	CHECK_RET(rmdir(b), 0);
+}
+
 /* With the pids controller offered by the root: the "no internal processes" rule, pids.max. */
 static void check_pids(void)
 {
@@ -347,6 +406,7 @@ static void body(void)
 	check_clone_into();
 	check_move();
 	check_pids();
+	check_delegation();
 	int dfd = open(C, O_RDONLY | O_DIRECTORY);
 	CHECK(dfd >= 0 && faccessat(dfd, "cgroup.procs", F_OK, 0) == 0, "open %s", C);
 	CHECK_RET(rmdir(C), 0);

@@ -59,6 +59,9 @@ struct cgfs_node {
 	const struct cg_file *file; /* NULL for the directory */
 };
 
+static void owner_of(struct cgroup *cg, const struct cg_file *f, struct vfs_attr *attr);
+static const struct cg_file *procs_file(void);
+
 static struct cgfs_node *cgn(struct vfs_node *n)
 {
 	return container_of(n, struct cgfs_node, base);
@@ -326,8 +329,9 @@ static int gen_threads(struct kernel *k, struct cgroup *cg, FILE *out)
  */
 static bool may_write_procs(struct task *t, struct cgroup *cg)
 {
-	struct vfs_attr a = { .mode = S_IFREG | 0644, .uid = cg->uid, .gid = cg->gid };
+	struct vfs_attr a;
 
+	owner_of(cg, procs_file(), &a);
 	return cred_capable(&t->cred, CAP_SYS_ADMIN) ||
 	       vfs_permission(&t->cred, &a, VFS_MAY_WRITE) == 0;
 }
@@ -1114,6 +1118,16 @@ static bool cgroup_removed(struct cgroup *cg)
 	return removed;
 }
 
+_Static_assert(ARRAY_SIZE(cg_files) <= CG_FILES_MAX, "struct cgroup's owner[] is too small");
+
+static const struct cg_file *procs_file(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(cg_files); i++)
+		if (!strcmp(cg_files[i].name, "cgroup.procs"))
+			return &cg_files[i];
+	return NULL;
+}
+
 /* f's write method in cg: none for the sandbox's figures in the root. */
 static int (*file_writer(struct cgroup *cg, const struct cg_file *f))(struct kernel *,
 								      struct cgroup *,
@@ -1197,6 +1211,25 @@ static uint64_t node_ino(struct cgroup *cg, const struct cg_file *f)
 	return (cg->ino << 8) | (f ? (uint64_t)(f - cg_files) + 1 : 0);
 }
 
+/* The owner and mode of cg's directory (f NULL) or file f: chown/chmod's, else the defaults. */
+static void owner_of(struct cgroup *cg, const struct cg_file *f, struct vfs_attr *attr)
+{
+	const struct cgroup_owner *o = &cg->owner[f ? 1 + (f - cg_files) : 0];
+
+	attr->mode = !f			? S_IFDIR | (cg->parent ? 0755 : 0555) :
+		     file_writer(cg, f) ? S_IFREG | f->mode :
+					  S_IFREG | (f->mode & 0444);
+	attr->uid = cg->uid;
+	attr->gid = cg->gid;
+	pthread_mutex_lock(&cgroup_lock);
+	if (o->set) {
+		attr->mode = (attr->mode & S_IFMT) | o->mode;
+		attr->uid = o->uid;
+		attr->gid = o->gid;
+	}
+	pthread_mutex_unlock(&cgroup_lock);
+}
+
 static int cgfs_getattr(struct vfs_node *vn, struct vfs_attr *attr)
 {
 	struct cgfs_node *n = cgn(vn);
@@ -1214,16 +1247,12 @@ static int cgfs_getattr(struct vfs_node *vn, struct vfs_attr *attr)
 		.dev = vn->fs->dev,
 		.ino = node_ino(cg, n->file),
 		.nlink = n->file ? 1 : 2 + (uint32_t)nchildren,
-		.mode = !n->file		 ? S_IFDIR | (cg->parent ? 0755 : 0555) :
-			file_writer(cg, n->file) ? S_IFREG | n->file->mode :
-						   S_IFREG | (n->file->mode & 0444),
-		.uid = cg->uid,
-		.gid = cg->gid,
 		.blksize = 4096,
 		.atime = cg->ctime,
 		.mtime = cg->ctime,
 		.ctime = cg->ctime,
 	};
+	owner_of(cg, n->file, attr);
 	return 0;
 }
 
@@ -1352,6 +1381,23 @@ static int cgfs_rmdir(struct vfs_node *dir, const char *name, struct vfs_node *c
 	if (ret == 0)
 		cgroup_put(cg); /* the list's reference */
 	return ret;
+}
+
+/* chown and chmod (the VFS checked the rights): what delegating a cgroup to a user does. */
+static int cgfs_setattr(struct vfs_node *vn, const struct vfs_setattr *sa)
+{
+	struct cgfs_node *n = cgn(vn);
+	struct cgroup_owner *o = &n->cg->owner[n->file ? 1 + (n->file - cg_files) : 0];
+	struct vfs_attr cur;
+
+	owner_of(n->cg, n->file, &cur);
+	pthread_mutex_lock(&cgroup_lock);
+	o->mode = (sa->valid & VFS_SETATTR_MODE) ? sa->mode & 07777 : cur.mode & 07777;
+	o->uid = (sa->valid & VFS_SETATTR_UID) ? sa->uid : cur.uid;
+	o->gid = (sa->valid & VFS_SETATTR_GID) ? sa->gid : cur.gid;
+	o->set = true;
+	pthread_mutex_unlock(&cgroup_lock);
+	return 0; /* sizes and times: nothing to keep */
 }
 
 static int cgfs_unlink(struct vfs_node *dir, const char *name, struct vfs_node *child)
@@ -1503,6 +1549,7 @@ static const struct vfs_node_ops cgfs_node_ops = {
 	.create = cgfs_mkdir,
 	.unlink = cgfs_unlink,
 	.rmdir = cgfs_rmdir,
+	.setattr = cgfs_setattr,
 	.statfs = cgfs_statfs,
 	.release = cgfs_release_node,
 };

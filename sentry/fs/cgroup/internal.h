@@ -17,6 +17,9 @@ enum { CG_CPUSET, CG_CPU, CG_IO, CG_MEMORY, CG_PIDS, CG_NR };
 #define CG_ALL ((1u << CG_NR) - 1)
 extern const char *const cgroup_ctrl_names[CG_NR];
 
+/* Room for the interface files' owners (cgroupfs.c checks that its table fits). */
+#define CG_FILES_MAX 48
+
 /* The tree of cgroups and every value below; after k->tree_lock. */
 extern pthread_mutex_t cgroup_lock;
 
@@ -41,6 +44,14 @@ struct cgroup {
 	char io_max[256], cpuset_cpus[64], cpuset_mems[64];
 	int freeze; /* kept, not enforced */
 	int oom_group; /* memory.oom.group: kept, not enforced */
+	/*
+	 * Owners and modes changed by chown/chmod (delegation): [0] the directory, [1 + i] the
+	 * i-th interface file of cgroupfs.c's table; unset entries are the creator's defaults.
+	 */
+	struct cgroup_owner {
+		bool set;
+		uint32_t uid, gid, mode; /* mode: permission bits */
+	} owner[1 + CG_FILES_MAX];
 };
 
 /* Initialises a new cgroup's reference, lists and default values. */
