@@ -139,6 +139,18 @@ static void check_mount(void)
 	      "mountinfo: %s", line);
 	CHECK(statfs(CG, &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC, "f_type %lx",
 	      (long)st.f_type);
+	/* One hierarchy: a second mount is the same filesystem (st_dev, inode numbers). */
+	char cg2[300];
+	struct stat s1, s2;
+	snprintf(cg2, sizeof(cg2), "%s2", CG);
+	CHECK_RET(mkdir(cg2, 0755), 0);
+	CHECK_RET(mount("none", cg2, "cgroup2", 0, NULL), 0);
+	CHECK(stat(cpath(CG, "cgroup.procs"), &s1) == 0 &&
+		      stat(cpath(cg2, "cgroup.procs"), &s2) == 0 && s1.st_dev == s2.st_dev &&
+		      s1.st_ino == s2.st_ino,
+	      "two mounts: %lx/%lu and %lx/%lu", (long)s1.st_dev, (unsigned long)s1.st_ino,
+	      (long)s2.st_dev, (unsigned long)s2.st_ino);
+	CHECK_RET(umount(cg2), 0);
 	const char *root_files[] = { "cgroup.controllers",     "cgroup.procs",
 				     "cgroup.subtree_control", "cgroup.stat",
 				     "cgroup.max.depth",       "cgroup.max.descendants",

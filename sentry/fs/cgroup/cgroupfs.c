@@ -1595,20 +1595,34 @@ static const struct vfs_fs_ops cgfs_fs_ops = {
 	.same_node = cgfs_same_node,
 };
 
+/*
+ * The one instance (Linux's one v2 superblock: every mount has its st_dev). It keeps a
+ * reference of its own, so it lives as long as the sentry, as the hierarchy does.
+ */
+static struct cgfs *the_fs; /* the_fs_lock */
+static pthread_mutex_t the_fs_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct vfs_fs *cgroupfs_create(struct kernel *k)
 {
-	struct cgfs *fs = calloc(1, sizeof(*fs));
 	struct vfs_node *root;
+	struct cgfs *fs;
 
-	if (!fs)
-		return NULL;
-	vfs_fs_init(&fs->base, &cgfs_fs_ops, "cgroup2");
-	fs->k = k;
-	root = node_new(NULL, &fs->base, "", cgroup_root(), NULL);
-	if (IS_ERR(root)) {
-		free(fs);
-		return NULL;
+	pthread_mutex_lock(&the_fs_lock);
+	fs = the_fs;
+	if (!fs && (fs = calloc(1, sizeof(*fs)))) {
+		vfs_fs_init(&fs->base, &cgfs_fs_ops, "cgroup2");
+		fs->k = k;
+		root = node_new(NULL, &fs->base, "", cgroup_root(), NULL);
+		if (IS_ERR(root)) {
+			free(fs);
+			fs = NULL;
+		} else {
+			fs->base.root = root;
+			the_fs = fs; /* the reference vfs_fs_init gave */
+		}
 	}
-	fs->base.root = root;
-	return &fs->base;
+	if (fs)
+		vfs_fs_get(&fs->base);
+	pthread_mutex_unlock(&the_fs_lock);
+	return fs ? &fs->base : NULL;
 }
