@@ -4,6 +4,8 @@
 #define HUSK_SENTRY_FS_CGROUP_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -71,5 +73,60 @@ void cgroup_count_locked(struct kernel *k, struct cgroup *cg, int *procs, int *t
  * has exited), -ENODEV (dst removed) or -EBUSY (dst has controllers on for its children).
  */
 int cgroup_move(struct kernel *k, struct thread_group *tg, struct cgroup *dst);
+
+/* --- interface files (files.c; cgroupfs.c shows them) --- */
+
+struct kernel;
+struct task;
+struct vfs_attr;
+
+#define CGF_ROOT 0x1 /* shown in the root cgroup */
+#define CGF_CHILD 0x2 /* shown in the others */
+#define CGF_BOTH (CGF_ROOT | CGF_CHILD)
+/*
+ * Also in the root, read-only there, with the sandbox's own figures: what a container's
+ * /sys/fs/cgroup shows of its cgroup on a cgroup v2 host (the view sentry/fs/sys had).
+ */
+#define CGF_SANDBOX_ONLY 0x4
+#define CGF_SANDBOX (CGF_BOTH | CGF_SANDBOX_ONLY)
+
+/* One write(2) of buf (NUL-terminated, len bytes) to a file of cg by t. Returns 0 or -errno. */
+typedef int (*cgroup_write_fn)(struct kernel *k, struct cgroup *cg, struct task *t, char *buf,
+			       size_t len);
+
+struct cg_file {
+	const char *name;
+	int ctrl; /* CG_*, or -1 for the core files */
+	uint32_t mode; /* permission bits */
+	unsigned int where; /* CGF_* */
+	/* Writes the contents to out; NULL: reads are EINVAL (cgroup.kill). 0 or -errno. */
+	int (*gen)(struct kernel *k, struct cgroup *cg, FILE *out);
+	cgroup_write_fn write; /* NULL: writes are EINVAL */
+};
+
+/* Linux's files, sorted by name as a listing shows them. */
+extern const struct cg_file cgroup_files[];
+extern const size_t cgroup_nfiles;
+
+/* cgroup.procs's entry. */
+const struct cg_file *cgroup_procs_file(void);
+/* f's write method in cg: none for the sandbox's figures in the root. */
+cgroup_write_fn cgroup_file_writer(struct cgroup *cg, const struct cg_file *f);
+/* Whether cg shows f: the root its CGF_ROOT files, the others theirs when enabled. */
+bool cgroup_file_shown(struct cgroup *cg, const struct cg_file *f);
+/* Whether cg was removed (takes cgroup_lock). */
+bool cgroup_removed(struct cgroup *cg);
+/* The number of cgroups below cg. cgroup_lock held. */
+int cgroup_count_descendants(struct cgroup *cg);
+/*
+ * Whether t may move tg into dst: write access to dst's cgroup.procs and to the common
+ * ancestor's (CAP_SYS_ADMIN may). 0 or -EACCES.
+ */
+int cgroup_may_move(struct task *t, struct thread_group *tg, struct cgroup *dst);
+/*
+ * The mode, uid and gid of cg's directory (f NULL) or file f: chown/chmod's, else the
+ * defaults (cgroupfs.c). Takes cgroup_lock.
+ */
+void cgroup_file_owner(struct cgroup *cg, const struct cg_file *f, struct vfs_attr *attr);
 
 #endif
