@@ -15,6 +15,7 @@
 
 #include "common/err.h"
 #include "common/util.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/mqueue/mqueue.h"
 #include "sentry/fs/proc/proc.h"
@@ -210,6 +211,32 @@ static struct user_ns *sysfs_owner(struct task *t)
 	return task_nsproxy(t)->net->owner;
 }
 
+/* cgroup2's options: Linux's, accepted; the ones it shows go to opts. */
+static const char *const cgroup2_opts_ok[] = { "nsdelegate", "memory_recursiveprot",
+					       "memory_localevents", "favordynmods",
+					       "memory_hugetlb_accounting" };
+
+static void cgroup2_opts(const char *data, char *opts, size_t optsz)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; data && i < ARRAY_SIZE(cgroup2_opts_ok); i++) {
+		const char *o = cgroup2_opts_ok[i], *p = data;
+		size_t n = strlen(o);
+
+		for (; (p = strstr(p, o)); p += n) {
+			if ((p == data || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) {
+				int w = snprintf(opts + off, optsz - off, "%s%s", off ? "," : "",
+						 o);
+
+				if (w > 0 && (size_t)w < optsz - off)
+					off += (size_t)w;
+				break;
+			}
+		}
+	}
+}
+
 /*
  * Linux's mount_capable: the user namespace a new filesystem of type belongs to, in which the
  * caller needs CAP_SYS_ADMIN (Linux's FS_USERNS_MOUNT types: tmpfs, devpts, the caller's own;
@@ -284,6 +311,10 @@ static struct vfs_fs *make_pseudo_fs(struct task *t, const char *type, char *dat
 		err = check_options(data, devpts_opts, ARRAY_SIZE(devpts_opts));
 		fs = err < 0 ? NULL : devpts_create();
 		snprintf(opts, optsz, "mode=600,ptmxmode=000");
+	} else if (!strcmp(type, "cgroup2")) {
+		cgroup2_opts(data, opts, optsz);
+		err = check_options(data, cgroup2_opts_ok, ARRAY_SIZE(cgroup2_opts_ok));
+		fs = err < 0 ? NULL : cgroupfs_create(t->k);
 	} else if (!strcmp(type, "mqueue")) {
 		err = check_options(data, NULL, 0);
 		fs = err < 0 ? NULL : mqueuefs_create();
@@ -380,7 +411,7 @@ static long do_mount(struct task *t, const char *source, const struct vfs_path *
 	}
 }
 
-/* mount(2): the sentry's filesystems only (tmpfs, proc, sysfs, devpts, mqueue; binds). */
+/* mount(2): the sentry's filesystems only (tmpfs, proc, sysfs, devpts, mqueue, cgroup2; binds). */
 long sys_mount(struct task *t, const struct syscall_args *args)
 {
 	char *type = NULL, *source = NULL, *data = NULL, *target;
@@ -640,7 +671,9 @@ static const struct file_ops fs_ctx_ops = {
 /* fsopen(2): the sentry's filesystems (tmpfs, proc, sysfs, devpts, mqueue). */
 long sys_fsopen(struct task *t, const struct syscall_args *args)
 {
-	static const char *const known[] = { "tmpfs", "proc", "sysfs", "devpts", "mqueue" };
+	static const char *const known[] = {
+		"tmpfs", "proc", "sysfs", "devpts", "mqueue", "cgroup2"
+	};
 	unsigned int flags = (unsigned int)args->a[1];
 	struct fs_ctx *c;
 	struct file *f;

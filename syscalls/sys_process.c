@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/nsproxy.h"
 #include "sentry/kernel/pidns.h"
@@ -83,7 +84,7 @@ struct clone3_args {
 	uint64_t set_tid, set_tid_size, cgroup;
 };
 
-/* clone3(2): set_tid of one level only; CLONE_INTO_CGROUP is refused (no cgroups). */
+/* clone3(2): set_tid of one level only; CLONE_INTO_CGROUP with a cgroup2 directory fd. */
 long sys_clone3(struct task *t, const struct syscall_args *args)
 {
 	uint64_t uargs = args->a[0], size = args->a[1];
@@ -154,11 +155,25 @@ long sys_clone3(struct task *t, const struct syscall_args *args)
 			return -EPERM;
 		a.set_tid = tid;
 	}
-	if (ka.flags & CLONE_INTO_CGROUP)
-		return -EINVAL;
 	ret = task_clone_check(t, &a);
 	if (ret < 0)
 		return ret;
+	if (ka.flags & CLONE_INTO_CGROUP) {
+		struct file *f = fdtable_lookup(t->fdt, (int)ka.cgroup);
+		struct cgroup *cg;
+		long r;
+
+		if (!f)
+			return -EBADF;
+		cg = cgroup_clone_into(t, f);
+		file_put(f);
+		if (IS_ERR(cg))
+			return PTR_ERR(cg);
+		a.cgroup = cg;
+		r = task_clone(t, &a);
+		cgroup_put(cg);
+		return r;
+	}
 	return task_clone(t, &a);
 }
 

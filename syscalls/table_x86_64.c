@@ -250,8 +250,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"numbering, init semantics, /proc per pid namespace) (in the sentry); other "
 		"namespace flags: EPERM"),
 	PARTIAL(clone3,
-		"namespace flags as clone; CLONE_INTO_CGROUP: EINVAL; set_tid of one level (the "
-		"sandbox's numbers)"),
+		"namespace flags as clone; CLONE_INTO_CGROUP with the sentry's cgroup2; set_tid of "
+		"one level (the sandbox's numbers)"),
 	FULL(execve),
 	PARTIAL(execveat, "AT_EMPTY_PATH with an empty path (fexecve) needs /proc mounted"),
 	PARTIAL(wait4, "rusage reports user and system time and ru_maxrss only"),
@@ -266,10 +266,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	/* mounts and chroot: sys_mount.c (the sentry's own mount tree; nothing reaches the host) */
 	FULL(chroot),
 	PARTIAL(mount,
-		"tmpfs, proc, sysfs, devpts, mqueue, binds (MS_REC), remount, MS_MOVE, "
-		"propagation to peers and slaves; in user namespaces Linux's rules and locked "
-		"mounts (proc and sysfs: the mount namespace's owner stands for the pid/net "
-		"namespace's); other types ENODEV"),
+		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2 (the sandbox's own hierarchy: "
+		"pids.max enforced, memory/cpu/io limits kept, not enforced), binds (MS_REC), "
+		"remount, MS_MOVE, propagation to peers and slaves; in user namespaces Linux's "
+		"rules and locked mounts; other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
@@ -278,7 +278,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 			   "recursive; attributes of open_tree_attr not supported"),
 	PARTIAL(move_mount, "attaches open_tree/fsmount trees or moves mounts; no "
 			    "MOVE_MOUNT_SET_GROUP or BENEATH (EINVAL)"),
-	PARTIAL(fsopen, "tmpfs, proc, sysfs, devpts, mqueue; reading messages gives ENODATA"),
+	PARTIAL(fsopen,
+		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2; reading messages gives ENODATA"),
 	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),

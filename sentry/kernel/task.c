@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/rseq.h"
@@ -68,6 +69,7 @@ void tg_put(struct thread_group *tg)
 	}
 	sigpending_free(&tg->shared_pending);
 	pid_ns_put(tg->pidns);
+	cgroup_put(tg->cgroup);
 	pthread_mutex_destroy(&tg->lock);
 	pthread_cond_destroy(&tg->threads_cond);
 	free(tg);

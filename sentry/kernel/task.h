@@ -19,6 +19,7 @@
 #include "sentry/kernel/waitq.h"
 #include "sentry/platform/platform.h"
 
+struct cgroup;
 struct kernel;
 struct mm;
 struct fdtable;
@@ -117,6 +118,9 @@ struct thread_group {
 	 * sandbox's own container, else the member's number. Set before it is linked, inherited
 	 * by fork, never changed. */
 	int32_t container;
+	/* Its cgroup (sentry/fs/cgroup/; k->tree_lock): referenced, NULL for the root. Inherited
+	 * by fork (or clone3's CLONE_INTO_CGROUP), changed by cgroup.procs writes. */
+	struct cgroup *cgroup;
 
 	struct sighand *sighand; /* referenced */
 	struct sigpending shared_pending; /* sighand->lock */
@@ -418,6 +422,7 @@ struct task_clone_args {
 	uint64_t stack; /* new rsp, or 0 to keep the parent's */
 	uint64_t tls; /* CLONE_SETTLS: new fs_base */
 	int32_t set_tid; /* clone3 set_tid[0], or 0 */
+	struct cgroup *cgroup; /* clone3 CLONE_INTO_CGROUP: the child's cgroup (not taken), or NULL */
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
 #include "sentry/kernel/nsproxy.h"
@@ -309,7 +310,9 @@ static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 	pthread_mutex_lock(&k->tree_lock);
 	/* The sandbox's pids limit (OCI linux.resources.pids.limit), as the pids cgroup's. */
 	if ((k->pids_limit > 0 && k->nr_tasks >= k->pids_limit) ||
-	    pid_container_full(k, ptg->container)) {
+	    pid_container_full(k, ptg->container) ||
+	    cgroup_can_fork(k, (a->flags & CLONE_THREAD) || !a->cgroup ? ptg->cgroup : a->cgroup) <
+		    0) {
 		ret = -EAGAIN;
 		goto out_unlock;
 	}
@@ -352,6 +355,8 @@ static int link_task(struct task *p, struct task *c, struct thread_group *tg,
 		tg->ppid = parent ? parent->pid : 0;
 		tg->pgid = ptg->pgid;
 		tg->sid = ptg->sid;
+		tg->cgroup = a->cgroup ? a->cgroup : ptg->cgroup;
+		cgroup_get(tg->cgroup);
 		list_add_tail(&c->tg_link, &tg->tasks);
 		tg->nr_threads = 1;
 		if (parent)

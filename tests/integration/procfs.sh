@@ -19,6 +19,17 @@ expect_output "/dev/tty without a controlling terminal" "ENXIO" 0 -- \
 	"$HUSK" do -- /bin/sh -c '(: < /dev/tty) 2>/dev/null && echo opened || echo ENXIO'
 expect_output "/proc/mounts has proc, sysfs and devpts" "3" 0 -- \
 	"$HUSK" do -- /bin/sh -c 'grep -cE " (proc|sysfs|devpts) " /proc/mounts'
+# /sys/fs/cgroup is the sandbox's cgroup2 hierarchy (sentry/fs/cgroup), as in a container on a
+# cgroup v2 host: in mountinfo (runc looks for it there), its root with the sandbox's figures,
+# and a cgroup made there holds the shell that moves itself in.
+expect_output "/sys/fs/cgroup is a cgroup2 mount in mountinfo" \
+	"/sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot" 0 -- \
+	"$HUSK" do -- /bin/sh -c 'grep " /sys/fs/cgroup " /proc/self/mountinfo | cut -d" " -f5-'
+expect_output "/sys/fs/cgroup: the root's figures, a child cgroup, /proc/self/cgroup" \
+	"max max cpuset cpu io memory pids 0::/t 0::/" 0 -- \
+	"$HUSK" do -- /bin/sh -c 'c=/sys/fs/cgroup; mkdir $c/t && echo $$ > $c/t/cgroup.procs &&
+		a=$(cat /proc/self/cgroup) && echo $$ > $c/cgroup.procs && rmdir $c/t &&
+		echo $(cat $c/memory.max $c/pids.max $c/cgroup.controllers) $a $(cat /proc/self/cgroup)'
 if command -v python3 >/dev/null; then
 	expect_output "Python's cpu_count reads /sys" "$(python3 -c 'import os; print(os.cpu_count())')" 0 -- \
 		"$HUSK" do -- python3 -S -c 'import os; print(os.cpu_count())'

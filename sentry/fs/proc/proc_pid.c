@@ -21,6 +21,7 @@
 #include "include/abi/linux/auxv.h"
 #include "include/abi/linux/errno.h"
 #include "sentry/fs/anon/anon.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/proc/proc.h"
@@ -701,9 +702,25 @@ static int gen_limits(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
+/*
+ * The process's cgroup v2 path (sentry/fs/cgroup/); no v1 hierarchies. Weak: proc is also
+ * linked without the kernel's cgroups (unit tests), which shows the root.
+ */
+#pragma weak cgroup_tg_path
+
 static int gen_cgroup(struct pseudo_node *n, FILE *out)
 {
-	fputs("0::/\n", out);
+	char path[VFS_PATH_MAX] = "/";
+	struct task *t;
+	int r = 0;
+
+	NODE_TASK(t, n);
+	if (cgroup_tg_path)
+		r = cgroup_tg_path(t->k, t->tg, path, sizeof(path));
+	task_put(t);
+	if (r < 0)
+		return r;
+	fprintf(out, "0::%s\n", path);
 	return 0;
 }
 

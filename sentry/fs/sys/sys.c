@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/err.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/proc/pseudo.h"
 #include "sentry/fs/sys/sys.h"
@@ -358,6 +359,43 @@ struct vfs_fs *sysfs_create(struct kernel *k)
 	return &fs->base;
 }
 
+/* The sandbox's cgroup2 filesystem (sentry/fs/cgroup); weak: unit tests link sys without it. */
+#pragma weak cgroupfs_create
+
+/*
+ * /sys/fs/cgroup as a cgroup2 mount of the sandbox's hierarchy, as mountinfo shows it in a
+ * container on a cgroup v2 host; its root cgroup has the sandbox's own figures.
+ */
+static int mount_cgroup2(struct kernel *k)
+{
+	struct vfs_mount_label *l;
+	struct vfs_fs *fs;
+	int err;
+
+	if (!cgroupfs_create)
+		return 0;
+	fs = cgroupfs_create(k);
+	if (!fs)
+		return -ENOMEM;
+	err = vfs_mount_at(k, "/sys/fs/cgroup", fs, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	vfs_fs_put(fs);
+	if (err < 0)
+		return err;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->source = strdup("cgroup2");
+	l->fstype = strdup("cgroup2");
+	l->atime = strdup("relatime");
+	l->super_opts = strdup("nsdelegate,memory_recursiveprot");
+	l->root = strdup("/");
+	if (!l->source || !l->fstype || !l->atime || !l->super_opts || !l->root) {
+		vfs_mount_label_free(l);
+		return -ENOMEM;
+	}
+	return vfs_mount_set_label(k, "/sys/fs/cgroup", l, -1);
+}
+
 int vfs_mount_sys(struct kernel *k)
 {
 	struct vfs_fs *fs = sysfs_create(k);
@@ -367,5 +405,7 @@ int vfs_mount_sys(struct kernel *k)
 		return -ENOMEM;
 	err = pseudo_fs_mount(k, (struct pseudo_fs *)fs, "sys",
 			      MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	if (err == 0)
+		err = mount_cgroup2(k);
 	return err == -ENOENT || err == -ENOTDIR || err == -EROFS ? 0 : err;
 }
