@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sysinfo.h>
 #include <sys/uio.h>
 
 #include "common/err.h"
@@ -135,7 +136,20 @@ static struct vfs_fs *make_tmpfs(struct task *t, char *data, char *opts, size_t 
 
 		if (v)
 			*v++ = '\0';
-		if (!strcmp(w, "size") && v) {
+		if (!strcmp(w, "size") && v && *v && v[strlen(v) - 1] == '%') {
+			/* Linux's shmem: a percentage of the machine's memory, in whole pages. */
+			struct sysinfo si;
+			uint32_t pct;
+
+			v[strlen(v) - 1] = '\0';
+			err = parse_u32(v, 10, &pct);
+			if (err == 0 && sysinfo(&si) == 0)
+				size = ((uint64_t)si.totalram * si.mem_unit / 4096 * 4096 * pct /
+						100 +
+					4095) /
+				       4096 * 4096;
+			has_size = true;
+		} else if (!strcmp(w, "size") && v) {
 			err = tmpfs_parse_size(v, &size);
 			has_size = true;
 		} else if (!strcmp(w, "mode") && v) {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -141,6 +142,24 @@ static void tmpfs_options(void)
 			fclose(f);
 		CHECK(found, "/proc/mounts has no line %s", want);
 	}
+	/* size= as a percentage of the machine's memory (systemd mounts /run with size=20%): whole
+	 * pages, rounded up, as Linux's shmem. */
+	CHECK_RET(mkdir(at("pct"), 0755), 0);
+	CHECK_RET(mount("x", at("pct"), "tmpfs", 0, "mode=0755,size=20%,nr_inodes=800k"), 0);
+	{
+		struct sysinfo si;
+		char want[64];
+		unsigned long long pages;
+
+		sysinfo(&si);
+		pages = (unsigned long long)si.totalram * si.mem_unit / 4096;
+		snprintf(want, sizeof(want), ",size=%lluk",
+			 (pages * 4096 * 20 / 100 + 4095) / 4096 * 4);
+		CHECK(mountinfo_line(at("pct"), line, sizeof(line)) && strstr(line, want),
+		      "size=20%%: want %s, line: %s", want, line);
+	}
+	CHECK_RET(umount2(at("pct"), 0), 0);
+	CHECK_ERR(mount("x", at("pct"), "tmpfs", 0, "size=x%"), EINVAL);
 	/* A second mount on top hides the first; umount shows it again. */
 	CHECK_RET(mount("y", at("t"), "tmpfs", 0, NULL), 0);
 	CHECK_ERR(access(at("t/big"), F_OK), ENOENT);
