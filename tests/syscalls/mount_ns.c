@@ -55,17 +55,6 @@ static int touch(const char *path)
 	return 0;
 }
 
-/* A child's side of a lock-step: waits for a byte on in, writes one on out. */
-static void step(int in, int out)
-{
-	char c;
-
-	if (out >= 0 && write(out, "x", 1) != 1)
-		_exit(3);
-	if (in >= 0 && read(in, &c, 1) != 1)
-		_exit(3);
-}
-
 static void unshare_isolation(void)
 {
 	int to_child[2], to_parent[2], st;
@@ -100,7 +89,7 @@ static void unshare_isolation(void)
 		CHECK_RET(mount("sub", at("sub"), "tmpfs", 0, NULL), 0);
 		CHECK_RET(touch("sub/via-cwd"), 0);
 		CHECK_RET(access(at("sub/via-cwd"), F_OK), 0);
-		step(to_child[0], to_parent[1]); /* the parent looks, and mounts on b */
+		mountns_step(to_child[0], to_parent[1]); /* the parent looks, and mounts on b */
 		CHECK_ERR(access(at("b/theirs"), F_OK), ENOENT);
 		CHECK(mount_id(at("b")) < 0, "the parent's mount shows here");
 		/* An umount here leaves the parent's tree alone. */
@@ -108,14 +97,14 @@ static void unshare_isolation(void)
 		CHECK_RET(chdir("/"), 0);
 		CHECK_RET(umount2(T, MNT_DETACH), 0);
 		CHECK_ERR(access(at("shared-file"), F_OK), ENOENT);
-		step(to_child[0], to_parent[1]);
+		mountns_step(to_child[0], to_parent[1]);
 		fflush(stdout);
 		_exit(checks_failed ? 1 : 0);
 	}
 	CHECK(pid > 0, "fork: %s", strerror(errno));
 	if (pid <= 0)
 		return;
-	step(to_parent[0], -1);
+	mountns_step(to_parent[0], -1);
 	CHECK_ERR(access(at("a/mine"), F_OK), ENOENT);
 	CHECK(mount_id(at("a")) < 0, "the child's mount shows here");
 	CHECK_ERR(access(at("sub/via-cwd"), F_OK), ENOENT);
@@ -124,11 +113,11 @@ static void unshare_isolation(void)
 	CHECK(mount_id_in(path, T) != parent_t, "%s shows our mount ids", path);
 	CHECK_RET(mount("parent", at("b"), "tmpfs", 0, NULL), 0);
 	CHECK_RET(touch(at("b/theirs")), 0);
-	step(-1, to_child[1]);
-	step(to_parent[0], -1);
+	mountns_step(-1, to_child[1]);
+	mountns_step(to_parent[0], -1);
 	CHECK_RET(access(at("shared-file"), F_OK), 0);
 	CHECK(mount_id(T) == parent_t, "our mount went");
-	step(-1, to_child[1]);
+	mountns_step(-1, to_child[1]);
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "child status %d", st);
 	CHECK_RET(umount2(at("b"), 0), 0);

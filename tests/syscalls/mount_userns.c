@@ -85,17 +85,6 @@ static bool enter_userns(int more)
 	return getuid() == 0;
 }
 
-/* A child's side of a lock-step: writes a byte on out, then waits for one on in. */
-static void step(int in, int out)
-{
-	char c;
-
-	if (out >= 0 && write(out, "x", 1) != 1)
-		_exit(3);
-	if (in >= 0 && read(in, &c, 1) != 1)
-		_exit(3);
-}
-
 /* Who may make and use mount namespaces. */
 static void permissions(void)
 {
@@ -291,7 +280,7 @@ static void propagation(void)
 		CHECK(mountinfo_line(at("sh"), line, sizeof(line)) && strstr(line, " master:") &&
 			      !strstr(line, " shared:"),
 		      "not a slave: %s", line);
-		step(to_child[0], to_parent[1]); /* the parent mounts on sh/out */
+		mountns_step(to_child[0], to_parent[1]); /* the parent mounts on sh/out */
 		CHECK(mounted(at("sh/out")), "the master's mount did not propagate");
 		CHECK_RET(access(at("sh/out/from-parent"), F_OK), 0);
 		CHECK_RET(mount("in", at("sh/in"), "tmpfs", 0, NULL), 0);
@@ -342,7 +331,7 @@ static void propagation(void)
 		CHECK(mountinfo_line(at("sh"), line, sizeof(line)) && strstr(line, " shared:") &&
 			      strstr(line, " master:"),
 		      "not shared and slave: %s", line);
-		step(to_child[0], to_parent[1]); /* the parent looks */
+		mountns_step(to_child[0], to_parent[1]); /* the parent looks */
 		fflush(stdout);
 		_exit(checks_failed ? 1 : 0);
 	}
@@ -351,12 +340,12 @@ static void propagation(void)
 	close(to_parent[1]);
 	if (pid <= 0)
 		return;
-	step(to_parent[0], -1);
+	mountns_step(to_parent[0], -1);
 	CHECK_RET(mount("out", at("sh/out"), "tmpfs", 0, NULL), 0);
 	CHECK_RET(touch(at("sh/out/from-parent")), 0);
-	step(to_parent[0], to_child[1]);
+	mountns_step(to_parent[0], to_child[1]);
 	CHECK(!mounted(at("sh/in")), "the slave's mount reached the master");
-	step(-1, to_child[1]);
+	mountns_step(-1, to_child[1]);
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "child status %d", st);
 	CHECK_RET(umount2(at("sh/out"), 0), 0);

@@ -70,6 +70,18 @@ static inline bool mountns_enter(char *t, size_t len)
 	return true;
 }
 
+/* A child's side of a lock-step: writes a byte on out (if >= 0), then waits for one on in (if
+ * >= 0); a broken pipe ends the child with status 3. */
+static inline void mountns_step(int in, int out)
+{
+	char c;
+
+	if (out >= 0 && write(out, "x", 1) != 1)
+		_exit(3);
+	if (in >= 0 && read(in, &c, 1) != 1)
+		_exit(3);
+}
+
 /* Runs fn in a forked child with counters of its own (it prints its failures) and checks that
  * none of its checks failed. */
 static inline void mountns_child(void (*fn)(void), const char *what)

@@ -7,7 +7,9 @@
 #ifndef HUSK_SENTRY_FS_CGROUP_H
 #define HUSK_SENTRY_FS_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct cgroup;
 struct file;
@@ -32,6 +34,13 @@ struct cgroup *cgroup_root(void);
  * Returns its length or -ENAMETOOLONG.
  */
 int cgroup_tg_path(struct kernel *k, struct thread_group *tg, char *buf, size_t len);
+
+/*
+ * cgroup.procs (threads: cgroup.threads): the pids (tids) of the live processes of cg, or of
+ * every live process of the sandbox when cg is NULL, one per line in increasing order, into
+ * out. Takes k->tree_lock. Returns 0 or -ENOMEM.
+ */
+int cgroup_print_ids(struct kernel *k, struct cgroup *cg, FILE *out, bool threads);
 
 /*
  * Fork: whether one more task may enter cg (NULL: the root) under the pids.max of it and its

@@ -220,7 +220,7 @@ static int collect_fn(struct thread_group *tg, void *arg)
 	struct task *t;
 
 	if (__atomic_load_n(&tg->state, __ATOMIC_RELAXED) != TG_RUNNING ||
-	    cgroup_of_tg(tg) != l->cg)
+	    (l->cg && cgroup_of_tg(tg) != l->cg))
 		return 0;
 	if (!l->threads) {
 		if (l->n < l->cap)
@@ -243,7 +243,7 @@ static int cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int gen_ids(struct kernel *k, struct cgroup *cg, FILE *out, bool threads)
+int cgroup_print_ids(struct kernel *k, struct cgroup *cg, FILE *out, bool threads)
 {
 	struct pid_list l = { .cg = cg, .threads = threads };
 
@@ -265,12 +265,12 @@ static int gen_ids(struct kernel *k, struct cgroup *cg, FILE *out, bool threads)
 
 static int gen_procs(struct kernel *k, struct cgroup *cg, FILE *out)
 {
-	return gen_ids(k, cg, out, false);
+	return cgroup_print_ids(k, cg, out, false);
 }
 
 static int gen_threads(struct kernel *k, struct cgroup *cg, FILE *out)
 {
-	return gen_ids(k, cg, out, true);
+	return cgroup_print_ids(k, cg, out, true);
 }
 
 /*

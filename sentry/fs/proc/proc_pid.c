@@ -1237,17 +1237,14 @@ static const struct pseudo_dyn task_dyn = {
  */
 static int task_dir_getattr(struct pseudo_node *n, struct vfs_attr *attr)
 {
-	struct task *t = pseudo_node_task(n), *it;
-	uint32_t threads = 0;
+	struct task *t = pseudo_node_task(n);
 
 	if (!t)
 		return -ENOENT;
 	pthread_mutex_lock(&t->tg->lock);
-	list_for_each_entry(it, &t->tg->tasks, tg_link)
-		threads++;
+	attr->nlink = 2 + (uint32_t)t->tg->nr_threads;
 	pthread_mutex_unlock(&t->tg->lock);
 	task_put(t);
-	attr->nlink = 2 + threads;
 	return 0;
 }
 

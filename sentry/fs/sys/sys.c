@@ -202,46 +202,13 @@ static int gen_cg_cpu_max(struct pseudo_node *n, FILE *out)
 	return 0;
 }
 
-struct pid_list {
-	int32_t *v;
-	size_t n, cap;
-};
+/* sentry/fs/cgroup's listing (weak, as cgroupfs_create below: unit tests link sys without it). */
+#pragma weak cgroup_print_ids
 
-static int collect_pid(struct thread_group *tg, void *arg)
-{
-	struct pid_list *l = arg;
-
-	if (l->n < l->cap)
-		l->v[l->n++] = tg->pid;
-	return 0;
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
+/* The sandbox's own cgroup lists every live process of the sandbox. */
 static int gen_cg_procs(struct pseudo_node *n, FILE *out)
 {
-	struct kernel *k = node_kernel(n);
-	struct pid_list l = { 0 };
-
-	pthread_mutex_lock(&k->tree_lock);
-	l.cap = (size_t)k->nr_tasks + 1;
-	l.v = calloc(l.cap, sizeof(*l.v));
-	if (l.v)
-		pid_for_each_tg(k, collect_pid, &l);
-	pthread_mutex_unlock(&k->tree_lock);
-	if (!l.v)
-		return -ENOMEM;
-	if (l.n > 1)
-		qsort(l.v, l.n, sizeof(*l.v), cmp_pid);
-	for (size_t i = 0; i < l.n; i++)
-		fprintf(out, "%d\n", l.v[i]);
-	free(l.v);
-	return 0;
+	return cgroup_print_ids ? cgroup_print_ids(node_kernel(n), NULL, out, false) : 0;
 }
 
 #define REG(nm, id_, fn) PSEUDO_REG(nm, id_, fn)
