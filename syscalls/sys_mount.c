@@ -19,6 +19,7 @@
 #include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/mqueue/mqueue.h"
+#include "sentry/fs/overlay/overlay.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -253,7 +254,7 @@ static void cgroup2_opts(const char *data, char *opts, size_t optsz)
 
 /*
  * Linux's mount_capable: the user namespace a new filesystem of type belongs to, in which the
- * caller needs CAP_SYS_ADMIN (Linux's FS_USERNS_MOUNT types: tmpfs, devpts, the caller's own;
+ * caller needs CAP_SYS_ADMIN (Linux's FS_USERNS_MOUNT types: tmpfs, devpts, overlay, the caller's own;
  * mqueue, its IPC namespace's; proc and sysfs, above), or ERR_PTR(-EPERM). Other types need
  * CAP_SYS_ADMIN over the sandbox.
  */
@@ -261,7 +262,7 @@ static struct user_ns *mount_capable(struct task *t, const char *type)
 {
 	struct user_ns *u = NULL;
 
-	if (!strcmp(type, "tmpfs") || !strcmp(type, "devpts"))
+	if (!strcmp(type, "tmpfs") || !strcmp(type, "devpts") || !strcmp(type, "overlay"))
 		u = task_nsproxy(t)->user;
 	else if (!strcmp(type, "mqueue"))
 		u = task_nsproxy(t)->ipc->owner;
@@ -340,6 +341,170 @@ static struct vfs_fs *make_pseudo_fs(struct task *t, const char *type, char *dat
 	return fs ? fs : ERR_PTR(-ENOMEM);
 }
 
+/* The next comma-separated option of *p (a backslash escapes a comma), or NULL at the end. */
+static char *next_option(char **p)
+{
+	char *w = *p, *r = *p;
+
+	if (!w || !*w)
+		return NULL;
+	for (; *r && *r != ','; r++)
+		if (*r == '\\' && r[1])
+			r++;
+	*p = *r ? r + 1 : r;
+	*r = '\0';
+	return w;
+}
+
+#define OVL_MAX_LOWER 16
+
+struct ovl_opts {
+	char *lower, *upper, *work;
+};
+
+/*
+ * overlayfs's options: lowerdir=, upperdir=, workdir= and the feature switches it takes (all
+ * kept off: the sentry's overlay copies whole files up, has no index and no redirects).
+ * -EINVAL for anything else.
+ */
+static int overlay_parse(char *data, struct ovl_opts *o)
+{
+	static const char *const switches[] = { "index",      "redirect_dir", "metacopy", "xino",
+						"nfs_export", "uuid",	      "verity" };
+	static const char *const words[] = { "userxattr", "volatile", "default_permissions" };
+	char *p = data, *w;
+
+	while ((w = next_option(&p))) {
+		char *v = strchr(w, '=');
+		bool ok = !v && generic_option(w);
+
+		if (v)
+			*v++ = '\0';
+		if (v && !strcmp(w, "lowerdir"))
+			o->lower = v, ok = true;
+		else if (v && !strcmp(w, "upperdir"))
+			o->upper = v, ok = true;
+		else if (v && !strcmp(w, "workdir"))
+			o->work = v, ok = true;
+		for (size_t i = 0; v && !ok && i < ARRAY_SIZE(switches); i++)
+			ok = !strcmp(w, switches[i]);
+		for (size_t i = 0; !v && !ok && i < ARRAY_SIZE(words); i++)
+			ok = !strcmp(w, words[i]);
+		if (!ok || (v && !*v))
+			return -EINVAL;
+	}
+	return o->lower ? 0 : -EINVAL;
+}
+
+/* Removes the backslashes of escaped characters in s, in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++)
+		*d++ = (*s == '\\' && s[1]) ? *++s : *s;
+	*d = '\0';
+}
+
+/* Looks up directory path (following symlinks) for an overlay layer into *out. */
+static int overlay_dir(struct task *t, char *path, struct vfs_path *out)
+{
+	int err;
+
+	unescape(path);
+	if (!*path)
+		return -EINVAL;
+	err = vfs_lookup_at(t, AT_FDCWD, path, 0, out);
+	if (err < 0)
+		return err;
+	if (!vfs_node_is_dir(out->node)) { /* overlayfs: "... is not a directory" */
+		vfs_path_put(out);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * A new overlay (mount -t overlay; the sentry's overlay, sentry/fs/overlay): lowerdir=A:B...
+ * (a colon in a name escaped as "\:"), upperdir= and workdir= on one mount of a tmpfs (the
+ * sentry's overlay keeps its marks there: another upper filesystem is -EINVAL), or no upperdir
+ * and two lower directories or more (read-only). overlayfs's "work" directory is made in
+ * workdir. opts receives the options as given.
+ */
+static struct vfs_fs *make_overlay(struct task *t, char *data, char *opts, size_t optsz)
+{
+	struct vfs_path lower[OVL_MAX_LOWER] = { 0 }, upper = { 0 }, work = { 0 };
+	struct vfs_node *lnodes[OVL_MAX_LOWER];
+	struct ovl_opts o = { 0 };
+	struct vfs_fs *fs = ERR_PTR(-EINVAL);
+	size_t n = 0;
+	char *p, *c;
+	int err;
+
+	if (!data)
+		return ERR_PTR(-EINVAL);
+	snprintf(opts, optsz, "%s", data);
+	err = overlay_parse(data, &o);
+	if (err < 0)
+		return ERR_PTR(err);
+	if (o.upper && !o.work)
+		return ERR_PTR(-EINVAL);
+	if (!o.upper) {
+		o.work = NULL; /* useless without an upper layer: overlayfs ignores it */
+		snprintf(opts, optsz, "lowerdir=%s", o.lower);
+	}
+	for (p = o.lower; p; p = c) {
+		for (c = p; *c && *c != ':'; c++)
+			if (*c == '\\' && c[1])
+				c++;
+		if (*c)
+			*c++ = '\0';
+		else
+			c = NULL;
+		if (n == OVL_MAX_LOWER) {
+			err = -EINVAL;
+			goto out;
+		}
+		err = overlay_dir(t, p, &lower[n]);
+		if (err < 0)
+			goto out;
+		lnodes[n] = lower[n].node;
+		n++;
+	}
+	if (!o.upper && n < 2) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (o.upper) {
+		struct vfs_create_args a = { .mode = S_IFDIR, .uid = 0, .gid = 0 };
+		struct vfs_node *wd;
+
+		err = overlay_dir(t, o.upper, &upper);
+		if (err == 0)
+			err = overlay_dir(t, o.work, &work);
+		if (err < 0)
+			goto out;
+		/* overlayfs: "workdir and upperdir must reside under the same mount", apart. */
+		if (upper.mnt != work.mnt || upper.node == work.node) {
+			err = -EINVAL;
+			goto out;
+		}
+		if (work.node->ops->create &&
+		    work.node->ops->create(work.node, "work", &a, &wd) == 0)
+			vfs_node_put(wd);
+	}
+	fs = overlay_mount(lnodes, n, o.upper ? upper.node : NULL);
+	err = 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		vfs_path_put(&lower[i]);
+	if (upper.node)
+		vfs_path_put(&upper);
+	if (work.node)
+		vfs_path_put(&work);
+	return err < 0 ? ERR_PTR(err) : fs;
+}
+
 /*
  * The filesystem of a new mount of type, or ERR_PTR: -ENODEV for a type the sentry does not
  * have, -EINVAL for bad options, -EPERM when the caller may not mount it (mount_capable;
@@ -353,10 +518,12 @@ static struct vfs_fs *make_fs(struct task *t, const char *type, char *data, char
 	if (!cred_capable(&t->cred, CAP_SYS_ADMIN) && linux_privileged_type(type))
 		return ERR_PTR(-EPERM);
 	opts[0] = '\0';
-	if (!strcmp(type, "tmpfs")) {
+	if (!strcmp(type, "tmpfs") || !strcmp(type, "overlay")) {
 		u = mount_capable(t, type);
 		if (IS_ERR(u))
 			return ERR_PTR(PTR_ERR(u));
+		if (type[0] == 'o')
+			return fs_owned(make_overlay(t, data, opts, optsz), u);
 		return fs_owned(make_tmpfs(t, data, opts, optsz), u);
 	}
 	if (!strcmp(type, "proc") || !strcmp(type, "sysfs") || !strcmp(type, "devpts") ||
@@ -413,7 +580,7 @@ static long do_mount(struct task *t, const char *source, const struct vfs_path *
 	if (!type)
 		return -EINVAL;
 	{
-		char opts[128];
+		char opts[1024];
 		struct vfs_fs *fs = make_fs(t, type, data, opts, sizeof(opts));
 		long r;
 
@@ -425,7 +592,10 @@ static long do_mount(struct task *t, const char *source, const struct vfs_path *
 	}
 }
 
-/* mount(2): the sentry's filesystems only (tmpfs, proc, sysfs, devpts, mqueue, cgroup2; binds). */
+/*
+ * mount(2): the sentry's filesystems only (tmpfs, proc, sysfs, devpts, mqueue, cgroup2, overlay;
+ * binds).
+ */
 long sys_mount(struct task *t, const struct syscall_args *args)
 {
 	char *type = NULL, *source = NULL, *data = NULL, *target;
@@ -657,7 +827,7 @@ struct fs_ctx {
 	char data[MOUNT_PAGE];
 	size_t len;
 	struct vfs_fs *fs; /* referenced once CMD_CREATE made it */
-	char opts[128]; /* what mountinfo shows of it */
+	char opts[1024]; /* what mountinfo shows of it */
 	bool mounted; /* fsmount took it */
 };
 
@@ -682,12 +852,11 @@ static const struct file_ops fs_ctx_ops = {
 	.release = fs_ctx_release,
 };
 
-/* fsopen(2): the sentry's filesystems (tmpfs, proc, sysfs, devpts, mqueue). */
+/* fsopen(2): the sentry's filesystems (tmpfs, proc, sysfs, devpts, mqueue, cgroup2, overlay). */
 long sys_fsopen(struct task *t, const struct syscall_args *args)
 {
-	static const char *const known[] = {
-		"tmpfs", "proc", "sysfs", "devpts", "mqueue", "cgroup2"
-	};
+	static const char *const known[] = { "tmpfs",  "proc",	  "sysfs",  "devpts",
+					     "mqueue", "cgroup2", "overlay" };
 	unsigned int flags = (unsigned int)args->a[1];
 	struct fs_ctx *c;
 	struct file *f;

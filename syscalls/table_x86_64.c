@@ -268,8 +268,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(mount,
 		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2 (the sandbox's own hierarchy: "
 		"pids.max enforced, memory/cpu/io limits kept, not enforced), binds (MS_REC), "
-		"remount, MS_MOVE, propagation to peers and slaves; in user namespaces Linux's "
-		"rules and locked mounts; other types ENODEV"),
+		"remount, MS_MOVE, propagation to peers and slaves; overlay (the sentry's: "
+		"lowerdir=A[:B...], upperdir and workdir on a tmpfs, else EINVAL; whole-file "
+		"copy-up, no index or redirect_dir); in user namespaces Linux's rules and locked "
+		"mounts; other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
@@ -279,7 +281,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(move_mount, "attaches open_tree/fsmount trees or moves mounts; no "
 			    "MOVE_MOUNT_SET_GROUP or BENEATH (EINVAL)"),
 	PARTIAL(fsopen,
-		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2; reading messages gives ENODATA"),
+		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2, overlay; reading messages gives "
+		"ENODATA"),
 	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),

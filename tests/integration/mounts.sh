@@ -33,6 +33,18 @@ same "mount --rbind takes submounts, mount --bind does not" -- \
 same "mount -t proc on a new directory" -- \
 	unshare -m sh -c 'd=$(mktemp -d) && mount -t proc proc $d && test -r $d/self/status && echo proc-ok; umount $d; rmdir $d'
 
+# mount -t overlay (an upper tmpfs directory over a lower one, as a nested engine's image layers):
+# copy-up, a whiteout in the upper directory, a new file; unshare -Urm: in a user namespace too.
+for u in -m -Urm; do
+	same "unshare $u mount -t overlay: copy-up, whiteout, new file" -- \
+		unshare $u sh -c 'd=$(mktemp -d) && mount -t tmpfs t $d && cd $d && mkdir l u w m &&
+			echo low > l/f && echo gone > l/g &&
+			mount -t overlay overlay -o lowerdir=l,upperdir=u,workdir=w m &&
+			echo up >> m/f && rm m/g && echo new > m/n && cat m/f && ls m &&
+			ls -l u | tail -n +2 | cut -c1 && grep -c "lowerdir=" /proc/self/mountinfo &&
+			umount m && cat l/f && cd / && umount $d && rmdir $d'
+done
+
 # chroot into a directory holding busybox-static: ls / shows the directory, cd .. stays there.
 same "chroot DIR busybox sh: ls /; cd ..; ls" -- \
 	sh -c 'd=$(mktemp -d) && mkdir $d/bin && cp /bin/busybox $d/bin/ && touch $d/marker &&

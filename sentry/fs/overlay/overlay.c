@@ -21,6 +21,11 @@
  * the lower layer is broken by copy-up (each name is copied on its own), as overlayfs does
  * without its index feature. Files open read-only before a copy-up keep reading the lower copy.
  *
+ * A guest's mount -t overlay (overlay_mount) is the same model over directories: its upper
+ * directory must be on a tmpfs (the marks live there); lowerdir=A:B is A over B as a read-only
+ * overlay, in which A's whiteouts and trusted.overlay.opaque xattrs count; without an upper
+ * directory every change is -EROFS (ovl->ro). Whiteouts of lower layers hide names everywhere.
+ *
  * One recursive lock per overlay (ovl->lock) covers every operation: lookups, copy-up and
  * changes. Lock order: the VFS namespace lock, ovl->lock, then the layers' own locks.
  */
@@ -54,6 +59,8 @@ struct ovl_fs {
 	struct vfs_fs base;
 	struct vfs_fs *lower_fs; /* referenced */
 	struct vfs_fs *upper_fs; /* referenced */
+	bool mounted; /* a guest's mount -t overlay (overlay_mount), not the sandbox's root */
+	bool ro; /* no writable upper layer: every change is -EROFS */
 	pthread_mutex_t lock; /* recursive; protects every node's upper, lower and children */
 };
 
@@ -110,18 +117,53 @@ static bool is_whiteout(struct vfs_node *n)
 	return a.rdev == 0;
 }
 
+/* Whether name in layer directory dir is a whiteout. */
+static bool layer_whiteout(struct vfs_node *dir, const char *name)
+{
+	struct vfs_node *w = layer_lookup(dir, name);
+	bool wo = !IS_ERR(w) && is_whiteout(w);
+
+	if (!IS_ERR(w))
+		vfs_node_put(w);
+	return wo;
+}
+
+/*
+ * The marks on an upper node: tmpfs keeps them in its inodes (a writable upper layer is always
+ * a tmpfs). An upper layer that is one of a guest mount's lower layers (lowerdir=A:B, A over B)
+ * may be any filesystem: there, as in overlayfs, a directory is opaque when its
+ * trusted.overlay.opaque xattr is "y", and no origin is recorded.
+ */
+static bool opaque_mark(struct vfs_node *dir)
+{
+	char v[2];
+
+	if (tmpfs_is_node(dir))
+		return tmpfs_opaque(dir);
+	if (!vfs_node_is_dir(dir) || !dir->ops->getxattr)
+		return false;
+	return dir->ops->getxattr(dir, "trusted.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y';
+}
+
+static uint64_t origin_mark(struct vfs_node *n)
+{
+	return tmpfs_is_node(n) ? tmpfs_origin_ino(n) : 0;
+}
+
 /* Whether the lower layer shows name in directory d (lock held). */
 static bool lower_has(struct ovl_node *d, const char *name)
 {
 	struct vfs_node *l;
+	bool has;
 
-	if (!d->lower || (d->upper && tmpfs_opaque(d->upper)))
+	if (!d->lower || (d->upper && opaque_mark(d->upper)))
 		return false;
 	l = layer_lookup(d->lower, name);
 	if (IS_ERR(l))
 		return false;
+	has = !is_whiteout(l);
 	vfs_node_put(l);
-	return true;
+	return has;
 }
 
 static uint64_t compute_ino(struct vfs_node *upper, struct vfs_node *lower)
@@ -130,7 +172,7 @@ static uint64_t compute_ino(struct vfs_node *upper, struct vfs_node *lower)
 	uint64_t origin;
 
 	if (upper) {
-		origin = tmpfs_origin_ino(upper);
+		origin = origin_mark(upper);
 		if (origin)
 			return origin;
 	}
@@ -188,13 +230,13 @@ static struct vfs_node *lookup_locked(struct ovl_fs *fs, struct ovl_node *d, con
 		} else if (PTR_ERR(r) != -ENOENT) {
 			return r;
 		}
-		opaque = tmpfs_opaque(d->upper);
+		opaque = opaque_mark(d->upper);
 	}
 	/* Below an upper directory only a lower directory shows (merged); nothing below a file. */
 	if (!opaque && d->lower && (!u || vfs_node_is_dir(u))) {
 		r = layer_lookup(d->lower, name);
 		if (!IS_ERR(r)) {
-			if (u && !vfs_node_is_dir(r))
+			if ((u && !vfs_node_is_dir(r)) || is_whiteout(r))
 				vfs_node_put(r);
 			else
 				l = r;
@@ -203,7 +245,7 @@ static struct vfs_node *lookup_locked(struct ovl_fs *fs, struct ovl_node *d, con
 			return r;
 		}
 	}
-	if (u && l && tmpfs_opaque(u)) {
+	if (u && l && opaque_mark(u)) {
 		vfs_node_put(l);
 		l = NULL;
 	}
@@ -267,9 +309,9 @@ static ssize_t ovl_readlink(struct vfs_node *n, char *buf, size_t len)
 
 static int ovl_statfs(struct vfs_node *n, struct linux_statfs *st)
 {
-	struct ovl_fs *fs = ovl_of(n);
-	struct vfs_node *ur = fs->upper_fs->root;
-	int err = ur->ops->statfs(ur, st);
+	struct ovl_node *root = onode(ovl_of(n)->base.root);
+	struct vfs_node *ur = root->upper ? root->upper : root->lower;
+	int err = ur->ops->statfs ? ur->ops->statfs(ur, st) : -ENOSYS;
 
 	if (err == 0)
 		st->f_type = OVERLAYFS_SUPER_MAGIC;
@@ -531,7 +573,7 @@ static int collect_layer(struct vfs_node *dir, struct ovl_list *l)
 static int merge_dir(struct ovl_fs *fs, struct ovl_node *d, struct ovl_list *out, bool inos)
 {
 	struct ovl_list up = { 0 }, low = { 0 };
-	bool opaque = d->upper && tmpfs_opaque(d->upper);
+	bool opaque = d->upper && opaque_mark(d->upper);
 	int err = 0;
 
 	if (d->upper)
@@ -543,15 +585,8 @@ static int merge_dir(struct ovl_fs *fs, struct ovl_node *d, struct ovl_list *out
 		uint64_t ino = e->ino | OVL_UPPER_INO_BIT;
 
 		vfs_dcache_insert(&out->seen, e->name, NULL);
-		if (e->type == DT_CHR) {
-			struct vfs_node *w = layer_lookup(d->upper, e->name);
-			bool wo = !IS_ERR(w) && is_whiteout(w);
-
-			if (!IS_ERR(w))
-				vfs_node_put(w);
-			if (wo)
-				continue;
-		}
+		if (e->type == DT_CHR && layer_whiteout(d->upper, e->name))
+			continue;
 		if (inos) {
 			struct vfs_node *n = lookup_locked(fs, d, e->name);
 
@@ -567,6 +602,9 @@ static int merge_dir(struct ovl_fs *fs, struct ovl_node *d, struct ovl_list *out
 		struct vfs_node *dummy;
 
 		if (vfs_dcache_lookup(&out->seen, e->name, &dummy))
+			continue;
+		/* A lower layer's whiteouts hide names too (a guest's lowerdir=A:B keeps them). */
+		if (e->type == DT_CHR && layer_whiteout(d->lower, e->name))
 			continue;
 		err = olist_add(out, e->name, strlen(e->name), e->ino, e->type);
 	}
@@ -713,7 +751,7 @@ static struct file *ovl_open(struct vfs_node *n, int flags)
 		return pipe_fifo_open(n, flags);
 	ovl_lock(fs);
 	if (S_ISREG(n->type) && (write || (flags & O_TRUNC))) {
-		int err = copy_up(fs, on, !(flags & O_TRUNC));
+		int err = fs->ro ? -EROFS : copy_up(fs, on, !(flags & O_TRUNC));
 
 		if (err < 0) {
 			ovl_unlock(fs);
@@ -739,6 +777,8 @@ static int ovl_create(struct vfs_node *dir, const char *name, const struct vfs_c
 	bool had_whiteout;
 	int err;
 
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	existing = lookup_locked(fs, d, name);
 	if (!IS_ERR(existing)) {
@@ -776,6 +816,8 @@ static int ovl_tmpfile(struct vfs_node *dir, const struct vfs_create_args *a, st
 	struct vfs_node *u;
 	int err;
 
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	err = copy_up(fs, d, false);
 	if (err == 0)
@@ -803,6 +845,8 @@ static int ovl_link(struct vfs_node *dir, const char *name, struct vfs_node *old
 
 	if (old->fs != dir->fs)
 		return -EXDEV;
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	err = copy_up(fs, o, true);
 	if (err == 0)
@@ -853,6 +897,8 @@ static int ovl_remove(struct vfs_node *dir, const char *name, struct vfs_node *c
 	struct ovl_node *d = onode(dir), *c = onode(child);
 	int err;
 
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	if (isdir) {
 		err = check_empty(fs, c);
@@ -908,6 +954,8 @@ static int ovl_rename(struct vfs_node *olddir, const char *oldname, struct vfs_n
 		return -EINVAL;
 	if (newdir->fs != olddir->fs)
 		return -EXDEV;
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	/* Directories with a lower part cannot move in place (overlayfs without redirect_dir). */
 	if ((x_dir && x->lower) || (exchange && y_dir && y->lower)) {
@@ -979,6 +1027,8 @@ static int ovl_setattr(struct vfs_node *n, const struct vfs_setattr *sa)
 	bool data = !((sa->valid & VFS_SETATTR_SIZE) && sa->size == 0);
 	int err;
 
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	err = copy_up(fs, on, data);
 	if (err == 0)
@@ -1022,6 +1072,8 @@ static int ovl_setxattr(struct vfs_node *n, const char *name, const void *value,
 	struct ovl_node *on = onode(n);
 	int err;
 
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	err = copy_up(fs, on, true);
 	if (err == 0)
@@ -1038,6 +1090,8 @@ static int ovl_removexattr(struct vfs_node *n, const char *name)
 	struct ovl_node *on = onode(n);
 	int err = 0;
 
+	if (fs->ro)
+		return -EROFS;
 	ovl_lock(fs);
 	/* Removing what the lower file does not have needs no copy-up (overlayfs does the same). */
 	if (!on->upper) {
@@ -1110,7 +1164,8 @@ static const struct vfs_fs_ops ovl_fs_ops = {
 	.release = ovl_fs_release,
 };
 
-struct vfs_fs *overlay_create(struct vfs_fs *lower, struct vfs_fs *upper)
+/* An overlay of upper (NULL: none) over lower, directories; references taken on both. */
+static struct ovl_fs *ovl_new(struct vfs_node *lower, struct vfs_node *upper, bool ro, bool mounted)
 {
 	struct ovl_fs *fs = calloc(1, sizeof(*fs));
 	pthread_mutexattr_t ma;
@@ -1123,17 +1178,54 @@ struct vfs_fs *overlay_create(struct vfs_fs *lower, struct vfs_fs *upper)
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&fs->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	root = node_new(fs, NULL, "", upper->root, lower->root, 0);
+	root = node_new(fs, NULL, "", upper, lower, 0);
 	if (!root) {
 		pthread_mutex_destroy(&fs->lock);
 		free(fs);
 		return NULL;
 	}
-	vfs_fs_get(lower);
-	vfs_fs_get(upper);
-	fs->lower_fs = lower;
-	fs->upper_fs = upper;
+	vfs_fs_get(lower->fs);
+	fs->lower_fs = lower->fs;
+	if (upper) {
+		vfs_fs_get(upper->fs);
+		fs->upper_fs = upper->fs;
+	}
+	fs->ro = ro;
+	fs->mounted = mounted;
 	fs->base.root = &root->base;
+	return fs;
+}
+
+struct vfs_fs *overlay_create(struct vfs_fs *lower, struct vfs_fs *upper)
+{
+	struct ovl_fs *fs = ovl_new(lower->root, upper->root, false, false);
+
+	return fs ? &fs->base : NULL;
+}
+
+struct vfs_fs *overlay_mount(struct vfs_node *const *lowers, size_t n, struct vfs_node *upper)
+{
+	struct vfs_node *below = lowers[n - 1];
+	struct vfs_fs *held = NULL;
+	struct ovl_fs *fs = NULL;
+
+	if (upper && !tmpfs_is_node(upper))
+		return ERR_PTR(-EINVAL);
+	/* lowerdir=A:B:C is A over (B over C): each step a read-only overlay, as overlayfs's. */
+	for (size_t i = n - 1; i-- > 0;) {
+		fs = ovl_new(below, lowers[i], true, true);
+		vfs_fs_put(held);
+		if (!fs)
+			return ERR_PTR(-ENOMEM);
+		held = &fs->base;
+		below = fs->base.root;
+	}
+	if (upper || n == 1) {
+		fs = ovl_new(below, upper, !upper, true);
+		vfs_fs_put(held);
+		if (!fs)
+			return ERR_PTR(-ENOMEM);
+	}
 	return &fs->base;
 }
 
@@ -1141,7 +1233,7 @@ struct vfs_fs *overlay_create(struct vfs_fs *lower, struct vfs_fs *upper)
 
 struct vfs_fs *overlay_upper(struct vfs_fs *fs)
 {
-	if (fs->ops != &ovl_fs_ops)
+	if (fs->ops != &ovl_fs_ops || container_of(fs, struct ovl_fs, base)->mounted)
 		return NULL;
 	return container_of(fs, struct ovl_fs, base)->upper_fs;
 }
