@@ -7,11 +7,18 @@ build=${1:-build}
 asan=${2:-build-asan}
 status=0
 
-echo "== tests ($build)"
-meson test -C "$build" --print-errorlogs --num-processes 2 || status=1
-echo "== unit tests under AddressSanitizer + UBSan ($asan)"
+# Meson's per-test timeouts only catch hangs. On a busy machine (other builds, a CPU hog, CI's
+# neighbours) a test that takes 15 s idle can pass a 30 s timeout without hanging, so they scale
+# with the load when the check starts: twice the timeout on an idle machine, up to 8 times at a
+# load of 4 per CPU or more; the unit tests under the sanitizers (about twice as slow) get twice
+# that. HUSK_TIMEOUT_MULTIPLIER overrides it.
+mult=${HUSK_TIMEOUT_MULTIPLIER:-$(awk -v n="$(nproc)" '{ m = int($1 / n + 0.999); if (m < 1) m = 1; if (m > 4) m = 4; print 2 * m }' /proc/loadavg)}
+echo "== tests ($build), timeouts x$mult (load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) CPUs)"
+meson test -C "$build" --print-errorlogs --num-processes 2 --timeout-multiplier "$mult" || status=1
+echo "== unit tests under AddressSanitizer + UBSan ($asan), timeouts x$((2 * mult))"
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	meson test -C "$asan" --no-rebuild --suite unit --print-errorlogs --num-processes 2 || status=1
+	meson test -C "$asan" --no-rebuild --suite unit --print-errorlogs --num-processes 2 \
+	--timeout-multiplier "$((2 * mult))" || status=1
 echo "== format"
 if command -v clang-format >/dev/null && git rev-parse --git-dir >/dev/null 2>&1; then
 	if git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror >/tmp/husk-format.log 2>&1; then
