@@ -740,6 +740,7 @@ long sys_setns(struct task *t, const struct syscall_args *args)
 			     CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP |
 			     0x80 /* CLONE_NEWTIME */;
 	int fd = (int)args->a[0], nstype = (int)args->a[1], type;
+	struct task *from = NULL;
 	struct thread_group *tg;
 	struct nsproxy *ns;
 	struct file *f;
@@ -749,6 +750,18 @@ long sys_setns(struct task *t, const struct syscall_args *args)
 	if (!f)
 		return -EBADF;
 	type = proc_ns_file_get(f, &ns);
+	if (type == CLONE_NEWNS) {
+		/* Mount namespaces live in fs contexts: the one the process is in now. */
+		from = proc_ns_file_task(f);
+		nsproxy_put(ns);
+		file_put(f);
+		if (nstype && nstype != type)
+			ret = -EINVAL;
+		else
+			ret = from ? vfs_mnt_ns_enter(t, from) : -ESRCH;
+		task_put(from);
+		return ret;
+	}
 	file_put(f);
 	if (type > 0) {
 		if (nstype && nstype != type)
@@ -770,6 +783,8 @@ long sys_setns(struct task *t, const struct syscall_args *args)
 		/* A pidfd's pid namespace is the process's own (Linux's nsset from a task). */
 		ns = task_get_nsproxy_active(tg->leader);
 		ret = ns ? 0 : -ENOMEM;
+		from = tg->leader;
+		task_get(from);
 	} else {
 		ret = -ESRCH;
 	}
@@ -777,7 +792,12 @@ long sys_setns(struct task *t, const struct syscall_args *args)
 	tg_put(tg);
 	if (ret < 0)
 		return ret;
-	ret = nsproxy_setns(t, ns, (uint64_t)nstype);
+	/* The others first (a user namespace gives the capabilities), then the mounts. */
+	if (nstype & ~CLONE_NEWNS)
+		ret = nsproxy_setns(t, ns, (uint64_t)nstype & ~(uint64_t)CLONE_NEWNS);
+	if (ret == 0 && (nstype & CLONE_NEWNS))
+		ret = vfs_mnt_ns_enter(t, from);
 	nsproxy_put(ns);
+	task_put(from);
 	return ret;
 }

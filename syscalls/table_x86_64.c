@@ -293,8 +293,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"IPv4 only), CLONE_NEWPID (the caller's pid_for_children), all in the sentry; cgroup, "
 		"time: EPERM"),
 	PARTIAL(setns,
-		"/proc/PID/ns/{uts,ipc,user,net,pid} and pidfds (CLONE_NEWUTS, "
-		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID); other types: EINVAL"),
+		"/proc/PID/ns/{uts,ipc,user,net,pid,mnt} and pidfds (CLONE_NEWUTS, "
+		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWNS: the mount "
+		"namespace the process is in at the call, not at the open); other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

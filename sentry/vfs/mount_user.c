@@ -1460,6 +1460,62 @@ int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner)
 	return r;
 }
 
+int vfs_mnt_ns_enter(struct task *t, struct task *from)
+{
+	struct fs_context *fs = t->fs, *src = from->fs;
+	struct vfs_path root, old_root, old_cwd;
+	struct vfs_mnt_ns *ns = NULL, *old_ns;
+	struct user_ns *owner;
+	struct vfs_mount *top;
+
+	if (!fs || !src)
+		return -EINVAL;
+	/* Linux's mntns_install: the caller's fs context is its own (no CLONE_FS sharers). */
+	if (refcount_read(&fs->ref) != 1)
+		return -EINVAL;
+	pthread_mutex_lock(&op_lock);
+	pthread_mutex_lock(&src->lock);
+	if (src->mnt_ns) {
+		ns = src->mnt_ns;
+		vfs_mnt_ns_get(ns);
+	}
+	vfs_path_copy(&root, &src->root);
+	pthread_mutex_unlock(&src->lock);
+	owner = ns ? ns->owner : nsproxy_initial(t->k)->user;
+	if (!task_ns_capable(t, owner, CAP_SYS_ADMIN) ||
+	    !task_ns_capable(t, task_nsproxy(t)->user, CAP_SYS_CHROOT) ||
+	    !task_ns_capable(t, task_nsproxy(t)->user, CAP_SYS_ADMIN)) {
+		pthread_mutex_unlock(&op_lock);
+		vfs_path_put(&root);
+		vfs_mnt_ns_put(ns);
+		return -EPERM;
+	}
+	/* The root and cwd become the namespace's top, and what is mounted on it (LOOKUP_DOWN). */
+	vfs_mount_read_lock();
+	top = ns ? ns->root : tree_top(root.mnt);
+	vfs_mount_get(top);
+	vfs_mount_read_unlock();
+	vfs_path_put(&root);
+	root.mnt = top; /* the reference just taken */
+	root.node = top->root;
+	vfs_node_get(root.node);
+	vfs_path_follow_mounts(&root);
+	pthread_mutex_lock(&fs->lock);
+	old_root = fs->root;
+	old_cwd = fs->cwd;
+	vfs_path_copy(&fs->root, &root);
+	vfs_path_copy(&fs->cwd, &root);
+	old_ns = fs->mnt_ns;
+	fs->mnt_ns = ns; /* the reference taken above */
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&op_lock);
+	vfs_path_put(&root);
+	vfs_path_put(&old_root);
+	vfs_path_put(&old_cwd);
+	vfs_mnt_ns_put(old_ns);
+	return 0;
+}
+
 uint64_t vfs_mnt_ns_ino(struct task *t)
 {
 	uint64_t ino = 0;

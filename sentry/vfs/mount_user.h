@@ -98,6 +98,13 @@ int vfs_mnt_ns_unshare(struct fs_context *fs, struct user_ns *owner);
 void vfs_mnt_ns_get(struct vfs_mnt_ns *ns);
 void vfs_mnt_ns_put(struct vfs_mnt_ns *ns);
 /*
+ * setns(CLONE_NEWNS) of t into the mount namespace from is in now (the sandbox's own tree when
+ * from has none), as Linux's mntns_install: -EINVAL when t's fs context is shared (CLONE_FS),
+ * -EPERM without CAP_SYS_ADMIN over the namespace's owner and CAP_SYS_CHROOT and CAP_SYS_ADMIN
+ * in t's user namespace; t's root and cwd become the namespace's top. 0 or -errno.
+ */
+int vfs_mnt_ns_enter(struct task *t, struct task *from);
+/*
  * The identity of t's mount namespace (the inode number /proc/PID/ns/mnt shows), or 0 when t
  * is in its sandbox's (or pod member's) own tree: the caller keeps its own number for those.
  */

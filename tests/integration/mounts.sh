@@ -45,6 +45,15 @@ for u in -m -Urm; do
 			umount m && cat l/f && cd / && umount $d && rmdir $d'
 done
 
+# nsenter -m (setns(CLONE_NEWNS) through /proc/PID/ns/mnt) into a namespace with a tmpfs on /mnt
+# that only it has; the holder waits on a FIFO, so nothing sleeps.
+same "nsenter -t PID -m sees the namespace's mounts" -- \
+	sh -c 'd=$(mktemp -d); mkfifo $d/up $d/go
+		unshare -m sh -c "mount -t tmpfs x /mnt && touch /mnt/inside && echo \$\$ > $d/up && read x < $d/go" &
+		read pid < $d/up; ls /mnt | grep -c inside; nsenter -t $pid -m ls /mnt
+		nsenter -t $pid -m sh -c "pwd; grep -c \" /mnt \" /proc/self/mountinfo"
+		echo > $d/go; wait; rm -rf $d'
+
 # chroot into a directory holding busybox-static: ls / shows the directory, cd .. stays there.
 same "chroot DIR busybox sh: ls /; cd ..; ls" -- \
 	sh -c 'd=$(mktemp -d) && mkdir $d/bin && cp /bin/busybox $d/bin/ && touch $d/marker &&

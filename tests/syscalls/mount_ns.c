@@ -4,7 +4,9 @@
  * tree (new mount ids, the same filesystems), mounts and umounts on either side stay there,
  * /proc/PID/mountinfo shows PID's namespace, the cwd moves onto the copy; CLONE_NEWNS with
  * CLONE_FS is EINVAL. pivot_root's errors and the pivot_root(".", ".") + umount2(".",
- * MNT_DETACH) idiom of runc and systemd. Natively everything runs below a private tmpfs in a
+ * MNT_DETACH) idiom of runc and systemd. setns(CLONE_NEWNS) through /proc/PID/ns/mnt and a
+ * pidfd (root and cwd at the namespace's top; EINVAL with a thread sharing the fs context or a
+ * wrong nstype, EPERM without capabilities), as nsenter -m and runc exec use it. Natively everything runs below a private tmpfs in a
  * namespace of the program's own, so nothing reaches the host's mount table.
  */
 #include <errno.h>
@@ -15,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,12 +208,123 @@ static void pivot(void)
 	CHECK(mount_id(at("nr")) < 0, "the child's new root shows here");
 }
 
+static void *idle_thread(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+
+	return read(fd, &c, 1) < 0 ? NULL : arg;
+}
+
+/* Child side of setns: joins the namespace of fd, checks what it sees there. */
+static void setns_child(int fd, int home)
+{
+	char cwd[256];
+	struct stat a, b;
+
+	CHECK_ERR(setns(fd, CLONE_NEWNET), EINVAL);
+	CHECK_RET(setns(fd, CLONE_NEWNS), 0);
+	CHECK_RET(access(at("sn/f"), F_OK), 0);
+	/* Root and cwd are the namespace's top: / (the sandbox's root in husk). */
+	CHECK(getcwd(cwd, sizeof(cwd)) && !strcmp(cwd, "/"), "cwd after setns: %s", cwd);
+	CHECK(stat("/proc/self/ns/mnt", &a) == 0 && fstat(fd, &b) == 0 && a.st_ino == b.st_ino,
+	      "/proc/self/ns/mnt is not the joined namespace");
+	/* Back home through an fd opened before: the namespace's mount is not there. */
+	CHECK_RET(setns(home, 0), 0);
+	CHECK_ERR(access(at("sn/f"), F_OK), ENOENT);
+}
+
+static void setns_mnt(void)
+{
+	int go[2], ready[2], fd, home, pfd, st;
+	pthread_t th;
+	pid_t a, c;
+	char path[64], x;
+
+	CHECK_RET(mkdir(at("sn"), 0755), 0);
+	CHECK_RET(pipe(go), 0);
+	CHECK_RET(pipe(ready), 0);
+	fflush(stdout);
+	a = fork();
+	if (a == 0) {
+		/* The namespace to join: a tmpfs with a file that only it has. */
+		if (unshare(CLONE_NEWNS) < 0 || mount("sn", at("sn"), "tmpfs", 0, NULL) < 0 ||
+		    touch(at("sn/f")) < 0)
+			_exit(2);
+		mountns_step(go[0], ready[1]);
+		_exit(0);
+	}
+	CHECK_RET(read(ready[0], &x, 1), 1);
+	CHECK_ERR(access(at("sn/f"), F_OK), ENOENT);
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", a);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	home = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && home >= 0, "open ns files: %s", strerror(errno));
+
+	/* A thread sharing the fs context: EINVAL, as Linux (fs->users != 1). */
+	CHECK_RET(pthread_create(&th, NULL, idle_thread, &go[0]), 0);
+	CHECK_ERR(setns(fd, CLONE_NEWNS), EINVAL);
+
+	fflush(stdout);
+	c = fork();
+	if (c == 0) {
+		checks_passed = checks_failed = 0;
+		setns_child(fd, home);
+		fflush(stdout);
+		_exit(checks_failed ? 1 : 0);
+	}
+	CHECK(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "setns child failed");
+
+	/* Through a pidfd, as runc exec joins a container's namespaces. */
+	pfd = (int)syscall(SYS_pidfd_open, a, 0);
+	CHECK(pfd >= 0, "pidfd_open: %s", strerror(errno));
+	fflush(stdout);
+	c = fork();
+	if (c == 0) {
+		checks_passed = checks_failed = 0;
+		CHECK_RET(setns(pfd, CLONE_NEWNS), 0);
+		CHECK_RET(access(at("sn/f"), F_OK), 0);
+		fflush(stdout);
+		_exit(checks_failed ? 1 : 0);
+	}
+	CHECK(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "pidfd setns child failed");
+
+	/* Without CAP_SYS_ADMIN: EPERM. */
+	fflush(stdout);
+	c = fork();
+	if (c == 0) {
+		checks_passed = checks_failed = 0;
+		if (setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		CHECK_ERR(setns(fd, CLONE_NEWNS), EPERM);
+		fflush(stdout);
+		_exit(checks_failed ? 1 : 0);
+	}
+	CHECK(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "unprivileged setns child failed");
+
+	CHECK_RET(write(go[1], "xx", 2), 2); /* ends the thread and the namespace's holder */
+	CHECK_RET(pthread_join(th, NULL), 0);
+	CHECK(waitpid(a, &st, 0) == a && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "namespace holder failed (status %d)", st);
+	close(fd);
+	close(home);
+	close(pfd);
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
+}
+
 static void body(void)
 {
 	if (!mountns_enter(T, sizeof(T)))
 		return;
 	unshare_isolation();
 	clone_newns();
+	setns_mnt();
 	pivot();
 	CHECK_RET(umount2(T, 0), 0);
 }

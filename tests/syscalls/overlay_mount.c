@@ -18,9 +18,9 @@
 #define OVERLAYFS_SUPER_MAGIC 0x794c7630
 
 /* Expects string got to equal want. */
-#define CHECK_STR(got, want)                                                    \
-	do {                                                                    \
-		const char *_g = (got);                                         \
+#define CHECK_STR(got, want)                                                            \
+	do {                                                                            \
+		const char *_g = (got);                                                 \
 		CHECK(!strcmp(_g, (want)), "%s: \"%s\", not \"%s\"", #got, _g, (want)); \
 	} while (0)
 

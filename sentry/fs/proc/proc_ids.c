@@ -800,3 +800,10 @@ int proc_ns_file_get(struct file *f, struct nsproxy **ns)
 	*ns = f->priv;
 	return (int)ns_clone_flags[type];
 }
+
+struct task *proc_ns_file_task(struct file *f)
+{
+	if (f->ops != &ns_fops || !f->node)
+		return NULL;
+	return pseudo_node_task(pseudo_node_of(f->node));
+}

@@ -40,6 +40,12 @@ int proc_ns_file_name(struct file *f, char *buf, size_t len);
  */
 struct nsproxy;
 int proc_ns_file_get(struct file *f, struct nsproxy **ns);
+/*
+ * The process an opened /proc/PID/ns/X names (a new reference), or NULL when it is gone or f is
+ * no namespace: setns(CLONE_NEWNS) joins the mount namespace it is in at the time of the call.
+ */
+struct task;
+struct task *proc_ns_file_task(struct file *f);
 
 /* The links of /proc/PID/ns, Linux's names and order. */
 extern const struct pseudo_ent proc_ns_ents[];
