@@ -375,5 +375,6 @@ SYSCALL_DECL(move_mount);
 SYSCALL_DECL(fsopen);
 SYSCALL_DECL(fsconfig);
 SYSCALL_DECL(fsmount);
+SYSCALL_DECL(mount_setattr);
 
 #endif

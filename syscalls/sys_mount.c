@@ -788,6 +788,97 @@ long sys_open_tree(struct task *t, const struct syscall_args *args)
 	return r;
 }
 
+#define LINUX_MOUNT_ATTR_IDMAP 0x00100000
+#define LINUX_MOUNT_ATTR_NOSYMFOLLOW 0x00200000
+#define LINUX_MOUNT_ATTR_SIZE_VER0 32
+
+/* MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC as MS_* flags. */
+static int ms_flags_of_attr(uint64_t a)
+{
+	return (a & LINUX_MOUNT_ATTR_RDONLY ? MS_RDONLY : 0) |
+	       (a & LINUX_MOUNT_ATTR_NOSUID ? MS_NOSUID : 0) |
+	       (a & LINUX_MOUNT_ATTR_NODEV ? MS_NODEV : 0) |
+	       (a & LINUX_MOUNT_ATTR_NOEXEC ? MS_NOEXEC : 0);
+}
+
+/*
+ * mount_setattr(2): the flags, atime choice and propagation of a mount (AT_RECURSIVE: and its
+ * submounts). MOUNT_ATTR_IDMAP (idmapped mounts) and NOSYMFOLLOW: EINVAL; NODIRATIME is taken
+ * and not kept (the sentry keeps no directory atimes apart).
+ */
+long sys_mount_setattr(struct task *t, const struct syscall_args *args)
+{
+	const uint64_t valid = LINUX_MOUNT_ATTR_RDONLY | LINUX_MOUNT_ATTR_NOSUID |
+			       LINUX_MOUNT_ATTR_NODEV | LINUX_MOUNT_ATTR_NOEXEC |
+			       LINUX_MOUNT_ATTR__ATIME | LINUX_MOUNT_ATTR_NODIRATIME |
+			       LINUX_MOUNT_ATTR_IDMAP | LINUX_MOUNT_ATTR_NOSYMFOLLOW;
+	unsigned int flags = (unsigned int)args->a[2];
+	size_t size = (size_t)args->a[4];
+	uint64_t a[4] = { 0 }; /* attr_set, attr_clr, propagation, userns_fd */
+	int atime = 0, prop;
+	struct vfs_path p;
+	long r;
+
+	if (flags &
+	    ~(unsigned int)(AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW))
+		return -EINVAL;
+	if (size < LINUX_MOUNT_ATTR_SIZE_VER0)
+		return -EINVAL;
+	if (size > 4096)
+		return -E2BIG;
+	if (mm_copy_in(t->mm, a, args->a[3], sizeof(a)) != sizeof(a))
+		return -EFAULT;
+	/* A larger struct of a newer caller: its extra bytes must be zero (copy_struct_from_user). */
+	for (size_t off = sizeof(a); off < size; off++) {
+		uint8_t b;
+
+		if (mm_copy_in(t->mm, &b, args->a[3] + off, 1) != 1)
+			return -EFAULT;
+		if (b)
+			return -E2BIG;
+	}
+	if ((a[0] | a[1]) & ~valid)
+		return -EINVAL;
+	prop = (int)a[2];
+	if (a[2] & ~(uint64_t)(MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE) ||
+	    (prop & (prop - 1)))
+		return -EINVAL;
+	/* The atime values are an enum: changing it takes MOUNT_ATTR__ATIME in attr_clr. */
+	if (a[1] & LINUX_MOUNT_ATTR__ATIME) {
+		if ((a[1] & LINUX_MOUNT_ATTR__ATIME) != LINUX_MOUNT_ATTR__ATIME)
+			return -EINVAL;
+		switch (a[0] & LINUX_MOUNT_ATTR__ATIME) {
+		case 0:
+			atime = MS_RELATIME;
+			break;
+		case LINUX_MOUNT_ATTR_NOATIME:
+			atime = MS_NOATIME;
+			break;
+		case LINUX_MOUNT_ATTR_STRICTATIME:
+			atime = MS_STRICTATIME;
+			break;
+		default:
+			return -EINVAL;
+		}
+	} else if (a[0] & LINUX_MOUNT_ATTR__ATIME) {
+		return -EINVAL;
+	}
+	if ((a[0] | a[1]) & (LINUX_MOUNT_ATTR_IDMAP | LINUX_MOUNT_ATTR_NOSYMFOLLOW))
+		return -EINVAL;
+	if (!a[0] && !a[1] && !a[2])
+		return 0; /* nothing to do: Linux does not look the path up */
+	if (!vfs_may_mount(t))
+		return -EPERM;
+	r = lookup_at_arg(t, (int)args->a[0], args->a[1], flags & AT_EMPTY_PATH,
+			  !(flags & AT_SYMLINK_NOFOLLOW), &p);
+	if (r < 0)
+		return r;
+	r = vfs_mount_setattr(t, &p, ms_flags_of_attr(a[0]), ms_flags_of_attr(a[1]), atime, prop,
+			      flags & LINUX_AT_RECURSIVE);
+	vfs_path_put(&p);
+	return r;
+}
+
 /* move_mount(2): attaches a detached tree (open_tree, fsmount) or moves a mount. */
 long sys_move_mount(struct task *t, const struct syscall_args *args)
 {

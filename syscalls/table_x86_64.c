@@ -286,6 +286,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(fsconfig, "SET_FLAG, SET_STRING and CMD_CREATE (options checked at create); other "
 			  "commands EOPNOTSUPP"),
 	PARTIAL(fsmount, "MOUNT_ATTR_RDONLY, NOSUID, NODEV, NOEXEC and the atime choice"),
+	PARTIAL(mount_setattr,
+		"RDONLY, NOSUID, NODEV, NOEXEC, the atime choice and propagation, "
+		"AT_RECURSIVE, on attached or open_tree mounts; MOUNT_ATTR_IDMAP and "
+		"NOSYMFOLLOW: EINVAL; NODIRATIME accepted, not kept"),
 	PARTIAL(unshare,
 		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree, owned by the caller's "
 		"user namespace), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "

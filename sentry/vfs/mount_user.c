@@ -1104,6 +1104,48 @@ int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bo
 	return r;
 }
 
+int vfs_mount_setattr(struct task *t, const struct vfs_path *p, int set, int clr, int atime,
+		      int propagation, bool rec)
+{
+	struct mount_vec v = { 0 };
+	bool anon;
+	int err;
+
+	pthread_mutex_lock(&op_lock);
+	vfs_mount_read_lock();
+	anon = tree_top(p->mnt)->anon_tree;
+	vfs_mount_read_unlock();
+	/* A mount of t's tree, or of a detached one open_tree made (runc: open_tree, then this). */
+	if (!is_mount_root(p) || (!anon && !in_task_tree(t, p->mnt))) {
+		err = -EINVAL;
+		goto out;
+	}
+	vfs_mount_read_lock();
+	err = rec ? collect(p->mnt, &v) : vec_push(&v, p->mnt);
+	vfs_mount_read_unlock();
+	/* All or nothing (Linux's mount_setattr_prepare): the locked flags of every mount first. */
+	for (size_t i = 0; !err && i < v.n; i++) {
+		int f = (__atomic_load_n(&v.v[i]->flags, __ATOMIC_ACQUIRE) & ~clr) | set;
+
+		if (!can_change_locked_flags(v.v[i], f | atime))
+			err = -EPERM;
+	}
+	for (size_t i = 0; !err && i < v.n; i++) {
+		struct vfs_mount *m = v.v[i];
+		int f = (__atomic_load_n(&m->flags, __ATOMIC_ACQUIRE) & ~clr) | set;
+
+		vfs_mount_set_flags(m, f & VFS_MNT_FLAGS);
+		if (atime && m->label)
+			label_set_atime(m->label, atime);
+	}
+	if (!err && propagation)
+		err = mount_change_type_locked(t, p, propagation, rec);
+out:
+	pthread_mutex_unlock(&op_lock);
+	vec_put(&v);
+	return err;
+}
+
 static int mount_move_locked(struct task *t, const struct vfs_path *src, const struct vfs_path *at)
 {
 	struct vfs_mount *m = src->mnt, *old_parent;

@@ -75,6 +75,15 @@ int vfs_mount_attach_tree(struct task *t, struct vfs_mount *m, const struct vfs_
 int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool bind);
 /* MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE (type), with rec for the submounts. */
 int vfs_mount_change_type(struct task *t, const struct vfs_path *p, int type, bool rec);
+/*
+ * mount_setattr(2) of the mount whose root is p (with rec, its submounts too): flags set and clr
+ * (MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC), atime (0 to keep, else MS_NOATIME, MS_RELATIME
+ * or MS_STRICTATIME), propagation (0 or a type as vfs_mount_change_type). p may be a detached
+ * tree of open_tree. 0, -EINVAL (not a mount's root), -EPERM (a locked flag would change; no
+ * mount changes then), -ENOMEM.
+ */
+int vfs_mount_setattr(struct task *t, const struct vfs_path *p, int set, int clr, int atime,
+		      int propagation, bool rec);
 /* MS_MOVE of the mount whose root is src onto at. 0, -EINVAL or -ELOOP. */
 int vfs_mount_move(struct task *t, const struct vfs_path *src, const struct vfs_path *at);
 /*
