@@ -221,8 +221,12 @@ static void check_system(void)
 		      "uptime %s", buf);
 	}
 	CHECK(slurp("/proc/loadavg", buf, sizeof(buf)) > 0 && strchr(buf, '/'), "loadavg");
-	CHECK(slurp("/proc/filesystems", buf, sizeof(buf)) > 0 && strstr(buf, "\tproc\n"),
-	      "filesystems");
+	/* The types a guest mounts: util-linux and systemd read the list. */
+	CHECK(slurp("/proc/filesystems", buf, sizeof(buf)) > 0 && strstr(buf, "\tproc\n") &&
+		      strstr(buf, "nodev\ttmpfs\n") && strstr(buf, "nodev\tcgroup2\n") &&
+		      strstr(buf, "nodev\tdevpts\n") && strstr(buf, "nodev\tmqueue\n") &&
+		      strstr(buf, "nodev\toverlay\n"),
+	      "filesystems: %s", buf);
 	{
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 

@@ -315,8 +315,9 @@ static int gen_version(struct pseudo_node *n, FILE *out)
 
 static int gen_filesystems(struct pseudo_node *n, FILE *out)
 {
-	fputs("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tdevpts\nnodev\toverlay\n"
-	      "nodev\t9p\nnodev\tpipefs\nnodev\tanon_inodefs\n",
+	/* What a guest can mount (sys_mount.c) and what mountinfo shows, in Linux's order. */
+	fputs("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup2\nnodev\tpipefs\n"
+	      "nodev\tdevpts\nnodev\tmqueue\nnodev\t9p\nnodev\toverlay\nnodev\tanon_inodefs\n",
 	      out);
 	return 0;
 }
