@@ -24,6 +24,7 @@
 #include "sentry/fs/proc/proc_ids.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/pidns.h"
 #include "sentry/vfs/vfs.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/internal.h"
@@ -462,7 +463,8 @@ static int nl_target_ns(struct task *ct, const struct rtattr *pid, const struct 
 			struct nsproxy **ns)
 {
 	if (pid && RTA_PAYLOAD(pid) >= 4) {
-		struct task *t = kernel_find_task(ct->k, *(const int32_t *)RTA_DATA(pid));
+		/* The pid as ct's pid namespace numbers it (ip link set X netns PID). */
+		struct task *t = task_find_vtask(ct, *(const int32_t *)RTA_DATA(pid));
 
 		if (!t)
 			return -ESRCH;

@@ -54,6 +54,10 @@ compare "unshare -n: /proc/net/tcp and /proc/self/net/unix of the new namespace 
 	'unshare -n sh -c "wc -l < /proc/net/tcp; wc -l < /proc/self/net/unix"'
 compare "veth pair between two network namespaces: addresses, routes, TCP and UDP over it" \
 	"sh $(cd "$(dirname "$0")" && pwd)/netns_veth_check.sh"
+# The same in a pid namespace of its own: ip link set netns PID names the pid as the caller's
+# namespace numbers it.
+compare "veth pair, from inside unshare -pf: ip link set netns PID in the caller's numbering" \
+	"unshare -pf --mount-proc sh $(cd "$(dirname "$0")" && pwd)/netns_veth_check.sh"
 compare "unshare -fp --mount-proc ps -o pid,comm: pid 1 and its own processes only" \
 	'unshare -fp --mount-proc ps -o pid,comm'
 compare "unshare -mpf --mount-proc: a tmpfs on /mnt, then ps" \
