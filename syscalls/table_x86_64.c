@@ -274,8 +274,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"mounts; other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
 			 "EBUSY (Linux remounts it read-only)"),
-	PARTIAL(pivot_root, "moves the caller's root and cwd only (Linux: every process's); the "
-			    "sandbox's own root is its tree's top (EINVAL, as Linux's rootfs)"),
+	PARTIAL(pivot_root, "the sandbox's own root is its tree's top (EINVAL, as Linux's rootfs); "
+			    "roots and cwds at the old root move, as Linux"),
 	PARTIAL(open_tree, "OPEN_TREE_CLONE copies are freed with their fd only when not "
 			   "recursive; attributes of open_tree_attr not supported"),
 	PARTIAL(move_mount, "attaches open_tree/fsmount trees or moves mounts; no "

@@ -1256,6 +1256,87 @@ int vfs_umount(struct task *t, const struct vfs_path *p, int flags)
 
 /* --- pivot_root --- */
 
+/* The kernel's (sentry/kernel/pid.c): weak, as the vfs unit tests link without it. */
+#pragma weak pid_for_each_task
+
+struct fs_vec {
+	struct fs_context **v;
+	size_t n, cap;
+};
+
+/* Adds t's fs context (a new reference) to the vector, once. tree_lock held. */
+static int collect_fs(struct task *t, void *arg)
+{
+	struct fs_vec *fv = arg;
+	struct fs_context *fs = task_get_fs(t);
+
+	if (!fs)
+		return 0;
+	for (size_t i = 0; i < fv->n; i++) {
+		if (fv->v[i] == fs) {
+			fs_context_put(fs);
+			return 0;
+		}
+	}
+	if (fv->n == fv->cap) {
+		size_t ncap = fv->cap ? fv->cap * 2 : 16;
+		struct fs_context **nv = realloc(fv->v, ncap * sizeof(*nv));
+
+		if (!nv) {
+			fs_context_put(fs);
+			return -ENOMEM;
+		}
+		fv->v = nv;
+		fv->cap = ncap;
+	}
+	fv->v[fv->n++] = fs;
+	return 0;
+}
+
+/* Moves fs's root and cwd from old to new where they are exactly old. */
+static void move_fs_refs(struct fs_context *fs, const struct vfs_path *old,
+			 const struct vfs_path *new)
+{
+	struct vfs_path put[2] = { 0 };
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->root.mnt == old->mnt && fs->root.node == old->node) {
+		put[0] = fs->root;
+		vfs_path_copy(&fs->root, new);
+	}
+	if (fs->cwd.mnt == old->mnt && fs->cwd.node == old->node) {
+		put[1] = fs->cwd;
+		vfs_path_copy(&fs->cwd, new);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (put[0].mnt)
+		vfs_path_put(&put[0]);
+	if (put[1].mnt)
+		vfs_path_put(&put[1]);
+}
+
+/*
+ * Linux's chroot_fs_refs after pivot_root: every process whose root or cwd is the old root (its
+ * mount and node: so only in the caller's mount namespace) gets the new one. The caller's own
+ * context first, so that it moves even when the process table cannot be walked (out of memory).
+ */
+static void chroot_fs_refs(struct task *t, const struct vfs_path *old, const struct vfs_path *new)
+{
+	struct fs_vec fv = { 0 };
+
+	move_fs_refs(t->fs, old, new);
+	if (!pid_for_each_task) /* the unit tests' fake kernel has no process table */
+		return;
+	pthread_mutex_lock(&t->k->tree_lock);
+	pid_for_each_task(t->k, collect_fs, &fv);
+	pthread_mutex_unlock(&t->k->tree_lock);
+	for (size_t i = 0; i < fv.n; i++) {
+		move_fs_refs(fv.v[i], old, new);
+		fs_context_put(fv.v[i]);
+	}
+	free(fv.v);
+}
+
 /* Whether m is attached in the tree whose top is top (mount lock held). */
 static bool in_tree_locked(struct vfs_mount *m, struct vfs_mount *top)
 {
@@ -1341,19 +1422,9 @@ static int pivot_root_locked(struct task *t, const struct vfs_path *new_root,
 	vfs_node_put(ex_mp);
 	vfs_mount_put(root_parent);
 	vfs_node_put(root_mp);
-	/* Linux's chroot_fs_refs, for the caller's context: root and cwd at the old root move. */
 	newp.mnt = nm;
 	newp.node = nm->root;
-	pthread_mutex_lock(&t->fs->lock);
-	if (t->fs->root.mnt == root.mnt && t->fs->root.node == root.node) {
-		vfs_path_put(&t->fs->root);
-		vfs_path_copy(&t->fs->root, &newp);
-	}
-	if (t->fs->cwd.mnt == root.mnt && t->fs->cwd.node == root.node) {
-		vfs_path_put(&t->fs->cwd);
-		vfs_path_copy(&t->fs->cwd, &newp);
-	}
-	pthread_mutex_unlock(&t->fs->lock);
+	chroot_fs_refs(t, &root, &newp);
 	vfs_path_put(&root);
 	return 0;
 }

@@ -4,7 +4,8 @@
  * tree (new mount ids, the same filesystems), mounts and umounts on either side stay there,
  * /proc/PID/mountinfo shows PID's namespace, the cwd moves onto the copy; CLONE_NEWNS with
  * CLONE_FS is EINVAL. pivot_root's errors and the pivot_root(".", ".") + umount2(".",
- * MNT_DETACH) idiom of runc and systemd. setns(CLONE_NEWNS) through /proc/PID/ns/mnt and a
+ * MNT_DETACH) idiom of runc and systemd, which moves other processes' roots and cwds at the old
+ * root too. setns(CLONE_NEWNS) through /proc/PID/ns/mnt and a
  * pidfd (root and cwd at the namespace's top; EINVAL with a thread sharing the fs context or a
  * wrong nstype, EPERM without capabilities), as nsenter -m and runc exec use it. Natively everything runs below a private tmpfs in a
  * namespace of the program's own, so nothing reaches the host's mount table.
@@ -164,6 +165,8 @@ static void pivot(void)
 	pid = fork();
 	if (pid == 0) {
 		struct stat before, after;
+		int go[2], ost = 0;
+		pid_t other;
 
 		checks_passed = checks_failed = 0;
 		CHECK_RET(unshare(CLONE_NEWNS), 0);
@@ -178,10 +181,32 @@ static void pivot(void)
 		CHECK_ERR(syscall(SYS_pivot_root, at("nr"), at("a")), EINVAL);
 		CHECK_ERR(syscall(SYS_pivot_root, "/", "/"), EBUSY);
 		CHECK_RET(stat(at("nr"), &before), 0);
+		/*
+		 * Another process of the namespace, root and cwd at the old root: pivot_root
+		 * moves both to the new root (Linux's chroot_fs_refs).
+		 */
+		CHECK_RET(pipe(go), 0);
+		fflush(stdout);
+		other = fork();
+		if (other == 0) {
+			char cwd[64] = "";
+
+			if (chdir("/") < 0)
+				_exit(2);
+			mountns_step(go[0], -1);
+			if (access("/inside", F_OK) < 0 || !getcwd(cwd, sizeof(cwd)) ||
+			    strcmp(cwd, "/") || access("inside", F_OK) < 0)
+				_exit(4);
+			_exit(0);
+		}
 		/* runc's idiom: pivot_root(".", "."), then the old root lazily away. */
 		CHECK_RET(chdir(at("nr")), 0);
 		CHECK_RET(syscall(SYS_pivot_root, ".", "."), 0);
 		CHECK_RET(umount2(".", MNT_DETACH), 0);
+		CHECK_RET(write(go[1], "x", 1), 1);
+		CHECK(other > 0 && waitpid(other, &ost, 0) == other && WIFEXITED(ost) &&
+			      WEXITSTATUS(ost) == 0,
+		      "the other process did not move to the new root (status %d)", ost);
 		CHECK_RET(chdir("/"), 0);
 		CHECK_RET(stat("/", &after), 0);
 		CHECK(before.st_dev == after.st_dev && before.st_ino == after.st_ino,
