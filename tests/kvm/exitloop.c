@@ -26,8 +26,8 @@
 
 static const uint8_t guest_code[] = {
 	0xe6, GUEST_PORT, /* out %al, $0x10 */
-	0x40,             /* inc %ax (16-bit) */
-	0xeb, 0xfb,       /* jmp back to the out */
+	0x40, /* inc %ax (16-bit) */
+	0xeb, 0xfb, /* jmp back to the out */
 };
 
 static double now_us(void)
@@ -59,7 +59,8 @@ int main(int argc, char **argv)
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	if (vm < 0)
 		return fail("KVM_CREATE_VM");
-	uint8_t *mem = mmap(NULL, GUEST_MEM, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint8_t *mem =
+		mmap(NULL, GUEST_MEM, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return fail("mmap");
 	memcpy(mem, guest_code, sizeof(guest_code));
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
 	sregs.cs.selector = 0;
 	if (ioctl(vcpu, KVM_SET_SREGS, &sregs) < 0)
 		return fail("KVM_SET_SREGS");
-	struct kvm_regs regs = {.rip = 0, .rflags = 2};
+	struct kvm_regs regs = { .rip = 0, .rflags = 2 };
 	if (ioctl(vcpu, KVM_SET_REGS, &regs) < 0)
 		return fail("KVM_SET_REGS");
 
@@ -106,7 +107,8 @@ int main(int argc, char **argv)
 			}
 			uint8_t al = *((uint8_t *)run + run->io.data_offset);
 			if (al != (uint8_t)expect) {
-				fprintf(stderr, "exitloop: guest wrote %u, expected %u\n", al, (uint8_t)expect);
+				fprintf(stderr, "exitloop: guest wrote %u, expected %u\n", al,
+					(uint8_t)expect);
 				return 1;
 			}
 			expect++;
