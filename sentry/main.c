@@ -70,6 +70,7 @@
 #include "runtime/control_pod.h"
 #include "sentry/confine.h"
 #include "sentry/control/control.h"
+#include "sentry/filter.h"
 #include "sentry/fs/gofer/client.h"
 #include "sentry/fs/gofer/gofer_fs.h"
 #include "sentry/fs/host/hostfile.h"
@@ -212,7 +213,7 @@ static void usage(void)
  */
 static int print_platforms(void)
 {
-	static const char *const names[] = { "ptrace", "seccomp" };
+	static const char *const names[] = { "ptrace", "seccomp", "kvm" };
 	const char *sep = "";
 	int fd = memfd_create("husk-platforms", MFD_CLOEXEC);
 
@@ -1512,6 +1513,8 @@ int main(int argc, char **argv)
 			  ret == -ENOENT ? "no such platform" : strerror(-ret));
 		return EXIT_SETUP;
 	}
+	if (!strcmp(k.platform->ops->name, "kvm"))
+		sentry_filter_allow_kvm();
 	k.platform->mem_base = k.mf.base;
 	k.platform->mem_alloc = platform_mem_alloc;
 	k.platform->mem_free = platform_mem_free;

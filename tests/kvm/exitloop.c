@@ -8,7 +8,6 @@
  * which is the least a system call costs on the KVM platform on this host (everything the
  * sentry does per call comes on top). Usage: exitloop [N [R]]; exits 77 without /dev/kvm.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>

@@ -43,34 +43,72 @@ static void bump_free(void *arg, uint64_t off, uint64_t len)
 	(void)arg, (void)off, (void)len;
 }
 
-#define CHECK(cond, ...)                                   \
-	do {                                               \
-		if (cond) {                                \
-			printf("ok: " __VA_ARGS__);        \
-		} else {                                   \
-			printf("FAIL: " __VA_ARGS__);      \
-			failures++;                        \
-		}                                          \
-		printf("\n");                              \
+#define CHECK(cond, ...)                              \
+	do {                                          \
+		if (cond) {                           \
+			printf("ok: " __VA_ARGS__);   \
+		} else {                              \
+			printf("FAIL: " __VA_ARGS__); \
+			failures++;                   \
+		}                                     \
+		printf("\n");                         \
 	} while (0)
 
 /* The guest program (offsets from CODE). */
 static const uint8_t guest[] = {
-	/* 0x00 */ 0xb8, 0x27, 0x00, 0x00, 0x00, /* mov $39, %eax */
-	/* 0x05 */ 0x0f, 0x05, /* syscall */
-	/* 0x07 */ 0x48, 0x89, 0x04, 0x25, 0x00, 0x00, 0x60, 0x00, /* mov %rax, 0x600000 */
-	/* 0x0f */ 0x8b, 0x04, 0x25, 0x00, 0x00, 0x70, 0x00, /* mov 0x700000, %eax */
-	/* 0x16 */ 0xc7, 0x04, 0x25, 0x00, 0x00, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00, /* movl $1, CODE */
+	/* 0x00 */ 0xb8,
+	0x27,
+	0x00,
+	0x00,
+	0x00, /* mov $39, %eax */
+	/* 0x05 */ 0x0f,
+	0x05, /* syscall */
+	/* 0x07 */ 0x48,
+	0x89,
+	0x04,
+	0x25,
+	0x00,
+	0x00,
+	0x60,
+	0x00, /* mov %rax, 0x600000 */
+	/* 0x0f */ 0x8b,
+	0x04,
+	0x25,
+	0x00,
+	0x00,
+	0x70,
+	0x00, /* mov 0x700000, %eax */
+	/* 0x16 */ 0xc7,
+	0x04,
+	0x25,
+	0x00,
+	0x00,
+	0x40,
+	0x00,
+	0x01,
+	0x00,
+	0x00,
+	0x00, /* movl $1, CODE */
 	/* 0x21 */ 0xcc, /* int3 */
 	/* 0x22 */ 0xf4, /* hlt */
-	/* 0x23 */ 0xe6, 0x80, /* out %al, $0x80 */
-	/* 0x25 */ 0x0f, 0x05, /* syscall */
-	/* 0x27 */ 0xeb, 0xfc, /* jmp 0x25 */
-	/* 0x29 */ 0xeb, 0xfe, /* jmp . */
-	/* 0x2b */ 0x0f, 0x01, 0xd9, /* vmmcall */
-	/* 0x2e */ 0x0f, 0x22, 0xd8, /* mov %rax, %cr3 */
-	/* 0x31 */ 0xcd, 0x80, /* int $0x80 */
-	/* 0x33 */ 0x0f, 0x0b, /* ud2 */
+	/* 0x23 */ 0xe6,
+	0x80, /* out %al, $0x80 */
+	/* 0x25 */ 0x0f,
+	0x05, /* syscall */
+	/* 0x27 */ 0xeb,
+	0xfc, /* jmp 0x25 */
+	/* 0x29 */ 0xeb,
+	0xfe, /* jmp . */
+	/* 0x2b */ 0x0f,
+	0x01,
+	0xd9, /* vmmcall */
+	/* 0x2e */ 0x0f,
+	0x22,
+	0xd8, /* mov %rax, %cr3 */
+	/* 0x31 */ 0xcd,
+	0x80, /* int $0x80 */
+	/* 0x33 */ 0x0f,
+	0x0b, /* ud2 */
 };
 
 static struct platform_ctx *ctx;
@@ -104,8 +142,8 @@ int main(int argc, char **argv)
 	}
 	int st = kvm_platform_selftest();
 	if (st < 0) {
-		printf("kvm-platform: the self-test fails on this host's KVM: %s%s\n", strerror(-st),
-		       argc > 2 ? "" : " (skipped)");
+		printf("kvm-platform: the self-test fails on this host's KVM: %s%s\n",
+		       strerror(-st), argc > 2 ? "" : " (skipped)");
 		return argc > 2 ? 1 : 77;
 	}
 	printf("ok: self-test\n");
@@ -136,7 +174,8 @@ int main(int argc, char **argv)
 	memcpy(base + code, guest, sizeof(guest));
 	CHECK(ops->as_map(as, CODE, 4096, PROT_READ | PROT_EXEC, (uint64_t)code) == 0, "map code");
 	CHECK(ops->as_map(as, DATA, 4096, PROT_READ | PROT_WRITE, (uint64_t)data) == 0, "map data");
-	CHECK(ops->as_map(as, STACK, 4096, PROT_READ | PROT_WRITE, (uint64_t)stack) == 0, "map stack");
+	CHECK(ops->as_map(as, STACK, 4096, PROT_READ | PROT_WRITE, (uint64_t)stack) == 0,
+	      "map stack");
 	CHECK(ops->as_map(as, 0x7ffe00000000ULL, 4096, PROT_READ, 0) == -EINVAL,
 	      "a mapping above PLATFORM_GUEST_MAX is refused");
 	CHECK(ops->as_map(as, CODE, 4096, PROT_READ, MEMSIZE) == -EINVAL,
@@ -170,7 +209,8 @@ int main(int argc, char **argv)
 		      ev.trapno == 14,
 	      "read of an unmapped page: kind %d sig %d code %d addr %#llx rip %#llx", ev.kind,
 	      ev.signo, ev.code, (unsigned long long)ev.addr, r.rip);
-	CHECK(*(uint64_t *)(base + data) == 4242, "the call's result was written to guest memory (%llu)",
+	CHECK(*(uint64_t *)(base + data) == 4242,
+	      "the call's result was written to guest memory (%llu)",
 	      (unsigned long long)*(uint64_t *)(base + data));
 	r.rip += 7;
 	ret = ops->ctx_switch(ctx, &r, &ev);
@@ -180,21 +220,25 @@ int main(int argc, char **argv)
 	      ev.code, (unsigned long long)ev.addr);
 	r.rip += 11;
 	ret = ops->ctx_switch(ctx, &r, &ev);
-	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGTRAP && r.rip == CODE + 0x22,
+	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGTRAP &&
+		      r.rip == CODE + 0x22,
 	      "int3: kind %d sig %d rip %#llx", ev.kind, ev.signo, r.rip);
 	ret = ops->ctx_switch(ctx, &r, &ev);
-	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV && r.rip == CODE + 0x22,
+	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV &&
+		      r.rip == CODE + 0x22,
 	      "hlt in user mode: kind %d sig %d rip %#llx", ev.kind, ev.signo, r.rip);
 	r.rip += 1;
 	ret = ops->ctx_switch(ctx, &r, &ev);
-	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV && r.rip == CODE + 0x23,
+	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV &&
+		      r.rip == CODE + 0x23,
 	      "out in user mode: kind %d sig %d rip %#llx", ev.kind, ev.signo, r.rip);
 	static const struct {
 		uint64_t at;
 		int signo;
 		const char *what;
 	} priv[] = { { 0x2e, SIGSEGV, "mov to cr3" },
-		     { 0x31, SIGSEGV, "int $0x80" }, { 0x33, SIGILL, "ud2" } };
+		     { 0x31, SIGSEGV, "int $0x80" },
+		     { 0x33, SIGILL, "ud2" } };
 	for (size_t i = 0; i < sizeof(priv) / sizeof(priv[0]); i++) {
 		r.rip = CODE + priv[i].at;
 		ret = ops->ctx_switch(ctx, &r, &ev);
@@ -228,8 +272,8 @@ int main(int argc, char **argv)
 				break;
 		}
 		double per = (now_us() - t0) / n;
-		CHECK(i == n, "%ld system calls in a loop (stopped at %ld: ret %d kind %d)", n, i, ret,
-		      ev.kind);
+		CHECK(i == n, "%ld system calls in a loop (stopped at %ld: ret %d kind %d)", n, i,
+		      ret, ev.kind);
 		if (per < best)
 			best = per;
 	}
@@ -284,8 +328,10 @@ int main(int argc, char **argv)
 	CHECK(ops->as_protect(as, CODE, 4096, PROT_NONE) == 0, "protect code none");
 	r.rip = CODE + 0x25;
 	ret = ops->ctx_switch(ctx, &r, &ev);
-	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV && ev.addr == CODE + 0x25,
-	      "fetch from PROT_NONE faults: kind %d addr %#llx", ev.kind, (unsigned long long)ev.addr);
+	CHECK(ret == 0 && ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV &&
+		      ev.addr == CODE + 0x25,
+	      "fetch from PROT_NONE faults: kind %d addr %#llx", ev.kind,
+	      (unsigned long long)ev.addr);
 	CHECK(ops->as_protect(as, CODE, 4096, PROT_READ | PROT_EXEC) == 0, "protect code rx");
 	ret = ops->ctx_switch(ctx, &r, &ev);
 	CHECK(ret == 0 && ev.kind == PLATFORM_EV_SYSCALL, "runs again after mprotect (kind %d)",

@@ -3,6 +3,7 @@
 # exists (issue 19). Prints TAP on stdout (meson's protocol: 'tap'); see README.md.
 #   tests/kvm/run.sh [-f FILE]... [-t 'NAME:COMMAND']...
 #     -f FILE   ship FILE (a static binary) in the initramfs as /t/BASENAME
+#     -b FILE   ship FILE at its own absolute path, with the shared libraries ldd names (husk)
 #     -t N:CMD  a test: CMD runs in the guest's /bin/sh from /t; exit 0 passes, 77 skips
 # Environment: KVM_KERNEL (default: the newest /boot/vmlinuz-*), KVM_TIMEOUT (seconds, 280),
 # KVM_KEEP=1 keeps the work directory (printed) for debugging.
@@ -11,6 +12,7 @@
 set -u
 
 files=""
+bins=""
 tests=""
 ntests=0
 nl='
@@ -18,6 +20,7 @@ nl='
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-f) files="$files$2$nl"; shift 2 ;;
+	-b) bins="$bins$(realpath "$2")$nl"; shift 2 ;;
 	-t) tests="$tests$2$nl"; ntests=$((ntests + 1)); shift 2 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -66,11 +69,29 @@ done
 printf '%s' "$files" | while IFS= read -r f; do
 	[ -n "$f" ] && cp "$f" "$root/t/"
 done
+printf '%s' "$bins" | while IFS= read -r f; do
+	[ -n "$f" ] || continue
+	for x in "$f" $(ldd "$f" 2>/dev/null | grep -o '/[^ ]*'); do
+		mkdir -p "$root$(dirname "$x")"
+		cp -L "$x" "$root$x"
+	done
+done
 printf '%s' "$tests" >"$root/tests.list"
 
 # /init: everything it says that the host reads starts with "@@kvm ".
 cat >"$root/init" <<'INIT'
 #!/bin/sh
+# The initramfs is rootfs, which pivot_root(2) refuses (husk's sandboxes pivot): first move
+# everything to a tmpfs and make that the root.
+if [ ! -e /.stage2 ]; then
+	/bin/busybox mkdir /r
+	/bin/busybox mount -t tmpfs -o size=90% tmpfs /r
+	for f in /*; do
+		[ "$f" = /r ] || /bin/busybox cp -a "$f" /r/
+	done
+	/bin/busybox touch /r/.stage2
+	exec /bin/busybox switch_root /r /init
+fi
 /bin/busybox --install -s /bin
 export PATH=/bin:/t
 mount -t proc proc /proc

@@ -47,7 +47,7 @@
 /* The ring-0 area (virtual): the stub's code, the IDT, then per vCPU a sys page and a stack. */
 #define KVA_CODE (KVM_KERNEL_BASE)
 #define KVA_IDT (KVM_KERNEL_BASE + 0x1000)
-#define KVA_VCPU(i) (KVM_KERNEL_BASE + 0x100000 + (uint64_t)(i) * 0x4000)
+#define KVA_VCPU(i) (KVM_KERNEL_BASE + 0x100000 + (uint64_t)(i)*0x4000)
 #define KVA_STACK(i) (KVA_VCPU(i) + 0x2000) /* a hole below it catches an overflow */
 #define TSS_OFF 0x800
 #define MAX_VCPUS 4096
@@ -56,7 +56,7 @@
 #define CODE_SYSCALL 0x000 /* LSTAR: out %al, $KVM_PORT_SYSCALL; ud2 */
 #define CODE_IRET_FLUSH 0x010 /* mov %cr3, %rax; mov %rax, %cr3; then CODE_IRET */
 #define CODE_IRET 0x016 /* pop %rax; iretq */
-#define CODE_TRAP(v) (0x100 + (v) * 16) /* [push $0;] push $v; out %al, $KVM_PORT_TRAP; ud2 */
+#define CODE_TRAP(v) (0x100 + (v)*16) /* [push $0;] push $v; out %al, $KVM_PORT_TRAP; ud2 */
 
 #define MSR_STAR 0xc0000081
 #define MSR_LSTAR 0xc0000082
@@ -340,6 +340,8 @@ static void build_idt(uint8_t *idt)
 	}
 }
 
+static int platform_open(int memfd, struct platform **out);
+
 static int kvm_as_create(struct platform *p, struct platform_as **out)
 {
 	struct kvm_platform *kp = kp_of(p);
@@ -441,9 +443,16 @@ static void kvm_as_destroy(struct platform_as *pas)
 
 static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code64)
 {
-	*s = (struct kvm_segment){ .base = 0, .limit = 0xffffffff, .selector = sel,
-				    .type = type, .present = 1, .dpl = sel & 3, .db = !code64,
-				    .s = 1, .l = code64, .g = 1 };
+	*s = (struct kvm_segment){ .base = 0,
+				   .limit = 0xffffffff,
+				   .selector = sel,
+				   .type = type,
+				   .present = 1,
+				   .dpl = sel & 3,
+				   .db = !code64,
+				   .s = 1,
+				   .l = code64,
+				   .g = 1 };
 }
 
 static int vcpu_setup(struct kvm_ctx *c)
@@ -482,8 +491,9 @@ static int vcpu_setup(struct kvm_ctx *c)
 	seg(&s->fs, 0, 3, false);
 	s->gs = s->fs;
 	s->fs.base = s->gs.base = 0;
-	s->tr = (struct kvm_segment){ .base = tss_va, .limit = 0x67, .selector = SEL_TSS,
-				      .type = 11, .present = 1 };
+	s->tr = (struct kvm_segment){
+		.base = tss_va, .limit = 0x67, .selector = SEL_TSS, .type = 11, .present = 1
+	};
 	s->ldt = (struct kvm_segment){ .unusable = 1 };
 	s->gdt.base = KVA_VCPU(c->id);
 	s->gdt.limit = 0x4f;
@@ -491,7 +501,8 @@ static int vcpu_setup(struct kvm_ctx *c)
 	s->idt.limit = 32 * 16 - 1;
 	s->cr0 = 0x80050033; /* PG AM WP NE ET MP PE */
 	s->cr3 = as->pml4;
-	s->cr4 = 0x20 | 0x200 | 0x400 | (kp->xcr0 ? 0x40000 : 0); /* PAE OSFXSR OSXMMEXCPT OSXSAVE */
+	s->cr4 = 0x20 | 0x200 | 0x400 |
+		 (kp->xcr0 ? 0x40000 : 0); /* PAE OSFXSR OSXMMEXCPT OSXSAVE */
 	s->efer = 0x1 | 0x100 | 0x400 | 0x800; /* SCE LME LMA NXE */
 	if (ioctl(c->fd, KVM_SET_SREGS, s) < 0)
 		return -errno;
@@ -703,10 +714,20 @@ static int enter(struct kvm_ctx *c, const arch_regs_t *u)
 	frame[4] = u->rsp;
 	frame[5] = SEL_UDATA;
 	struct kvm_regs *r = &c->run->s.regs.regs;
-	*r = (struct kvm_regs){ .rbx = u->rbx, .rcx = u->rcx, .rdx = u->rdx, .rsi = u->rsi,
-				.rdi = u->rdi, .rbp = u->rbp, .r8 = u->r8, .r9 = u->r9,
-				.r10 = u->r10, .r11 = u->r11, .r12 = u->r12, .r13 = u->r13,
-				.r14 = u->r14, .r15 = u->r15,
+	*r = (struct kvm_regs){ .rbx = u->rbx,
+				.rcx = u->rcx,
+				.rdx = u->rdx,
+				.rsi = u->rsi,
+				.rdi = u->rdi,
+				.rbp = u->rbp,
+				.r8 = u->r8,
+				.r9 = u->r9,
+				.r10 = u->r10,
+				.r11 = u->r11,
+				.r12 = u->r12,
+				.r13 = u->r13,
+				.r14 = u->r14,
+				.r15 = u->r15,
 				.rsp = stack_va + PAGE - 6 * 8,
 				.rip = KVA_CODE + (flush ? CODE_IRET_FLUSH : CODE_IRET),
 				.rflags = 0x2 };
@@ -777,7 +798,8 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 				break;
 			}
 			/* At the iret stub (nothing ran) or in a trap stub: run on to the exit. */
-			if (kr->rip >= KVA_CODE + CODE_IRET_FLUSH && kr->rip < KVA_CODE + CODE_TRAP(0))
+			if (kr->rip >= KVA_CODE + CODE_IRET_FLUSH &&
+			    kr->rip < KVA_CODE + CODE_TRAP(0))
 				continue;
 			c->run->kvm_dirty_regs = 0;
 			continue;
@@ -802,7 +824,8 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 				uint64_t sva = KVA_STACK(c->id);
 				if (kr->rsp != sva + PAGE - 7 * 8)
 					return die(c, ev, "trap frame not where it belongs", 0);
-				const uint64_t *f = (const uint64_t *)(gpa(as, c->stack) + PAGE - 7 * 8);
+				const uint64_t *f =
+					(const uint64_t *)(gpa(as, c->stack) + PAGE - 7 * 8);
 				uint64_t vec = f[0], errc = f[1];
 				if ((f[3] & 3) != 3 || vec >= 32)
 					return die(c, ev, "exception in ring 0", (unsigned)vec);
@@ -919,7 +942,7 @@ bool kvm_platform_available(void)
 	return ok;
 }
 
-int kvm_platform_create(int memfd, struct platform **out)
+static int platform_open(int memfd, struct platform **out)
 {
 	struct kvm_platform *kp = calloc(1, sizeof(*kp));
 	struct stat st;
@@ -931,7 +954,7 @@ int kvm_platform_create(int memfd, struct platform **out)
 	kp->base.memfd = memfd;
 	kp->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kp->kvm < 0) {
-		ret = -errno;
+		ret = errno == ENOENT ? -ENODEV : -errno; /* -ENOENT means "no such platform" */
 		free(kp);
 		return ret;
 	}
@@ -960,12 +983,19 @@ int kvm_platform_create(int memfd, struct platform **out)
 		goto fail;
 	}
 	uint64_t supported = 0;
+	unsigned phys_bits = 36;
 	for (unsigned i = 0; i < kp->cpuid->nent; i++) {
 		struct kvm_cpuid_entry2 *e = &kp->cpuid->entries[i];
 
 		if (e->function == 0xd && e->index == 0)
 			supported = e->eax | ((uint64_t)e->edx << 32);
+		if (e->function == 0x80000008 && (e->eax & 0xff) >= 36)
+			phys_bits = e->eax & 0xff;
 	}
+	/* Guest physical addresses must fit the guest's MAXPHYADDR (40 bits under QEMU/TCG):
+	 * the slot covers no more of the memory file (4 TiB in the sentry); as_map beyond fails. */
+	if (phys_bits < 63 && kp->memsize > (1ULL << phys_bits))
+		kp->memsize = 1ULL << phys_bits;
 	kp->xcr0 = supported ? platform_user_xfeatures() & supported : 0;
 	struct sigaction sa = { .sa_handler = kick_handler };
 	sigemptyset(&sa.sa_mask);
@@ -1020,7 +1050,7 @@ int kvm_platform_selftest(void)
 		ret = -errno;
 		goto out;
 	}
-	ret = kvm_platform_create(memfd, &p);
+	ret = platform_open(memfd, &p);
 	if (ret < 0)
 		goto out;
 	p->mem_base = base;
@@ -1045,8 +1075,8 @@ int kvm_platform_selftest(void)
 	struct platform_event ev;
 	for (int i = 0; i < 2 && ret == 0; i++) {
 		ret = kvm_ctx_switch(ctx, &r, &ev);
-		if (ret == 0 && (ev.kind != PLATFORM_EV_SYSCALL || r.orig_rax != 39 ||
-				 r.rip != 0x10007))
+		if (ret == 0 &&
+		    (ev.kind != PLATFORM_EV_SYSCALL || r.orig_rax != 39 || r.rip != 0x10007))
 			ret = -ENOTSUP;
 	}
 out:
@@ -1058,4 +1088,20 @@ out:
 		munmap(base, size);
 	close(memfd);
 	return ret;
+}
+
+int kvm_platform_create(int memfd, struct platform **out)
+{
+	static int selftest = 1; /* 1: not run yet; else its result (atomic) */
+	int st = __atomic_load_n(&selftest, __ATOMIC_ACQUIRE);
+
+	if (st == 1) {
+		st = kvm_platform_selftest();
+		if (st < 0)
+			log_warn("kvm: the self-test fails on this host's KVM: %s", strerror(-st));
+		__atomic_store_n(&selftest, st, __ATOMIC_RELEASE);
+	}
+	if (st < 0)
+		return st == -ENOENT ? -ENODEV : st;
+	return platform_open(memfd, out);
 }
