@@ -209,7 +209,8 @@ static void usage(void)
  * --print-platforms: two lines on stdout, "platforms NAME,NAME..." (the backends this binary has,
  * known or not to work on this host) and "auto NAME" (what --platform auto runs on here). A
  * backend is in the binary when platform_create() knows its name (anything but -ENOENT); the
- * platforms it creates are destroyed at once. Returns the exit status.
+ * platforms it creates are destroyed at once. kvm (unfinished, issue 19) is listed only where it
+ * was created, i.e. /dev/kvm exists and its self-test passed. Returns the exit status.
  */
 static int print_platforms(void)
 {
@@ -226,7 +227,7 @@ static int print_platforms(void)
 		struct platform *p = NULL;
 		int ret = platform_create(names[i], fd, &p);
 
-		if (ret == -ENOENT)
+		if (ret == -ENOENT || (ret < 0 && !strcmp(names[i], "kvm")))
 			continue;
 		if (ret == 0)
 			platform_destroy(p);

@@ -6,6 +6,7 @@
 #     -b FILE   ship FILE at its own absolute path, with the shared libraries ldd names (husk)
 #     -t N:CMD  a test: CMD runs in the guest's /bin/sh from /t; exit 0 passes, 77 skips
 # Environment: KVM_KERNEL (default: the newest /boot/vmlinuz-*), KVM_TIMEOUT (seconds, 280),
+# KVM_TEST_TIMEOUT (seconds per test in the guest, 120: then SIGKILL, status 137),
 # KVM_KEEP=1 keeps the work directory (printed) for debugging.
 # Skips (TAP "1..0 # SKIP") without qemu-system-x86_64, a kernel image, its kvm modules or
 # busybox-static.
@@ -76,6 +77,10 @@ printf '%s' "$bins" | while IFS= read -r f; do
 		cp -L "$x" "$root$x"
 	done
 done
+# What conformance programs expect of a root: root's passwd and group entries.
+mkdir -p "$root/etc"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
 printf '%s' "$tests" >"$root/tests.list"
 
 # /init: everything it says that the host reads starts with "@@kvm ".
@@ -111,12 +116,14 @@ while IFS= read -r line; do
 	i=$((i + 1))
 	echo "@@kvm begin $i ${line%%:*}"
 	rm -f /tmp/rc
-	{ cd /t && /bin/sh -c "${line#*:}" </dev/null 2>&1; echo $? >/tmp/rc; } | sed 's/^/@@kvm out /'
+	{ cd /t && timeout -s KILL @TEST_TIMEOUT@ /bin/sh -c "${line#*:}" </dev/null 2>&1; echo $? >/tmp/rc; } |
+		sed 's/^/@@kvm out /'
 	echo "@@kvm end $i $(cat /tmp/rc 2>/dev/null)"
 done </tests.list
 echo "@@kvm done"
 reboot -f
 INIT
+sed -i "s/@TEST_TIMEOUT@/${KVM_TEST_TIMEOUT:-120}/" "$root/init"
 chmod +x "$root/init"
 # Under TCG the kernel's own xz decompressor takes ~19 s: boot the uncompressed ELF vmlinux
 # through its PVH entry point instead (Debian's kernel has CONFIG_PVH), 9 s to /init.

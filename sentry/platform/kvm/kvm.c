@@ -751,15 +751,19 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 		return 0;
 	}
 	__atomic_store_n(&kick_run, c->run, __ATOMIC_RELAXED);
+	bool resume = false; /* run on from where the vCPU is (in a trap stub), u is stale */
 	for (;;) {
-		if (__atomic_exchange_n(&c->interrupt, false, __ATOMIC_SEQ_CST)) {
+		if (!resume && __atomic_exchange_n(&c->interrupt, false, __ATOMIC_SEQ_CST)) {
 			ev->kind = PLATFORM_EV_INTERRUPT;
 			*regs = u;
 			break;
 		}
-		ret = enter(c, &u);
-		if (ret < 0)
-			goto out;
+		if (!resume) {
+			ret = enter(c, &u);
+			if (ret < 0)
+				goto out;
+		}
+		resume = false;
 		__atomic_store_n(&c->running, true, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&c->interrupt, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
@@ -797,11 +801,12 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 				ev->kind = PLATFORM_EV_SYSCALL;
 				break;
 			}
-			/* At the iret stub (nothing ran) or in a trap stub: run on to the exit. */
+			/* At the iret stub: nothing ran, enter again (or report the interrupt). */
 			if (kr->rip >= KVA_CODE + CODE_IRET_FLUSH &&
 			    kr->rip < KVA_CODE + CODE_TRAP(0))
 				continue;
-			c->run->kvm_dirty_regs = 0;
+			/* In a trap stub: the guest ran and faulted; run on to the stub's exit. */
+			resume = true;
 			continue;
 		}
 		switch (c->run->exit_reason) {
@@ -997,7 +1002,9 @@ static int platform_open(int memfd, struct platform **out)
 	if (phys_bits < 63 && kp->memsize > (1ULL << phys_bits))
 		kp->memsize = 1ULL << phys_bits;
 	kp->xcr0 = supported ? platform_user_xfeatures() & supported : 0;
-	struct sigaction sa = { .sa_handler = kick_handler };
+	/* SA_RESTART: a kick that lands after KVM_RUN returned must not fail the sentry's next
+	 * host call with EINTR (KVM_RUN itself is never restarted). */
+	struct sigaction sa = { .sa_handler = kick_handler, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(KVM_KICK_SIGNAL, &sa, NULL) < 0) {
 		ret = -errno;
@@ -1098,7 +1105,7 @@ int kvm_platform_create(int memfd, struct platform **out)
 	if (st == 1) {
 		st = kvm_platform_selftest();
 		if (st < 0)
-			log_warn("kvm: the self-test fails on this host's KVM: %s", strerror(-st));
+			log_info("kvm: the self-test fails on this host's KVM: %s", strerror(-st));
 		__atomic_store_n(&selftest, st, __ATOMIC_RELEASE);
 	}
 	if (st < 0)
