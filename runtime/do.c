@@ -3,7 +3,7 @@
  * husk do: run one command in a new sandbox and exit with its status.
  *
  *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [-E|--env-inherit]
- *           [--platform seccomp|ptrace|auto]
+ *           [--platform seccomp|ptrace|kvm|auto]
  *           [--strace] [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
  *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
@@ -278,7 +278,7 @@ static void do_usage(FILE *out)
 	      "                    --env K copies K from the caller's environment\n"
 	      "  -E, --env-inherit pass the caller's whole environment (default: PATH, HOME\n"
 	      "                    and TERM only); --env still sets or replaces variables\n"
-	      "  --platform NAME   how guest code runs: seccomp, ptrace or auto (the default:\n"
+	      "  --platform NAME   how guest code runs: seccomp, ptrace, kvm or auto (the default:\n"
 	      "                    seccomp where the kernel allows it, else ptrace; `husk\n"
 	      "                    features` says which); the default is $HUSK_PLATFORM if set\n"
 	      "  --strace          print every guest system call and its result on stderr\n"

@@ -50,7 +50,7 @@ static void usage(FILE *out)
 	      "  --log-format FORMAT   text or json\n"
 	      "  --debug               log more\n"
 	      "  --systemd-cgroup      accepted; cgroupsPath slice:prefix:name is used as a path\n"
-	      "  --platform NAME       how guest code runs: seccomp, ptrace or auto (the default:\n"
+	      "  --platform NAME       how guest code runs: seccomp, ptrace, kvm or auto (the default:\n"
 	      "                        seccomp where the kernel allows it, else ptrace; `husk\n"
 	      "                        features` says which); default $HUSK_PLATFORM if set;\n"
 	      "                        the annotation dev.husk.platform wins over both\n"

@@ -14,6 +14,7 @@
 #include <seccomp.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include <linux/kvm.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -130,9 +131,16 @@ static const struct filter_rule rules[] = {
 	ALLOW(getrusage, "CPU clocks for the guest"),
 };
 
+static bool allow_kvm; /* set before the filter is built, read-only afterwards */
+
+void sentry_filter_allow_kvm(void)
+{
+	allow_kvm = true;
+}
+
 bool sentry_filter_is_default(void)
 {
-	return !(control_listen_fd && control_listen_fd() >= 0) &&
+	return !allow_kvm && !(control_listen_fd && control_listen_fd() >= 0) &&
 	       !(net_get_mode && net_get_mode() == NET_MODE_HOST) &&
 	       !(net_gateway_fd && net_gateway_fd() >= 0);
 }
@@ -179,6 +187,40 @@ int sentry_filter_build(scmp_filter_ctx *out)
 	for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i]));
+		if (ret < 0)
+			goto out;
+	}
+	/*
+	 * The KVM platform (sentry/platform/kvm): after /dev/kvm was opened and probed (before the
+	 * filter), a space makes a VM and its memory slot, a guest thread a vCPU and its set-up;
+	 * switches run it and move registers and FP state. By request number (the fd cannot be
+	 * named: VMs and vCPUs come and go); KVM_CREATE_VM's type must be 0. Nothing else of
+	 * KVM (no devices, no irqchip, no other memory) is allowed.
+	 */
+	if (allow_kvm) {
+		static const unsigned long kvm_ioctls[] = {
+			KVM_SET_USER_MEMORY_REGION,
+			KVM_CREATE_VCPU,
+			KVM_SET_CPUID2,
+			KVM_GET_SREGS,
+			KVM_SET_SREGS,
+			KVM_SET_MSRS,
+			KVM_SET_XCRS,
+			KVM_RUN,
+			KVM_GET_XSAVE,
+			KVM_SET_XSAVE,
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(kvm_ioctls); i++) {
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+					       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
+						       kvm_ioctls[i]));
+			if (ret < 0)
+				goto out;
+		}
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
+				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, KVM_CREATE_VM),
+				       SCMP_A2(SCMP_CMP_EQ, 0));
 		if (ret < 0)
 			goto out;
 	}

@@ -23,6 +23,12 @@
 extern const struct sock_filter sentry_filter_prebuilt[];
 extern const unsigned short sentry_filter_prebuilt_len;
 
+/*
+ * The sentry runs guests on the KVM platform (issue 19): the filter allows the KVM ioctls
+ * that platform makes after confinement, by request number. Call before installing it.
+ */
+void sentry_filter_allow_kvm(void);
+
 /* True if the filter to install is the usual variant: no control socket, no host network. */
 bool sentry_filter_is_default(void);
 

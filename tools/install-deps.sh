@@ -5,6 +5,9 @@
 # python3-grpcio, python3-protobuf, protobuf-compiler(-grpc), containernetworking-plugins, runc:
 # tests/integration/cri.sh (a CRI client made at test time, the pods' CNI bridge, the reference).
 # chromium, fonts-liberation (a Recommends of it, for the page's text): tests/programs/chromium.sh.
+# qemu-system-x86, linux-image-amd64: tests/kvm/run.sh boots that kernel under QEMU/TCG with nested
+# SVM to test the KVM platform (issue 19); the image only goes to /boot for the harness to read;
+# cpio and xz-utils build its initramfs and unpack the kernel.
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -22,7 +25,8 @@ containernetworking-plugins runc
 uidmap
 nodejs
 chromium fonts-liberation
-python3-pytest python3-yaml"
+python3-pytest python3-yaml
+qemu-system-x86 linux-image-amd64 cpio xz-utils"
 
 missing=""
 for p in $PKGS; do

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "sentry/platform/platform.h"
+#include "sentry/platform/kvm/kvm.h"
 #include "sentry/platform/ptrace/ptrace.h"
 #include "sentry/platform/seccomp/seccomp.h"
 
@@ -21,6 +22,8 @@ int platform_create(const char *name, int memfd, struct platform **out)
 		ret = ptrace_platform_create(memfd, out);
 	else if (strcmp(name, "seccomp") == 0)
 		ret = seccomp_platform_create(memfd, out);
+	else if (strcmp(name, "kvm") == 0)
+		ret = kvm_platform_create(memfd, out);
 	if (ret == 0)
 		(*out)->imagefd = -1;
 	return ret;

@@ -93,10 +93,10 @@ for p in $platform_list; do
 		env HUSK_PLATFORM=bogus "$HUSK" --platform "$p" do -- /bin/echo hi
 done
 expect_refused "do --platform bogus: status 125, a clear message, nothing started" 125 \
-	"husk do: --platform bogus: unknown platform (expected seccomp, ptrace or auto)" \
+	"husk do: --platform bogus: unknown platform (expected seccomp, ptrace, kvm or auto)" \
 	"$HUSK" do --platform bogus -- /bin/sh -c 'sleep 1000' "$marker"
 expect_refused "do with HUSK_PLATFORM=bogus: status 125, a clear message" 125 \
-	"husk do: HUSK_PLATFORM=bogus: unknown platform (expected seccomp, ptrace or auto)" \
+	"husk do: HUSK_PLATFORM=bogus: unknown platform (expected seccomp, ptrace, kvm or auto)" \
 	env HUSK_PLATFORM=bogus "$HUSK" do -- /bin/sh -c 'sleep 1000' "$marker"
 for p in seccomp ptrace; do
 	case ",$platforms," in *",$p,"*) continue ;; esac
@@ -157,7 +157,7 @@ expect_platform "run without a flag, annotation or HUSK_PLATFORM: auto ($auto)" 
 
 config bogus sh -c 'sleep 1000' "$marker"
 expect_refused "create: dev.husk.platform=bogus fails with a clear message" 1 \
-	"husk: dev.husk.platform=bogus: unknown platform (expected seccomp, ptrace or auto)" \
+	"husk: dev.husk.platform=bogus: unknown platform (expected seccomp, ptrace, kvm or auto)" \
 	"$HUSK" --root "$root" --platform ptrace create --bundle "$bundle" b1
 gone b1 && pass "create with dev.husk.platform=bogus leaves no record, state or cgroup" ||
 	fail "create with dev.husk.platform=bogus leaves nothing" "$(ls "$root")" "$(H list 2>&1)"
@@ -168,7 +168,7 @@ gone b2 && pass "run with dev.husk.platform=bogus leaves nothing" ||
 	fail "run with dev.husk.platform=bogus leaves nothing" "$(ls "$root")" "$(H list 2>&1)"
 config "" sh -c 'sleep 1000' "$marker"
 expect_refused "create: husk --platform bogus fails with a clear message" 1 \
-	"husk: --platform bogus: unknown platform (expected seccomp, ptrace or auto)" \
+	"husk: --platform bogus: unknown platform (expected seccomp, ptrace, kvm or auto)" \
 	"$HUSK" --root "$root" --platform bogus create --bundle "$bundle" b3
 gone b3 && pass "create with --platform bogus leaves nothing" ||
 	fail "create with --platform bogus leaves nothing" "$(ls "$root")" "$(H list 2>&1)"

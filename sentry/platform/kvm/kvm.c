@@ -1,0 +1,1114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The KVM platform: one VM per address space, one vCPU per guest thread (README.md).
+ *
+ * Guest physical memory is the memory file, in one slot at guest physical 0 backed by the
+ * sentry's own mapping of it (struct platform's mem_base), so a guest physical address is a
+ * memory-file offset. The sentry keeps each space's 4-level page tables in pages of the memory
+ * file it takes for itself (mem_alloc): guest mappings in the lower half with the user bit, the
+ * ring-0 area (stub code, IDT, per-vCPU GDT, TSS and stack) in the last PML4 slot without it.
+ *
+ * Locks: kvm_as.lock protects the page tables and the list of their pages. Everything in a
+ * kvm_ctx belongs to its owner thread except `interrupt` and `run->immediate_exit` (atomics,
+ * set by ctx_interrupt and the kick signal's handler).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "sentry/platform/kvm/kvm.h"
+
+#define PAGE 4096ULL
+#define PTE_P 0x1ULL
+#define PTE_W 0x2ULL
+#define PTE_U 0x4ULL
+#define PTE_MAPPED 0x200ULL /* software bit: a PROT_NONE page keeps its address (P clear) */
+#define PTE_NX (1ULL << 63)
+#define PTE_ADDR 0x000ffffffffff000ULL
+
+/* Selectors, as Linux's (a guest may look at cs and ss). */
+#define SEL_KCODE 0x10
+#define SEL_KDATA 0x18
+#define SEL_UCODE32 0x23
+#define SEL_UDATA 0x2b
+#define SEL_UCODE 0x33
+#define SEL_TSS 0x40
+
+/* The ring-0 area (virtual): the stub's code, the IDT, then per vCPU a sys page and a stack. */
+#define KVA_CODE (KVM_KERNEL_BASE)
+#define KVA_IDT (KVM_KERNEL_BASE + 0x1000)
+#define KVA_VCPU(i) (KVM_KERNEL_BASE + 0x100000 + (uint64_t)(i)*0x4000)
+#define KVA_STACK(i) (KVA_VCPU(i) + 0x2000) /* a hole below it catches an overflow */
+#define TSS_OFF 0x800
+#define MAX_VCPUS 4096
+
+/* The stub's code page (offsets). */
+#define CODE_SYSCALL 0x000 /* LSTAR: out %al, $KVM_PORT_SYSCALL; ud2 */
+#define CODE_IRET_FLUSH 0x010 /* mov %cr3, %rax; mov %rax, %cr3; then CODE_IRET */
+#define CODE_IRET 0x016 /* pop %rax; iretq */
+#define CODE_TRAP(v) (0x100 + (v)*16) /* [push $0;] push $v; out %al, $KVM_PORT_TRAP; ud2 */
+
+#define MSR_STAR 0xc0000081
+#define MSR_LSTAR 0xc0000082
+#define MSR_CSTAR 0xc0000083
+#define MSR_SFMASK 0xc0000084
+
+/* The user flags a guest may set (Linux's FIX_EFLAGS), and what the stub's entry clears. */
+#define USER_FLAGS 0x254dd5ULL
+#define FLAGS_IF 0x200ULL
+#define SFMASK_BITS 0x47700ULL /* TF, IF, DF, NT, AC */
+
+struct kvm_platform {
+	struct platform base;
+	int kvm;
+	int run_size;
+	uint64_t memsize;
+	struct kvm_cpuid2 *cpuid;
+	uint64_t xcr0;
+};
+
+struct kvm_as {
+	struct platform_as base;
+	int vm;
+	pthread_mutex_t lock; /* the page tables, tables[], ctxs[] */
+	uint64_t pml4, code, idt; /* memory-file offsets */
+	uint64_t *tables; /* every page-table page but the PML4 */
+	size_t ntables, cap;
+	uint64_t tlb_gen; /* atomic: bumped when a translation was removed or narrowed */
+	uint32_t vcpu_ids; /* atomic: next vCPU id */
+	struct kvm_ctx *ctxs[MAX_VCPUS]; /* under lock: kicked on a TLB change */
+};
+
+struct kvm_ctx {
+	struct platform_ctx base;
+	struct kvm_as *as;
+	int fd;
+	int id;
+	struct kvm_run *run;
+	uint64_t sys, stack; /* memory-file offsets of the GDT+TSS page and the ring-0 stack */
+	pthread_t owner; /* valid when owned */
+	pid_t owner_tid; /* 0: not adopted yet */
+	bool interrupt; /* atomic */
+	bool running; /* atomic: inside KVM_RUN (kicked on a TLB change) */
+	bool dead;
+	bool kernel_segs; /* the vCPU is in ring 0 (at the stub), as ctx_switch enters it */
+	uint64_t tlb_seen;
+	struct kvm_sregs sregs; /* as last set */
+};
+
+static __thread struct kvm_run *kick_run; /* the run area of this thread's KVM_RUN */
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+	struct kvm_run *run = __atomic_load_n(&kick_run, __ATOMIC_RELAXED);
+
+	if (run)
+		__atomic_store_n(&run->immediate_exit, 1, __ATOMIC_RELAXED);
+}
+
+static inline struct kvm_platform *kp_of(struct platform *p)
+{
+	return (struct kvm_platform *)p;
+}
+
+static inline uint8_t *gpa(struct kvm_as *as, uint64_t off)
+{
+	return as->base.p->mem_base + off;
+}
+
+static int64_t page_alloc(struct kvm_as *as)
+{
+	struct platform *p = as->base.p;
+	int64_t off = p->mem_alloc(p->mem_arg, PAGE);
+
+	if (off >= 0)
+		memset(p->mem_base + off, 0, PAGE);
+	return off;
+}
+
+static void page_free(struct kvm_as *as, uint64_t off)
+{
+	as->base.p->mem_free(as->base.p->mem_arg, off, PAGE);
+}
+
+/* Records a page freed with the space (lock held). */
+static int tables_push(struct kvm_as *as, uint64_t off)
+{
+	if (as->ntables == as->cap) {
+		size_t cap = as->cap ? as->cap * 2 : 64;
+		uint64_t *v = realloc(as->tables, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		as->tables = v;
+		as->cap = cap;
+	}
+	as->tables[as->ntables++] = off;
+	return 0;
+}
+
+/* The leaf entry for va (lock held); allocates tables when alloc. NULL: none (or -ENOMEM). */
+static uint64_t *pt_leaf(struct kvm_as *as, uint64_t va, bool alloc, bool user)
+{
+	uint64_t table = as->pml4;
+
+	for (int level = 3; level > 0; level--) {
+		uint64_t *t = (uint64_t *)gpa(as, table);
+		unsigned idx = (va >> (12 + 9 * level)) & 511;
+
+		if (!(t[idx] & PTE_P)) {
+			if (!alloc)
+				return NULL;
+			int64_t n = page_alloc(as);
+
+			if (n < 0)
+				return NULL;
+			if (tables_push(as, (uint64_t)n) < 0) {
+				page_free(as, (uint64_t)n);
+				return NULL;
+			}
+			t[idx] = (uint64_t)n | PTE_P | PTE_W | (user ? PTE_U : 0);
+		}
+		table = t[idx] & PTE_ADDR;
+	}
+	return (uint64_t *)gpa(as, table) + ((va >> 12) & 511);
+}
+
+static uint64_t prot_bits(int prot)
+{
+	if (!(prot & (PROT_READ | PROT_WRITE | PROT_EXEC)))
+		return PTE_MAPPED;
+	return PTE_MAPPED | PTE_P | PTE_U | ((prot & PROT_WRITE) ? PTE_W : 0) |
+	       ((prot & PROT_EXEC) ? 0 : PTE_NX);
+}
+
+static bool range_ok(uint64_t addr, uint64_t len)
+{
+	return len && !(addr & (PAGE - 1)) && !(len & (PAGE - 1)) && addr >= PLATFORM_GUEST_MIN &&
+	       addr < PLATFORM_GUEST_MAX && len <= PLATFORM_GUEST_MAX - addr;
+}
+
+/* After translations were removed or narrowed: every vCPU flushes before it runs again. */
+static void tlb_changed(struct kvm_as *as)
+{
+	__atomic_add_fetch(&as->tlb_gen, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < MAX_VCPUS; i++) {
+		struct kvm_ctx *c = as->ctxs[i];
+
+		if (c && c->owner_tid && __atomic_load_n(&c->running, __ATOMIC_SEQ_CST))
+			pthread_kill(c->owner, KVM_KICK_SIGNAL);
+	}
+}
+
+static int kvm_as_map(struct platform_as *pas, uint64_t addr, uint64_t len, int prot, uint64_t off)
+{
+	struct kvm_as *as = (struct kvm_as *)pas;
+	uint64_t memsize = kp_of(pas->p)->memsize;
+	bool replaced = false;
+	int ret = 0;
+
+	if (!range_ok(addr, len) || (off & (PAGE - 1)) || off >= memsize || len > memsize - off ||
+	    (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)))
+		return -EINVAL;
+	pthread_mutex_lock(&as->lock);
+	for (uint64_t i = 0; i < len; i += PAGE) {
+		uint64_t *e = pt_leaf(as, addr + i, true, true);
+
+		if (!e) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (*e & PTE_P)
+			replaced = true;
+		*e = (off + i) | prot_bits(prot);
+	}
+	if (replaced)
+		tlb_changed(as);
+	pthread_mutex_unlock(&as->lock);
+	return ret;
+}
+
+static int kvm_as_unmap(struct platform_as *pas, uint64_t addr, uint64_t len)
+{
+	struct kvm_as *as = (struct kvm_as *)pas;
+
+	if (!range_ok(addr, len))
+		return -EINVAL;
+	pthread_mutex_lock(&as->lock);
+	for (uint64_t i = 0; i < len; i += PAGE) {
+		uint64_t *e = pt_leaf(as, addr + i, false, true);
+
+		if (e)
+			*e = 0;
+		else /* no table: skip to the next page-table page's range */
+			i = (((addr + i) | 0x1fffffULL) - addr + 1) - PAGE;
+	}
+	tlb_changed(as);
+	pthread_mutex_unlock(&as->lock);
+	return 0;
+}
+
+static int kvm_as_protect(struct platform_as *pas, uint64_t addr, uint64_t len, int prot)
+{
+	struct kvm_as *as = (struct kvm_as *)pas;
+
+	if (!range_ok(addr, len) || (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)))
+		return -EINVAL;
+	pthread_mutex_lock(&as->lock);
+	for (uint64_t i = 0; i < len; i += PAGE) {
+		uint64_t *e = pt_leaf(as, addr + i, false, true);
+
+		if (!e) {
+			i = (((addr + i) | 0x1fffffULL) - addr + 1) - PAGE;
+			continue;
+		}
+		if (*e & PTE_MAPPED)
+			*e = (*e & PTE_ADDR) | prot_bits(prot);
+	}
+	tlb_changed(as);
+	pthread_mutex_unlock(&as->lock);
+	return 0;
+}
+
+/* Maps one page of the ring-0 area (lock held). */
+static int kmap(struct kvm_as *as, uint64_t va, uint64_t off, bool write, bool exec)
+{
+	uint64_t *e = pt_leaf(as, va, true, false);
+
+	if (!e)
+		return -ENOMEM;
+	*e = off | PTE_P | (write ? PTE_W : 0) | (exec ? 0 : PTE_NX);
+	return 0;
+}
+
+static void put_bytes(uint8_t *code, unsigned at, const uint8_t *b, size_t n)
+{
+	memcpy(code + at, b, n);
+}
+
+static void build_code(uint8_t *code)
+{
+	static const uint8_t sys[] = { 0xe6, KVM_PORT_SYSCALL, 0x0f, 0x0b };
+	static const uint8_t iret[] = { 0x0f, 0x20, 0xd8, 0x0f, 0x22, 0xd8, 0x58, 0x48, 0xcf };
+
+	memset(code, 0xcc, PAGE);
+	put_bytes(code, CODE_SYSCALL, sys, sizeof(sys));
+	put_bytes(code, CODE_IRET_FLUSH, iret, sizeof(iret));
+	for (int v = 0; v < 32; v++) {
+		unsigned at = CODE_TRAP(v);
+		bool has_err = v == 8 || (v >= 10 && v <= 14) || v == 17 || v == 21 || v == 29 ||
+			       v == 30;
+
+		if (!has_err) {
+			code[at++] = 0x6a; /* push $0 */
+			code[at++] = 0;
+		}
+		const uint8_t t[] = { 0x6a, (uint8_t)v, 0xe6, KVM_PORT_TRAP, 0x0f, 0x0b };
+		put_bytes(code, at, t, sizeof(t));
+	}
+}
+
+static void build_idt(uint8_t *idt)
+{
+	memset(idt, 0, PAGE);
+	for (int v = 0; v < 32; v++) {
+		uint64_t h = KVA_CODE + CODE_TRAP(v);
+		uint8_t *g = idt + v * 16;
+		/* Interrupt gate, IST 1; int3 (and into) may be used from ring 3. */
+		uint8_t attr = (v == 3 || v == 4) ? 0xee : 0x8e;
+
+		g[0] = h & 0xff;
+		g[1] = (h >> 8) & 0xff;
+		g[2] = SEL_KCODE;
+		g[3] = 0;
+		g[4] = 1;
+		g[5] = attr;
+		g[6] = (h >> 16) & 0xff;
+		g[7] = (h >> 24) & 0xff;
+		memcpy(g + 8, (uint32_t[]){ (uint32_t)(h >> 32) }, 4);
+	}
+}
+
+static int platform_open(int memfd, struct platform **out);
+
+static int kvm_as_create(struct platform *p, struct platform_as **out)
+{
+	struct kvm_platform *kp = kp_of(p);
+	struct kvm_as *as;
+	int ret;
+
+	if (!p->mem_base || !p->mem_alloc)
+		return -ENOSYS;
+	as = calloc(1, sizeof(*as));
+	if (!as)
+		return -ENOMEM;
+	as->base.p = p;
+	pthread_mutex_init(&as->lock, NULL);
+	as->vm = ioctl(kp->kvm, KVM_CREATE_VM, 0);
+	if (as->vm < 0) {
+		ret = -errno;
+		free(as);
+		return ret;
+	}
+	fcntl(as->vm, F_SETFD, FD_CLOEXEC);
+	struct kvm_userspace_memory_region region = {
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = kp->memsize,
+		.userspace_addr = (uintptr_t)p->mem_base,
+	};
+	int64_t pml4 = page_alloc(as), code = page_alloc(as), idt = page_alloc(as);
+
+	as->pml4 = pml4 < 0 ? 0 : (uint64_t)pml4;
+	as->code = code < 0 ? 0 : (uint64_t)code;
+	as->idt = idt < 0 ? 0 : (uint64_t)idt;
+	if (pml4 < 0 || code < 0 || idt < 0) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (ioctl(as->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	build_code(gpa(as, as->code));
+	build_idt(gpa(as, as->idt));
+	pthread_mutex_lock(&as->lock);
+	ret = kmap(as, KVA_CODE, as->code, false, true);
+	if (ret == 0)
+		ret = kmap(as, KVA_IDT, as->idt, false, false);
+	pthread_mutex_unlock(&as->lock);
+	if (ret < 0)
+		goto fail;
+	*out = &as->base;
+	return 0;
+fail:
+	close(as->vm);
+	for (size_t i = 0; i < as->ntables; i++)
+		page_free(as, as->tables[i]);
+	if (pml4 >= 0)
+		page_free(as, (uint64_t)pml4);
+	if (code >= 0)
+		page_free(as, (uint64_t)code);
+	if (idt >= 0)
+		page_free(as, (uint64_t)idt);
+	free(as->tables);
+	free(as);
+	return ret;
+}
+
+static void ctx_free(struct kvm_ctx *c)
+{
+	struct kvm_as *as = c->as;
+
+	pthread_mutex_lock(&as->lock);
+	as->ctxs[c->id] = NULL;
+	/* Its pages stay mapped in this VM's ring-0 area (ids are not reused): freed with it. */
+	if (tables_push(as, c->sys) < 0 || tables_push(as, c->stack) < 0)
+		log_warn("kvm: vCPU %d: its pages leak until the sandbox ends", c->id);
+	pthread_mutex_unlock(&as->lock);
+	if (c->run)
+		munmap(c->run, kp_of(as->base.p)->run_size);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+static void kvm_as_destroy(struct platform_as *pas)
+{
+	struct kvm_as *as = (struct kvm_as *)pas;
+
+	for (int i = 0; i < MAX_VCPUS; i++)
+		if (as->ctxs[i])
+			ctx_free(as->ctxs[i]);
+	close(as->vm);
+	for (size_t i = 0; i < as->ntables; i++)
+		page_free(as, as->tables[i]);
+	page_free(as, as->pml4);
+	page_free(as, as->code);
+	page_free(as, as->idt);
+	free(as->tables);
+	free(as);
+}
+
+static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code64)
+{
+	*s = (struct kvm_segment){ .base = 0,
+				   .limit = 0xffffffff,
+				   .selector = sel,
+				   .type = type,
+				   .present = 1,
+				   .dpl = sel & 3,
+				   .db = !code64,
+				   .s = 1,
+				   .l = code64,
+				   .g = 1 };
+}
+
+static int vcpu_setup(struct kvm_ctx *c)
+{
+	struct kvm_platform *kp = kp_of(c->as->base.p);
+	struct kvm_as *as = c->as;
+	uint8_t *sys = gpa(as, c->sys);
+	uint64_t tss_va = KVA_VCPU(c->id) + TSS_OFF;
+	uint64_t stack_top = KVA_STACK(c->id) + PAGE;
+
+	/* GDT: Linux's selectors; the TSS descriptor at 0x40. */
+	uint64_t *gdt = (uint64_t *)sys;
+	gdt[SEL_KCODE >> 3] = 0x00af9b000000ffffULL;
+	gdt[SEL_KDATA >> 3] = 0x00cf93000000ffffULL;
+	gdt[SEL_UCODE32 >> 3] = 0x00cffb000000ffffULL;
+	gdt[SEL_UDATA >> 3] = 0x00cff3000000ffffULL;
+	gdt[SEL_UCODE >> 3] = 0x00affb000000ffffULL;
+	gdt[SEL_TSS >> 3] = 0x67 | ((tss_va & 0xffffff) << 16) | (0x89ULL << 40) |
+			    (((tss_va >> 24) & 0xff) << 56);
+	gdt[(SEL_TSS >> 3) + 1] = tss_va >> 32;
+	/* TSS: rsp0 and IST1 are the ring-0 stack; no I/O bitmap (iomap base past the limit). */
+	uint8_t *tss = sys + TSS_OFF;
+	memcpy(tss + 4, &stack_top, 8);
+	memcpy(tss + 0x24, &stack_top, 8);
+	uint16_t iomap = 0x68;
+	memcpy(tss + 0x66, &iomap, 2);
+
+	if (ioctl(c->fd, KVM_SET_CPUID2, kp->cpuid) < 0)
+		return -errno;
+	struct kvm_sregs *s = &c->sregs;
+	if (ioctl(c->fd, KVM_GET_SREGS, s) < 0)
+		return -errno;
+	seg(&s->cs, SEL_KCODE, 11, true);
+	seg(&s->ss, SEL_KDATA, 3, false);
+	s->ds = s->es = s->ss;
+	seg(&s->fs, 0, 3, false);
+	s->gs = s->fs;
+	s->fs.base = s->gs.base = 0;
+	s->tr = (struct kvm_segment){
+		.base = tss_va, .limit = 0x67, .selector = SEL_TSS, .type = 11, .present = 1
+	};
+	s->ldt = (struct kvm_segment){ .unusable = 1 };
+	s->gdt.base = KVA_VCPU(c->id);
+	s->gdt.limit = 0x4f;
+	s->idt.base = KVA_IDT;
+	s->idt.limit = 32 * 16 - 1;
+	s->cr0 = 0x80050033; /* PG AM WP NE ET MP PE */
+	s->cr3 = as->pml4;
+	s->cr4 = 0x20 | 0x200 | 0x400 |
+		 (kp->xcr0 ? 0x40000 : 0); /* PAE OSFXSR OSXMMEXCPT OSXSAVE */
+	s->efer = 0x1 | 0x100 | 0x400 | 0x800; /* SCE LME LMA NXE */
+	if (ioctl(c->fd, KVM_SET_SREGS, s) < 0)
+		return -errno;
+	c->kernel_segs = true;
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e[4];
+	} msrs = { .h.nmsrs = 4,
+		   .e = { { .index = MSR_STAR,
+			    .data = ((uint64_t)SEL_UCODE32 << 48) | ((uint64_t)SEL_KCODE << 32) },
+			  { .index = MSR_LSTAR, .data = KVA_CODE + CODE_SYSCALL },
+			  { .index = MSR_CSTAR, .data = KVA_CODE + CODE_SYSCALL },
+			  { .index = MSR_SFMASK, .data = SFMASK_BITS } } };
+	if (ioctl(c->fd, KVM_SET_MSRS, &msrs) != 4)
+		return -EIO;
+	if (kp->xcr0) {
+		struct kvm_xcrs x = { .nr_xcrs = 1, .xcrs = { { .xcr = 0, .value = kp->xcr0 } } };
+
+		if (ioctl(c->fd, KVM_SET_XCRS, &x) < 0)
+			return -errno;
+	}
+	c->run->kvm_valid_regs = KVM_SYNC_X86_REGS;
+	return 0;
+}
+
+static int vcpu_create(struct kvm_as *as, struct kvm_ctx **out)
+{
+	struct kvm_platform *kp = kp_of(as->base.p);
+	struct kvm_ctx *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->as = as;
+	c->base.as = &as->base;
+	c->fd = -1;
+	c->id = (int)__atomic_fetch_add(&as->vcpu_ids, 1, __ATOMIC_RELAXED);
+	if (c->id >= MAX_VCPUS) {
+		free(c);
+		return -EAGAIN;
+	}
+	int64_t sys = page_alloc(as), stack = page_alloc(as);
+	if (sys < 0 || stack < 0) {
+		if (sys >= 0)
+			page_free(as, (uint64_t)sys);
+		if (stack >= 0)
+			page_free(as, (uint64_t)stack);
+		free(c);
+		return -ENOMEM;
+	}
+	c->sys = (uint64_t)sys;
+	c->stack = (uint64_t)stack;
+	pthread_mutex_lock(&as->lock);
+	ret = kmap(as, KVA_VCPU(c->id), c->sys, true, false);
+	if (ret == 0)
+		ret = kmap(as, KVA_STACK(c->id), c->stack, true, false);
+	as->ctxs[c->id] = c;
+	pthread_mutex_unlock(&as->lock);
+	if (ret < 0)
+		goto fail;
+	c->fd = ioctl(as->vm, KVM_CREATE_VCPU, c->id);
+	if (c->fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	fcntl(c->fd, F_SETFD, FD_CLOEXEC);
+	c->run = mmap(NULL, kp->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (c->run == MAP_FAILED) {
+		c->run = NULL;
+		ret = -errno;
+		goto fail;
+	}
+	ret = vcpu_setup(c);
+	if (ret < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	ctx_free(c);
+	return ret;
+}
+
+static int kvm_ctx_create(struct platform_as *pas, struct platform_ctx **out)
+{
+	struct kvm_ctx *c;
+	int ret = vcpu_create((struct kvm_as *)pas, &c);
+
+	if (ret < 0)
+		return ret;
+	c->owner = pthread_self();
+	c->owner_tid = (pid_t)syscall(SYS_gettid);
+	*out = &c->base;
+	return 0;
+}
+
+static int kvm_ctx_clone(struct platform_ctx *from, struct platform_ctx **out)
+{
+	struct kvm_ctx *c;
+	int ret = vcpu_create(((struct kvm_ctx *)from)->as, &c);
+
+	if (ret < 0)
+		return ret;
+	*out = &c->base;
+	return 0;
+}
+
+static int kvm_ctx_adopt(struct platform_ctx *pc)
+{
+	struct kvm_ctx *c = (struct kvm_ctx *)pc;
+
+	c->owner = pthread_self();
+	__atomic_store_n(&c->owner_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void kvm_ctx_destroy(struct platform_ctx *pc)
+{
+	ctx_free((struct kvm_ctx *)pc);
+}
+
+static bool is_owner(struct kvm_ctx *c)
+{
+	return c->owner_tid && pthread_equal(c->owner, pthread_self());
+}
+
+/* The signal, si_code and address Linux gives for an exception taken in user mode. */
+static void fault_event(int vec, uint64_t err, uint64_t cr2, struct platform_event *ev)
+{
+	ev->kind = PLATFORM_EV_FAULT;
+	ev->trapno = vec;
+	ev->addr = 0;
+	switch (vec) {
+	case 0:
+		ev->signo = SIGFPE, ev->code = FPE_INTDIV;
+		break;
+	case 1:
+		ev->signo = SIGTRAP, ev->code = TRAP_TRACE;
+		break;
+	case 3:
+		ev->signo = SIGTRAP, ev->code = SI_KERNEL;
+		break;
+	case 6:
+		ev->signo = SIGILL, ev->code = ILL_ILLOPN;
+		break;
+	case 14:
+		ev->signo = SIGSEGV, ev->code = (err & 1) ? SEGV_ACCERR : SEGV_MAPERR;
+		ev->addr = cr2;
+		break;
+	case 16:
+	case 19:
+		ev->signo = SIGFPE, ev->code = FPE_FLTINV;
+		break;
+	case 17:
+		ev->signo = SIGBUS, ev->code = BUS_ADRALN;
+		break;
+	default: /* #GP, #SS, #NP, #BR, into, ...: what Linux's do_general_protection sends */
+		ev->signo = SIGSEGV, ev->code = SI_KERNEL;
+		break;
+	}
+}
+
+static void to_user_regs(const struct kvm_regs *r, arch_regs_t *u)
+{
+	u->rax = r->rax, u->rbx = r->rbx, u->rcx = r->rcx, u->rdx = r->rdx;
+	u->rsi = r->rsi, u->rdi = r->rdi, u->rbp = r->rbp, u->rsp = r->rsp;
+	u->r8 = r->r8, u->r9 = r->r9, u->r10 = r->r10, u->r11 = r->r11;
+	u->r12 = r->r12, u->r13 = r->r13, u->r14 = r->r14, u->r15 = r->r15;
+	u->rip = r->rip, u->eflags = r->rflags;
+	u->cs = SEL_UCODE, u->ss = SEL_UDATA;
+}
+
+static int die(struct kvm_ctx *c, struct platform_event *ev, const char *why, unsigned reason)
+{
+	log_warn("kvm: vCPU %d: %s (exit reason %u, rip %#llx, port %#x): the space is killed",
+		 c->id, why, reason, (unsigned long long)c->run->s.regs.regs.rip,
+		 reason == KVM_EXIT_IO ? c->run->io.port : 0);
+	c->dead = true;
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = PLATFORM_EV_DIED;
+	return 0;
+}
+
+/* Puts the vCPU (in ring 0 at the stub) on the way to user mode with *u. */
+static int enter(struct kvm_ctx *c, const arch_regs_t *u)
+{
+	struct kvm_as *as = c->as;
+	uint64_t stack_va = KVA_STACK(c->id);
+	uint64_t *frame = (uint64_t *)(gpa(as, c->stack) + PAGE - 6 * 8);
+	uint64_t gen = __atomic_load_n(&as->tlb_gen, __ATOMIC_SEQ_CST);
+	bool flush = gen != c->tlb_seen;
+
+	c->tlb_seen = gen;
+	if (!c->kernel_segs || c->sregs.fs.base != u->fs_base || c->sregs.gs.base != u->gs_base) {
+		if (!c->kernel_segs && ioctl(c->fd, KVM_GET_SREGS, &c->sregs) < 0)
+			return -errno;
+		seg(&c->sregs.cs, SEL_KCODE, 11, true);
+		seg(&c->sregs.ss, SEL_KDATA, 3, false);
+		c->sregs.fs.base = u->fs_base;
+		c->sregs.gs.base = u->gs_base;
+		if (ioctl(c->fd, KVM_SET_SREGS, &c->sregs) < 0)
+			return -errno;
+		c->kernel_segs = true;
+		flush = true; /* a CR3 reload costs little next to SET_SREGS */
+	}
+	frame[0] = u->rax;
+	frame[1] = u->rip;
+	frame[2] = SEL_UCODE;
+	frame[3] = (u->eflags & USER_FLAGS) | FLAGS_IF | 0x2;
+	frame[4] = u->rsp;
+	frame[5] = SEL_UDATA;
+	struct kvm_regs *r = &c->run->s.regs.regs;
+	*r = (struct kvm_regs){ .rbx = u->rbx,
+				.rcx = u->rcx,
+				.rdx = u->rdx,
+				.rsi = u->rsi,
+				.rdi = u->rdi,
+				.rbp = u->rbp,
+				.r8 = u->r8,
+				.r9 = u->r9,
+				.r10 = u->r10,
+				.r11 = u->r11,
+				.r12 = u->r12,
+				.r13 = u->r13,
+				.r14 = u->r14,
+				.r15 = u->r15,
+				.rsp = stack_va + PAGE - 6 * 8,
+				.rip = KVA_CODE + (flush ? CODE_IRET_FLUSH : CODE_IRET),
+				.rflags = 0x2 };
+	c->run->kvm_dirty_regs = KVM_SYNC_X86_REGS;
+	return 0;
+}
+
+static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct platform_event *ev)
+{
+	struct kvm_ctx *c = (struct kvm_ctx *)pc;
+	struct kvm_as *as = c->as;
+	arch_regs_t u = *regs;
+	int ret;
+
+	if (!is_owner(c))
+		return -EPERM;
+	memset(ev, 0, sizeof(*ev));
+	ev->trapno = -1;
+	if (c->dead) {
+		ev->kind = PLATFORM_EV_DIED;
+		return 0;
+	}
+	__atomic_store_n(&kick_run, c->run, __ATOMIC_RELAXED);
+	bool resume = false; /* run on from where the vCPU is (in a trap stub), u is stale */
+	for (;;) {
+		if (!resume && __atomic_exchange_n(&c->interrupt, false, __ATOMIC_SEQ_CST)) {
+			ev->kind = PLATFORM_EV_INTERRUPT;
+			*regs = u;
+			break;
+		}
+		if (!resume) {
+			ret = enter(c, &u);
+			if (ret < 0)
+				goto out;
+		}
+		resume = false;
+		__atomic_store_n(&c->running, true, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&c->interrupt, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
+		int r = ioctl(c->fd, KVM_RUN, 0);
+		int err = errno;
+		__atomic_store_n(&c->running, false, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_RELAXED);
+		c->run->kvm_dirty_regs = 0;
+		struct kvm_regs *kr = &c->run->s.regs.regs;
+
+		if (r < 0 && err != EINTR && err != EAGAIN) {
+			ret = -err;
+			goto out;
+		}
+		if (r < 0 || c->run->exit_reason == KVM_EXIT_INTR) {
+			/* A kick: where was the vCPU? */
+			if (ioctl(c->fd, KVM_GET_SREGS, &c->sregs) < 0) {
+				ret = -errno;
+				goto out;
+			}
+			if ((c->sregs.cs.selector & 3) == 3) {
+				/* In user mode: its registers are the guest's. */
+				c->kernel_segs = false;
+				to_user_regs(kr, &u);
+				u.cs = c->sregs.cs.selector;
+				u.ss = c->sregs.ss.selector;
+				continue; /* an interrupt is reported at the top; a TLB kick re-enters */
+			}
+			if (kr->rip == KVA_CODE + CODE_SYSCALL) {
+				/* Between `syscall` and the stub's exit: report the call. */
+				to_user_regs(kr, regs);
+				regs->rip = kr->rcx, regs->eflags = kr->r11;
+				regs->orig_rax = kr->rax;
+				regs->fs_base = u.fs_base, regs->gs_base = u.gs_base;
+				ev->kind = PLATFORM_EV_SYSCALL;
+				break;
+			}
+			/* At the iret stub: nothing ran, enter again (or report the interrupt). */
+			if (kr->rip >= KVA_CODE + CODE_IRET_FLUSH &&
+			    kr->rip < KVA_CODE + CODE_TRAP(0))
+				continue;
+			/* In a trap stub: the guest ran and faulted; run on to the stub's exit. */
+			resume = true;
+			continue;
+		}
+		switch (c->run->exit_reason) {
+		case KVM_EXIT_IO:
+			if (c->run->io.direction != KVM_EXIT_IO_OUT || c->run->io.size != 1)
+				break;
+			/* rip is at the `out` (KVM completes it only on the next KVM_RUN, and not
+			 * once rip was changed) or, on some hosts, after it. */
+			if (c->run->io.port == KVM_PORT_SYSCALL &&
+			    (kr->rip == KVA_CODE + CODE_SYSCALL ||
+			     kr->rip == KVA_CODE + CODE_SYSCALL + 2)) {
+				to_user_regs(kr, regs);
+				regs->rip = kr->rcx, regs->eflags = kr->r11;
+				regs->orig_rax = kr->rax;
+				regs->fs_base = u.fs_base, regs->gs_base = u.gs_base;
+				ev->kind = PLATFORM_EV_SYSCALL;
+				goto out_ok;
+			}
+			if (c->run->io.port == KVM_PORT_TRAP) {
+				uint64_t sva = KVA_STACK(c->id);
+				if (kr->rsp != sva + PAGE - 7 * 8)
+					return die(c, ev, "trap frame not where it belongs", 0);
+				const uint64_t *f =
+					(const uint64_t *)(gpa(as, c->stack) + PAGE - 7 * 8);
+				uint64_t vec = f[0], errc = f[1];
+				if ((f[3] & 3) != 3 || vec >= 32)
+					return die(c, ev, "exception in ring 0", (unsigned)vec);
+				to_user_regs(kr, regs);
+				regs->rip = f[2], regs->cs = f[3], regs->eflags = f[4];
+				regs->rsp = f[5], regs->ss = f[6];
+				regs->orig_rax = (uint64_t)-1;
+				regs->fs_base = u.fs_base, regs->gs_base = u.gs_base;
+				uint64_t cr2 = 0;
+				if (vec == 14) {
+					struct kvm_sregs s;
+					if (ioctl(c->fd, KVM_GET_SREGS, &s) < 0) {
+						ret = -errno;
+						goto out;
+					}
+					cr2 = s.cr2;
+				}
+				fault_event((int)vec, errc, cr2, ev);
+				goto out_ok;
+			}
+			break;
+		default:
+			break;
+		}
+		return die(c, ev, "unexpected exit", c->run->exit_reason);
+	}
+out_ok:
+	ret = 0;
+out:
+	__atomic_store_n(&kick_run, NULL, __ATOMIC_RELAXED);
+	return ret;
+}
+
+static void kvm_ctx_interrupt(struct platform_ctx *pc)
+{
+	struct kvm_ctx *c = (struct kvm_ctx *)pc;
+
+	__atomic_store_n(&c->interrupt, true, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->owner_tid, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&c->running, __ATOMIC_SEQ_CST))
+		pthread_kill(c->owner, KVM_KICK_SIGNAL);
+}
+
+static int kvm_ctx_get_fpstate(struct platform_ctx *pc, void *buf, size_t len)
+{
+	struct kvm_ctx *c = (struct kvm_ctx *)pc;
+	struct kvm_xsave x;
+	size_t size = platform_fpstate_size();
+
+	if (!is_owner(c))
+		return -EPERM;
+	if (len < size)
+		return -ENOSPC;
+	if (size > sizeof(x))
+		return -EOPNOTSUPP;
+	if (ioctl(c->fd, KVM_GET_XSAVE, &x) < 0)
+		return -errno;
+	memcpy(buf, x.region, size);
+	return (int)size;
+}
+
+static int kvm_ctx_set_fpstate(struct platform_ctx *pc, const void *buf, size_t len)
+{
+	struct kvm_ctx *c = (struct kvm_ctx *)pc;
+	struct kvm_xsave x;
+	size_t size = platform_fpstate_size();
+
+	if (!is_owner(c))
+		return -EPERM;
+	if (len != size || size > sizeof(x))
+		return -EINVAL;
+	memset(&x, 0, sizeof(x));
+	memcpy(x.region, buf, size);
+	if (ioctl(c->fd, KVM_SET_XSAVE, &x) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static void kvm_destroy(struct platform *p)
+{
+	struct kvm_platform *kp = kp_of(p);
+
+	close(kp->kvm);
+	free(kp->cpuid);
+	free(kp);
+}
+
+static const struct platform_ops kvm_ops = {
+	.name = "kvm",
+	.as_create = kvm_as_create,
+	.as_destroy = kvm_as_destroy,
+	.as_map = kvm_as_map,
+	.as_map_image = NULL,
+	.as_unmap = kvm_as_unmap,
+	.as_protect = kvm_as_protect,
+	.ctx_create = kvm_ctx_create,
+	.ctx_destroy = kvm_ctx_destroy,
+	.ctx_clone = kvm_ctx_clone,
+	.ctx_adopt = kvm_ctx_adopt,
+	.ctx_switch = kvm_ctx_switch,
+	.ctx_interrupt = kvm_ctx_interrupt,
+	.destroy = kvm_destroy,
+	.ctx_get_fpstate = kvm_ctx_get_fpstate,
+	.ctx_set_fpstate = kvm_ctx_set_fpstate,
+};
+
+bool kvm_platform_available(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	bool ok = fd >= 0 && ioctl(fd, KVM_GET_API_VERSION, 0) == KVM_API_VERSION;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static int platform_open(int memfd, struct platform **out)
+{
+	struct kvm_platform *kp = calloc(1, sizeof(*kp));
+	struct stat st;
+	int ret;
+
+	if (!kp)
+		return -ENOMEM;
+	kp->base.ops = &kvm_ops;
+	kp->base.memfd = memfd;
+	kp->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kp->kvm < 0) {
+		ret = errno == ENOENT ? -ENODEV : -errno; /* -ENOENT means "no such platform" */
+		free(kp);
+		return ret;
+	}
+	ret = -ENOSYS;
+	if (ioctl(kp->kvm, KVM_GET_API_VERSION, 0) != KVM_API_VERSION ||
+	    !(ioctl(kp->kvm, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS) & KVM_SYNC_X86_REGS) ||
+	    !ioctl(kp->kvm, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT))
+		goto fail;
+	kp->run_size = ioctl(kp->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (kp->run_size < (int)sizeof(struct kvm_run))
+		goto fail;
+	if (fstat(memfd, &st) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	kp->memsize = (uint64_t)st.st_size & ~(PAGE - 1);
+	int nent = 256;
+	kp->cpuid = calloc(1, sizeof(*kp->cpuid) + nent * sizeof(struct kvm_cpuid_entry2));
+	if (!kp->cpuid) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	kp->cpuid->nent = nent;
+	if (ioctl(kp->kvm, KVM_GET_SUPPORTED_CPUID, kp->cpuid) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	uint64_t supported = 0;
+	unsigned phys_bits = 36;
+	for (unsigned i = 0; i < kp->cpuid->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &kp->cpuid->entries[i];
+
+		if (e->function == 0xd && e->index == 0)
+			supported = e->eax | ((uint64_t)e->edx << 32);
+		if (e->function == 0x80000008 && (e->eax & 0xff) >= 36)
+			phys_bits = e->eax & 0xff;
+	}
+	/* Guest physical addresses must fit the guest's MAXPHYADDR (40 bits under QEMU/TCG):
+	 * the slot covers no more of the memory file (4 TiB in the sentry); as_map beyond fails. */
+	if (phys_bits < 63 && kp->memsize > (1ULL << phys_bits))
+		kp->memsize = 1ULL << phys_bits;
+	kp->xcr0 = supported ? platform_user_xfeatures() & supported : 0;
+	/* SA_RESTART: a kick that lands after KVM_RUN returned must not fail the sentry's next
+	 * host call with EINTR (KVM_RUN itself is never restarted). */
+	struct sigaction sa = { .sa_handler = kick_handler, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(KVM_KICK_SIGNAL, &sa, NULL) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	*out = &kp->base;
+	return 0;
+fail:
+	close(kp->kvm);
+	free(kp->cpuid);
+	free(kp);
+	return ret;
+}
+
+static int64_t selftest_alloc(void *arg, uint64_t len)
+{
+	uint64_t *next = arg;
+	int64_t off = (int64_t)*next;
+
+	if (*next + len > 64 * PAGE)
+		return -ENOMEM;
+	*next += len;
+	return off;
+}
+
+static void selftest_free(void *arg, uint64_t off, uint64_t len)
+{
+	(void)arg, (void)off, (void)len;
+}
+
+int kvm_platform_selftest(void)
+{
+	static const uint8_t code[] = { 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05, 0xeb, 0xf7 };
+	uint64_t next = 0, size = 64 * PAGE;
+	struct platform *p = NULL;
+	struct platform_as *as = NULL;
+	struct platform_ctx *ctx = NULL;
+	uint8_t *base = MAP_FAILED;
+	int memfd = memfd_create("husk-kvm-selftest", MFD_CLOEXEC);
+	int ret;
+
+	if (memfd < 0)
+		return -errno;
+	if (ftruncate(memfd, (off_t)size) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (base == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	ret = platform_open(memfd, &p);
+	if (ret < 0)
+		goto out;
+	p->mem_base = base;
+	p->mem_alloc = selftest_alloc;
+	p->mem_free = selftest_free;
+	p->mem_arg = &next;
+	ret = kvm_as_create(p, &as);
+	if (ret < 0)
+		goto out;
+	int64_t page = selftest_alloc(&next, PAGE);
+	if (page < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memcpy(base + page, code, sizeof(code));
+	ret = kvm_as_map(as, 0x10000, PAGE, PROT_READ | PROT_EXEC, (uint64_t)page);
+	if (ret == 0)
+		ret = kvm_ctx_create(as, &ctx);
+	if (ret < 0)
+		goto out;
+	arch_regs_t r = { .rip = 0x10000, .eflags = 0x202 };
+	struct platform_event ev;
+	for (int i = 0; i < 2 && ret == 0; i++) {
+		ret = kvm_ctx_switch(ctx, &r, &ev);
+		if (ret == 0 &&
+		    (ev.kind != PLATFORM_EV_SYSCALL || r.orig_rax != 39 || r.rip != 0x10007))
+			ret = -ENOTSUP;
+	}
+out:
+	if (as)
+		kvm_as_destroy(as);
+	if (p)
+		kvm_destroy(p);
+	if (base != MAP_FAILED)
+		munmap(base, size);
+	close(memfd);
+	return ret;
+}
+
+int kvm_platform_create(int memfd, struct platform **out)
+{
+	static int selftest = 1; /* 1: not run yet; else its result (atomic) */
+	int st = __atomic_load_n(&selftest, __ATOMIC_ACQUIRE);
+
+	if (st == 1) {
+		st = kvm_platform_selftest();
+		if (st < 0)
+			log_info("kvm: the self-test fails on this host's KVM: %s", strerror(-st));
+		__atomic_store_n(&selftest, st, __ATOMIC_RELEASE);
+	}
+	if (st < 0)
+		return st == -ENOENT ? -ENODEV : st;
+	return platform_open(memfd, out);
+}
