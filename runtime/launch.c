@@ -663,6 +663,8 @@ int launch_and_wait(const struct launch_spec *spec)
 	sargv[n++] = (char *)spec->hostname;
 	if (spec->strace)
 		sargv[n++] = "--strace";
+	if (spec->console)
+		sargv[n++] = "--console";
 	if (spec->control_fd >= 0) {
 		/* Passed after the gofers' sockets (child_exec moves them in order). */
 		snprintf(ctlarg, sizeof(ctlarg), "%d", CHILD_SOCK_FD + npairs);
