@@ -155,6 +155,7 @@ SYSCALL_DECL(get_robust_list);
 SYSCALL_DECL(rseq);
 SYSCALL_DECL(exit);
 SYSCALL_DECL(exit_group);
+SYSCALL_DECL(reboot);
 SYSCALL_DECL(getpid);
 SYSCALL_DECL(getppid);
 SYSCALL_DECL(gettid);

@@ -132,6 +132,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"(system calls, faults, signals), not at host preemption, which it does not see"),
 	FULL(exit),
 	FULL(exit_group),
+	PARTIAL(reboot,
+		"as in a child pid namespace (the sandbox is a container): halt and power-off end the "
+		"caller's pid namespace, its pid 1 killed by SIGINT, restart by SIGHUP; other "
+		"commands (Ctrl-Alt-Del on/off, kexec, suspend): EINVAL"),
 	FULL(getpid),
 	FULL(getppid),
 	FULL(gettid),
