@@ -5,6 +5,7 @@
 # python3-grpcio, python3-protobuf, protobuf-compiler(-grpc), containernetworking-plugins, runc:
 # tests/integration/cri.sh (a CRI client made at test time, the pods' CNI bridge, the reference).
 # chromium, fonts-liberation (a Recommends of it, for the page's text): tests/programs/chromium.sh.
+# systemd: tests/programs/systemd.sh boots it as a sandbox's pid 1 (a slim image may lack it).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -22,6 +23,7 @@ containernetworking-plugins runc
 uidmap
 nodejs
 chromium fonts-liberation
+systemd
 python3-pytest python3-yaml"
 
 missing=""
