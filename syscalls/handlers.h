@@ -135,6 +135,7 @@ SYSCALL_DECL(stat);
 SYSCALL_DECL(lstat);
 SYSCALL_DECL(newfstatat);
 SYSCALL_DECL(statx);
+SYSCALL_DECL(name_to_handle_at);
 SYSCALL_DECL(statfs);
 SYSCALL_DECL(fstatfs);
 

@@ -97,6 +97,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(lstat),
 	FULL(newfstatat),
 	PARTIAL(statx, "STATX_BASIC_STATS and STATX_MNT_ID; no birth time"),
+	PARTIAL(name_to_handle_at,
+		"no filesystem of the sandbox gives file handles: EOPNOTSUPP once the path is found "
+		"(Linux's answer for one without export operations, such as proc), AT_HANDLE_FID too"),
 	FULL(statfs),
 	FULL(fstatfs),
 
