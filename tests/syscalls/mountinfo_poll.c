@@ -5,7 +5,8 @@
  * once after each change of the mount table (a mount, an umount, a remount), taken by the poll
  * that reports it; epoll_ctl accepts the file (EPERM for a proc file without poll, such as
  * status), and EPOLLIN|EPOLLET reports once after the add and then once per change, also to a
- * waiter blocked before the change (made by a child in the same namespace). Runs in a mount
+ * waiter blocked before the change (made by a child in the same namespace), and to poll(2)
+ * blocked for POLLPRI. Runs in a mount
  * namespace of its own, all mounts under a tmpfs on the scratch directory.
  */
 #include <errno.h>
@@ -110,6 +111,28 @@ static void epolls(void)
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "the child's umount failed");
 	CHECK_RET(ep_wait(ep, 0, &got), 0);
+
+	/* The same with poll(2) blocked for POLLPRI: it returns the change it was woken for. */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		if (read(go[0], &c, 1) != 1 || mount("m", at("b"), "tmpfs", 0, NULL) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	CHECK_RET(write(go[1], "x", 1), 1);
+	{
+		struct pollfd p = { .fd = fd, .events = POLLPRI };
+
+		CHECK_RET(poll(&p, 1, 30000), 1);
+		CHECK(p.revents == (POLLPRI | POLLERR), "revents after the child's mount %#x",
+		      p.revents);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "the child's mount failed");
+	CHECK_RET(umount(at("b")), 0);
 	close(go[0]);
 	close(go[1]);
 	close(ep);
