@@ -4,7 +4,8 @@
  *
  *   husk do [--rootfs DIR] [--cwd DIR] [--env K=V|K]... [-E|--env-inherit]
  *           [--platform seccomp|ptrace|kvm|auto]
- *           [--strace] [--hostname NAME] [--overlay=none] [--tmpfs GUEST[:size=N]]...
+ *           [--strace] [--console] [--hostname NAME] [--overlay=none]
+ *           [--tmpfs GUEST[:size=N]]...
  *           [--volume HOST:GUEST[:ro]]... [--network=none|host]
  *           [--egress-allow CIDR[:PORT]]... [--egress-deny CIDR[:PORT]]... [--sysctl K=V]...
  *           [--gateway SOCKET --gateway-id ID] [--name ID] -- CMD [ARGS...]
@@ -283,6 +284,9 @@ static void do_usage(FILE *out)
 	      "                    features` says which); the default is $HUSK_PLATFORM if set\n"
 	      "  --strace          print every guest system call and its result on stderr\n"
 	      "  --hostname NAME   the sandbox's host name (default: husk)\n"
+	      "  --console         the guest's /dev/console is husk's stdin (open it read-write\n"
+	      "                    to get the console's output there: systemd as pid 1 logs\n"
+	      "                    to /dev/console)\n"
 	      "  --network=MODE    none (default): loopback only; host: other destinations\n"
 	      "                    through the host, under the egress policy\n"
 	      "  --egress-allow CIDR[:PORT]  allow a destination the default policy denies\n"
@@ -307,6 +311,7 @@ int cmd_do(int argc, char **argv)
 		{ "env-inherit", no_argument, NULL, 'E' },
 		{ "platform", required_argument, NULL, 'p' },
 		{ "strace", no_argument, NULL, 's' },
+		{ "console", no_argument, NULL, 1005 },
 		{ "hostname", required_argument, NULL, 'H' },
 		{ "overlay", required_argument, NULL, 'o' },
 		{ "tmpfs", required_argument, NULL, 'T' },
@@ -401,6 +406,9 @@ int cmd_do(int argc, char **argv)
 			break;
 		case 'H':
 			spec.hostname = optarg;
+			break;
+		case 1005:
+			spec.console = true;
 			break;
 		case 'o':
 			if (!strcmp(optarg, "none")) {

@@ -258,7 +258,8 @@ static void relay_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 
-	if (sig != SIGWINCH && sig != SIGTSTP)
+	/* Real-time signals end no guest pid 1 by default (hostsig.c): husk never dies of one. */
+	if (sig != SIGWINCH && sig != SIGTSTP && sig < SIGRTMIN)
 		caller_sig = sig;
 	if (si->si_code != SI_KERNEL && relay_pid > 0)
 		kill(relay_pid, sig);
@@ -278,6 +279,9 @@ static void relay_signals_to(pid_t pid)
 	relay_pid = pid;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
+	/* The real-time ones too (SIGRTMIN+3: a systemd guest shuts down). */
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaction(sig, &sa, NULL);
 }
 
 void launch_die_of_caller_signal(int status)
@@ -663,6 +667,8 @@ int launch_and_wait(const struct launch_spec *spec)
 	sargv[n++] = (char *)spec->hostname;
 	if (spec->strace)
 		sargv[n++] = "--strace";
+	if (spec->console)
+		sargv[n++] = "--console";
 	if (spec->control_fd >= 0) {
 		/* Passed after the gofers' sockets (child_exec moves them in order). */
 		snprintf(ctlarg, sizeof(ctlarg), "%d", CHILD_SOCK_FD + npairs);

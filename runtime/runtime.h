@@ -33,6 +33,9 @@ struct launch_spec {
 	const char *platform;
 	const char *hostname;
 	bool strace;
+	/* husk do --console: the sentry's stdin is the guest's /dev/console (5:1), as an OCI
+	 * terminal's console is (systemd as pid 1 logs there). */
+	bool console;
 	/* Network arguments for the sentry ("--network=host", "--egress-allow=CIDR[:PORT]", ...),
 	 * NULL-terminated; may be NULL (loopback only). */
 	const char **net_args;

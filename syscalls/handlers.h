@@ -135,6 +135,7 @@ SYSCALL_DECL(stat);
 SYSCALL_DECL(lstat);
 SYSCALL_DECL(newfstatat);
 SYSCALL_DECL(statx);
+SYSCALL_DECL(name_to_handle_at);
 SYSCALL_DECL(statfs);
 SYSCALL_DECL(fstatfs);
 
@@ -155,6 +156,7 @@ SYSCALL_DECL(get_robust_list);
 SYSCALL_DECL(rseq);
 SYSCALL_DECL(exit);
 SYSCALL_DECL(exit_group);
+SYSCALL_DECL(reboot);
 SYSCALL_DECL(getpid);
 SYSCALL_DECL(getppid);
 SYSCALL_DECL(gettid);

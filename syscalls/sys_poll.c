@@ -43,6 +43,7 @@ struct poll_entry {
 struct poll_set {
 	struct poll_entry *e;
 	int n;
+	int ready; /* poll_any_ready: how many entries its last scan found ready */
 };
 
 /* Scans every entry; returns how many have revents. */
@@ -72,7 +73,10 @@ static int poll_scan(struct poll_set *s)
 
 static bool poll_any_ready(void *arg)
 {
-	return poll_scan(arg) > 0;
+	struct poll_set *s = arg;
+
+	s->ready = poll_scan(s);
+	return s->ready > 0;
 }
 
 /*
@@ -99,6 +103,12 @@ static long poll_wait(struct task *t, struct poll_set *s, const struct timespec 
 		}
 		r = task_wait(t, q.wqs, q.n, poll_any_ready, s, deadline, true);
 		poll_queues_reset(&q);
+		/* The scan that ended the wait has the revents: scanning again could miss an event
+		 * that a file's poll reports once (mountinfo's POLLPRI, Linux's mounts_poll). */
+		if (r == 0 && s->ready > 0) {
+			ready = s->ready;
+			break;
+		}
 		if (r == -ETIMEDOUT) {
 			ready = poll_scan(s);
 			break;

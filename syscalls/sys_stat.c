@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * File attributes: the stat family, statx and statfs, over the VFS (sentry/vfs/vfs.h).
+ * File attributes: the stat family, statx and statfs, over the VFS (sentry/vfs/vfs.h), and
+ * name_to_handle_at (no handles: EOPNOTSUPP).
  *
  * Device numbers in struct vfs_attr (dev, rdev) are taken to be in the user-space dev_t
  * encoding that stat(2) reports (the one glibc's major()/minor() decode); statx splits them.
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -28,6 +30,10 @@
 #define LINUX_AT_NO_AUTOMOUNT 0x800
 #define LINUX_AT_EMPTY_PATH 0x1000
 #define LINUX_AT_STATX_SYNC_TYPE 0x6000
+#define LINUX_AT_SYMLINK_FOLLOW 0x400
+#define LINUX_AT_HANDLE_FID 0x200
+#define LINUX_AT_HANDLE_MNT_ID_UNIQUE 0x001
+#define LINUX_AT_HANDLE_CONNECTABLE 0x002
 #define LINUX_PATH_MAX 4096
 
 #define LINUX_STATX_BASIC_STATS 0x000007ffU
@@ -351,4 +357,40 @@ long sys_fstatfs(struct task *t, const struct syscall_args *args)
 	if (err)
 		return err;
 	return copy_out_all(t, args->a[1], &st, sizeof(st));
+}
+
+/*
+ * name_to_handle_at(2): no filesystem of the sandbox has export operations, so once the flags
+ * are checked and the path found (errors as Linux's, in its order), the answer is EOPNOTSUPP, as
+ * Linux gives for proc; programs (systemd, libmount) then use statx's mount id or fdinfo. Linux
+ * would give tmpfs files handles, and any file an AT_HANDLE_FID one.
+ */
+long sys_name_to_handle_at(struct task *t, const struct syscall_args *args)
+{
+	int dirfd = (int)args->a[0];
+	int flags = (int)args->a[4];
+	_cleanup_vfs_path_ struct vfs_path p = { 0 };
+	struct stat_name *name;
+	int err;
+
+	if (flags & ~(LINUX_AT_SYMLINK_FOLLOW | LINUX_AT_EMPTY_PATH | LINUX_AT_HANDLE_FID |
+		      LINUX_AT_HANDLE_MNT_ID_UNIQUE | LINUX_AT_HANDLE_CONNECTABLE))
+		return -EINVAL;
+	/* A connectable handle is one to decode: not a FID, nor of a file with no known parent. */
+	if ((flags & LINUX_AT_HANDLE_CONNECTABLE) &&
+	    (flags & (LINUX_AT_HANDLE_FID | LINUX_AT_EMPTY_PATH)))
+		return -EINVAL;
+	name = malloc(sizeof(*name));
+	if (!name)
+		return -ENOMEM;
+	stat_name_copy(t, args->a[1], flags, name);
+	err = name->err;
+	if (!err)
+		err = vfs_lookup_at(
+			t, dirfd, name->buf,
+			(flags & LINUX_AT_EMPTY_PATH) |
+				(flags & LINUX_AT_SYMLINK_FOLLOW ? 0 : LINUX_AT_SYMLINK_NOFOLLOW),
+			&p);
+	free(name);
+	return err ? err : -EOPNOTSUPP;
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* System calls about the calling task itself: TLS, tids, robust lists, rseq, exit. */
 #include <asm/prctl.h>
+#include <signal.h>
 
 #include "include/abi/linux/errno.h"
 #include "sentry/kernel/rseq.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/pidns.h"
 #include "sentry/kernel/ptrace.h"
+#include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/mm.h"
 #include "sentry/platform/platform.h"
@@ -123,6 +125,56 @@ long sys_exit(struct task *t, const struct syscall_args *args)
 long sys_exit_group(struct task *t, const struct syscall_args *args)
 {
 	task_exit_group(t, ((int)args->a[0] & 0xff) << 8);
+	return 0;
+}
+
+/*
+ * reboot(2), as Linux's reboot_pid_ns in a child pid namespace (the sandbox is a container's, so
+ * even its initial namespace is one): CAP_SYS_BOOT in the namespace's owner (EPERM), the magic
+ * numbers (EINVAL), then a restart, halt or power-off kills the namespace's pid 1 and ends the
+ * caller's thread; pid 1 is then reported killed by SIGHUP (restart) or SIGINT (the others).
+ * Other commands, Ctrl-Alt-Del's included: EINVAL.
+ */
+long sys_reboot(struct task *t, const struct syscall_args *args)
+{
+	uint32_t magic1 = (uint32_t)args->a[0], magic2 = (uint32_t)args->a[1];
+	uint32_t cmd = (uint32_t)args->a[2];
+	struct pid_ns *ns = task_active_pid_ns(t);
+	struct kernel *k = t->k;
+	struct thread_group *init;
+	int sig;
+
+	if (!task_ns_capable(t, ns->owner, 22 /* CAP_SYS_BOOT */))
+		return -EPERM;
+	if (magic1 != 0xfee1dead || (magic2 != 672274793 && magic2 != 85072278 &&
+				     magic2 != 369367448 && magic2 != 537993216))
+		return -EINVAL;
+	switch (cmd) {
+	case 0x01234567: /* LINUX_REBOOT_CMD_RESTART */
+	case 0xa1b2c3d4: /* LINUX_REBOOT_CMD_RESTART2 */
+		sig = SIGHUP;
+		break;
+	case 0x4321fedc: /* LINUX_REBOOT_CMD_POWER_OFF */
+	case 0xcdef0123: /* LINUX_REBOOT_CMD_HALT */
+		sig = SIGINT;
+		break;
+	default:
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&k->tree_lock);
+	init = ns->level == 0 ? (k->init ? k->init->tg : NULL) : ns->reaper;
+	if (init) {
+		tg_get(init);
+		ns->reboot = sig;
+	}
+	pthread_mutex_unlock(&k->tree_lock);
+	if (init) {
+		signal_send_tg(init, SIGKILL, NULL);
+		tg_put(init);
+	}
+	/* Linux's do_exit(0): this thread ends (pid 1's whole process, by the SIGKILL). */
+	t->exit_code = 0;
+	__atomic_store_n(&t->exiting, true, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -97,6 +97,9 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(lstat),
 	FULL(newfstatat),
 	PARTIAL(statx, "STATX_BASIC_STATS and STATX_MNT_ID; no birth time"),
+	PARTIAL(name_to_handle_at,
+		"no filesystem of the sandbox gives file handles: EOPNOTSUPP once the path is found "
+		"(Linux's answer for one without export operations, such as proc), AT_HANDLE_FID too"),
 	FULL(statfs),
 	FULL(fstatfs),
 
@@ -132,6 +135,10 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"(system calls, faults, signals), not at host preemption, which it does not see"),
 	FULL(exit),
 	FULL(exit_group),
+	PARTIAL(reboot,
+		"as in a child pid namespace (the sandbox is a container): halt and power-off end the "
+		"caller's pid namespace, its pid 1 killed by SIGINT, restart by SIGHUP; other "
+		"commands (Ctrl-Alt-Del on/off, kexec, suspend): EINVAL"),
 	FULL(getpid),
 	FULL(getppid),
 	FULL(gettid),

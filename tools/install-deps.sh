@@ -8,6 +8,7 @@
 # qemu-system-x86, linux-image-amd64: tests/kvm/run.sh boots that kernel under QEMU/TCG with nested
 # SVM to test the KVM platform (issue 19); the image only goes to /boot for the harness to read;
 # cpio and xz-utils build its initramfs and unpack the kernel.
+# systemd: tests/programs/systemd.sh boots it as a sandbox's pid 1 (a slim image may lack it).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -25,6 +26,7 @@ containernetworking-plugins runc
 uidmap
 nodejs
 chromium fonts-liberation
+systemd
 python3-pytest python3-yaml
 qemu-system-x86 linux-image-amd64 cpio xz-utils"
 

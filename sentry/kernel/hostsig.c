@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Host signals sent to the sentry (by `husk do`, which relays what it receives, or by anyone
- * who can signal the sentry) are forwarded to the guest's pid 1.
+ * Host signals sent to the sentry (by `husk do`, which relays what it receives, by `husk kill`,
+ * or by anyone who can signal the sentry) are forwarded to the guest's pid 1: SIGINT, SIGTERM,
+ * SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP and the real-time signals.
  *
  * The forwarded signals are blocked in every sentry thread (hostsig_start blocks them in the
  * thread that calls it, before any other thread exists, and threads inherit the mask); one
@@ -48,6 +49,14 @@ static void forwarded_set(sigset_t *set)
 	sigemptyset(set);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaddset(set, forwarded[i]);
+	/*
+	 * And the real-time ones (glibc's SIGRTMIN is past its own two, which the sentry never
+	 * gets; its SIGRTMIN+n is Linux's 34+n, the guest's): container managers stop a systemd
+	 * container with SIGRTMIN+3 (`husk kill ID RTMIN+3`, docker's StopSignal), which would
+	 * otherwise kill the sentry with its default action.
+	 */
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		sigaddset(set, sig);
 }
 
 void hostsig_set_caller_signals(bool on)

@@ -110,6 +110,9 @@ struct pid_ns {
 	int32_t last_nr; /* the last number given (0: none yet, the first is 1) */
 	struct thread_group *reaper; /* its pid 1 while that lives (not referenced) */
 	bool dead; /* its pid 1 ended: no process may enter any more (fork: ENOMEM) */
+	/* reboot(2) in it: the signal its pid 1 is reported killed by (SIGHUP for a restart,
+	 * SIGINT for a halt or power-off; Linux's pid_namespace.reboot), else 0. */
+	int reboot;
 };
 
 struct nsproxy {

@@ -367,12 +367,15 @@ static void process_exit(struct task *t)
 	struct thread_group *tg = t->tg;
 	struct kernel *k = t->k;
 	struct sigbatch b;
+	int reboot_sig = 0;
 	bool reap;
 
 	sigbatch_init(&b);
 	pthread_mutex_lock(&k->tree_lock);
-	if (tg->is_init)
+	if (tg->is_init) {
 		pid_for_each_tg(k, kill_tg_fn, tg);
+		reboot_sig = nsproxy_initial(k)->pid->reboot;
+	}
 	if (tg->pidns && tg->pidns->reaper == tg) {
 		/* A pid namespace's pid 1: the namespace ends, every other process of it is
 		 * killed, and its parent hears of it once they are gone (Linux's
@@ -384,10 +387,14 @@ static void process_exit(struct task *t)
 		reparent_children(tg, &b);
 		pid_ns_wait_empty(k, tg->pidns, tg);
 		tg->pidns->reaper = NULL;
+		reboot_sig = tg->pidns->reboot;
 	}
 	pthread_mutex_lock(&tg->lock);
 	if (!tg->group_exit)
 		tg->exit_status = t->exit_code;
+	/* After reboot(2) in its namespace, pid 1 is reported killed by the command's signal. */
+	if (reboot_sig)
+		tg->exit_status = reboot_sig;
 	tg->exiting = true;
 	pthread_mutex_unlock(&tg->lock);
 	if (tg->parent && tg->parent->pgid != tg->pgid && tg->parent->sid == tg->sid)

@@ -50,6 +50,15 @@ void vfs_mount_each_existing(void (*fn)(struct vfs_mount *m, void *arg), void *a
 /* How many mounts exist (made and not yet freed), for mount_user.c's limit. */
 long vfs_mount_count(void);
 
+struct waitq;
+/*
+ * A mount tree changed (a mount, umount, move, propagation or remount): bumps the sandbox's
+ * mount event counter and wakes its wait queue. vfs_mount_write_unlock calls it. Any thread.
+ */
+void vfs_mount_event(void);
+/* The mount event counter now; stores its wait queue in *wq when wq is not NULL. */
+uint64_t vfs_mount_event_read(struct waitq **wq);
+
 /* A generic directory file (iterate through node->ops->iterate); f->mnt/node set by caller. */
 struct file *vfs_dir_file_create(int flags);
 /* An O_PATH file; f->mnt/node set by caller. */

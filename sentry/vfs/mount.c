@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/waitq.h"
 #include "sentry/vfs/fs.h"
 #include "sentry/vfs/internal.h"
 
@@ -34,6 +35,31 @@ void vfs_mount_each_existing(void (*fn)(struct vfs_mount *m, void *arg), void *a
 	list_for_each_entry(m, &all_mounts, all)
 		fn(m, arg);
 	pthread_mutex_unlock(&all_lock);
+}
+
+/*
+ * Mount events (Linux's mnt_namespace.event and .poll, for /proc/PID/mount{s,info}'s poll): one
+ * counter for the whole sandbox, bumped by every change of any mount tree, so a namespace's
+ * readers also see the other namespaces' changes (a spurious event only makes them re-read).
+ */
+static uint64_t mount_event; /* atomic */
+static struct waitq mount_event_wq = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.waiters = LIST_HEAD_INIT(mount_event_wq.waiters),
+	.callbacks = LIST_HEAD_INIT(mount_event_wq.callbacks),
+};
+
+void vfs_mount_event(void)
+{
+	__atomic_add_fetch(&mount_event, 1, __ATOMIC_RELEASE);
+	waitq_wake_all(&mount_event_wq);
+}
+
+uint64_t vfs_mount_event_read(struct waitq **wq)
+{
+	if (wq)
+		*wq = &mount_event_wq;
+	return __atomic_load_n(&mount_event, __ATOMIC_ACQUIRE);
 }
 
 long vfs_mount_count(void)
@@ -59,6 +85,8 @@ void vfs_mount_write_lock(void)
 void vfs_mount_write_unlock(void)
 {
 	pthread_rwlock_unlock(&mount_lock);
+	/* Every change of a tree is made under the write lock. */
+	vfs_mount_event();
 }
 
 /* The tree the calling thread sets up instead of k's (vfs_setup_root_begin), or NULL. */
@@ -173,6 +201,7 @@ int vfs_mount_attach(struct vfs_mount *m, const struct vfs_path *mountpoint)
 	__atomic_add_fetch(&m->mountpoint->mounts, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&m->mountpoint->fs->mounted_on, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&mount_lock);
+	vfs_mount_event();
 	if (m->fs->ops && m->fs->ops->mounted)
 		m->fs->ops->mounted(m->fs, m);
 	return 0;

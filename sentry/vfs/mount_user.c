@@ -1043,6 +1043,7 @@ int vfs_mount_remount(struct task *t, const struct vfs_path *p, int flags, bool 
 		m->label->super_ro = flags & MS_RDONLY;
 	if (m->label && (flags & (MS_NOATIME | MS_STRICTATIME | MS_RELATIME)))
 		label_set_atime(m->label, flags);
+	vfs_mount_event();
 	return 0;
 }
 

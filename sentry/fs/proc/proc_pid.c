@@ -1345,6 +1345,11 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 	{                                                                                    \
 		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_, .plain_seek = true \
 	}
+/* /proc/PID/mounts and mountinfo: poll reports changes of the mounts (pseudo_ent). */
+#define MOUNTS_REG(nm, id_, fn)                                                                \
+	{                                                                                      \
+		.name = nm, .mode = S_IFREG | 0444, .gen = fn, .id = id_, .mount_events = true \
+	}
 #define LNK(nm, id_, rl, gl)                                                                  \
 	{                                                                                     \
 		.name = nm, .mode = S_IFLNK | 0777, .readlink = rl, .get_link = gl, .id = id_ \
@@ -1368,7 +1373,8 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 		{ .name = "fd", .mode = S_IFDIR | 0500, .dyn = &fd_dyn, .id = (o) + 8 },          \
 		{ .name = "fdinfo", .mode = S_IFDIR | 0500, .dyn = &fdinfo_dyn, .id = (o) + 9 },  \
 		REG("limits", (o) + 10, gen_limits), REG("maps", (o) + 11, gen_maps),             \
-		REG("mountinfo", (o) + 12, gen_mountinfo), REG("mounts", (o) + 13, gen_mounts),   \
+		MOUNTS_REG("mountinfo", (o) + 12, gen_mountinfo),                                 \
+		MOUNTS_REG("mounts", (o) + 13, gen_mounts),                                       \
 		LNK("root", (o) + 14, root_readlink, root_get_link),                              \
 		REG("smaps_rollup", (o) + 15, gen_smaps_rollup), REG("stat", (o) + 16, gen_stat), \
 		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status),           \

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,7 @@ static int pseudo_get_link(struct vfs_node *vn, struct vfs_path *out)
 struct pseudo_buf {
 	char *data;
 	size_t len;
+	uint64_t mount_event; /* mount_events files: the mount event last reported (atomic) */
 };
 
 static ssize_t gen_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
@@ -256,6 +258,31 @@ static const struct file_ops gen_fops = {
 	.release = gen_release,
 };
 
+/*
+ * Linux's mounts_poll: readable always; POLLERR|POLLPRI when the mounts changed since the open
+ * or the poll that last said so (that poll takes the event, as Linux's does).
+ */
+static unsigned int gen_mounts_poll(struct file *f, struct waitq **wq)
+{
+	struct pseudo_buf *b = f->priv;
+	uint64_t now = vfs_mount_event_read(wq);
+	uint64_t seen = __atomic_load_n(&b->mount_event, __ATOMIC_ACQUIRE);
+	unsigned int mask = POLLIN | POLLRDNORM;
+
+	if (seen != now && __atomic_compare_exchange_n(&b->mount_event, &seen, now, false,
+						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		mask |= POLLERR | POLLPRI;
+	return mask;
+}
+
+static const struct file_ops gen_mounts_fops = {
+	.read = gen_read,
+	.write = gen_write,
+	.llseek = gen_llseek,
+	.poll = gen_mounts_poll,
+	.release = gen_release,
+};
+
 static struct file *pseudo_open(struct vfs_node *vn, int flags)
 {
 	struct pseudo_node *n = pseudo_node_of(vn);
@@ -273,6 +300,9 @@ static struct file *pseudo_open(struct vfs_node *vn, int flags)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return ERR_PTR(-ENOMEM);
+	/* Before the snapshot: a change while it is made is reported. */
+	if (n->ent->mount_events)
+		b->mount_event = vfs_mount_event_read(NULL);
 	/* Write-only opens of writable files need no snapshot. */
 	if ((flags & O_ACCMODE) != O_WRONLY) {
 		out = open_memstream(&b->data, &b->len);
@@ -289,7 +319,7 @@ static struct file *pseudo_open(struct vfs_node *vn, int flags)
 			return ERR_PTR(err);
 		}
 	}
-	f = file_alloc(&gen_fops, flags, b);
+	f = file_alloc(n->ent->mount_events ? &gen_mounts_fops : &gen_fops, flags, b);
 	if (!f) {
 		free(b->data);
 		free(b);

@@ -64,6 +64,13 @@ struct pseudo_ent {
 	 * SEEK_END, SEEK_DATA, SEEK_HOLE).
 	 */
 	bool plain_seek;
+	/*
+	 * S_IFREG: a view of the mount tree (/proc/PID/mounts, mountinfo) that polls as Linux's
+	 * mounts_poll: always POLLIN, plus POLLERR|POLLPRI once after each change of the mounts
+	 * since the open or the last poll that reported one, and a wake of its queue at each
+	 * change (epoll's EPOLLET, which libmount's monitor and so systemd use).
+	 */
+	bool mount_events;
 };
 
 /* A pseudo filesystem instance (procfs or sysfs). */
