@@ -1139,6 +1139,8 @@ int vfs_mount_setattr(struct task *t, const struct vfs_path *p, int set, int clr
 		if (atime && m->label)
 			label_set_atime(m->label, atime);
 	}
+	if (!err && v.n)
+		vfs_mount_event(); /* mountinfo's pollers (the flags changed outside the write lock) */
 	if (!err && propagation)
 		err = mount_change_type_locked(t, p, propagation, rec);
 out:
