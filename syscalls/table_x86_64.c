@@ -247,8 +247,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"CLONE_NEWNS (a mount namespace of the sentry's, owned by the child's user "
 		"namespace: locked mounts as Linux), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, "
 		"CLONE_NEWNET (a loopback of its own, veth pairs IPv4 only), CLONE_NEWPID (nested "
-		"numbering, init semantics, /proc per pid namespace) (in the sentry); other "
-		"namespace flags: EPERM"),
+		"numbering, init semantics, /proc per pid namespace), CLONE_NEWCGROUP (rooted at the "
+		"caller's cgroup) (in the sentry); CLONE_NEWTIME: EPERM"),
 	PARTIAL(clone3,
 		"namespace flags as clone; CLONE_INTO_CGROUP with the sentry's cgroup2; set_tid of "
 		"one level (the sandbox's numbers)"),
@@ -267,7 +267,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(chroot),
 	PARTIAL(mount,
 		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2 (the sandbox's own hierarchy: "
-		"pids.max enforced, memory/cpu/io limits kept, not enforced), binds (MS_REC), "
+		"pids.max enforced, memory/cpu/io limits kept, not enforced; in a cgroup namespace "
+		"rooted at its root), binds (MS_REC), "
 		"remount, MS_MOVE, propagation to peers and slaves; in user namespaces Linux's "
 		"rules and locked mounts; other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
@@ -287,11 +288,13 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree, owned by the caller's "
 		"user namespace), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
 		"CLONE_NEWUSER, CLONE_NEWNET (a loopback of its own, lo down at first; veth pairs "
-		"IPv4 only), CLONE_NEWPID (the caller's pid_for_children), all in the sentry; cgroup, "
-		"time: EPERM"),
+		"IPv4 only), CLONE_NEWPID (the caller's pid_for_children), CLONE_NEWCGROUP (rooted "
+		"at the caller's cgroup: /proc/PID/cgroup and cgroup2 mounts relative to it), all in "
+		"the sentry; time: EPERM"),
 	PARTIAL(setns,
-		"/proc/PID/ns/{uts,ipc,user,net,pid} and pidfds (CLONE_NEWUTS, "
-		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID); other types: EINVAL"),
+		"/proc/PID/ns/{uts,ipc,user,net,pid,cgroup} and pidfds (CLONE_NEWUTS, "
+		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWCGROUP); other "
+		"types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),

@@ -17,11 +17,19 @@ struct kernel;
 struct task;
 struct thread_group;
 struct vfs_fs;
+struct vfs_node;
 
 #define CGROUP2_SUPER_MAGIC 0x63677270
 
 /* A new cgroup2 filesystem instance showing the sandbox's hierarchy. NULL: out of memory. */
 struct vfs_fs *cgroupfs_create(struct kernel *k);
+
+/*
+ * The directory of cg (NULL: the root) in fs, a cgroupfs_create instance: a new reference, or
+ * ERR_PTR(-ENOENT) when cg was removed, -ENOMEM. What a cgroup2 mount made in a cgroup
+ * namespace shows at its root.
+ */
+struct vfs_node *cgroupfs_node_of(struct vfs_fs *fs, struct cgroup *cg);
 
 void cgroup_get(struct cgroup *cg);
 void cgroup_put(struct cgroup *cg);
@@ -30,10 +38,15 @@ void cgroup_put(struct cgroup *cg);
 struct cgroup *cgroup_root(void);
 
 /*
- * tg's cgroup path from the root ("/", "/a/b") into buf (NUL-terminated). Takes k->tree_lock.
- * Returns its length or -ENAMETOOLONG.
+ * tg's cgroup path as a reader whose cgroup namespace is rooted at root (NULL: the hierarchy's
+ * root) sees it ("/", "/a/b"; "/../x" for a cgroup outside root, as Linux's cgroup_path_ns)
+ * into buf (NUL-terminated). Takes k->tree_lock. Returns its length or -ENAMETOOLONG.
  */
-int cgroup_tg_path(struct kernel *k, struct thread_group *tg, char *buf, size_t len);
+int cgroup_tg_path(struct kernel *k, struct thread_group *tg, struct cgroup *root, char *buf,
+		   size_t len);
+
+/* tg's cgroup, a new reference (the root's is static). Takes k->tree_lock. */
+struct cgroup *cgroup_tg_get(struct kernel *k, struct thread_group *tg);
 
 /*
  * cgroup.procs (threads: cgroup.threads): the pids (tids) of the live processes of cg, or of
