@@ -402,6 +402,13 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(sched_setattr, "policies and priorities recorded per task, never applied to the "
 			       "host; the nice value is the sandbox's one; SCHED_DEADLINE: EBUSY"),
 	PARTIAL(sched_getattr, "utilization clamps read as 0..1024"),
+	PARTIAL(bpf,
+		"BPF_PROG_TYPE_CGROUP_DEVICE only, checked and interpreted by the sentry (never "
+		"the host's): PROG_LOAD (forward jumps only, no helpers, no pointer spills; "
+		"4096 insns), PROG_ATTACH/DETACH/QUERY on a cgroup2 directory (ALLOW_OVERRIDE, "
+		"ALLOW_MULTI, REPLACE; enforced at open and mknod of device nodes), "
+		"PROG_GET_NEXT_ID, PROG_GET_FD_BY_ID, OBJ_GET_INFO_BY_FD of a program; other "
+		"commands and types EINVAL; EPERM without CAP_SYS_ADMIN or CAP_BPF"),
 	PARTIAL(ioprio_get, "the values ioprio_set recorded; nothing schedules I/O by them"),
 	PARTIAL(ioprio_set, "recorded per task and inherited; I/O is not scheduled by it"),
 	ERROR(clock_settime, "EPERM for every valid request, even with CAP_SYS_TIME: the sandbox "

@@ -69,6 +69,7 @@ void cgroup_put(struct cgroup *cg)
 	if (!cg || cg == &root_cg || !refcount_dec(&cg->ref))
 		return;
 	cgroup_put(cg->parent);
+	cgroup_bpf_release(cg);
 	free(cg->name);
 	free(cg);
 }

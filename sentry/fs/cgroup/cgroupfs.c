@@ -471,6 +471,14 @@ static const struct vfs_node_ops cgfs_node_ops = {
 
 /* --- instances --- */
 
+struct cgroup *cgroup_of_file(struct file *f)
+{
+	if (!f->node || f->node->ops != &cgfs_node_ops || cgn(f->node)->file)
+		return ERR_PTR(-EBADF);
+	cgroup_get(cgn(f->node)->cg);
+	return cgn(f->node)->cg;
+}
+
 struct cgroup *cgroup_clone_into(struct task *t, struct file *f)
 {
 	struct cgroup *cg;
