@@ -4,8 +4,10 @@
  * BPF_PROG_TYPE_CGROUP_DEVICE (checked by the sentry's verifier, sentry/kernel/bpf.c), attach,
  * detach and query on a cgroup2 directory (sentry/fs/cgroup/bpf.c, which runs the programs at
  * each open and mknod of a device node), BPF_PROG_GET_NEXT_ID, BPF_PROG_GET_FD_BY_ID and
- * BPF_OBJ_GET_INFO_BY_FD of a program. Nothing is loaded into the host kernel. Every other
- * command and program type is EINVAL, as a kernel without them answers.
+ * BPF_OBJ_GET_INFO_BY_FD of a program. Nothing is loaded into the host kernel. BPF_PROG_TYPE_CGROUP_SKB
+ * programs load (no context readable) but attach nowhere: cilium/ebpf (runc) loads one to learn
+ * whether BPF_PROG_ATTACH exists. Every other command and program type is EINVAL, as a kernel
+ * without them answers.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -30,7 +32,6 @@
 #define CMD_PROG_GET_FD_BY_ID 13
 #define CMD_OBJ_GET_INFO_BY_FD 15
 #define CMD_PROG_QUERY 16
-#define PROG_TYPE_CGROUP_DEVICE 15
 #define ATTACH_CGROUP_DEVICE 6
 #define F_QUERY_EFFECTIVE 1u
 #define F_RDONLY (1u << 3)
@@ -166,7 +167,7 @@ static long prog_load(struct task *t, const uint8_t *a)
 	char log[256];
 	long ret;
 
-	if (type != PROG_TYPE_CGROUP_DEVICE || flags)
+	if ((type != BPF_PROG_CGROUP_DEVICE && type != BPF_PROG_CGROUP_SKB) || flags)
 		return -EINVAL;
 	/* Linux's bpf_vlog_init: a log wants a buffer of at least 128 bytes, and a size wants a level. */
 	if (log_level && (log_size < 128 || !log_buf))
@@ -182,7 +183,7 @@ static long prog_load(struct task *t, const uint8_t *a)
 		free(code);
 		return -EFAULT;
 	}
-	p = bpf_prog_new(code, n, log, sizeof(log));
+	p = bpf_prog_new(type, code, n, log, sizeof(log));
 	free(code);
 	if (IS_ERR(p)) {
 		if (log_level) {
@@ -222,6 +223,10 @@ static long prog_attach(struct task *t, const uint8_t *a, bool attach)
 	if (IS_ERR(p)) {
 		ret = PTR_ERR(p);
 		p = NULL;
+		goto out;
+	}
+	if (p->type != BPF_PROG_CGROUP_DEVICE) {
+		ret = -EINVAL; /* Linux's bpf_prog_attach_check_attach_type */
 		goto out;
 	}
 	if (flags & 4u /* BPF_F_REPLACE */) {
@@ -273,8 +278,8 @@ static long prog_query(struct task *t, uint8_t *a, uint64_t uattr, uint32_t size
 		if (!err && ids && n)
 			err = copy_out(t, uids, ids, n * sizeof(*ids));
 		/* Each program's attach flags, when asked for (not for the effective ones). */
-		for (uint32_t i = 0; !err && uflags && ids && !(qflags & F_QUERY_EFFECTIVE) && i < n;
-		     i++)
+		for (uint32_t i = 0;
+		     !err && uflags && ids && !(qflags & F_QUERY_EFFECTIVE) && i < n; i++)
 			err = copy_out(t, uflags + i * sizeof(uint32_t), &flags, sizeof(flags));
 		if (!err && size >= 64) {
 			uint64_t rev = 1;
@@ -308,8 +313,7 @@ static long prog_info(struct task *t, const uint8_t *a, uint64_t uattr)
 	want = u32_at(info, 20);
 	xlated = u64_at(info, 32);
 	memset(info, 0, sizeof(info));
-	v = PROG_TYPE_CGROUP_DEVICE;
-	memcpy(info + 0, &v, 4);
+	memcpy(info + 0, &p->type, 4);
 	memcpy(info + 4, &p->id, 4);
 	memcpy(info + 8, p->tag, 8);
 	v = p->n * (uint32_t)sizeof(*p->insns);

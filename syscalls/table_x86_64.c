@@ -314,7 +314,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(sysinfo,
 		"uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
 	FULL(getrandom),
-	PARTIAL(prlimit64, "the calling process only; limits are the sentry's, not the host's"),
+	PARTIAL(prlimit64, "the caller or a process of its pid namespace (Linux's permission "
+			   "rule); limits are the sentry's, not the host's"),
 	FULL(getrlimit),
 	FULL(setrlimit),
 	FULL(sched_getaffinity),
@@ -408,7 +409,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"4096 insns), PROG_ATTACH/DETACH/QUERY on a cgroup2 directory (ALLOW_OVERRIDE, "
 		"ALLOW_MULTI, REPLACE; enforced at open and mknod of device nodes), "
 		"PROG_GET_NEXT_ID, PROG_GET_FD_BY_ID, OBJ_GET_INFO_BY_FD of a program; other "
-		"commands and types EINVAL; EPERM without CAP_SYS_ADMIN or CAP_BPF"),
+		"commands and types EINVAL (CGROUP_SKB programs load, for runc's feature probe, but "
+		"attach nowhere: EINVAL); EPERM without CAP_SYS_ADMIN or CAP_BPF"),
 	PARTIAL(ioprio_get, "the values ioprio_set recorded; nothing schedules I/O by them"),
 	PARTIAL(ioprio_set, "recorded per task and inherited; I/O is not scheduled by it"),
 	ERROR(clock_settime, "EPERM for every valid request, even with CAP_SYS_TIME: the sandbox "

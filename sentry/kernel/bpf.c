@@ -21,7 +21,7 @@
 #include "sentry/kernel/bpf.h"
 
 /* Linux's opcode encoding (linux/bpf.h, linux/bpf_common.h). */
-#define CLS(c) ((c) & 0x07)
+#define CLS(c) ((c)&0x07)
 #define C_LD 0x00
 #define C_LDX 0x01
 #define C_ST 0x02
@@ -30,15 +30,15 @@
 #define C_JMP 0x05
 #define C_JMP32 0x06
 #define C_ALU64 0x07
-#define SZ(c) ((c) & 0x18)
+#define SZ(c) ((c)&0x18)
 #define SZ_W 0x00
 #define SZ_H 0x08
 #define SZ_B 0x10
 #define SZ_DW 0x18
-#define MODE(c) ((c) & 0xe0)
+#define MODE(c) ((c)&0xe0)
 #define M_IMM 0x00
 #define M_MEM 0x60
-#define OP(c) ((c) & 0xf0)
+#define OP(c) ((c)&0xf0)
 #define SRC_X 0x08
 #define A_ADD 0x00
 #define A_SUB 0x10
@@ -89,11 +89,12 @@ struct verifier {
 	uint8_t *aux;
 	char *log;
 	size_t len;
+	bool ctx_readable; /* false: a program whose context the sentry offers none of */
 };
 
 /* Says why, then returns err. */
 __attribute__((format(printf, 4, 5))) static int reject(struct verifier *v, uint32_t i, int err,
-							 const char *fmt, ...)
+							const char *fmt, ...)
 {
 	va_list ap;
 	int w;
@@ -233,14 +234,15 @@ static int check_mem(struct verifier *v, uint32_t i, uint8_t *s)
 		if (s[src] == T_NONE)
 			return reject(v, i, -EACCES, "R%u !read_ok", src);
 		if (s[src] == T_CTX) {
-			if (!ctx_access_ok(in->off, size))
-				return reject(v, i, -EACCES, "invalid bpf_context access off=%d size=%d",
-					      in->off, size);
+			if (!v->ctx_readable || !ctx_access_ok(in->off, size))
+				return reject(v, i, -EACCES,
+					      "invalid bpf_context access off=%d size=%d", in->off,
+					      size);
 			v->aux[i] = BPF_AUX_CTX_LOAD;
 		} else if (s[src] == T_FP) {
 			if (!stack_access_ok(in->off, size))
-				return reject(v, i, -EACCES, "invalid stack off=%d size=%d", in->off,
-					      size);
+				return reject(v, i, -EACCES, "invalid stack off=%d size=%d",
+					      in->off, size);
 			v->aux[i] = BPF_AUX_STACK;
 		} else {
 			return reject(v, i, -EACCES, "R%u invalid mem access 'scalar'", src);
@@ -315,7 +317,8 @@ static int check_insn(struct verifier *v, uint32_t i)
 			return 0;
 		}
 		if (op == J_CALL)
-			return reject(v, i, -EINVAL, "invalid func %d: no helper is offered", in->imm);
+			return reject(v, i, -EINVAL, "invalid func %d: no helper is offered",
+				      in->imm);
 		if (op == J_JA) {
 			if (cls != C_JMP || x || src || dst || in->imm)
 				return reject(v, i, -EINVAL, "BPF_JA uses reserved fields");
@@ -351,10 +354,15 @@ static int check_insn(struct verifier *v, uint32_t i)
 	return 0;
 }
 
-int bpf_dev_verify(const struct bpf_dev_insn *insns, uint32_t n, uint8_t *aux, char *log,
-		   size_t len)
+static int verify(const struct bpf_dev_insn *insns, uint32_t n, uint8_t *aux, char *log, size_t len,
+		  bool ctx_readable)
 {
-	struct verifier v = { .insns = insns, .n = n, .aux = aux, .log = log, .len = len };
+	struct verifier v = { .insns = insns,
+			      .n = n,
+			      .aux = aux,
+			      .log = log,
+			      .len = len,
+			      .ctx_readable = ctx_readable };
 	int err = 0;
 
 	if (log && len)
@@ -389,6 +397,12 @@ int bpf_dev_verify(const struct bpf_dev_insn *insns, uint32_t n, uint8_t *aux, c
 	}
 	free(v.st);
 	return err;
+}
+
+int bpf_dev_verify(const struct bpf_dev_insn *insns, uint32_t n, uint8_t *aux, char *log,
+		   size_t len)
+{
+	return verify(insns, n, aux, log, len, true);
 }
 
 /* --- the interpreter --- */
@@ -583,8 +597,9 @@ uint64_t bpf_dev_run(const struct bpf_dev_insn *insns, uint32_t n, const uint8_t
 			break;
 		}
 		case C_LDX:
-			r[d] = aux[pc] == BPF_AUX_CTX_LOAD ? load(c + in->off, size) :
-							     load(stack + BPF_DEV_STACK + in->off, size);
+			r[d] = aux[pc] == BPF_AUX_CTX_LOAD ?
+				       load(c + in->off, size) :
+				       load(stack + BPF_DEV_STACK + in->off, size);
 			pc++;
 			break;
 		case C_ST:
@@ -616,11 +631,14 @@ static struct bpf_prog **progs; /* progs_lock: every live program, by id order *
 static size_t nprogs, progs_cap;
 static uint32_t next_prog_id = 1; /* progs_lock */
 
-struct bpf_prog *bpf_prog_new(const struct bpf_dev_insn *insns, uint32_t n, char *log, size_t len)
+struct bpf_prog *bpf_prog_new(uint32_t type, const struct bpf_dev_insn *insns, uint32_t n,
+			      char *log, size_t len)
 {
 	struct bpf_prog *p;
 	int err;
 
+	if (type != BPF_PROG_CGROUP_DEVICE && type != BPF_PROG_CGROUP_SKB)
+		return ERR_PTR(-EINVAL);
 	if (n == 0 || n > BPF_DEV_MAX_INSNS)
 		return ERR_PTR(bpf_dev_verify(insns, n, NULL, log, len));
 	p = calloc(1, sizeof(*p));
@@ -634,9 +652,10 @@ struct bpf_prog *bpf_prog_new(const struct bpf_dev_insn *insns, uint32_t n, char
 	}
 	memcpy(p->insns, insns, n * sizeof(*insns));
 	p->n = n;
-	err = bpf_dev_verify(p->insns, n, p->aux, log, len);
+	err = verify(p->insns, n, p->aux, log, len, type == BPF_PROG_CGROUP_DEVICE);
 	if (err)
 		goto out_free;
+	p->type = type;
 	refcount_init(&p->ref, 1);
 	pthread_mutex_lock(&progs_lock);
 	if (nprogs == progs_cap) {

@@ -51,9 +51,14 @@ int bpf_dev_verify(const struct bpf_dev_insn *insns, uint32_t n, uint8_t *aux, c
 uint64_t bpf_dev_run(const struct bpf_dev_insn *insns, uint32_t n, const uint8_t *aux,
 		     const struct bpf_dev_ctx *ctx);
 
+/* Program types: Linux's numbers. */
+#define BPF_PROG_CGROUP_SKB 8
+#define BPF_PROG_CGROUP_DEVICE 15
+
 /* A loaded program (sys_bpf.c makes them; an fd holds a reference, as does each attachment). */
 struct bpf_prog {
 	struct refcount ref;
+	uint32_t type; /* BPF_PROG_CGROUP_* */
 	uint32_t id; /* unique in the sandbox, from 1 */
 	uint32_t n;
 	struct bpf_dev_insn *insns; /* owned */
@@ -65,11 +70,14 @@ struct bpf_prog {
 };
 
 /*
- * A new program of insns[0..n) (copied) once bpf_dev_verify accepts it (log as there), with a
- * new id and one reference. ERR_PTR as bpf_dev_verify, or -ENOMEM.
+ * A new program of type with insns[0..n) (copied) once the verifier accepts it (log as
+ * bpf_dev_verify's), with a new id and one reference. BPF_PROG_CGROUP_DEVICE programs are
+ * bpf_dev_verify's; BPF_PROG_CGROUP_SKB ones load with no context readable and can be attached
+ * nowhere (what cilium/ebpf's BPF_PROG_ATTACH feature probe, which runc runs, loads).
+ * ERR_PTR as bpf_dev_verify, -EINVAL for another type, or -ENOMEM.
  */
-struct bpf_prog *bpf_prog_new(const struct bpf_dev_insn *insns, uint32_t n, char *log,
-			      size_t len);
+struct bpf_prog *bpf_prog_new(uint32_t type, const struct bpf_dev_insn *insns, uint32_t n,
+			      char *log, size_t len);
 void bpf_prog_get(struct bpf_prog *p);
 void bpf_prog_put(struct bpf_prog *p);
 /* The live program of id (next: the first of a greater id), a new reference, or NULL. */

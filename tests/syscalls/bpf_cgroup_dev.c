@@ -38,7 +38,8 @@ static long sys_bpf(int cmd, union bpf_attr *a)
 	return syscall(SYS_bpf, cmd, a, sizeof(*a));
 }
 
-#define INSN(c, d, s, o, i) ((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
+#define INSN(c, d, s, o, i) \
+	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
 #define LDXW(d, s, o) INSN(BPF_LDX | BPF_W | BPF_MEM, d, s, o, 0)
 #define MOV(d, i) INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
 #define AND(d, i) INSN(BPF_ALU | BPF_AND | BPF_K, d, 0, 0, i)
@@ -56,7 +57,7 @@ static int load(const struct bpf_insn *insns, unsigned int n, unsigned int type)
 	a.prog_type = type;
 	a.insns = (uintptr_t)insns;
 	a.insn_cnt = n;
-	a.license = (uintptr_t)"GPL";
+	a.license = (uintptr_t) "GPL";
 	a.log_buf = (uintptr_t)logbuf;
 	a.log_size = sizeof(logbuf);
 	a.log_level = 1;
@@ -65,8 +66,10 @@ static int load(const struct bpf_insn *insns, unsigned int n, unsigned int type)
 }
 
 static const struct bpf_insn deny_null[] = {
-	LDXW(2, 1, 0), AND(2, 0xffff), LDXW(3, 1, 4), LDXW(4, 1, 8), MOV(0, 1),
-	JNE(2, BPF_DEVCG_DEV_CHAR, 3), JNE(3, 1, 2), JNE(4, 3, 1), MOV(0, 0), EXIT,
+	LDXW(2, 1, 0), AND(2, 0xffff), LDXW(3, 1, 4),
+	LDXW(4, 1, 8), MOV(0, 1),      JNE(2, BPF_DEVCG_DEV_CHAR, 3),
+	JNE(3, 1, 2),  JNE(4, 3, 1),   MOV(0, 0),
+	EXIT,
 };
 
 static void check_bad(void)

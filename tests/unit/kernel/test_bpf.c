@@ -54,8 +54,8 @@ static uint64_t run(const struct bpf_dev_insn *p, uint32_t n, uint32_t acc, uint
 
 /* runc's shape: deny char 1:3 for every access, allow the rest. */
 static const struct bpf_dev_insn deny_null[] = {
-	LDXW(2, 1, 0), AND32(2, 0xffff), LDXW(3, 1, 0), RSH32(3, 16), LDXW(4, 1, 4),
-	LDXW(5, 1, 8), MOV64(0, 1), JNE(2, 2, 3), JNE(4, 1, 2), JNE(5, 3, 1), MOV64(0, 0), EXIT,
+	LDXW(2, 1, 0), AND32(2, 0xffff), LDXW(3, 1, 0), RSH32(3, 16), LDXW(4, 1, 4), LDXW(5, 1, 8),
+	MOV64(0, 1),   JNE(2, 2, 3),	 JNE(4, 1, 2),	JNE(5, 3, 1), MOV64(0, 0),   EXIT,
 };
 
 Test(bpf_dev, runc_shape_denies_only_its_device)
@@ -81,8 +81,7 @@ Test(bpf_dev, narrow_load_of_access_type)
 
 Test(bpf_dev, stack_round_trip)
 {
-	const struct bpf_dev_insn p[] = { LDXW(2, 1, 4), STXDW(10, 2, -8), LDXDW(0, 10, -8),
-					  EXIT };
+	const struct bpf_dev_insn p[] = { LDXW(2, 1, 4), STXDW(10, 2, -8), LDXDW(0, 10, -8), EXIT };
 
 	cr_assert_eq(VERIFY(p), 0, "%s", log_);
 	cr_assert_eq(run(p, 4, 0, 2, 42, 0), 42);
@@ -214,8 +213,9 @@ Test(bpf_dev, random_programs_never_harm)
 			p[i] = MOV64(i == 1 ? 0 : i, (int32_t)rand_r(&seed));
 		for (uint32_t i = 6; i < n; i++) {
 			p[i].code = codes[rand_r(&seed) % sizeof(codes)];
-			p[i].regs = (uint8_t)(rand_r(&seed) % 6 |
-					      (rand_r(&seed) % 4 == 0 ? 10 : rand_r(&seed) % 6) << 4);
+			p[i].regs =
+				(uint8_t)(rand_r(&seed) % 6 |
+					  (rand_r(&seed) % 4 == 0 ? 10 : rand_r(&seed) % 6) << 4);
 			p[i].off = (int16_t)(rand_r(&seed) % 24 - 8);
 			p[i].imm = (int32_t)(rand_r(&seed) % 8 == 0 ? 0 : rand_r(&seed) % 70 - 4);
 		}
