@@ -14,24 +14,10 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "cgfile.h"
 #include "mountns.h"
 
 static char CG[256], C[400];
-
-static int writef(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-	int e;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, s, strlen(s));
-	e = errno;
-	close(fd);
-	errno = e;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
-}
 
 static long sys_bpf(int cmd, union bpf_attr *a)
 {

@@ -14,39 +14,10 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
+#include "cgfile.h"
 #include "mountns.h"
 
 static char CG[256], C[400], CG2[300], NAME[64];
-
-/* The contents of path into buf (NUL-terminated); the length or -1 (errno). */
-static ssize_t readf(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	buf[n < 0 ? 0 : n] = '\0';
-	return n;
-}
-
-/* One write(2) of s to path: 0 or -1 (errno). */
-static int writef(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-	int e;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, s, strlen(s));
-	e = errno;
-	close(fd);
-	errno = e;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
-}
 
 /* The v2 line of /proc/PID/cgroup (pid 0: self) into buf. */
 static void proc_cgroup(pid_t pid, char *buf, size_t len)
