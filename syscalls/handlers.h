@@ -332,6 +332,7 @@ SYSCALL_DECL(msgctl);
 /* Added for issue 11: calls real programs use that were missing. */
 SYSCALL_DECL(sched_setattr); /* sys_sched.c */
 SYSCALL_DECL(sched_getattr);
+SYSCALL_DECL(bpf); /* sys_bpf.c */
 SYSCALL_DECL(ioprio_get); /* sys_ioprio.c */
 SYSCALL_DECL(ioprio_set);
 SYSCALL_DECL(clock_settime); /* sys_time.c */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -203,10 +204,9 @@ long sys_getrandom(struct task *t, const struct syscall_args *args)
  * Linux's do_prlimit() on the thread group's own table: resource range, cur <= max, the
  * RLIMIT_NOFILE ceiling, and raising a hard limit needs uid 0 (CAP_SYS_RESOURCE).
  */
-static int do_prlimit(struct task *t, unsigned int resource, const struct rlimit *new_rlim,
-		      struct rlimit *old_rlim)
+static int do_prlimit(struct task *t, struct thread_group *tg, unsigned int resource,
+		      const struct rlimit *new_rlim, struct rlimit *old_rlim)
 {
-	struct thread_group *tg = t->tg;
 	struct rlimit *rlim;
 	int err = 0;
 
@@ -234,7 +234,22 @@ static int do_prlimit(struct task *t, unsigned int resource, const struct rlimit
 	return err;
 }
 
-/* prlimit64(2): only the calling process (pid 0, its pid or tid); other pids -ESRCH. */
+/*
+ * Linux's check_prlimit_permission for another process: the caller's uid and gid are each of
+ * the target's real, effective and saved ids, or it has CAP_SYS_RESOURCE.
+ */
+static int prlimit_permission(struct task *t, struct task *p)
+{
+	const struct cred *c = &t->cred, *tc = &p->cred;
+
+	if (c->uid == tc->uid && c->uid == tc->euid && c->uid == tc->suid && c->gid == tc->gid &&
+	    c->gid == tc->egid && c->gid == tc->sgid)
+		return 0;
+	return cred_capable(c, CAP_SYS_RESOURCE) ? 0 : -EPERM;
+}
+
+/* prlimit64(2): the calling process or another one of its pid namespace (runc sets its
+ * container's init's limits so). */
 long sys_prlimit64(struct task *t, const struct syscall_args *args)
 {
 	int32_t pid = (int32_t)args->a[0];
@@ -251,9 +266,20 @@ long sys_prlimit64(struct task *t, const struct syscall_args *args)
 		new_rlim.rlim_cur = lim.rlim_cur;
 		new_rlim.rlim_max = lim.rlim_max;
 	}
-	if (!pid_is_self(t, pid))
-		return -ESRCH;
-	err = do_prlimit(t, resource, new_addr ? &new_rlim : NULL, old_addr ? &old_rlim : NULL);
+	if (!pid_is_self(t, pid)) {
+		struct task *p = task_find_vtask(t, pid);
+
+		if (!p)
+			return -ESRCH;
+		err = p->tg ? prlimit_permission(t, p) : -ESRCH;
+		if (!err)
+			err = do_prlimit(t, p->tg, resource, new_addr ? &new_rlim : NULL,
+					 old_addr ? &old_rlim : NULL);
+		task_put(p);
+	} else {
+		err = do_prlimit(t, t->tg, resource, new_addr ? &new_rlim : NULL,
+				 old_addr ? &old_rlim : NULL);
+	}
 	if (err)
 		return err;
 	if (old_addr) {
@@ -268,7 +294,7 @@ long sys_getrlimit(struct task *t, const struct syscall_args *args)
 {
 	struct rlimit value;
 	struct linux_rlimit64 lim;
-	int err = do_prlimit(t, (unsigned int)args->a[0], NULL, &value);
+	int err = do_prlimit(t, t->tg, (unsigned int)args->a[0], NULL, &value);
 
 	if (err)
 		return err;
@@ -287,7 +313,7 @@ long sys_setrlimit(struct task *t, const struct syscall_args *args)
 		return err;
 	new_rlim.rlim_cur = lim.rlim_cur;
 	new_rlim.rlim_max = lim.rlim_max;
-	return do_prlimit(t, (unsigned int)args->a[0], &new_rlim, NULL);
+	return do_prlimit(t, t->tg, (unsigned int)args->a[0], &new_rlim, NULL);
 }
 
 /* sched_getaffinity(2) is in sys_sched.c, beside sched_setaffinity. */

@@ -586,7 +586,18 @@ static long do_mount(struct task *t, const char *source, const struct vfs_path *
 
 		if (IS_ERR(fs))
 			return PTR_ERR(fs);
-		r = vfs_mount_new(t, at, fs, mflags, source, type, opts);
+		if (!strcmp(type, "cgroup2") && task_nsproxy(t)->cgroup->root) {
+			/* In a cgroup namespace: the hierarchy from the namespace's root. */
+			struct vfs_node *root = cgroupfs_node_of(fs, task_nsproxy(t)->cgroup->root);
+
+			r = IS_ERR(root) ?
+				    PTR_ERR(root) :
+				    vfs_mount_new_root(t, at, fs, root, mflags, source, type, opts);
+			if (!IS_ERR(root))
+				vfs_node_put(root);
+		} else {
+			r = vfs_mount_new(t, at, fs, mflags, source, type, opts);
+		}
 		vfs_fs_put(fs);
 		return r;
 	}

@@ -664,8 +664,8 @@ long sys_prctl(struct task *t, const struct syscall_args *args)
  * nothing (SEM_UNDO lists are per process already); CLONE_THREAD, CLONE_SIGHAND and CLONE_VM
  * are accepted for a single-threaded process, as Linux. CLONE_NEWNS gives a mount namespace of
  * the sentry's (CAP_SYS_ADMIN in the caller's user namespace, which owns it), CLONE_NEWUTS,
- * CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER and CLONE_NEWPID (the caller's pid_for_children)
- * nsproxy.c's; cgroup and time namespaces are refused with EPERM.
+ * CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID (the caller's pid_for_children) and
+ * CLONE_NEWCGROUP nsproxy.c's; time namespaces are refused with EPERM.
  */
 long sys_unshare(struct task *t, const struct syscall_args *args)
 {
@@ -688,8 +688,8 @@ long sys_unshare(struct task *t, const struct syscall_args *args)
 	if ((flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) && nthreads > 1)
 		return -EINVAL;
 	/*
-	 * UTS, IPC, network, user and pid namespaces are nsproxy.c's, mount namespaces the VFS's
-	 * (sentry/vfs/mount_user.c); the others are not made yet.
+	 * UTS, IPC, network, user, pid and cgroup namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * (sentry/vfs/mount_user.c); time namespaces are not made yet.
 	 */
 	if (flags & ns & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
 		return -EPERM;

@@ -254,8 +254,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"CLONE_NEWNS (a mount namespace of the sentry's, owned by the child's user "
 		"namespace: locked mounts as Linux), CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, "
 		"CLONE_NEWNET (a loopback of its own, veth pairs IPv4 only), CLONE_NEWPID (nested "
-		"numbering, init semantics, /proc per pid namespace) (in the sentry); other "
-		"namespace flags: EPERM"),
+		"numbering, init semantics, /proc per pid namespace), CLONE_NEWCGROUP (rooted at the "
+		"caller's cgroup) (in the sentry); CLONE_NEWTIME: EPERM"),
 	PARTIAL(clone3,
 		"namespace flags as clone; CLONE_INTO_CGROUP with the sentry's cgroup2; set_tid of "
 		"one level (the sandbox's numbers)"),
@@ -274,11 +274,11 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	FULL(chroot),
 	PARTIAL(mount,
 		"tmpfs, proc, sysfs, devpts, mqueue, cgroup2 (the sandbox's own hierarchy: "
-		"pids.max enforced, memory/cpu/io limits kept, not enforced), binds (MS_REC), "
-		"remount, MS_MOVE, propagation to peers and slaves; overlay (the sentry's: "
-		"lowerdir=A[:B...], upperdir and workdir on a tmpfs, else EINVAL; whole-file "
-		"copy-up, no index or redirect_dir); in user namespaces Linux's rules and locked "
-		"mounts; other types ENODEV"),
+		"pids.max enforced, memory/cpu/io limits kept, not enforced; in a cgroup namespace "
+		"rooted at its root), binds (MS_REC), remount, MS_MOVE, propagation to peers and "
+		"slaves; overlay (the sentry's: lowerdir=A[:B...], upperdir and workdir on a tmpfs, "
+		"else EINVAL; whole-file copy-up, no index or redirect_dir); in user namespaces "
+		"Linux's rules and locked mounts; other types ENODEV"),
 	PARTIAL(umount2, "MNT_EXPIRE always EAGAIN; the caller's root without MNT_DETACH is "
 			 "EBUSY (Linux remounts it read-only)"),
 	PARTIAL(pivot_root, "the sandbox's own root is its tree's top (EINVAL, as Linux's rootfs); "
@@ -301,12 +301,14 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 		"CLONE_FILES, CLONE_FS, CLONE_NEWNS (a copy of the mount tree, owned by the caller's "
 		"user namespace), CLONE_NEWUTS, CLONE_NEWIPC (SysV; POSIX mqueues stay shared), "
 		"CLONE_NEWUSER, CLONE_NEWNET (a loopback of its own, lo down at first; veth pairs "
-		"IPv4 only), CLONE_NEWPID (the caller's pid_for_children), all in the sentry; cgroup, "
-		"time: EPERM"),
+		"IPv4 only), CLONE_NEWPID (the caller's pid_for_children), CLONE_NEWCGROUP (rooted "
+		"at the caller's cgroup: /proc/PID/cgroup and cgroup2 mounts relative to it), all in "
+		"the sentry; time: EPERM"),
 	PARTIAL(setns,
-		"/proc/PID/ns/{uts,ipc,user,net,pid,mnt} and pidfds (CLONE_NEWUTS, "
-		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWNS: the mount "
-		"namespace the process is in at the call, not at the open); other types: EINVAL"),
+		"/proc/PID/ns/{uts,ipc,user,net,pid,cgroup,mnt} and pidfds (CLONE_NEWUTS, "
+		"CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWCGROUP, "
+		"CLONE_NEWNS: the mount namespace the process is in at the call, not at the open); "
+		"other types: EINVAL"),
 	PARTIAL(seccomp, "filters run by the sentry's cBPF interpreter; no user notification "
 			 "(NEW_LISTENER: EINVAL; RET_USER_NOTIF and RET_TRACE give ENOSYS)"),
 	FULL(pidfd_open),
@@ -326,7 +328,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(sysinfo,
 		"uptime is the sandbox's; total memory is the host's, capped at the memory file's size; no load or swap"),
 	FULL(getrandom),
-	PARTIAL(prlimit64, "the calling process only; limits are the sentry's, not the host's"),
+	PARTIAL(prlimit64, "the caller or a process of its pid namespace (Linux's permission "
+			   "rule); limits are the sentry's, not the host's"),
 	FULL(getrlimit),
 	FULL(setrlimit),
 	FULL(sched_getaffinity),
@@ -414,6 +417,14 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 	PARTIAL(sched_setattr, "policies and priorities recorded per task, never applied to the "
 			       "host; the nice value is the sandbox's one; SCHED_DEADLINE: EBUSY"),
 	PARTIAL(sched_getattr, "utilization clamps read as 0..1024"),
+	PARTIAL(bpf,
+		"BPF_PROG_TYPE_CGROUP_DEVICE only, checked and interpreted by the sentry (never "
+		"the host's): PROG_LOAD (forward jumps only, no helpers, no pointer spills; "
+		"4096 insns), PROG_ATTACH/DETACH/QUERY on a cgroup2 directory (ALLOW_OVERRIDE, "
+		"ALLOW_MULTI, REPLACE; enforced at open and mknod of device nodes), "
+		"PROG_GET_NEXT_ID, PROG_GET_FD_BY_ID, OBJ_GET_INFO_BY_FD of a program; other "
+		"commands and types EINVAL (CGROUP_SKB programs load, for runc's feature probe, but "
+		"attach nowhere: EINVAL); EPERM without CAP_SYS_ADMIN or CAP_BPF"),
 	PARTIAL(ioprio_get, "the values ioprio_set recorded; nothing schedules I/O by them"),
 	PARTIAL(ioprio_set, "recorded per task and inherited; I/O is not scheduled by it"),
 	ERROR(clock_settime, "EPERM for every valid request, even with CAP_SYS_TIME: the sandbox "

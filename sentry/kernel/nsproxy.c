@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/kernel/current.h"
 #include "sentry/kernel/ipc.h"
 #include "sentry/kernel/kernel.h"
@@ -28,6 +29,7 @@
 #define CLONE_NEWUSER_ 0x10000000
 #define CLONE_NEWNET_ 0x40000000
 #define CLONE_NEWPID_ 0x20000000
+#define CLONE_NEWCGROUP_ 0x02000000
 #define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,6 +53,7 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	struct uts_ns *uts;
 	struct ipc_ns *ipc;
 	struct pid_ns *pid;
+	struct cgroup_ns *cg;
 
 	if (ns)
 		return ns;
@@ -63,7 +66,8 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	uts = calloc(1, sizeof(*uts));
 	ipc = calloc(1, sizeof(*ipc));
 	pid = calloc(1, sizeof(*pid));
-	if (!ns || !user || !uts || !ipc || !pid)
+	cg = calloc(1, sizeof(*cg));
+	if (!ns || !user || !uts || !ipc || !pid || !cg)
 		abort(); /* start-up: the sandbox cannot run without it */
 	pthread_mutex_init(&user->lock, NULL);
 	user->uid_map_set = user->gid_map_set = true; /* the identity */
@@ -85,9 +89,12 @@ struct nsproxy *nsproxy_initial(struct kernel *k)
 	ns->net = &net_ns_initial;
 	net_ns_get(ns->net);
 	ns->pid = pid;
-	/* The set, the UTS, IPC, network and pid namespaces each hold their owner, and one more
-	 * keeps it for good (the initial set is never freed). */
-	refcount_init(&user->ref, 6);
+	refcount_init(&cg->ref, 1);
+	cg->owner = user; /* root NULL: the hierarchy's */
+	ns->cgroup = cg;
+	/* The set, the UTS, IPC, network, pid and cgroup namespaces each hold their owner, and
+	 * one more keeps it for good (the initial set is never freed). */
+	refcount_init(&user->ref, 7);
 	__atomic_store_n(&k->init_ns, ns, __ATOMIC_RELEASE);
 	nsproxy_install_sysctl();
 out:
@@ -213,6 +220,26 @@ void pid_ns_put(struct pid_ns *p)
 	}
 }
 
+/* sentry/fs/cgroup (weak: procfs's unit tests link this file without it; roots stay NULL). */
+#pragma weak cgroup_get
+#pragma weak cgroup_put
+#pragma weak cgroup_tg_get
+
+void cgroup_ns_get(struct cgroup_ns *c)
+{
+	refcount_inc(&c->ref);
+}
+
+void cgroup_ns_put(struct cgroup_ns *c)
+{
+	if (c && refcount_dec(&c->ref)) {
+		if (c->root && cgroup_put)
+			cgroup_put(c->root);
+		user_ns_put(c->owner);
+		free(c);
+	}
+}
+
 struct pid_ns *task_active_pid_ns(struct task *t)
 {
 	return t->tg && t->tg->pidns ? t->tg->pidns : nsproxy_initial(t->k)->pid;
@@ -246,6 +273,7 @@ void nsproxy_put(struct nsproxy *ns)
 		ipc_ns_put(ns->ipc);
 		net_ns_put(ns->net);
 		pid_ns_put(ns->pid);
+		cgroup_ns_put(ns->cgroup);
 		user_ns_put(ns->user);
 		free(ns);
 	}
@@ -263,6 +291,8 @@ struct nsproxy *nsproxy_with_user(struct nsproxy *base, struct user_ns *u)
 	ns->ipc = base->ipc;
 	ns->net = base->net;
 	ns->pid = base->pid;
+	ns->cgroup = base->cgroup;
+	cgroup_ns_get(ns->cgroup);
 	user_ns_get(u);
 	uts_ns_get(ns->uts);
 	ipc_ns_get(ns->ipc);
@@ -396,6 +426,22 @@ static struct pid_ns *pid_ns_new(struct pid_ns *parent, struct user_ns *owner)
 	return n;
 }
 
+/* A new cgroup namespace rooted at the cgroup of p's process (Linux's copy_cgroup_ns). */
+static struct cgroup_ns *cgroup_ns_new(struct task *p, struct user_ns *owner)
+{
+	struct cgroup_ns *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	refcount_init(&c->ref, 1);
+	c->id = new_id();
+	user_ns_get(owner);
+	c->owner = owner;
+	if (cgroup_tg_get && p->tg)
+		c->root = cgroup_tg_get(p->k, p->tg);
+	return c;
+}
+
 struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 {
 	struct nsproxy *old = task_nsproxy(p), *ns;
@@ -427,7 +473,8 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		ns->user = user;
 	}
 	/* The other namespaces are made by, and owned by, the (possibly new) user namespace. */
-	if ((flags & (CLONE_NEWUTS_ | CLONE_NEWIPC_ | CLONE_NEWNET_ | CLONE_NEWPID_)) &&
+	if ((flags &
+	     (CLONE_NEWUTS_ | CLONE_NEWIPC_ | CLONE_NEWNET_ | CLONE_NEWPID_ | CLONE_NEWCGROUP_)) &&
 	    !nsproxy_ns_capable(
 		    (flags & CLONE_NEWUSER_) ? &(struct cred){ .cap_effective = CAP_ALL } : cred,
 		    user, user, CAP_SYS_ADMIN)) {
@@ -459,7 +506,15 @@ struct nsproxy *nsproxy_copy(struct task *p, uint64_t flags, struct cred *cred)
 		pid_ns_get(old->pid);
 		ns->pid = old->pid;
 	}
-	if (!ns->uts || !ns->ipc || !ns->net || !ns->pid) {
+	if (flags & CLONE_NEWCGROUP_) {
+		ns->cgroup = cgroup_ns_new(p, user);
+	} else {
+		cgroup_ns_get(old->cgroup);
+		ns->cgroup = old->cgroup;
+	}
+	if (!ns->uts || !ns->ipc || !ns->net || !ns->pid || !ns->cgroup) {
+		if (ns->cgroup)
+			cgroup_ns_put(ns->cgroup);
 		if (ns->uts)
 			uts_ns_put(ns->uts);
 		if (ns->ipc)
@@ -570,11 +625,18 @@ int nsproxy_setns(struct task *t, struct nsproxy *target, uint64_t flags)
 	    (!nsproxy_ns_capable(&c, user, target->net->owner, CAP_SYS_ADMIN) ||
 	     !nsproxy_ns_capable(&c, user, user, CAP_SYS_ADMIN)))
 		return -EPERM;
+	/* Linux's cgroupns_install: the same rule. */
+	if ((flags & CLONE_NEWCGROUP_) &&
+	    (!nsproxy_ns_capable(&c, user, target->cgroup->owner, CAP_SYS_ADMIN) ||
+	     !nsproxy_ns_capable(&c, user, user, CAP_SYS_ADMIN)))
+		return -EPERM;
 	ns = calloc(1, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
 	refcount_init(&ns->ref, 1);
 	ns->user = user;
+	ns->cgroup = (flags & CLONE_NEWCGROUP_) ? target->cgroup : old->cgroup;
+	cgroup_ns_get(ns->cgroup);
 	ns->uts = (flags & CLONE_NEWUTS_) ? target->uts : old->uts;
 	ns->ipc = (flags & CLONE_NEWIPC_) ? target->ipc : old->ipc;
 	ns->net = (flags & CLONE_NEWNET_) ? target->net : old->net;

@@ -3,7 +3,8 @@
  * A task's namespaces (Linux's nsproxy plus the user namespace of its credentials): UTS, IPC and
  * user namespace objects, reference-counted, each with an identity (the inode number
  * /proc/PID/ns/X shows). fork and clone share the parent's set; unshare(2), clone(2) with
- * CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET or CLONE_NEWUSER and setns(2) give the task a new set. Every object
+ * CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID or CLONE_NEWCGROUP and
+ * setns(2) give the task a new set. Every object
  * lives in the sentry: no host namespace is made for a guest request.
  *
  * A task's t->ns is NULL until it first changes namespaces: it then uses the sandbox's initial
@@ -115,8 +116,24 @@ struct pid_ns {
 	int reboot;
 };
 
+struct cgroup;
+
+/*
+ * A cgroup namespace (man 7 cgroup_namespaces): its root is the cgroup its creator was in at
+ * unshare/clone time. /proc/PID/cgroup shows paths relative to the reader's root, and a cgroup2
+ * mount made in it shows the hierarchy from its root (sentry/fs/cgroup). Membership is not
+ * changed by entering one.
+ */
+struct cgroup_ns {
+	struct refcount ref;
+	uint32_t id; /* 0 for the initial one, else unique in the sandbox (proc_ids.c numbers it) */
+	struct user_ns *owner; /* referenced */
+	struct cgroup *root; /* referenced (cgroup_get); NULL: the hierarchy's root */
+};
+
 struct nsproxy {
 	struct refcount ref;
+	struct cgroup_ns *cgroup;
 	struct uts_ns *uts; /* each referenced */
 	struct ipc_ns *ipc;
 	struct user_ns *user;
@@ -150,6 +167,8 @@ void net_ns_get(struct net_ns *n);
 void net_ns_put(struct net_ns *n);
 /* sentry/net/link.c: namespace id is gone (its links go with it). Any lock may be held. */
 void net_ns_exit(uint32_t id);
+void cgroup_ns_get(struct cgroup_ns *c);
+void cgroup_ns_put(struct cgroup_ns *c);
 void pid_ns_get(struct pid_ns *p);
 void pid_ns_put(struct pid_ns *p);
 
@@ -164,11 +183,12 @@ struct nsproxy *task_get_nsproxy_active(struct task *t);
 /* The CLONE_NEW* flags this file handles. */
 #define NSPROXY_CLONE_FLAGS                                                    \
 	(0x04000000 /* UTS */ | 0x08000000 /* IPC */ | 0x10000000 /* USER */ | \
-	 0x20000000 /* PID */ | 0x40000000 /* NET */)
+	 0x20000000 /* PID */ | 0x40000000 /* NET */ | 0x02000000 /* CGROUP */)
 
 /*
  * The set a child made by clone(2) with flags gets from p (new namespaces for the CLONE_NEW*
- * flags of NSPROXY_CLONE_FLAGS, else p's shared), and in *cred the child's credentials (a new
+ * flags of NSPROXY_CLONE_FLAGS, else p's shared; a new cgroup namespace is rooted at p's
+ * cgroup), and in *cred the child's credentials (a new
  * user namespace: the full capability set in it). Returns a new reference, or NULL for p's own
  * set unchanged (no flag), or an ERR_PTR: -EPERM (no CAP_SYS_ADMIN for a UTS/IPC namespace),
  * (or a net namespace), -ENOSPC (user or pid namespaces nested too deep), -EPERM (the creator's

@@ -126,8 +126,8 @@ int task_clone_check(const struct task *t, const struct task_clone_args *a)
 	if ((f & CLONE_SETTLS) && a->tls >= TASK_SIZE_MAX)
 		return -EPERM;
 	/*
-	 * UTS, IPC, network, user and pid namespaces are nsproxy.c's, mount namespaces the VFS's
-	 * (sentry/vfs/mount_user.c); the others are not made yet.
+	 * UTS, IPC, network, user, pid and cgroup namespaces are nsproxy.c's, mount namespaces the VFS's
+	 * (sentry/vfs/mount_user.c); time namespaces are not made yet.
 	 */
 	if (f & CLONE_NS_FLAGS & ~((uint64_t)NSPROXY_CLONE_FLAGS | CLONE_NEWNS))
 		return -EPERM;

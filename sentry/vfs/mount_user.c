@@ -395,8 +395,9 @@ static int attach_new(struct vfs_mount *m, const struct vfs_path *p)
 	return err;
 }
 
-static int mount_new_locked(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
-			    const char *source, const char *fstype, const char *super_opts)
+static int mount_new_locked(struct task *t, const struct vfs_path *at, struct vfs_fs *fs,
+			    struct vfs_node *root, int flags, const char *source,
+			    const char *fstype, const char *super_opts)
 {
 	struct vfs_mount *m;
 	int err;
@@ -407,7 +408,7 @@ static int mount_new_locked(struct task *t, const struct vfs_path *at, struct vf
 		return -EINVAL;
 	if (mount_room(1) < 0)
 		return -ENOSPC;
-	m = vfs_mount_create(fs, fs->root, flags & VFS_MNT_FLAGS);
+	m = vfs_mount_create(fs, root, flags & VFS_MNT_FLAGS);
 	if (!m)
 		return -ENOMEM;
 	m->label = label_new(source, fstype, super_opts, "/");
@@ -425,7 +426,19 @@ int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, 
 	int r;
 
 	pthread_mutex_lock(&op_lock);
-	r = mount_new_locked(t, at, fs, flags, source, fstype, super_opts);
+	r = mount_new_locked(t, at, fs, fs->root, flags, source, fstype, super_opts);
+	pthread_mutex_unlock(&op_lock);
+	return r;
+}
+
+int vfs_mount_new_root(struct task *t, const struct vfs_path *at, struct vfs_fs *fs,
+		       struct vfs_node *root, int flags, const char *source, const char *fstype,
+		       const char *super_opts)
+{
+	int r;
+
+	pthread_mutex_lock(&op_lock);
+	r = mount_new_locked(t, at, fs, root, flags, source, fstype, super_opts);
 	pthread_mutex_unlock(&op_lock);
 	return r;
 }

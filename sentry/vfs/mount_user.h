@@ -55,6 +55,13 @@ int vfs_chroot(struct task *t, const char *path);
  */
 int vfs_mount_new(struct task *t, const struct vfs_path *at, struct vfs_fs *fs, int flags,
 		  const char *source, const char *fstype, const char *super_opts);
+/*
+ * vfs_mount_new showing root, a directory of fs, at the mount's root (a cgroup2 mount in a
+ * cgroup namespace: its root cgroup's directory; mountinfo's root field stays "/", as Linux's).
+ */
+int vfs_mount_new_root(struct task *t, const struct vfs_path *at, struct vfs_fs *fs,
+		       struct vfs_node *root, int flags, const char *source, const char *fstype,
+		       const char *super_opts);
 /* A bind of src on at (with rec: src's submounts below it too). 0 or -errno. */
 int vfs_mount_bind(struct task *t, const struct vfs_path *src, const struct vfs_path *at, bool rec);
 /*

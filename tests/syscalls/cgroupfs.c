@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
+#include "cgfile.h"
 #include "mountns.h"
 
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -30,36 +31,6 @@ static char *cpath(const char *dir, const char *file)
 
 	snprintf(b, 512, "%s/%s", dir, file);
 	return b;
-}
-
-/* The contents of path into buf (NUL-terminated); the length or -1 (errno). */
-static ssize_t readf(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	buf[n < 0 ? 0 : n] = '\0';
-	return n;
-}
-
-/* One write(2) of s to path: 0 or -1 (errno). */
-static int writef(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-	int e;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, s, strlen(s));
-	e = errno;
-	close(fd);
-	errno = e;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
 static bool has_word(const char *list, const char *w)

@@ -69,6 +69,7 @@ void cgroup_put(struct cgroup *cg)
 	if (!cg || cg == &root_cg || !refcount_dec(&cg->ref))
 		return;
 	cgroup_put(cg->parent);
+	cgroup_bpf_release(cg);
 	free(cg->name);
 	free(cg);
 }
@@ -86,16 +87,44 @@ bool cgroup_is_descendant(struct cgroup *cg, struct cgroup *of)
 	return false;
 }
 
-static int path_locked(struct cgroup *cg, char *buf, size_t len)
+/* cg's ancestors up to (not including) top, leaf first, into parts; their number, or -1. */
+static int chain_locked(struct cgroup *cg, struct cgroup *top, const char **parts, int max)
+{
+	int n = 0;
+
+	for (; cg && cg != top && cg->parent; cg = cg->parent) {
+		if (n == max)
+			return -1;
+		parts[n++] = cg->name;
+	}
+	return n;
+}
+
+/* cg's path seen from root (Linux's kernfs_path_from_node: ".." up to the common ancestor). */
+static int path_from_locked(struct cgroup *cg, struct cgroup *root, char *buf, size_t len)
 {
 	const char *parts[64];
-	int n = 0;
+	struct cgroup *common = root;
 	size_t off = 0;
+	int n, ups = 0;
 
-	for (; cg && cg->parent && n < 64; cg = cg->parent)
-		parts[n++] = cg->name;
-	if (n == 0)
+	if (!root)
+		root = common = cgroup_root();
+	while (!cgroup_is_descendant(cg, common)) {
+		common = common->parent;
+		ups++;
+	}
+	n = chain_locked(cg, common, parts, 64);
+	if (n < 0)
+		return -ENAMETOOLONG;
+	if (n == 0 && ups == 0)
 		return snprintf(buf, len, "/") < (int)len ? 1 : -ENAMETOOLONG;
+	while (ups-- > 0) {
+		if (len - off < 4)
+			return -ENAMETOOLONG;
+		memcpy(buf + off, "/..", 4);
+		off += 3;
+	}
 	while (n-- > 0) {
 		int w = snprintf(buf + off, len - off, "/%s", parts[n]);
 
@@ -111,21 +140,31 @@ int cgroup_path(struct cgroup *cg, char *buf, size_t len)
 	int r;
 
 	pthread_mutex_lock(&cgroup_lock);
-	r = path_locked(cg, buf, len);
+	r = path_from_locked(cg, NULL, buf, len);
 	pthread_mutex_unlock(&cgroup_lock);
 	return r;
 }
 
-int cgroup_tg_path(struct kernel *k, struct thread_group *tg, char *buf, size_t len)
+struct cgroup *cgroup_tg_get(struct kernel *k, struct thread_group *tg)
 {
 	struct cgroup *cg;
-	int r;
 
 	pthread_mutex_lock(&k->tree_lock);
 	cg = cgroup_of_tg(tg);
 	cgroup_get(cg);
 	pthread_mutex_unlock(&k->tree_lock);
-	r = cgroup_path(cg, buf, len);
+	return cg;
+}
+
+int cgroup_tg_path(struct kernel *k, struct thread_group *tg, struct cgroup *root, char *buf,
+		   size_t len)
+{
+	struct cgroup *cg = cgroup_tg_get(k, tg);
+	int r;
+
+	pthread_mutex_lock(&cgroup_lock);
+	r = path_from_locked(cg, root, buf, len);
+	pthread_mutex_unlock(&cgroup_lock);
 	cgroup_put(cg);
 	return r;
 }

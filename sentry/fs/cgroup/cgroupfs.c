@@ -103,6 +103,23 @@ static struct vfs_node *cgfs_lookup(struct vfs_node *dir, const char *name)
 	return n;
 }
 
+struct vfs_node *cgroupfs_node_of(struct vfs_fs *fs, struct cgroup *cg)
+{
+	struct vfs_node *dir, *n;
+
+	if (!cg || !cg->parent) {
+		vfs_node_get(fs->root);
+		return fs->root;
+	}
+	dir = cgroupfs_node_of(fs, cg->parent);
+	if (IS_ERR(dir))
+		return dir;
+	/* Names are fixed (no rename in cgroupfs); a removed cgroup is not found: ENOENT. */
+	n = cgfs_lookup(dir, cg->name);
+	vfs_node_put(dir);
+	return n;
+}
+
 static uint64_t node_ino(struct cgroup *cg, const struct cg_file *f)
 {
 	return (cg->ino << 8) | (f ? (uint64_t)(f - cgroup_files) + 1 : 0);
@@ -453,6 +470,14 @@ static const struct vfs_node_ops cgfs_node_ops = {
 };
 
 /* --- instances --- */
+
+struct cgroup *cgroup_of_file(struct file *f)
+{
+	if (!f->node || f->node->ops != &cgfs_node_ops || cgn(f->node)->file)
+		return ERR_PTR(-EBADF);
+	cgroup_get(cgn(f->node)->cg);
+	return cgn(f->node)->cg;
+}
 
 struct cgroup *cgroup_clone_into(struct task *t, struct file *f)
 {

@@ -19,6 +19,9 @@ enum { CG_CPUSET, CG_CPU, CG_IO, CG_MEMORY, CG_PIDS, CG_NR };
 #define CG_ALL ((1u << CG_NR) - 1)
 extern const char *const cgroup_ctrl_names[CG_NR];
 
+/* Linux's BPF_CGROUP_MAX_PROGS: programs of one type attached to one cgroup. */
+#define CG_BPF_MAX_PROGS 64
+
 /* Room for the interface files' owners (cgroupfs.c checks that its table fits). */
 #define CG_FILES_MAX 48
 
@@ -46,6 +49,10 @@ struct cgroup {
 	char io_max[256], cpuset_cpus[64], cpuset_mems[64];
 	int freeze; /* kept, not enforced */
 	int oom_group; /* memory.oom.group: kept, not enforced */
+	/* BPF_CGROUP_DEVICE programs attached here (bpf.c), each referenced, in attach order. */
+	struct bpf_prog *dev_progs[CG_BPF_MAX_PROGS];
+	int dev_nprogs;
+	uint32_t dev_flags; /* the attach flags (BPF_F_ALLOW_OVERRIDE, BPF_F_ALLOW_MULTI) */
 	/*
 	 * Owners and modes changed by chown/chmod (delegation): [0] the directory, [1 + i] the
 	 * i-th interface file of cgroupfs.c's table; unset entries are the creator's defaults.
@@ -73,6 +80,9 @@ void cgroup_count_locked(struct kernel *k, struct cgroup *cg, int *procs, int *t
  * has exited), -ENODEV (dst removed) or -EBUSY (dst has controllers on for its children).
  */
 int cgroup_move(struct kernel *k, struct thread_group *tg, struct cgroup *dst);
+
+/* Puts cg's attached programs (its last reference is going). bpf.c. */
+void cgroup_bpf_release(struct cgroup *cg);
 
 /* --- interface files (files.c; cgroupfs.c shows them) --- */
 

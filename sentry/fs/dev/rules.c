@@ -2,13 +2,18 @@
 /*
  * The device rules (config.json linux.resources.devices), as the device cgroup applies them:
  * every open and mknod of a device node passes devfs_check (dev.h). Kept apart from the devices
- * so that what checks them links without them.
+ * so that what checks them links without them. The device programs a guest attached to its
+ * cgroup with bpf(2) (sentry/fs/cgroup/bpf.c) are run after them.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/fs/dev/dev.h"
+#include "sentry/kernel/current.h"
+
+#pragma weak cgroup_bpf_dev_check
 
 static struct devfs_rule *dev_rules; /* owned; set once before the guest runs */
 static size_t dev_nrules;
@@ -51,5 +56,8 @@ int devfs_check(char type, uint32_t major, uint32_t minor, unsigned int access)
 		if (!allow)
 			return -EPERM;
 	}
+	/* The calling task's cgroup's programs (weak: unit tests link this without them). */
+	if (cgroup_bpf_dev_check)
+		return cgroup_bpf_dev_check(task_current(), type, major, minor, access);
 	return 0;
 }

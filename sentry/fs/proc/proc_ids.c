@@ -296,26 +296,28 @@ uint32_t proc_ns_ino(struct kernel *k, int type)
 	return base + (uint32_t)type;
 }
 
+#define NS_TYPE_CGROUP 0
 #define NS_TYPE_IPC 1
 #define NS_TYPE_NET 3
 #define NS_TYPE_PID 4
 #define NS_TYPE_USER 6
 #define NS_TYPE_UTS 7
 
-/* The identity (nsproxy.h) of ns's namespace of type (uts, ipc, net or user). */
+/* The identity (nsproxy.h) of ns's namespace of type (uts, ipc, net, cgroup or user). */
 static uint32_t nsproxy_type_id(struct nsproxy *ns, int type)
 {
-	return type == NS_TYPE_UTS ? ns->uts->id :
-	       type == NS_TYPE_IPC ? ns->ipc->id :
-	       type == NS_TYPE_NET ? ns->net->id :
-				     ns->user->id;
+	return type == NS_TYPE_UTS    ? ns->uts->id :
+	       type == NS_TYPE_IPC    ? ns->ipc->id :
+	       type == NS_TYPE_NET    ? ns->net->id :
+	       type == NS_TYPE_CGROUP ? ns->cgroup->id :
+					ns->user->id;
 }
 
 /* Whether namespaces of type are nsproxy.c's (numbered by their id). */
 static bool nsproxy_type(int type)
 {
 	return type == NS_TYPE_UTS || type == NS_TYPE_IPC || type == NS_TYPE_USER ||
-	       type == NS_TYPE_NET;
+	       type == NS_TYPE_NET || type == NS_TYPE_CGROUP;
 }
 
 /*
@@ -566,11 +568,12 @@ static long ns_ioctl(struct file *f, struct task *t, unsigned int cmd, uint64_t 
 		if (type == NS_TYPE_USER)
 			return ns->user->parent ? ns_install_user(f, t, ns->user->parent) : -EPERM;
 		return ns_install_user(f, t,
-				       type == NS_TYPE_UTS ? ns->uts->owner :
-				       type == NS_TYPE_IPC ? ns->ipc->owner :
-				       type == NS_TYPE_NET ? ns->net->owner :
-				       type == NS_TYPE_PID ? ns->pid->owner :
-							     nsproxy_initial(t->k)->user);
+				       type == NS_TYPE_UTS    ? ns->uts->owner :
+				       type == NS_TYPE_IPC    ? ns->ipc->owner :
+				       type == NS_TYPE_NET    ? ns->net->owner :
+				       type == NS_TYPE_PID    ? ns->pid->owner :
+				       type == NS_TYPE_CGROUP ? ns->cgroup->owner :
+								nsproxy_initial(t->k)->user);
 	default:
 		return -ENOTTY;
 	}

@@ -703,8 +703,9 @@ static int gen_limits(struct pseudo_node *n, FILE *out)
 }
 
 /*
- * The process's cgroup v2 path (sentry/fs/cgroup/); no v1 hierarchies. Weak: proc is also
- * linked without the kernel's cgroups (unit tests), which shows the root.
+ * The process's cgroup v2 path (sentry/fs/cgroup/) relative to the reader's cgroup namespace
+ * root (man 7 cgroup_namespaces); no v1 hierarchies. Weak: proc is also linked without the
+ * kernel's cgroups (unit tests), which shows the root.
  */
 #pragma weak cgroup_tg_path
 
@@ -715,8 +716,13 @@ static int gen_cgroup(struct pseudo_node *n, FILE *out)
 	int r = 0;
 
 	NODE_TASK(t, n);
-	if (cgroup_tg_path)
-		r = cgroup_tg_path(t->k, t->tg, path, sizeof(path));
+	if (cgroup_tg_path) {
+		struct task *cur = task_current();
+		struct nsproxy *ns = cur ? task_get_nsproxy(cur) : NULL;
+
+		r = cgroup_tg_path(t->k, t->tg, ns ? ns->cgroup->root : NULL, path, sizeof(path));
+		nsproxy_put(ns);
+	}
 	task_put(t);
 	if (r < 0)
 		return r;
