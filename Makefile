@@ -55,14 +55,14 @@ fuzz: build
 
 # Churn and load (tests/soak/README.md), not part of `make check` (which runs a short version):
 # SOAK_ROUNDS sandboxes created, run and deleted, then SOAK_SANDBOXES at once for SOAK_SECONDS,
-# the load niced (the machine may be shared).
+# the load's sandboxes niced (the machine may be shared).
 SOAK_ROUNDS ?= 1000
 SOAK_SANDBOXES ?= 100
 SOAK_SECONDS ?= 600
 soak: build
 	./tests/soak/soak.py --husk $(BUILD)/husk churn --rounds $(SOAK_ROUNDS)
-	nice -n 19 ./tests/soak/soak.py --husk $(BUILD)/husk load --sandboxes $(SOAK_SANDBOXES) \
-		--seconds $(SOAK_SECONDS)
+	./tests/soak/soak.py --husk $(BUILD)/husk load --sandboxes $(SOAK_SANDBOXES) \
+		--seconds $(SOAK_SECONDS) --nice 19
 
 bench: build
 	./bench/run
