@@ -258,7 +258,7 @@ class Oci:
     def H(self, *args):
         return [self.husk, "--root", self.root, *args]
 
-    def bundle(self, name, args, host_root=False):
+    def bundle(self, name, args, host_root=False, cpu_shares=0):
         """A bundle of its own for name (its rootfs shared, by absolute path)."""
         b = os.path.join(self.work, "bundles", name)
         os.makedirs(b, exist_ok=True)
@@ -267,6 +267,8 @@ class Oci:
         c["process"]["terminal"] = False
         c["process"]["env"] = ["PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/"]
         c["root"] = {"path": "/" if host_root else self.rootfs, "readonly": False}
+        if cpu_shares:
+            c.setdefault("linux", {}).setdefault("resources", {})["cpu"] = {"shares": cpu_shares}
         with open(os.path.join(b, "config.json"), "w") as f:
             json.dump(c, f)
         return b
@@ -478,7 +480,12 @@ def load(husk, n, seconds, work, nice=0):
             kind = "husk do"
         else:
             cid = f"{prefix}-{i}"
-            b = oci.bundle(cid, args, host_root=True)
+            # An OCI sandbox is a cpu cgroup of its own (husk/ID, shares 1024 by default): it
+            # competes with the root group's tasks as one task at nice 0 would, whatever the
+            # niceness of its processes. Its shares are those of a task at the sandboxes' nice
+            # (Linux's weights: 1024 / 1.25^nice), so that both kinds share the CPU alike.
+            shares = max(2, round(1024 / 1.25 ** nice)) if nice else 0
+            b = oci.bundle(cid, args, host_root=True, cpu_shares=shares)
             cmd = oci.H("run", "--bundle", b, cid)
             kind = f"husk run {cid}"
         out = open(os.path.join(work, f"load-{i}.out"), "w+")
