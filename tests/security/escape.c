@@ -46,25 +46,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
+#include "probe.h"
+
 static const char *token, *secret_dir;
 static char secret_path[4096];
-
-static void __attribute__((format(printf, 2, 3))) result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
 
 /* Whether the file at path (from dirfd) holds the token: the one outcome that is an escape. */
 static int leaks_at(int dirfd, const char *path, int *err)

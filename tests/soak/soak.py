@@ -119,9 +119,8 @@ class Reaper:
 reaper = Reaper()
 
 
-def run(args, timeout=HANG, **kw):
-    """subprocess.run through the reaper; a hang is reported as status 'hang'."""
-    p = reaper.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+def finish(p, timeout=HANG):
+    """Waits for p (its output if piped); a hang is killed and reported as status 'hang'."""
     try:
         out, err = p.communicate(timeout=timeout)
         st = p.returncode
@@ -131,6 +130,12 @@ def run(args, timeout=HANG, **kw):
         st = "hang"
     reaper.done(p)
     return st, out, err
+
+
+def run(args, timeout=HANG, **kw):
+    """subprocess.run through the reaper."""
+    p = reaper.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return finish(p, timeout)
 
 
 def memfd_holders(pids):
@@ -331,14 +336,7 @@ def churn_do(husk, i, kill, rng, lo):
         if s:
             kill_later(s, rng.uniform(0, 0.3))
         what += ", its sentry SIGKILLed"
-    try:
-        out, err = p.communicate(timeout=HANG)
-        st = p.returncode
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        st = "hang"
-    reaper.done(p)
+    st, out, err = finish(p)
     if kill:
         # Any end but a hang: it may have finished before the signal.
         result(st != "hang", what, f"status {st}")
@@ -363,13 +361,7 @@ def churn_oci(oci, i, kill, rng, prefix):
                          stdin=subprocess.DEVNULL)
         if kill == "create":
             kill_later(p.pid, rng.uniform(0, 0.3))
-        try:
-            st = p.wait(timeout=HANG)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            st = "hang"
-        reaper.done(p)
+        st = finish(p)[0]
         errf.seek(0)
         err = errf.read()
     ok = True
