@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 CMD ?= echo "hello from husk: $$(uname -sr) pid $$$$"; ls / | head -n 5
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps build run check check-programs format format-check fuzz bench clean
+.PHONY: all deps build run check check-programs format format-check fuzz soak bench clean
 
 all: build
 
@@ -52,6 +52,17 @@ fuzz: build
 	./tests/fuzz/gofer/run.sh 60
 	./tests/fuzz/state/run.sh 60
 	BUILD=$(BUILD) ./tests/fuzz/syscalls/run.sh 60
+
+# Churn and load (tests/soak/README.md), not part of `make check` (which runs a short version):
+# SOAK_ROUNDS sandboxes created, run and deleted, then SOAK_SANDBOXES at once for SOAK_SECONDS,
+# the load's sandboxes niced (the machine may be shared).
+SOAK_ROUNDS ?= 1000
+SOAK_SANDBOXES ?= 100
+SOAK_SECONDS ?= 600
+soak: build
+	./tests/soak/soak.py --husk $(BUILD)/husk churn --rounds $(SOAK_ROUNDS)
+	./tests/soak/soak.py --husk $(BUILD)/husk load --sandboxes $(SOAK_SANDBOXES) \
+		--seconds $(SOAK_SECONDS) --nice 19
 
 bench: build
 	./bench/run

@@ -14,7 +14,8 @@
  * With --network=host the sentry holds host sockets: it starts in a cgroup v2 of its own
  * (husk-do-PID below husk's own cgroup) to which the BPF egress programs are attached first
  * (sentry/net/bpf/netbpf.h), so that the host kernel enforces the egress policy too. husk
- * removes that cgroup when the sentry is gone, killing whatever is left in it.
+ * removes that cgroup when the sentry is gone, killing whatever is left in it; a keeper process
+ * does it when husk itself was killed (cgroup_keeper).
  *
  * With a credential gateway (husk serve's --gateway socket; runtime/serve/GATEWAY.md) husk
  * connects to it, introduces the sandbox by its id, and passes the connection to the sentry
@@ -32,6 +33,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -434,11 +436,67 @@ static void kill_gofers(const pid_t *pids, int n)
 	}
 }
 
-/* The sandbox's cgroup v2 (--network=host): its directory, and cgroup.procs open for writing. */
+/*
+ * The sandbox's cgroup v2 (--network=host): its directory, cgroup.procs open for writing, and
+ * the write end of the keeper's pipe (cgroup_keeper).
+ */
 struct sandbox_cgroup {
 	char dir[PATH_MAX];
 	int procs_fd;
+	int keeper_fd;
 };
+
+static void sandbox_cgroup_remove(struct sandbox_cgroup *cg);
+
+/*
+ * A husk killed by SIGKILL cannot remove the sandbox's cgroup (its sentry dies with it, by
+ * PR_SET_PDEATHSIG, but the empty directory would stay, one per sandbox). A keeper process,
+ * forked before the directory is made and never in it, holds the read end of a pipe whose
+ * write end only husk has (O_CLOEXEC): at EOF, whenever and however husk ends, it removes the
+ * cgroup as husk would (sandbox_cgroup_remove: kills what is left, waits for it to empty), which
+ * finds nothing when husk already did. It leads a session of its own, so that the terminal's
+ * signals to husk's group do not reach it, and keeps no other FD of husk's. Returns 0 or -errno.
+ */
+static int cgroup_keeper(struct sandbox_cgroup *cg)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		char c;
+
+		setsid();
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		if (dup2(p[0], 3) < 0)
+			_exit(1);
+		syscall(SYS_close_range, 4, ~0U, 0);
+		prctl(PR_SET_NAME, "husk-cg-keeper", 0, 0, 0);
+		while (read(3, &c, 1) < 0 && errno == EINTR)
+			;
+		cg->procs_fd = -1;
+		cg->keeper_fd = -1;
+		sandbox_cgroup_remove(cg);
+		_exit(0);
+	}
+	close(p[0]);
+	cg->keeper_fd = p[1];
+	return 0;
+}
 
 /* Mount point of the cgroup v2 hierarchy (pure v2, or hybrid's unified), or NULL. */
 static const char *cgroup2_mount(void)
@@ -485,6 +543,7 @@ static int sandbox_cgroup_create(struct sandbox_cgroup *cg, const char *const *n
 	int ret;
 
 	cg->procs_fd = -1;
+	cg->keeper_fd = -1;
 	cg->dir[0] = 0;
 	if (!mnt) {
 		snprintf(why, why_len, "no cgroup v2 hierarchy at /sys/fs/cgroup{,/unified}");
@@ -500,6 +559,12 @@ static int sandbox_cgroup_create(struct sandbox_cgroup *cg, const char *const *n
 		snprintf(why, why_len, "cgroup path too long");
 		cg->dir[0] = 0;
 		return -ENAMETOOLONG;
+	}
+	ret = cgroup_keeper(cg);
+	if (ret < 0) {
+		snprintf(why, why_len, "cannot start the cgroup's keeper: %s", strerror(-ret));
+		cg->dir[0] = 0;
+		return ret;
 	}
 	if (mkdir(cg->dir, 0700) < 0) {
 		ret = -errno;
@@ -530,7 +595,7 @@ static void sandbox_cgroup_remove(struct sandbox_cgroup *cg)
 		close(cg->procs_fd);
 	cg->procs_fd = -1;
 	if (!cg->dir[0])
-		return;
+		goto keeper;
 	for (int tries = 0; tries < 1000; tries++) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		_cleanup_close_ int fd = -1;
@@ -553,6 +618,11 @@ static void sandbox_cgroup_remove(struct sandbox_cgroup *cg)
 		nanosleep(&ts, NULL);
 	}
 	cg->dir[0] = 0;
+keeper:
+	/* The keeper finds nothing left and ends. */
+	if (cg->keeper_fd >= 0)
+		close(cg->keeper_fd);
+	cg->keeper_fd = -1;
 }
 
 /* Whether args has the exact argument a. */
@@ -567,7 +637,7 @@ static bool has_arg(const char *const *args, const char *a)
 
 int launch_and_wait(const struct launch_spec *spec)
 {
-	struct sandbox_cgroup cg = { .procs_fd = -1 };
+	struct sandbox_cgroup cg = { .procs_fd = -1, .keeper_fd = -1 };
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
 	int pairs[1 + MAX_VOLUMES][2], ssocks[3 + MAX_VOLUMES], nsocks;

@@ -8,7 +8,8 @@
  *
  * MODE is "files" (a volume of the host's at /vol; SECRET_DIR, outside the root filesystem and
  * the volume, holds "secret" whose content is TOKEN), "net-none" or "net-host" (the network mode
- * the sandbox was given). HOST_PID is a host process that must live on. Every probe prints
+ * the sandbox was given) or "net-dns" (--network=host, with a nameserver in /etc/resolv.conf that
+ * answers every name with the metadata address). HOST_PID is a host process that must live on. Every probe prints
  * "ok - WHAT" or "not ok - WHAT: what it saw"; the last line is "N passed, M failed".
  *
  * Why each must fail is said beside it: the guest's paths are the sentry's (DESIGN.md section
@@ -39,30 +40,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
+#include "probe.h"
+
 static const char *token, *secret_dir;
 static char secret_path[4096];
-
-static void __attribute__((format(printf, 2, 3))) result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
 
 /* Whether the file at path (from dirfd) holds the token: the one outcome that is an escape. */
 static int leaks_at(int dirfd, const char *path, int *err)
@@ -513,6 +500,100 @@ static void net(int host_mode)
 	}
 }
 
+/*
+ * A DNS answer that points at the metadata address: the name is resolved by a query of the
+ * guest's own to the nameserver of its /etc/resolv.conf (escape.sh runs one on the host that
+ * answers every name with 169.254.169.254), and the address it gives is connected to. The egress
+ * policy checks the address at connect and sendto, whatever name led there: EPERM.
+ */
+static int dns_resolve(const char *name, struct in_addr *out, char *why, size_t why_len)
+{
+	unsigned char q[512], a[512];
+	char line[256], ns[64] = "";
+	size_t n = 12;
+	FILE *f = fopen("/etc/resolv.conf", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "nameserver %63s", ns) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (!ns[0]) {
+		snprintf(why, why_len, "no nameserver in /etc/resolv.conf");
+		return -1;
+	}
+	memset(q, 0, 12);
+	q[0] = 0x4b, q[1] = 0x1d; /* id */
+	q[2] = 0x01; /* recursion desired */
+	q[5] = 1; /* one question */
+	for (const char *p = name; *p;) {
+		size_t l = strcspn(p, ".");
+
+		q[n++] = (unsigned char)l;
+		memcpy(q + n, p, l);
+		n += l;
+		p += l + (p[l] == '.');
+	}
+	q[n++] = 0;
+	q[n++] = 0, q[n++] = 1; /* A */
+	q[n++] = 0, q[n++] = 1; /* IN */
+
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct timeval tv = { 120, 0 }; /* only a hang */
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ssize_t r;
+
+	inet_aton(ns, &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (sendto(fd, q, n, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(why, why_len, "the query to %s: %s", ns, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	r = recv(fd, a, sizeof(a), 0);
+	close(fd);
+	if (r < (ssize_t)n + 16 || a[0] != q[0] || a[1] != q[1] || (a[7] | a[6]) == 0) {
+		snprintf(why, why_len, "no answer from %s (%zd bytes%s%s)", ns, r,
+			 r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
+		return -1;
+	}
+	/* The first answer after the question: a name pointer, type, class, TTL, length, data. */
+	size_t off = n;
+	off += (a[off] & 0xc0) ? 2 : 0;
+	if (a[off + 1] != 1 || a[off + 8] != 0 || a[off + 9] != 4 || off + 14 > (size_t)r) {
+		snprintf(why, why_len, "the answer is not one A record");
+		return -1;
+	}
+	memcpy(&out->s_addr, a + off + 10, 4);
+	return 0;
+}
+
+static void net_dns(void)
+{
+	struct in_addr addr;
+	char why[160], ip[INET_ADDRSTRLEN];
+
+	if (dns_resolve("metadata.husk-escape.test", &addr, why, sizeof(why))) {
+		result(0, "the DNS probe's name resolves: %s", why);
+		return;
+	}
+	inet_ntop(AF_INET, &addr, ip, sizeof(ip));
+	result(!strcmp(ip, "169.254.169.254"),
+	       "metadata.husk-escape.test resolves through the test's DNS server to %s", ip);
+	static const struct {
+		int type, fastopen;
+		const char *what;
+	} ways[] = { { SOCK_STREAM, 0, "TCP connect" },
+		     { SOCK_DGRAM, 0, "UDP sendto" },
+		     { SOCK_STREAM, 1, "TCP Fast Open" } };
+	for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++) {
+		int r = try_connect(AF_INET, ip, 80, ways[k].type, ways[k].fastopen);
+
+		result(r == -EPERM, "%s to the resolved %s: %s", ways[k].what, ip,
+		       r ? strerror(-r) : "SENT");
+	}
+}
+
 /* --- the caller's terminal --- */
 
 static void terminal(void)
@@ -552,6 +633,8 @@ int main(int argc, char **argv)
 		net(0);
 	} else if (!strcmp(argv[1], "net-host")) {
 		net(1);
+	} else if (!strcmp(argv[1], "net-dns")) {
+		net_dns();
 	} else {
 		fprintf(stderr, "escape: unknown mode %s\n", argv[1]);
 		return 2;

@@ -16,10 +16,13 @@ cleanup() {
 }
 trap cleanup EXIT
 token="husk-escape-token-$$-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
-mkdir -p "$work/hostsecret" "$work/rootfs/bin" "$work/rootfs/tmp" "$work/vol"
+mkdir -p "$work/hostsecret" "$work/rootfs/bin" "$work/rootfs/tmp" "$work/rootfs/etc" "$work/vol"
 printf '%s\n' "$token" >"$work/hostsecret/secret"
 cp /bin/busybox "$work/rootfs/bin/busybox"
 ln -s busybox "$work/rootfs/bin/sh"
+# The DNS probe's nameserver (dns-metadata.py, on the loopback of the test's network namespace).
+dns_addr=192.0.2.53
+echo "nameserver $dns_addr" >"$work/rootfs/etc/resolv.conf"
 cp "$ESCAPE_PROBE" "$work/rootfs/escape"
 echo plain >"$work/vol/plain"
 ln -s "$work/hostsecret/secret" "$work/vol/abs"
@@ -71,6 +74,23 @@ probe_run net-none -- "$HUSK" do --rootfs "$work/rootfs" -- /escape net-none "$t
 if unshare -n true 2>/dev/null; then
 	probe_run net-host -- unshare -n "$HUSK" do --network=host --rootfs "$work/rootfs" -- \
 		/escape net-host "$token" "$work/hostsecret" "$hostpid"
+	# A DNS answer that points at the metadata address: the test's own DNS server, in the same
+	# kind of namespace, answers every name with 169.254.169.254; the guest may reach it (an
+	# --egress-allow rule for its port 53), resolves a name and connects to the answer: EPERM.
+	cat >"$work/dns-net.sh" <<-EOF
+		ip link set lo up && ip addr add $dns_addr/32 dev lo || exit 1
+		python3 "$(dirname "$0")/dns-metadata.py" $dns_addr >"$work/dns.ready" &
+		dns=\$!
+		read -r line <"$work/dns.ready"
+		[ "\$line" = ready ] || { echo "the DNS server did not start"; exit 1; }
+		"$HUSK" do --network=host --egress-allow $dns_addr/32:53 --rootfs "$work/rootfs" -- \\
+			/escape net-dns "$token" "$work/hostsecret" "$hostpid"
+		st=\$?
+		kill \$dns
+		exit \$st
+	EOF
+	mkfifo "$work/dns.ready"
+	probe_run net-dns -- unshare -n sh "$work/dns-net.sh"
 else
 	fail "a host network namespace for the --network=host probes" "unshare -n failed"
 fi
