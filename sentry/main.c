@@ -1454,6 +1454,9 @@ int main(int argc, char **argv)
 	ret = crash_init(syscall_name, o.crash_fd);
 	if (ret < 0)
 		log_warn("crash reports: %s: a crash will not be reported", strerror(-ret));
+#ifdef HUSK_DEBUG_CRASH
+	crash_debug_init(); /* HUSK_DEBUG_CRASH=NAME crashes the sentry on purpose (tests) */
+#endif
 	if (setup_stderr > 2)
 		setup_stderr_swap(setup_stderr);
 	/* The image's files: opened now, while the sentry may still open files. */

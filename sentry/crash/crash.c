@@ -83,10 +83,8 @@ static uintptr_t crash_addr;
 static char out[CRASH_OUT_SIZE];
 static size_t out_len;
 
-#ifdef HUSK_DEBUG_CRASH
 long crash_debug_nr = -1;
 static char crash_debug_kind[16];
-#endif
 
 static int gettid_raw(void)
 {
@@ -615,8 +613,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-#ifdef HUSK_DEBUG_CRASH
-static void debug_init(void)
+void crash_debug_init(void)
 {
 	const char *v = getenv("HUSK_DEBUG_CRASH");
 	char name[64];
@@ -665,7 +662,6 @@ void crash_debug_fire(long nr)
 	}
 	crash_debug_segv();
 }
-#endif
 
 int crash_init(const char *(*name_of)(long nr), int report_fd)
 {
@@ -713,8 +709,5 @@ int crash_init(const char *(*name_of)(long nr), int report_fd)
 	sigfillset(&sa.sa_mask);
 	if (sigaction(CRASH_SIGNAL, &sa, NULL) < 0)
 		return -errno;
-#ifdef HUSK_DEBUG_CRASH
-	debug_init();
-#endif
 	return 0;
 }

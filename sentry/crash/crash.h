@@ -53,23 +53,19 @@ void *crash_thread_enter(void);
 void crash_thread_leave(void *token);
 
 /*
- * The debug-only trigger (meson option debug_crash): with HUSK_DEBUG_CRASH=NAME[:KIND] in the
- * sentry's environment, the first guest call NAME crashes the sentry on purpose (KIND: segv,
- * the default, or abort, or assert). crash_debug_nr is -1 when there is no trigger.
+ * The debug-only trigger: crash_debug_init reads HUSK_DEBUG_CRASH=NAME[:segv|abort|assert]
+ * from the environment; then the first guest call NAME crashes the sentry on purpose. Only a
+ * sentry built with HUSK_DEBUG_CRASH calls it (husk-sentry-crashtest, a test binary that is
+ * not installed, or husk-sentry itself with meson's -Ddebug_crash=true); in any other,
+ * crash_debug_nr stays -1 and the check below is one compare per guest call.
  */
-#ifdef HUSK_DEBUG_CRASH
 extern long crash_debug_nr;
+void crash_debug_init(void);
 void crash_debug_fire(long nr);
 static inline void crash_debug_check(long nr)
 {
 	if (__builtin_expect(nr == crash_debug_nr, 0))
 		crash_debug_fire(nr);
 }
-#else
-static inline void crash_debug_check(long nr)
-{
-	(void)nr;
-}
-#endif
 
 #endif
