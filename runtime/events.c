@@ -46,6 +46,18 @@ static int sentry_stats(const struct container *c, struct control_stats *st)
 	return ret < 0 ? ret : st->err;
 }
 
+/* Prints event o (one JSON object, one line) and drops it; NULL prints nothing. */
+static void print_event(json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+
+	if (s)
+		printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
 /*
  * One stats event: cpu, memory and pids from the sentry when it answers (the guest's own CPU
  * time, split into user and kernel as runc does, and the guest's usage and limits; the host
@@ -58,7 +70,6 @@ static void print_stats(const struct container *c)
 	struct control_stats ss;
 	json_t *o, *usage;
 	bool split = false;
-	char *s;
 
 	cgroup_stats(c->cgroup ? c->cgroup : "/", &st);
 	if (sentry_stats(c, &ss) == 0) {
@@ -81,12 +92,7 @@ static void print_stats(const struct container *c)
 		      (json_int_t)(st.memory_limit < 0 ? 0 : st.memory_limit), "pids", "current",
 		      (json_int_t)(st.pids_current < 0 ? 0 : st.pids_current), "limit",
 		      (json_int_t)(st.pids_limit < 0 ? 0 : st.pids_limit));
-	s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-	json_decref(o);
+	print_event(o);
 }
 
 /* Asks the sentry to answer once its OOM killer has killed more than seen. The socket, or -errno. */
@@ -116,14 +122,7 @@ static int oom_wait_send(const struct container *c, uint64_t seen)
 
 static void print_oom(const struct container *c)
 {
-	json_t *o = json_pack("{s:s,s:s}", "type", "oom", "id", c->id);
-	char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
-
-	if (s)
-		printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-	json_decref(o);
+	print_event(json_pack("{s:s,s:s}", "type", "oom", "id", c->id));
 }
 
 /*
@@ -138,7 +137,6 @@ static bool print_crash(const struct container *c)
 	size_t len = 0;
 	ssize_t n;
 	json_t *o;
-	char *s;
 
 	if (fd < 0)
 		return false;
@@ -148,12 +146,7 @@ static bool print_crash(const struct container *c)
 		return false;
 	o = json_pack("{s:s,s:s,s:{s:s%}}", "type", "crash", "id", c->id, "data", "report", buf,
 		      len);
-	s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-	json_decref(o);
+	print_event(o);
 	return true;
 }
 
