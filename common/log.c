@@ -32,6 +32,11 @@ void log_set_fd(int fd)
 	log_fd = fd;
 }
 
+int log_get_fd(void)
+{
+	return log_fd;
+}
+
 void log_init_from_env(void)
 {
 	const char *v = getenv("HUSK_LOG");

@@ -17,6 +17,8 @@ void log_set_level(enum log_level level);
 void log_init_from_env(void);
 /* Sends log lines to fd instead of stderr. */
 void log_set_fd(int fd);
+/* The fd log lines go to (2 unless log_set_fd changed it). */
+int log_get_fd(void);
 enum log_level log_get_level(void);
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

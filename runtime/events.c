@@ -4,9 +4,12 @@
  * prints a stats event every interval (default 5 s) until the container stops, as runc events
  * does ({"type":"stats","id":...,"data":{...}}, one JSON object per line), and an
  * {"type":"oom","id":...} event as soon as the sentry's OOM killer kills a process (runc's
- * comes from the cgroup's OOM eventfd; the sentry answers a CONTROL_OOM_WAIT instead).
+ * comes from the cgroup's OOM eventfd; the sentry answers a CONTROL_OOM_WAIT instead), and a
+ * {"type":"crash","id":...,"data":{"report":...}} event when the container stopped because its
+ * sentry crashed (the report sentry/crash wrote to the state dir's crash.log).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <jansson.h>
@@ -43,6 +46,18 @@ static int sentry_stats(const struct container *c, struct control_stats *st)
 	return ret < 0 ? ret : st->err;
 }
 
+/* Prints event o (one JSON object, one line) and drops it; NULL prints nothing. */
+static void print_event(json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+
+	if (s)
+		printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
 /*
  * One stats event: cpu, memory and pids from the sentry when it answers (the guest's own CPU
  * time, split into user and kernel as runc does, and the guest's usage and limits; the host
@@ -55,7 +70,6 @@ static void print_stats(const struct container *c)
 	struct control_stats ss;
 	json_t *o, *usage;
 	bool split = false;
-	char *s;
 
 	cgroup_stats(c->cgroup ? c->cgroup : "/", &st);
 	if (sentry_stats(c, &ss) == 0) {
@@ -78,12 +92,7 @@ static void print_stats(const struct container *c)
 		      (json_int_t)(st.memory_limit < 0 ? 0 : st.memory_limit), "pids", "current",
 		      (json_int_t)(st.pids_current < 0 ? 0 : st.pids_current), "limit",
 		      (json_int_t)(st.pids_limit < 0 ? 0 : st.pids_limit));
-	s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-	json_decref(o);
+	print_event(o);
 }
 
 /* Asks the sentry to answer once its OOM killer has killed more than seen. The socket, or -errno. */
@@ -113,14 +122,32 @@ static int oom_wait_send(const struct container *c, uint64_t seen)
 
 static void print_oom(const struct container *c)
 {
-	json_t *o = json_pack("{s:s,s:s}", "type", "oom", "id", c->id);
-	char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+	print_event(json_pack("{s:s,s:s}", "type", "oom", "id", c->id));
+}
 
-	if (s)
-		printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-	json_decref(o);
+/*
+ * A crash event ({"type":"crash","id":...,"data":{"report":TEXT}}) when the sentry left a crash
+ * report (sentry/crash) in the state dir. Returns whether there was one.
+ */
+static bool print_crash(const struct container *c)
+{
+	_cleanup_free_ char *path = container_path(c, CONTAINER_CRASH_LOG);
+	_cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	char buf[256 * 1024];
+	size_t len = 0;
+	ssize_t n;
+	json_t *o;
+
+	if (fd < 0)
+		return false;
+	while (len < sizeof(buf) && (n = read(fd, buf + len, sizeof(buf) - len)) > 0)
+		len += (size_t)n;
+	if (!len)
+		return false;
+	o = json_pack("{s:s,s:s,s:{s:s%}}", "type", "crash", "id", c->id, "data", "report", buf,
+		      len);
+	print_event(o);
+	return true;
 }
 
 static int64_t now_ms(void)
@@ -192,8 +219,11 @@ int cmd_events(int argc, char **argv)
 	if (oci_load_or_fail(argv[optind], &c))
 		return 1;
 	if (container_status(&c) == CONTAINER_STOPPED) {
+		/* A sentry that crashed left its report: that is the container's last event. */
+		bool crashed = print_crash(&c);
+
 		container_release(&c);
-		return oci_fail("container with id %s is not running", argv[optind]);
+		return crashed ? 0 : oci_fail("container with id %s is not running", argv[optind]);
 	}
 	/* Do not hold the lock between events: other commands must get through. */
 	close(c.lock_fd);
@@ -205,8 +235,10 @@ int cmd_events(int argc, char **argv)
 		if (stats)
 			break;
 		wait_interval(&c, interval, &oom_fd, &seen);
-		if (container_status(&c) == CONTAINER_STOPPED)
+		if (container_status(&c) == CONTAINER_STOPPED) {
+			print_crash(&c);
 			break;
+		}
 	}
 	if (oom_fd >= 0)
 		close(oom_fd);

@@ -105,6 +105,8 @@ int container_destroy(struct container *c);
 struct oci_state;
 void container_oci_state(const struct container *c, enum container_status s, struct oci_state *out);
 
+/* The sentry's crash report (sentry/crash), in the state dir; husk events prints it. */
+#define CONTAINER_CRASH_LOG "crash.log"
 /* Path of a file in c's state directory, malloc'd. */
 char *container_path(const struct container *c, const char *name);
 

@@ -81,7 +81,9 @@
 #define SENTRY_SECCOMP_FD (SENTRY_VOLUME_FD + MAX_VOLUMES) /* linux.seccomp's BPF program */
 #define SENTRY_PRESERVE_FD (SENTRY_SECCOMP_FD + 1) /* --preserve-fds: a socket holding them */
 #define SENTRY_GATEWAY_FD (SENTRY_PRESERVE_FD + 1) /* the credential gateway's connection */
-#define SENTRY_NFDS (SENTRY_GATEWAY_FD + 1)
+/* crash.log in the state dir: the sentry's crash report, which husk events reads (issue 18) */
+#define SENTRY_CRASH_FD (SENTRY_GATEWAY_FD + 1)
+#define SENTRY_NFDS (SENTRY_CRASH_FD + 1)
 /* Most fds --preserve-fds and $LISTEN_FDS pass (one SCM_RIGHTS message, as the sentry takes). */
 #define MAX_PRESERVE 250
 #define MAX_TMPFS 16
@@ -313,7 +315,7 @@ static void plan_mounts(struct args *a, const struct container *c, struct bind_p
 
 static void sentry_args(struct args *a, const char *sentry, const struct container *c,
 			bool detached, bool log, struct bind_plan *binds, int nlisten, int nextra,
-			const char *restore_dir, bool gateway)
+			const char *restore_dir, bool gateway, bool crash)
 {
 	const struct oci_config *cfg = c->config;
 	const char *platform = sandbox_platform(cfg, NULL);
@@ -417,6 +419,8 @@ static void sentry_args(struct args *a, const char *sentry, const struct contain
 	}
 	if (nextra)
 		addf(a, "--preserve-fds-fd=%d", SENTRY_PRESERVE_FD);
+	if (crash)
+		addf(a, "--crash-fd=%d", SENTRY_CRASH_FD);
 	if (gateway) {
 		addf(a, "--gateway-fd=%d", SENTRY_GATEWAY_FD);
 		add(a, "--env=HUSK_GATEWAY=" NET_GATEWAY_URL);
@@ -483,6 +487,7 @@ struct sandbox_fds {
 	int seccomp; /* a memfd with linux.seccomp's program, or -1 */
 	int preserve; /* a socket holding the --preserve-fds fds in one message, or -1 */
 	int gateway; /* the credential gateway's connection, or -1 */
+	int crash; /* the state dir's crash.log (the sentry's crash report), or -1 */
 	int netns; /* linux.namespaces' network path (the sentry joins it before it runs), or -1 */
 	bool detached; /* create: nothing but the guest may keep the caller's stdio */
 	bool setup_stderr; /* a terminal: the sentry's messages go to husk's stderr until ready */
@@ -535,6 +540,7 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 		fds[SENTRY_SECCOMP_FD] = f->seccomp;
 		fds[SENTRY_PRESERVE_FD] = f->preserve;
 		fds[SENTRY_GATEWAY_FD] = f->gateway;
+		fds[SENTRY_CRASH_FD] = f->crash;
 		if (io >= 0) {
 			/* The pty is the guest's terminal: a new session has it as controlling
 			 * terminal, as runc's init does. */
@@ -561,7 +567,7 @@ static int fork_all(const struct container *c, struct sandbox_fds *f, pid_t *gpi
 			_exit(125);
 		}
 		exec_child(c, f->sentry_argv, fds, targets,
-			   f->seccomp >= 0 || f->preserve >= 0 || f->gateway >= 0 ?
+			   f->seccomp >= 0 || f->preserve >= 0 || f->gateway >= 0 || f->crash >= 0 ?
 				   SENTRY_NFDS :
 				   SENTRY_VOLUME_FD + f->npairs - 1);
 	}
@@ -705,6 +711,7 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 		.seccomp = -1,
 		.preserve = -1,
 		.gateway = -1,
+		.crash = -1,
 		.netns = -1,
 		.detached = !o->foreground,
 		.setup_stderr = o->stdio_fd >= 0 && !o->restore_dir,
@@ -777,9 +784,16 @@ int sandbox_start(struct container *c, const struct sandbox_opts *o)
 	}
 	f.sentry_log = open_debug_log(log_dir, c, "sentry");
 	f.gofer_log = open_debug_log(log_dir, c, "gofer");
+	{
+		_cleanup_free_ char *crash = container_path(c, CONTAINER_CRASH_LOG);
+
+		f.crash = crash ? open(crash, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+				       0600) :
+				  -1;
+	}
 	f.setup_stderr = f.setup_stderr && f.sentry_log < 0; /* else its messages go there */
 	sentry_args(&sa, sentry, c, !o->foreground, f.sentry_log >= 0, &binds, nlisten, nextra,
-		    o->restore_dir, f.gateway >= 0);
+		    o->restore_dir, f.gateway >= 0, f.crash >= 0);
 	f.npairs = 1 + binds.n;
 	for (int i = 0; i < f.npairs; i++) {
 		/* The root is read-only in its gofer unless --overlay none makes it writable. */
@@ -942,6 +956,8 @@ out:
 		close(f.sentry_log);
 	if (f.gofer_log >= 0)
 		close(f.gofer_log);
+	if (f.crash >= 0)
+		close(f.crash);
 	for (int i = 0; i < f.npairs; i++) {
 		for (int j = 0; j < 2; j++) {
 			if (f.pairs[i][j] >= 0)
@@ -1022,7 +1038,7 @@ int sandbox_member_plan(const struct container *c, int preserve_fds, struct sand
 			return ret;
 		}
 	}
-	sentry_args(&sa, sentry, c, true, false, &binds, nlisten, nextra, NULL, false);
+	sentry_args(&sa, sentry, c, true, false, &binds, nlisten, nextra, NULL, false, false);
 	p->ngofers = 1 + binds.n;
 	for (int i = 0; i < p->ngofers; i++) {
 		struct args ga = { 0 };

@@ -123,6 +123,10 @@ static const struct filter_rule rules[] = {
 	ALLOW(gettimeofday, "gettimeofday(2) for the guest"),
 	ALLOW(clock_nanosleep, "sleeping for the guest"),
 	ALLOW(nanosleep, "sleeping for the guest"),
+	ALLOW(alarm,
+	      "the crash report bounds its symbolization (sentry/crash): a signal to itself"),
+	ALLOW(mincore, "the crash report: libunwind checks each address is mapped before reading "
+		       "it (the sentry's own memory only)"),
 	ALLOW(restart_syscall, "the kernel's resumption of an interrupted timed sleep, futex or "
 			       "poll (after a cgroup v2 freeze and thaw, or a stop and continue)"),
 	ALLOW(getrandom, "AT_RANDOM, getrandom(2), /dev/urandom for the guest"),

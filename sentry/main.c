@@ -69,6 +69,7 @@
 #include "common/userns.h"
 #include "runtime/control_pod.h"
 #include "sentry/confine.h"
+#include "sentry/crash/crash.h"
 #include "sentry/control/control.h"
 #include "sentry/filter.h"
 #include "sentry/fs/gofer/client.h"
@@ -118,6 +119,8 @@
 /* husk do: the caller's signals and directory. */
 #define OPT_CALLER_SIGNALS 0x1e9
 #define OPT_DEFAULT_CWD 0x1ea
+/* Issue 18: the crash report's file (husk events reads it), sentry/crash. */
+#define OPT_CRASH_FD 0x1eb
 
 struct sentry_opts {
 	int gofer_fd;
@@ -168,6 +171,7 @@ struct sentry_opts {
 	int nsysctls;
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
+	int crash_fd; /* --crash-fd: also gets a crash report (sentry/crash), or -1 */
 	bool caller_signals; /* --caller-signals: husk do's pid 1 dies of what it does not handle */
 	const char *default_cwd; /* --default-cwd: the working directory if it exists, else / */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
@@ -700,6 +704,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		{ "preserve-fds-fd", required_argument, NULL, OPT_PRESERVE_FDS_FD },
 		/* The credential gateway's connection (sentry/net/gateway.c). */
 		{ "gateway-fd", required_argument, NULL, OPT_GATEWAY_FD },
+		{ "crash-fd", required_argument, NULL, OPT_CRASH_FD },
 		/* config.json's mounts and devices as the guest sees them (sentry/guestview.h). */
 		{ "special-mount", required_argument, NULL, OPT_SPECIAL_MOUNT },
 		{ "mount-label", required_argument, NULL, OPT_MOUNT_LABEL },
@@ -728,6 +733,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 	o->seccomp_fd = -1;
 	o->preserve_fd = -1;
 	o->gateway_fd = -1;
+	o->crash_fd = -1;
 	o->platform = "auto";
 	o->cwd = "/";
 	o->hostname = "husk";
@@ -941,6 +947,11 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 				net_set_gateway_fd(o->gateway_fd);
 			break;
 		}
+		case OPT_CRASH_FD:
+			o->crash_fd = atoi(optarg);
+			if (o->crash_fd < 3)
+				return -EINVAL;
+			break;
 		case OPT_CALLER_SIGNALS:
 			o->caller_signals = true;
 			break;
@@ -1375,7 +1386,7 @@ int main(int argc, char **argv)
 	struct fs_context *fs;
 	struct task *init;
 	struct timespec now;
-	int keep[12 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
+	int keep[13 + 16], nkeep = 0; /* the fds below, then up to 16 volumes */
 	int setup_stderr = -1;
 	int ret, status;
 
@@ -1426,6 +1437,7 @@ int main(int argc, char **argv)
 	keep[nkeep++] = o.seccomp_fd;
 	keep[nkeep++] = o.preserve_fd;
 	keep[nkeep++] = o.gateway_fd;
+	keep[nkeep++] = o.crash_fd;
 	/* husk create with a terminal: the caller's stderr, for messages until ready. */
 	if (getenv("HUSK_SETUP_STDERR_FD") && !o.restore)
 		setup_stderr = atoi(getenv("HUSK_SETUP_STDERR_FD"));
@@ -1440,6 +1452,13 @@ int main(int argc, char **argv)
 	}
 	if (o.log_fd >= 0)
 		log_set_fd(o.log_fd);
+	/* Before confinement (it opens the sentry's own ELF files) and before any other thread. */
+	ret = crash_init(syscall_name, o.crash_fd);
+	if (ret < 0)
+		log_warn("crash reports: %s: a crash will not be reported", strerror(-ret));
+#ifdef HUSK_DEBUG_CRASH
+	crash_debug_init(); /* HUSK_DEBUG_CRASH=NAME crashes the sentry on purpose (tests) */
+#endif
 	if (setup_stderr > 2)
 		setup_stderr_swap(setup_stderr);
 	/* The image's files: opened now, while the sentry may still open files. */

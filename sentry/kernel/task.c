@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/crash/crash.h"
 #include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/ptrace.h"
@@ -285,13 +286,18 @@ static void task_syscall(struct task *t)
 	} };
 	long nr = (long)t->regs.orig_rax;
 
+	/* A crash report names the call each thread serves (sentry/crash). */
+	crash_syscall_begin(t->tid, nr, args.a);
+	crash_debug_check(nr);
 	/* A traced task has syscall-entry and -exit stops around the call (ptrace.c). */
 	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED))) {
 		ptrace_syscall(t);
+		crash_syscall_end();
 		return;
 	}
 	/* Restart codes stay in rax: signal_deliver() applies the restart rules. */
 	t->regs.rax = (uint64_t)syscall_dispatch(t, nr, &args);
+	crash_syscall_end();
 }
 
 static void task_set_in_guest(struct task *t, bool in_guest)
