@@ -39,8 +39,6 @@
 #include "common/log.h"
 #include "sentry/crash/crash.h"
 
-/* Reserved for the crash report: the sentry uses no real-time signal for itself. */
-#define CRASH_SIGNAL (SIGRTMAX - 2)
 #define CRASH_MAX_THREADS 4096
 #define CRASH_MAX_FRAMES 48
 #define CRASH_MAX_MODULES 32

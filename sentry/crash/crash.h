@@ -8,8 +8,15 @@
 #ifndef HUSK_SENTRY_CRASH_CRASH_H
 #define HUSK_SENTRY_CRASH_CRASH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/*
+ * Reserved for the crash report (each thread's walk); never blocked, never forwarded to the
+ * guest (sentry/kernel/hostsig.c). Its handler ignores any sender but the sentry itself.
+ */
+#define CRASH_SIGNAL (SIGRTMAX - 2)
 
 /* The guest call a thread is serving; written by that thread only, read by its own handler. */
 struct crash_syscall {

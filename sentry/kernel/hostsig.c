@@ -33,9 +33,11 @@
 #include "common/log.h"
 #include "sentry/fs/host/hosttty.h"
 #include "include/abi/linux/signal.h"
+#include "sentry/crash/crash.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/task.h"
+#include "sentry/platform/kvm/kvm.h"
 
 static const int forwarded[] = { SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
 				 SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP };
@@ -43,6 +45,17 @@ static const int forwarded[] = { SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
 static bool caller_signals; /* set before hostsig_start, read-only afterwards */
 static uint64_t received; /* the host signals the sentry was sent (bit signo - 1), atomic */
 static bool stop_sandbox; /* pid 1 was sent a stop signal it takes with SIG_DFL (atomic) */
+
+/*
+ * The real-time signals the sentry uses itself, which stay unblocked and are not forwarded:
+ * the crash report's (sentry/crash) and the KVM platform's vCPU kick. `husk kill` of one of
+ * them does not reach the guest (the crash handler ignores senders other than the sentry; a
+ * stray kick only makes a vCPU exit once).
+ */
+static bool sentry_reserved(int sig)
+{
+	return sig == CRASH_SIGNAL || sig == KVM_KICK_SIGNAL;
+}
 
 static void forwarded_set(sigset_t *set)
 {
@@ -56,7 +69,8 @@ static void forwarded_set(sigset_t *set)
 	 * otherwise kill the sentry with its default action.
 	 */
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		sigaddset(set, sig);
+		if (!sentry_reserved(sig))
+			sigaddset(set, sig);
 }
 
 void hostsig_set_caller_signals(bool on)
