@@ -50,12 +50,13 @@
 #include "sentry/state/state.h"
 #include "sentry/time/vtime.h"
 #include "syscalls/handlers.h"
+#include "tests/fuzz/fuzz_fds.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct kernel kern; /* empty: no identity mapping, every id is valid but -1 */
-static int base_fds; /* count_fds() between inputs */
+static int base_fds; /* fuzz_count_fds() between inputs */
 static char sock_dir[64], sock_path[108], sentry_path[108];
 static int listen_sock = -1;
 static pthread_mutex_t reply_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -238,12 +239,6 @@ void vtime_offset_add(int64_t ns)
 /* Sends buf with nfds descriptors of /dev/null; false when the socket cannot take it. */
 static bool send_msg(int sock, const void *buf, size_t len, int nfds)
 {
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int fds[3];
 	ssize_t ret;
 
@@ -252,53 +247,12 @@ static bool send_msg(int sock, const void *buf, size_t len, int nfds)
 		if (fds[i] < 0)
 			die("/dev/null");
 	}
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-	}
-	ret = sendmsg(sock, &m, MSG_NOSIGNAL);
+	ret = fuzz_send_fds(sock, buf, len, fds, nfds);
 	if (ret < 0 && errno != EMSGSIZE && errno != ENOBUFS)
 		die("sendmsg");
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	return ret >= 0;
-}
-
-/*
- * The descriptors the protocol's code handles, open now: sockets and /dev/null (what the
- * requests carry). Others (libFuzzer's files, the sanitizers' symbolizer pipes) come and go.
- */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		die("/proc/self/fd");
-	while ((e = readdir(d))) {
-		char link[300], target[64];
-		ssize_t len;
-
-		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
-			continue;
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = 0;
-		n += strncmp(target, "socket:", 7) == 0 || strcmp(target, "/dev/null") == 0;
-	}
-	closedir(d);
-	return n;
 }
 
 /* --- the sentry's side: one request --- */
@@ -543,7 +497,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("sentry control socket");
 	if (control_server_start(&kern, fd) < 0)
 		die("control_server_start");
-	base_fds = count_fds();
+	base_fds = fuzz_count_fds(false);
 	return 0;
 }
 
@@ -560,10 +514,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The server's threads are detached and may close the connection a little after the peer
 	 * saw its end (the hang-up watch closes it last): a leak is a descriptor still open after
 	 * 5 s. */
-	for (int i = 0; (n = count_fds()) > base_fds && i < 5000; i++)
+	for (int i = 0; (n = fuzz_count_fds(false)) > base_fds && i < 5000; i++)
 		usleep(1000);
 	if (n > base_fds) {
 		fprintf(stderr, "fuzz_control: %d descriptor(s) left open\n", n - base_fds);
+		fuzz_count_fds(true);
 		abort();
 	}
 	return 0;

@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "gofer/server.h"
 #include "sentry/fs/gofer/client.h"
+#include "tests/fuzz/fuzz_fds.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -56,64 +57,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "fuzz_goferclient: %s: %s\n", what, strerror(errno));
 	abort();
-}
-
-/*
- * Sockets and /dev/null descriptors open now (what the client and the fake gofer handle);
- * with show, each is printed.
- */
-static int count_fds(bool show)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		die("/proc/self/fd");
-	while ((e = readdir(d))) {
-		char link[300], target[64];
-		ssize_t len;
-
-		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
-			continue;
-		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = 0;
-		if (strncmp(target, "socket:", 7) == 0 || strcmp(target, "/dev/null") == 0) {
-			n++;
-			if (show)
-				fprintf(stderr, "fuzz_goferclient: open: %s -> %s\n", e->d_name,
-					target);
-		}
-	}
-	closedir(d);
-	return n;
-}
-
-static void send_with_fds(int sock, const uint8_t *buf, size_t len, const int *fds, int nfds)
-{
-	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (nfds > 0) {
-		struct cmsghdr *cm;
-
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-	}
-	sendmsg(sock, &m, MSG_NOSIGNAL);
 }
 
 /* --- the gofer's side --- */
@@ -182,7 +125,7 @@ static void *gofer_main(void *arg)
 					die("/dev/null");
 			}
 		}
-		send_with_fds(g->sock, rep, len, fds, nfds);
+		fuzz_send_fds(g->sock, rep, len, fds, nfds);
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 	}
@@ -425,7 +368,7 @@ static void run(const uint8_t *calls, int ncalls, struct gofer_side *g)
 		run_call(&s, calls + 4 * i);
 		if (verbose)
 			fprintf(stderr, "fuzz_goferclient: call %d (%u): %d descriptor(s) open\n",
-				i, calls[4 * i] % 23, count_fds(false));
+				i, calls[4 * i] % 23, fuzz_count_fds(false));
 	}
 	gofer_client_destroy(s.c);
 	pthread_join(t, NULL);
@@ -552,7 +495,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		write_seeds(seeds);
 		rmdir(dir);
 	}
-	base_fds = count_fds(false);
+	base_fds = fuzz_count_fds(false);
 	return 0;
 }
 
@@ -569,10 +512,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.replies = data + 1 + 4 * ncalls;
 	g.len = size - 1 - 4 * (size_t)ncalls;
 	run(data + 1, ncalls, &g);
-	n = count_fds(false);
+	n = fuzz_count_fds(false);
 	if (n > base_fds) {
 		fprintf(stderr, "fuzz_goferclient: %d descriptor(s) left open\n", n - base_fds);
-		count_fds(true);
+		fuzz_count_fds(true);
 		abort();
 	}
 	return 0;
