@@ -8,6 +8,7 @@
 #define HUSK_TESTS_FUZZ_FDS_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Sends buf (len bytes) with fds[0..nfds) (at most 4) over sock. Returns sendmsg's result. */
+/*
+ * Sends buf (len bytes) with fds[0..nfds) (at most 4) over sock. Returns sendmsg's result
+ * (EINTR retried: LeakSanitizer stops every thread with signals to look for leaks).
+ */
 static ssize_t fuzz_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
 	union {
@@ -24,6 +28,7 @@ static ssize_t fuzz_send_fds(int sock, const void *buf, size_t len, const int *f
 	} ctl;
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
 
 	if (nfds > 0) {
 		struct cmsghdr *cm;
@@ -37,7 +42,10 @@ static ssize_t fuzz_send_fds(int sock, const void *buf, size_t len, const int *f
 		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
 		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
 	}
-	return sendmsg(sock, &m, MSG_NOSIGNAL);
+	do
+		n = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n;
 }
 
 /*

@@ -271,16 +271,21 @@ static void serve_request(const uint8_t *msg, size_t len, int nfds)
 	ssize_t n;
 
 	memcpy(sa.sun_path, sentry_path, strlen(sentry_path) + 1);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		die("connect");
+	if (sock < 0)
+		die("socket");
+	while (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		if (errno != EINTR)
+			die("connect");
 	if (!send_msg(sock, msg, len, nfds)) {
 		close(sock);
 		return;
 	}
 	shutdown(sock, SHUT_WR);
-	while ((n = recv(sock, buf, sizeof(buf), 0)) > 0) {
+	while ((n = recv(sock, buf, sizeof(buf), 0)) > 0 || (n < 0 && errno == EINTR)) {
 		struct control_hdr h;
 
+		if (n < 0)
+			continue;
 		if ((size_t)n < sizeof(h))
 			abort(); /* every reply has a header */
 		memcpy(&h, buf, sizeof(h));
@@ -311,11 +316,15 @@ static void *answer_main(void *arg)
 
 	for (;;) {
 		int c = accept4(listen_sock, NULL, NULL, SOCK_CLOEXEC);
+		ssize_t n;
 
 		if (c < 0)
 			continue;
 		pthread_mutex_lock(&reply_lock);
-		if (recv(c, req, sizeof(req), 0) > 0)
+		do
+			n = recv(c, req, sizeof(req), 0);
+		while (n < 0 && errno == EINTR);
+		if (n > 0)
 			send(c, reply_msg, reply_len, MSG_NOSIGNAL);
 		close(c);
 		answered++;

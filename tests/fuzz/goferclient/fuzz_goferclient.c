@@ -76,11 +76,14 @@ static void *gofer_main(void *arg)
 	size_t off = 0;
 
 	for (;;) {
-		ssize_t n = recv(g->sock, req, sizeof(req), 0);
+		ssize_t n;
 		int fds[3], nfds = 0;
 		uint8_t flags;
 		size_t len;
 
+		do
+			n = recv(g->sock, req, sizeof(req), 0);
+		while (n < 0 && errno == EINTR);
 		if (n <= 0)
 			break;
 		if (g->server) {
