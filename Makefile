@@ -52,6 +52,11 @@ fuzz: build
 	./tests/fuzz/gofer/run.sh 60
 	./tests/fuzz/state/run.sh 60
 	BUILD=$(BUILD) ./tests/fuzz/syscalls/run.sh 60
+	BUILD=$(BUILD) SYSFUZZ_THREADS=4 ./tests/fuzz/syscalls/run.sh 60
+	./tests/fuzz/elf/run.sh 60
+	./tests/fuzz/config/run.sh 60
+	./tests/fuzz/control/run.sh 60
+	./tests/fuzz/goferclient/run.sh 60
 
 # Churn and load (tests/soak/README.md), not part of `make check` (which runs a short version):
 # SOAK_ROUNDS sandboxes created, run and deleted, then SOAK_SANDBOXES at once for SOAK_SECONDS,

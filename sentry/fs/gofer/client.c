@@ -272,6 +272,9 @@ static int rpc(struct gofer_client *c, uint8_t *rbuf, int *fd_out)
 			break;
 	}
 	if (n <= 0) {
+		/* A zero-length packet reads as the end, but may carry FDs: they are ours now. */
+		if (n == 0)
+			close_fds(fds, collect_fds(&msg, fds, CLIENT_MAX_FDS));
 		log_warn("gofer: no reply: %s", n == 0 ? "connection closed" : strerror(errno));
 		c->broken = true;
 		return -EIO;

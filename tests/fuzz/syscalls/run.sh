@@ -15,7 +15,9 @@
 # Environment: HUSK (default BUILD/husk), BUILD (default build), SYSFUZZ_BATCHES (20),
 # SYSFUZZ_CALLS (200 per batch), SYSFUZZ_TIMEOUT (seconds per run, 120), SYSFUZZ_SEED0 (first
 # seed, default: from the clock), SYSFUZZ_TRACE=1 (the guest prints each call before making it,
-# to BUILD/sysfuzz/run-PID.err: the last lines of a batch name the call that broke the sentry).
+# to BUILD/sysfuzz/run-PID.err: the last lines of a batch name the call that broke the sentry),
+# SYSFUZZ_THREADS=N (each batch is N threads calling at once on shared descriptors and memory,
+# unmapping, mprotecting and closing them under each other: sysfuzz.c's threads=N).
 set -u
 src=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${BUILD:-$src/build}
@@ -54,7 +56,7 @@ run() {
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1} \
 		UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
 		timeout -k 5 "$per_run" "$husk" do -- "$out/sysfuzz" "$1" "$batches" "$calls" "$nrs" \
-		${SYSFUZZ_TRACE:+trace} \
+		${SYSFUZZ_TRACE:+trace} ${SYSFUZZ_THREADS:+threads=$SYSFUZZ_THREADS} \
 		</dev/null >"$log.out" 2>"$log.err"
 	rc=$?
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -109,5 +111,5 @@ while [ "$(date +%s)" -lt $end ]; do
 	n=$((n + 1))
 	seed=$((seed + 1))
 done
-echo "sysfuzz: $n runs of $batches x $calls calls, seeds $((seed - n))..$((seed - 1)): the sentry survived"
+echo "sysfuzz: $n runs of $batches x $calls calls${SYSFUZZ_THREADS:+ x $SYSFUZZ_THREADS threads}, seeds $((seed - n))..$((seed - 1)): the sentry survived"
 exit 0

@@ -15,12 +15,22 @@
  * mount-like calls only name the batch's scratch directory. The parent (pid 1) only forks,
  * watches each batch for a few seconds (then kills its process group) and reaps; a batch that
  * crashes is fine. The last line is "sysfuzz: seed S: B batches done" and the status 0.
+ *
+ * With threads=N (sysfuzz SEED BATCHES CALLS NRS [trace] [threads=N]), each batch runs N threads
+ * (one process, at most 16) that share its CALLS calls (at least 16 each) and make them at once
+ * on the same descriptors and memory, and
+ * now and then pull them from under each other: munmap and mmap again, or mprotect to
+ * PROT_NONE or read-only and back, a page of the area the others pass as buffers, iovecs and
+ * structures; close, or dup2 over, a descriptor another thread may be blocked on; MADV_DONTNEED
+ * the area. A thread that faults on the area while it is gone waits (its SIGSEGV handler
+ * returns) until it is back. The batch's first thread signals the others until they are done.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,7 +54,7 @@
 #define MAX_KIDS 4
 #define BATCH_SECONDS 2
 
-static uint64_t rng;
+static __thread uint64_t rng; /* each thread draws its own */
 static long nrs[MAX_NRS];
 static int nnrs;
 static int fds[MAX_FDS];
@@ -53,7 +63,8 @@ static pid_t kids[MAX_KIDS];
 static int nkids;
 static long page;
 static char scratch[48];
-static int trace_fd = -1; /* with a 5th argument "trace": each call, before it is made */
+static int trace_fd = -1; /* with the argument "trace": each call, before it is made */
+static int nthreads = 1; /* threads=N: threads per batch */
 
 /* The areas pointers are drawn from, made by each batch child. */
 static char *rw_area; /* 4 read-write pages with structured content */
@@ -333,6 +344,8 @@ static void keep_timer(void)
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
+static void add_fd(int fd);
+
 static void one_call(void)
 {
 	long nr = nrs[below(nnrs)];
@@ -372,8 +385,14 @@ static void one_call(void)
 			a[1] = below(2) ? (long)sizeof(struct clone_args) : pick_number();
 		}
 		ret = fork_stub(nr, a[0], a[1], a[2], a[3], a[4]);
-		if (ret > 0)
-			kids[nkids++] = (pid_t)ret;
+		if (ret > 0) {
+			int k = __atomic_fetch_add(&nkids, 1, __ATOMIC_RELAXED);
+
+			if (k < MAX_KIDS)
+				kids[k] = (pid_t)ret;
+			else
+				__atomic_store_n(&nkids, MAX_KIDS, __ATOMIC_RELAXED);
+		}
 		return;
 	case SYS_kill:
 	case SYS_tkill:
@@ -504,7 +523,7 @@ static void one_call(void)
 	}
 	if (trace_fd >= 0)
 		dprintf(trace_fd, "sysfuzz: %d: %ld(%#lx, %#lx, %#lx, %#lx, %#lx, %#lx)\n",
-			getpid(), nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+			(int)syscall(SYS_gettid), nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	ret = syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	/* Keep the timer that ends blocked calls going (else the batch idles until it is killed). */
 	if (nr == SYS_rt_sigprocmask || nr == SYS_rt_sigaction || nr == SYS_setitimer ||
@@ -516,13 +535,20 @@ static void one_call(void)
 	     nr == SYS_eventfd2 || nr == SYS_epoll_create1 || nr == SYS_memfd_create ||
 	     nr == SYS_accept || nr == SYS_accept4 || nr == SYS_signalfd4 ||
 	     nr == SYS_inotify_init1 || nr == SYS_timerfd_create || nr == SYS_pidfd_open))
-		fds[nfds++] = (int)ret;
+		add_fd((int)ret);
 }
 
 static void add_fd(int fd)
 {
-	if (fd >= 0 && nfds < MAX_FDS)
-		fds[nfds++] = fd;
+	int i;
+
+	if (fd < 0)
+		return;
+	i = __atomic_fetch_add(&nfds, 1, __ATOMIC_RELAXED);
+	if (i < MAX_FDS)
+		fds[i] = fd;
+	else
+		__atomic_store_n(&nfds, MAX_FDS, __ATOMIC_RELAXED);
 }
 
 static void *map(int prot)
@@ -530,6 +556,128 @@ static void *map(int prot)
 	void *p = mmap(NULL, (size_t)page, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Pulls memory or a descriptor from under the other threads (threads=N), briefly. */
+static void chaos(void)
+{
+	char *p = rw_area + below(4) * page;
+	int n = __atomic_load_n(&nfds, __ATOMIC_RELAXED);
+
+	switch (below(6)) {
+	case 0: /* a buffer page gone, then back (zeroed) */
+		munmap(p, (size_t)page);
+		sched_yield();
+		mmap(p, (size_t)page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		break;
+	case 1: /* a buffer page unreadable or read-only, then back */
+		mprotect(p, (size_t)page, below(2) ? PROT_NONE : PROT_READ);
+		sched_yield();
+		mprotect(p, (size_t)page, PROT_READ | PROT_WRITE);
+		break;
+	case 2: /* the straddling pair gone, then back as it was */
+		munmap(straddle, 2 * (size_t)page);
+		sched_yield();
+		if (mmap(straddle, 2 * (size_t)page, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+			mprotect(straddle + page, (size_t)page, PROT_NONE);
+		break;
+	case 3: /* a descriptor in use closed; its number soon names something else */
+		if (n > 2) {
+			int fd = fds[2 + below((uint64_t)n - 2)];
+
+			if (fd > 2) {
+				close(fd);
+				sched_yield();
+				dup2(fds[below((uint64_t)n)], fd);
+			}
+		}
+		break;
+	case 4: /* a descriptor in use replaced by another */
+		if (n > 2) {
+			int fd = fds[2 + below((uint64_t)n - 2)];
+
+			if (fd > 2)
+				dup2(fds[below((uint64_t)n)], fd);
+		}
+		break;
+	default: /* the area's pages dropped (zeroed) under the others */
+		madvise(rw_area, 4 * (size_t)page, MADV_DONTNEED);
+		break;
+	}
+}
+
+struct worker {
+	pthread_t t;
+	uint64_t seed;
+	int calls;
+	int done; /* atomic: its calls are made */
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	rng = w->seed;
+	for (int i = 0; i < w->calls; i++) {
+		if (i % 16 == 0)
+			fill_structures();
+		if (below(8) == 0)
+			chaos();
+		else
+			one_call();
+	}
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A fault on the area while another thread has it unmapped: wait until it is back. Not for
+ * ever: a fuzzed munmap takes memory away for good (then the batch ends with the signal).
+ */
+static __thread int faults;
+
+static void on_fault(int sig)
+{
+	if (++faults > 100)
+		signal(sig, SIG_DFL);
+	sched_yield();
+}
+
+static void run_threads(int calls)
+{
+	struct sigaction fault = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
+	struct worker w[16];
+	int n = nthreads < 16 ? nthreads : 16;
+
+	/* The batch's calls, shared out: as many as one thread makes, within the batch's time. */
+	calls = calls / n > 16 ? calls / n : 16;
+	sigaction(SIGSEGV, &fault, NULL);
+	sigaction(SIGBUS, &fault, NULL);
+	for (int i = 1; i < n; i++) {
+		w[i].seed = rnd() | 1;
+		w[i].calls = calls;
+		w[i].done = 0;
+		if (pthread_create(&w[i].t, NULL, worker_main, &w[i]) != 0)
+			w[i].calls = -1;
+	}
+	w[0].seed = rnd() | 1;
+	w[0].calls = calls;
+	worker_main(&w[0]);
+	/*
+	 * The others may be blocked in a call: SIGALRM (no SA_RESTART) until each is done. No
+	 * pthread_join: a fuzzed set_tid_address or set_robust_list may have taken the exit's wake
+	 * away; the batch's exit_group ends whatever is left.
+	 */
+	for (int i = 1; i < n; i++) {
+		if (w[i].calls < 0)
+			continue;
+		while (!__atomic_load_n(&w[i].done, __ATOMIC_ACQUIRE)) {
+			pthread_kill(w[i].t, SIGALRM);
+			usleep(1000);
+		}
+	}
 }
 
 static void batch(int calls)
@@ -584,6 +732,10 @@ static void batch(int calls)
 	add_fd(0);
 	add_fd(1);
 
+	if (nthreads > 1) {
+		run_threads(calls);
+		_exit(0);
+	}
 	for (int i = 0; i < calls; i++) {
 		if (i % 16 == 0)
 			fill_structures();
@@ -613,9 +765,20 @@ int main(int argc, char **argv)
 	unsigned long seed;
 	int batches, calls, null, killed = 0, crashed = 0;
 
-	if (argc != 5 && !(argc == 6 && strcmp(argv[5], "trace") == 0)) {
-		fprintf(stderr, "usage: sysfuzz SEED BATCHES CALLS NR,NR,... [trace]\n");
+	if (argc < 5 || argc > 7) {
+		fprintf(stderr,
+			"usage: sysfuzz SEED BATCHES CALLS NR,NR,... [trace] [threads=N]\n");
 		return 2;
+	}
+	for (int i = 5; i < argc; i++) {
+		if (strcmp(argv[i], "trace") == 0) {
+			trace_fd = fcntl(2, F_DUPFD, 900);
+		} else if (strncmp(argv[i], "threads=", 8) == 0) {
+			nthreads = atoi(argv[i] + 8);
+		} else {
+			fprintf(stderr, "sysfuzz: unknown argument %s\n", argv[i]);
+			return 2;
+		}
 	}
 	seed = strtoul(argv[1], NULL, 0);
 	batches = atoi(argv[2]);
@@ -630,8 +793,6 @@ int main(int argc, char **argv)
 			sigaction(s, &sa, NULL);
 	mkdir("/tmp/sysfuzz", 0777);
 	null = open("/dev/null", O_RDWR);
-	if (argc == 6)
-		trace_fd = fcntl(2, F_DUPFD, 900);
 
 	for (int b = 0; b < batches; b++) {
 		struct timespec start, now;

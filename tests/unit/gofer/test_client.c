@@ -17,8 +17,10 @@
 #include "gofer/proto.h"
 #include "sentry/fs/gofer/client.h"
 
-/* Makes the reply to req into out; returns its length (0: close the connection). The FDs in
- * fds[0..*nfds) are sent with it, then closed by the fake gofer. */
+/* Makes the reply to req into out; returns its length (0: close the connection; EMPTY_REPLY:
+ * send a packet of zero bytes, then close it). The FDs in fds[0..*nfds) are sent with it,
+ * then closed by the fake gofer. */
+#define EMPTY_REPLY ((size_t)-1)
 typedef size_t (*responder_fn)(const struct gofer_req *req, uint8_t *out, int *fds, int *nfds);
 
 static responder_fn responder;
@@ -70,6 +72,12 @@ static void *fake_gofer(void *arg)
 		len = responder(&req, out, fds, &nfds);
 		if (len == 0)
 			break;
+		if (len == EMPTY_REPLY) {
+			send_with_fds(fake_sock, out, 0, fds, nfds);
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			break;
+		}
 		send_with_fds(fake_sock, out, len, fds, nfds);
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
@@ -366,6 +374,29 @@ Test(gofer_client, unexpected_fd_is_closed_and_the_reply_is_eio, .fini = stop_fa
 	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
 	stop_fake();
 	cr_assert(pipe_reader_gone(), "the client kept the FD");
+	close(pipe_write_end);
+}
+
+/* A packet of zero bytes (read as the end of the connection) carrying a pipe's read end. */
+RESPONDER(empty_with_fd)
+{
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pipe_write_end = p[1];
+	fds[0] = p[0];
+	*nfds = 1;
+	return EMPTY_REPLY;
+}
+
+Test(gofer_client, fd_of_an_empty_reply_is_closed_and_the_call_is_eio, .fini = stop_fake)
+{
+	struct gofer_attr attr;
+
+	start_fake(empty_with_fd);
+	cr_assert_eq(gofer_stat(c, 1, &attr), -EIO);
+	stop_fake();
+	cr_assert(pipe_reader_gone(), "the client kept the FD of an empty reply");
 	close(pipe_write_end);
 }
 
