@@ -102,7 +102,9 @@ export PATH=/bin:/t
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
+# /tmp is the root's tmpfs already: no tmpfs over it, which would hide the binaries -b shipped at
+# their own paths when the build is under /tmp (a CI clone).
+chmod 1777 /tmp
 read up _ </proc/uptime
 echo "@@kvm init $up"
 for m in irqbypass ccp kvm kvm-amd; do
