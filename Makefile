@@ -7,7 +7,7 @@ ASAN_BUILD ?= build-asan
 CMD ?= echo "hello from husk: $$(uname -sr) pid $$$$"; ls / | head -n 5
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps build run check check-programs format format-check fuzz soak bench clean
+.PHONY: all deps build run check check-loaded check-programs format format-check fuzz soak bench clean
 
 all: build
 
@@ -36,6 +36,10 @@ $(ASAN_BUILD)/build.ninja:
 check: build $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD) $$(./tools/unit-targets.py $(ASAN_BUILD))
 	./tools/check.sh $(BUILD) $(ASAN_BUILD)
+
+# `make check` three times in a row beside `stress-ng --cpu 4` (issue 18; about an hour).
+check-loaded: deps
+	./tools/check-under-load.sh 3
 
 # Real programs in husk (tests/programs: Chromium with its sandbox, ...), alone; `make check`
 # runs them too.

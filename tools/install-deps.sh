@@ -9,6 +9,7 @@
 # SVM to test the KVM platform (issue 19); the image only goes to /boot for the harness to read;
 # cpio and xz-utils build its initramfs and unpack the kernel.
 # systemd: tests/programs/systemd.sh boots it as a sandbox's pid 1 (a slim image may lack it).
+# stress-ng: the CPU hog of `make check-loaded` (tools/check-under-load.sh).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
 # Does nothing (and needs no network) when everything is already there.
 set -eu
@@ -28,7 +29,8 @@ nodejs
 chromium fonts-liberation
 systemd
 python3-pytest python3-yaml
-qemu-system-x86 linux-image-amd64 cpio xz-utils"
+qemu-system-x86 linux-image-amd64 cpio xz-utils
+stress-ng"
 
 missing=""
 for p in $PKGS; do
