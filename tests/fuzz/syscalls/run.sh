@@ -17,7 +17,10 @@
 # seed, default: from the clock), SYSFUZZ_TRACE=1 (the guest prints each call before making it,
 # to BUILD/sysfuzz/run-PID.err: the last lines of a batch name the call that broke the sentry),
 # SYSFUZZ_THREADS=N (each batch is N threads calling at once on shared descriptors and memory,
-# unmapping, mprotecting and closing them under each other: sysfuzz.c's threads=N).
+# unmapping, mprotecting and closing them under each other: sysfuzz.c's threads=N),
+# SYSFUZZ_CPU=S (also stop, between runs, once the runs used S CPU seconds; counted as
+# children_cpu below says: put run.sh in a cpuacct cgroup of its own for a true figure; it is
+# printed at the end either way).
 set -u
 src=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${BUILD:-$src/build}
@@ -50,7 +53,7 @@ nrs=$("$husk" syscalls | awk 'NR > 1 && $3 != "none" { printf "%s%s", sep, $1; s
 
 # Each run's output, kept after a failure (BUILD/sysfuzz/run-PID.{out,err}).
 log=$out/run-$$
-trap 'rm -f "$log.out" "$log.err"' EXIT
+trap 'rm -f "$log.out" "$log.err" "$log.times"' EXIT
 # run SEED: 0 when the sentry survived, 1 when it did not, 3 on a guest failure.
 run() {
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1} \
@@ -97,10 +100,30 @@ if [ -n "$only" ]; then
 	exit $rc
 fi
 
+# The CPU seconds the runs used: when run.sh is in a cgroup v1 cpuacct group of its own (not
+# the root), that group's usage, which counts every process of every sandbox (husk, sentries,
+# gofers, guests); otherwise only what this shell waited for (`times`, second line), which misses
+# the processes husk does not wait for itself and so undercounts.
+children_cpu() {
+	cg=$(sed -n 's/^[0-9]*:[^:]*cpuacct[^:]*://p' /proc/self/cgroup)
+	if [ -n "$cg" ] && [ "$cg" != / ] && [ -r "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage" ]; then
+		echo $(($(cat "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage") / 1000000000))
+		return
+	fi
+	times >"$log.times"
+	awk 'NR == 2 {
+		split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$log.times"
+}
+cpu_limit=${SYSFUZZ_CPU:-0}
+
 seed=${SYSFUZZ_SEED0:-$(date +%s)}
 end=$(($(date +%s) + secs))
 n=0
 while [ "$(date +%s)" -lt $end ]; do
+	if [ "$cpu_limit" -gt 0 ] && [ "$(children_cpu)" -ge "$cpu_limit" ]; then
+		break
+	fi
 	run $seed
 	rc=$?
 	if [ $rc -ne 0 ]; then
@@ -111,5 +134,6 @@ while [ "$(date +%s)" -lt $end ]; do
 	n=$((n + 1))
 	seed=$((seed + 1))
 done
-echo "sysfuzz: $n runs of $batches x $calls calls${SYSFUZZ_THREADS:+ x $SYSFUZZ_THREADS threads}, seeds $((seed - n))..$((seed - 1)): the sentry survived"
+echo "sysfuzz: $n runs of $batches x $calls calls${SYSFUZZ_THREADS:+ x $SYSFUZZ_THREADS threads}, seeds $((seed - n))..$((seed - 1)), $(children_cpu) CPU s: the sentry survived"
+rm -f "$log.times"
 exit 0
