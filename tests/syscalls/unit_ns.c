@@ -107,8 +107,8 @@ static void remount_loop(void)
 	CHECK_RET(mount_fd(at("root/etc"), at("root/etc"), MS_BIND | MS_REC), 0);
 	CHECK_RET(lseek(mi, 0, SEEK_SET), 0);
 	CHECK(read_all(mi, text, sizeof(text), false) > 0, "read: %s", strerror(errno));
-	CHECK(find_mount(text, at("root/etc"), line, sizeof(line)),
-	      "after lseek(0): no %s in:\n%s", at("root/etc"), text);
+	CHECK(find_mount(text, at("root/etc"), line, sizeof(line)), "after lseek(0): no %s in:\n%s",
+	      at("root/etc"), text);
 	CHECK_RET(mount_fd(NULL, at("root/etc"), MS_BIND | MS_REMOUNT | MS_RDONLY), 0);
 	CHECK_RET(lseek(mi, 0, SEEK_SET), 0);
 	CHECK(read_all(mi, text, sizeof(text), false) > 0, "read: %s", strerror(errno));
