@@ -340,7 +340,8 @@ const struct syscall_entry syscall_table[LINUX_SYSCALL_MAX] = {
 
 	/* sockets: sys_socket.c (sentry/net) */
 	PARTIAL(socket, "AF_UNIX, AF_INET, AF_INET6 (TCP, UDP, UDP-Lite on loopback only), "
-			"AF_NETLINK NETLINK_ROUTE; SOCK_RAW and AF_PACKET: EPERM"),
+			"AF_NETLINK NETLINK_ROUTE, NETLINK_KOBJECT_UEVENT (receives nothing); "
+			"SOCK_RAW and AF_PACKET: EPERM"),
 	PARTIAL(socketpair, "AF_UNIX"),
 	PARTIAL(bind, "inet: loopback and wildcard addresses only (the sandbox has lo only)"),
 	FULL(listen),

@@ -139,6 +139,7 @@ struct sock {
 
 	/* AF_NETLINK: the port id (the owner's pid), set on first use; 0 until then. */
 	uint32_t nl_portid;
+	uint32_t nl_groups; /* AF_NETLINK: the multicast groups bound (net_lock) */
 	struct linger linger;
 	int ttl, tos;
 	uint32_t mark;
@@ -359,6 +360,11 @@ int link_route_locked(uint32_t ns, const uint8_t d[16], uint32_t *dst_ns, uint8_
 /* --- netlink.c --- */
 bool netlink_family(int family);
 ssize_t netlink_sendmsg(struct sock *s, struct net_msg *m);
+/*
+ * bind(2) of netlink socket s to addr (a struct sockaddr_nl of len bytes): keeps its groups.
+ * Returns 0 or -EINVAL.
+ */
+int netlink_bind(struct sock *s, const void *addr, size_t len);
 /* The port id of netlink socket s (net_lock held): fixed at first use to the caller's pid. */
 uint32_t netlink_portid_locked(struct sock *s);
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/netlink.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -660,7 +661,7 @@ static int type_check(struct task *t, int family, int *type, int *protocol)
 	case AF_NETLINK:
 		if (*type != SOCK_RAW && *type != SOCK_DGRAM)
 			return -ESOCKTNOSUPPORT;
-		if (*protocol != 0 /* NETLINK_ROUTE */)
+		if (*protocol != NETLINK_ROUTE && *protocol != NETLINK_KOBJECT_UEVENT)
 			return -EPROTONOSUPPORT;
 		return 0;
 	case AF_PACKET:
@@ -721,7 +722,7 @@ int net_bind(struct task *t, struct file *f, const void *addr, size_t len)
 		return unix_bind(t, s, addr, len);
 	if (is_inet(s))
 		return inet_bind(s, addr, len);
-	return 0; /* netlink: the port id is the pid, nothing to check */
+	return netlink_bind(s, addr, len);
 }
 
 int net_listen(struct task *t, struct file *f, int backlog)
@@ -897,8 +898,10 @@ int net_getname(struct file *f, bool peer, void *addr, size_t *len)
 			uint32_t pid, groups;
 		} nl = { AF_NETLINK, 0, 0, 0 };
 
-		if (!peer)
+		if (!peer) {
 			nl.pid = netlink_portid_locked(s);
+			nl.groups = s->nl_groups;
+		}
 		memcpy(&ss, &nl, sizeof(nl));
 		n = sizeof(nl);
 	} else if (is_unix(s)) {

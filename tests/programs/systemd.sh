@@ -7,6 +7,10 @@
 # and docker send a systemd container) must shut systemd down: halt.target, then
 # systemd-shutdown's reboot(2), which ends a container's pid namespace with its pid 1 killed by
 # SIGINT, so husk do exits 130 (128 + SIGINT), as Linux reports a container's halt.
+# Startup leaves no unit failed (systemctl is-system-running says running): systemd-logind
+# starts, with its namespace (ProtectHome=, ProtectSystem=strict, PrivateTmp=) and udev
+# monitor; a unit of the test with PrivateTmp=, ProtectSystem=strict and PrivateDevices= gets
+# its own /tmp and /dev and a read-only /etc.
 # /etc/systemd/system is the test's own folder (a volume), so that the host's enabled units
 # (ssh, cron...) are not started.
 . "$(dirname "$0")/../integration/lib.sh"
@@ -36,6 +40,22 @@ ExecStart=/bin/sh -c 'echo "started by $(cat /proc/1/comm) as pid $$$$" > /out/s
 ExecStopPost=/bin/sh -c 'echo "stopped: $SERVICE_RESULT" > /out/stopped'
 UNIT
 ln -s ../husk-test.service "$work/units/multi-user.target.wants/husk-test.service"
+# A unit in a mount namespace of its own (systemd's namespace set-up, as systemd-logind's):
+# its /tmp is private, / is read-only but for /out, /dev is a tmpfs of its own.
+cat >"$work/units/husk-private.service" <<'UNIT'
+[Unit]
+Description=husk unit with a namespace
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+PrivateTmp=yes
+ProtectSystem=strict
+PrivateDevices=yes
+ProtectHome=yes
+ReadWritePaths=/out
+ExecStart=/bin/sh -c 'echo private > /tmp/private-file; ls /tmp > /out/private-tmp; ls /dev > /out/private-dev; if touch /etc/husk-private 2>/dev/null; then echo rw; else echo ro; fi > /out/private-etc'
+UNIT
+ln -s ../husk-private.service "$work/units/multi-user.target.wants/husk-private.service"
 
 # Polls (0.1 s steps, up to 120 s; no timing is asserted) until file $1 is not empty, while
 # husk do still runs.
@@ -78,6 +98,37 @@ if [ "$state" = active ]; then
 else
 	fail "systemd reaches multi-user.target" "is-active: $state" "jobs: $jobs" \
 		"$("$HUSK" exec "$id" systemctl --failed --no-legend 2>&1)"
+fi
+# No unit failed: systemd-logind's namespace set-up (ProtectHome=, ProtectSystem=strict,
+# PrivateTmp=) and its udev monitor start in husk as on Linux, so the system is running, not
+# degraded.
+state=$("$HUSK" exec "$id" systemctl is-system-running 2>&1)
+failed_units=$("$HUSK" exec "$id" systemctl --failed --no-legend --plain 2>&1)
+if [ "$state" = running ] && [ -z "$failed_units" ]; then
+	pass "systemctl is-system-running: running, no failed unit"
+else
+	fail "systemctl is-system-running: running, no failed unit" "is-system-running: $state" \
+		"failed: $failed_units"
+fi
+# PrivateTmp=: the unit's file is in its own /tmp (systemd-private-*/tmp outside), not in /tmp.
+outside=$("$HUSK" exec "$id" sh -c 'ls /tmp; cat /tmp/systemd-private-*-husk-private.service-*/tmp/private-file' 2>&1)
+if grep -qx private-file "$work/out/private-tmp" 2>/dev/null &&
+	! printf '%s\n' "$outside" | grep -qx private-file &&
+	printf '%s\n' "$outside" | grep -qx private; then
+	pass "PrivateTmp=: the unit's /tmp file is not in /tmp outside"
+else
+	fail "PrivateTmp=: the unit's /tmp file is not in /tmp outside" \
+		"inside: $(cat "$work/out/private-tmp" 2>&1)" "outside: $outside"
+fi
+# ProtectSystem=strict: /etc is read-only; PrivateDevices=: a /dev without the outer one's
+# initctl (systemd's fifo), with null.
+if [ "$(cat "$work/out/private-etc" 2>&1)" = ro ] &&
+	grep -qx null "$work/out/private-dev" && ! grep -qx initctl "$work/out/private-dev" &&
+	"$HUSK" exec "$id" test -p /dev/initctl; then
+	pass "ProtectSystem=strict: /etc read-only; PrivateDevices=: a /dev of its own"
+else
+	fail "ProtectSystem=strict, PrivateDevices=" "etc: $(cat "$work/out/private-etc" 2>&1)" \
+		"dev: $({ tr '\n' ' ' <"$work/out/private-dev"; } 2>&1)"
 fi
 state=$("$HUSK" exec "$id" systemctl is-active husk-test.service 2>&1)
 if [ "$state" = active ]; then

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The machinery of pseudo filesystems (pseudo.h): lookups in static tables and computed
- * directories, attributes, generated files (contents made at open, then read at positions
- * like a regular file), symlinks and magic links.
+ * directories, attributes, generated files (contents made at open, read at positions like a
+ * regular file, and made again for a read that does not go on where the last one ended, as
+ * seq_file's), symlinks and magic links.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,19 +171,62 @@ static int pseudo_get_link(struct vfs_node *vn, struct vfs_path *out)
 
 /* --- generated files --- */
 
+/*
+ * The contents of one open of a generated file. Linux's seq_file keeps the records it made in
+ * its buffer while reads go on from where the last one ended, and makes them again, from the
+ * current state, for a read anywhere else (after an lseek, or a pread elsewhere: seq_read_iter's
+ * traverse); so does this: data is made again when a read does not start at read_pos. systemd
+ * reads /proc/self/mountinfo again through one fd after lseek(fd, 0, SEEK_SET) and loops until
+ * the mount it just made shows up.
+ */
 struct pseudo_buf {
+	pthread_mutex_t lock; /* data, len and read_pos (preads of one file run at once) */
 	char *data;
 	size_t len;
+	int64_t read_pos; /* where the last read ended, 0 after the open */
 	uint64_t mount_event; /* mount_events files: the mount event last reported (atomic) */
 };
+
+/* Makes n's contents into b->data and b->len (freeing the old ones). Returns 0 or -errno. */
+static int gen_contents(struct pseudo_node *n, struct pseudo_buf *b)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *out;
+	int err;
+
+	out = open_memstream(&data, &len);
+	if (!out)
+		return -ENOMEM;
+	err = n->ent->gen(n, out);
+	if (fclose(out) != 0 && err == 0)
+		err = -ENOMEM;
+	if (err < 0) {
+		free(data);
+		return err;
+	}
+	free(b->data);
+	b->data = data;
+	b->len = len;
+	return 0;
+}
 
 static ssize_t gen_read(struct file *f, const struct iovec *iov, int iovcnt, int64_t *pos)
 {
 	struct pseudo_buf *b = f->priv;
 	size_t done = 0;
+	int err;
 
 	if (*pos < 0)
 		return -EINVAL;
+	pthread_mutex_lock(&b->lock);
+	if (*pos != b->read_pos) {
+		err = gen_contents(pseudo_node_of(f->node), b);
+		if (err < 0) {
+			pthread_mutex_unlock(&b->lock);
+			return err;
+		}
+	}
 	for (int i = 0; i < iovcnt && (size_t)*pos < b->len; i++) {
 		size_t n = MIN(iov[i].iov_len, b->len - (size_t)*pos);
 
@@ -189,6 +234,8 @@ static ssize_t gen_read(struct file *f, const struct iovec *iov, int iovcnt, int
 		*pos += (int64_t)n;
 		done += n;
 	}
+	b->read_pos = *pos;
+	pthread_mutex_unlock(&b->lock);
 	return (ssize_t)done;
 }
 
@@ -247,6 +294,7 @@ static void gen_release(struct file *f)
 {
 	struct pseudo_buf *b = f->priv;
 
+	pthread_mutex_destroy(&b->lock);
 	free(b->data);
 	free(b);
 }
@@ -288,8 +336,7 @@ static struct file *pseudo_open(struct vfs_node *vn, int flags)
 	struct pseudo_node *n = pseudo_node_of(vn);
 	struct pseudo_buf *b;
 	struct file *f;
-	FILE *out;
-	int err = 0;
+	int err;
 
 	if (n->ent->open)
 		return n->ent->open(n, flags);
@@ -300,27 +347,22 @@ static struct file *pseudo_open(struct vfs_node *vn, int flags)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return ERR_PTR(-ENOMEM);
+	pthread_mutex_init(&b->lock, NULL);
 	/* Before the snapshot: a change while it is made is reported. */
 	if (n->ent->mount_events)
 		b->mount_event = vfs_mount_event_read(NULL);
 	/* Write-only opens of writable files need no snapshot. */
 	if ((flags & O_ACCMODE) != O_WRONLY) {
-		out = open_memstream(&b->data, &b->len);
-		if (!out) {
-			free(b);
-			return ERR_PTR(-ENOMEM);
-		}
-		err = n->ent->gen(n, out);
-		if (fclose(out) != 0 && err == 0)
-			err = -ENOMEM;
+		err = gen_contents(n, b);
 		if (err < 0) {
-			free(b->data);
+			pthread_mutex_destroy(&b->lock);
 			free(b);
 			return ERR_PTR(err);
 		}
 	}
 	f = file_alloc(n->ent->mount_events ? &gen_mounts_fops : &gen_fops, flags, b);
 	if (!f) {
+		pthread_mutex_destroy(&b->lock);
 		free(b->data);
 		free(b);
 		return ERR_PTR(-ENOMEM);

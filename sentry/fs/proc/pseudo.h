@@ -2,7 +2,8 @@
 /*
  * Pseudo filesystems (procfs, sysfs): trees of synthetic nodes described by static tables of
  * entries, with directories whose children are computed (pids, fds), and regular files whose
- * contents are generated when they are opened (Linux's seq_file: a read sees one snapshot).
+ * contents are generated when they are opened (Linux's seq_file: a sequence of reads sees one
+ * snapshot) and again when a read does not go on where the last one ended (after an lseek).
  *
  * Nodes are made on each lookup and not cached: a node holds its parent, and the process and
  * fd it describes by number (pid, tid, fd); generators look them up again and answer -ESRCH (or
