@@ -9,6 +9,7 @@
  * whose build-id differs from the crashed sentry's (rebuilt since) keeps its raw frames.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "runtime/runtime.h"
@@ -108,16 +111,32 @@ static bool parse_module(char *line, struct sym_module *m)
 	return true;
 }
 
-/* Reports m to dwfl, and checks the file is the one the sentry ran (its build-id). */
+/*
+ * Reports m to dwfl, and checks the file is the one the sentry ran (its build-id). The report
+ * is the sentry's word: only an absolute path to a regular file is opened (O_NONBLOCK: a FIFO
+ * named there cannot hang husk), and its DWARF is read, never its contents printed.
+ */
 static void report_module(Dwfl *d, struct sym_module *m, FILE *out)
 {
 	const char *name = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
-	Dwfl_Module *mod = dw.dwfl_report_elf(d, name, m->path, -1, m->bias, false);
+	int fd = m->path[0] == '/' ? open(m->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+	Dwfl_Module *mod = NULL;
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	char hex[2 * 64 + 1] = "none";
+	struct stat st;
 	int n;
 
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	/* dwfl takes fd (and closes it) when it reports the module. */
+	if (fd >= 0) {
+		mod = dw.dwfl_report_elf(d, name, m->path, fd, m->bias, false);
+		if (!mod)
+			close(fd);
+	}
 	if (!mod) {
 		fprintf(out, "note: %s: cannot be read: its frames are raw\n", m->path);
 		return;
