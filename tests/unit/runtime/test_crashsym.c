@@ -86,37 +86,39 @@ static char *symbolize(const char *raw)
 	return out;
 }
 
-Test(runtime_crashsym, names_the_function_and_line_of_a_frame)
+/* The symbolized report of a frame in this binary, said to have build_id (NULL: its own). */
+static char *symbolize_self(const char *build_id)
 {
 	char path[4096], hex[256];
 	uintptr_t bias = 0;
 	char *raw, *out;
 
 	self_module(path, sizeof(path), &bias, hex);
-	raw = raw_report(path, bias, hex);
+	raw = raw_report(path, bias, build_id ? build_id : hex);
 	out = symbolize(raw);
+	free(raw);
+	return out;
+}
+
+Test(runtime_crashsym, names_the_function_and_line_of_a_frame)
+{
+	char *out = symbolize_self(NULL);
+
 	cr_assert(strstr(out, "crashsym_target+0x2 at tests/unit/runtime/test_crashsym.c:"), "%s",
 		  out);
 	cr_assert(strstr(out, "husk-sentry: CRASH: SIGSEGV (signal 11) at address 0x0"), "%s", out);
 	cr_assert(strstr(out, "husk-sentry: end of crash report"), "%s", out);
 	cr_assert_null(strstr(out, "\nmodule "), "%s", out);
-	free(raw);
 	free(out);
 }
 
 Test(runtime_crashsym, a_file_with_another_build_id_keeps_its_raw_frames)
 {
-	char path[4096], hex[256];
-	uintptr_t bias = 0;
-	char *raw, *out;
+	char *out = symbolize_self("0123456789abcdef0123456789abcdef01234567");
 
-	self_module(path, sizeof(path), &bias, hex);
-	raw = raw_report(path, bias, "0123456789abcdef0123456789abcdef01234567");
-	out = symbolize(raw);
 	cr_assert(strstr(out, "is not the file the sentry ran"), "%s", out);
 	cr_assert_null(strstr(out, "crashsym_target"), "%s", out);
 	cr_assert(strstr(out, "  #0  0x"), "%s", out);
-	free(raw);
 	free(out);
 }
 
