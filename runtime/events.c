@@ -24,6 +24,7 @@
 #include "common/cleanup.h"
 #include "runtime/control.h"
 #include "runtime/oci.h"
+#include "runtime/runtime.h"
 
 /*
  * The sandbox's own usage and limits, asked of its sentry (CONTROL_STATS): what the guest sees in
@@ -134,7 +135,8 @@ static bool print_crash(const struct container *c)
 	_cleanup_free_ char *path = container_path(c, CONTAINER_CRASH_LOG);
 	_cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
 	char buf[256 * 1024];
-	size_t len = 0;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0, text_len = 0;
 	ssize_t n;
 	json_t *o;
 
@@ -144,8 +146,10 @@ static bool print_crash(const struct container *c)
 		len += (size_t)n;
 	if (!len)
 		return false;
-	o = json_pack("{s:s,s:s,s:{s:s%}}", "type", "crash", "id", c->id, "data", "report", buf,
-		      len);
+	/* The sentry wrote it raw (addresses): named here, outside the sandbox. */
+	text = crash_symbolize(buf, len, &text_len);
+	o = json_pack("{s:s,s:s,s:{s:s%}}", "type", "crash", "id", c->id, "data", "report",
+		      text ? text : buf, text ? text_len : len);
 	print_event(o);
 	return true;
 }

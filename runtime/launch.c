@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -176,7 +177,7 @@ out_close:
 static void __attribute__((noreturn))
 child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 {
-	int high[3 + MAX_VOLUMES];
+	int high[4 + MAX_VOLUMES];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() == 1)
@@ -188,7 +189,7 @@ child_exec(const int *socks, int n, char **argv, int devnull_stdio)
 	}
 	/* First out of the way of the targets, then onto them: no dup2 overwrites a source. */
 	for (int i = 0; i < n; i++) {
-		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 3 + MAX_VOLUMES);
+		high[i] = fcntl(socks[i], F_DUPFD_CLOEXEC, CHILD_SOCK_FD + 4 + MAX_VOLUMES);
 		if (high[i] < 0)
 			_exit(EXIT_SETUP);
 	}
@@ -635,18 +636,44 @@ static bool has_arg(const char *const *args, const char *a)
 	return false;
 }
 
+/* The sentry's crash report in memfd fd (empty: it did not crash), symbolized to stderr. */
+static void print_crash(int fd)
+{
+	_cleanup_free_ char *raw = NULL, *text = NULL;
+	struct stat st;
+	size_t len;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > 16 << 20)
+		return;
+	raw = malloc((size_t)st.st_size);
+	if (!raw)
+		return;
+	n = pread(fd, raw, (size_t)st.st_size, 0);
+	if (n <= 0)
+		return;
+	text = crash_symbolize(raw, (size_t)n, &len);
+	if (!text) {
+		fwrite(raw, 1, (size_t)n, stderr);
+		return;
+	}
+	fwrite(text, 1, len, stderr);
+	fflush(stderr);
+}
+
 int launch_and_wait(const struct launch_spec *spec)
 {
 	struct sandbox_cgroup cg = { .procs_fd = -1, .keeper_fd = -1 };
 	_cleanup_free_ char *sentry = runtime_find_helper("husk-sentry");
 	_cleanup_free_ char *gofer = runtime_find_helper("husk-gofer");
-	int pairs[1 + MAX_VOLUMES][2], ssocks[3 + MAX_VOLUMES], nsocks;
+	int pairs[1 + MAX_VOLUMES][2], ssocks[4 + MAX_VOLUMES], nsocks;
 	char volarg[MAX_VOLUMES][PATH_MAX + 32];
 	pid_t gpids[1 + MAX_VOLUMES];
 	int nargs = 0, n, ngofers = 0, npairs = 1 + spec->nvolumes;
 	char **sargv;
-	char fdarg[16], ctlarg[16], gwarg[16], restorearg[PATH_MAX + 16];
+	char fdarg[16], ctlarg[16], gwarg[16], crasharg[16], restorearg[PATH_MAX + 16];
 	_cleanup_close_ int gateway = -1;
+	_cleanup_close_ int crash = -1;
 	pid_t spid;
 	int st, ret;
 	struct stat rst;
@@ -754,6 +781,17 @@ int launch_and_wait(const struct launch_spec *spec)
 		sargv[n++] = "--env";
 		sargv[n++] = "HUSK_GATEWAY=" NET_GATEWAY_URL;
 	}
+	/* The sentry's crash report, raw, comes here; husk prints it symbolized (print_crash). */
+	crash = memfd_create("husk-crash-report", MFD_CLOEXEC);
+	if (crash >= 0) {
+		/* After the gateway's socket (the last of those before it that exist). */
+		snprintf(crasharg, sizeof(crasharg), "%d",
+			 CHILD_SOCK_FD + npairs + (spec->control_fd >= 0 ? 1 : 0) +
+				 (gateway >= 0 ? 1 : 0));
+		sargv[n++] = "--crash-fd";
+		sargv[n++] = crasharg;
+		sargv[n++] = "--crash-fd-only";
+	}
 	if (spec->restore_dir) {
 		if ((size_t)snprintf(restorearg, sizeof(restorearg), "--restore=%s",
 				     spec->restore_dir) >= sizeof(restorearg)) {
@@ -831,6 +869,8 @@ int launch_and_wait(const struct launch_spec *spec)
 		ssocks[nsocks++] = spec->control_fd;
 	if (gateway >= 0)
 		ssocks[nsocks++] = gateway;
+	if (crash >= 0)
+		ssocks[nsocks++] = crash;
 	join_procs_fd = cg.procs_fd;
 	tty_save(&tty);
 	spid = spawn(ssocks, nsocks, sargv, 0);
@@ -858,6 +898,7 @@ int launch_and_wait(const struct launch_spec *spec)
 
 	if (st < 0)
 		return EXIT_SETUP;
+	print_crash(crash);
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	/* The sentry dies of a signal it was sent only after pid 1 died of it (--caller-signals). */

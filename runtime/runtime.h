@@ -108,6 +108,15 @@ int runtime_gateway_connect(const char *path, const char *id, char *why, size_t 
 int launch_and_wait(const struct launch_spec *spec);
 
 /*
+ * The sentry's raw crash report (sentry/crash: a module list, then each thread's frames as
+ * addresses) with each frame named: function+offset, file:line, inlined calls (libdw, loaded
+ * at the first call). Returns a malloc'ed text and its length in *out_len: the raw report
+ * unchanged when libdw cannot be loaded or the report has no module list; NULL when out of
+ * memory. runtime/crashsym.c.
+ */
+char *crash_symbolize(const char *raw, size_t len, size_t *out_len);
+
+/*
  * After launch_and_wait returned status and husk cleaned up: when pid 1 died of a signal husk
  * was sent (by its caller or its terminal; the sentry then died of it too, status 128+N), husk
  * dies of the same signal, so that the caller sees "terminated by signal N" as for the command

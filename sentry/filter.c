@@ -123,8 +123,6 @@ static const struct filter_rule rules[] = {
 	ALLOW(gettimeofday, "gettimeofday(2) for the guest"),
 	ALLOW(clock_nanosleep, "sleeping for the guest"),
 	ALLOW(nanosleep, "sleeping for the guest"),
-	ALLOW(alarm,
-	      "the crash report bounds its symbolization (sentry/crash): a signal to itself"),
 	ALLOW(mincore, "the crash report: libunwind checks each address is mapped before reading "
 		       "it (the sentry's own memory only)"),
 	ALLOW(restart_syscall, "the kernel's resumption of an interrupted timed sleep, futex or "

@@ -121,6 +121,7 @@
 #define OPT_DEFAULT_CWD 0x1ea
 /* Issue 18: the crash report's file (husk events reads it), sentry/crash. */
 #define OPT_CRASH_FD 0x1eb
+#define OPT_CRASH_FD_ONLY 0x1ec
 
 struct sentry_opts {
 	int gofer_fd;
@@ -172,6 +173,7 @@ struct sentry_opts {
 	int preserve_fd; /* --preserve-fds-fd: a socket holding the fds for guest fds 3.. */
 	int gateway_fd; /* --gateway-fd: the credential gateway's connection, or -1 */
 	int crash_fd; /* --crash-fd: also gets a crash report (sentry/crash), or -1 */
+	bool crash_fd_only; /* --crash-fd-only: the log does not (husk do prints it) */
 	bool caller_signals; /* --caller-signals: husk do's pid 1 dies of what it does not handle */
 	const char *default_cwd; /* --default-cwd: the working directory if it exists, else / */
 	const char *restore; /* --restore DIR: start from the checkpoint image in DIR */
@@ -705,6 +707,7 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 		/* The credential gateway's connection (sentry/net/gateway.c). */
 		{ "gateway-fd", required_argument, NULL, OPT_GATEWAY_FD },
 		{ "crash-fd", required_argument, NULL, OPT_CRASH_FD },
+		{ "crash-fd-only", no_argument, NULL, OPT_CRASH_FD_ONLY },
 		/* config.json's mounts and devices as the guest sees them (sentry/guestview.h). */
 		{ "special-mount", required_argument, NULL, OPT_SPECIAL_MOUNT },
 		{ "mount-label", required_argument, NULL, OPT_MOUNT_LABEL },
@@ -951,6 +954,9 @@ static int parse_args(int argc, char **argv, struct sentry_opts *o)
 			o->crash_fd = atoi(optarg);
 			if (o->crash_fd < 3)
 				return -EINVAL;
+			break;
+		case OPT_CRASH_FD_ONLY:
+			o->crash_fd_only = true;
 			break;
 		case OPT_CALLER_SIGNALS:
 			o->caller_signals = true;
@@ -1452,8 +1458,8 @@ int main(int argc, char **argv)
 	}
 	if (o.log_fd >= 0)
 		log_set_fd(o.log_fd);
-	/* Before confinement (it opens the sentry's own ELF files) and before any other thread. */
-	ret = crash_init(syscall_name, o.crash_fd);
+	/* Before confinement (it reads /proc/self/exe's link) and before any other thread. */
+	ret = crash_init(syscall_name, o.crash_fd, o.crash_fd_only);
 	if (ret < 0)
 		log_warn("crash reports: %s: a crash will not be reported", strerror(-ret));
 #ifdef HUSK_DEBUG_CRASH

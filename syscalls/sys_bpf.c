@@ -16,6 +16,7 @@
 
 #include "common/err.h"
 #include "include/abi/linux/errno.h"
+#include "sentry/fs/anon/anon.h"
 #include "sentry/fs/cgroup/cgroup.h"
 #include "sentry/kernel/bpf.h"
 #include "sentry/kernel/kernel.h"
@@ -90,14 +91,9 @@ static long prog_fd(struct task *t, struct bpf_prog *p)
 	}
 	bpf_prog_get(p);
 	b->prog = p;
-	f = file_alloc(&bpf_prog_fops, O_RDWR, b);
-	if (!f) {
-		vfs_node_put(&b->node);
+	f = anon_file_create(&b->node, &bpf_prog_fops, O_RDWR, b);
+	if (!f)
 		return -ENOMEM;
-	}
-	f->node = &b->node; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
 	fd = fdtable_install(t->fdt, f, 0, true, task_nofile_limit(t));
 	file_put(f);
 	return fd;

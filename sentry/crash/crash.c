@@ -8,18 +8,14 @@
  *    tgkill. Each of those walks its own stack from its own signal context, records the guest
  *    call it was serving (its thread-local crash_current) and its name, says it is done and
  *    parks in ppoll for ever. The owner waits (bounded) for their answers.
- * 2. Symbolization, not async-signal-safe: the owner, on its 256 KiB alternate stack, builds a
- *    libdwfl session over the ELF files crash_init opened before confinement (the sentry opens
- *    no path after it), names each frame's function and file:line, and writes the report to
- *    the log and the crash file. libdw allocates: a crash inside malloc with its lock held
- *    would hang here, so an alarm (SIGALRM, CRASH_SYMBOLIZE_SECONDS) interrupts it and writes
- *    the raw addresses (module+offset) instead. Then the owner dies of the signal it took.
+ * 2. The raw report, async-signal-safe too: the owner formats (vsnprintf, integers and strings
+ *    only) the module list crash_init recorded (path, load bias, build-id) and each thread's
+ *    frames as absolute address and module+offset, writes it, and dies of the signal it took.
+ *    The sentry symbolizes nothing: the runtime does, after the crash, from this raw report
+ *    (runtime/crashsym.c), so that start-up opens no ELF file and reads no DWARF.
  */
-#include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <elfutils/libdwfl.h>
+#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,9 +38,9 @@
 #define CRASH_MAX_THREADS 4096
 #define CRASH_MAX_FRAMES 48
 #define CRASH_MAX_MODULES 32
+#define CRASH_BUILD_ID_MAX 64
 #define CRASH_ALTSTACK_SIZE (256 * 1024)
 #define CRASH_WAIT_MS 3000 /* for the other threads' walks */
-#define CRASH_SYMBOLIZE_SECONDS 20
 #define CRASH_OUT_SIZE (512 * 1024)
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_ASKED, SLOT_DONE };
@@ -58,10 +54,12 @@ struct crash_slot {
 	struct crash_syscall sys;
 };
 
+/* A loaded ELF object, recorded at start (no file is opened: everything is in memory). */
 struct crash_module {
-	char name[256];
-	uintptr_t base;
-	int fd;
+	char path[256];
+	uintptr_t bias; /* dl_iterate_phdr's dlpi_addr: what the ELF's addresses are moved by */
+	uintptr_t start, end; /* its PT_LOAD segments, [start, end) */
+	char build_id[2 * CRASH_BUILD_ID_MAX + 1]; /* hex; "" when it has none */
 };
 
 __thread struct crash_syscall crash_current = { .nr = -1 };
@@ -71,9 +69,9 @@ static struct crash_slot slots[CRASH_MAX_THREADS];
 static struct crash_slot spare; /* an unregistered thread that crashes (or answers) */
 static struct crash_module modules[CRASH_MAX_MODULES];
 static int nmodules;
-static Dwfl *session; /* made by crash_init, before confinement */
 static const char *(*syscall_name_of)(long nr);
 static int crash_fd = -1;
+static bool crash_fd_only; /* the report goes to crash_fd only (crash_init) */
 static pid_t sentry_pid;
 static int crash_owner; /* tid of the thread that owns the crash, 0 before (atomic) */
 static int crash_signo;
@@ -89,10 +87,10 @@ static int gettid_raw(void)
 	return (int)syscall(SYS_gettid);
 }
 
-/* Writes all of buf to the log and the crash file (async-signal-safe). */
-static void emit(const char *buf, size_t len)
+/* Writes all of buf to the crash file and, unless fd_only, the log (async-signal-safe). */
+static void emit(const char *buf, size_t len, bool fd_only)
 {
-	int fds[2] = { log_get_fd(), crash_fd };
+	int fds[2] = { fd_only ? -1 : log_get_fd(), crash_fd };
 
 	for (int i = 0; i < 2; i++) {
 		size_t off = 0;
@@ -194,17 +192,17 @@ static void on_crash_signal(int sig, siginfo_t *si, void *uc)
 	park();
 }
 
-/* Module and offset of pc, for the raw report. */
+/* The module holding pc, and pc's offset in it (from its load bias), or NULL. */
 static const struct crash_module *module_of(uintptr_t pc, uintptr_t *off)
 {
-	const struct crash_module *best = NULL;
-
 	for (int i = 0; i < nmodules; i++) {
-		if (modules[i].base <= pc && (!best || modules[i].base > best->base))
-			best = &modules[i];
+		if (modules[i].start <= pc && pc < modules[i].end) {
+			*off = pc - modules[i].bias;
+			return &modules[i];
+		}
 	}
-	*off = best ? pc - best->base : pc;
-	return best;
+	*off = pc;
+	return NULL;
 }
 
 static void print_syscall(const struct crash_slot *s)
@@ -232,7 +230,10 @@ static void print_thread_head(const struct crash_slot *s, bool crashed)
 	print_syscall(s);
 }
 
-/* The raw report: module+offset per frame (no symbols). */
+/*
+ * One thread's frames: absolute address and module+offset. runtime/crashsym.c parses these
+ * lines ("  #N  0xADDR ..."): keep the two in step.
+ */
 static void print_raw(const struct crash_slot *s, bool crashed)
 {
 	print_thread_head(s, crashed);
@@ -241,135 +242,8 @@ static void print_raw(const struct crash_slot *s, bool crashed)
 		const struct crash_module *m = module_of(s->frames[i], &off);
 
 		outf("  #%-2d 0x%016lx %s+0x%lx\n", i, (unsigned long)s->frames[i],
-		     m ? m->name : "?", (unsigned long)off);
+		     m ? m->path : "?", (unsigned long)off);
 	}
-}
-
-static const char *short_path(const char *p)
-{
-	while (!strncmp(p, "../", 3))
-		p += 3;
-	return p;
-}
-
-static const char *inline_caller_file;
-static int inline_caller_line;
-
-/*
- * A pc inside functions inlined into the frame's function: prints each inlined function with
- * its location (innermost first, at file:line, then where each was called from) and leaves in
- * inline_caller_file/line where the outermost was called in the frame's own function. Returns
- * whether there were any.
- */
-static bool print_inlined(Dwfl_Module *m, Dwarf_Addr at, const char *file, int line)
-{
-	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(m, at, &bias), *scopes = NULL;
-	Dwarf_Files *files = NULL;
-	int n = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
-	bool any = false;
-
-	if (n <= 0 || dwarf_getsrcfiles(cu, &files, NULL) != 0)
-		return false;
-	for (int i = 0; i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++) {
-		Dwarf_Attribute a;
-		Dwarf_Word cf = 0, cl = 0;
-		const char *name = dwarf_diename(&scopes[i]);
-
-		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
-			continue;
-		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &cf);
-		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl);
-		outf("%s%s (inlined) at %s:%d\n", any ? "    " : "", name ? name : "??",
-		     short_path(file), line);
-		if (any)
-			outf("%*s", 18, "");
-		file = dwarf_filesrc(files, (size_t)cf, NULL, NULL);
-		if (!file)
-			file = "?";
-		line = (int)cl;
-		any = true;
-	}
-	/* scopes is malloc'ed by libdw; the process is about to die: not freed. */
-	inline_caller_file = file;
-	inline_caller_line = line;
-	return any;
-}
-
-/* The symbolized report of one thread (dwfl may be NULL: raw). */
-static void print_symbolized(Dwfl *dwfl, const struct crash_slot *s, bool crashed)
-{
-	if (!dwfl) {
-		print_raw(s, crashed);
-		return;
-	}
-	print_thread_head(s, crashed);
-	for (int i = 0; i < s->nframes; i++) {
-		/* A return address is after its call: look the caller's line up at pc - 1. */
-		Dwarf_Addr pc = s->frames[i], at = i == 0 ? pc : pc - 1;
-		Dwfl_Module *m = dwfl_addrmodule(dwfl, at);
-		const char *fn = NULL, *mname = NULL, *file = NULL;
-		GElf_Off off = 0;
-		GElf_Sym sym;
-		int line = 0;
-
-		if (m) {
-			Dwfl_Line *l;
-
-			mname = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-			fn = dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL);
-			l = dwfl_module_getsrc(m, at);
-			if (l)
-				file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-		}
-		outf("  #%-2d 0x%016lx ", i, (unsigned long)pc);
-		if (m && file && print_inlined(m, at, file, line)) {
-			/* The inlined calls printed the innermost location; then the function. */
-			file = inline_caller_file;
-			line = inline_caller_line;
-			outf("    %*s", 18, "");
-		}
-		outf("%s", fn ? fn : "??");
-		if (fn)
-			outf("+0x%lx", (unsigned long)(off + (at != pc)));
-		if (file)
-			outf(" at %s:%d", short_path(file), line);
-		else if (mname)
-			outf(" in %s", mname);
-		outf("\n");
-	}
-}
-
-/* libdwfl must open nothing (the seccomp filter kills on open): no separate debug files. */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			char **debuginfo_file_name)
-{
-	return -1;
-}
-
-static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = NULL,
-	.find_debuginfo = no_debuginfo,
-};
-
-static Dwfl *dwfl_open(void)
-{
-	Dwfl *d = dwfl_begin(&dwfl_callbacks);
-
-	if (!d)
-		return NULL;
-	dwfl_report_begin(d);
-	for (int i = 0; i < nmodules; i++) {
-		int fd = modules[i].fd >= 0 ? fcntl(modules[i].fd, F_DUPFD_CLOEXEC, 0) : -1;
-
-		/* dwfl takes the fd; base is the load bias (dl_iterate_phdr's dlpi_addr). */
-		if (fd >= 0 && !dwfl_report_elf(d, modules[i].name, modules[i].name, fd,
-						modules[i].base, false))
-			close(fd);
-	}
-	dwfl_report_end(d, NULL, NULL);
-	return d;
 }
 
 static bool slot_reported(const struct crash_slot *s)
@@ -379,16 +253,23 @@ static bool slot_reported(const struct crash_slot *s)
 	return s->tid && (st == SLOT_DONE || st == SLOT_ASKED);
 }
 
-/* Writes the whole report, symbolized when dwfl is given. */
-static void report(Dwfl *dwfl, struct crash_slot *own, int nthreads, int nanswered)
+/*
+ * Writes the whole raw report. runtime/crashsym.c parses its "module" and frame lines: keep
+ * the two in step.
+ */
+static void report(struct crash_slot *own, int nthreads, int nanswered)
 {
 	out_len = 0;
 	outf("husk-sentry: CRASH: %s (signal %d)", signame(crash_signo), crash_signo);
 	if (crash_signo != SIGABRT)
 		outf(" at address 0x%lx", (unsigned long)crash_addr);
-	outf(" in thread %d; %d threads, %d answered%s\n", own->tid, nthreads, nanswered,
-	     dwfl ? "" : " (unsymbolized: module+offset)");
-	print_symbolized(dwfl, own, true);
+	outf(" in thread %d; %d threads, %d answered\n", own->tid, nthreads, nanswered);
+	for (int i = 0; i < nmodules; i++)
+		outf("module %s bias 0x%lx range 0x%lx-0x%lx build-id %s\n", modules[i].path,
+		     (unsigned long)modules[i].bias, (unsigned long)modules[i].start,
+		     (unsigned long)modules[i].end,
+		     modules[i].build_id[0] ? modules[i].build_id : "none");
+	print_raw(own, true);
 	for (int i = 0; i < CRASH_MAX_THREADS; i++) {
 		struct crash_slot *s = &slots[i];
 
@@ -398,27 +279,12 @@ static void report(Dwfl *dwfl, struct crash_slot *own, int nthreads, int nanswer
 			outf("thread %d: did not answer (its signals blocked?)\n", s->tid);
 			continue;
 		}
-		print_symbolized(dwfl, s, false);
+		print_raw(s, false);
 	}
 	if (&spare != own && spare.tid && spare.nframes)
-		print_symbolized(dwfl, &spare, false);
+		print_raw(&spare, false);
 	outf("husk-sentry: end of crash report\n");
-	emit(out, out_len);
-}
-
-static struct crash_slot *crash_own;
-static int crash_nthreads, crash_nanswered;
-
-/* The symbolization took too long (malloc's lock held by the crash?): the raw report. */
-static void on_symbolize_timeout(int sig)
-{
-	static const char msg[] = "husk-sentry: symbolizing the crash report timed out\n";
-
-	emit(msg, sizeof(msg) - 1);
-	report(NULL, crash_own, crash_nthreads, crash_nanswered);
-	signal(crash_signo, SIG_DFL);
-	syscall(SYS_tgkill, sentry_pid, gettid_raw(), crash_signo);
-	_exit(128 + crash_signo);
+	emit(out, out_len, crash_fd_only);
 }
 
 static long ms_since(const struct timespec *t0)
@@ -448,7 +314,6 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	struct crash_slot *own;
 	struct timespec t0;
 	int nthreads = 0, nanswered = 0;
-	Dwfl *dwfl;
 
 	/* A process forked from the sentry (a stub before its own handlers): no report. */
 	if ((pid_t)syscall(SYS_getpid) != sentry_pid) {
@@ -460,7 +325,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 		static const char msg[] = "husk-sentry: crashed again inside the crash report\n";
 
 		if (expected == self) {
-			emit(msg, sizeof(msg) - 1);
+			emit(msg, sizeof(msg) - 1, false);
 			die_of(sig);
 		}
 		/* Another thread owns the crash: be one of the threads it reports. */
@@ -511,25 +376,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 		nanosleep(&ms, NULL);
 	}
 	nthreads++; /* this one */
-	crash_own = own;
-	crash_nthreads = nthreads;
-	crash_nanswered = nanswered;
-	/* Phase 2, which may hang on a lock the crash left held: bounded by the alarm. */
-	{
-		struct sigaction sa = { .sa_handler = on_symbolize_timeout,
-					.sa_flags = SA_ONSTACK };
-		sigset_t set;
-
-		sigfillset(&sa.sa_mask);
-		sigaction(SIGALRM, &sa, NULL);
-		sigemptyset(&set);
-		sigaddset(&set, SIGALRM);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		alarm(CRASH_SYMBOLIZE_SECONDS);
-	}
-	dwfl = session;
-	report(dwfl, own, nthreads, nanswered);
-	alarm(0);
+	report(own, nthreads, nanswered);
 	die_of(sig);
 }
 
@@ -585,6 +432,37 @@ void crash_thread_leave(void *token)
 	}
 }
 
+/* The hex build-id of a loaded object, from its PT_NOTE segments in memory, into m. */
+static void module_build_id(struct crash_module *m, const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr),
+			   *end = p + ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const unsigned char *desc;
+			size_t namesz = (nh->n_namesz + 3) & ~3u, descsz = (nh->n_descsz + 3) & ~3u;
+
+			desc = (const unsigned char *)p + sizeof(*nh) + namesz;
+			if ((const char *)desc + descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(p + sizeof(*nh), "GNU", 4) &&
+			    nh->n_descsz <= CRASH_BUILD_ID_MAX) {
+				for (size_t j = 0; j < nh->n_descsz; j++)
+					snprintf(m->build_id + 2 * j, 3, "%02x", desc[j]);
+				return;
+			}
+			p = (const char *)desc + descsz;
+		}
+	}
+}
+
+/* dl_iterate_phdr's callback: records one loaded object (path, bias, range, build-id). */
 static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct crash_module *m;
@@ -596,17 +474,38 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 		/* The executable itself: the first object, named "". */
 		if (nmodules > 0)
 			return 0;
-		path = "/proc/self/exe";
+		path = NULL;
+	} else if (strstr(path, "linux-vdso")) {
+		return 0;
 	}
-	if (strstr(path, "linux-vdso"))
-		return 0;
 	m = &modules[nmodules];
-	m->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (m->fd < 0)
+	if (!path) {
+		/* Before confinement: /proc/self/exe still names the host's file. */
+		ssize_t n = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+
+		if (n <= 0)
+			return 0;
+		m->path[n] = 0;
+	} else {
+		snprintf(m->path, sizeof(m->path), "%s", path);
+	}
+	m->bias = (uintptr_t)info->dlpi_addr;
+	m->start = UINTPTR_MAX;
+	m->end = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = m->bias + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (a < m->start)
+			m->start = a;
+		if (a + ph->p_memsz > m->end)
+			m->end = a + ph->p_memsz;
+	}
+	if (m->start >= m->end)
 		return 0;
-	snprintf(m->name, sizeof(m->name), "%s",
-		 nmodules == 0 && !strcmp(path, "/proc/self/exe") ? "husk-sentry" : path);
-	m->base = (uintptr_t)info->dlpi_addr;
+	module_build_id(m, info);
 	nmodules++;
 	return 0;
 }
@@ -661,7 +560,7 @@ void crash_debug_fire(long nr)
 	crash_debug_segv();
 }
 
-int crash_init(const char *(*name_of)(long nr), int report_fd)
+int crash_init(const char *(*name_of)(long nr), int report_fd, bool report_fd_only)
 {
 	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
 	struct sigaction sa = { .sa_sigaction = on_fatal, .sa_flags = SA_SIGINFO | SA_ONSTACK };
@@ -670,22 +569,11 @@ int crash_init(const char *(*name_of)(long nr), int report_fd)
 	sentry_pid = getpid();
 	syscall_name_of = name_of;
 	crash_fd = report_fd;
+	crash_fd_only = report_fd >= 0 && report_fd_only;
 	/* Nothing cached, nothing locked: libunwind's local walk is then async-signal-safe. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
+	/* The module list, from memory (dl_iterate_phdr takes the loader's lock: not at a crash). */
 	dl_iterate_phdr(add_module, NULL);
-	/*
-	 * The session is made now: libdw's dwarf_begin_elf resolves its file's directory with
-	 * realpath("/proc/self/fd/N"), a readlink the confined sentry may not make. It maps the
-	 * files and reads their headers; the DWARF itself is parsed only at a crash.
-	 */
-	session = dwfl_open();
-	if (session) {
-		Dwfl_Module *m = dwfl_addrmodule(session, (Dwarf_Addr)(uintptr_t)crash_init);
-		Dwarf_Addr bias;
-
-		if (m)
-			dwfl_module_getdwarf(m, &bias);
-	}
 	ss.ss_sp = mmap(NULL, CRASH_ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (ss.ss_sp == MAP_FAILED)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Crash reports (issue 18): when the sentry dies of SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT
- * (a failed assert() aborts), it writes a symbolized backtrace of every sentry thread, with the
- * guest system call each was serving, to its log and to the crash file the runtime gives it
- * (husk events reads it), then dies of the same signal. See README.md for the design.
+ * (a failed assert() aborts), it writes a raw backtrace of every sentry thread (addresses, with
+ * the module list), with the guest system call each was serving, to its log and to the crash
+ * file the runtime gives it, then dies of the same signal; the runtime symbolizes it
+ * (husk do's stderr, husk events). See README.md for the design.
  */
 #ifndef HUSK_SENTRY_CRASH_CRASH_H
 #define HUSK_SENTRY_CRASH_CRASH_H
@@ -42,13 +43,16 @@ static inline void crash_syscall_end(void)
 }
 
 /*
- * Installs the crash handlers, the calling (main) thread's alternate signal stack, and opens
- * the sentry's own ELF files (the executable and its libraries) for symbolization: call it
- * before confinement, while paths can still be opened. name_of maps a guest call number to
- * its name (NULL: unknown). report_fd (or -1) also receives the report (the runtime's crash
- * file, which husk events reads); the log's fd always does. Returns 0 or -errno.
+ * Installs the crash handlers and the calling (main) thread's alternate signal stack, and
+ * records the sentry's loaded ELF objects (path, load bias, address range, build-id) from
+ * memory: call it before confinement (/proc/self/exe names the executable only then). No file
+ * is opened, no DWARF read: the report is raw (addresses, module+offset) and the runtime
+ * symbolizes it (runtime/crashsym.c). name_of maps a guest call number to its name (NULL:
+ * unknown). report_fd (or -1) also receives the report (the runtime's crash file, which husk
+ * events reads); the log's fd does too, unless report_fd_only (husk do: the runtime prints it
+ * symbolized to the same stderr). Returns 0 or -errno.
  */
-int crash_init(const char *(*name_of)(long nr), int report_fd);
+int crash_init(const char *(*name_of)(long nr), int report_fd, bool report_fd_only);
 
 /*
  * Every sentry thread is registered (its tid, for the crashing thread to signal it) and gets

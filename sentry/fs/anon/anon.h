@@ -11,9 +11,20 @@
 #include <stdint.h>
 
 struct file;
+struct file_ops;
 struct task;
 struct timer_spec;
+struct vfs_node;
 struct waitq;
+
+/*
+ * The file of an anonymous-inode object: node (made with vfs_anon_node_init, embedded in the
+ * object, whose release frees it) on the anonymous mount, with ops, open flags and priv as
+ * file_alloc takes them. Takes the node's first reference: it moves to the file, or is put
+ * (the object released) when out of memory. Returns the file (one reference) or NULL.
+ */
+struct file *anon_file_create(struct vfs_node *node, const struct file_ops *ops, int flags,
+			      void *priv);
 
 /*
  * An eventfd with initial count initval; flags are EFD_SEMAPHORE | EFD_NONBLOCK (O_NONBLOCK).

@@ -504,7 +504,6 @@ static const struct file_ops epoll_ops = {
 struct file *epoll_create_file(void)
 {
 	struct epoll *ep = calloc(1, sizeof(*ep));
-	struct file *f;
 
 	if (!ep)
 		return NULL;
@@ -515,13 +514,5 @@ struct file *epoll_create_file(void)
 	pthread_mutex_init(&ep->lock, NULL);
 	waitq_init(&ep->wq);
 	list_init(&ep->items);
-	f = file_alloc(&epoll_ops, O_RDWR, ep);
-	if (!f) {
-		vfs_node_put(&ep->node);
-		return NULL;
-	}
-	f->node = &ep->node;
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
-	return f;
+	return anon_file_create(&ep->node, &epoll_ops, O_RDWR, ep);
 }

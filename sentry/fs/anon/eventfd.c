@@ -192,7 +192,6 @@ static const struct file_ops efd_ops = {
 struct file *eventfd_create(uint64_t initval, int flags)
 {
 	struct eventfd *e = calloc(1, sizeof(*e));
-	struct file *f;
 
 	if (!e)
 		return NULL;
@@ -204,15 +203,7 @@ struct file *eventfd_create(uint64_t initval, int flags)
 	waitq_init(&e->wq);
 	e->count = initval;
 	e->semaphore = flags & EFD_SEMAPHORE;
-	f = file_alloc(&efd_ops, O_RDWR | (flags & O_NONBLOCK), e);
-	if (!f) {
-		vfs_node_put(&e->node);
-		return NULL;
-	}
-	f->node = &e->node; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
-	return f;
+	return anon_file_create(&e->node, &efd_ops, O_RDWR | (flags & O_NONBLOCK), e);
 }
 
 void eventfd_save(struct file *f, uint64_t *count, bool *semaphore)

@@ -159,14 +159,9 @@ int inotify_create_file(int flags, struct file **out)
 		free(in);
 		return -ENOMEM;
 	}
-	f = file_alloc(&inotify_ops, O_RDONLY | (flags & O_NONBLOCK), in);
-	if (!f) {
-		vfs_node_put(&in->node);
+	f = anon_file_create(&in->node, &inotify_ops, O_RDONLY | (flags & O_NONBLOCK), in);
+	if (!f)
 		return -ENOMEM;
-	}
-	f->node = &in->node; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
 	*out = f;
 	return 0;
 }

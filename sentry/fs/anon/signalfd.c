@@ -278,7 +278,6 @@ static const struct file_ops sfd_ops = {
 struct file *signalfd_create_file(uint64_t mask, int flags)
 {
 	struct signalfd *sfd = calloc(1, sizeof(*sfd));
-	struct file *f;
 
 	if (!sfd)
 		return NULL;
@@ -287,13 +286,5 @@ struct file *signalfd_create_file(uint64_t mask, int flags)
 		return NULL;
 	}
 	sfd->mask = clean_mask(mask);
-	f = file_alloc(&sfd_ops, O_RDWR | (flags & O_NONBLOCK), sfd);
-	if (!f) {
-		vfs_node_put(&sfd->node);
-		return NULL;
-	}
-	f->node = &sfd->node; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
-	return f;
+	return anon_file_create(&sfd->node, &sfd_ops, O_RDWR | (flags & O_NONBLOCK), sfd);
 }

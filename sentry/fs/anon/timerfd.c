@@ -172,7 +172,6 @@ static const struct file_ops tfd_ops = {
 struct file *timerfd_create_file(int clockid, int host_clock, int flags)
 {
 	struct timerfd *tfd = calloc(1, sizeof(*tfd));
-	struct file *f;
 
 	if (!tfd)
 		return NULL;
@@ -187,13 +186,5 @@ struct file *timerfd_create_file(int clockid, int host_clock, int flags)
 		vfs_node_put(&tfd->node);
 		return NULL;
 	}
-	f = file_alloc(&tfd_ops, O_RDWR | (flags & O_NONBLOCK), tfd);
-	if (!f) {
-		vfs_node_put(&tfd->node);
-		return NULL;
-	}
-	f->node = &tfd->node; /* the node's first reference moves to the file */
-	f->mnt = vfs_anon_mount();
-	vfs_mount_get(f->mnt);
-	return f;
+	return anon_file_create(&tfd->node, &tfd_ops, O_RDWR | (flags & O_NONBLOCK), tfd);
 }
