@@ -11,6 +11,7 @@
 # systemd: tests/programs/systemd.sh boots it as a sandbox's pid 1 (a slim image may lack it).
 # stress-ng: the CPU hog of `make check-loaded` (tools/check-under-load.sh).
 # criu: podman checks for it before it asks its runtime (husk) to checkpoint; husk does not use it.
+# buildah: issue 17's podman build test (tests/programs/podman.sh builds a Containerfile in husk).
 # Does nothing (and needs no network) when everything is already there.
 set -eu
 
@@ -21,7 +22,7 @@ libmicrohttpd-dev
 libssl-dev openssl iproute2
 libclang-rt-14-dev clang-format
 busybox-static containerd podman golang-go
-criu
+criu buildah
 python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc
 containernetworking-plugins runc
 uidmap

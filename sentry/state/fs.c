@@ -606,6 +606,8 @@ static uint32_t save_pipe(struct state_save *s, const struct pipe_state *st)
 	m->cap = st->cap;
 	m->uid = st->uid;
 	m->gid = st->gid;
+	m->has_mode = true;
+	m->mode = st->mode;
 	m->r_counter = st->r_counter;
 	m->w_counter = st->w_counter;
 	m->data.len = st->len;
@@ -1466,6 +1468,7 @@ static int pipe_state_of(struct state_restore *r, const Husk__State__File *in,
 	st->len = p->data.len;
 	st->uid = p->uid;
 	st->gid = p->gid;
+	st->mode = p->has_mode ? p->mode & 07777 : 0600;
 	st->r_counter = p->r_counter;
 	st->w_counter = p->w_counter;
 	if (p->n_segs > p->cap / LINUX_PIPE_BUF)

@@ -47,8 +47,9 @@ struct pipe {
 	int readers, writers; /* lock */
 	/* lock: opens of each end so far; a FIFO's blocked open waits for the other's to change */
 	unsigned int r_counter, w_counter;
-	uint32_t uid, gid;
-	struct timespec ctime;
+	/* lock (after creation): the node's owners, permission bits and times (fchown, fchmod) */
+	uint32_t uid, gid, mode;
+	struct timespec atime, mtime, ctime;
 	/* FIFOs only, under fifo_lock: the inode, the table link, the files (and opens) using it */
 	uint64_t fifo_dev, fifo_ino;
 	struct list_head fifo_link;
@@ -472,18 +473,49 @@ static int pipe_node_getattr(struct vfs_node *n, struct vfs_attr *attr)
 {
 	struct pipe *p = container_of(n, struct pipe, node);
 
+	pthread_mutex_lock(&p->lock);
 	*attr = (struct vfs_attr){
 		.dev = n->fs->dev,
 		.ino = (uint64_t)(uintptr_t)p >> 4,
 		.nlink = 1,
-		.mode = S_IFIFO | 0600,
+		.mode = S_IFIFO | p->mode,
 		.uid = p->uid,
 		.gid = p->gid,
 		.blksize = 4096,
-		.atime = p->ctime,
-		.mtime = p->ctime,
+		.atime = p->atime,
+		.mtime = p->mtime,
 		.ctime = p->ctime,
 	};
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+/*
+ * fchown, fchmod and utimensat of an anonymous pipe's end (the VFS checked the caller's rights):
+ * kept on the pipe, as Linux's pipefs inode keeps them (buildah hands its container a stdin pipe
+ * it chowned to the container's user). A size is -EINVAL (ftruncate never gets here for a pipe).
+ */
+static int pipe_node_setattr(struct vfs_node *n, const struct vfs_setattr *sa)
+{
+	struct pipe *p = container_of(n, struct pipe, node);
+	struct timespec now;
+
+	if (sa->valid & VFS_SETATTR_SIZE)
+		return -EINVAL;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_mutex_lock(&p->lock);
+	if (sa->valid & VFS_SETATTR_MODE)
+		p->mode = sa->mode & 07777;
+	if (sa->valid & VFS_SETATTR_UID)
+		p->uid = sa->uid;
+	if (sa->valid & VFS_SETATTR_GID)
+		p->gid = sa->gid;
+	if (sa->valid & VFS_SETATTR_ATIME)
+		p->atime = sa->atime;
+	if (sa->valid & VFS_SETATTR_MTIME)
+		p->mtime = sa->mtime;
+	p->ctime = (sa->valid & VFS_SETATTR_CTIME) ? sa->ctime : now;
+	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
 
@@ -499,6 +531,7 @@ static void pipe_node_release(struct vfs_node *n)
 
 static const struct vfs_node_ops pipe_node_ops = {
 	.getattr = pipe_node_getattr,
+	.setattr = pipe_node_setattr,
 	.release = pipe_node_release,
 };
 
@@ -537,7 +570,9 @@ static struct pipe *pipe_alloc(uint32_t uid, uint32_t gid)
 	list_init(&p->fifo_link);
 	p->uid = uid;
 	p->gid = gid;
+	p->mode = 0600;
 	clock_gettime(CLOCK_REALTIME, &p->ctime);
+	p->atime = p->mtime = p->ctime;
 	return p;
 }
 
@@ -904,6 +939,7 @@ int pipe_save(struct file *f, struct pipe_state *st)
 	st->nsegs = p->nsegs;
 	st->uid = p->uid;
 	st->gid = p->gid;
+	st->mode = p->mode;
 	st->r_counter = p->r_counter;
 	st->w_counter = p->w_counter;
 	st->data = malloc(p->len ? p->len : 1);
@@ -965,6 +1001,7 @@ static int pipe_load(struct pipe *p, const struct pipe_state *st)
 	p->w_counter = st->w_counter;
 	p->uid = st->uid;
 	p->gid = st->gid;
+	p->mode = st->mode & 07777;
 	pthread_mutex_unlock(&p->lock);
 	return 0;
 }

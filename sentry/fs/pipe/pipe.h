@@ -105,7 +105,7 @@ struct pipe_state {
 		bool packet;
 	} * segs; /* packet boundaries (malloc'd, may be NULL); none for stream data only */
 	size_t nsegs;
-	uint32_t uid, gid;
+	uint32_t uid, gid, mode; /* mode: the permission bits of an anonymous pipe (fchmod) */
 	unsigned int r_counter, w_counter, wseen; /* f->pipe_wseen */
 };
 

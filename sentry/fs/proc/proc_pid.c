@@ -972,11 +972,29 @@ static int reopen_node_getattr(struct pseudo_node *n, struct vfs_attr *attr)
 	return err;
 }
 
+/*
+ * chown/chmod of the link reach the file it forwards to (a pipe keeps them, as Linux's pipefs
+ * inode; a host file has no setattr: -EROFS). The VFS checked the caller against the attributes
+ * reopen_node_getattr showed, which are that file's.
+ */
+static int reopen_node_setattr(struct pseudo_node *n, const struct vfs_setattr *sa)
+{
+	struct file *o = node_file(n, NULL);
+	int err;
+
+	if (!o)
+		return -ENOENT;
+	err = o->node && o->node->ops->setattr ? o->node->ops->setattr(o->node, sa) : -EROFS;
+	file_put(o);
+	return err;
+}
+
 static const struct pseudo_ent reopen_ent = {
 	.name = "fd",
 	.mode = S_IFIFO | 0600,
 	.open = reopen_open,
 	.getattr = reopen_node_getattr,
+	.setattr = reopen_node_setattr,
 	.id = 302,
 };
 

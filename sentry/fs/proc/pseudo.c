@@ -151,6 +151,13 @@ static int pseudo_getattr(struct vfs_node *vn, struct vfs_attr *attr)
 	return n->ent->getattr ? n->ent->getattr(n, attr) : 0;
 }
 
+static int pseudo_setattr(struct vfs_node *vn, const struct vfs_setattr *sa)
+{
+	struct pseudo_node *n = pseudo_node_of(vn);
+
+	return n->ent->setattr ? n->ent->setattr(n, sa) : -EROFS;
+}
+
 static ssize_t pseudo_readlink(struct vfs_node *vn, char *buf, size_t len)
 {
 	struct pseudo_node *n = pseudo_node_of(vn);
@@ -457,6 +464,7 @@ static int pseudo_statfs(struct vfs_node *vn, struct linux_statfs *st)
 const struct vfs_node_ops pseudo_node_ops = {
 	.lookup = pseudo_lookup,
 	.getattr = pseudo_getattr,
+	.setattr = pseudo_setattr,
 	.readlink = pseudo_readlink,
 	.open = pseudo_open,
 	.iterate = pseudo_iterate,

@@ -54,6 +54,8 @@ struct pseudo_ent {
 	struct file *(*open)(struct pseudo_node *n, int flags);
 	/* Optional: adjusts the attributes pseudo_getattr computed. Returns 0 or -errno. */
 	int (*getattr)(struct pseudo_node *n, struct vfs_attr *attr);
+	/* Optional: chown/chmod/utimens (vfs_node_ops.setattr); without it, -EROFS. */
+	int (*setattr)(struct pseudo_node *n, const struct vfs_setattr *sa);
 	/* S_IFDIR: static children, then computed ones. */
 	const struct pseudo_ent *children;
 	const struct pseudo_dyn *dyn;

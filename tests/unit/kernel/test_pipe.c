@@ -422,3 +422,35 @@ Test(fifo, blocked_open_is_interrupted_and_takes_its_end_back)
 	/* No reader is left: the interrupted open did not keep one. */
 	cr_assert_eq(PTR_ERR(pipe_fifo_open(&fifo_a.node, O_WRONLY | O_NONBLOCK)), -ENXIO);
 }
+
+Test(pipe, setattr_is_kept_by_both_ends_and_by_a_checkpoint)
+{
+	struct vfs_setattr sa = { .valid = VFS_SETATTR_MODE | VFS_SETATTR_UID | VFS_SETATTR_GID,
+				  .mode = 0640,
+				  .uid = 1000,
+				  .gid = 1001 };
+	struct pipe_state st;
+	struct vfs_node *n;
+	struct vfs_attr a;
+
+	cr_assert_eq(pipe_create(0, 0, 0, ends), 0);
+	cr_assert_eq(vfs_node_getattr(ends[0]->node, &a), 0);
+	cr_assert_eq(a.mode, S_IFIFO | 0600);
+	cr_assert_eq(ends[1]->node->ops->setattr(ends[1]->node, &sa), 0);
+	cr_assert_eq(vfs_node_getattr(ends[0]->node, &a), 0);
+	cr_assert_eq(a.mode, S_IFIFO | 0640);
+	cr_assert(a.uid == 1000 && a.gid == 1001);
+	sa = (struct vfs_setattr){ .valid = VFS_SETATTR_SIZE, .size = 0 };
+	cr_assert_eq(ends[0]->node->ops->setattr(ends[0]->node, &sa), -EINVAL);
+
+	cr_assert_eq(pipe_save(ends[0], &st), 0);
+	cr_assert_eq(st.mode, 0640);
+	n = pipe_restore_new(&st);
+	free(st.data);
+	free(st.segs);
+	cr_assert(!IS_ERR(n));
+	cr_assert_eq(vfs_node_getattr(n, &a), 0);
+	cr_assert_eq(a.mode, S_IFIFO | 0640);
+	cr_assert(a.uid == 1000 && a.gid == 1001);
+	vfs_node_put(n);
+}
