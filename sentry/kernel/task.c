@@ -289,14 +289,18 @@ static void task_syscall(struct task *t)
 	/* A crash report names the call each thread serves (sentry/crash). */
 	crash_syscall_begin(t->tid, nr, args.a);
 	crash_debug_check(nr);
+	/* /proc/PID/syscall shows the call while it is served (args from regs, kept meanwhile). */
+	__atomic_store_n(&t->call_nr1, nr + 1, __ATOMIC_RELEASE);
 	/* A traced task has syscall-entry and -exit stops around the call (ptrace.c). */
 	if (unlikely(__atomic_load_n(&t->ptrace, __ATOMIC_RELAXED))) {
 		ptrace_syscall(t);
+		__atomic_store_n(&t->call_nr1, 0, __ATOMIC_RELEASE);
 		crash_syscall_end();
 		return;
 	}
 	/* Restart codes stay in rax: signal_deliver() applies the restart rules. */
 	t->regs.rax = (uint64_t)syscall_dispatch(t, nr, &args);
+	__atomic_store_n(&t->call_nr1, 0, __ATOMIC_RELEASE);
 	crash_syscall_end();
 }
 

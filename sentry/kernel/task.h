@@ -225,6 +225,7 @@ struct task {
 	pthread_cond_t wait_cond;
 	bool wake_pending; /* a wakeup arrived since the task last checked */
 	bool in_guest; /* between ctx_switch calls: interrupt with ctx_interrupt */
+	long call_nr1; /* atomic: the guest call being served plus 1, 0 between calls (proc's syscall) */
 
 	/* Thread life. */
 	uint64_t set_child_tid, clear_child_tid;

@@ -83,9 +83,11 @@ check_report() {
 	fi
 }
 
-# 1. husk do: the report goes to husk's stderr. pid 1 (sh) waits for uname, which crashes the
-# sentry; a sleeping child is a third guest process (a third stub).
-in_pidns "HUSK_DEBUG_CRASH=uname '$HUSK' do -- sh -c 'sleep 1000 & uname; echo not reached' \
+# 1. husk do: the report goes to husk's stderr. pid 1 (sh) waits for a subshell that runs uname,
+# which crashes the sentry, once /proc/1/syscall shows pid 1 in wait4 (61), so that the report
+# has that call in flight; a sleeping child is a third guest process (a third stub).
+in_pidns "HUSK_DEBUG_CRASH=uname '$HUSK' do -- sh -c 'sleep 1000 & \
+	(while ! grep -q \"^61 \" /proc/1/syscall; do :; done; exec uname); echo not reached' \
 	>'$work/do.out' 2>'$work/do.err'; echo \"status \$?\"" >"$work/do.ns"
 if grep -qx "status 125" "$work/do.ns" && ! grep -q "not reached" "$work/do.out" &&
 	grep -q "husk: the sentry died of signal 11" "$work/do.err"; then

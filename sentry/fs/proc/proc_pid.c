@@ -475,6 +475,34 @@ static int gen_cmdline(struct pseudo_node *n, FILE *out)
 	return copy_area(n, out, false);
 }
 
+/*
+ * syscall: as Linux's proc_pid_syscall, the call a task is in ("NR ARGS... SP PC", in hex but
+ * the number), "running" for one running guest code, "-1 SP PC" for one stopped or between the
+ * two. Another task's registers are read while it is in a call (its arguments stay in them until
+ * it returns) or not running guest code, so they are stable but for a call that just ended.
+ */
+static int gen_syscall(struct pseudo_node *n, FILE *out)
+{
+	struct task *t;
+	long nr1;
+
+	NODE_TASK(t, n);
+	nr1 = __atomic_load_n(&t->call_nr1, __ATOMIC_ACQUIRE);
+	if (nr1 > 0)
+		fprintf(out, "%ld 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx\n",
+			nr1 - 1, (unsigned long long)t->regs.rdi, (unsigned long long)t->regs.rsi,
+			(unsigned long long)t->regs.rdx, (unsigned long long)t->regs.r10,
+			(unsigned long long)t->regs.r8, (unsigned long long)t->regs.r9,
+			(unsigned long long)t->regs.rsp, (unsigned long long)t->regs.rip);
+	else if (t == task_current() || __atomic_load_n(&t->in_guest, __ATOMIC_RELAXED))
+		fputs("running\n", out);
+	else
+		fprintf(out, "-1 0x%llx 0x%llx\n", (unsigned long long)t->regs.rsp,
+			(unsigned long long)t->regs.rip);
+	task_put(t);
+	return 0;
+}
+
 static int gen_environ(struct pseudo_node *n, FILE *out)
 {
 	return copy_area(n, out, true);
@@ -1379,31 +1407,32 @@ static struct file *mem_open(struct pseudo_node *n, int flags)
 		.name = nm, .mode = S_IFLNK | 0777, .readlink = rl, .get_link = gl, .id = id_ \
 	}
 
-#define PID_COMMON_ENTS(o)                                                                        \
-	PLAIN_REG("auxv", (o) + 1, gen_auxv), REG("cgroup", (o) + 2, gen_cgroup),                 \
-		PLAIN_REG("cmdline", (o) + 3, gen_cmdline),                                       \
-		{ .name = "comm",                                                                 \
-		  .mode = S_IFREG | 0644,                                                         \
-		  .gen = gen_comm,                                                                \
-		  .write = write_comm,                                                            \
-		  .id = (o) + 4 },                                                                \
-		LNK("cwd", (o) + 5, cwd_readlink, cwd_get_link),                                  \
-		{ .name = "environ",                                                              \
-		  .mode = S_IFREG | 0400,                                                         \
-		  .gen = gen_environ,                                                             \
-		  .id = (o) + 6,                                                                  \
-		  .plain_seek = true },                                                           \
-		LNK("exe", (o) + 7, exe_readlink, exe_get_link),                                  \
-		{ .name = "fd", .mode = S_IFDIR | 0500, .dyn = &fd_dyn, .id = (o) + 8 },          \
-		{ .name = "fdinfo", .mode = S_IFDIR | 0500, .dyn = &fdinfo_dyn, .id = (o) + 9 },  \
-		REG("limits", (o) + 10, gen_limits), REG("maps", (o) + 11, gen_maps),             \
-		MOUNTS_REG("mountinfo", (o) + 12, gen_mountinfo),                                 \
-		MOUNTS_REG("mounts", (o) + 13, gen_mounts),                                       \
-		LNK("root", (o) + 14, root_readlink, root_get_link),                              \
-		REG("smaps_rollup", (o) + 15, gen_smaps_rollup), REG("stat", (o) + 16, gen_stat), \
-		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status),           \
-	{                                                                                         \
-		.name = "mem", .mode = S_IFREG | 0600, .open = mem_open, .id = (o) + 19           \
+#define PID_COMMON_ENTS(o)                                                                         \
+	PLAIN_REG("auxv", (o) + 1, gen_auxv), REG("cgroup", (o) + 2, gen_cgroup),                  \
+		PLAIN_REG("cmdline", (o) + 3, gen_cmdline),                                        \
+		{ .name = "comm",                                                                  \
+		  .mode = S_IFREG | 0644,                                                          \
+		  .gen = gen_comm,                                                                 \
+		  .write = write_comm,                                                             \
+		  .id = (o) + 4 },                                                                 \
+		LNK("cwd", (o) + 5, cwd_readlink, cwd_get_link),                                   \
+		{ .name = "environ",                                                               \
+		  .mode = S_IFREG | 0400,                                                          \
+		  .gen = gen_environ,                                                              \
+		  .id = (o) + 6,                                                                   \
+		  .plain_seek = true },                                                            \
+		LNK("exe", (o) + 7, exe_readlink, exe_get_link),                                   \
+		{ .name = "fd", .mode = S_IFDIR | 0500, .dyn = &fd_dyn, .id = (o) + 8 },           \
+		{ .name = "fdinfo", .mode = S_IFDIR | 0500, .dyn = &fdinfo_dyn, .id = (o) + 9 },   \
+		REG("limits", (o) + 10, gen_limits), REG("maps", (o) + 11, gen_maps),              \
+		MOUNTS_REG("mountinfo", (o) + 12, gen_mountinfo),                                  \
+		MOUNTS_REG("mounts", (o) + 13, gen_mounts),                                        \
+		LNK("root", (o) + 14, root_readlink, root_get_link),                               \
+		REG("smaps_rollup", (o) + 15, gen_smaps_rollup), REG("stat", (o) + 16, gen_stat),  \
+		REG("statm", (o) + 17, gen_statm), REG("status", (o) + 18, gen_status),            \
+		{ .name = "syscall", .mode = S_IFREG | 0400, .gen = gen_syscall, .id = (o) + 20 }, \
+	{                                                                                          \
+		.name = "mem", .mode = S_IFREG | 0600, .open = mem_open, .id = (o) + 19            \
 	}
 
 const struct pseudo_ent proc_pid_ents[] = {
