@@ -55,7 +55,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -83,12 +85,22 @@
  */
 #define VICTIM_SLACK (64ULL << 20)
 
+/*
+ * How long the first report waits for an engine's OOM listener (listener_wait) when none has
+ * registered yet: an engine registers only after `husk start` returns, and a container that
+ * allocates at once may be killed before that. Past it the report is made anyway (nobody may
+ * listen: `husk run` without an engine).
+ */
+#define LISTENER_WAIT_MS 5000
+
 struct reporter {
 	char sock[PATH_MAX];
 	char dir[PATH_MAX]; /* the container's memory cgroup */
 	char state[PATH_MAX]; /* <root>/<id>, whose flock every husk command on it holds */
 	bool v2;
 	int log; /* --debug-log's DIR/<id>.oom.log, or -1 */
+	int listen; /* v1: inotify on the cgroup's cgroup.event_control (IN_MODIFY), or -1 */
+	bool listened; /* a listener registered (or the wait for one is over) */
 };
 
 static void __attribute__((format(printf, 2, 3)))
@@ -489,7 +501,43 @@ static uint64_t kills_so_far(const struct reporter *r)
 	return st.oom_kills;
 }
 
-static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
+/*
+ * Before the first report on v1: an engine learns of OOMs through an eventfd it registers on
+ * memory.oom_control by a write to cgroup.event_control (containerd's shim, conmon), which the
+ * kernel signals only for OOMs after it (or while the cgroup is under OOM); the shim does it
+ * once `husk start` returned. So the first report waits, at most LISTENER_WAIT_MS, for a write
+ * to cgroup.event_control (inotify's IN_MODIFY, watched since create, before any start): one
+ * made before the kill is already queued. A report after a missed registration would be lost
+ * to the engine (CRI's reason "Error", not "OOMKilled", found under load).
+ */
+static void listener_wait(struct reporter *r)
+{
+	struct pollfd p = { .fd = r->listen, .events = POLLIN };
+	struct timespec t0, t1;
+	int left = LISTENER_WAIT_MS, n;
+
+	if (r->listened || r->listen < 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((n = poll(&p, 1, left)) < 0 && errno == EINTR) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = LISTENER_WAIT_MS -
+		       (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0) {
+			n = 0;
+			break;
+		}
+	}
+	rlog(r,
+	     n > 0 ? "an OOM listener registered" :
+		     "no OOM listener registered within %d ms: reporting anyway",
+	     LISTENER_WAIT_MS);
+	r->listened = true;
+	close(r->listen);
+	r->listen = -1;
+}
+
+static void __attribute__((noreturn)) reporter_main(struct reporter *r)
 {
 	uint64_t seen = 0;
 	int lock;
@@ -517,6 +565,7 @@ static void __attribute__((noreturn)) reporter_main(const struct reporter *r)
 			rlog(r, "the container is gone (%s)", strerror(errno));
 			_exit(0);
 		}
+		listener_wait(r);
 		while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
 			;
 		report_one(r);
@@ -538,7 +587,7 @@ bool oom_report_wanted(const struct container *c)
 int oom_report_start(const struct container *c)
 {
 	_cleanup_free_ char *sock = NULL;
-	struct reporter r = { .log = -1 };
+	struct reporter r = { .log = -1, .listen = -1 };
 	pid_t pid;
 	int st;
 
@@ -558,8 +607,18 @@ int oom_report_start(const struct container *c)
 	}
 	if (pid == 0) {
 		/* Re-parented to init or the engine's subreaper, as the sentry is. */
+		char ec[PATH_MAX + 32];
 		int devnull;
 
+		/* Watched before create returns, so before any listener can register (listener_wait). */
+		if (!r.v2) {
+			snprintf(ec, sizeof(ec), "%s/cgroup.event_control", r.dir);
+			r.listen = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+			if (r.listen >= 0 && inotify_add_watch(r.listen, ec, IN_MODIFY) < 0) {
+				close(r.listen);
+				r.listen = -1;
+			}
+		}
 		setsid();
 		if (fork() != 0)
 			_exit(0);
@@ -572,7 +631,19 @@ int oom_report_start(const struct container *c)
 		dup2(devnull, 1);
 		dup2(devnull, 2);
 		/* Nothing of husk's: not the container's lock, not the caller's pipes. */
-		syscall(SYS_close_range, 3, ~0U, 0);
+		if (r.listen >= 0) {
+			int keep = fcntl(r.listen, F_DUPFD_CLOEXEC, 64);
+
+			close(r.listen);
+			r.listen = keep;
+		}
+		if (r.listen >= 3) {
+			if (r.listen > 3)
+				syscall(SYS_close_range, 3, (unsigned)r.listen - 1, 0);
+			syscall(SYS_close_range, (unsigned)r.listen + 1, ~0U, 0);
+		} else {
+			syscall(SYS_close_range, 3, ~0U, 0);
+		}
 		if (oci_g.debug_log) {
 			char path[PATH_MAX];
 

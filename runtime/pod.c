@@ -477,6 +477,14 @@ int pod_member_start(struct container *c, const struct sandbox_opts *o)
 			_exit(125);
 		proxy_main(ctl, r.pid);
 	}
+	/*
+	 * In the container's cgroup before create returns, not only when the child gets to its own
+	 * cgroup_enter: the engine reads the cgroup of the pid create reports at once (containerd's
+	 * shim loads it from /proc/PID/cgroup and registers its OOM eventfd there), and under load
+	 * it read the caller's (CRI's OOMKilled was lost: the report went to the container's).
+	 */
+	if (c->cgroup && cgroup_enter(c->cgroup, proxy) < 0)
+		oci_warn("the container proxy %d: cannot enter cgroup %s", (int)proxy, c->cgroup);
 	c->pid = proxy;
 	c->pid_start = process_start_time(proxy);
 	ret = 0;

@@ -305,14 +305,23 @@ def main():
 
             # The runtime is the one asked for: containerd's pid for the container is husk's
             # sentry (on HUSK_PLATFORM when set), or runc's container process (busybox's sh).
-            try:
-                info = json.loads(cri.call("ContainerStatus", pb.ContainerStatusRequest(
-                    container_id=life, verbose=True)).info.get("info", "{}"))
-                pid = info.get("pid", 0)
-                args = open("/proc/%d/cmdline" % pid, "rb").read().split(b"\0")
-                args = [a.decode(errors="replace") for a in args]
-            except (OSError, ValueError, KeyError) as e:
-                pid, args = 0, [str(e)]
+            def pid_args():
+                try:
+                    info = json.loads(cri.call("ContainerStatus", pb.ContainerStatusRequest(
+                        container_id=life, verbose=True)).info.get("info", "{}"))
+                    pid = info.get("pid", 0)
+                    args = open("/proc/%d/cmdline" % pid, "rb").read().split(b"\0")
+                    return pid, [a.decode(errors="replace") for a in args]
+                except (OSError, ValueError, KeyError) as e:
+                    return 0, [str(e)]
+            pid, args = pid_args()
+            if handler != "husk":
+                # RUNNING once runc start returned; its init may not have exec'ed the command
+                # yet (still runc init on a busy machine): wait for the exec.
+                found = poll(lambda: (lambda pa: pa if pa[1][:2] == ["/bin/sh", "-c"] else None)(
+                    pid_args()), 10)
+                if found and found[0] != "error":
+                    pid, args = found
             want_platform = os.environ.get("HUSK_PLATFORM", "")
             if handler == "husk":
                 # A pod's container runs in the pod's sandbox (the pause container's sentry):
