@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -51,6 +52,17 @@
 #define KVA_STACK(i) (KVA_VCPU(i) + 0x2000) /* a hole below it catches an overflow */
 #define TSS_OFF 0x800
 #define MAX_VCPUS 4096
+
+/*
+ * Memory slots: slot 0 covers the memory file's first 2^SLOT_SHIFT bytes, slot k >= 1 covers
+ * [2^(SLOT_SHIFT+k-1), 2^(SLOT_SHIFT+k)): each doubles what the VM can reach. KVM's metadata
+ * for a slot (per 2 MiB and 1 GiB frame, zeroed at creation) grows with its size: one slot over
+ * the whole file (1 TiB under QEMU/TCG) took 8-18 s to create there, so a space gets only the
+ * slots its pages need, added as it maps further (the file's allocator is first fit: offsets
+ * stay low).
+ */
+#define SLOT_SHIFT 26
+#define MAX_SLOTS 32
 
 /* The stub's code page (offsets). */
 #define CODE_SYSCALL 0x000 /* LSTAR: out %al, $KVM_PORT_SYSCALL; ud2 */
@@ -81,6 +93,9 @@ struct kvm_as {
 	struct platform_as base;
 	int vm;
 	pthread_mutex_t lock; /* the page tables, tables[], ctxs[] */
+	pthread_mutex_t slot_lock; /* adding slots */
+	uint64_t covered; /* atomic: memory-file bytes [0, covered) are in the VM's slots */
+	unsigned nslots; /* under slot_lock */
 	uint64_t pml4, code, idt; /* memory-file offsets */
 	uint64_t *tables; /* every page-table page but the PML4 */
 	size_t ntables, cap;
@@ -104,7 +119,26 @@ struct kvm_ctx {
 	bool kernel_segs; /* the vCPU is in ring 0 (at the stub), as ctx_switch enters it */
 	uint64_t tlb_seen;
 	struct kvm_sregs sregs; /* as last set */
+	/* Tracing (HUSK_LOG=debug, logged when the vCPU goes): exits by kind, time in KVM_RUN. */
+	struct {
+		uint64_t runs, syscalls, faults, kicks, tlb_kicks, flushes, sregs_sets;
+		uint64_t run_ns, created_ns;
+	} st;
 };
+
+/* CLOCK_MONOTONIC in nanoseconds, for the debug-level tracing. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool tracing(void)
+{
+	return log_get_level() >= LOG_DEBUG;
+}
 
 static __thread struct kvm_run *kick_run; /* the run area of this thread's KVM_RUN */
 
@@ -127,13 +161,61 @@ static inline uint8_t *gpa(struct kvm_as *as, uint64_t off)
 	return as->base.p->mem_base + off;
 }
 
+/* Makes memory-file bytes [0, end) reachable by the VM, adding slots as needed. */
+static int ensure_slots(struct kvm_as *as, uint64_t end)
+{
+	struct kvm_platform *kp = kp_of(as->base.p);
+	int ret = 0;
+
+	if (end <= __atomic_load_n(&as->covered, __ATOMIC_ACQUIRE))
+		return 0;
+	if (end > kp->memsize)
+		return -EINVAL;
+	pthread_mutex_lock(&as->slot_lock);
+	while (as->covered < end && ret == 0) {
+		unsigned k = as->nslots;
+		uint64_t start = k ? 1ULL << (SLOT_SHIFT + k - 1) : 0;
+		uint64_t size = k ? start : 1ULL << SLOT_SHIFT;
+
+		if (k >= MAX_SLOTS || start >= kp->memsize) {
+			ret = -EINVAL;
+			break;
+		}
+		if (size > kp->memsize - start)
+			size = kp->memsize - start;
+		struct kvm_userspace_memory_region region = {
+			.slot = k,
+			.guest_phys_addr = start,
+			.memory_size = size,
+			.userspace_addr = (uintptr_t)as->base.p->mem_base + start,
+		};
+		if (ioctl(as->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+			ret = -errno;
+			break;
+		}
+		as->nslots = k + 1;
+		__atomic_store_n(&as->covered, start + size, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&as->slot_lock);
+	return ret;
+}
+
+static void page_free(struct kvm_as *as, uint64_t off);
+
+/* A zeroed page of the memory file for the platform's own use, reachable by the VM. */
 static int64_t page_alloc(struct kvm_as *as)
 {
 	struct platform *p = as->base.p;
 	int64_t off = p->mem_alloc(p->mem_arg, PAGE);
 
-	if (off >= 0)
-		memset(p->mem_base + off, 0, PAGE);
+	if (off < 0)
+		return off;
+	int ret = ensure_slots(as, (uint64_t)off + PAGE);
+	if (ret < 0) {
+		page_free(as, (uint64_t)off);
+		return ret;
+	}
+	memset(p->mem_base + off, 0, PAGE);
 	return off;
 }
 
@@ -221,6 +303,9 @@ static int kvm_as_map(struct platform_as *pas, uint64_t addr, uint64_t len, int 
 	if (!range_ok(addr, len) || (off & (PAGE - 1)) || off >= memsize || len > memsize - off ||
 	    (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)))
 		return -EINVAL;
+	ret = ensure_slots(as, off + len);
+	if (ret < 0)
+		return ret;
 	pthread_mutex_lock(&as->lock);
 	for (uint64_t i = 0; i < len; i += PAGE) {
 		uint64_t *e = pt_leaf(as, addr + i, true, true);
@@ -346,6 +431,7 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 {
 	struct kvm_platform *kp = kp_of(p);
 	struct kvm_as *as;
+	uint64_t t0 = tracing() ? mono_ns() : 0;
 	int ret;
 
 	if (!p->mem_base || !p->mem_alloc)
@@ -355,6 +441,7 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 		return -ENOMEM;
 	as->base.p = p;
 	pthread_mutex_init(&as->lock, NULL);
+	pthread_mutex_init(&as->slot_lock, NULL);
 	as->vm = ioctl(kp->kvm, KVM_CREATE_VM, 0);
 	if (as->vm < 0) {
 		ret = -errno;
@@ -362,12 +449,6 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 		return ret;
 	}
 	fcntl(as->vm, F_SETFD, FD_CLOEXEC);
-	struct kvm_userspace_memory_region region = {
-		.slot = 0,
-		.guest_phys_addr = 0,
-		.memory_size = kp->memsize,
-		.userspace_addr = (uintptr_t)p->mem_base,
-	};
 	int64_t pml4 = page_alloc(as), code = page_alloc(as), idt = page_alloc(as);
 
 	as->pml4 = pml4 < 0 ? 0 : (uint64_t)pml4;
@@ -375,10 +456,6 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 	as->idt = idt < 0 ? 0 : (uint64_t)idt;
 	if (pml4 < 0 || code < 0 || idt < 0) {
 		ret = -ENOMEM;
-		goto fail;
-	}
-	if (ioctl(as->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
-		ret = -errno;
 		goto fail;
 	}
 	build_code(gpa(as, as->code));
@@ -390,6 +467,9 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 	pthread_mutex_unlock(&as->lock);
 	if (ret < 0)
 		goto fail;
+	if (t0)
+		log_debug("timing: kvm as_create (vm %d) %llu us", as->vm,
+			  (unsigned long long)(mono_ns() - t0) / 1000);
 	*out = &as->base;
 	return 0;
 fail:
@@ -410,6 +490,18 @@ fail:
 static void ctx_free(struct kvm_ctx *c)
 {
 	struct kvm_as *as = c->as;
+
+	if (tracing() && c->st.created_ns)
+		log_debug(
+			"kvm: vCPU %d of vm %d: %llu runs (%llu calls, %llu faults, %llu kicks, "
+			"%llu TLB kicks, %llu flushes, %llu SET_SREGS), %llu ms in KVM_RUN of %llu "
+			"ms alive",
+			c->id, as->vm, (unsigned long long)c->st.runs,
+			(unsigned long long)c->st.syscalls, (unsigned long long)c->st.faults,
+			(unsigned long long)c->st.kicks, (unsigned long long)c->st.tlb_kicks,
+			(unsigned long long)c->st.flushes, (unsigned long long)c->st.sregs_sets,
+			(unsigned long long)c->st.run_ns / 1000000,
+			(unsigned long long)(mono_ns() - c->st.created_ns) / 1000000);
 
 	pthread_mutex_lock(&as->lock);
 	as->ctxs[c->id] = NULL;
@@ -532,6 +624,7 @@ static int vcpu_create(struct kvm_as *as, struct kvm_ctx **out)
 {
 	struct kvm_platform *kp = kp_of(as->base.p);
 	struct kvm_ctx *c = calloc(1, sizeof(*c));
+	uint64_t t0 = tracing() ? mono_ns() : 0;
 	int ret;
 
 	if (!c)
@@ -578,6 +671,11 @@ static int vcpu_create(struct kvm_as *as, struct kvm_ctx **out)
 	ret = vcpu_setup(c);
 	if (ret < 0)
 		goto fail;
+	if (t0) {
+		c->st.created_ns = mono_ns();
+		log_debug("timing: kvm vCPU %d of vm %d created in %llu us", c->id, as->vm,
+			  (unsigned long long)(c->st.created_ns - t0) / 1000);
+	}
 	*out = c;
 	return 0;
 fail:
@@ -705,8 +803,10 @@ static int enter(struct kvm_ctx *c, const arch_regs_t *u)
 		if (ioctl(c->fd, KVM_SET_SREGS, &c->sregs) < 0)
 			return -errno;
 		c->kernel_segs = true;
+		c->st.sregs_sets++;
 		flush = true; /* a CR3 reload costs little next to SET_SREGS */
 	}
+	c->st.flushes += flush;
 	frame[0] = u->rax;
 	frame[1] = u->rip;
 	frame[2] = SEL_UCODE;
@@ -767,9 +867,13 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 		__atomic_store_n(&c->running, true, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&c->interrupt, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
+		uint64_t t0 = c->st.created_ns ? mono_ns() : 0;
 		int r = ioctl(c->fd, KVM_RUN, 0);
 		int err = errno;
 		__atomic_store_n(&c->running, false, __ATOMIC_SEQ_CST);
+		c->st.runs++;
+		if (t0)
+			c->st.run_ns += mono_ns() - t0;
 		__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_RELAXED);
 		c->run->kvm_dirty_regs = 0;
 		struct kvm_regs *kr = &c->run->s.regs.regs;
@@ -780,6 +884,10 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 		}
 		if (r < 0 || c->run->exit_reason == KVM_EXIT_INTR) {
 			/* A kick: where was the vCPU? */
+			if (__atomic_load_n(&c->interrupt, __ATOMIC_RELAXED))
+				c->st.kicks++;
+			else
+				c->st.tlb_kicks++;
 			if (ioctl(c->fd, KVM_GET_SREGS, &c->sregs) < 0) {
 				ret = -errno;
 				goto out;
@@ -823,6 +931,7 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 				regs->orig_rax = kr->rax;
 				regs->fs_base = u.fs_base, regs->gs_base = u.gs_base;
 				ev->kind = PLATFORM_EV_SYSCALL;
+				c->st.syscalls++;
 				goto out_ok;
 			}
 			if (c->run->io.port == KVM_PORT_TRAP) {
@@ -849,6 +958,7 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 					cr2 = s.cr2;
 				}
 				fault_event((int)vec, errc, cr2, ev);
+				c->st.faults++;
 				goto out_ok;
 			}
 			break;
