@@ -2,15 +2,18 @@
 /*
  * The KVM platform: one VM per address space, one vCPU per guest thread (README.md).
  *
- * Guest physical memory is the memory file, in one slot at guest physical 0 backed by the
- * sentry's own mapping of it (struct platform's mem_base), so a guest physical address is a
- * memory-file offset. The sentry keeps each space's 4-level page tables in pages of the memory
- * file it takes for itself (mem_alloc): guest mappings in the lower half with the user bit, the
- * ring-0 area (stub code, IDT, per-vCPU GDT, TSS and stack) in the last PML4 slot without it.
+ * Guest physical memory is the memory file, at guest physical 0 in memory slots that grow
+ * with the offsets the space uses (ensure_slots), backed by the sentry's own mapping of it
+ * (struct platform's mem_base), so a guest physical address is a memory-file offset. The
+ * sentry keeps each space's 4-level page tables in pages of the memory file it takes for itself
+ * (mem_alloc): guest mappings in the lower half with the user bit, the ring-0 area (stub code,
+ * IDT, per-vCPU GDT, TSS and stack) in the last PML4 slot without it.
  *
- * Locks: kvm_as.lock protects the page tables and the list of their pages. Everything in a
- * kvm_ctx belongs to its owner thread except `interrupt` and `run->immediate_exit` (atomics,
- * set by ctx_interrupt and the kick signal's handler).
+ * Locks: kvm_as.lock protects the page tables and the list of their pages; kvm_as.slot_lock the
+ * slots (taken under kvm_as.lock when a page-table page or a PTE needs a new slot, never the
+ * other way round; `covered` is read without it). Everything in a kvm_ctx belongs to its owner
+ * thread except `interrupt` and `run->immediate_exit` (atomics, set by ctx_interrupt and the
+ * kick signal's handler).
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -1452,7 +1455,8 @@ out:
 	return ret;
 }
 
-int kvm_platform_create(int memfd, struct platform **out)
+/* The self-test's result, run once per process. */
+static int selftest_once(void)
 {
 	static int selftest = 1; /* 1: not run yet; else its result (atomic) */
 	int st = __atomic_load_n(&selftest, __ATOMIC_ACQUIRE);
@@ -1463,6 +1467,22 @@ int kvm_platform_create(int memfd, struct platform **out)
 			log_info("kvm: the self-test fails on this host's KVM: %s", strerror(-st));
 		__atomic_store_n(&selftest, st, __ATOMIC_RELEASE);
 	}
+	return st;
+}
+
+bool kvm_platform_usable(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	bool vmx = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & CPUID1_ECX_VMX);
+	bool svm = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & CPUID81_ECX_SVM);
+
+	return (vmx || svm) && kvm_platform_available() && selftest_once() == 0;
+}
+
+int kvm_platform_create(int memfd, struct platform **out)
+{
+	int st = selftest_once();
+
 	if (st < 0)
 		return st == -ENOENT ? -ENODEV : st;
 	return platform_open(memfd, out);
