@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Choosing the platform (how guest code runs) for a sandbox: seccomp, ptrace, kvm (issue 19,
- * unfinished: only by name) or auto.
+ * Choosing the platform (how guest code runs) for a sandbox: seccomp, ptrace, kvm (issue 19) or
+ * auto.
  *
  * Precedence: `husk do --platform`, the container's dev.husk.platform annotation or the global
  * `husk --platform` flag (the annotation wins over the flag), then $HUSK_PLATFORM, then auto.

@@ -40,7 +40,7 @@
  * socket the runtime connected and introduced): guest TCP connects to the gateway address are
  * passed to it (sentry/net/gateway.c, runtime/serve/GATEWAY.md).
  *
- * --platform NAME is seccomp, ptrace or auto (the default: the backend platform_auto_name()
+ * --platform NAME is seccomp, ptrace, kvm or auto (the default: the backend platform_auto_name()
  * picks on this host); the sentry logs the one it runs on at info level ("platform: ptrace").
  * `husk-sentry --print-platforms` prints which backends this binary has and which auto picks,
  * for `husk features` (see print_platforms()).
@@ -215,8 +215,8 @@ static void usage(void)
  * --print-platforms: two lines on stdout, "platforms NAME,NAME..." (the backends this binary has,
  * known or not to work on this host) and "auto NAME" (what --platform auto runs on here). A
  * backend is in the binary when platform_create() knows its name (anything but -ENOENT); the
- * platforms it creates are destroyed at once. kvm (unfinished, issue 19) is listed only where it
- * was created, i.e. /dev/kvm exists and its self-test passed. Returns the exit status.
+ * platforms it creates are destroyed at once. kvm is listed only where it was created, i.e.
+ * /dev/kvm exists and its self-test passed. Returns the exit status.
  */
 static int print_platforms(void)
 {

@@ -31,6 +31,8 @@ int platform_create(const char *name, int memfd, struct platform **out)
 
 const char *platform_auto_name(void)
 {
+	if (kvm_platform_usable())
+		return "kvm";
 	return seccomp_platform_available() ? "seccomp" : "ptrace";
 }
 

@@ -210,8 +210,9 @@ struct platform_ctx {
 int platform_create(const char *name, int memfd, struct platform **out);
 
 /*
- * The backend "auto" picks on this host: "seccomp" when the kernel has what it needs (probed
- * once per process, cheaply), else "ptrace". Never NULL.
+ * The backend "auto" picks on this host: "kvm" where the CPU has hardware virtualisation,
+ * /dev/kvm is usable and the KVM platform's self-test passes (kvm/kvm.h), else "seccomp" when
+ * the kernel has what it needs (probed once per process, cheaply), else "ptrace". Never NULL.
  */
 const char *platform_auto_name(void);
 

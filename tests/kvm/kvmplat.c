@@ -6,6 +6,7 @@
  * Prints "ok"/"FAIL" per check and the figure; exits 0, 1 on a failure, 77 without /dev/kvm
  * or when the platform's self-test fails (a failure instead with "require": in the harness).
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,7 +20,10 @@
 #include "sentry/platform/kvm/kvm.h"
 #include "sentry/platform/platform.h"
 
-#define MEMSIZE (64ULL << 20)
+#define MEMSIZE (4ULL << 30) /* sparse: what the tests touch, and a reservation's offsets */
+#define RES (1ULL << 30) /* a PROT_NONE reservation: 1 GiB + 2 MiB + 8 KiB */
+#define RES_LEN ((1ULL << 30) + (2ULL << 20) + 8192)
+#define RES_OFF (1ULL << 31) /* its memory-file offset */
 #define CODE 0x400000ULL
 #define DATA 0x600000ULL
 #define STACK 0x7f0000ULL
@@ -111,7 +115,65 @@ static const uint8_t guest[] = {
 	0x0b, /* ud2 */
 };
 
+/* At CODE + CPUID_AT: what the guest's cpuid and xgetbv say, stored at DATA (see below). */
+#define CPUID_AT 0x100
+/* clang-format off */
+static const uint8_t cpuid_code[] = {
+	0xb8, 0x01, 0x00, 0x00, 0x00,		/* mov $1, %eax */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0xa2,				/* cpuid */
+	0x89, 0x0c, 0x25, 0x00, 0x00, 0x60, 0x00, /* mov %ecx, DATA+0x00 */
+	0xb8, 0x07, 0x00, 0x00, 0x00,		/* mov $7, %eax */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0xa2,				/* cpuid */
+	0x89, 0x1c, 0x25, 0x04, 0x00, 0x60, 0x00, /* mov %ebx, DATA+0x04 */
+	0x89, 0x0c, 0x25, 0x08, 0x00, 0x60, 0x00, /* mov %ecx, DATA+0x08 */
+	0x89, 0x14, 0x25, 0x0c, 0x00, 0x60, 0x00, /* mov %edx, DATA+0x0c */
+	0xb8, 0x00, 0x00, 0x00, 0x40,		/* mov $0x40000000, %eax */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0xa2,				/* cpuid */
+	0x89, 0x1c, 0x25, 0x10, 0x00, 0x60, 0x00, /* mov %ebx, DATA+0x10 */
+	0xb8, 0x0d, 0x00, 0x00, 0x00,		/* mov $0xd, %eax */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0xa2,				/* cpuid */
+	0x89, 0x04, 0x25, 0x14, 0x00, 0x60, 0x00, /* mov %eax, DATA+0x14 */
+	0x89, 0x14, 0x25, 0x18, 0x00, 0x60, 0x00, /* mov %edx, DATA+0x18 */
+	0x89, 0x0c, 0x25, 0x1c, 0x00, 0x60, 0x00, /* mov %ecx, DATA+0x1c */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0x01, 0xd0,			/* xgetbv */
+	0x89, 0x04, 0x25, 0x20, 0x00, 0x60, 0x00, /* mov %eax, DATA+0x20 */
+	0x89, 0x14, 0x25, 0x24, 0x00, 0x60, 0x00, /* mov %edx, DATA+0x24 */
+	0xb8, 0x01, 0x00, 0x00, 0x80,		/* mov $0x80000001, %eax */
+	0x31, 0xc9,				/* xor %ecx, %ecx */
+	0x0f, 0xa2,				/* cpuid */
+	0x89, 0x0c, 0x25, 0x28, 0x00, 0x60, 0x00, /* mov %ecx, DATA+0x28 */
+	0x0f, 0x05,				/* syscall */
+};
+/* clang-format on */
+
+/* At CODE + LOAD_AT: mov (%rdi), %rax; syscall (the value read is the call's number). */
+#define LOAD_AT 0x200
+static const uint8_t load_code[] = { 0x48, 0x8b, 0x07, 0x0f, 0x05 };
+
 static struct platform_ctx *ctx;
+
+/* Runs the load at addr: the value read, or -1 with *fault_addr after a fault. */
+static int64_t guest_load(const struct platform_ops *ops, arch_regs_t *r, uint64_t addr,
+			  uint64_t *fault_addr)
+{
+	struct platform_event ev;
+
+	r->rip = CODE + LOAD_AT;
+	r->rdi = addr;
+	*fault_addr = 0;
+	if (ops->ctx_switch(ctx, r, &ev) < 0)
+		return -2;
+	if (ev.kind == PLATFORM_EV_SYSCALL)
+		return (int64_t)r->orig_rax;
+	if (ev.kind == PLATFORM_EV_FAULT && ev.signo == SIGSEGV)
+		*fault_addr = ev.addr;
+	return -1;
+}
 static volatile int stop_kicking;
 
 static void *kicker(void *arg)
@@ -172,6 +234,8 @@ int main(int argc, char **argv)
 	int64_t code = bump_alloc(NULL, 4096), data = bump_alloc(NULL, 4096);
 	int64_t stack = bump_alloc(NULL, 4096);
 	memcpy(base + code, guest, sizeof(guest));
+	memcpy(base + code + CPUID_AT, cpuid_code, sizeof(cpuid_code));
+	memcpy(base + code + LOAD_AT, load_code, sizeof(load_code));
 	CHECK(ops->as_map(as, CODE, 4096, PROT_READ | PROT_EXEC, (uint64_t)code) == 0, "map code");
 	CHECK(ops->as_map(as, DATA, 4096, PROT_READ | PROT_WRITE, (uint64_t)data) == 0, "map data");
 	CHECK(ops->as_map(as, STACK, 4096, PROT_READ | PROT_WRITE, (uint64_t)stack) == 0,
@@ -313,6 +377,79 @@ int main(int argc, char **argv)
 	ops->ctx_get_fpstate(ctx, fp, fsz);
 	memcpy(&mxcsr, fp + 24, 4);
 	CHECK(mxcsr == (0x1f80 | 0x6000), "mxcsr kept across a switch: %#x", mxcsr);
+
+	/* The guest's CPUID is filtered: nothing whose CR4 bit is off, no virtualisation, no KVM
+	 * leaves, the hypervisor bit as the host has it, XSAVE cut to what the platform keeps. */
+	r.rip = CODE + CPUID_AT;
+	ret = ops->ctx_switch(ctx, &r, &ev);
+	CHECK(ret == 0 && ev.kind == PLATFORM_EV_SYSCALL &&
+		      r.rip == CODE + CPUID_AT + sizeof(cpuid_code),
+	      "cpuid and xgetbv run in user mode (kind %d sig %d rip %#llx)", ev.kind, ev.signo,
+	      r.rip);
+	if (ret == 0 && ev.kind == PLATFORM_EV_SYSCALL) {
+		uint32_t g[11], hx, hy, hc1 = 0, hd;
+		memcpy(g, base + data, sizeof(g));
+		__cpuid(1, hx, hy, hc1, hd);
+		uint64_t xcr0 = g[8] | (uint64_t)g[9] << 32, xsup = g[5] | (uint64_t)g[6] << 32;
+		CHECK((g[0] & (1U << 31)) == (hc1 & (1U << 31)),
+		      "hypervisor bit as the host's (guest %u, host %u)", g[0] >> 31, hc1 >> 31);
+		CHECK(!(g[0] & (1U << 5 | 1U << 3)), "no VMX, no MONITOR (leaf 1 ecx %#x)", g[0]);
+		CHECK(!(g[1] & 1), "no FSGSBASE (leaf 7 ebx %#x)", g[1]);
+		CHECK(!(g[2] & (1U << 2 | 1U << 3 | 1U << 4 | 1U << 7 | 1U << 16)),
+		      "no UMIP, PKU, OSPKE, CET, LA57 (leaf 7 ecx %#x)", g[2]);
+		CHECK(!(g[3] & (1U << 20 | 1U << 22 | 1U << 24 | 1U << 25)),
+		      "no IBT, no AMX (leaf 7 edx %#x)", g[3]);
+		CHECK(g[4] != 0x4b4d564b, "no KVM signature leaf (0x40000000 ebx %#x)", g[4]);
+		CHECK(!(g[10] & (1U << 2)), "no SVM (leaf 0x80000001 ecx %#x)", g[10]);
+		CHECK(xsup == xcr0 && (xcr0 & 3) == 3 && !(xcr0 & (1ULL << 9 | 3ULL << 17)) &&
+			      (xcr0 & ~platform_user_xfeatures()) == 0,
+		      "XSAVE components = XCR0 = the host's user features without PKRU and AMX "
+		      "(leaf 0xd %#llx, xcr0 %#llx, host %#llx)",
+		      (unsigned long long)xsup, (unsigned long long)xcr0,
+		      (unsigned long long)platform_user_xfeatures());
+		CHECK(g[7] >= 576 && g[7] <= 4096,
+		      "XSAVE area at most 4096 bytes (leaf 0xd ecx %u)", g[7]);
+	}
+
+	/* A large PROT_NONE reservation costs no page tables until a part of it is protected
+	 * (a 1 GiB chunk, a 2 MiB chunk, PTEs for the 8 KiB tail), and keeps its offsets. */
+	{
+		uint64_t mid = RES + (512ULL << 20) + 3 * 4096, tail = RES + RES_LEN - 4096, fa;
+
+		*(uint64_t *)(base + RES_OFF + (mid - RES)) = 0x1111;
+		*(uint64_t *)(base + RES_OFF + (tail - RES)) = 0x2222;
+		CHECK(ops->as_map(as, RES, RES_LEN, PROT_NONE, RES_OFF) == 0,
+		      "map a 1 GiB + 2 MiB + 8 KiB reservation PROT_NONE");
+		int64_t v = guest_load(ops, &r, mid, &fa);
+		CHECK(v == -1 && fa == mid, "a load in the reservation faults (%lld at %#llx)",
+		      (long long)v, (unsigned long long)fa);
+		CHECK(ops->as_protect(as, mid, 4096, PROT_READ) == 0 &&
+			      ops->as_protect(as, tail, 4096, PROT_READ) == 0,
+		      "protect a page in the middle and the last page readable");
+		v = guest_load(ops, &r, mid, &fa);
+		CHECK(v == 0x1111, "the middle page maps its offset (read %#llx)", (long long)v);
+		v = guest_load(ops, &r, tail, &fa);
+		CHECK(v == 0x2222, "the last page maps its offset (read %#llx)", (long long)v);
+		v = guest_load(ops, &r, mid + 4096, &fa);
+		CHECK(v == -1 && fa == mid + 4096, "the next page is still PROT_NONE (%lld)",
+		      (long long)v);
+		v = guest_load(ops, &r, RES + (1ULL << 30), &fa);
+		CHECK(v == -1 && fa == RES + (1ULL << 30), "the 2 MiB chunk is PROT_NONE (%lld)",
+		      (long long)v);
+		CHECK(ops->as_unmap(as, RES, RES_LEN) == 0, "unmap the reservation");
+		v = guest_load(ops, &r, mid, &fa);
+		CHECK(v == -1 && fa == mid, "a load after the unmap faults (%lld)", (long long)v);
+		CHECK(ops->as_protect(as, mid, 4096, PROT_READ) == 0, "protect after the unmap");
+		v = guest_load(ops, &r, mid, &fa);
+		CHECK(v == -1 && fa == mid, "protect brings back nothing unmapped (%lld)",
+		      (long long)v);
+		CHECK(ops->as_map(as, RES, RES_LEN, PROT_NONE, RES_OFF) == 0 &&
+			      ops->as_protect(as, mid, 4096, PROT_READ) == 0,
+		      "map the reservation again and protect the middle page");
+		v = guest_load(ops, &r, mid, &fa);
+		CHECK(v == 0x1111, "the middle page reads again (%#llx)", (long long)v);
+		ops->as_unmap(as, RES, RES_LEN);
+	}
 
 	/* Unmapping takes effect for the next access (the TLB is flushed). */
 	r.rip = CODE + 0x7;

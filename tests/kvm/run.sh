@@ -72,15 +72,27 @@ printf '%s' "$files" | while IFS= read -r f; do
 done
 printf '%s' "$bins" | while IFS= read -r f; do
 	[ -n "$f" ] || continue
-	for x in "$f" $(ldd "$f" 2>/dev/null | grep -o '/[^ ]*'); do
+	libs=$(ldd "$f" 2>/dev/null | grep -o '/[^ ]*')
+	# glibc loads libgcc_s at run time (pthread_exit, pthread_cancel): ldd does not name it.
+	for l in $libs; do
+		case "$l" in */libc.so.6) [ -e "${l%/*}/libgcc_s.so.1" ] && libs="$libs ${l%/*}/libgcc_s.so.1" ;; esac
+	done
+	for x in "$f" $libs; do
 		mkdir -p "$root$(dirname "$x")"
 		cp -L "$x" "$root$x"
 	done
 done
-# What conformance programs expect of a root: root's passwd and group entries.
-mkdir -p "$root/etc"
-echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
-echo 'root:x:0:' >"$root/etc/group"
+# What conformance programs expect of a root (they run natively on Debian): the host's user,
+# group and os-release files; /usr/bin/true and a `#!/bin/sh` script at /usr/bin/which.
+mkdir -p "$root/etc" "$root/usr/bin"
+for f in passwd group os-release; do
+	cp -L "/etc/$f" "$root/etc/$f" 2>/dev/null
+done
+[ -s "$root/etc/passwd" ] || echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+[ -s "$root/etc/group" ] || echo 'root:x:0:' >"$root/etc/group"
+ln -s /bin/busybox "$root/usr/bin/true"
+printf '#!/bin/sh\nexec /bin/busybox which "$@"\n' >"$root/usr/bin/which"
+chmod 755 "$root/usr/bin/which"
 printf '%s' "$tests" >"$root/tests.list"
 
 # /init: everything it says that the host reads starts with "@@kvm ".

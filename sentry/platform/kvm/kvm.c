@@ -2,16 +2,20 @@
 /*
  * The KVM platform: one VM per address space, one vCPU per guest thread (README.md).
  *
- * Guest physical memory is the memory file, in one slot at guest physical 0 backed by the
- * sentry's own mapping of it (struct platform's mem_base), so a guest physical address is a
- * memory-file offset. The sentry keeps each space's 4-level page tables in pages of the memory
- * file it takes for itself (mem_alloc): guest mappings in the lower half with the user bit, the
- * ring-0 area (stub code, IDT, per-vCPU GDT, TSS and stack) in the last PML4 slot without it.
+ * Guest physical memory is the memory file, at guest physical 0 in memory slots that grow
+ * with the offsets the space uses (ensure_slots), backed by the sentry's own mapping of it
+ * (struct platform's mem_base), so a guest physical address is a memory-file offset. The
+ * sentry keeps each space's 4-level page tables in pages of the memory file it takes for itself
+ * (mem_alloc): guest mappings in the lower half with the user bit, the ring-0 area (stub code,
+ * IDT, per-vCPU GDT, TSS and stack) in the last PML4 slot without it.
  *
- * Locks: kvm_as.lock protects the page tables and the list of their pages. Everything in a
- * kvm_ctx belongs to its owner thread except `interrupt` and `run->immediate_exit` (atomics,
- * set by ctx_interrupt and the kick signal's handler).
+ * Locks: kvm_as.lock protects the page tables and the list of their pages; kvm_as.slot_lock the
+ * slots (taken under kvm_as.lock when a page-table page or a PTE needs a new slot, never the
+ * other way round; `covered` is read without it). Everything in a kvm_ctx belongs to its owner
+ * thread except `interrupt` and `run->immediate_exit` (atomics, set by ctx_interrupt and the
+ * kick signal's handler).
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
@@ -23,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -51,6 +56,17 @@
 #define KVA_STACK(i) (KVA_VCPU(i) + 0x2000) /* a hole below it catches an overflow */
 #define TSS_OFF 0x800
 #define MAX_VCPUS 4096
+
+/*
+ * Memory slots: slot 0 covers the memory file's first 2^SLOT_SHIFT bytes, slot k >= 1 covers
+ * [2^(SLOT_SHIFT+k-1), 2^(SLOT_SHIFT+k)): each doubles what the VM can reach. KVM's metadata
+ * for a slot (per 2 MiB and 1 GiB frame, zeroed at creation) grows with its size: one slot over
+ * the whole file (1 TiB under QEMU/TCG) took 8-18 s to create there, so a space gets only the
+ * slots its pages need, added as it maps further (the file's allocator is first fit: offsets
+ * stay low).
+ */
+#define SLOT_SHIFT 26
+#define MAX_SLOTS 32
 
 /* The stub's code page (offsets). */
 #define CODE_SYSCALL 0x000 /* LSTAR: out %al, $KVM_PORT_SYSCALL; ud2 */
@@ -81,12 +97,19 @@ struct kvm_as {
 	struct platform_as base;
 	int vm;
 	pthread_mutex_t lock; /* the page tables, tables[], ctxs[] */
+	pthread_mutex_t slot_lock; /* adding slots */
+	uint64_t covered; /* atomic: memory-file bytes [0, covered) are in the VM's slots */
+	unsigned nslots; /* under slot_lock */
 	uint64_t pml4, code, idt; /* memory-file offsets */
 	uint64_t *tables; /* every page-table page but the PML4 */
 	size_t ntables, cap;
 	uint64_t tlb_gen; /* atomic: bumped when a translation was removed or narrowed */
 	uint32_t vcpu_ids; /* atomic: next vCPU id */
 	struct kvm_ctx *ctxs[MAX_VCPUS]; /* under lock: kicked on a TLB change */
+	/* Tracing (HUSK_LOG=debug, logged when the space goes), under lock. */
+	struct {
+		uint64_t maps, unmaps, protects, pages, ns, kicks;
+	} st;
 };
 
 struct kvm_ctx {
@@ -104,7 +127,26 @@ struct kvm_ctx {
 	bool kernel_segs; /* the vCPU is in ring 0 (at the stub), as ctx_switch enters it */
 	uint64_t tlb_seen;
 	struct kvm_sregs sregs; /* as last set */
+	/* Tracing (HUSK_LOG=debug, logged when the vCPU goes): exits by kind, time in KVM_RUN. */
+	struct {
+		uint64_t runs, syscalls, faults, kicks, tlb_kicks, flushes, sregs_sets;
+		uint64_t run_ns, created_ns;
+	} st;
 };
+
+/* CLOCK_MONOTONIC in nanoseconds, for the debug-level tracing. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool tracing(void)
+{
+	return log_get_level() >= LOG_DEBUG;
+}
 
 static __thread struct kvm_run *kick_run; /* the run area of this thread's KVM_RUN */
 
@@ -127,13 +169,61 @@ static inline uint8_t *gpa(struct kvm_as *as, uint64_t off)
 	return as->base.p->mem_base + off;
 }
 
+/* Makes memory-file bytes [0, end) reachable by the VM, adding slots as needed. */
+static int ensure_slots(struct kvm_as *as, uint64_t end)
+{
+	struct kvm_platform *kp = kp_of(as->base.p);
+	int ret = 0;
+
+	if (end <= __atomic_load_n(&as->covered, __ATOMIC_ACQUIRE))
+		return 0;
+	if (end > kp->memsize)
+		return -EINVAL;
+	pthread_mutex_lock(&as->slot_lock);
+	while (as->covered < end && ret == 0) {
+		unsigned k = as->nslots;
+		uint64_t start = k ? 1ULL << (SLOT_SHIFT + k - 1) : 0;
+		uint64_t size = k ? start : 1ULL << SLOT_SHIFT;
+
+		if (k >= MAX_SLOTS || start >= kp->memsize) {
+			ret = -EINVAL;
+			break;
+		}
+		if (size > kp->memsize - start)
+			size = kp->memsize - start;
+		struct kvm_userspace_memory_region region = {
+			.slot = k,
+			.guest_phys_addr = start,
+			.memory_size = size,
+			.userspace_addr = (uintptr_t)as->base.p->mem_base + start,
+		};
+		if (ioctl(as->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+			ret = -errno;
+			break;
+		}
+		as->nslots = k + 1;
+		__atomic_store_n(&as->covered, start + size, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&as->slot_lock);
+	return ret;
+}
+
+static void page_free(struct kvm_as *as, uint64_t off);
+
+/* A zeroed page of the memory file for the platform's own use, reachable by the VM. */
 static int64_t page_alloc(struct kvm_as *as)
 {
 	struct platform *p = as->base.p;
 	int64_t off = p->mem_alloc(p->mem_arg, PAGE);
 
-	if (off >= 0)
-		memset(p->mem_base + off, 0, PAGE);
+	if (off < 0)
+		return off;
+	int ret = ensure_slots(as, (uint64_t)off + PAGE);
+	if (ret < 0) {
+		page_free(as, (uint64_t)off);
+		return ret;
+	}
+	memset(p->mem_base + off, 0, PAGE);
 	return off;
 }
 
@@ -206,79 +296,190 @@ static void tlb_changed(struct kvm_as *as)
 	for (int i = 0; i < MAX_VCPUS; i++) {
 		struct kvm_ctx *c = as->ctxs[i];
 
-		if (c && c->owner_tid && __atomic_load_n(&c->running, __ATOMIC_SEQ_CST))
+		if (c && c->owner_tid && __atomic_load_n(&c->running, __ATOMIC_SEQ_CST)) {
 			pthread_kill(c->owner, KVM_KICK_SIGNAL);
+			as->st.kicks++;
+		}
 	}
+}
+
+/* Counts one page-table edit of len bytes that started at t0 (0: not tracing; lock held). */
+static void trace_edit(struct kvm_as *as, uint64_t *count, uint64_t len, uint64_t t0)
+{
+	if (!t0)
+		return;
+	(*count)++;
+	as->st.pages += len / PAGE;
+	as->st.ns += mono_ns() - t0;
+}
+
+/*
+ * Page-table edits over a range. A PROT_NONE mapping needs no translation, only its memory-file
+ * offset for a later as_protect: where it covers a whole 2 MiB or 1 GiB frame whose entry is
+ * not present, it is kept in that entry (P clear, PTE_MAPPED, the frame's first offset in the
+ * address bits: a "chunk") instead of 512 or 262144 PTEs. A chunk is expanded into a table of
+ * PROT_NONE entries when part of it changes. Guests reserve address space that way (V8's 32 GiB
+ * PROT_NONE cages; the sentry maps lazily allocated memory PROT_NONE until its first touch).
+ */
+enum pt_kind { PT_MAP, PT_UNMAP, PT_PROTECT };
+
+struct pt_op {
+	enum pt_kind kind;
+	uint64_t bits; /* PT_MAP, PT_PROTECT: prot_bits() of the new protection */
+	uint64_t va0, off0; /* PT_MAP: va0 maps to memory-file offset off0 */
+	bool flush; /* a present translation was changed or removed */
+};
+
+/* Gives entry e (not present) of a level-`level` table a table of its own (lock held). */
+static int pt_expand(struct kvm_as *as, uint64_t *e, int level)
+{
+	int64_t n = page_alloc(as);
+
+	if (n < 0)
+		return (int)n;
+	if (tables_push(as, (uint64_t)n) < 0) {
+		page_free(as, (uint64_t)n);
+		return -ENOMEM;
+	}
+	if (*e & PTE_MAPPED) { /* a chunk: the same PROT_NONE mapping, one level down */
+		uint64_t *t = (uint64_t *)gpa(as, (uint64_t)n);
+		uint64_t off = *e & PTE_ADDR, step = 1ULL << (12 + 9 * (level - 1));
+
+		for (int i = 0; i < 512; i++)
+			t[i] = (off + (uint64_t)i * step) | PTE_MAPPED;
+	}
+	*e = (uint64_t)n | PTE_P | PTE_W | PTE_U;
+	return 0;
+}
+
+static int pt_leaf_op(struct kvm_as *as, uint64_t *e, uint64_t va, struct pt_op *op)
+{
+	uint64_t old = *e, new = 0;
+
+	switch (op->kind) {
+	case PT_MAP:
+		new = (op->off0 + (va - op->va0)) | op->bits;
+		break;
+	case PT_UNMAP:
+		break;
+	case PT_PROTECT:
+		if (!(old & PTE_MAPPED))
+			return 0;
+		new = (old & PTE_ADDR) | op->bits;
+		if (new &PTE_P) {
+			int r = ensure_slots(as, (new &PTE_ADDR) + PAGE);
+
+			if (r < 0)
+				return r;
+		}
+		break;
+	}
+	if ((old & PTE_P) && old != new)
+		op->flush = true;
+	*e = new;
+	return 0;
+}
+
+/* Applies op to [va, end), inside the region of the level-`level` table `table` (lock held). */
+static int pt_range(struct kvm_as *as, uint64_t table, int level, uint64_t va, uint64_t end,
+		    struct pt_op *op)
+{
+	uint64_t *t = (uint64_t *)gpa(as, table);
+	unsigned shift = 12 + 9 * (unsigned)level;
+	int r;
+
+	while (va < end) {
+		uint64_t *e = &t[(va >> shift) & 511];
+		uint64_t lo = va & ~((1ULL << shift) - 1), hi = lo + (1ULL << shift);
+		uint64_t stop = end < hi ? end : hi;
+
+		if (level == 0) {
+			r = pt_leaf_op(as, e, va, op);
+			if (r < 0)
+				return r;
+			va = stop;
+			continue;
+		}
+		if (!(*e & PTE_P)) {
+			bool chunk = *e & PTE_MAPPED, whole = va == lo && stop == hi && level <= 2;
+
+			if (op->kind != PT_MAP && !chunk) { /* nothing mapped there */
+				va = stop;
+				continue;
+			}
+			if (whole && !(op->bits & PTE_P)) {
+				if (op->kind == PT_UNMAP)
+					*e = 0;
+				else if (op->kind == PT_MAP)
+					*e = (op->off0 + (lo - op->va0)) | PTE_MAPPED;
+				/* PT_PROTECT to PROT_NONE: a chunk is PROT_NONE already */
+				va = stop;
+				continue;
+			}
+			r = pt_expand(as, e, level);
+			if (r < 0)
+				return r;
+		}
+		r = pt_range(as, *e & PTE_ADDR, level - 1, va, stop, op);
+		if (r < 0)
+			return r;
+		va = stop;
+	}
+	return 0;
+}
+
+/* Runs op over [addr, addr+len) of the user half, then flushes if it must. */
+static int pt_edit(struct kvm_as *as, uint64_t addr, uint64_t len, struct pt_op *op,
+		   uint64_t *count)
+{
+	uint64_t t0 = tracing() ? mono_ns() : 0;
+	int ret;
+
+	pthread_mutex_lock(&as->lock);
+	ret = pt_range(as, as->pml4, 3, addr, addr + len, op);
+	if (op->flush)
+		tlb_changed(as);
+	trace_edit(as, count, len, t0);
+	pthread_mutex_unlock(&as->lock);
+	return ret;
 }
 
 static int kvm_as_map(struct platform_as *pas, uint64_t addr, uint64_t len, int prot, uint64_t off)
 {
 	struct kvm_as *as = (struct kvm_as *)pas;
 	uint64_t memsize = kp_of(pas->p)->memsize;
-	bool replaced = false;
-	int ret = 0;
+	struct pt_op op = { .kind = PT_MAP, .bits = prot_bits(prot), .va0 = addr, .off0 = off };
 
 	if (!range_ok(addr, len) || (off & (PAGE - 1)) || off >= memsize || len > memsize - off ||
 	    (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)))
 		return -EINVAL;
-	pthread_mutex_lock(&as->lock);
-	for (uint64_t i = 0; i < len; i += PAGE) {
-		uint64_t *e = pt_leaf(as, addr + i, true, true);
+	if (op.bits & PTE_P) {
+		int ret = ensure_slots(as, off + len);
 
-		if (!e) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (*e & PTE_P)
-			replaced = true;
-		*e = (off + i) | prot_bits(prot);
+		if (ret < 0)
+			return ret;
 	}
-	if (replaced)
-		tlb_changed(as);
-	pthread_mutex_unlock(&as->lock);
-	return ret;
+	return pt_edit(as, addr, len, &op, &as->st.maps);
 }
 
 static int kvm_as_unmap(struct platform_as *pas, uint64_t addr, uint64_t len)
 {
 	struct kvm_as *as = (struct kvm_as *)pas;
+	struct pt_op op = { .kind = PT_UNMAP };
 
 	if (!range_ok(addr, len))
 		return -EINVAL;
-	pthread_mutex_lock(&as->lock);
-	for (uint64_t i = 0; i < len; i += PAGE) {
-		uint64_t *e = pt_leaf(as, addr + i, false, true);
-
-		if (e)
-			*e = 0;
-		else /* no table: skip to the next page-table page's range */
-			i = (((addr + i) | 0x1fffffULL) - addr + 1) - PAGE;
-	}
-	tlb_changed(as);
-	pthread_mutex_unlock(&as->lock);
-	return 0;
+	return pt_edit(as, addr, len, &op, &as->st.unmaps);
 }
 
 static int kvm_as_protect(struct platform_as *pas, uint64_t addr, uint64_t len, int prot)
 {
 	struct kvm_as *as = (struct kvm_as *)pas;
+	struct pt_op op = { .kind = PT_PROTECT, .bits = prot_bits(prot) };
 
 	if (!range_ok(addr, len) || (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)))
 		return -EINVAL;
-	pthread_mutex_lock(&as->lock);
-	for (uint64_t i = 0; i < len; i += PAGE) {
-		uint64_t *e = pt_leaf(as, addr + i, false, true);
-
-		if (!e) {
-			i = (((addr + i) | 0x1fffffULL) - addr + 1) - PAGE;
-			continue;
-		}
-		if (*e & PTE_MAPPED)
-			*e = (*e & PTE_ADDR) | prot_bits(prot);
-	}
-	tlb_changed(as);
-	pthread_mutex_unlock(&as->lock);
-	return 0;
+	return pt_edit(as, addr, len, &op, &as->st.protects);
 }
 
 /* Maps one page of the ring-0 area (lock held). */
@@ -346,6 +547,7 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 {
 	struct kvm_platform *kp = kp_of(p);
 	struct kvm_as *as;
+	uint64_t t0 = tracing() ? mono_ns() : 0;
 	int ret;
 
 	if (!p->mem_base || !p->mem_alloc)
@@ -355,6 +557,7 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 		return -ENOMEM;
 	as->base.p = p;
 	pthread_mutex_init(&as->lock, NULL);
+	pthread_mutex_init(&as->slot_lock, NULL);
 	as->vm = ioctl(kp->kvm, KVM_CREATE_VM, 0);
 	if (as->vm < 0) {
 		ret = -errno;
@@ -362,12 +565,6 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 		return ret;
 	}
 	fcntl(as->vm, F_SETFD, FD_CLOEXEC);
-	struct kvm_userspace_memory_region region = {
-		.slot = 0,
-		.guest_phys_addr = 0,
-		.memory_size = kp->memsize,
-		.userspace_addr = (uintptr_t)p->mem_base,
-	};
 	int64_t pml4 = page_alloc(as), code = page_alloc(as), idt = page_alloc(as);
 
 	as->pml4 = pml4 < 0 ? 0 : (uint64_t)pml4;
@@ -375,10 +572,6 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 	as->idt = idt < 0 ? 0 : (uint64_t)idt;
 	if (pml4 < 0 || code < 0 || idt < 0) {
 		ret = -ENOMEM;
-		goto fail;
-	}
-	if (ioctl(as->vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
-		ret = -errno;
 		goto fail;
 	}
 	build_code(gpa(as, as->code));
@@ -390,6 +583,9 @@ static int kvm_as_create(struct platform *p, struct platform_as **out)
 	pthread_mutex_unlock(&as->lock);
 	if (ret < 0)
 		goto fail;
+	if (t0)
+		log_debug("timing: kvm as_create (vm %d) %llu us", as->vm,
+			  (unsigned long long)(mono_ns() - t0) / 1000);
 	*out = &as->base;
 	return 0;
 fail:
@@ -411,6 +607,18 @@ static void ctx_free(struct kvm_ctx *c)
 {
 	struct kvm_as *as = c->as;
 
+	if (tracing() && c->st.created_ns)
+		log_debug(
+			"kvm: vCPU %d of vm %d: %llu runs (%llu calls, %llu faults, %llu kicks, "
+			"%llu TLB kicks, %llu flushes, %llu SET_SREGS), %llu ms in KVM_RUN of %llu "
+			"ms alive",
+			c->id, as->vm, (unsigned long long)c->st.runs,
+			(unsigned long long)c->st.syscalls, (unsigned long long)c->st.faults,
+			(unsigned long long)c->st.kicks, (unsigned long long)c->st.tlb_kicks,
+			(unsigned long long)c->st.flushes, (unsigned long long)c->st.sregs_sets,
+			(unsigned long long)c->st.run_ns / 1000000,
+			(unsigned long long)(mono_ns() - c->st.created_ns) / 1000000);
+
 	pthread_mutex_lock(&as->lock);
 	as->ctxs[c->id] = NULL;
 	/* Its pages stay mapped in this VM's ring-0 area (ids are not reused): freed with it. */
@@ -427,6 +635,15 @@ static void ctx_free(struct kvm_ctx *c)
 static void kvm_as_destroy(struct platform_as *pas)
 {
 	struct kvm_as *as = (struct kvm_as *)pas;
+
+	if (tracing())
+		log_debug(
+			"kvm: vm %d: %llu maps, %llu unmaps, %llu protects over %llu pages in %llu "
+			"ms, %llu TLB kicks; %zu page-table pages, %u slots, %u vCPUs",
+			as->vm, (unsigned long long)as->st.maps, (unsigned long long)as->st.unmaps,
+			(unsigned long long)as->st.protects, (unsigned long long)as->st.pages,
+			(unsigned long long)as->st.ns / 1000000, (unsigned long long)as->st.kicks,
+			as->ntables, as->nslots, as->vcpu_ids);
 
 	for (int i = 0; i < MAX_VCPUS; i++)
 		if (as->ctxs[i])
@@ -532,6 +749,7 @@ static int vcpu_create(struct kvm_as *as, struct kvm_ctx **out)
 {
 	struct kvm_platform *kp = kp_of(as->base.p);
 	struct kvm_ctx *c = calloc(1, sizeof(*c));
+	uint64_t t0 = tracing() ? mono_ns() : 0;
 	int ret;
 
 	if (!c)
@@ -578,6 +796,11 @@ static int vcpu_create(struct kvm_as *as, struct kvm_ctx **out)
 	ret = vcpu_setup(c);
 	if (ret < 0)
 		goto fail;
+	if (t0) {
+		c->st.created_ns = mono_ns();
+		log_debug("timing: kvm vCPU %d of vm %d created in %llu us", c->id, as->vm,
+			  (unsigned long long)(c->st.created_ns - t0) / 1000);
+	}
 	*out = c;
 	return 0;
 fail:
@@ -705,8 +928,10 @@ static int enter(struct kvm_ctx *c, const arch_regs_t *u)
 		if (ioctl(c->fd, KVM_SET_SREGS, &c->sregs) < 0)
 			return -errno;
 		c->kernel_segs = true;
+		c->st.sregs_sets++;
 		flush = true; /* a CR3 reload costs little next to SET_SREGS */
 	}
+	c->st.flushes += flush;
 	frame[0] = u->rax;
 	frame[1] = u->rip;
 	frame[2] = SEL_UCODE;
@@ -767,9 +992,13 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 		__atomic_store_n(&c->running, true, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&c->interrupt, __ATOMIC_SEQ_CST))
 			__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
+		uint64_t t0 = c->st.created_ns ? mono_ns() : 0;
 		int r = ioctl(c->fd, KVM_RUN, 0);
 		int err = errno;
 		__atomic_store_n(&c->running, false, __ATOMIC_SEQ_CST);
+		c->st.runs++;
+		if (t0)
+			c->st.run_ns += mono_ns() - t0;
 		__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_RELAXED);
 		c->run->kvm_dirty_regs = 0;
 		struct kvm_regs *kr = &c->run->s.regs.regs;
@@ -780,6 +1009,10 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 		}
 		if (r < 0 || c->run->exit_reason == KVM_EXIT_INTR) {
 			/* A kick: where was the vCPU? */
+			if (__atomic_load_n(&c->interrupt, __ATOMIC_RELAXED))
+				c->st.kicks++;
+			else
+				c->st.tlb_kicks++;
 			if (ioctl(c->fd, KVM_GET_SREGS, &c->sregs) < 0) {
 				ret = -errno;
 				goto out;
@@ -823,6 +1056,7 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 				regs->orig_rax = kr->rax;
 				regs->fs_base = u.fs_base, regs->gs_base = u.gs_base;
 				ev->kind = PLATFORM_EV_SYSCALL;
+				c->st.syscalls++;
 				goto out_ok;
 			}
 			if (c->run->io.port == KVM_PORT_TRAP) {
@@ -849,6 +1083,7 @@ static int kvm_ctx_switch(struct platform_ctx *pc, arch_regs_t *regs, struct pla
 					cr2 = s.cr2;
 				}
 				fault_event((int)vec, errc, cr2, ev);
+				c->st.faults++;
 				goto out_ok;
 			}
 			break;
@@ -947,6 +1182,131 @@ bool kvm_platform_available(void)
 	return ok;
 }
 
+static struct kvm_cpuid_entry2 *cpuid_entry(struct kvm_cpuid2 *c, uint32_t fn, uint32_t index)
+{
+	for (unsigned i = 0; i < c->nent; i++)
+		if (c->entries[i].function == fn && c->entries[i].index == index)
+			return &c->entries[i];
+	return NULL;
+}
+
+/* XSAVE components (bits of XCR0) the guest may not have. */
+#define XFEATURE_PKRU (1ULL << 9)
+#define XFEATURE_XTILE (3ULL << 17) /* XTILECFG and XTILEDATA: both or neither */
+
+/*
+ * The guest's XCR0: the user state the host kernel enabled (what the sentry's signal frames
+ * hold), as far as KVM supports it, without what the platform cannot keep: components that end
+ * past KVM_GET_XSAVE's 4096 bytes (AMX tile data), AMX altogether, and PKRU (CR4.PKE is off).
+ * 0 without XSAVE.
+ */
+static uint64_t guest_xcr0(struct kvm_cpuid2 *c)
+{
+	struct kvm_cpuid_entry2 *d = cpuid_entry(c, 0xd, 0);
+
+	if (!d)
+		return 0;
+	uint64_t x = platform_user_xfeatures() & (d->eax | ((uint64_t)d->edx << 32));
+
+	x &= ~(XFEATURE_PKRU | XFEATURE_XTILE);
+	for (unsigned i = 2; i < 63; i++) {
+		struct kvm_cpuid_entry2 *e = cpuid_entry(c, 0xd, i);
+
+		if ((x & (1ULL << i)) &&
+		    (!e || (uint64_t)e->ebx + e->eax > sizeof(struct kvm_xsave)))
+			x &= ~(1ULL << i);
+	}
+	/* AVX-512's three components go together (XSETBV refuses a part of them). */
+	if ((x & 0xe0) != 0xe0)
+		x &= ~0xe0ULL;
+	return x ? x | 0x3 : 0;
+}
+
+/* CPUID bits (leaf/register: bit). */
+#define CPUID1_ECX_MONITOR (1U << 3)
+#define CPUID1_ECX_VMX (1U << 5)
+#define CPUID1_ECX_HYPERVISOR (1U << 31)
+#define CPUID7_EBX_FSGSBASE (1U << 0)
+#define CPUID7_ECX_UMIP (1U << 2)
+#define CPUID7_ECX_PKU (1U << 3)
+#define CPUID7_ECX_OSPKE (1U << 4)
+#define CPUID7_ECX_WAITPKG (1U << 5)
+#define CPUID7_ECX_CET_SS (1U << 7)
+#define CPUID7_ECX_LA57 (1U << 16)
+#define CPUID7_EDX_CET_IBT (1U << 20)
+#define CPUID7_EDX_AMX (1U << 22 | 1U << 24 | 1U << 25) /* AMX-BF16, AMX-TILE, AMX-INT8 */
+#define CPUIDD1_EAX_XFD (1U << 4)
+#define CPUID81_ECX_SVM (1U << 2)
+
+/*
+ * What the guest's `cpuid` says: KVM's supported CPUID without what this VM does not give. No
+ * feature whose CR4 bit stays off (FSGSBASE: wrfsbase would be #UD; PKU; UMIP, LA57, CET),
+ * no virtualisation (VMX, SVM) nor MONITOR (ring 0 here), no KVM paravirtual leaves
+ * (0x40000000-0x400000ff: no kvmclock or other KVM interface is set up), and the XSAVE leaf
+ * and AMX leaves cut to the guest's XCR0. The hypervisor bit is the host's own: a guest sees
+ * what it sees on the other platforms, where `cpuid` runs on the host.
+ */
+static void cpuid_filter(struct kvm_cpuid2 *c, uint64_t xcr0)
+{
+	unsigned eax, ebx, ecx = 0, edx, n = 0;
+	uint32_t maxend = 576; /* the legacy area and the XSAVE header */
+
+	if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+		ecx = 0;
+	uint32_t host_hv = ecx & CPUID1_ECX_HYPERVISOR;
+
+	for (unsigned i = 2; i < 63; i++) {
+		struct kvm_cpuid_entry2 *e = cpuid_entry(c, 0xd, i);
+
+		if ((xcr0 & (1ULL << i)) && e && e->ebx + e->eax > maxend)
+			maxend = e->ebx + e->eax;
+	}
+	for (unsigned i = 0; i < c->nent; i++) {
+		struct kvm_cpuid_entry2 e = c->entries[i];
+
+		if (e.function >= 0x40000000 && e.function <= 0x400000ff)
+			continue;
+		switch (e.function) {
+		case 1:
+			e.ecx &= ~(CPUID1_ECX_MONITOR | CPUID1_ECX_VMX | CPUID1_ECX_HYPERVISOR);
+			e.ecx |= host_hv;
+			if (!xcr0)
+				e.ecx &= ~(1U << 26 | 1U << 28); /* XSAVE, AVX */
+			break;
+		case 7:
+			if (e.index != 0)
+				break;
+			e.ebx &= ~CPUID7_EBX_FSGSBASE;
+			e.ecx &= ~(CPUID7_ECX_UMIP | CPUID7_ECX_PKU | CPUID7_ECX_OSPKE |
+				   CPUID7_ECX_WAITPKG | CPUID7_ECX_CET_SS | CPUID7_ECX_LA57);
+			e.edx &= ~(CPUID7_EDX_CET_IBT | CPUID7_EDX_AMX);
+			break;
+		case 0xd:
+			if (e.index == 0) {
+				e.eax = (uint32_t)xcr0;
+				e.edx = (uint32_t)(xcr0 >> 32);
+				e.ecx = maxend;
+			} else if (e.index == 1) {
+				e.eax &= ~CPUIDD1_EAX_XFD;
+			} else if (e.index < 63 && !(xcr0 & (1ULL << e.index))) {
+				e.eax = e.ebx = e.ecx = e.edx = 0;
+			}
+			break;
+		case 0x1d:
+		case 0x1e: /* AMX tile information */
+			e.eax = e.ebx = e.ecx = e.edx = 0;
+			break;
+		case 0x80000001:
+			e.ecx &= ~CPUID81_ECX_SVM;
+			break;
+		default:
+			break;
+		}
+		c->entries[n++] = e;
+	}
+	c->nent = n;
+}
+
 static int platform_open(int memfd, struct platform **out)
 {
 	struct kvm_platform *kp = calloc(1, sizeof(*kp));
@@ -987,21 +1347,19 @@ static int platform_open(int memfd, struct platform **out)
 		ret = -errno;
 		goto fail;
 	}
-	uint64_t supported = 0;
 	unsigned phys_bits = 36;
 	for (unsigned i = 0; i < kp->cpuid->nent; i++) {
 		struct kvm_cpuid_entry2 *e = &kp->cpuid->entries[i];
 
-		if (e->function == 0xd && e->index == 0)
-			supported = e->eax | ((uint64_t)e->edx << 32);
 		if (e->function == 0x80000008 && (e->eax & 0xff) >= 36)
 			phys_bits = e->eax & 0xff;
 	}
 	/* Guest physical addresses must fit the guest's MAXPHYADDR (40 bits under QEMU/TCG):
-	 * the slot covers no more of the memory file (4 TiB in the sentry); as_map beyond fails. */
+	 * the slots cover no more of the memory file (4 TiB in the sentry); as_map beyond fails. */
 	if (phys_bits < 63 && kp->memsize > (1ULL << phys_bits))
 		kp->memsize = 1ULL << phys_bits;
-	kp->xcr0 = supported ? platform_user_xfeatures() & supported : 0;
+	kp->xcr0 = guest_xcr0(kp->cpuid);
+	cpuid_filter(kp->cpuid, kp->xcr0);
 	/* SA_RESTART: a kick that lands after KVM_RUN returned must not fail the sentry's next
 	 * host call with EINTR (KVM_RUN itself is never restarted). */
 	struct sigaction sa = { .sa_handler = kick_handler, .sa_flags = SA_RESTART };
@@ -1097,7 +1455,8 @@ out:
 	return ret;
 }
 
-int kvm_platform_create(int memfd, struct platform **out)
+/* The self-test's result, run once per process. */
+static int selftest_once(void)
 {
 	static int selftest = 1; /* 1: not run yet; else its result (atomic) */
 	int st = __atomic_load_n(&selftest, __ATOMIC_ACQUIRE);
@@ -1108,6 +1467,22 @@ int kvm_platform_create(int memfd, struct platform **out)
 			log_info("kvm: the self-test fails on this host's KVM: %s", strerror(-st));
 		__atomic_store_n(&selftest, st, __ATOMIC_RELEASE);
 	}
+	return st;
+}
+
+bool kvm_platform_usable(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	bool vmx = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & CPUID1_ECX_VMX);
+	bool svm = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & CPUID81_ECX_SVM);
+
+	return (vmx || svm) && kvm_platform_available() && selftest_once() == 0;
+}
+
+int kvm_platform_create(int memfd, struct platform **out)
+{
+	int st = selftest_once();
+
 	if (st < 0)
 		return st == -ENOENT ? -ENODEV : st;
 	return platform_open(memfd, out);

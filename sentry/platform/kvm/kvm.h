@@ -2,7 +2,7 @@
 /*
  * The KVM platform (issue 19), internal interface: guest code runs in a KVM virtual machine,
  * one VM per address space, one vCPU per guest thread; a guest `syscall` enters a ring-0 stub
- * that exits to the sentry with `out`. See README.md. Not chosen by "auto" yet.
+ * that exits to the sentry with `out`. See README.md. "auto" picks it where kvm_platform_usable().
  */
 #ifndef HUSK_SENTRY_PLATFORM_KVM_H
 #define HUSK_SENTRY_PLATFORM_KVM_H
@@ -20,9 +20,16 @@ bool kvm_platform_available(void);
 /*
  * Runs a guest that makes two system calls in a VM of its own (a memfd of 256 KiB): 0 when
  * both came back as system calls, -ENOTSUP when the host's KVM runs the guest otherwise (this
- * development machine's kvm_pvm does), or -errno. What `auto` would have to pass.
+ * development machine's kvm_pvm does), or -errno.
  */
 int kvm_platform_selftest(void);
+
+/*
+ * Whether `auto` picks kvm: the host CPU has VMX or SVM (hardware virtualisation: a software
+ * KVM such as kvm_pvm is not asked), /dev/kvm is usable and the self-test passes (run once per
+ * process: a few milliseconds on hardware, about half a second under QEMU/TCG).
+ */
+bool kvm_platform_usable(void);
 
 /* Ports of the ring-0 stub's exits (kvm_run's io.port). */
 #define KVM_PORT_SYSCALL 0xf0
