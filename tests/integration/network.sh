@@ -267,7 +267,8 @@ EOF2
 		{ [ -d /sys/fs/cgroup/unified ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; }; then
 		oci_config host "" "" sleep 30
 		H create --bundle "$bundle" n8 >/dev/null 2>&1
-		cgdir=$(ls -d /sys/fs/cgroup/unified/husk/n8 /sys/fs/cgroup/husk/n8 2>/dev/null | head -n 1)
+		cg=$(husk_cgroup_in "$work/state" n8)
+		cgdir=$(ls -d /sys/fs/cgroup/unified$cg /sys/fs/cgroup$cg 2>/dev/null | head -n 1)
 		progs=$(bpftool cgroup show "$cgdir" 2>/dev/null | grep -c husk_)
 		if [ "$progs" = 4 ]; then
 			pass "OCI dev.husk.network=host: the four BPF egress programs are on the cgroup"

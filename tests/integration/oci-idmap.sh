@@ -163,7 +163,7 @@ MEMTOUCH=${MEMTOUCH:-$(dirname "$HUSK")/tests/payload/memtouch}
 # The host cgroup gets more room than the sandbox's limit (root may), so that only the sentry's
 # OOM killer acts (as oci-limits.sh).
 host_room() {
-	for d in /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1"; do
+	for d in $(cgroups_of "$1"); do
 		[ -f "$d/memory.limit_in_bytes" ] && echo $((1024 * MIB)) >"$d/memory.limit_in_bytes"
 		[ -f "$d/memory.max" ] && echo $((1024 * MIB)) >"$d/memory.max"
 	done

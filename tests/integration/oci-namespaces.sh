@@ -72,8 +72,9 @@ else
 fi
 [ -z "$(H list -q 2>/dev/null)" ] && pass "the refused create left no container" ||
 	fail "the refused create left no container" "$(H list 2>&1)"
-[ ! -e /sys/fs/cgroup/memory/husk/nsp-wrong ] && [ ! -e /sys/fs/cgroup/unified/husk/nsp-wrong ] &&
-	[ ! -e /sys/fs/cgroup/husk/nsp-wrong ] && pass "the refused create left no cgroup" ||
+cg=$(husk_cgroup nsp-wrong)
+[ ! -e /sys/fs/cgroup/memory$cg ] && [ ! -e /sys/fs/cgroup/unified$cg ] &&
+	[ ! -e /sys/fs/cgroup$cg ] && pass "the refused create left no cgroup" ||
 	fail "the refused create left no cgroup"
 
 config_with '["true"]' "$missing"

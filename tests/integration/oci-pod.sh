@@ -336,7 +336,8 @@ fi
 expect_output "husk: no state is left" "" 0 -- sh -c "ls '$root' 2>/dev/null"
 left=""
 for id in pause a b c d e f; do
-	for d in /sys/fs/cgroup/husk/$id /sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/unified/husk/$id; do
+	cg=$(husk_cgroup "$id")
+	for d in /sys/fs/cgroup$cg /sys/fs/cgroup/memory$cg /sys/fs/cgroup/unified$cg; do
 		[ -e "$d" ] && left="$left $d"
 	done
 done
