@@ -17,7 +17,10 @@ if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: run as root (the test makes and switches to the user $user)"
 	exit 77
 fi
-if ! id "$user" >/dev/null 2>&1 && ! useradd -M -s /bin/sh "$user"; then
+# Another run at once (two make checks) may be adding the user too: its useradd then fails on
+# the locked /etc/passwd or the existing name, and the user is there once that one is done.
+if ! id "$user" >/dev/null 2>&1 && ! useradd -M -s /bin/sh "$user" &&
+	! { flock /etc/passwd.lock true 2>/dev/null; id "$user" >/dev/null 2>&1; }; then
 	echo "SKIP: no user $user, and useradd failed"
 	exit 77
 fi
