@@ -188,8 +188,12 @@ EOF2
 	expect_output "sentry check off: the BPF program allows the test host" "test host" 0 -- \
 		husk_in_cli_ns --network=host --test-no-sentry-egress-check -- \
 		$PY "$work/fetch.py" http://203.0.113.10:8080/
-	if ls -d "$cg2"/husk-do-* >/dev/null 2>&1; then
-		fail "no sandbox cgroup is left behind" "$(ls -d "$cg2"/husk-do-*)"
+	# Left behind: a husk-do-PID whose husk is gone (another run's live husk do has one too).
+	left=$(for d in "$cg2"/husk-do-*; do
+		[ -d "$d" ] && [ ! -d "/proc/${d##*/husk-do-}" ] && echo "$d"
+	done)
+	if [ -n "$left" ]; then
+		fail "no sandbox cgroup is left behind" "$left"
 	else
 		pass "no sandbox cgroup is left behind"
 	fi
