@@ -34,6 +34,7 @@ $(ASAN_BUILD)/build.ninja:
 # setup of $(BUILD) runs them on ptrace only).
 # The sanitizer build compiles only what the unit tests need.
 check: build $(ASAN_BUILD)/build.ninja
+	@echo "== [$$(date -u +%H:%M:%S)] the sanitizer build of the unit tests"
 	ninja -C $(ASAN_BUILD) $$(./tools/unit-targets.py $(ASAN_BUILD))
 	./tools/check.sh $(BUILD) $(ASAN_BUILD)
 

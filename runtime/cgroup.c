@@ -198,6 +198,7 @@ static void cpuset_inherit(const char *dir)
 static int mkdir_p(const char *mnt, const char *path, bool cpuset)
 {
 	_cleanup_free_ char *p = strdup(path);
+	int retries = 0;
 
 	if (!p)
 		return -ENOMEM;
@@ -207,8 +208,16 @@ static int mkdir_p(const char *mnt, const char *path, bool cpuset)
 		char c = *s;
 
 		*s = 0;
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			/* Another container's destroy removed the shared default parent (/husk)
+			 * between its mkdir here and this one: make it again. */
+			if (errno == ENOENT && retries++ < 100) {
+				strcpy(p, path);
+				s = p + strlen(mnt);
+				continue;
+			}
 			return -errno;
+		}
 		if (cpuset)
 			cpuset_inherit(p);
 		*s = c;

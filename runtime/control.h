@@ -299,9 +299,15 @@ int control_sockaddr(const char *path, struct sockaddr_un *sa, int *dirfd);
 int control_recv(int sock, uint16_t op, void *payload, size_t len);
 /*
  * Sends one request without fds (msg, len bytes) on a new connection to path and waits for its
- * CONTROL_REPLY. Returns the reply's err (0 or -errno from the sentry) or -errno.
+ * CONTROL_REPLY (connect, send and recv are made again when a signal interrupts them). Returns
+ * the reply's err (0 or -errno from the sentry) or -errno.
  */
 int control_call(const char *path, const void *msg, size_t len);
+/*
+ * Sends one message without fds (msg, len bytes) on sock, again when a signal interrupts it.
+ * Returns 0, -EPROTO (sent short) or -errno.
+ */
+int control_send(int sock, const void *msg, size_t len);
 /* Sends msg with nfds (at most CONTROL_MAX_FDS) fds over sock. Returns 0 or -errno. */
 int control_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds);
 /*

@@ -14,6 +14,20 @@
 #include "runtime/control.h"
 #include "runtime/control_pod.h"
 
+int control_send(int sock, const void *msg, size_t len)
+{
+	ssize_t n;
+
+	/* A signal (SIGCHLD of a hook, an engine's SIGTERM that husk handles) may interrupt a
+	 * send that waits for room: it is sent whole or not at all (SOCK_SEQPACKET). */
+	do
+		n = send(sock, msg, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EPROTO;
+}
+
 int control_sockaddr(const char *path, struct sockaddr_un *sa, int *dirfd)
 {
 	_cleanup_free_ char *dir = NULL;
@@ -69,9 +83,7 @@ static int control_target_member(int sock, const char *path)
 	memcpy(t.id, start, (size_t)(end - start));
 	memcpy(msg, &h, sizeof(h));
 	memcpy(msg + sizeof(h), &t, sizeof(t));
-	if (send(sock, msg, sizeof(msg), MSG_NOSIGNAL) < 0)
-		return -errno;
-	return 0;
+	return control_send(sock, msg, sizeof(msg));
 }
 
 int control_dial(const char *path)
@@ -86,7 +98,12 @@ int control_dial(const char *path)
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -errno;
-	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* A unix socket's connect interrupted while it waited for the listener's backlog made no
+	 * connection: it is made again. */
+	do
+		ret = connect(sock, (struct sockaddr *)&sa, sizeof(sa));
+	while (ret < 0 && errno == EINTR);
+	if (ret < 0) {
 		int err = -errno;
 
 		close(sock);
@@ -133,8 +150,9 @@ int control_call(const char *path, const void *msg, size_t len)
 
 	if (sock < 0)
 		return sock;
-	if (send(sock, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
-		return -errno;
+	ret = control_send(sock, msg, len);
+	if (ret < 0)
+		return ret;
 	ret = control_recv(sock, CONTROL_REPLY, &r, sizeof(r));
 	return ret < 0 ? ret : r.err;
 }
@@ -148,6 +166,7 @@ int control_send_fds(int sock, const void *msg, size_t len, const int *fds, int 
 	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *c;
+	ssize_t n;
 
 	if (nfds < 1 || nfds > CONTROL_MAX_FDS)
 		return -EINVAL;
@@ -159,7 +178,10 @@ int control_send_fds(int sock, const void *msg, size_t len, const int *fds, int 
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : 0;
 }
 
 int control_fetch_ps(const char *path, struct control_ps_entry **out)
@@ -172,14 +194,16 @@ int control_fetch_ps(const char *path, struct control_ps_entry **out)
 	_cleanup_free_ char *buf = malloc(max);
 	_cleanup_close_ int sock = -1;
 	ssize_t n;
+	int ret;
 
 	if (!buf)
 		return -ENOMEM;
 	sock = control_dial(path);
 	if (sock < 0)
 		return sock;
-	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
-		return -errno;
+	ret = control_send(sock, &h, sizeof(h));
+	if (ret < 0)
+		return ret;
 	do
 		n = recv(sock, buf, max, 0);
 	while (n < 0 && errno == EINTR);

@@ -45,17 +45,15 @@ static int copy_config(const char *from, const struct container *c)
 }
 
 /* The cgroup path: linux.cgroupsPath (a systemd "slice:prefix:name" becomes a path), or
- * /husk/<id>. */
+ * the default of the state root (cgroup_default_path: /husk/<id>, or /husk/<id>@<crc of root>
+ * under any root but the default one). */
 static char *cgroup_path_for(const struct container *c)
 {
 	const char *p = c->config->cgroups_path;
 	char *out = NULL;
 
-	if (!p || !*p) {
-		if (asprintf(&out, "/husk/%s", c->id) < 0)
-			return NULL;
-		return out;
-	}
+	if (!p || !*p)
+		return cgroup_default_path(oci_g.root, c->id);
 	if (p[0] != '/' && strchr(p, ':')) {
 		char slice[256], prefix[256], name[256];
 

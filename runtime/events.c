@@ -41,8 +41,9 @@ static int sentry_stats(const struct container *c, struct control_stats *st)
 
 	if (sock < 0)
 		return sock;
-	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
-		return -errno;
+	ret = control_send(sock, &h, sizeof(h));
+	if (ret < 0)
+		return ret;
 	ret = control_recv(sock, CONTROL_STATS_REPLY, st, sizeof(*st));
 	return ret < 0 ? ret : st->err;
 }
@@ -107,16 +108,16 @@ static int oom_wait_send(const struct container *c, uint64_t seen)
 	_cleanup_free_ char *path = container_path(c, "control.sock");
 	char msg[sizeof(h) + sizeof(req)];
 	int sock = path ? control_dial(path) : -ENOMEM;
+	int ret;
 
 	if (sock < 0)
 		return sock;
 	memcpy(msg, &h, sizeof(h));
 	memcpy(msg + sizeof(h), &req, sizeof(req));
-	if (send(sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg)) {
-		int err = -errno;
-
+	ret = control_send(sock, msg, sizeof(msg));
+	if (ret < 0) {
 		close(sock);
-		return err;
+		return ret;
 	}
 	return sock;
 }

@@ -113,6 +113,15 @@ char *container_path(const struct container *c, const char *name);
 /* ---- cgroups (host side) ---------------------------------------------------------------- */
 
 /*
+ * The cgroup path of container id under the state directory root when config.json names none:
+ * /husk/<id> under the default root (HUSK_DEFAULT_ROOT), else /husk/<id>@<crc>, crc the POSIX
+ * cksum (CRC-32, 8 hex digits) of root's canonical path, so that containers of one id under two
+ * roots (two test runs, two users' --root) never share a cgroup. malloc'd, or NULL.
+ */
+char *cgroup_default_path(const char *root, const char *id);
+/* The CRC-32 of POSIX cksum(1) over s (n bytes) and its length: what `cksum` prints first. */
+uint32_t cgroup_cksum(const char *s, size_t n);
+/*
  * Creates the cgroup path in every mounted hierarchy (each v1 controller's, as runc does, and
  * the v2 one, whether unified or hybrid) and applies the config's linux.resources. Returns 0, 1
  * when no cgroup is delegated to this (rootless) user and none was made (after a warning), or

@@ -472,9 +472,8 @@ static int64_t wait_oom(const struct reporter *r, uint64_t seen, int *sock)
 		return *sock;
 	memcpy(msg, &h, sizeof(h));
 	memcpy(msg + sizeof(h), &req, sizeof(req));
-	if (send(*sock, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
-		ret = -errno;
-	else
+	ret = control_send(*sock, msg, sizeof(msg));
+	if (ret == 0)
 		ret = control_recv(*sock, CONTROL_OOM_REPLY, &rep, sizeof(rep));
 	if (ret == 0 && rep.err < 0)
 		ret = rep.err;
@@ -495,7 +494,7 @@ static uint64_t kills_so_far(const struct reporter *r)
 	_cleanup_close_ int sock = control_dial(r->sock);
 	struct control_stats st;
 
-	if (sock < 0 || send(sock, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+	if (sock < 0 || control_send(sock, &h, sizeof(h)) < 0 ||
 	    control_recv(sock, CONTROL_STATS_REPLY, &st, sizeof(st)) < 0 || st.err < 0)
 		return 0;
 	return st.oom_kills;

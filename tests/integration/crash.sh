@@ -128,6 +128,7 @@ c["process"]["terminal"] = False
 json.dump(c, open(p, "w"), indent=1)
 PY
 mkfifo "$work/in"
+cg1=$(husk_cgroup_in "$work/state" c1)
 in_pidns "
 	H() { '$HUSK' --root '$work/state' \"\$@\"; }
 	exec 3<>'$work/in'
@@ -143,7 +144,7 @@ in_pidns "
 	H events c1 >'$work/events' 2>&1; echo \"events \$?\"
 	H delete c1; echo \"delete \$?\"
 	ls '$work/state' | sed 's/^/state dir: /'
-	ls -d /sys/fs/cgroup/husk/c1 /sys/fs/cgroup/*/husk/c1 2>/dev/null | sed 's/^/cgroup: /'
+	ls -d /sys/fs/cgroup$cg1 /sys/fs/cgroup/*$cg1 2>/dev/null | sed 's/^/cgroup: /'
 	exec 3>&-
 " >"$work/oci.ns" 2>&1
 if grep -qx "create 0" "$work/oci.ns" && grep -qx "start 0" "$work/oci.ns" &&

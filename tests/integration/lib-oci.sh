@@ -7,6 +7,11 @@
 #                       $bundle/config.json from `husk spec`
 #   wait_above ID FILE N  polls until FILE in container ID holds a number above N (through the
 #                       caller's `cat_in ID FILE`)
+#   husk_cgroup ID      the cgroup path (below each hierarchy's root) husk gives container ID
+#                       under $root when config.json names none: /husk/ID@CRC, CRC the cksum of
+#                       $root's canonical path (runtime/cgroup_name.c), so two runs at once with
+#                       the same ids never share a cgroup
+#   cgroups_of ID       the directories of that cgroup that exist, one a line
 
 oci_setup() {
 	BUSYBOX=$(command -v busybox || echo /bin/busybox)
@@ -25,6 +30,12 @@ oci_setup() {
 }
 
 H() { "$HUSK" --root "$root" "$@"; }
+
+husk_cgroup() { husk_cgroup_in "$root" "$1"; }
+cgroups_of() {
+	set -- "$(husk_cgroup "$1")"
+	ls -d /sys/fs/cgroup/*"$1" /sys/fs/cgroup"$1" 2>/dev/null
+}
 
 oci_cleanup() {
 	for id in $(H list -q 2>/dev/null); do H delete --force "$id" >/dev/null 2>&1; done

@@ -48,6 +48,13 @@ expect_status() {
 	rm -f /tmp/husk-it-out.$$
 }
 
+# husk_cgroup_in ROOT ID: the cgroup path (below each hierarchy's root) husk gives container ID
+# under the state directory ROOT when config.json names none: /husk/ID@CRC, CRC the cksum of
+# ROOT's canonical path in hex (runtime/cgroup_name.c; the default root's /husk/ID is no test's).
+husk_cgroup_in() {
+	printf '/husk/%s@%08x\n' "$2" "$(printf %s "$(realpath -m "$1")" | cksum | cut -d' ' -f1)"
+}
+
 # engine_runtime DIR: the husk an engine (containerd, podman) is given. With HUSK_PLATFORM set
 # (meson's platform matrix), a wrapper DIR/husk that sets it, since an engine need not pass its
 # environment on to the runtime; else $HUSK.

@@ -7,7 +7,9 @@
 # a comparison needs (no MAC addresses, no IPv6: the sandbox's links are IPv4 only).
 unshare -n sh -c '
 ip link add va type veth peer name vb
-t=/tmp/veth.$$
+# mktemp, not $$: under unshare -pf $$ is 1 in every run (two runs at once shared /tmp/veth.1).
+d=$(mktemp -d /tmp/veth.XXXXXX)
+t=$d/v
 mkfifo $t.go
 unshare -n sh -c "echo \$\$ > $t.pid; read x < $t.go; exec python3 > $t.out -c \"
 import socket
@@ -40,5 +42,5 @@ wait
 cat $t.out
 while ip link show va >/dev/null 2>&1; do :; done
 echo "va gone with the other namespace"
-rm -f $t.pid $t.go $t.ready $t.out
+rm -rf $d
 '

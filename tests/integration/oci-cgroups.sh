@@ -63,6 +63,7 @@ json.dump(c, open(p, "w"), indent=1)
 PY
 
 id=cg-$layout
+cg=$(husk_cgroup "$id")
 expect_status "$layout: create" 0 -- H create --bundle "$bundle" "$id"
 pid=$(H state "$id" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
 [ -n "$pid" ] || fail "$layout: state has a pid" "$(H state "$id" 2>&1)"
@@ -70,14 +71,14 @@ pid=$(H state "$id" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
 # The cgroup directories the container must have, and its limits there.
 case $layout in
 v1)
-	dirs="/sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/pids/husk/$id
-		/sys/fs/cgroup/cpu/husk/$id /sys/fs/cgroup/freezer/husk/$id"
-	limit_file=/sys/fs/cgroup/memory/husk/$id/memory.limit_in_bytes
-	quota_file=/sys/fs/cgroup/cpu/husk/$id/cpu.cfs_quota_us
+	dirs="/sys/fs/cgroup/memory$cg /sys/fs/cgroup/pids$cg
+		/sys/fs/cgroup/cpu$cg /sys/fs/cgroup/freezer$cg"
+	limit_file=/sys/fs/cgroup/memory$cg/memory.limit_in_bytes
+	quota_file=/sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us
 	quota_want=50000
 	;;
 v2)
-	dirs="/sys/fs/cgroup/husk/$id"
+	dirs="/sys/fs/cgroup$cg"
 	# Only controllers that are not bound to a v1 hierarchy exist in v2 here (hugetlb):
 	# memory and cpu limits cannot be applied, which create must survive with a warning.
 	limit_file=

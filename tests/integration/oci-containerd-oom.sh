@@ -33,6 +33,10 @@ printf '#!/bin/sh\nexec "%s" --debug-log "%s" "$@"\n' "$HUSK" "$work/logs" >"$wo
 chmod 755 "$work/husk-dbg"
 HUSK=$work/husk-dbg
 logs() { tail -n 15 "$work"/logs/"$1".* 2>&1; }
+# containerd's namespace, this run's own: its runc shim names the container's cgroup
+# /NAMESPACE/ID, so two runs at once (two make checks) with one namespace shared the cgroups of
+# their fixed ids.
+ns=husk-${work##*.}
 sock=$work/containerd.sock
 cat >"$work/config.toml" <<EOT
 version = 2
@@ -53,9 +57,9 @@ evpid=
 cleanup() {
 	[ -n "$evpid" ] && kill "$evpid" 2>/dev/null
 	for id in m1 m2; do
-		ctr --address "$sock" -n husk task kill -s KILL $id >/dev/null 2>&1
-		ctr --address "$sock" -n husk task rm -f $id >/dev/null 2>&1
-		ctr --address "$sock" -n husk container rm $id >/dev/null 2>&1
+		ctr --address "$sock" -n "$ns" task kill -s KILL $id >/dev/null 2>&1
+		ctr --address "$sock" -n "$ns" task rm -f $id >/dev/null 2>&1
+		ctr --address "$sock" -n "$ns" container rm $id >/dev/null 2>&1
 	done
 	kill "$cpid" 2>/dev/null
 	wait "$cpid" 2>/dev/null
@@ -68,7 +72,7 @@ rootfs=$work/rootfs
 mkdir -p "$rootfs/bin"
 cp /bin/busybox "$rootfs/bin/busybox"
 for a in sh echo sleep head tr; do ln -s busybox "$rootfs/bin/$a"; done
-C() { timeout 120 ctr --address "$sock" -n husk "$@"; }
+C() { timeout 120 ctr --address "$sock" -n "$ns" "$@"; }
 RUN="run -d --memory-limit 67108864 --runtime io.containerd.runc.v2 --runc-binary $HUSK --rootfs $rootfs"
 HOG='x=$(head -c 200000000 /dev/zero | tr "\0" a); echo survived'
 

@@ -18,6 +18,10 @@ fi
 
 work=$(mktemp -d /tmp/husk-ctr.XXXXXX)
 HUSK=$(engine_runtime "$work")
+# containerd's namespace, this run's own: its runc shim names the container's cgroup
+# /NAMESPACE/ID, so two runs at once (two make checks) with one namespace shared the cgroups of
+# their fixed ids.
+ns=husk-${work##*.}
 sock=$work/containerd.sock
 cat >"$work/config.toml" <<EOT
 version = 2
@@ -38,9 +42,9 @@ XDG_RUNTIME_DIR=$work/xdg containerd --config "$work/config.toml" >"$work/contai
 cpid=$!
 cleanup() {
 	for id in d1 k1 k2 t0 t1; do
-		ctr --address "$sock" -n husk task kill -s KILL $id >/dev/null 2>&1
-		ctr --address "$sock" -n husk task rm -f $id >/dev/null 2>&1
-		ctr --address "$sock" -n husk container rm $id >/dev/null 2>&1
+		ctr --address "$sock" -n "$ns" task kill -s KILL $id >/dev/null 2>&1
+		ctr --address "$sock" -n "$ns" task rm -f $id >/dev/null 2>&1
+		ctr --address "$sock" -n "$ns" container rm $id >/dev/null 2>&1
 	done
 	kill "$cpid" 2>/dev/null
 	wait "$cpid" 2>/dev/null
@@ -53,7 +57,7 @@ rootfs=$work/rootfs
 mkdir -p "$rootfs/bin"
 cp /bin/busybox "$rootfs/bin/busybox"
 for a in sh echo sleep; do ln -s busybox "$rootfs/bin/$a"; done
-C() { timeout 60 ctr --address "$sock" -n husk "$@"; }
+C() { timeout 60 ctr --address "$sock" -n "$ns" "$@"; }
 
 expect_output "ctr run --runc-binary husk prints hi" "hi" 0 -- \
 	C run --rm --runtime io.containerd.runc.v2 --runc-binary "$HUSK" --rootfs "$rootfs" r1 \
@@ -113,7 +117,7 @@ EOF
 tty_run() { # ID [--runc-binary HUSK]
 	id=$1
 	shift
-	python3 "$work/pty_run.py" ctr --address "$sock" -n husk run -t --rm \
+	python3 "$work/pty_run.py" ctr --address "$sock" -n "$ns" run -t --rm \
 		--runtime io.containerd.runc.v2 "$@" --rootfs "$rootfs" "$id" /bin/sh -c \
 		'tty; i=0; until [ -n "$(stty size 2>/dev/null)" ] || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1)); done; stty size'
 }
@@ -191,11 +195,11 @@ task_pid() { C task ls | awk -v id="$1" '$1 == id {print $2}'; }
 # names the rootfs) and its husk state folder is removed.
 gone() {
 	st=$(awk '{print $3}' "/proc/$2/stat" 2>/dev/null)
-	left=$(ps -eo pid=,comm=,args= | awk -v b="/husk/$1/rootfs" '$2 ~ /^husk/ && index($0, b)')
-	if { [ -z "$st" ] || [ "$st" = Z ]; } && [ -z "$left" ] && [ ! -e "$work/runc/husk/$1" ]; then
+	left=$(ps -eo pid=,comm=,args= | awk -v b="/$ns/$1/rootfs" '$2 ~ /^husk/ && index($0, b)')
+	if { [ -z "$st" ] || [ "$st" = Z ]; } && [ -z "$left" ] && [ ! -e "$work/runc/$ns/$1" ]; then
 		return 0
 	fi
-	echo "sentry $2: ${st:-gone}; husk processes: ${left:-none}; state: $(ls "$work/runc/husk" 2>&1)"
+	echo "sentry $2: ${st:-gone}; husk processes: ${left:-none}; state: $(ls "$work/runc/$ns" 2>&1)"
 	return 1
 }
 # remove ID: kill, delete the task and the container.

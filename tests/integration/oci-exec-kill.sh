@@ -13,6 +13,9 @@
 . "$(dirname "$0")/lib-oci.sh"
 
 oci_setup oci-exec-kill
+# runc names a container's cgroup /ID (no cgroupsPath in the bundle): ids of this run's own, so
+# that two runs at once (two make checks) never share one.
+run=${work##*.}
 
 oci_bundle sh sleep tail echo
 set_args tail -f /dev/null
@@ -113,12 +116,12 @@ children() {
 engines=husk
 if $have_runc; then
 	engines="runc husk"
-	trap 'runc delete -f ek-runc >/dev/null 2>&1; oci_cleanup' EXIT
+	trap 'runc delete -f ek-runc-$run >/dev/null 2>&1; oci_cleanup' EXIT
 else
 	echo "# runc is not installed: husk alone"
 fi
 for e in $engines; do
-	id=ek-$e
+	id=ek-$e-$run
 	if ! start "$e" "$id"; then
 		fail "$e: the container starts" "$(cat "$work/$id.create")"
 		continue

@@ -17,6 +17,9 @@ if [ "$(id -u)" != 0 ]; then
 	finish
 fi
 oci_setup oci-idmap
+# runc names a container's cgroup /ID (no cgroupsPath in the bundle): ids of this run's own, so
+# that two runs at once (two make checks) never share one.
+run=${work##*.}
 vol=$work/vol
 # The mapped root (host 100000) must reach the bundle and the volume under runc.
 chmod 755 "$work"
@@ -82,7 +85,7 @@ owner=$(stat -c %u:%g "$vol/made" 2>&1)
 
 if command -v runc >/dev/null 2>&1; then
 	rm -f "$vol/made"
-	runc_out=$(cd "$bundle" && runc --root "$work/runc" run r1 2>&1)
+	runc_out=$(cd "$bundle" && runc --root "$work/runc" run "r1-$run" 2>&1)
 	runc_owner=$(stat -c %u:%g "$vol/made" 2>&1)
 	rm -f "$vol/made"
 	husk_out=$(husk_run 2>&1)
@@ -98,7 +101,7 @@ if command -v runc >/dev/null 2>&1; then
 	else
 		echo "ok - SKIP runc comparison: runc could not run the bundle here: $runc_out"
 	fi
-	runc --root "$work/runc" delete -f r1 >/dev/null 2>&1
+	runc --root "$work/runc" delete -f "r1-$run" >/dev/null 2>&1
 else
 	echo "ok - SKIP runc comparison: no runc"
 fi
@@ -163,7 +166,7 @@ MEMTOUCH=${MEMTOUCH:-$(dirname "$HUSK")/tests/payload/memtouch}
 # The host cgroup gets more room than the sandbox's limit (root may), so that only the sentry's
 # OOM killer acts (as oci-limits.sh).
 host_room() {
-	for d in /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1"; do
+	for d in $(cgroups_of "$1"); do
 		[ -f "$d/memory.limit_in_bytes" ] && echo $((1024 * MIB)) >"$d/memory.limit_in_bytes"
 		[ -f "$d/memory.max" ] && echo $((1024 * MIB)) >"$d/memory.max"
 	done

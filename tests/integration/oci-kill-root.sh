@@ -10,6 +10,9 @@
 . "$(dirname "$0")/lib-oci.sh"
 
 oci_setup oci-kill-root
+# runc names a container's cgroup /ID (no cgroupsPath in the bundle): ids of this run's own, so
+# that two runs at once (two make checks) never share one.
+run=${work##*.}
 
 oci_bundle sh sleep tail true echo
 have_runc=false
@@ -30,14 +33,14 @@ wait_stopped() {
 
 set_args true
 engines=husk
-trap 'L delete -f kr-long >/dev/null 2>&1; $have_runc && runc delete -f kr-runc >/dev/null 2>&1; oci_cleanup' EXIT
+trap 'L delete -f kr-long >/dev/null 2>&1; $have_runc && runc delete -f kr-runc-$run >/dev/null 2>&1; oci_cleanup' EXIT
 if $have_runc; then
 	engines="runc husk"
 else
 	echo "# runc is not installed: husk alone"
 fi
 for e in $engines; do
-	id=kr-$e
+	id=kr-$e-$run
 	if ! "$e" create --bundle "$bundle" "$id" </dev/null >"$work/$id.out" 2>&1 ||
 		! "$e" start "$id" >/dev/null 2>&1 || ! wait_stopped "$e" "$id"; then
 		fail "$e: a container that exits at once" "$(cat "$work/$id.out")"

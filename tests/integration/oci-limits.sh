@@ -7,9 +7,8 @@
 . "$(dirname "$0")/lib-oci.sh"
 
 oci_setup limits
-# Container ids of this run only: the host cgroup is /husk/<id> whatever --root is, so two runs
-# at once (two `make check`s on one machine, issue 18) with fixed ids shared one cgroup, whose
-# limits, OOM reports and deletion each then applied to the other's sentry too.
+# Container ids of this run only (the host cgroup, /husk/<id>@<crc of --root>, is this run's
+# too): two runs at once (two `make check`s on one machine, issue 18) never share a container.
 run=${work##*.}
 u1=u1-$run m1=m1-$run m2=m2-$run m3=m3-$run m3c=m3c-$run
 MEMTOUCH=${MEMTOUCH:-$(dirname "$HUSK")/tests/payload/memtouch}
@@ -42,7 +41,7 @@ status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p';
 # own memory (runtime/cgroup.c). The checks of the sentry's OOM killer give the host cgroup more
 # room still (root may), so that they never depend on the size of that margin.
 host_room() {
-	for d in /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1"; do
+	for d in $(cgroups_of "$1"); do
 		[ -f "$d/memory.limit_in_bytes" ] && echo $((1024 * MIB)) >"$d/memory.limit_in_bytes"
 		[ -f "$d/memory.max" ] && echo $((1024 * MIB)) >"$d/memory.max"
 	done

@@ -16,6 +16,9 @@ set -u
 PY=/usr/bin/python3
 POD=husk-nsp-$$
 oci_setup nsp
+# runc names a container's cgroup /ID (no cgroupsPath in the bundle): ids of this run's own, so
+# that two runs at once (two make checks) never share one.
+run=${work##*.}
 oci_bundle sh wget hostname cat nc
 pids=""
 utsfile=""
@@ -58,8 +61,8 @@ st=$?
 want="failed to setns into net namespace: Invalid argument"
 if command -v runc >/dev/null 2>&1; then
 	# runc's own words for the same bundle (its nsexec line: "nsexec-1[PID]: MESSAGE").
-	r=$(runc --root "$work/runc" create --bundle "$bundle" nsp-runc 2>&1)
-	runc --root "$work/runc" delete -f nsp-runc >/dev/null 2>&1
+	r=$(runc --root "$work/runc" create --bundle "$bundle" "nsp-runc-$run" 2>&1)
+	runc --root "$work/runc" delete -f "nsp-runc-$run" >/dev/null 2>&1
 	got=$(echo "$r" | sed -n 's/.*nsexec-1\[[0-9]*\]: \(failed to setns[^"]*\)".*/\1/p' | head -1)
 	[ -n "$got" ] && want=$got
 	echo "# runc says: $want"
@@ -72,8 +75,9 @@ else
 fi
 [ -z "$(H list -q 2>/dev/null)" ] && pass "the refused create left no container" ||
 	fail "the refused create left no container" "$(H list 2>&1)"
-[ ! -e /sys/fs/cgroup/memory/husk/nsp-wrong ] && [ ! -e /sys/fs/cgroup/unified/husk/nsp-wrong ] &&
-	[ ! -e /sys/fs/cgroup/husk/nsp-wrong ] && pass "the refused create left no cgroup" ||
+cg=$(husk_cgroup nsp-wrong)
+[ ! -e /sys/fs/cgroup/memory$cg ] && [ ! -e /sys/fs/cgroup/unified$cg ] &&
+	[ ! -e /sys/fs/cgroup$cg ] && pass "the refused create left no cgroup" ||
 	fail "the refused create left no cgroup"
 
 config_with '["true"]' "$missing"
@@ -81,8 +85,8 @@ out=$(H create --bundle "$bundle" nsp-missing 2>&1)
 st=$?
 want="namespace path: lstat $missing: no such file or directory"
 if command -v runc >/dev/null 2>&1; then
-	r=$(runc --root "$work/runc" create --bundle "$bundle" nsp-runc 2>&1)
-	runc --root "$work/runc" delete -f nsp-runc >/dev/null 2>&1
+	r=$(runc --root "$work/runc" create --bundle "$bundle" "nsp-runc-$run" 2>&1)
+	runc --root "$work/runc" delete -f "nsp-runc-$run" >/dev/null 2>&1
 	got=$(echo "$r" | sed -n 's/.*\(namespace path: [^"]*\)".*/\1/p' | head -1)
 	[ -n "$got" ] && want=$got
 	echo "# runc says: $want"

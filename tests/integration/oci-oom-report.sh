@@ -29,6 +29,9 @@ else
 fi
 
 oci_setup oci-oom-report
+# runc names a container's cgroup /ID (no cgroupsPath in the bundle): ids of this run's own, so
+# that two runs at once (two make checks) never share one.
+run=${work##*.}
 
 oci_bundle sh tail head tr echo
 set_args tail -f /dev/null
@@ -83,12 +86,12 @@ no_watchers() { [ -z "$(watchers)" ]; }
 engines=husk
 if $have_runc; then
 	engines="runc husk"
-	trap 'for i in oom-runc oom1-runc; do runc delete -f $i >/dev/null 2>&1; done; oci_cleanup' EXIT
+	trap 'for i in oom-runc-$run oom1-runc-$run; do runc delete -f $i >/dev/null 2>&1; done; oci_cleanup' EXIT
 else
 	echo "# runc is not installed: husk alone"
 fi
 for e in $engines; do
-	id=oom-$e
+	id=oom-$e-$run
 	if ! "$e" create --bundle "$bundle" "$id" </dev/null >"$work/$id.create" 2>&1 ||
 		! "$e" start "$id" >/dev/null 2>&1; then
 		fail "$e: the container starts" "$(cat "$work/$id.create")"
@@ -195,7 +198,7 @@ json.dump(c, open(p, "w"), indent=1)
 PY
 stopped() { "$1" state "$2" 2>/dev/null | grep -q '"status": "stopped"'; }
 for e in $engines; do
-	id=oom1-$e
+	id=oom1-$e-$run
 	if ! "$e" create --bundle "$bundle" "$id" </dev/null >"$work/$id.create" 2>&1; then
 		fail "$e: pid 1 over the limit: create" "$(cat "$work/$id.create")"
 		continue

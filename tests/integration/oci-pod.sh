@@ -55,7 +55,7 @@ make_bundle() {
 # pid namespace of its own, Kubernetes without shareProcessNamespace).
 pod_config() {
 	$PY - "$work/$1/config.json" "$2" "$3" "$4" "$5" "$NETNS" "${6:-}" <<'EOF'
-import json, sys
+import json, os, sys
 p, typ, sb, pid, args, netns, private = sys.argv[1:8]
 c = json.load(open(p))
 c["process"]["args"] = json.loads(args)
@@ -77,6 +77,10 @@ else:
         ns = [n for n in ns if n["type"] != "pid"] + [{"type": "pid"}]
 c["linux"]["namespaces"] = ns
 c["linux"].pop("cgroupsPath", None)
+# runc names a cgroup /ID without a cgroupsPath: one of this run's own (two runs at once).
+if os.environ.get("RUNC_CGROUP_PREFIX"):
+    c["linux"]["cgroupsPath"] = "%s-%s" % (os.environ["RUNC_CGROUP_PREFIX"],
+                                           os.path.basename(os.path.dirname(p)))
 json.dump(c, open(p, "w"), indent=1)
 EOF
 }
@@ -336,7 +340,8 @@ fi
 expect_output "husk: no state is left" "" 0 -- sh -c "ls '$root' 2>/dev/null"
 left=""
 for id in pause a b c d e f; do
-	for d in /sys/fs/cgroup/husk/$id /sys/fs/cgroup/memory/husk/$id /sys/fs/cgroup/unified/husk/$id; do
+	cg=$(husk_cgroup "$id")
+	for d in /sys/fs/cgroup$cg /sys/fs/cgroup/memory$cg /sys/fs/cgroup/unified$cg; do
 		[ -e "$d" ] && left="$left $d"
 	done
 done
@@ -344,6 +349,8 @@ expect_output "husk: no cgroup is left" "" 0 -- echo "$left"
 
 if [ -n "$RUNC" ] && [ "$(id -u)" = 0 ]; then
 	RT=runc
+	RUNC_CGROUP_PREFIX=/husk-pod-runc-${work##*.}
+	export RUNC_CGROUP_PREFIX
 	run_pod
 else
 	echo "ok - SKIP runc: not installed, or not root"

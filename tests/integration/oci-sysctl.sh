@@ -23,7 +23,6 @@ c["process"]["args"] = sys.argv[3:]
 json.dump(c, open(p, "w"), indent=1)
 PY
 }
-cgroups_of() { ls -d /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1" 2>/dev/null; }
 # Host processes started for this test's bundle (the gofer serves $work/...; the sentry's
 # arguments name it too).
 procs_of_work() {

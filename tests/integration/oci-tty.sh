@@ -15,6 +15,9 @@
 . "$(dirname "$0")/lib-oci.sh"
 
 oci_setup tty
+# runc names a container's cgroup /ID (no cgroupsPath in the bundle): ids of this run's own, so
+# that two runs at once (two make checks) never share one.
+run=${work##*.}
 oci_bundle sh sleep stat readlink tty stty echo
 check="$(cd "$(dirname "$0")" && pwd)/oci_tty_check.py"
 
@@ -37,11 +40,11 @@ RUNC_ROOT=$work/runc
 
 # 1. create's output pipe reaches EOF once create returned.
 terminal_args sleep 1000
-out=$(python3 "$check" eof "$HUSK" "$root" "$bundle" tty-eof "$work/c.sock" 2>&1)
+out=$(python3 "$check" eof "$HUSK" "$root" "$bundle" "tty-eof-$run" "$work/c.sock" 2>&1)
 [ "$out" = eof ] && pass "husk create with a console: its stdout/stderr pipe reads EOF after create" ||
 	fail "husk create with a console: its stdout/stderr pipe reads EOF after create" "$out"
 if $have_runc; then
-	out=$(python3 "$check" eof runc "$RUNC_ROOT" "$bundle" tty-eof "$work/c.sock" 2>&1)
+	out=$(python3 "$check" eof runc "$RUNC_ROOT" "$bundle" "tty-eof-$run" "$work/c.sock" 2>&1)
 	[ "$out" = eof ] && pass "runc create with a console: the pipe reads EOF too" ||
 		fail "runc create with a console: the pipe reads EOF too" "$out"
 fi
@@ -75,12 +78,12 @@ H delete --force tty-plain >/dev/null 2>&1
 terminal_args /nope
 printf 'create failed\nstderr names it\nconsole: %s\n' "b''" >"$work/want.fail"
 if $have_runc; then
-	python3 "$check" fail runc "$RUNC_ROOT" "$bundle" tty-fail "$work/c.sock" >"$work/runc.fail" 2>&1
+	python3 "$check" fail runc "$RUNC_ROOT" "$bundle" "tty-fail-$run" "$work/c.sock" >"$work/runc.fail" 2>&1
 	diff "$work/want.fail" "$work/runc.fail" >"$work/diff" 2>&1 &&
 		pass "runc: a failing create with a console says why on its stderr" ||
 		fail "runc: a failing create with a console says why on its stderr" "$(cat "$work/diff")"
 fi
-python3 "$check" fail "$HUSK" "$root" "$bundle" tty-fail "$work/c.sock" >"$work/husk.fail" 2>&1
+python3 "$check" fail "$HUSK" "$root" "$bundle" "tty-fail-$run" "$work/c.sock" >"$work/husk.fail" 2>&1
 diff "$work/want.fail" "$work/husk.fail" >"$work/diff" 2>&1 &&
 	pass "a failing create with a console says why on its stderr, not on the terminal (as runc)" ||
 	fail "a failing create with a console says why on its stderr, not on the terminal (as runc)" \
@@ -114,9 +117,9 @@ ttynr=34816
 ready
 winch=33 101
 EOF
-python3 "$check" probe "$HUSK" "$root" "$bundle" tty-probe "$work/c.sock" >"$work/husk.out" 2>&1
+python3 "$check" probe "$HUSK" "$root" "$bundle" "tty-probe-$run" "$work/c.sock" >"$work/husk.out" 2>&1
 if $have_runc; then
-	python3 "$check" probe runc "$RUNC_ROOT" "$bundle" tty-probe "$work/c.sock" >"$work/runc.out" 2>&1
+	python3 "$check" probe runc "$RUNC_ROOT" "$bundle" "tty-probe-$run" "$work/c.sock" >"$work/runc.out" 2>&1
 	diff "$work/want" "$work/runc.out" >"$work/diff" 2>&1 &&
 		pass "runc shows the expected terminal" ||
 		fail "runc shows the expected terminal" "$(cat "$work/diff")"
@@ -177,19 +180,19 @@ if os.environ.get("PTY_INTR"):
     print("status=%d" % os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 EOF
 exec_view() { # RUNTIME ROOT
-	"$1" --root "$2" run -d --bundle "$bundle" tty-exec </dev/null >/dev/null 2>&1 || return
-	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c 'tty; echo /dev/pts/*'
+	"$1" --root "$2" run -d --bundle "$bundle" "tty-exec-$run" </dev/null >/dev/null 2>&1 || return
+	python3 "$work/pty_run.py" "$1" --root "$2" exec -t "tty-exec-$run" sh -c 'tty; echo /dev/pts/*'
 	# A session leader that opens it (without O_NOCTTY) has it as controlling terminal.
-	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
+	python3 "$work/pty_run.py" "$1" --root "$2" exec -t "tty-exec-$run" sh -c \
 		'exec 3</dev/pts/0; read -r _ _ _ _ _ _ nr _ </proc/self/stat; echo "ctty=$nr"'
 	# Without opening it: the exec'd process's controlling terminal is its pty already.
-	python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
+	python3 "$work/pty_run.py" "$1" --root "$2" exec -t "tty-exec-$run" sh -c \
 		'read -r _ _ _ _ _ _ nr _ </proc/self/stat; echo "ctty0=$nr"'
 	# ^C typed on the pty interrupts the exec'd process (sleep 30 would end with 0).
-	PTY_INTR=ready python3 "$work/pty_run.py" "$1" --root "$2" exec -t tty-exec sh -c \
+	PTY_INTR=ready python3 "$work/pty_run.py" "$1" --root "$2" exec -t "tty-exec-$run" sh -c \
 		'echo ready; exec sleep 30'
-	"$1" --root "$2" exec tty-exec sh -c 'echo after: /dev/pts/*'
-	"$1" --root "$2" delete -f tty-exec >/dev/null 2>&1
+	"$1" --root "$2" exec "tty-exec-$run" sh -c 'echo after: /dev/pts/*'
+	"$1" --root "$2" delete -f "tty-exec-$run" >/dev/null 2>&1
 }
 cat >"$work/want.exec" <<'EOF'
 /dev/pts/0

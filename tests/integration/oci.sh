@@ -32,7 +32,6 @@ live() {
 status_of() { H state "$1" 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p'; }
 pid_of() { H state "$1" 2>/dev/null | sed -n 's/.*"pid": \([0-9]*\).*/\1/p'; }
 gofer_of() { sed -n 's/.*"gofer_pid": \([0-9]*\).*/\1/p' "$root/$1/state.json"; }
-cgroups_of() { ls -d /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1" 2>/dev/null; }
 
 set_args echo hi
 expect_output "run prints the process's output" "hi" 0 -- H run --bundle "$bundle" r1

@@ -122,7 +122,7 @@ PY
 # gone ID: no record, state directory or cgroup is left of container ID.
 gone() {
 	[ -z "$(H list -q 2>/dev/null | grep -x "$1")" ] && [ ! -e "$root/$1" ] &&
-		[ -z "$(ls -d /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1" 2>/dev/null)" ]
+		[ -z "$(cgroups_of "$1")" ]
 }
 
 n=0

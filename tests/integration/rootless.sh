@@ -17,7 +17,18 @@ if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: run as root (the test makes and switches to the user $user)"
 	exit 77
 fi
-if ! id "$user" >/dev/null 2>&1 && ! useradd -M -s /bin/sh "$user"; then
+# Another run at once (two make checks) may be adding the user too: this useradd then fails on
+# the locked /etc/passwd or the existing name, and the user is there once that one is done
+# (polled, 0.1 s steps, up to 30 s).
+user_made() {
+	i=0
+	until id "$user" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -gt 300 ] && return 1
+		sleep 0.1
+	done
+}
+if ! id "$user" >/dev/null 2>&1 && ! useradd -M -s /bin/sh "$user" && ! user_made; then
 	echo "SKIP: no user $user, and useradd failed"
 	exit 77
 fi

@@ -191,7 +191,7 @@ left=''
 for p in $apid $bpid; do
 	gone "$p" || left="$left $p ($(cat "/proc/$p/comm" 2>/dev/null))"
 done
-cgs=$(ls -d /sys/fs/cgroup/*/husk/exhaust-a-$$ /sys/fs/cgroup/*/husk/exhaust-b-$$ 2>/dev/null)
+cgs=$(cgroups_of "exhaust-a-$$"; cgroups_of "exhaust-b-$$")
 if [ -z "$left" ] && [ -z "$cgs" ] && [ -z "$(ls -A "$root")" ]; then
 	pass "nothing of A and B is left (processes, cgroups, state)"
 else
