@@ -1,10 +1,11 @@
 #!/bin/sh
 # Fault injection (issue 18; docs/faults.md says, per fault, what the user sees and who cleans
-# up). Each case starts a container of its own (ids of this run: the host cgroup is /husk/<id>
-# whatever --root is), injects one fault from the host, checks what the guest and the engine
-# see, and after `husk delete` checks that nothing of it is left (leftovers): no process of the
-# ones recorded from its cgroup (sentry, gofer, stubs), no cgroup directory, no state directory,
-# no mount naming its work dir, no host process holding its memory file.
+# up). Each case starts a container of its own (ids of this run; its host cgroup is lib-oci.sh's
+# husk_cgroup, /husk/<id>@<the root's cksum>), injects one fault from the host, checks what the
+# guest and the engine see, and after `husk delete` checks that nothing of it is left
+# (leftovers): no process of the ones recorded from its cgroup (sentry, gofer, stubs), no cgroup
+# directory, no state directory, no mount naming its work dir, no host process holding its
+# memory file.
 #   1. the gofer killed (SIGKILL) while the guest writes through it
 #   2. the sentry killed (SIGKILL)
 #   3. the host disk full under a volume (a 1 MiB tmpfs in a private mount namespace)
@@ -68,7 +69,7 @@ PY
 }
 
 # cgdirs ID: the container's host cgroup directories (v2, or every v1 hierarchy).
-cgdirs() { ls -d /sys/fs/cgroup/*/husk/"$1" /sys/fs/cgroup/husk/"$1" 2>/dev/null; }
+cgdirs() { cgroups_of "$1"; }
 # starttime PID: field 22 of /proc/PID/stat (with the pid, names a process across pid reuse).
 starttime() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 # cg_pids ID: the pids in the container's cgroups.
