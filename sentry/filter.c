@@ -103,6 +103,7 @@ static const struct filter_rule rules[] = {
 	ALLOW(epoll_ctl, "hostpoll: watching host stdio FDs"),
 	ALLOW(epoll_wait, "hostpoll: waiting for host stdio readiness"),
 	ALLOW(epoll_pwait, "glibc's epoll_wait() may use epoll_pwait"),
+	ALLOW(pidfd_open, "stubwatch: a pidfd of each stub, readable at its death (only watched)"),
 	ALLOW(fstatfs, "statfs(2) of donated files"),
 	ALLOW(prctl, "stub: PR_SET_NAME, PR_SET_PDEATHSIG in a new stub"),
 	ALLOW(close_range, "stub: closing every FD but the memory file"),

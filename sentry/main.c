@@ -82,6 +82,7 @@
 #include "sentry/guestview.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/oom.h"
+#include "sentry/kernel/stubwatch.h"
 #include "sentry/kernel/seccomp.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/sysctl.h"
@@ -1529,6 +1530,8 @@ int main(int argc, char **argv)
 	}
 	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */
 	oom_init(&k);
+	if (stubwatch_start() < 0)
+		log_warn("stubs killed from the host will be noticed only at their next switch");
 	memfile_set_limit(&k.mf, o.memory_limit);
 	k.uid_map = o.uid_map;
 	k.gid_map = o.gid_map;

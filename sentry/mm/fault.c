@@ -673,6 +673,9 @@ int mm_activate(struct mm *mm)
 		goto out_unlock;
 	}
 	mm->as = as;
+	void (*hook)(struct mm *) = __atomic_load_n(&mm_as_hook, __ATOMIC_ACQUIRE);
+	if (hook)
+		hook(mm);
 	clock_gettime(CLOCK_MONOTONIC, &t2);
 	log_debug("timing: mm_activate: as_create %lld us, replay of %zu VMAs in %zu calls %lld us",
 		  ts_us(&t0, &t1), s->n, calls, ts_us(&t1, &t2));

@@ -92,6 +92,9 @@ struct mm *mm_create(struct kernel *k)
 		free(mm);
 		return ERR_PTR(r);
 	}
+	void (*hook)(struct mm *) = __atomic_load_n(&mm_as_hook, __ATOMIC_ACQUIRE);
+	if (hook)
+		hook(mm);
 	return mm;
 }
 
@@ -161,6 +164,8 @@ void mm_get(struct mm *mm)
 }
 
 void (*mm_release_hook)(struct mm *mm);
+void (*mm_as_hook)(struct mm *mm);
+void (*mm_as_release_hook)(struct mm *mm);
 
 void mm_put(struct mm *mm)
 {
@@ -174,8 +179,12 @@ void mm_put(struct mm *mm)
 	struct vma_set *s = vset(mm);
 
 	/* The stub goes first: no mapping of the pages survives their return to the allocator. */
-	if (mm->as)
+	if (mm->as) {
+		hook = __atomic_load_n(&mm_as_release_hook, __ATOMIC_ACQUIRE);
+		if (hook)
+			hook(mm);
 		mm->k->platform->ops->as_destroy(mm->as);
+	}
 	for (size_t i = 0; i < s->n; i++)
 		vma_release(mfile(mm), &s->v[i]);
 	free(s->v);

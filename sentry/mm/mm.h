@@ -93,6 +93,13 @@ void mm_put(struct mm *mm);
  * the setter's own lock): the AIO contexts of syscalls/sys_aio.c belong to an address space.
  */
 extern void (*mm_release_hook)(struct mm *mm);
+/*
+ * Called when an mm gets its platform address space (mm_create, mm_activate; under mm->lock in
+ * the latter) and, when the mm goes, before that space is destroyed: sentry/kernel/stubwatch.c
+ * watches the host process behind it. Set once, before any guest runs.
+ */
+extern void (*mm_as_hook)(struct mm *mm);
+extern void (*mm_as_release_hook)(struct mm *mm);
 
 /*
  * fork(2): a new mm with the same VMAs whose private pages are shared copy-on-write with parent

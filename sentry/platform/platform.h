@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/user.h>
 
 struct platform;
@@ -160,6 +161,12 @@ struct platform_ops {
 	 * may cost a round trip to the guest thread. Returns it or -errno. NULL: not known.
 	 */
 	long (*ctx_peak_rss_kb)(struct platform_ctx *ctx);
+
+	/*
+	 * The host process behind as (its stub), whose death the kernel watches
+	 * (sentry/kernel/stubwatch.c), or -1. NULL: none to watch (KVM: the VM is the sentry's).
+	 */
+	pid_t (*as_host_pid)(struct platform_as *as);
 };
 
 struct platform {

@@ -262,4 +262,47 @@ else
 	fail "runaway guest: start a container" "$(cat "$work/$id.out")"
 fi
 
+
+# 5. A stub killed from the host (SIGKILL): the guest process behind it dies of SIGKILL, even
+# while it waits in a guest call the sentry serves (stubwatch.c watches every stub); its parent
+# sees status 137; the sentry and the rest of the container go on; delete cleans up.
+# The victim's stub is the one of the container's processes holding memtouch's 40 MiB.
+big_stub() {
+	for p in $(cg_pids "$1"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = husk-stub ] || continue
+		kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		[ "${kb:-0}" -ge 30000 ] && echo "$p" && return 0
+	done
+	return 1
+}
+has_big_stub() { big_stub "$1" >/dev/null; }
+next_id
+config sh -c 'memtouch 40 hold >/tmp/held 2>&1 & wait $!; echo "status $?" >/tmp/run
+	echo done >>/tmp/run; while :; do sleep 100000; done'
+if start "$id"; then
+	record "$id"
+	s=$(pid_of "$id")
+	if until_true 60 has_big_stub "$id"; then
+		victim=$(big_stub "$id")
+		kill -KILL "$victim"
+		until_true 60 run_done "$id"
+		out=$(H exec "$id" cat /tmp/run 2>&1)
+		case "$out" in
+		"status 137"*done*) pass "stub killed: the guest process dies of SIGKILL (status 137)" ;;
+		*) fail "stub killed: the guest process dies of SIGKILL" "$out" ;;
+		esac
+	else
+		fail "stub killed: a stub holding memtouch's 40 MiB" "$(cg_pids "$id")"
+	fi
+	if [ "$(pid_of "$id")" = "$s" ] && [ "$(status_of "$id")" = running ]; then
+		expect_output "stub killed: the container goes on (exec)" alive 0 -- H exec "$id" echo alive
+	else
+		fail "stub killed: the sentry lives, the container runs" "$(H state "$id" 2>&1)"
+	fi
+	expect_status "stub killed: delete --force" 0 -- H delete --force "$id"
+	leftovers "stub killed" "$id"
+else
+	fail "stub killed: start a container" "$(cat "$work/$id.out")"
+fi
+
 finish

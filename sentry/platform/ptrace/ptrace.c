@@ -1490,4 +1490,5 @@ static const struct platform_ops ptrace_ops = {
 	.ctx_singlestep = ptrace_ctx_singlestep,
 	.ctx_cpu_ns = ptrace_ctx_cpu_ns,
 	.ctx_peak_rss_kb = ptrace_ctx_peak_rss_kb,
+	.as_host_pid = ptrace_as_stub_pid,
 };

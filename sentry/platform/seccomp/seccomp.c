@@ -1355,4 +1355,5 @@ static const struct platform_ops seccomp_ops = {
 	.ctx_singlestep = seccomp_ctx_singlestep,
 	.ctx_cpu_ns = seccomp_ctx_cpu_ns,
 	.ctx_peak_rss_kb = seccomp_ctx_peak_rss_kb,
+	.as_host_pid = seccomp_as_stub_pid,
 };
