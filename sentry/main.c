@@ -1530,8 +1530,6 @@ int main(int argc, char **argv)
 	}
 	/* The OOM killer watches the memory file; a limit given now applies to every mapping. */
 	oom_init(&k);
-	if (stubwatch_start() < 0)
-		log_warn("stubs killed from the host will be noticed only at their next switch");
 	memfile_set_limit(&k.mf, o.memory_limit);
 	k.uid_map = o.uid_map;
 	k.gid_map = o.gid_map;
@@ -1583,6 +1581,9 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	timing_stage("host signal forwarding");
+	/* After hostsig_start: its thread inherits the mask that leaves host signals to hostsig. */
+	if (stubwatch_start() < 0)
+		log_warn("stubs killed from the host will be noticed only at their next switch");
 	/* The time page and the vDSO image; its calibration thread inherits the blocked signals. */
 	ret = vtime_start(&k.mf);
 	if (ret < 0)

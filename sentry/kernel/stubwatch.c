@@ -91,7 +91,8 @@ static void kill_users(struct mm *mm)
 	pid_for_each_task(k, collect, &v);
 	pthread_mutex_unlock(&k->tree_lock);
 	for (size_t i = 0; i < v.n; i++) {
-		log_warn("pid %d: the host process behind its memory (its stub) died: killed", v.tg[i]->pid);
+		log_warn("pid %d: the host process behind its memory (its stub) died: killed",
+			 v.tg[i]->pid);
 		signal_send(v.tg[i], NULL, SIGKILL, NULL, 0);
 		tg_put(v.tg[i]);
 	}
@@ -106,7 +107,8 @@ static void *watch_main(void *arg)
 		int n = epoll_wait(watch_epoll, ev, 8, -1);
 
 		if (n < 0 && errno != EINTR) {
-			log_warn("stubwatch: epoll_wait: %m; stubs killed from outside go unnoticed");
+			log_warn(
+				"stubwatch: epoll_wait: %m; stubs killed from outside go unnoticed");
 			return NULL;
 		}
 		for (int i = 0; i < n; i++) {
