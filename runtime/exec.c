@@ -276,19 +276,38 @@ static void relay_signal(int sig)
 static int tty_relay_start(int slave, bool winch)
 {
 	static const int sigs[] = { SIGINT, SIGQUIT, SIGTSTP, SIGHUP, SIGWINCH };
-	pid_t parent = getpid(), pid = fork();
+	pid_t parent = getpid(), pid;
+	int ready[2];
+	char c;
 
-	if (pid < 0)
+	if (pipe2(ready, O_CLOEXEC) < 0)
 		return -errno;
-	if (pid > 0)
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(ready[0]);
+		close(ready[1]);
+		return -e;
+	}
+	if (pid > 0) {
+		/*
+		 * Until the child leads its session with the slave as its terminal and passes its
+		 * signals on (or gave up: EOF): a ^C typed before would signal no one. The caller
+		 * starts the process only then (oci-tty.sh lost ^C under load).
+		 */
+		close(ready[1]);
+		while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(ready[0]);
 		return 0;
+	}
+	close(ready[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(0);
 	if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0)
 		_exit(0);
-	for (int fd = 0; fd < 1024; fd++)
-		close(fd);
 	{
 		struct sigaction sa = { .sa_handler = relay_signal };
 		sigset_t set;
@@ -303,6 +322,12 @@ static int tty_relay_start(int slave, bool winch)
 		}
 		sigprocmask(SIG_UNBLOCK, &set, NULL);
 	}
+	c = 1;
+	if (write(ready[1], &c, 1) < 0) {
+		/* The parent reads EOF at the exit below, or at this close: it goes on either way. */
+	}
+	for (int fd = 0; fd < 1024; fd++)
+		close(fd);
 	for (;;)
 		pause();
 }
@@ -661,14 +686,19 @@ int cmd_exec(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < p.e.npreserve; i++)
 		fds[nfds++] = 3 + (int)i;
-	ret = control_send_fds(sock, msg, len, fds, nfds);
-	/* The pty's signals: see tty_winch. The detached proxy leads a session of its own. */
+	/*
+	 * The pty's signals: see tty_winch. The detached proxy leads a session of its own. The
+	 * relay first, so that the slave has its session before the process can write to it.
+	 */
 	if (tty) {
+		int rr;
+
 		tty_winch = master < 0;
-		if (!detach && (ret = tty_relay_start(slave, tty_winch)) < 0)
+		if (!detach && (rr = tty_relay_start(slave, tty_winch)) < 0)
 			log_warn("exec: the pty's signals will not reach the process: %s",
-				 strerror(-ret));
+				 strerror(-rr));
 	}
+	ret = control_send_fds(sock, msg, len, fds, nfds);
 	if (slave >= 0 && !detach)
 		close(slave);
 	if (ret < 0)
