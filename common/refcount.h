@@ -22,6 +22,18 @@ static inline void refcount_inc(struct refcount *r)
 	(void)old;
 }
 
+/* Takes a reference unless the count already reached zero (the object is going); returns whether. */
+static inline bool refcount_inc_not_zero(struct refcount *r)
+{
+	int c = __atomic_load_n(&r->count, __ATOMIC_RELAXED);
+
+	while (c > 0)
+		if (__atomic_compare_exchange_n(&r->count, &c, c + 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
 static inline bool refcount_dec(struct refcount *r)
 {
 	int old = __atomic_fetch_sub(&r->count, 1, __ATOMIC_ACQ_REL);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/refcount.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signals.h"
 #include "sentry/kernel/stubwatch.h"
@@ -38,18 +39,6 @@ struct watched {
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watched *watch_list; /* watch_lock */
 static int watch_epoll = -1; /* watch_lock (set once) */
-
-/* Takes a reference on mm unless its count already reached zero (it is being released). */
-static bool mm_tryget(struct mm *mm)
-{
-	int c = __atomic_load_n(&mm->ref.count, __ATOMIC_RELAXED);
-
-	while (c > 0)
-		if (__atomic_compare_exchange_n(&mm->ref.count, &c, c + 1, false, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return true;
-	return false;
-}
 
 struct victims {
 	struct mm *mm;
@@ -120,7 +109,7 @@ static void *watch_main(void *arg)
 					continue;
 				/* Once: a dead stub stays readable. */
 				epoll_ctl(watch_epoll, EPOLL_CTL_DEL, w->pidfd, NULL);
-				if (mm_tryget(w->mm))
+				if (refcount_inc_not_zero(&w->mm->ref))
 					mm = w->mm;
 				break;
 			}
